@@ -1,0 +1,64 @@
+//! Repository hygiene checks that keep the documentation and the code honest.
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace root")
+        .to_path_buf()
+}
+
+fn read(p: impl AsRef<Path>) -> String {
+    let p = root().join(p);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
+}
+
+/// The `members = [...]` list of the root manifest.
+fn workspace_members() -> Vec<String> {
+    let manifest = read("Cargo.toml");
+    let start = manifest
+        .find("members = [")
+        .expect("workspace members list");
+    let list = &manifest[start..];
+    let end = list.find(']').expect("end of members list");
+    list[..end]
+        .split('"')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn every_workspace_crate_is_in_the_architecture_code_map() {
+    let arch = read("docs/ARCHITECTURE.md");
+    let members = workspace_members();
+    assert!(
+        members.len() >= 8,
+        "workspace members not found: {members:?}"
+    );
+    let missing: Vec<_> = members
+        .iter()
+        .filter(|m| !arch.contains(&format!("### `{m}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/ARCHITECTURE.md has no code-map section for {missing:?}"
+    );
+}
+
+#[test]
+fn every_crate_opens_with_a_crate_doc() {
+    for m in workspace_members() {
+        let lib = root().join(&m).join("src/lib.rs");
+        let main = root().join(&m).join("src/main.rs");
+        let src = if lib.exists() { lib } else { main };
+        let text = std::fs::read_to_string(&src).expect("crate root");
+        assert!(
+            text.trim_start().starts_with("//!"),
+            "{} does not open with a crate doc",
+            src.display()
+        );
+    }
+}

@@ -1,0 +1,501 @@
+//! [`Value`]: one tagged value of any PMIx data type a process can put, get or pass as a
+//! directive.
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    AllocDirective, DataRange, DataType, Error, Info, InfoFlags, IofChannel, JobState, LinkState,
+    Locality, Nspace, Persistence, Proc, ProcState, Rank, Scope, Status,
+};
+
+/// A time value with microseconds (`struct timeval`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Timeval {
+    /// Seconds.
+    pub sec: i64,
+    /// Microseconds.
+    pub usec: i64,
+}
+
+/// An environment variable to set, with the separator used when it is a list
+/// (`pmix_envar_t`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct Envar {
+    /// Variable name.
+    pub name: String,
+    /// Value.
+    pub value: String,
+    /// Separator for prepending/appending to a list value (e.g. `b':'`), or 0.
+    pub separator: u8,
+}
+
+/// What is known about one process (`pmix_proc_info_t`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ProcInfo {
+    /// The process.
+    pub proc: Proc,
+    /// Host it runs on.
+    pub hostname: String,
+    /// Executable name.
+    pub executable_name: String,
+    /// Its pid on that host.
+    pub pid: u32,
+    /// Exit code, when it has ended.
+    pub exit_code: i32,
+    /// State.
+    pub state: ProcState,
+}
+
+/// An array of values that all have one declared type (`pmix_data_array_t`).
+///
+/// The element type is kept even when the array is empty. An array declared as
+/// [`DataType::VALUE`] may hold values of mixed types.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "RawDataArray")]
+pub struct DataArray {
+    ty: DataType,
+    items: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct RawDataArray {
+    ty: DataType,
+    items: Vec<Value>,
+}
+
+impl TryFrom<RawDataArray> for DataArray {
+    type Error = Error;
+    fn try_from(raw: RawDataArray) -> Result<Self, Error> {
+        DataArray::new(raw.ty, raw.items)
+    }
+}
+
+impl DataArray {
+    /// Builds an array, checking that every element has the declared type.
+    pub fn new(ty: DataType, items: Vec<Value>) -> Result<Self, Error> {
+        if ty != DataType::VALUE {
+            if let Some(bad) = items.iter().find(|v| v.data_type() != ty) {
+                return Err(Error::MixedDataArray {
+                    declared: ty,
+                    found: bad.data_type(),
+                });
+            }
+        }
+        Ok(DataArray { ty, items })
+    }
+
+    /// An array of info entries (the shape of the standard's `*_INFO_ARRAY` attributes).
+    pub fn from_infos(infos: impl IntoIterator<Item = Info>) -> Self {
+        DataArray {
+            ty: DataType::INFO,
+            items: infos
+                .into_iter()
+                .map(|i| Value::Info(Box::new(i)))
+                .collect(),
+        }
+    }
+
+    /// The declared element type.
+    pub fn elem_type(&self) -> DataType {
+        self.ty
+    }
+
+    /// The elements.
+    pub fn items(&self) -> &[Value] {
+        &self.items
+    }
+
+    /// Takes the elements out.
+    pub fn into_items(self) -> Vec<Value> {
+        self.items
+    }
+
+    /// Iterates over the info entries of an info array (other elements are skipped).
+    pub fn infos(&self) -> impl Iterator<Item = &Info> {
+        self.items.iter().filter_map(|v| match v {
+            Value::Info(i) => Some(&**i),
+            _ => None,
+        })
+    }
+}
+
+/// One value of any PMIx data type.
+///
+/// Every variant maps to one [`DataType`] ([`Value::data_type`]). Floats are carried bit for
+/// bit, and equality compares them by bits, so a value always equals its own round trip (NaN
+/// included).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Value {
+    /// No value (`PMIX_UNDEF`).
+    Undef,
+    /// `bool`.
+    Bool(bool),
+    /// One byte (`uint8_t` as `PMIX_BYTE`).
+    Byte(u8),
+    /// A string (`char*`).
+    String(String),
+    /// `size_t`.
+    Size(u64),
+    /// `pid_t`.
+    Pid(u32),
+    /// `int`.
+    Int(i32),
+    /// `int8_t`.
+    Int8(i8),
+    /// `int16_t`.
+    Int16(i16),
+    /// `int32_t`.
+    Int32(i32),
+    /// `int64_t`.
+    Int64(i64),
+    /// `unsigned int`.
+    Uint(u32),
+    /// `uint8_t`.
+    Uint8(u8),
+    /// `uint16_t`.
+    Uint16(u16),
+    /// `uint32_t`.
+    Uint32(u32),
+    /// `uint64_t`.
+    Uint64(u64),
+    /// `float`, carried bit for bit.
+    Float(f32),
+    /// `double`, carried bit for bit.
+    Double(f64),
+    /// `struct timeval`.
+    Timeval(Timeval),
+    /// `time_t`.
+    Time(i64),
+    /// A status code.
+    Status(Status),
+    /// A rank (`PMIX_PROC_RANK`).
+    Rank(Rank),
+    /// A process (`PMIX_PROC`).
+    Proc(Proc),
+    /// A namespace alone (`PMIX_PROC_NSPACE`).
+    Nspace(Nspace),
+    /// Opaque bytes (`pmix_byte_object_t`).
+    #[serde(with = "serde_bytes")]
+    ByteObject(Vec<u8>),
+    /// A persistence directive.
+    Persistence(Persistence),
+    /// A put scope.
+    Scope(Scope),
+    /// A data range.
+    DataRange(DataRange),
+    /// Info directive flags.
+    InfoDirectives(InfoFlags),
+    /// A data type tag.
+    DataType(DataType),
+    /// A process state.
+    ProcState(ProcState),
+    /// Information about one process.
+    ProcInfo(Box<ProcInfo>),
+    /// A typed array.
+    DataArray(Box<DataArray>),
+    /// One info entry (usually an element of an info array).
+    Info(Box<Info>),
+    /// An environment variable.
+    Envar(Envar),
+    /// A node or process map (`PMIX_REGEX`), as produced by `pmix-regex`: the bytes are opaque
+    /// here because one of its forms is compressed.
+    #[serde(with = "serde_bytes")]
+    Regex(Vec<u8>),
+    /// A zlib-compressed string (`PMIX_COMPRESSED_STRING`).
+    #[serde(with = "serde_bytes")]
+    CompressedString(Vec<u8>),
+    /// zlib-compressed bytes (`PMIX_COMPRESSED_BYTE_OBJECT`).
+    #[serde(with = "serde_bytes")]
+    CompressedBytes(Vec<u8>),
+    /// An allocation directive.
+    AllocDirective(AllocDirective),
+    /// IO-forwarding channels.
+    IofChannel(IofChannel),
+    /// A job state.
+    JobState(JobState),
+    /// A fabric link state.
+    LinkState(LinkState),
+    /// A locality bit set (`PMIX_LOCTYPE`).
+    Locality(Locality),
+}
+
+impl Value {
+    /// The standard's type tag of this value.
+    pub fn data_type(&self) -> DataType {
+        match self {
+            Value::Undef => DataType::UNDEF,
+            Value::Bool(_) => DataType::BOOL,
+            Value::Byte(_) => DataType::BYTE,
+            Value::String(_) => DataType::STRING,
+            Value::Size(_) => DataType::SIZE,
+            Value::Pid(_) => DataType::PID,
+            Value::Int(_) => DataType::INT,
+            Value::Int8(_) => DataType::INT8,
+            Value::Int16(_) => DataType::INT16,
+            Value::Int32(_) => DataType::INT32,
+            Value::Int64(_) => DataType::INT64,
+            Value::Uint(_) => DataType::UINT,
+            Value::Uint8(_) => DataType::UINT8,
+            Value::Uint16(_) => DataType::UINT16,
+            Value::Uint32(_) => DataType::UINT32,
+            Value::Uint64(_) => DataType::UINT64,
+            Value::Float(_) => DataType::FLOAT,
+            Value::Double(_) => DataType::DOUBLE,
+            Value::Timeval(_) => DataType::TIMEVAL,
+            Value::Time(_) => DataType::TIME,
+            Value::Status(_) => DataType::STATUS,
+            Value::Rank(_) => DataType::PROC_RANK,
+            Value::Proc(_) => DataType::PROC,
+            Value::Nspace(_) => DataType::PROC_NSPACE,
+            Value::ByteObject(_) => DataType::BYTE_OBJECT,
+            Value::Persistence(_) => DataType::PERSIST,
+            Value::Scope(_) => DataType::SCOPE,
+            Value::DataRange(_) => DataType::DATA_RANGE,
+            Value::InfoDirectives(_) => DataType::INFO_DIRECTIVES,
+            Value::DataType(_) => DataType::DATA_TYPE,
+            Value::ProcState(_) => DataType::PROC_STATE,
+            Value::ProcInfo(_) => DataType::PROC_INFO,
+            Value::DataArray(_) => DataType::DATA_ARRAY,
+            Value::Info(_) => DataType::INFO,
+            Value::Envar(_) => DataType::ENVAR,
+            Value::Regex(_) => DataType::REGEX,
+            Value::CompressedString(_) => DataType::COMPRESSED_STRING,
+            Value::CompressedBytes(_) => DataType::COMPRESSED_BYTE_OBJECT,
+            Value::AllocDirective(_) => DataType::ALLOC_DIRECTIVE,
+            Value::IofChannel(_) => DataType::IOF_CHANNEL,
+            Value::JobState(_) => DataType::JOB_STATE,
+            Value::LinkState(_) => DataType::LINK_STATE,
+            Value::Locality(_) => DataType::LOCTYPE,
+        }
+    }
+
+    /// The string, if this is a string value.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is a bool value. Following the standard, an info entry given with
+    /// no value ([`Value::Undef`]) means `true` for boolean directives; that reading is the
+    /// caller's to apply.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The value as an unsigned 64-bit integer, for any integer type whose value fits.
+    pub fn as_u64(&self) -> Option<u64> {
+        match *self {
+            Value::Byte(v) | Value::Uint8(v) => Some(v.into()),
+            Value::Uint16(v) => Some(v.into()),
+            Value::Uint(v) | Value::Uint32(v) | Value::Pid(v) => Some(v.into()),
+            Value::Uint64(v) | Value::Size(v) => Some(v),
+            Value::Rank(r) => Some(r.0.into()),
+            Value::Int8(v) => u64::try_from(v).ok(),
+            Value::Int16(v) => u64::try_from(v).ok(),
+            Value::Int(v) | Value::Int32(v) => u64::try_from(v).ok(),
+            Value::Int64(v) | Value::Time(v) => u64::try_from(v).ok(),
+            _ => None,
+        }
+    }
+
+    /// The value as a signed 64-bit integer, for any integer type whose value fits.
+    pub fn as_i64(&self) -> Option<i64> {
+        match *self {
+            Value::Int8(v) => Some(v.into()),
+            Value::Int16(v) => Some(v.into()),
+            Value::Int(v) | Value::Int32(v) => Some(v.into()),
+            Value::Int64(v) | Value::Time(v) => Some(v),
+            _ => self.as_u64().and_then(|v| i64::try_from(v).ok()),
+        }
+    }
+
+    /// The value as a `u32`, for any integer type whose value fits.
+    pub fn as_u32(&self) -> Option<u32> {
+        self.as_u64().and_then(|v| u32::try_from(v).ok())
+    }
+
+    /// The rank, for a rank value or any integer that fits in 32 bits.
+    pub fn as_rank(&self) -> Option<Rank> {
+        self.as_u32().map(Rank)
+    }
+
+    /// The process, if this is a proc value.
+    pub fn as_proc(&self) -> Option<&Proc> {
+        match self {
+            Value::Proc(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The bytes of a byte object.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::ByteObject(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The array, if this is a data array.
+    pub fn as_array(&self) -> Option<&DataArray> {
+        match self {
+            Value::DataArray(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    /// A type-mismatch error for asking this value for `expected`.
+    pub fn mismatch(&self, expected: DataType) -> Error {
+        Error::TypeMismatch {
+            expected,
+            found: self.data_type(),
+        }
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        use Value as V;
+        match (self, other) {
+            (V::Float(a), V::Float(b)) => a.to_bits() == b.to_bits(),
+            (V::Double(a), V::Double(b)) => a.to_bits() == b.to_bits(),
+            (V::Undef, V::Undef) => true,
+            (V::Bool(a), V::Bool(b)) => a == b,
+            (V::Byte(a), V::Byte(b)) | (V::Uint8(a), V::Uint8(b)) => a == b,
+            (V::String(a), V::String(b)) => a == b,
+            (V::Size(a), V::Size(b)) | (V::Uint64(a), V::Uint64(b)) => a == b,
+            (V::Pid(a), V::Pid(b)) | (V::Uint(a), V::Uint(b)) | (V::Uint32(a), V::Uint32(b)) => {
+                a == b
+            }
+            (V::Int(a), V::Int(b)) | (V::Int32(a), V::Int32(b)) => a == b,
+            (V::Int8(a), V::Int8(b)) => a == b,
+            (V::Int16(a), V::Int16(b)) => a == b,
+            (V::Int64(a), V::Int64(b)) | (V::Time(a), V::Time(b)) => a == b,
+            (V::Uint16(a), V::Uint16(b)) => a == b,
+            (V::Timeval(a), V::Timeval(b)) => a == b,
+            (V::Status(a), V::Status(b)) => a == b,
+            (V::Rank(a), V::Rank(b)) => a == b,
+            (V::Proc(a), V::Proc(b)) => a == b,
+            (V::Nspace(a), V::Nspace(b)) => a == b,
+            (V::ByteObject(a), V::ByteObject(b))
+            | (V::Regex(a), V::Regex(b))
+            | (V::CompressedString(a), V::CompressedString(b))
+            | (V::CompressedBytes(a), V::CompressedBytes(b)) => a == b,
+            (V::Persistence(a), V::Persistence(b)) => a == b,
+            (V::Scope(a), V::Scope(b)) => a == b,
+            (V::DataRange(a), V::DataRange(b)) => a == b,
+            (V::InfoDirectives(a), V::InfoDirectives(b)) => a == b,
+            (V::DataType(a), V::DataType(b)) => a == b,
+            (V::ProcState(a), V::ProcState(b)) => a == b,
+            (V::ProcInfo(a), V::ProcInfo(b)) => a == b,
+            (V::DataArray(a), V::DataArray(b)) => a == b,
+            (V::Info(a), V::Info(b)) => a == b,
+            (V::Envar(a), V::Envar(b)) => a == b,
+            (V::AllocDirective(a), V::AllocDirective(b)) => a == b,
+            (V::IofChannel(a), V::IofChannel(b)) => a == b,
+            (V::JobState(a), V::JobState(b)) => a == b,
+            (V::LinkState(a), V::LinkState(b)) => a == b,
+            (V::Locality(a), V::Locality(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($($t:ty => $v:ident),* $(,)?) => {
+        $(impl From<$t> for Value {
+            fn from(x: $t) -> Value {
+                Value::$v(x)
+            }
+        })*
+    };
+}
+
+value_from! {
+    bool => Bool,
+    String => String,
+    i8 => Int8,
+    i16 => Int16,
+    i32 => Int32,
+    i64 => Int64,
+    u8 => Uint8,
+    u16 => Uint16,
+    u32 => Uint32,
+    u64 => Uint64,
+    f32 => Float,
+    f64 => Double,
+    Timeval => Timeval,
+    Status => Status,
+    Rank => Rank,
+    Proc => Proc,
+    Nspace => Nspace,
+    Scope => Scope,
+    DataRange => DataRange,
+    Persistence => Persistence,
+    ProcState => ProcState,
+    Envar => Envar,
+    JobState => JobState,
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Value {
+        Value::String(s.to_owned())
+    }
+}
+
+impl From<DataArray> for Value {
+    fn from(a: DataArray) -> Value {
+        Value::DataArray(Box::new(a))
+    }
+}
+
+impl From<Info> for Value {
+    fn from(i: Info) -> Value {
+        Value::Info(Box::new(i))
+    }
+}
+
+impl From<Vec<u8>> for Value {
+    fn from(b: Vec<u8>) -> Value {
+        Value::ByteObject(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_equals_itself_by_bits() {
+        assert_eq!(Value::Double(f64::NAN), Value::Double(f64::NAN));
+        assert_ne!(Value::Double(0.0), Value::Double(-0.0));
+        assert_ne!(Value::Uint32(1), Value::Uint64(1));
+    }
+
+    #[test]
+    fn data_array_checks_its_elements() {
+        assert!(DataArray::new(DataType::UINT32, vec![Value::Uint32(1)]).is_ok());
+        let e = DataArray::new(DataType::UINT32, vec![Value::Uint32(1), Value::Bool(true)]);
+        assert_eq!(
+            e.unwrap_err(),
+            Error::MixedDataArray {
+                declared: DataType::UINT32,
+                found: DataType::BOOL
+            }
+        );
+        assert!(DataArray::new(DataType::VALUE, vec![Value::Uint32(1), Value::Bool(true)]).is_ok());
+    }
+
+    #[test]
+    fn integer_accessors_check_range() {
+        assert_eq!(Value::Int32(-1).as_u64(), None);
+        assert_eq!(Value::Uint64(u64::MAX).as_u32(), None);
+        assert_eq!(Value::Uint16(7).as_u32(), Some(7));
+        assert_eq!(Value::Size(5).as_i64(), Some(5));
+    }
+}
