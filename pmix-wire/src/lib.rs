@@ -6,3 +6,16 @@
 //! negotiation. It never touches a socket: bytes in, messages out.
 //!
 //! Host authors want `pmix-server`; application authors `pmix-client`.
+
+mod error;
+mod frame;
+pub mod msg;
+
+pub use error::Error;
+pub use frame::{
+    DEFAULT_MAX_FRAME, Decoded, FrameDecoder, HEADER_LEN, decode_body, decode_hello, encode_frame,
+};
+pub use msg::{
+    App, ClientMsg, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs, ProcRealm,
+    Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
+};

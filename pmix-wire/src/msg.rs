@@ -1,0 +1,358 @@
+//! The messages of the native protocol, which are also the server engine's vocabulary.
+//!
+//! Every front-end of the server (this native protocol, the PMI-1 text protocol, the OpenPMIx
+//! wire protocol) translates what its clients send into a [`Request`] and what the engine
+//! answers from a [`Reply`]; the native protocol simply serializes them. That is why these types
+//! speak in PMIx operations (fence, get, publish) rather than in bytes.
+
+use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value};
+use serde::{Deserialize, Serialize};
+
+/// Magic string opening every handshake, so that a peer speaking something else entirely is
+/// recognised at once.
+pub const MAGIC: &str = "PMIXRS";
+
+/// The version of the native protocol this crate speaks.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// The first frame a client sends: who it claims to be, and the proof.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Always [`MAGIC`].
+    pub magic: String,
+    /// The client's protocol version ([`PROTOCOL_VERSION`]).
+    pub version: u16,
+    /// The namespace the client belongs to.
+    pub nspace: Nspace,
+    /// Its rank.
+    pub rank: Rank,
+    /// The per-client secret that `setup_fork` put in its environment.
+    #[serde(with = "serde_bytes")]
+    pub secret: Vec<u8>,
+    /// Its process id (informational; identity comes from the socket's credentials).
+    pub pid: u32,
+}
+
+/// The server's answer to a [`Hello`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Welcome {
+    /// The client is accepted; here is everything it needs to serve job-level data locally.
+    Accepted {
+        /// The server's protocol version.
+        version: u16,
+        /// The job data of the client's namespace.
+        job: Box<JobData>,
+    },
+    /// The client is refused; the connection will be closed.
+    Refused {
+        /// Why, as a status (`ERR_NOT_SUPPORTED` for a version mismatch, `ERR_INVALID_CRED`,
+        /// `ERR_NO_PERMISSIONS`, `ERR_NOT_FOUND` for an unknown process, `ERR_EXISTS` for a
+        /// second connection of the same process).
+        status: Status,
+        /// The server's protocol version, so the client can say what it should have spoken.
+        version: u16,
+        /// A human-readable reason.
+        reason: String,
+    },
+}
+
+/// One key/value pair with the scope it was put with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Kv {
+    /// The scope given to Put.
+    pub scope: Scope,
+    /// The key.
+    pub key: Key,
+    /// The value.
+    pub value: Value,
+}
+
+/// The committed data of one process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcKvs {
+    /// The process.
+    pub proc: Proc,
+    /// Its key/value pairs.
+    pub kvs: Vec<Kv>,
+}
+
+/// The data of one information level entry that is keyed by a number (an app or a node).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Realm {
+    /// The app number or node id.
+    pub id: u32,
+    /// Its attributes.
+    pub info: Vec<Info>,
+}
+
+/// Everything registered for one namespace, by information level: what a client receives at
+/// init so that job-level Gets never leave the process.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct JobData {
+    /// The namespace.
+    pub nspace: Nspace,
+    /// Session-level attributes.
+    pub session: Vec<Info>,
+    /// Job-level attributes (retrieved with rank WILDCARD).
+    pub job: Vec<Info>,
+    /// Per-application attributes, by app number.
+    pub apps: Vec<Realm>,
+    /// Per-node attributes, by node id.
+    pub nodes: Vec<Realm>,
+    /// Per-process attributes, by rank.
+    pub procs: Vec<ProcRealm>,
+}
+
+/// The attributes of one rank.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ProcRealm {
+    /// The rank.
+    pub rank: Rank,
+    /// Its attributes.
+    pub info: Vec<Info>,
+}
+
+/// One application context of a spawn request (`pmix_app_t`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct App {
+    /// The executable.
+    pub cmd: String,
+    /// Its argv, including argv\[0\].
+    pub argv: Vec<String>,
+    /// Environment entries (`NAME=value`) to add.
+    pub env: Vec<String>,
+    /// Working directory; empty means the parent's.
+    pub cwd: String,
+    /// Number of processes.
+    pub maxprocs: u32,
+    /// Per-app directives.
+    pub info: Vec<Info>,
+}
+
+/// One result of a lookup: the value and who published it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Published {
+    /// The publishing process.
+    pub proc: Proc,
+    /// The key.
+    pub key: Key,
+    /// The value.
+    pub value: Value,
+}
+
+/// An event delivered to a client.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The event code.
+    pub code: Status,
+    /// The process that raised it.
+    pub source: Proc,
+    /// The range it was sent to.
+    pub range: DataRange,
+    /// Attributes (affected processes, a message, ...).
+    pub info: Vec<Info>,
+}
+
+/// One query (`pmix_query_t`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Query {
+    /// The keys asked for.
+    pub keys: Vec<Key>,
+    /// Qualifiers (which namespace, which rank, ...).
+    pub qualifiers: Vec<Info>,
+}
+
+/// A request from a client to its server.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum Request {
+    /// Make the data put so far visible to others (`PMIx_Commit`).
+    Commit {
+        /// Everything put since the last commit.
+        kvs: Vec<Kv>,
+    },
+    /// Synchronise with a set of processes, optionally collecting their data (`PMIx_Fence`).
+    Fence {
+        /// The participants (rank WILDCARD for a whole namespace); empty means the caller's
+        /// whole namespace.
+        procs: Vec<Proc>,
+        /// Directives (`COLLECT_DATA`, `TIMEOUT`, ...).
+        info: Vec<Info>,
+    },
+    /// Fetch data the client does not hold (`PMIx_Get` when the local store misses).
+    Get {
+        /// Whose data.
+        proc: Proc,
+        /// Which key; `None` for all of that process's data.
+        key: Option<Key>,
+        /// Directives (`IMMEDIATE`, `TIMEOUT`, `DATA_SCOPE`, ...).
+        info: Vec<Info>,
+    },
+    /// Publish key/value pairs under the caller's identity (`PMIx_Publish`).
+    Publish {
+        /// What to publish.
+        data: Vec<Info>,
+        /// Directives (`RANGE`, `PERSISTENCE`, ...).
+        info: Vec<Info>,
+    },
+    /// Look published keys up (`PMIx_Lookup`).
+    Lookup {
+        /// The keys.
+        keys: Vec<Key>,
+        /// Directives (`RANGE`, `WAIT`, `TIMEOUT`, ...).
+        info: Vec<Info>,
+    },
+    /// Withdraw published keys (`PMIx_Unpublish`); no keys means all of the caller's.
+    Unpublish {
+        /// The keys.
+        keys: Vec<Key>,
+        /// Directives (`RANGE`, ...).
+        info: Vec<Info>,
+    },
+    /// Start a new job (`PMIx_Spawn`).
+    Spawn {
+        /// Job-level directives.
+        job_info: Vec<Info>,
+        /// The application contexts.
+        apps: Vec<App>,
+    },
+    /// Connect with processes of other namespaces (`PMIx_Connect`).
+    Connect {
+        /// The participants.
+        procs: Vec<Proc>,
+        /// Directives.
+        info: Vec<Info>,
+    },
+    /// Undo a connect (`PMIx_Disconnect`).
+    Disconnect {
+        /// The participants.
+        procs: Vec<Proc>,
+        /// Directives.
+        info: Vec<Info>,
+    },
+    /// Ask for processes to be aborted (`PMIx_Abort`).
+    Abort {
+        /// The status to exit with.
+        status: Status,
+        /// A message for the operator.
+        message: String,
+        /// Which processes; empty means the caller's whole namespace.
+        procs: Vec<Proc>,
+    },
+    /// Register for events (`PMIx_Register_event_handler`).
+    RegisterEvents {
+        /// The codes of interest; empty means all.
+        codes: Vec<Status>,
+        /// Directives.
+        info: Vec<Info>,
+    },
+    /// Withdraw an event registration.
+    DeregisterEvents {
+        /// The codes registered before.
+        codes: Vec<Status>,
+    },
+    /// Raise an event (`PMIx_Notify_event`).
+    Notify {
+        /// The event.
+        event: Event,
+    },
+    /// Ask for information (`PMIx_Query_info`).
+    Query {
+        /// The queries.
+        queries: Vec<Query>,
+    },
+    /// The client is finishing (`PMIx_Finalize`).
+    Finalize {
+        /// Directives.
+        info: Vec<Info>,
+    },
+}
+
+/// The payload of a reply, by request kind.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ReplyBody {
+    /// Only the status matters.
+    None,
+    /// Data collected by a fence.
+    Fence {
+        /// The committed data of the participants.
+        data: Vec<ProcKvs>,
+    },
+    /// The answer to a Get: the process's data (all of it that the caller may see, so that
+    /// the next Get is local) and, for a process of a namespace the caller did not have, that
+    /// namespace's job data.
+    Get {
+        /// Data of the requested process.
+        data: Vec<ProcKvs>,
+        /// Job data of other namespaces.
+        jobs: Vec<JobData>,
+    },
+    /// Lookup results.
+    Lookup {
+        /// One entry per key found.
+        found: Vec<Published>,
+    },
+    /// The namespace a spawn created.
+    Spawn {
+        /// The new namespace.
+        nspace: Nspace,
+    },
+    /// After a connect: the job data of the other namespaces and the committed data of the
+    /// other participants.
+    Connect {
+        /// Job data of the other namespaces.
+        jobs: Vec<JobData>,
+        /// Committed data of the participants.
+        data: Vec<ProcKvs>,
+    },
+    /// Query results.
+    Query {
+        /// One entry per answered key.
+        results: Vec<Info>,
+    },
+}
+
+/// A reply to one request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// The outcome.
+    pub status: Status,
+    /// The payload.
+    pub body: ReplyBody,
+}
+
+impl Reply {
+    /// A reply carrying only a status.
+    pub fn status(status: Status) -> Self {
+        Reply {
+            status,
+            body: ReplyBody::None,
+        }
+    }
+}
+
+/// What a client sends after the handshake: a request tagged with an id of its choosing that
+/// the reply will carry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClientMsg {
+    /// The request id (the client's to choose; unique among its outstanding requests).
+    pub id: u32,
+    /// The request.
+    pub req: Request,
+}
+
+/// What a server sends after the handshake.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub enum ServerMsg {
+    /// The reply to the request with this id.
+    Reply {
+        /// The request id.
+        id: u32,
+        /// The reply.
+        reply: Reply,
+    },
+    /// An event the client registered for.
+    Event(Event),
+}
