@@ -1,6 +1,135 @@
-//! Project automation: `cargo xtask gen-attrs`, `conformance`, `bench`, `fuzz`.
+//! Project automation for pmix-rs, run as `cargo xtask <command>` (an alias in
+//! `.cargo/config.toml`).
+//!
+//! Commands:
+//! - `gen-attrs [--check]`: regenerate `pmix-types/src/attr/generated.rs` from
+//!   `pmix-types/attributes.tsv`; with `--check`, only report whether it is up to date.
+//!
+//! `conformance`, `bench` and `fuzz` are reserved names: each will be a module of its own with a
+//! `run(args) -> ExitCode` entry added to [`COMMANDS`]. Until then they fail with exit code 2
+//! rather than pretend to succeed.
 
-fn main() {
-    eprintln!("usage: cargo xtask <gen-attrs|conformance|bench|fuzz>");
-    std::process::exit(2);
+mod gen_attrs;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// One subcommand.
+struct Command {
+    name: &'static str,
+    usage: &'static str,
+    run: fn(&[String]) -> ExitCode,
+}
+
+/// Every subcommand, in the order `help` lists them.
+const COMMANDS: &[Command] = &[
+    Command {
+        name: "gen-attrs",
+        usage: "gen-attrs [--check]   regenerate the attribute table (or check it is fresh)",
+        run: run_gen_attrs,
+    },
+    Command {
+        name: "conformance",
+        usage: "conformance           (not yet implemented)",
+        run: not_yet_implemented,
+    },
+    Command {
+        name: "bench",
+        usage: "bench                 (not yet implemented)",
+        run: not_yet_implemented,
+    },
+    Command {
+        name: "fuzz",
+        usage: "fuzz                  (not yet implemented)",
+        run: not_yet_implemented,
+    },
+];
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some(first) = args.first() else {
+        print_usage();
+        return ExitCode::from(2);
+    };
+    if matches!(first.as_str(), "help" | "-h" | "--help") {
+        print_usage();
+        return ExitCode::SUCCESS;
+    }
+    match COMMANDS.iter().find(|c| c.name == first) {
+        Some(command) => (command.run)(&args[1..]),
+        None => {
+            eprintln!("xtask: unknown command {first:?}");
+            print_usage();
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_usage() {
+    eprintln!("usage: cargo xtask <command>\n\ncommands:");
+    for command in COMMANDS {
+        eprintln!("    {}", command.usage);
+    }
+}
+
+fn not_yet_implemented(_args: &[String]) -> ExitCode {
+    eprintln!("xtask: this command is not yet implemented");
+    ExitCode::from(2)
+}
+
+/// The workspace root: xtask sits directly below it.
+fn workspace_root() -> PathBuf {
+    let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest_dir.parent().unwrap_or(manifest_dir).to_path_buf()
+}
+
+fn run_gen_attrs(args: &[String]) -> ExitCode {
+    let check = match args {
+        [] => false,
+        [flag] if flag == "--check" => true,
+        _ => {
+            eprintln!("usage: cargo xtask gen-attrs [--check]");
+            return ExitCode::from(2);
+        }
+    };
+    let root = workspace_root();
+    let tsv_path = root.join(gen_attrs::TSV_PATH);
+    let out_path = root.join(gen_attrs::OUT_PATH);
+    let tsv = match std::fs::read_to_string(&tsv_path) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("xtask: cannot read {}: {e}", tsv_path.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let generated = match gen_attrs::generate(&tsv) {
+        Ok(text) => text,
+        Err(errors) => {
+            for error in errors {
+                eprintln!("{}: {error}", gen_attrs::TSV_PATH);
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    let current = std::fs::read_to_string(&out_path).unwrap_or_default();
+    if current == generated {
+        return ExitCode::SUCCESS;
+    }
+    if check {
+        eprintln!(
+            "xtask: {} is stale; run `cargo xtask gen-attrs`",
+            gen_attrs::OUT_PATH
+        );
+        return ExitCode::FAILURE;
+    }
+    match std::fs::write(&out_path, generated) {
+        Ok(()) => {
+            eprintln!("xtask: wrote {}", gen_attrs::OUT_PATH);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("xtask: cannot write {}: {e}", out_path.display());
+            ExitCode::FAILURE
+        }
+    }
 }

@@ -2,13 +2,2240 @@
 use super::{Attribute, Level};
 use crate::DataType;
 
-/// `PMIX_JOB_SIZE`
+/// `PMIX_ATTR_UNDEF` (`pmix.undef`): type varies, directive.
+pub const ATTR_UNDEF: &str = "pmix.undef";
+
+/// `PMIX_EXTERNAL_PROGRESS` (`pmix.evext`): bool, directive.
+pub const EXTERNAL_PROGRESS: &str = "pmix.evext";
+
+/// `PMIX_SERVER_TOOL_SUPPORT` (`pmix.srvr.tool`): bool, directive.
+pub const SERVER_TOOL_SUPPORT: &str = "pmix.srvr.tool";
+
+/// `PMIX_SERVER_REMOTE_CONNECTIONS` (`pmix.srvr.remote`): bool, directive.
+pub const SERVER_REMOTE_CONNECTIONS: &str = "pmix.srvr.remote";
+
+/// `PMIX_SERVER_SYSTEM_SUPPORT` (`pmix.srvr.sys`): bool, directive.
+pub const SERVER_SYSTEM_SUPPORT: &str = "pmix.srvr.sys";
+
+/// `PMIX_SERVER_SESSION_SUPPORT` (`pmix.srvr.sess`): bool, directive.
+pub const SERVER_SESSION_SUPPORT: &str = "pmix.srvr.sess";
+
+/// `PMIX_SERVER_TMPDIR` (`pmix.srvr.tmpdir`): string, directive.
+pub const SERVER_TMPDIR: &str = "pmix.srvr.tmpdir";
+
+/// `PMIX_SYSTEM_TMPDIR` (`pmix.sys.tmpdir`): string, directive.
+pub const SYSTEM_TMPDIR: &str = "pmix.sys.tmpdir";
+
+/// `PMIX_SERVER_SHARE_TOPOLOGY` (`pmix.srvr.share`): bool, directive.
+pub const SERVER_SHARE_TOPOLOGY: &str = "pmix.srvr.share";
+
+/// `PMIX_SERVER_ENABLE_MONITORING` (`pmix.srv.monitor`): bool, directive.
+pub const SERVER_ENABLE_MONITORING: &str = "pmix.srv.monitor";
+
+/// `PMIX_SERVER_NSPACE` (`pmix.srv.nspace`): string, job level.
+pub const SERVER_NSPACE: &str = "pmix.srv.nspace";
+
+/// `PMIX_SERVER_RANK` (`pmix.srv.rank`): proc_rank, job level.
+pub const SERVER_RANK: &str = "pmix.srv.rank";
+
+/// `PMIX_SERVER_GATEWAY` (`pmix.srv.gway`): bool, directive.
+pub const SERVER_GATEWAY: &str = "pmix.srv.gway";
+
+/// `PMIX_SERVER_SCHEDULER` (`pmix.srv.sched`): bool, directive.
+pub const SERVER_SCHEDULER: &str = "pmix.srv.sched";
+
+/// `PMIX_SERVER_START_TIME` (`pmix.srv.strtime`): string, directive.
+pub const SERVER_START_TIME: &str = "pmix.srv.strtime";
+
+/// `PMIX_HOMOGENEOUS_SYSTEM` (`pmix.homo`): bool, session level.
+pub const HOMOGENEOUS_SYSTEM: &str = "pmix.homo";
+
+/// `PMIX_SINGLETON` (`pmix.singleton`): string, directive.
+pub const SINGLETON: &str = "pmix.singleton";
+
+/// `PMIX_BIND_PROGRESS_THREAD` (`pmix.bind.pt`): string, directive.
+pub const BIND_PROGRESS_THREAD: &str = "pmix.bind.pt";
+
+/// `PMIX_BIND_REQUIRED` (`pmix.bind.reqd`): bool, directive.
+pub const BIND_REQUIRED: &str = "pmix.bind.reqd";
+
+/// `PMIX_TOOL_NSPACE` (`pmix.tool.nspace`): string, directive.
+pub const TOOL_NSPACE: &str = "pmix.tool.nspace";
+
+/// `PMIX_TOOL_RANK` (`pmix.tool.rank`): uint32, directive.
+pub const TOOL_RANK: &str = "pmix.tool.rank";
+
+/// `PMIX_SERVER_PIDINFO` (`pmix.srvr.pidinfo`): pid, directive.
+pub const SERVER_PIDINFO: &str = "pmix.srvr.pidinfo";
+
+/// `PMIX_CONNECT_TO_SYSTEM` (`pmix.cnct.sys`): bool, directive.
+pub const CONNECT_TO_SYSTEM: &str = "pmix.cnct.sys";
+
+/// `PMIX_CONNECT_SYSTEM_FIRST` (`pmix.cnct.sys.first`): bool, directive.
+pub const CONNECT_SYSTEM_FIRST: &str = "pmix.cnct.sys.first";
+
+/// `PMIX_SERVER_URI` (`pmix.srvr.uri`): string, directive.
+pub const SERVER_URI: &str = "pmix.srvr.uri";
+
+/// `PMIX_MYSERVER_URI` (`pmix.mysrvr.uri`): string, directive.
+pub const MYSERVER_URI: &str = "pmix.mysrvr.uri";
+
+/// `PMIX_SERVER_HOSTNAME` (`pmix.srvr.host`): string, directive.
+pub const SERVER_HOSTNAME: &str = "pmix.srvr.host";
+
+/// `PMIX_CONNECT_MAX_RETRIES` (`pmix.tool.mretries`): uint32, directive.
+pub const CONNECT_MAX_RETRIES: &str = "pmix.tool.mretries";
+
+/// `PMIX_CONNECT_RETRY_DELAY` (`pmix.tool.retry`): uint32, directive.
+pub const CONNECT_RETRY_DELAY: &str = "pmix.tool.retry";
+
+/// `PMIX_TOOL_DO_NOT_CONNECT` (`pmix.tool.nocon`): bool, directive.
+pub const TOOL_DO_NOT_CONNECT: &str = "pmix.tool.nocon";
+
+/// `PMIX_TOOL_CONNECT_OPTIONAL` (`pmix.tool.conopt`): bool, directive.
+pub const TOOL_CONNECT_OPTIONAL: &str = "pmix.tool.conopt";
+
+/// `PMIX_LAUNCHER` (`pmix.tool.launcher`): bool, directive.
+pub const LAUNCHER: &str = "pmix.tool.launcher";
+
+/// `PMIX_LAUNCHER_RENDEZVOUS_FILE` (`pmix.tool.lncrnd`): string, directive.
+pub const LAUNCHER_RENDEZVOUS_FILE: &str = "pmix.tool.lncrnd";
+
+/// `PMIX_TOOL_ATTACHMENT_FILE` (`pmix.tool.attach`): string, directive.
+pub const TOOL_ATTACHMENT_FILE: &str = "pmix.tool.attach";
+
+/// `PMIX_PRIMARY_SERVER` (`pmix.pri.srvr`): bool, directive.
+pub const PRIMARY_SERVER: &str = "pmix.pri.srvr";
+
+/// `PMIX_NOHUP` (`pmix.nohup`): bool, directive.
+pub const NOHUP: &str = "pmix.nohup";
+
+/// `PMIX_LAUNCHER_DAEMON` (`pmix.lnch.dmn`): string, directive.
+pub const LAUNCHER_DAEMON: &str = "pmix.lnch.dmn";
+
+/// `PMIX_EXEC_AGENT` (`pmix.exec.agnt`): string, directive.
+pub const EXEC_AGENT: &str = "pmix.exec.agnt";
+
+/// `PMIX_LAUNCH_DIRECTIVES` (`pmix.lnch.dirs`): data_array, directive.
+pub const LAUNCH_DIRECTIVES: &str = "pmix.lnch.dirs";
+
+/// `PMIX_USERID` (`pmix.euid`): uint32, directive.
+pub const USERID: &str = "pmix.euid";
+
+/// `PMIX_GRPID` (`pmix.egid`): uint32, directive.
+pub const GRPID: &str = "pmix.egid";
+
+/// `PMIX_VERSION_INFO` (`pmix.version`): string, directive.
+pub const VERSION_INFO: &str = "pmix.version";
+
+/// `PMIX_REQUESTOR_IS_TOOL` (`pmix.req.tool`): bool, directive.
+pub const REQUESTOR_IS_TOOL: &str = "pmix.req.tool";
+
+/// `PMIX_REQUESTOR_IS_CLIENT` (`pmix.req.client`): bool, directive.
+pub const REQUESTOR_IS_CLIENT: &str = "pmix.req.client";
+
+/// `PMIX_PSET_NAME` (`pmix.pset.nm`): string, directive.
+pub const PSET_NAME: &str = "pmix.pset.nm";
+
+/// `PMIX_PSET_NAMES` (`pmix.pset.nms`): data_array, app level.
+pub const PSET_NAMES: &str = "pmix.pset.nms";
+
+/// `PMIX_PSET_MEMBERS` (`pmix.pset.mems`): data_array, directive.
+pub const PSET_MEMBERS: &str = "pmix.pset.mems";
+
+/// `PMIX_REINCARNATION` (`pmix.reinc`): uint32, proc level.
+pub const REINCARNATION: &str = "pmix.reinc";
+
+/// `PMIX_PROGRAMMING_MODEL` (`pmix.pgm.model`): string, job/app levels.
+pub const PROGRAMMING_MODEL: &str = "pmix.pgm.model";
+
+/// `PMIX_MODEL_LIBRARY_NAME` (`pmix.mdl.name`): string, job/app levels.
+pub const MODEL_LIBRARY_NAME: &str = "pmix.mdl.name";
+
+/// `PMIX_MODEL_LIBRARY_VERSION` (`pmix.mld.vrs`): string, job/app levels.
+pub const MODEL_LIBRARY_VERSION: &str = "pmix.mld.vrs";
+
+/// `PMIX_THREADING_MODEL` (`pmix.threads`): string, directive.
+pub const THREADING_MODEL: &str = "pmix.threads";
+
+/// `PMIX_MODEL_NUM_THREADS` (`pmix.mdl.nthrds`): uint64, directive.
+pub const MODEL_NUM_THREADS: &str = "pmix.mdl.nthrds";
+
+/// `PMIX_MODEL_NUM_CPUS` (`pmix.mdl.ncpu`): uint64, directive.
+pub const MODEL_NUM_CPUS: &str = "pmix.mdl.ncpu";
+
+/// `PMIX_MODEL_CPU_TYPE` (`pmix.mdl.cputype`): string, directive.
+pub const MODEL_CPU_TYPE: &str = "pmix.mdl.cputype";
+
+/// `PMIX_MODEL_PHASE_NAME` (`pmix.mdl.phase`): string, directive.
+pub const MODEL_PHASE_NAME: &str = "pmix.mdl.phase";
+
+/// `PMIX_MODEL_PHASE_TYPE` (`pmix.mdl.ptype`): string, directive.
+pub const MODEL_PHASE_TYPE: &str = "pmix.mdl.ptype";
+
+/// `PMIX_MODEL_AFFINITY_POLICY` (`pmix.mdl.tap`): string, directive.
+pub const MODEL_AFFINITY_POLICY: &str = "pmix.mdl.tap";
+
+/// `PMIX_TCP_REPORT_URI` (`pmix.tcp.repuri`): string, directive.
+pub const TCP_REPORT_URI: &str = "pmix.tcp.repuri";
+
+/// `PMIX_TCP_URI` (`pmix.tcp.uri`): string, directive.
+pub const TCP_URI: &str = "pmix.tcp.uri";
+
+/// `PMIX_TCP_IF_INCLUDE` (`pmix.tcp.ifinclude`): string, directive.
+pub const TCP_IF_INCLUDE: &str = "pmix.tcp.ifinclude";
+
+/// `PMIX_TCP_IF_EXCLUDE` (`pmix.tcp.ifexclude`): string, directive.
+pub const TCP_IF_EXCLUDE: &str = "pmix.tcp.ifexclude";
+
+/// `PMIX_TCP_IPV4_PORT` (`pmix.tcp.ipv4`): int, directive.
+pub const TCP_IPV4_PORT: &str = "pmix.tcp.ipv4";
+
+/// `PMIX_TCP_IPV6_PORT` (`pmix.tcp.ipv6`): int, directive.
+pub const TCP_IPV6_PORT: &str = "pmix.tcp.ipv6";
+
+/// `PMIX_TCP_DISABLE_IPV4` (`pmix.tcp.disipv4`): bool, directive.
+pub const TCP_DISABLE_IPV4: &str = "pmix.tcp.disipv4";
+
+/// `PMIX_TCP_DISABLE_IPV6` (`pmix.tcp.disipv6`): bool, directive.
+pub const TCP_DISABLE_IPV6: &str = "pmix.tcp.disipv6";
+
+/// `PMIX_CPUSET` (`pmix.cpuset`): string, proc level.
+pub const CPUSET: &str = "pmix.cpuset";
+
+/// `PMIX_CPUSET_BITMAP` (`pmix.bitmap`): proc_cpuset, proc level.
+pub const CPUSET_BITMAP: &str = "pmix.bitmap";
+
+/// `PMIX_CREDENTIAL` (`pmix.cred`): string, proc level.
+pub const CREDENTIAL: &str = "pmix.cred";
+
+/// `PMIX_SPAWNED` (`pmix.spawned`): bool, proc level.
+pub const SPAWNED: &str = "pmix.spawned";
+
+/// `PMIX_NODE_OVERSUBSCRIBED` (`pmix.ndosub`): bool, node level.
+pub const NODE_OVERSUBSCRIBED: &str = "pmix.ndosub";
+
+/// `PMIX_TMPDIR` (`pmix.tmpdir`): string, node level.
+pub const TMPDIR: &str = "pmix.tmpdir";
+
+/// `PMIX_NSDIR` (`pmix.nsdir`): string, node level.
+pub const NSDIR: &str = "pmix.nsdir";
+
+/// `PMIX_PROCDIR` (`pmix.pdir`): string, proc level.
+pub const PROCDIR: &str = "pmix.pdir";
+
+/// `PMIX_TDIR_RMCLEAN` (`pmix.tdir.rmclean`): bool, job level.
+pub const TDIR_RMCLEAN: &str = "pmix.tdir.rmclean";
+
+/// `PMIX_CLUSTER_ID` (`pmix.clid`): string, session level.
+pub const CLUSTER_ID: &str = "pmix.clid";
+
+/// `PMIX_PROCID` (`pmix.procid`): proc, proc level.
+pub const PROCID: &str = "pmix.procid";
+
+/// `PMIX_NSPACE` (`pmix.nspace`): string, job level.
+pub const NSPACE: &str = "pmix.nspace";
+
+/// `PMIX_JOBID` (`pmix.jobid`): string, job level.
+pub const JOBID: &str = "pmix.jobid";
+
+/// `PMIX_APPNUM` (`pmix.appnum`): uint32, app/proc levels.
+pub const APPNUM: &str = "pmix.appnum";
+
+/// `PMIX_RANK` (`pmix.rank`): proc_rank, proc level.
+pub const RANK: &str = "pmix.rank";
+
+/// `PMIX_GLOBAL_RANK` (`pmix.grank`): proc_rank, proc level.
+pub const GLOBAL_RANK: &str = "pmix.grank";
+
+/// `PMIX_APP_RANK` (`pmix.apprank`): proc_rank, proc level.
+pub const APP_RANK: &str = "pmix.apprank";
+
+/// `PMIX_NPROC_OFFSET` (`pmix.offset`): proc_rank, job level.
+pub const NPROC_OFFSET: &str = "pmix.offset";
+
+/// `PMIX_LOCAL_RANK` (`pmix.lrank`): uint16, proc level.
+pub const LOCAL_RANK: &str = "pmix.lrank";
+
+/// `PMIX_NODE_RANK` (`pmix.nrank`): uint16, proc level.
+pub const NODE_RANK: &str = "pmix.nrank";
+
+/// `PMIX_PACKAGE_RANK` (`pmix.pkgrank`): uint16, proc level.
+pub const PACKAGE_RANK: &str = "pmix.pkgrank";
+
+/// `PMIX_LOCALLDR` (`pmix.lldr`): proc_rank, node level.
+pub const LOCALLDR: &str = "pmix.lldr";
+
+/// `PMIX_APPLDR` (`pmix.aldr`): proc_rank, app level.
+pub const APPLDR: &str = "pmix.aldr";
+
+/// `PMIX_PROC_PID` (`pmix.ppid`): pid, proc level.
+pub const PROC_PID: &str = "pmix.ppid";
+
+/// `PMIX_SESSION_ID` (`pmix.session.id`): uint32, session level.
+pub const SESSION_ID: &str = "pmix.session.id";
+
+/// `PMIX_NODE_LIST` (`pmix.nlist`): string, job level.
+pub const NODE_LIST: &str = "pmix.nlist";
+
+/// `PMIX_ALLOCATED_NODELIST` (`pmix.alist`): string, session level.
+pub const ALLOCATED_NODELIST: &str = "pmix.alist";
+
+/// `PMIX_HOSTNAME` (`pmix.hname`): string, node/proc levels.
+pub const HOSTNAME: &str = "pmix.hname";
+
+/// `PMIX_HOSTNAME_ALIASES` (`pmix.alias`): string, node level.
+pub const HOSTNAME_ALIASES: &str = "pmix.alias";
+
+/// `PMIX_HOSTNAME_KEEP_FQDN` (`pmix.fqdn`): bool, job level.
+pub const HOSTNAME_KEEP_FQDN: &str = "pmix.fqdn";
+
+/// `PMIX_NODEID` (`pmix.nodeid`): uint32, node/proc levels.
+pub const NODEID: &str = "pmix.nodeid";
+
+/// `PMIX_LOCAL_PEERS` (`pmix.lpeers`): string, node level.
+pub const LOCAL_PEERS: &str = "pmix.lpeers";
+
+/// `PMIX_LOCAL_PROCS` (`pmix.lprocs`): data_array, node level.
+pub const LOCAL_PROCS: &str = "pmix.lprocs";
+
+/// `PMIX_LOCAL_CPUSETS` (`pmix.lcpus`): string, node level.
+pub const LOCAL_CPUSETS: &str = "pmix.lcpus";
+
+/// `PMIX_PARENT_ID` (`pmix.parent`): proc, job level.
+pub const PARENT_ID: &str = "pmix.parent";
+
+/// `PMIX_EXIT_CODE` (`pmix.exit.code`): int, proc level.
+pub const EXIT_CODE: &str = "pmix.exit.code";
+
+/// `PMIX_UNIV_SIZE` (`pmix.univ.size`): uint32, session level.
+pub const UNIV_SIZE: &str = "pmix.univ.size";
+
+/// `PMIX_JOB_SIZE` (`pmix.job.size`): uint32, job level.
 pub const JOB_SIZE: &str = "pmix.job.size";
 
-/// Every attribute of the table.
-pub static ATTRIBUTES: &[Attribute] = &[Attribute {
-    name: "JOB_SIZE",
-    key: JOB_SIZE,
-    ty: DataType::UINT32,
-    levels: &[Level::Job],
-}];
+/// `PMIX_JOB_NUM_APPS` (`pmix.job.napps`): uint32, job level.
+pub const JOB_NUM_APPS: &str = "pmix.job.napps";
+
+/// `PMIX_APP_SIZE` (`pmix.app.size`): uint32, app level.
+pub const APP_SIZE: &str = "pmix.app.size";
+
+/// `PMIX_LOCAL_SIZE` (`pmix.local.size`): uint32, node level.
+pub const LOCAL_SIZE: &str = "pmix.local.size";
+
+/// `PMIX_NODE_SIZE` (`pmix.node.size`): uint32, node level.
+pub const NODE_SIZE: &str = "pmix.node.size";
+
+/// `PMIX_MAX_PROCS` (`pmix.max.size`): uint32, session/job/app/node levels.
+pub const MAX_PROCS: &str = "pmix.max.size";
+
+/// `PMIX_NUM_SLOTS` (`pmix.num.slots`): uint32, node level.
+pub const NUM_SLOTS: &str = "pmix.num.slots";
+
+/// `PMIX_NUM_NODES` (`pmix.num.nodes`): uint32, job level.
+pub const NUM_NODES: &str = "pmix.num.nodes";
+
+/// `PMIX_NUM_ALLOCATED_NODES` (`pmix.num.anodes`): uint32, session level.
+pub const NUM_ALLOCATED_NODES: &str = "pmix.num.anodes";
+
+/// `PMIX_AVAIL_PHYS_MEMORY` (`pmix.pmem`): uint64, node level.
+pub const AVAIL_PHYS_MEMORY: &str = "pmix.pmem";
+
+/// `PMIX_DAEMON_MEMORY` (`pmix.dmn.mem`): float, directive.
+pub const DAEMON_MEMORY: &str = "pmix.dmn.mem";
+
+/// `PMIX_CLIENT_AVG_MEMORY` (`pmix.cl.mem.avg`): float, directive.
+pub const CLIENT_AVG_MEMORY: &str = "pmix.cl.mem.avg";
+
+/// `PMIX_TOPOLOGY2` (`pmix.topo2`): topo, directive.
+pub const TOPOLOGY2: &str = "pmix.topo2";
+
+/// `PMIX_LOCALITY_STRING` (`pmix.locstr`): string, proc level.
+pub const LOCALITY_STRING: &str = "pmix.locstr";
+
+/// `PMIX_COLLECT_DATA` (`pmix.collect`): bool, directive.
+pub const COLLECT_DATA: &str = "pmix.collect";
+
+/// `PMIX_ALL_CLONES_PARTICIPATE` (`pmix.clone.part`): bool, directive.
+pub const ALL_CLONES_PARTICIPATE: &str = "pmix.clone.part";
+
+/// `PMIX_COLLECT_GENERATED_JOB_INFO` (`pmix.collect.gen`): bool, directive.
+pub const COLLECT_GENERATED_JOB_INFO: &str = "pmix.collect.gen";
+
+/// `PMIX_TIMEOUT` (`pmix.timeout`): int, directive.
+pub const TIMEOUT: &str = "pmix.timeout";
+
+/// `PMIX_IMMEDIATE` (`pmix.immediate`): bool, directive.
+pub const IMMEDIATE: &str = "pmix.immediate";
+
+/// `PMIX_WAIT` (`pmix.wait`): int, directive.
+pub const WAIT: &str = "pmix.wait";
+
+/// `PMIX_NOTIFY_COMPLETION` (`pmix.notecomp`): bool, directive.
+pub const NOTIFY_COMPLETION: &str = "pmix.notecomp";
+
+/// `PMIX_RANGE` (`pmix.range`): data_range, directive.
+pub const RANGE: &str = "pmix.range";
+
+/// `PMIX_PERSISTENCE` (`pmix.persist`): persist, directive.
+pub const PERSISTENCE: &str = "pmix.persist";
+
+/// `PMIX_DATA_SCOPE` (`pmix.scope`): scope, directive.
+pub const DATA_SCOPE: &str = "pmix.scope";
+
+/// `PMIX_OPTIONAL` (`pmix.optional`): bool, directive.
+pub const OPTIONAL: &str = "pmix.optional";
+
+/// `PMIX_GET_STATIC_VALUES` (`pmix.get.static`): bool, directive.
+pub const GET_STATIC_VALUES: &str = "pmix.get.static";
+
+/// `PMIX_GET_POINTER_VALUES` (`pmix.get.pntrs`): bool, directive.
+pub const GET_POINTER_VALUES: &str = "pmix.get.pntrs";
+
+/// `PMIX_EMBED_BARRIER` (`pmix.embed.barrier`): bool, directive.
+pub const EMBED_BARRIER: &str = "pmix.embed.barrier";
+
+/// `PMIX_JOB_TERM_STATUS` (`pmix.job.term.status`): status, directive.
+pub const JOB_TERM_STATUS: &str = "pmix.job.term.status";
+
+/// `PMIX_PROC_TERM_STATUS` (`pmix.proc.term.status`): status, directive.
+pub const PROC_TERM_STATUS: &str = "pmix.proc.term.status";
+
+/// `PMIX_PROC_STATE_STATUS` (`pmix.proc.state`): proc_state, directive.
+pub const PROC_STATE_STATUS: &str = "pmix.proc.state";
+
+/// `PMIX_GET_REFRESH_CACHE` (`pmix.get.refresh`): bool, directive.
+pub const GET_REFRESH_CACHE: &str = "pmix.get.refresh";
+
+/// `PMIX_ACCESS_PERMISSIONS` (`pmix.aperms`): data_array, directive.
+pub const ACCESS_PERMISSIONS: &str = "pmix.aperms";
+
+/// `PMIX_ACCESS_USERIDS` (`pmix.auids`): data_array, directive.
+pub const ACCESS_USERIDS: &str = "pmix.auids";
+
+/// `PMIX_ACCESS_GRPIDS` (`pmix.agids`): data_array, directive.
+pub const ACCESS_GRPIDS: &str = "pmix.agids";
+
+/// `PMIX_WAIT_FOR_CONNECTION` (`pmix.wait.conn`): bool, directive.
+pub const WAIT_FOR_CONNECTION: &str = "pmix.wait.conn";
+
+/// `PMIX_QUALIFIED_VALUE` (`pmix.qual.val`): data_array, directive.
+pub const QUALIFIED_VALUE: &str = "pmix.qual.val";
+
+/// `PMIX_REGISTER_NODATA` (`pmix.reg.nodata`): bool, directive.
+pub const REGISTER_NODATA: &str = "pmix.reg.nodata";
+
+/// `PMIX_NODE_MAP` (`pmix.nmap`): string, job level.
+pub const NODE_MAP: &str = "pmix.nmap";
+
+/// `PMIX_NODE_MAP_RAW` (`pmix.nmap.raw`): string, job level.
+pub const NODE_MAP_RAW: &str = "pmix.nmap.raw";
+
+/// `PMIX_PROC_MAP` (`pmix.pmap`): string, job level.
+pub const PROC_MAP: &str = "pmix.pmap";
+
+/// `PMIX_PROC_MAP_RAW` (`pmix.pmap.raw`): string, job level.
+pub const PROC_MAP_RAW: &str = "pmix.pmap.raw";
+
+/// `PMIX_ANL_MAP` (`pmix.anlmap`): string, job level.
+pub const ANL_MAP: &str = "pmix.anlmap";
+
+/// `PMIX_APP_MAP_TYPE` (`pmix.apmap.type`): string, app level.
+pub const APP_MAP_TYPE: &str = "pmix.apmap.type";
+
+/// `PMIX_APP_MAP_REGEX` (`pmix.apmap.regex`): string, app level.
+pub const APP_MAP_REGEX: &str = "pmix.apmap.regex";
+
+/// `PMIX_REQUIRED_KEY` (`pmix.req.key`): string, directive.
+pub const REQUIRED_KEY: &str = "pmix.req.key";
+
+/// `PMIX_LOCAL_COLLECTIVE_STATUS` (`pmix.loc.col.st`): status, directive.
+pub const LOCAL_COLLECTIVE_STATUS: &str = "pmix.loc.col.st";
+
+/// `PMIX_SORTED_PROC_ARRAY` (`pmix.sorted.parr`): bool, directive.
+pub const SORTED_PROC_ARRAY: &str = "pmix.sorted.parr";
+
+/// `PMIX_EVENT_HDLR_NAME` (`pmix.evname`): string, directive.
+pub const EVENT_HDLR_NAME: &str = "pmix.evname";
+
+/// `PMIX_EVENT_HDLR_FIRST` (`pmix.evfirst`): bool, directive.
+pub const EVENT_HDLR_FIRST: &str = "pmix.evfirst";
+
+/// `PMIX_EVENT_HDLR_LAST` (`pmix.evlast`): bool, directive.
+pub const EVENT_HDLR_LAST: &str = "pmix.evlast";
+
+/// `PMIX_EVENT_HDLR_FIRST_IN_CATEGORY` (`pmix.evfirstcat`): bool, directive.
+pub const EVENT_HDLR_FIRST_IN_CATEGORY: &str = "pmix.evfirstcat";
+
+/// `PMIX_EVENT_HDLR_LAST_IN_CATEGORY` (`pmix.evlastcat`): bool, directive.
+pub const EVENT_HDLR_LAST_IN_CATEGORY: &str = "pmix.evlastcat";
+
+/// `PMIX_EVENT_HDLR_BEFORE` (`pmix.evbefore`): string, directive.
+pub const EVENT_HDLR_BEFORE: &str = "pmix.evbefore";
+
+/// `PMIX_EVENT_HDLR_AFTER` (`pmix.evafter`): string, directive.
+pub const EVENT_HDLR_AFTER: &str = "pmix.evafter";
+
+/// `PMIX_EVENT_HDLR_PREPEND` (`pmix.evprepend`): bool, directive.
+pub const EVENT_HDLR_PREPEND: &str = "pmix.evprepend";
+
+/// `PMIX_EVENT_HDLR_APPEND` (`pmix.evappend`): bool, directive.
+pub const EVENT_HDLR_APPEND: &str = "pmix.evappend";
+
+/// `PMIX_EVENT_CUSTOM_RANGE` (`pmix.evrange`): data_array, directive.
+pub const EVENT_CUSTOM_RANGE: &str = "pmix.evrange";
+
+/// `PMIX_EVENT_AFFECTED_PROC` (`pmix.evproc`): proc, directive.
+pub const EVENT_AFFECTED_PROC: &str = "pmix.evproc";
+
+/// `PMIX_EVENT_AFFECTED_PROCS` (`pmix.evaffected`): data_array, directive.
+pub const EVENT_AFFECTED_PROCS: &str = "pmix.evaffected";
+
+/// `PMIX_EVENT_NON_DEFAULT` (`pmix.evnondef`): bool, directive.
+pub const EVENT_NON_DEFAULT: &str = "pmix.evnondef";
+
+/// `PMIX_EVENT_RETURN_OBJECT` (`pmix.evobject`): pointer, directive.
+pub const EVENT_RETURN_OBJECT: &str = "pmix.evobject";
+
+/// `PMIX_EVENT_DO_NOT_CACHE` (`pmix.evnocache`): bool, directive.
+pub const EVENT_DO_NOT_CACHE: &str = "pmix.evnocache";
+
+/// `PMIX_EVENT_SILENT_TERMINATION` (`pmix.evsilentterm`): bool, directive.
+pub const EVENT_SILENT_TERMINATION: &str = "pmix.evsilentterm";
+
+/// `PMIX_EVENT_PROXY` (`pmix.evproxy`): proc, directive.
+pub const EVENT_PROXY: &str = "pmix.evproxy";
+
+/// `PMIX_EVENT_TEXT_MESSAGE` (`pmix.evtext`): string, directive.
+pub const EVENT_TEXT_MESSAGE: &str = "pmix.evtext";
+
+/// `PMIX_EVENT_TIMESTAMP` (`pmix.evtstamp`): time, directive.
+pub const EVENT_TIMESTAMP: &str = "pmix.evtstamp";
+
+/// `PMIX_EVENT_ONESHOT` (`pmix.evone`): bool, directive.
+pub const EVENT_ONESHOT: &str = "pmix.evone";
+
+/// `PMIX_EVENT_TERMINATE_SESSION` (`pmix.evterm.sess`): bool, directive.
+pub const EVENT_TERMINATE_SESSION: &str = "pmix.evterm.sess";
+
+/// `PMIX_EVENT_TERMINATE_JOB` (`pmix.evterm.job`): bool, directive.
+pub const EVENT_TERMINATE_JOB: &str = "pmix.evterm.job";
+
+/// `PMIX_EVENT_TERMINATE_NODE` (`pmix.evterm.node`): bool, directive.
+pub const EVENT_TERMINATE_NODE: &str = "pmix.evterm.node";
+
+/// `PMIX_EVENT_TERMINATE_PROC` (`pmix.evterm.proc`): bool, directive.
+pub const EVENT_TERMINATE_PROC: &str = "pmix.evterm.proc";
+
+/// `PMIX_EVENT_ACTION_TIMEOUT` (`pmix.evtimeout`): int, directive.
+pub const EVENT_ACTION_TIMEOUT: &str = "pmix.evtimeout";
+
+/// `PMIX_PERSONALITY` (`pmix.pers`): string, directive.
+pub const PERSONALITY: &str = "pmix.pers";
+
+/// `PMIX_HOST` (`pmix.host`): string, directive.
+pub const HOST: &str = "pmix.host";
+
+/// `PMIX_HOSTFILE` (`pmix.hostfile`): string, directive.
+pub const HOSTFILE: &str = "pmix.hostfile";
+
+/// `PMIX_ADD_HOST` (`pmix.addhost`): string, directive.
+pub const ADD_HOST: &str = "pmix.addhost";
+
+/// `PMIX_ADD_HOSTFILE` (`pmix.addhostfile`): string, directive.
+pub const ADD_HOSTFILE: &str = "pmix.addhostfile";
+
+/// `PMIX_PREFIX` (`pmix.prefix`): string, directive.
+pub const PREFIX: &str = "pmix.prefix";
+
+/// `PMIX_WDIR` (`pmix.wdir`): string, app level.
+pub const WDIR: &str = "pmix.wdir";
+
+/// `PMIX_WDIR_USER_SPECIFIED` (`pmix.wdir.user`): bool, directive.
+pub const WDIR_USER_SPECIFIED: &str = "pmix.wdir.user";
+
+/// `PMIX_DISPLAY_MAP` (`pmix.dispmap`): bool, directive.
+pub const DISPLAY_MAP: &str = "pmix.dispmap";
+
+/// `PMIX_DISPLAY_MAP_DETAILED` (`pmix.dispmapdet`): bool, directive.
+pub const DISPLAY_MAP_DETAILED: &str = "pmix.dispmapdet";
+
+/// `PMIX_DISPLAY_ALLOCATION` (`pmix.dispalloc`): bool, directive.
+pub const DISPLAY_ALLOCATION: &str = "pmix.dispalloc";
+
+/// `PMIX_DISPLAY_TOPOLOGY` (`pmix.disptopo`): string, directive.
+pub const DISPLAY_TOPOLOGY: &str = "pmix.disptopo";
+
+/// `PMIX_PPR` (`pmix.ppr`): string, directive.
+pub const PPR: &str = "pmix.ppr";
+
+/// `PMIX_MAPBY` (`pmix.mapby`): string, job level.
+pub const MAPBY: &str = "pmix.mapby";
+
+/// `PMIX_RANKBY` (`pmix.rankby`): string, job level.
+pub const RANKBY: &str = "pmix.rankby";
+
+/// `PMIX_BINDTO` (`pmix.bindto`): string, job level.
+pub const BINDTO: &str = "pmix.bindto";
+
+/// `PMIX_PRELOAD_BIN` (`pmix.preloadbin`): bool, directive.
+pub const PRELOAD_BIN: &str = "pmix.preloadbin";
+
+/// `PMIX_PRELOAD_FILES` (`pmix.preloadfiles`): string, directive.
+pub const PRELOAD_FILES: &str = "pmix.preloadfiles";
+
+/// `PMIX_STDIN_TGT` (`pmix.stdin`): proc, directive.
+pub const STDIN_TGT: &str = "pmix.stdin";
+
+/// `PMIX_DEBUGGER_DAEMONS` (`pmix.debugger`): bool, directive.
+pub const DEBUGGER_DAEMONS: &str = "pmix.debugger";
+
+/// `PMIX_COSPAWN_APP` (`pmix.cospawn`): bool, directive.
+pub const COSPAWN_APP: &str = "pmix.cospawn";
+
+/// `PMIX_COLOCATE_PROCS` (`pmix.colproc`): data_array, directive.
+pub const COLOCATE_PROCS: &str = "pmix.colproc";
+
+/// `PMIX_COLOCATE_NPERPROC` (`pmix.colnum.proc`): uint16, directive.
+pub const COLOCATE_NPERPROC: &str = "pmix.colnum.proc";
+
+/// `PMIX_COLOCATE_NPERNODE` (`pmix.colnum.node`): uint16, directive.
+pub const COLOCATE_NPERNODE: &str = "pmix.colnum.node";
+
+/// `PMIX_SET_SESSION_CWD` (`pmix.ssncwd`): bool, directive.
+pub const SET_SESSION_CWD: &str = "pmix.ssncwd";
+
+/// `PMIX_INDEX_ARGV` (`pmix.indxargv`): bool, directive.
+pub const INDEX_ARGV: &str = "pmix.indxargv";
+
+/// `PMIX_CPUS_PER_PROC` (`pmix.cpuperproc`): uint32, directive.
+pub const CPUS_PER_PROC: &str = "pmix.cpuperproc";
+
+/// `PMIX_NO_PROCS_ON_HEAD` (`pmix.nolocal`): bool, directive.
+pub const NO_PROCS_ON_HEAD: &str = "pmix.nolocal";
+
+/// `PMIX_NO_OVERSUBSCRIBE` (`pmix.noover`): bool, directive.
+pub const NO_OVERSUBSCRIBE: &str = "pmix.noover";
+
+/// `PMIX_REPORT_BINDINGS` (`pmix.repbind`): bool, directive.
+pub const REPORT_BINDINGS: &str = "pmix.repbind";
+
+/// `PMIX_CPU_LIST` (`pmix.cpulist`): string, directive.
+pub const CPU_LIST: &str = "pmix.cpulist";
+
+/// `PMIX_JOB_RECOVERABLE` (`pmix.recover`): bool, directive.
+pub const JOB_RECOVERABLE: &str = "pmix.recover";
+
+/// `PMIX_JOB_CONTINUOUS` (`pmix.continuous`): bool, directive.
+pub const JOB_CONTINUOUS: &str = "pmix.continuous";
+
+/// `PMIX_MAX_RESTARTS` (`pmix.maxrestarts`): uint32, directive.
+pub const MAX_RESTARTS: &str = "pmix.maxrestarts";
+
+/// `PMIX_FWD_STDIN` (`pmix.fwd.stdin`): bool, directive.
+pub const FWD_STDIN: &str = "pmix.fwd.stdin";
+
+/// `PMIX_FWD_STDOUT` (`pmix.fwd.stdout`): bool, directive.
+pub const FWD_STDOUT: &str = "pmix.fwd.stdout";
+
+/// `PMIX_FWD_STDERR` (`pmix.fwd.stderr`): bool, directive.
+pub const FWD_STDERR: &str = "pmix.fwd.stderr";
+
+/// `PMIX_FWD_STDDIAG` (`pmix.fwd.stddiag`): bool, directive.
+pub const FWD_STDDIAG: &str = "pmix.fwd.stddiag";
+
+/// `PMIX_SPAWN_TOOL` (`pmix.spwn.tool`): bool, directive.
+pub const SPAWN_TOOL: &str = "pmix.spwn.tool";
+
+/// `PMIX_CMD_LINE` (`pmix.cmd.line`): string, directive.
+pub const CMD_LINE: &str = "pmix.cmd.line";
+
+/// `PMIX_FORKEXEC_AGENT` (`pmix.fe.agnt`): string, directive.
+pub const FORKEXEC_AGENT: &str = "pmix.fe.agnt";
+
+/// `PMIX_JOB_TIMEOUT` (`pmix.job.time`): int, directive.
+pub const JOB_TIMEOUT: &str = "pmix.job.time";
+
+/// `PMIX_SPAWN_TIMEOUT` (`pmix.sp.time`): int, directive.
+pub const SPAWN_TIMEOUT: &str = "pmix.sp.time";
+
+/// `PMIX_TIMEOUT_STACKTRACES` (`pmix.tim.stack`): bool, directive.
+pub const TIMEOUT_STACKTRACES: &str = "pmix.tim.stack";
+
+/// `PMIX_TIMEOUT_REPORT_STATE` (`pmix.tim.state`): bool, directive.
+pub const TIMEOUT_REPORT_STATE: &str = "pmix.tim.state";
+
+/// `PMIX_APP_ARGV` (`pmix.app.argv`): string, app level.
+pub const APP_ARGV: &str = "pmix.app.argv";
+
+/// `PMIX_NOTIFY_JOB_EVENTS` (`pmix.note.jev`): bool, directive.
+pub const NOTIFY_JOB_EVENTS: &str = "pmix.note.jev";
+
+/// `PMIX_NOTIFY_PROC_TERMINATION` (`pmix.noteproc`): bool, directive.
+pub const NOTIFY_PROC_TERMINATION: &str = "pmix.noteproc";
+
+/// `PMIX_NOTIFY_PROC_ABNORMAL_TERMINATION` (`pmix.noteabproc`): bool, directive.
+pub const NOTIFY_PROC_ABNORMAL_TERMINATION: &str = "pmix.noteabproc";
+
+/// `PMIX_ENVARS_HARVESTED` (`pmix.evar.hvstd`): bool, directive.
+pub const ENVARS_HARVESTED: &str = "pmix.evar.hvstd";
+
+/// `PMIX_RUNTIME_OPTIONS` (`pmix.runopt`): string, directive.
+pub const RUNTIME_OPTIONS: &str = "pmix.runopt";
+
+/// `PMIX_ABORT_NON_ZERO_TERM` (`pmix.abnz`): bool, directive.
+pub const ABORT_NON_ZERO_TERM: &str = "pmix.abnz";
+
+/// `PMIX_DO_NOT_LAUNCH` (`pmix.dnl`): bool, directive.
+pub const DO_NOT_LAUNCH: &str = "pmix.dnl";
+
+/// `PMIX_SHOW_LAUNCH_PROGRESS` (`pmix.showprog`): bool, directive.
+pub const SHOW_LAUNCH_PROGRESS: &str = "pmix.showprog";
+
+/// `PMIX_AGGREGATE_HELP` (`pmix.agg.help`): bool, directive.
+pub const AGGREGATE_HELP: &str = "pmix.agg.help";
+
+/// `PMIX_REPORT_CHILD_SEP` (`pmix.rptchildsep`): bool, directive.
+pub const REPORT_CHILD_SEP: &str = "pmix.rptchildsep";
+
+/// `PMIX_QUERY_SUPPORTED_KEYS` (`pmix.qry.keys`): string, directive.
+pub const QUERY_SUPPORTED_KEYS: &str = "pmix.qry.keys";
+
+/// `PMIX_QUERY_NAMESPACES` (`pmix.qry.ns`): string, directive.
+pub const QUERY_NAMESPACES: &str = "pmix.qry.ns";
+
+/// `PMIX_QUERY_NAMESPACE_INFO` (`pmix.qry.nsinfo`): data_array, directive.
+pub const QUERY_NAMESPACE_INFO: &str = "pmix.qry.nsinfo";
+
+/// `PMIX_QUERY_JOB_STATUS` (`pmix.qry.jst`): status, directive.
+pub const QUERY_JOB_STATUS: &str = "pmix.qry.jst";
+
+/// `PMIX_QUERY_QUEUE_LIST` (`pmix.qry.qlst`): string, directive.
+pub const QUERY_QUEUE_LIST: &str = "pmix.qry.qlst";
+
+/// `PMIX_QUERY_QUEUE_STATUS` (`pmix.qry.qst`): data_array, directive.
+pub const QUERY_QUEUE_STATUS: &str = "pmix.qry.qst";
+
+/// `PMIX_QUERY_PROC_TABLE` (`pmix.qry.ptable`): data_array, directive.
+pub const QUERY_PROC_TABLE: &str = "pmix.qry.ptable";
+
+/// `PMIX_QUERY_LOCAL_PROC_TABLE` (`pmix.qry.lptable`): data_array, directive.
+pub const QUERY_LOCAL_PROC_TABLE: &str = "pmix.qry.lptable";
+
+/// `PMIX_QUERY_AUTHORIZATIONS` (`pmix.qry.auths`): data_array, directive.
+pub const QUERY_AUTHORIZATIONS: &str = "pmix.qry.auths";
+
+/// `PMIX_QUERY_SPAWN_SUPPORT` (`pmix.qry.spawn`): string, directive.
+pub const QUERY_SPAWN_SUPPORT: &str = "pmix.qry.spawn";
+
+/// `PMIX_QUERY_DEBUG_SUPPORT` (`pmix.qry.debug`): string, directive.
+pub const QUERY_DEBUG_SUPPORT: &str = "pmix.qry.debug";
+
+/// `PMIX_QUERY_MEMORY_USAGE` (`pmix.qry.mem`): data_array, directive.
+pub const QUERY_MEMORY_USAGE: &str = "pmix.qry.mem";
+
+/// `PMIX_QUERY_ALLOC_STATUS` (`pmix.query.alloc`): string, directive.
+pub const QUERY_ALLOC_STATUS: &str = "pmix.query.alloc";
+
+/// `PMIX_TIME_REMAINING` (`pmix.time.remaining`): uint32, directive.
+pub const TIME_REMAINING: &str = "pmix.time.remaining";
+
+/// `PMIX_QUERY_NUM_PSETS` (`pmix.qry.psetnum`): size, directive.
+pub const QUERY_NUM_PSETS: &str = "pmix.qry.psetnum";
+
+/// `PMIX_QUERY_PSET_NAMES` (`pmix.qry.psets`): string, directive.
+pub const QUERY_PSET_NAMES: &str = "pmix.qry.psets";
+
+/// `PMIX_QUERY_PSET_MEMBERSHIP` (`pmix.qry.pmems`): data_array, directive.
+pub const QUERY_PSET_MEMBERSHIP: &str = "pmix.qry.pmems";
+
+/// `PMIX_QUERY_NUM_GROUPS` (`pmix.qry.pgrpnum`): size, directive.
+pub const QUERY_NUM_GROUPS: &str = "pmix.qry.pgrpnum";
+
+/// `PMIX_QUERY_GROUP_NAMES` (`pmix.qry.pgrp`): data_array, directive.
+pub const QUERY_GROUP_NAMES: &str = "pmix.qry.pgrp";
+
+/// `PMIX_QUERY_GROUP_MEMBERSHIP` (`pmix.qry.pgrpmems`): data_array, directive.
+pub const QUERY_GROUP_MEMBERSHIP: &str = "pmix.qry.pgrpmems";
+
+/// `PMIX_QUERY_ATTRIBUTE_SUPPORT` (`pmix.qry.attrs`): data_array, directive.
+pub const QUERY_ATTRIBUTE_SUPPORT: &str = "pmix.qry.attrs";
+
+/// `PMIX_CLIENT_FUNCTIONS` (`pmix.client.fns`): string, directive.
+pub const CLIENT_FUNCTIONS: &str = "pmix.client.fns";
+
+/// `PMIX_SERVER_FUNCTIONS` (`pmix.srvr.fns`): string, directive.
+pub const SERVER_FUNCTIONS: &str = "pmix.srvr.fns";
+
+/// `PMIX_TOOL_FUNCTIONS` (`pmix.tool.fns`): string, directive.
+pub const TOOL_FUNCTIONS: &str = "pmix.tool.fns";
+
+/// `PMIX_HOST_FUNCTIONS` (`pmix.host.fns`): string, directive.
+pub const HOST_FUNCTIONS: &str = "pmix.host.fns";
+
+/// `PMIX_QUERY_AVAIL_SERVERS` (`pmix.qry.asrvrs`): data_array, directive.
+pub const QUERY_AVAIL_SERVERS: &str = "pmix.qry.asrvrs";
+
+/// `PMIX_QUERY_QUALIFIERS` (`pmix.qry.quals`): data_array, directive.
+///
+/// Shares its key with `PMIX_QUERY_SUPPORTED_QUALIFIERS`; [`lookup`](super::lookup) returns this one.
+pub const QUERY_QUALIFIERS: &str = "pmix.qry.quals";
+
+/// `PMIX_QUERY_RESULTS` (`pmix.qry.res`): data_array, directive.
+pub const QUERY_RESULTS: &str = "pmix.qry.res";
+
+/// `PMIX_QUERY_REFRESH_CACHE` (`pmix.qry.rfsh`): bool, directive.
+pub const QUERY_REFRESH_CACHE: &str = "pmix.qry.rfsh";
+
+/// `PMIX_QUERY_LOCAL_ONLY` (`pmix.qry.local`): bool, directive.
+pub const QUERY_LOCAL_ONLY: &str = "pmix.qry.local";
+
+/// `PMIX_QUERY_REPORT_AVG` (`pmix.qry.avg`): bool, directive.
+pub const QUERY_REPORT_AVG: &str = "pmix.qry.avg";
+
+/// `PMIX_QUERY_REPORT_MINMAX` (`pmix.qry.minmax`): bool, directive.
+pub const QUERY_REPORT_MINMAX: &str = "pmix.qry.minmax";
+
+/// `PMIX_CLIENT_ATTRIBUTES` (`pmix.client.attrs`): string, directive.
+pub const CLIENT_ATTRIBUTES: &str = "pmix.client.attrs";
+
+/// `PMIX_SERVER_ATTRIBUTES` (`pmix.srvr.attrs`): string, directive.
+pub const SERVER_ATTRIBUTES: &str = "pmix.srvr.attrs";
+
+/// `PMIX_HOST_ATTRIBUTES` (`pmix.host.attrs`): string, directive.
+pub const HOST_ATTRIBUTES: &str = "pmix.host.attrs";
+
+/// `PMIX_TOOL_ATTRIBUTES` (`pmix.tool.attrs`): string, directive.
+pub const TOOL_ATTRIBUTES: &str = "pmix.tool.attrs";
+
+/// `PMIX_QUERY_SUPPORTED_QUALIFIERS` (`pmix.qry.quals`): bool, directive.
+///
+/// Shares its key with `PMIX_QUERY_QUALIFIERS`; [`lookup`](super::lookup) returns `PMIX_QUERY_QUALIFIERS`.
+pub const QUERY_SUPPORTED_QUALIFIERS: &str = "pmix.qry.quals";
+
+/// `PMIX_SESSION_INFO` (`pmix.ssn.info`): bool, directive.
+pub const SESSION_INFO: &str = "pmix.ssn.info";
+
+/// `PMIX_JOB_INFO` (`pmix.job.info`): bool, directive.
+pub const JOB_INFO: &str = "pmix.job.info";
+
+/// `PMIX_APP_INFO` (`pmix.app.info`): bool, directive.
+pub const APP_INFO: &str = "pmix.app.info";
+
+/// `PMIX_NODE_INFO` (`pmix.node.info`): bool, directive.
+pub const NODE_INFO: &str = "pmix.node.info";
+
+/// `PMIX_SESSION_INFO_ARRAY` (`pmix.ssn.arr`): data_array, session level.
+pub const SESSION_INFO_ARRAY: &str = "pmix.ssn.arr";
+
+/// `PMIX_JOB_INFO_ARRAY` (`pmix.job.arr`): data_array, job level.
+pub const JOB_INFO_ARRAY: &str = "pmix.job.arr";
+
+/// `PMIX_APP_INFO_ARRAY` (`pmix.app.arr`): data_array, app level.
+pub const APP_INFO_ARRAY: &str = "pmix.app.arr";
+
+/// `PMIX_PROC_INFO_ARRAY` (`pmix.pdata`): data_array, proc level.
+///
+/// Shares its key with `PMIX_PROC_DATA`; [`lookup`](super::lookup) returns this one.
+pub const PROC_INFO_ARRAY: &str = "pmix.pdata";
+
+/// `PMIX_NODE_INFO_ARRAY` (`pmix.node.arr`): data_array, node level.
+pub const NODE_INFO_ARRAY: &str = "pmix.node.arr";
+
+/// `PMIX_SERVER_INFO_ARRAY` (`pmix.srv.arr`): data_array, directive.
+pub const SERVER_INFO_ARRAY: &str = "pmix.srv.arr";
+
+/// `PMIX_LOG_SOURCE` (`pmix.log.source`): proc, directive.
+pub const LOG_SOURCE: &str = "pmix.log.source";
+
+/// `PMIX_LOG_STDERR` (`pmix.log.stderr`): string, directive.
+pub const LOG_STDERR: &str = "pmix.log.stderr";
+
+/// `PMIX_LOG_STDOUT` (`pmix.log.stdout`): string, directive.
+pub const LOG_STDOUT: &str = "pmix.log.stdout";
+
+/// `PMIX_LOG_SYSLOG` (`pmix.log.syslog`): string, directive.
+pub const LOG_SYSLOG: &str = "pmix.log.syslog";
+
+/// `PMIX_LOG_LOCAL_SYSLOG` (`pmix.log.lsys`): string, directive.
+pub const LOG_LOCAL_SYSLOG: &str = "pmix.log.lsys";
+
+/// `PMIX_LOG_GLOBAL_SYSLOG` (`pmix.log.gsys`): string, directive.
+pub const LOG_GLOBAL_SYSLOG: &str = "pmix.log.gsys";
+
+/// `PMIX_LOG_SYSLOG_PRI` (`pmix.log.syspri`): int, directive.
+pub const LOG_SYSLOG_PRI: &str = "pmix.log.syspri";
+
+/// `PMIX_LOG_TIMESTAMP` (`pmix.log.tstmp`): time, directive.
+pub const LOG_TIMESTAMP: &str = "pmix.log.tstmp";
+
+/// `PMIX_LOG_GENERATE_TIMESTAMP` (`pmix.log.gtstmp`): bool, directive.
+pub const LOG_GENERATE_TIMESTAMP: &str = "pmix.log.gtstmp";
+
+/// `PMIX_LOG_TAG_OUTPUT` (`pmix.log.tag`): bool, directive.
+pub const LOG_TAG_OUTPUT: &str = "pmix.log.tag";
+
+/// `PMIX_LOG_TIMESTAMP_OUTPUT` (`pmix.log.tsout`): bool, directive.
+pub const LOG_TIMESTAMP_OUTPUT: &str = "pmix.log.tsout";
+
+/// `PMIX_LOG_XML_OUTPUT` (`pmix.log.xml`): bool, directive.
+pub const LOG_XML_OUTPUT: &str = "pmix.log.xml";
+
+/// `PMIX_LOG_ONCE` (`pmix.log.once`): bool, directive.
+pub const LOG_ONCE: &str = "pmix.log.once";
+
+/// `PMIX_LOG_MSG` (`pmix.log.msg`): byte_object, directive.
+pub const LOG_MSG: &str = "pmix.log.msg";
+
+/// `PMIX_LOG_KEY` (`pmix.log.key`): string, directive.
+pub const LOG_KEY: &str = "pmix.log.key";
+
+/// `PMIX_LOG_VAL` (`pmix.log.val`): string, directive.
+pub const LOG_VAL: &str = "pmix.log.val";
+
+/// `PMIX_LOG_AGG` (`pmix.log.agg`): bool, directive.
+pub const LOG_AGG: &str = "pmix.log.agg";
+
+/// `PMIX_LOG_EMAIL` (`pmix.log.email`): data_array, directive.
+pub const LOG_EMAIL: &str = "pmix.log.email";
+
+/// `PMIX_LOG_EMAIL_ADDR` (`pmix.log.emaddr`): string, directive.
+pub const LOG_EMAIL_ADDR: &str = "pmix.log.emaddr";
+
+/// `PMIX_LOG_EMAIL_SENDER_ADDR` (`pmix.log.emfaddr`): string, directive.
+pub const LOG_EMAIL_SENDER_ADDR: &str = "pmix.log.emfaddr";
+
+/// `PMIX_LOG_EMAIL_SUBJECT` (`pmix.log.emsub`): string, directive.
+pub const LOG_EMAIL_SUBJECT: &str = "pmix.log.emsub";
+
+/// `PMIX_LOG_EMAIL_MSG` (`pmix.log.emmsg`): string, directive.
+pub const LOG_EMAIL_MSG: &str = "pmix.log.emmsg";
+
+/// `PMIX_LOG_EMAIL_SERVER` (`pmix.log.esrvr`): string, directive.
+pub const LOG_EMAIL_SERVER: &str = "pmix.log.esrvr";
+
+/// `PMIX_LOG_EMAIL_SRVR_PORT` (`pmix.log.esrvrprt`): int32, directive.
+pub const LOG_EMAIL_SRVR_PORT: &str = "pmix.log.esrvrprt";
+
+/// `PMIX_LOG_GLOBAL_DATASTORE` (`pmix.log.gstore`): bool, directive.
+pub const LOG_GLOBAL_DATASTORE: &str = "pmix.log.gstore";
+
+/// `PMIX_LOG_JOB_RECORD` (`pmix.log.jrec`): bool, directive.
+pub const LOG_JOB_RECORD: &str = "pmix.log.jrec";
+
+/// `PMIX_LOG_PROC_TERMINATION` (`pmix.logproc`): bool, directive.
+pub const LOG_PROC_TERMINATION: &str = "pmix.logproc";
+
+/// `PMIX_LOG_PROC_ABNORMAL_TERMINATION` (`pmix.logabproc`): bool, directive.
+pub const LOG_PROC_ABNORMAL_TERMINATION: &str = "pmix.logabproc";
+
+/// `PMIX_LOG_JOB_EVENTS` (`pmix.log.jev`): bool, directive.
+pub const LOG_JOB_EVENTS: &str = "pmix.log.jev";
+
+/// `PMIX_LOG_COMPLETION` (`pmix.logcomp`): bool, directive.
+pub const LOG_COMPLETION: &str = "pmix.logcomp";
+
+/// `PMIX_DEBUG_STOP_ON_EXEC` (`pmix.dbg.exec`): type varies, directive.
+pub const DEBUG_STOP_ON_EXEC: &str = "pmix.dbg.exec";
+
+/// `PMIX_DEBUG_STOP_IN_INIT` (`pmix.dbg.init`): type varies, directive.
+pub const DEBUG_STOP_IN_INIT: &str = "pmix.dbg.init";
+
+/// `PMIX_DEBUG_STOP_IN_APP` (`pmix.dbg.notify`): type varies, directive.
+pub const DEBUG_STOP_IN_APP: &str = "pmix.dbg.notify";
+
+/// `PMIX_BREAKPOINT` (`pmix.brkpnt`): string, directive.
+pub const BREAKPOINT: &str = "pmix.brkpnt";
+
+/// `PMIX_DEBUG_TARGET` (`pmix.dbg.tgt`): proc, directive.
+pub const DEBUG_TARGET: &str = "pmix.dbg.tgt";
+
+/// `PMIX_DEBUG_DAEMONS_PER_PROC` (`pmix.dbg.dpproc`): uint16, directive.
+pub const DEBUG_DAEMONS_PER_PROC: &str = "pmix.dbg.dpproc";
+
+/// `PMIX_DEBUG_DAEMONS_PER_NODE` (`pmix.dbg.dpnd`): uint16, directive.
+pub const DEBUG_DAEMONS_PER_NODE: &str = "pmix.dbg.dpnd";
+
+/// `PMIX_RM_NAME` (`pmix.rm.name`): string, session level.
+pub const RM_NAME: &str = "pmix.rm.name";
+
+/// `PMIX_RM_VERSION` (`pmix.rm.version`): string, session level.
+pub const RM_VERSION: &str = "pmix.rm.version";
+
+/// `PMIX_SET_ENVAR` (`pmix.envar.set`): envar, directive.
+pub const SET_ENVAR: &str = "pmix.envar.set";
+
+/// `PMIX_ADD_ENVAR` (`pmix.envar.add`): envar, directive.
+pub const ADD_ENVAR: &str = "pmix.envar.add";
+
+/// `PMIX_UNSET_ENVAR` (`pmix.envar.unset`): string, directive.
+pub const UNSET_ENVAR: &str = "pmix.envar.unset";
+
+/// `PMIX_PREPEND_ENVAR` (`pmix.envar.prepnd`): envar, directive.
+pub const PREPEND_ENVAR: &str = "pmix.envar.prepnd";
+
+/// `PMIX_APPEND_ENVAR` (`pmix.envar.appnd`): envar, directive.
+pub const APPEND_ENVAR: &str = "pmix.envar.appnd";
+
+/// `PMIX_FIRST_ENVAR` (`pmix.envar.first`): envar, directive.
+pub const FIRST_ENVAR: &str = "pmix.envar.first";
+
+/// `PMIX_ALLOC_REQ_ID` (`pmix.alloc.reqid`): string, directive.
+pub const ALLOC_REQ_ID: &str = "pmix.alloc.reqid";
+
+/// `PMIX_ALLOC_ID` (`pmix.alloc.id`): string, directive.
+pub const ALLOC_ID: &str = "pmix.alloc.id";
+
+/// `PMIX_ALLOC_NUM_NODES` (`pmix.alloc.nnodes`): uint64, directive.
+pub const ALLOC_NUM_NODES: &str = "pmix.alloc.nnodes";
+
+/// `PMIX_ALLOC_NODE_LIST` (`pmix.alloc.nlist`): string, directive.
+pub const ALLOC_NODE_LIST: &str = "pmix.alloc.nlist";
+
+/// `PMIX_ALLOC_NUM_CPUS` (`pmix.alloc.ncpus`): uint64, directive.
+pub const ALLOC_NUM_CPUS: &str = "pmix.alloc.ncpus";
+
+/// `PMIX_ALLOC_NUM_CPU_LIST` (`pmix.alloc.ncpulist`): string, directive.
+pub const ALLOC_NUM_CPU_LIST: &str = "pmix.alloc.ncpulist";
+
+/// `PMIX_ALLOC_CPU_LIST` (`pmix.alloc.cpulist`): string, directive.
+pub const ALLOC_CPU_LIST: &str = "pmix.alloc.cpulist";
+
+/// `PMIX_ALLOC_MEM_SIZE` (`pmix.alloc.msize`): float, directive.
+pub const ALLOC_MEM_SIZE: &str = "pmix.alloc.msize";
+
+/// `PMIX_ALLOC_FABRIC` (`pmix.alloc.net`): data_array, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC: &str = "pmix.alloc.net";
+
+/// `PMIX_ALLOC_FABRIC_ID` (`pmix.alloc.netid`): string, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK_ID`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC_ID: &str = "pmix.alloc.netid";
+
+/// `PMIX_ALLOC_BANDWIDTH` (`pmix.alloc.bw`): float, directive.
+pub const ALLOC_BANDWIDTH: &str = "pmix.alloc.bw";
+
+/// `PMIX_ALLOC_FABRIC_QOS` (`pmix.alloc.netqos`): string, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK_QOS`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC_QOS: &str = "pmix.alloc.netqos";
+
+/// `PMIX_ALLOC_TIME` (`pmix.alloc.time`): uint32, directive.
+pub const ALLOC_TIME: &str = "pmix.alloc.time";
+
+/// `PMIX_ALLOC_FABRIC_TYPE` (`pmix.alloc.nettype`): string, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK_TYPE`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC_TYPE: &str = "pmix.alloc.nettype";
+
+/// `PMIX_ALLOC_FABRIC_PLANE` (`pmix.alloc.netplane`): string, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK_PLANE`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC_PLANE: &str = "pmix.alloc.netplane";
+
+/// `PMIX_ALLOC_FABRIC_ENDPTS` (`pmix.alloc.endpts`): size, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK_ENDPTS`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC_ENDPTS: &str = "pmix.alloc.endpts";
+
+/// `PMIX_ALLOC_FABRIC_ENDPTS_NODE` (`pmix.alloc.endpts.nd`): size, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK_ENDPTS_NODE`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC_ENDPTS_NODE: &str = "pmix.alloc.endpts.nd";
+
+/// `PMIX_ALLOC_FABRIC_SEC_KEY` (`pmix.alloc.nsec`): byte_object, directive.
+///
+/// Shares its key with `PMIX_ALLOC_NETWORK_SEC_KEY`; [`lookup`](super::lookup) returns this one.
+pub const ALLOC_FABRIC_SEC_KEY: &str = "pmix.alloc.nsec";
+
+/// `PMIX_ALLOC_QUEUE` (`pmix.alloc.queue`): string, directive.
+pub const ALLOC_QUEUE: &str = "pmix.alloc.queue";
+
+/// `PMIX_JOB_CTRL_ID` (`pmix.jctrl.id`): string, directive.
+pub const JOB_CTRL_ID: &str = "pmix.jctrl.id";
+
+/// `PMIX_JOB_CTRL_PAUSE` (`pmix.jctrl.pause`): bool, directive.
+pub const JOB_CTRL_PAUSE: &str = "pmix.jctrl.pause";
+
+/// `PMIX_JOB_CTRL_RESUME` (`pmix.jctrl.resume`): bool, directive.
+pub const JOB_CTRL_RESUME: &str = "pmix.jctrl.resume";
+
+/// `PMIX_JOB_CTRL_CANCEL` (`pmix.jctrl.cancel`): string, directive.
+pub const JOB_CTRL_CANCEL: &str = "pmix.jctrl.cancel";
+
+/// `PMIX_JOB_CTRL_KILL` (`pmix.jctrl.kill`): bool, directive.
+pub const JOB_CTRL_KILL: &str = "pmix.jctrl.kill";
+
+/// `PMIX_JOB_CTRL_RESTART` (`pmix.jctrl.restart`): string, directive.
+pub const JOB_CTRL_RESTART: &str = "pmix.jctrl.restart";
+
+/// `PMIX_JOB_CTRL_CHECKPOINT` (`pmix.jctrl.ckpt`): string, directive.
+pub const JOB_CTRL_CHECKPOINT: &str = "pmix.jctrl.ckpt";
+
+/// `PMIX_JOB_CTRL_CHECKPOINT_EVENT` (`pmix.jctrl.ckptev`): bool, directive.
+pub const JOB_CTRL_CHECKPOINT_EVENT: &str = "pmix.jctrl.ckptev";
+
+/// `PMIX_JOB_CTRL_CHECKPOINT_SIGNAL` (`pmix.jctrl.ckptsig`): int, directive.
+///
+/// Shares its key with `PMIX_JOB_CTRL_CHECKPOINT_TIMEOUT`; [`lookup`](super::lookup) returns this one.
+pub const JOB_CTRL_CHECKPOINT_SIGNAL: &str = "pmix.jctrl.ckptsig";
+
+/// `PMIX_JOB_CTRL_CHECKPOINT_TIMEOUT` (`pmix.jctrl.ckptsig`): int, directive.
+///
+/// Shares its key with `PMIX_JOB_CTRL_CHECKPOINT_SIGNAL`; [`lookup`](super::lookup) returns `PMIX_JOB_CTRL_CHECKPOINT_SIGNAL`.
+pub const JOB_CTRL_CHECKPOINT_TIMEOUT: &str = "pmix.jctrl.ckptsig";
+
+/// `PMIX_JOB_CTRL_CHECKPOINT_METHOD` (`pmix.jctrl.ckmethod`): data_array, directive.
+pub const JOB_CTRL_CHECKPOINT_METHOD: &str = "pmix.jctrl.ckmethod";
+
+/// `PMIX_JOB_CTRL_SIGNAL` (`pmix.jctrl.sig`): int, directive.
+pub const JOB_CTRL_SIGNAL: &str = "pmix.jctrl.sig";
+
+/// `PMIX_JOB_CTRL_PROVISION` (`pmix.jctrl.pvn`): string, directive.
+pub const JOB_CTRL_PROVISION: &str = "pmix.jctrl.pvn";
+
+/// `PMIX_JOB_CTRL_PROVISION_IMAGE` (`pmix.jctrl.pvnimg`): string, directive.
+pub const JOB_CTRL_PROVISION_IMAGE: &str = "pmix.jctrl.pvnimg";
+
+/// `PMIX_JOB_CTRL_PREEMPTIBLE` (`pmix.jctrl.preempt`): bool, directive.
+pub const JOB_CTRL_PREEMPTIBLE: &str = "pmix.jctrl.preempt";
+
+/// `PMIX_JOB_CTRL_TERMINATE` (`pmix.jctrl.term`): bool, directive.
+pub const JOB_CTRL_TERMINATE: &str = "pmix.jctrl.term";
+
+/// `PMIX_REGISTER_CLEANUP` (`pmix.reg.cleanup`): string, directive.
+pub const REGISTER_CLEANUP: &str = "pmix.reg.cleanup";
+
+/// `PMIX_REGISTER_CLEANUP_DIR` (`pmix.reg.cleanupdir`): string, directive.
+pub const REGISTER_CLEANUP_DIR: &str = "pmix.reg.cleanupdir";
+
+/// `PMIX_CLEANUP_RECURSIVE` (`pmix.clnup.recurse`): bool, directive.
+pub const CLEANUP_RECURSIVE: &str = "pmix.clnup.recurse";
+
+/// `PMIX_CLEANUP_EMPTY` (`pmix.clnup.empty`): bool, directive.
+pub const CLEANUP_EMPTY: &str = "pmix.clnup.empty";
+
+/// `PMIX_CLEANUP_IGNORE` (`pmix.clnup.ignore`): string, directive.
+pub const CLEANUP_IGNORE: &str = "pmix.clnup.ignore";
+
+/// `PMIX_CLEANUP_LEAVE_TOPDIR` (`pmix.clnup.lvtop`): bool, directive.
+pub const CLEANUP_LEAVE_TOPDIR: &str = "pmix.clnup.lvtop";
+
+/// `PMIX_MONITOR_ID` (`pmix.monitor.id`): string, directive.
+pub const MONITOR_ID: &str = "pmix.monitor.id";
+
+/// `PMIX_MONITOR_CANCEL` (`pmix.monitor.cancel`): string, directive.
+pub const MONITOR_CANCEL: &str = "pmix.monitor.cancel";
+
+/// `PMIX_MONITOR_APP_CONTROL` (`pmix.monitor.appctrl`): bool, directive.
+pub const MONITOR_APP_CONTROL: &str = "pmix.monitor.appctrl";
+
+/// `PMIX_MONITOR_HEARTBEAT` (`pmix.monitor.mbeat`): bool, directive.
+pub const MONITOR_HEARTBEAT: &str = "pmix.monitor.mbeat";
+
+/// `PMIX_SEND_HEARTBEAT` (`pmix.monitor.beat`): bool, directive.
+pub const SEND_HEARTBEAT: &str = "pmix.monitor.beat";
+
+/// `PMIX_MONITOR_HEARTBEAT_TIME` (`pmix.monitor.btime`): uint32, directive.
+pub const MONITOR_HEARTBEAT_TIME: &str = "pmix.monitor.btime";
+
+/// `PMIX_MONITOR_HEARTBEAT_DROPS` (`pmix.monitor.bdrop`): uint32, directive.
+pub const MONITOR_HEARTBEAT_DROPS: &str = "pmix.monitor.bdrop";
+
+/// `PMIX_MONITOR_FILE` (`pmix.monitor.fmon`): string, directive.
+pub const MONITOR_FILE: &str = "pmix.monitor.fmon";
+
+/// `PMIX_MONITOR_FILE_SIZE` (`pmix.monitor.fsize`): bool, directive.
+pub const MONITOR_FILE_SIZE: &str = "pmix.monitor.fsize";
+
+/// `PMIX_MONITOR_FILE_ACCESS` (`pmix.monitor.faccess`): string, directive.
+pub const MONITOR_FILE_ACCESS: &str = "pmix.monitor.faccess";
+
+/// `PMIX_MONITOR_FILE_MODIFY` (`pmix.monitor.fmod`): string, directive.
+pub const MONITOR_FILE_MODIFY: &str = "pmix.monitor.fmod";
+
+/// `PMIX_MONITOR_FILE_CHECK_TIME` (`pmix.monitor.ftime`): uint32, directive.
+pub const MONITOR_FILE_CHECK_TIME: &str = "pmix.monitor.ftime";
+
+/// `PMIX_MONITOR_FILE_DROPS` (`pmix.monitor.fdrop`): uint32, directive.
+pub const MONITOR_FILE_DROPS: &str = "pmix.monitor.fdrop";
+
+/// `PMIX_CRED_TYPE` (`pmix.sec.ctype`): string, directive.
+pub const CRED_TYPE: &str = "pmix.sec.ctype";
+
+/// `PMIX_CRYPTO_KEY` (`pmix.sec.key`): byte_object, job level.
+pub const CRYPTO_KEY: &str = "pmix.sec.key";
+
+/// `PMIX_IOF_CACHE_SIZE` (`pmix.iof.csize`): uint32, directive.
+pub const IOF_CACHE_SIZE: &str = "pmix.iof.csize";
+
+/// `PMIX_IOF_DROP_OLDEST` (`pmix.iof.old`): bool, directive.
+pub const IOF_DROP_OLDEST: &str = "pmix.iof.old";
+
+/// `PMIX_IOF_DROP_NEWEST` (`pmix.iof.new`): bool, directive.
+pub const IOF_DROP_NEWEST: &str = "pmix.iof.new";
+
+/// `PMIX_IOF_BUFFERING_SIZE` (`pmix.iof.bsize`): uint32, directive.
+pub const IOF_BUFFERING_SIZE: &str = "pmix.iof.bsize";
+
+/// `PMIX_IOF_BUFFERING_TIME` (`pmix.iof.btime`): uint32, directive.
+pub const IOF_BUFFERING_TIME: &str = "pmix.iof.btime";
+
+/// `PMIX_IOF_COMPLETE` (`pmix.iof.cmp`): bool, directive.
+pub const IOF_COMPLETE: &str = "pmix.iof.cmp";
+
+/// `PMIX_IOF_PUSH_STDIN` (`pmix.iof.stdin`): bool, directive.
+pub const IOF_PUSH_STDIN: &str = "pmix.iof.stdin";
+
+/// `PMIX_IOF_TAG_OUTPUT` (`pmix.iof.tag`): bool, directive.
+pub const IOF_TAG_OUTPUT: &str = "pmix.iof.tag";
+
+/// `PMIX_IOF_TAG_DETAILED_OUTPUT` (`pmix.iof.tagdet`): bool, directive.
+pub const IOF_TAG_DETAILED_OUTPUT: &str = "pmix.iof.tagdet";
+
+/// `PMIX_IOF_TAG_FULLNAME_OUTPUT` (`pmix.iof.tagfull`): bool, directive.
+pub const IOF_TAG_FULLNAME_OUTPUT: &str = "pmix.iof.tagfull";
+
+/// `PMIX_IOF_RANK_OUTPUT` (`pmix.iof.rank`): bool, directive.
+pub const IOF_RANK_OUTPUT: &str = "pmix.iof.rank";
+
+/// `PMIX_IOF_TIMESTAMP_OUTPUT` (`pmix.iof.ts`): bool, directive.
+pub const IOF_TIMESTAMP_OUTPUT: &str = "pmix.iof.ts";
+
+/// `PMIX_IOF_MERGE_STDERR_STDOUT` (`pmix.iof.mrg`): bool, directive.
+pub const IOF_MERGE_STDERR_STDOUT: &str = "pmix.iof.mrg";
+
+/// `PMIX_IOF_XML_OUTPUT` (`pmix.iof.xml`): bool, directive.
+pub const IOF_XML_OUTPUT: &str = "pmix.iof.xml";
+
+/// `PMIX_IOF_OUTPUT_TO_FILE` (`pmix.iof.file`): string, directive.
+pub const IOF_OUTPUT_TO_FILE: &str = "pmix.iof.file";
+
+/// `PMIX_IOF_FILE_PATTERN` (`pmix.iof.fpt`): bool, directive.
+pub const IOF_FILE_PATTERN: &str = "pmix.iof.fpt";
+
+/// `PMIX_IOF_OUTPUT_TO_DIRECTORY` (`pmix.iof.dir`): string, directive.
+pub const IOF_OUTPUT_TO_DIRECTORY: &str = "pmix.iof.dir";
+
+/// `PMIX_IOF_FILE_ONLY` (`pmix.iof.fonly`): bool, directive.
+pub const IOF_FILE_ONLY: &str = "pmix.iof.fonly";
+
+/// `PMIX_IOF_COPY` (`pmix.iof.cpy`): bool, directive.
+pub const IOF_COPY: &str = "pmix.iof.cpy";
+
+/// `PMIX_IOF_REDIRECT` (`pmix.iof.redir`): bool, directive.
+pub const IOF_REDIRECT: &str = "pmix.iof.redir";
+
+/// `PMIX_IOF_LOCAL_OUTPUT` (`pmix.iof.local`): bool, directive.
+pub const IOF_LOCAL_OUTPUT: &str = "pmix.iof.local";
+
+/// `PMIX_IOF_OUTPUT_RAW` (`pmix.iof.raw`): bool, directive.
+pub const IOF_OUTPUT_RAW: &str = "pmix.iof.raw";
+
+/// `PMIX_SETUP_APP_ENVARS` (`pmix.setup.env`): bool, directive.
+pub const SETUP_APP_ENVARS: &str = "pmix.setup.env";
+
+/// `PMIX_SETUP_APP_NONENVARS` (`pmix.setup.nenv`): bool, directive.
+pub const SETUP_APP_NONENVARS: &str = "pmix.setup.nenv";
+
+/// `PMIX_SETUP_APP_ALL` (`pmix.setup.all`): bool, directive.
+pub const SETUP_APP_ALL: &str = "pmix.setup.all";
+
+/// `PMIX_GROUP_ID` (`pmix.grp.id`): string, directive.
+pub const GROUP_ID: &str = "pmix.grp.id";
+
+/// `PMIX_GROUP_LEADER` (`pmix.grp.ldr`): bool, directive.
+pub const GROUP_LEADER: &str = "pmix.grp.ldr";
+
+/// `PMIX_GROUP_OPTIONAL` (`pmix.grp.opt`): bool, directive.
+pub const GROUP_OPTIONAL: &str = "pmix.grp.opt";
+
+/// `PMIX_GROUP_NOTIFY_TERMINATION` (`pmix.grp.notterm`): bool, directive.
+pub const GROUP_NOTIFY_TERMINATION: &str = "pmix.grp.notterm";
+
+/// `PMIX_GROUP_FT_COLLECTIVE` (`pmix.grp.ftcoll`): bool, directive.
+pub const GROUP_FT_COLLECTIVE: &str = "pmix.grp.ftcoll";
+
+/// `PMIX_GROUP_MEMBERSHIP` (`pmix.grp.mbrs`): data_array, directive.
+pub const GROUP_MEMBERSHIP: &str = "pmix.grp.mbrs";
+
+/// `PMIX_GROUP_ASSIGN_CONTEXT_ID` (`pmix.grp.actxid`): bool, directive.
+pub const GROUP_ASSIGN_CONTEXT_ID: &str = "pmix.grp.actxid";
+
+/// `PMIX_GROUP_CONTEXT_ID` (`pmix.grp.ctxid`): size, directive.
+pub const GROUP_CONTEXT_ID: &str = "pmix.grp.ctxid";
+
+/// `PMIX_GROUP_LOCAL_ONLY` (`pmix.grp.lcl`): bool, directive.
+pub const GROUP_LOCAL_ONLY: &str = "pmix.grp.lcl";
+
+/// `PMIX_GROUP_ENDPT_DATA` (`pmix.grp.endpt`): byte_object, directive.
+pub const GROUP_ENDPT_DATA: &str = "pmix.grp.endpt";
+
+/// `PMIX_GROUP_NAMES` (`pmix.pgrp.nm`): data_array, directive.
+pub const GROUP_NAMES: &str = "pmix.pgrp.nm";
+
+/// `PMIX_GROUP_INFO` (`pmix.grp.info`): data_array, directive.
+pub const GROUP_INFO: &str = "pmix.grp.info";
+
+/// `PMIX_GROUP_LOCAL_CID` (`pmix.grp.lclid`): size, directive.
+pub const GROUP_LOCAL_CID: &str = "pmix.grp.lclid";
+
+/// `PMIX_GROUP_ADD_MEMBERS` (`pmix.grp.add`): data_array, directive.
+pub const GROUP_ADD_MEMBERS: &str = "pmix.grp.add";
+
+/// `PMIX_QUERY_STORAGE_LIST` (`pmix.strg.list`): string, directive.
+pub const QUERY_STORAGE_LIST: &str = "pmix.strg.list";
+
+/// `PMIX_STORAGE_CAPACITY_LIMIT` (`pmix.strg.cap`): uint64, directive.
+pub const STORAGE_CAPACITY_LIMIT: &str = "pmix.strg.cap";
+
+/// `PMIX_STORAGE_OBJECT_LIMIT` (`pmix.strg.obj`): uint64, directive.
+pub const STORAGE_OBJECT_LIMIT: &str = "pmix.strg.obj";
+
+/// `PMIX_STORAGE_ID` (`pmix.strg.id`): string, directive.
+pub const STORAGE_ID: &str = "pmix.strg.id";
+
+/// `PMIX_STORAGE_PATH` (`pmix.strg.path`): string, directive.
+pub const STORAGE_PATH: &str = "pmix.strg.path";
+
+/// `PMIX_STORAGE_TYPE` (`pmix.strg.type`): string, directive.
+pub const STORAGE_TYPE: &str = "pmix.strg.type";
+
+/// `PMIX_STORAGE_ACCESSIBILITY` (`pmix.strg.access`): stor_access, directive.
+pub const STORAGE_ACCESSIBILITY: &str = "pmix.strg.access";
+
+/// `PMIX_STORAGE_ACCESS_TYPE` (`pmix.strg.atype`): stor_access_type, directive.
+pub const STORAGE_ACCESS_TYPE: &str = "pmix.strg.atype";
+
+/// `PMIX_STORAGE_BW_CUR` (`pmix.strg.bwcur`): double, directive.
+pub const STORAGE_BW_CUR: &str = "pmix.strg.bwcur";
+
+/// `PMIX_STORAGE_BW_MAX` (`pmix.strg.bwmax`): double, directive.
+pub const STORAGE_BW_MAX: &str = "pmix.strg.bwmax";
+
+/// `PMIX_STORAGE_CAPACITY_USED` (`pmix.strg.capuse`): double, directive.
+pub const STORAGE_CAPACITY_USED: &str = "pmix.strg.capuse";
+
+/// `PMIX_STORAGE_IOPS_CUR` (`pmix.strg.iopscur`): double, directive.
+pub const STORAGE_IOPS_CUR: &str = "pmix.strg.iopscur";
+
+/// `PMIX_STORAGE_IOPS_MAX` (`pmix.strg.iopsmax`): double, directive.
+pub const STORAGE_IOPS_MAX: &str = "pmix.strg.iopsmax";
+
+/// `PMIX_STORAGE_MEDIUM` (`pmix.strg.medium`): stor_medium, directive.
+pub const STORAGE_MEDIUM: &str = "pmix.strg.medium";
+
+/// `PMIX_STORAGE_MINIMAL_XFER_SIZE` (`pmix.strg.minxfer`): double, directive.
+pub const STORAGE_MINIMAL_XFER_SIZE: &str = "pmix.strg.minxfer";
+
+/// `PMIX_STORAGE_OBJECTS_USED` (`pmix.strg.objuse`): uint64, directive.
+pub const STORAGE_OBJECTS_USED: &str = "pmix.strg.objuse";
+
+/// `PMIX_STORAGE_PERSISTENCE` (`pmix.strg.persist`): stor_persist, directive.
+pub const STORAGE_PERSISTENCE: &str = "pmix.strg.persist";
+
+/// `PMIX_STORAGE_SUGGESTED_XFER_SIZE` (`pmix.strg.sxfer`): double, directive.
+pub const STORAGE_SUGGESTED_XFER_SIZE: &str = "pmix.strg.sxfer";
+
+/// `PMIX_STORAGE_VERSION` (`pmix.strg.ver`): string, directive.
+pub const STORAGE_VERSION: &str = "pmix.strg.ver";
+
+/// `PMIX_FABRIC_COST_MATRIX` (`pmix.fab.cm`): pointer, directive.
+pub const FABRIC_COST_MATRIX: &str = "pmix.fab.cm";
+
+/// `PMIX_FABRIC_GROUPS` (`pmix.fab.grps`): string, directive.
+pub const FABRIC_GROUPS: &str = "pmix.fab.grps";
+
+/// `PMIX_FABRIC_VENDOR` (`pmix.fab.vndr`): string, directive.
+pub const FABRIC_VENDOR: &str = "pmix.fab.vndr";
+
+/// `PMIX_FABRIC_IDENTIFIER` (`pmix.fab.id`): string, directive.
+pub const FABRIC_IDENTIFIER: &str = "pmix.fab.id";
+
+/// `PMIX_FABRIC_INDEX` (`pmix.fab.idx`): size, directive.
+pub const FABRIC_INDEX: &str = "pmix.fab.idx";
+
+/// `PMIX_FABRIC_COORDINATES` (`pmix.fab.coord`): data_array, directive.
+///
+/// Shares its key with `PMIX_FABRIC_DEVICE_COORDINATES`; [`lookup`](super::lookup) returns this one.
+pub const FABRIC_COORDINATES: &str = "pmix.fab.coord";
+
+/// `PMIX_FABRIC_DEVICE_VENDORID` (`pmix.fabdev.vendid`): string, directive.
+pub const FABRIC_DEVICE_VENDORID: &str = "pmix.fabdev.vendid";
+
+/// `PMIX_FABRIC_NUM_DEVICES` (`pmix.fab.nverts`): size, directive.
+pub const FABRIC_NUM_DEVICES: &str = "pmix.fab.nverts";
+
+/// `PMIX_FABRIC_DIMS` (`pmix.fab.dims`): uint32, directive.
+pub const FABRIC_DIMS: &str = "pmix.fab.dims";
+
+/// `PMIX_FABRIC_PLANE` (`pmix.fab.plane`): string, directive.
+pub const FABRIC_PLANE: &str = "pmix.fab.plane";
+
+/// `PMIX_FABRIC_SWITCH` (`pmix.fab.switch`): string, directive.
+pub const FABRIC_SWITCH: &str = "pmix.fab.switch";
+
+/// `PMIX_FABRIC_ENDPT` (`pmix.fab.endpt`): data_array, directive.
+pub const FABRIC_ENDPT: &str = "pmix.fab.endpt";
+
+/// `PMIX_FABRIC_SHAPE` (`pmix.fab.shape`): data_array, directive.
+pub const FABRIC_SHAPE: &str = "pmix.fab.shape";
+
+/// `PMIX_FABRIC_SHAPE_STRING` (`pmix.fab.shapestr`): string, directive.
+pub const FABRIC_SHAPE_STRING: &str = "pmix.fab.shapestr";
+
+/// `PMIX_SWITCH_PEERS` (`pmix.speers`): string, directive.
+pub const SWITCH_PEERS: &str = "pmix.speers";
+
+/// `PMIX_FABRIC_DEVICE` (`pmix.fabdev`): data_array, directive.
+pub const FABRIC_DEVICE: &str = "pmix.fabdev";
+
+/// `PMIX_FABRIC_DEVICES` (`pmix.fab.devs`): data_array, directive.
+pub const FABRIC_DEVICES: &str = "pmix.fab.devs";
+
+/// `PMIX_FABRIC_DEVICE_NAME` (`pmix.fabdev.nm`): string, directive.
+pub const FABRIC_DEVICE_NAME: &str = "pmix.fabdev.nm";
+
+/// `PMIX_FABRIC_DEVICE_INDEX` (`pmix.fabdev.idx`): uint32, directive.
+pub const FABRIC_DEVICE_INDEX: &str = "pmix.fabdev.idx";
+
+/// `PMIX_FABRIC_DEVICE_VENDOR` (`pmix.fabdev.vndr`): string, directive.
+pub const FABRIC_DEVICE_VENDOR: &str = "pmix.fabdev.vndr";
+
+/// `PMIX_FABRIC_DEVICE_BUS_TYPE` (`pmix.fabdev.btyp`): string, directive.
+pub const FABRIC_DEVICE_BUS_TYPE: &str = "pmix.fabdev.btyp";
+
+/// `PMIX_FABRIC_DEVICE_DRIVER` (`pmix.fabdev.driver`): string, directive.
+pub const FABRIC_DEVICE_DRIVER: &str = "pmix.fabdev.driver";
+
+/// `PMIX_FABRIC_DEVICE_FIRMWARE` (`pmix.fabdev.fmwr`): string, directive.
+pub const FABRIC_DEVICE_FIRMWARE: &str = "pmix.fabdev.fmwr";
+
+/// `PMIX_FABRIC_DEVICE_ADDRESS` (`pmix.fabdev.addr`): string, directive.
+pub const FABRIC_DEVICE_ADDRESS: &str = "pmix.fabdev.addr";
+
+/// `PMIX_FABRIC_DEVICE_COORDINATES` (`pmix.fab.coord`): geometry, directive.
+///
+/// Shares its key with `PMIX_FABRIC_COORDINATES`; [`lookup`](super::lookup) returns `PMIX_FABRIC_COORDINATES`.
+pub const FABRIC_DEVICE_COORDINATES: &str = "pmix.fab.coord";
+
+/// `PMIX_FABRIC_DEVICE_MTU` (`pmix.fabdev.mtu`): size, directive.
+pub const FABRIC_DEVICE_MTU: &str = "pmix.fabdev.mtu";
+
+/// `PMIX_FABRIC_DEVICE_SPEED` (`pmix.fabdev.speed`): size, directive.
+pub const FABRIC_DEVICE_SPEED: &str = "pmix.fabdev.speed";
+
+/// `PMIX_FABRIC_DEVICE_STATE` (`pmix.fabdev.state`): link_state, directive.
+pub const FABRIC_DEVICE_STATE: &str = "pmix.fabdev.state";
+
+/// `PMIX_FABRIC_DEVICE_TYPE` (`pmix.fabdev.type`): string, directive.
+pub const FABRIC_DEVICE_TYPE: &str = "pmix.fabdev.type";
+
+/// `PMIX_FABRIC_DEVICE_PCI_DEVID` (`pmix.fabdev.pcidevid`): string, directive.
+pub const FABRIC_DEVICE_PCI_DEVID: &str = "pmix.fabdev.pcidevid";
+
+/// `PMIX_DEVICE_DISTANCES` (`pmix.dev.dist`): data_array, proc level.
+pub const DEVICE_DISTANCES: &str = "pmix.dev.dist";
+
+/// `PMIX_DEVICE_TYPE` (`pmix.dev.type`): devtype, directive.
+pub const DEVICE_TYPE: &str = "pmix.dev.type";
+
+/// `PMIX_DEVICE_ID` (`pmix.dev.id`): string, directive.
+pub const DEVICE_ID: &str = "pmix.dev.id";
+
+/// `PMIX_MAX_VALUE` (`pmix.descr.maxval`): type varies, directive.
+pub const MAX_VALUE: &str = "pmix.descr.maxval";
+
+/// `PMIX_MIN_VALUE` (`pmix.descr.minval`): type varies, directive.
+pub const MIN_VALUE: &str = "pmix.descr.minval";
+
+/// `PMIX_ENUM_VALUE` (`pmix.descr.enum`): string, directive.
+pub const ENUM_VALUE: &str = "pmix.descr.enum";
+
+/// `PMIX_QUERY_STABLE_ABI_VERSION` (`pmix.qry.stabiver`): string, directive.
+pub const QUERY_STABLE_ABI_VERSION: &str = "pmix.qry.stabiver";
+
+/// `PMIX_QUERY_PROVISIONAL_ABI_VERSION` (`pmix.qry.prabiver`): string, directive.
+pub const QUERY_PROVISIONAL_ABI_VERSION: &str = "pmix.qry.prabiver";
+
+/// `PMIX_EVENT_BASE` (`pmix.evbase`): pointer, directive. Deprecated by the standard.
+pub const EVENT_BASE: &str = "pmix.evbase";
+
+/// `PMIX_TOPOLOGY` (`pmix.topo`): pointer, directive. Deprecated by the standard.
+pub const TOPOLOGY: &str = "pmix.topo";
+
+/// `PMIX_DEBUG_JOB` (`pmix.dbg.job`): string, directive. Deprecated by the standard.
+pub const DEBUG_JOB: &str = "pmix.dbg.job";
+
+/// `PMIX_RECONNECT_SERVER` (`pmix.cnct.recon`): bool, directive. Deprecated by the standard.
+pub const RECONNECT_SERVER: &str = "pmix.cnct.recon";
+
+/// `PMIX_USOCK_DISABLE` (`pmix.usock.disable`): bool, directive. Deprecated by the standard.
+pub const USOCK_DISABLE: &str = "pmix.usock.disable";
+
+/// `PMIX_SOCKET_MODE` (`pmix.sockmode`): uint32, directive. Deprecated by the standard.
+pub const SOCKET_MODE: &str = "pmix.sockmode";
+
+/// `PMIX_SINGLE_LISTENER` (`pmix.sing.listnr`): bool, directive. Deprecated by the standard.
+pub const SINGLE_LISTENER: &str = "pmix.sing.listnr";
+
+/// `PMIX_ALLOC_NETWORK` (`pmix.alloc.net`): data_array, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC`.
+pub const ALLOC_NETWORK: &str = "pmix.alloc.net";
+
+/// `PMIX_ALLOC_NETWORK_ID` (`pmix.alloc.netid`): string, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC_ID`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC_ID`.
+pub const ALLOC_NETWORK_ID: &str = "pmix.alloc.netid";
+
+/// `PMIX_ALLOC_NETWORK_QOS` (`pmix.alloc.netqos`): string, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC_QOS`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC_QOS`.
+pub const ALLOC_NETWORK_QOS: &str = "pmix.alloc.netqos";
+
+/// `PMIX_ALLOC_NETWORK_TYPE` (`pmix.alloc.nettype`): string, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC_TYPE`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC_TYPE`.
+pub const ALLOC_NETWORK_TYPE: &str = "pmix.alloc.nettype";
+
+/// `PMIX_ALLOC_NETWORK_PLANE` (`pmix.alloc.netplane`): string, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC_PLANE`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC_PLANE`.
+pub const ALLOC_NETWORK_PLANE: &str = "pmix.alloc.netplane";
+
+/// `PMIX_ALLOC_NETWORK_ENDPTS` (`pmix.alloc.endpts`): size, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC_ENDPTS`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC_ENDPTS`.
+pub const ALLOC_NETWORK_ENDPTS: &str = "pmix.alloc.endpts";
+
+/// `PMIX_ALLOC_NETWORK_ENDPTS_NODE` (`pmix.alloc.endpts.nd`): size, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC_ENDPTS_NODE`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC_ENDPTS_NODE`.
+pub const ALLOC_NETWORK_ENDPTS_NODE: &str = "pmix.alloc.endpts.nd";
+
+/// `PMIX_ALLOC_NETWORK_SEC_KEY` (`pmix.alloc.nsec`): byte_object, directive. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_ALLOC_FABRIC_SEC_KEY`; [`lookup`](super::lookup) returns `PMIX_ALLOC_FABRIC_SEC_KEY`.
+pub const ALLOC_NETWORK_SEC_KEY: &str = "pmix.alloc.nsec";
+
+/// `PMIX_PROC_DATA` (`pmix.pdata`): data_array, proc level. Deprecated by the standard.
+///
+/// Shares its key with `PMIX_PROC_INFO_ARRAY`; [`lookup`](super::lookup) returns `PMIX_PROC_INFO_ARRAY`.
+pub const PROC_DATA: &str = "pmix.pdata";
+
+/// `PMIX_LOCALITY` (`pmix.loc`): uint16, proc level. Deprecated by the standard.
+pub const LOCALITY: &str = "pmix.loc";
+
+/// `PMIX_LOCAL_TOPO` (`pmix.ltopo`): string, directive. Deprecated by the standard.
+pub const LOCAL_TOPO: &str = "pmix.ltopo";
+
+/// `PMIX_TOPOLOGY_XML` (`pmix.topo.xml`): string, directive. Deprecated by the standard.
+pub const TOPOLOGY_XML: &str = "pmix.topo.xml";
+
+/// `PMIX_TOPOLOGY_FILE` (`pmix.topo.file`): string, directive. Deprecated by the standard.
+pub const TOPOLOGY_FILE: &str = "pmix.topo.file";
+
+/// `PMIX_TOPOLOGY_SIGNATURE` (`pmix.toposig`): string, directive. Deprecated by the standard.
+pub const TOPOLOGY_SIGNATURE: &str = "pmix.toposig";
+
+/// `PMIX_HWLOC_SHMEM_ADDR` (`pmix.hwlocaddr`): size, directive. Deprecated by the standard.
+pub const HWLOC_SHMEM_ADDR: &str = "pmix.hwlocaddr";
+
+/// `PMIX_HWLOC_SHMEM_SIZE` (`pmix.hwlocsize`): size, directive. Deprecated by the standard.
+pub const HWLOC_SHMEM_SIZE: &str = "pmix.hwlocsize";
+
+/// `PMIX_HWLOC_SHMEM_FILE` (`pmix.hwlocfile`): string, directive. Deprecated by the standard.
+pub const HWLOC_SHMEM_FILE: &str = "pmix.hwlocfile";
+
+/// `PMIX_HWLOC_XML_V1` (`pmix.hwlocxml1`): string, directive. Deprecated by the standard.
+pub const HWLOC_XML_V1: &str = "pmix.hwlocxml1";
+
+/// `PMIX_HWLOC_XML_V2` (`pmix.hwlocxml2`): string, directive. Deprecated by the standard.
+pub const HWLOC_XML_V2: &str = "pmix.hwlocxml2";
+
+/// `PMIX_HWLOC_SHARE_TOPO` (`pmix.hwlocsh`): bool, directive. Deprecated by the standard.
+pub const HWLOC_SHARE_TOPO: &str = "pmix.hwlocsh";
+
+/// `PMIX_HWLOC_HOLE_KIND` (`pmix.hwlocholek`): string, directive. Deprecated by the standard.
+pub const HWLOC_HOLE_KIND: &str = "pmix.hwlocholek";
+
+/// `PMIX_DSTPATH` (`pmix.dstpath`): string, directive. Deprecated by the standard.
+pub const DSTPATH: &str = "pmix.dstpath";
+
+/// `PMIX_COLLECTIVE_ALGO` (`pmix.calgo`): string, directive. Deprecated by the standard.
+pub const COLLECTIVE_ALGO: &str = "pmix.calgo";
+
+/// `PMIX_COLLECTIVE_ALGO_REQD` (`pmix.calreqd`): bool, directive. Deprecated by the standard.
+pub const COLLECTIVE_ALGO_REQD: &str = "pmix.calreqd";
+
+/// `PMIX_PROC_BLOB` (`pmix.pblob`): byte_object, directive. Deprecated by the standard.
+pub const PROC_BLOB: &str = "pmix.pblob";
+
+/// `PMIX_MAP_BLOB` (`pmix.mblob`): byte_object, directive. Deprecated by the standard.
+pub const MAP_BLOB: &str = "pmix.mblob";
+
+/// `PMIX_MAPPER` (`pmix.mapper`): string, directive. Deprecated by the standard.
+pub const MAPPER: &str = "pmix.mapper";
+
+/// `PMIX_NON_PMI` (`pmix.nonpmi`): bool, directive. Deprecated by the standard.
+pub const NON_PMI: &str = "pmix.nonpmi";
+
+/// `PMIX_PROC_URI` (`pmix.puri`): string, proc level. Deprecated by the standard.
+pub const PROC_URI: &str = "pmix.puri";
+
+/// `PMIX_ARCH` (`pmix.arch`): uint32, directive. Deprecated by the standard.
+pub const ARCH: &str = "pmix.arch";
+
+/// `PMIX_DEBUG_JOB_DIRECTIVES` (`pmix.dbg.jdirs`): data_array, directive. Deprecated by the standard.
+pub const DEBUG_JOB_DIRECTIVES: &str = "pmix.dbg.jdirs";
+
+/// `PMIX_DEBUG_APP_DIRECTIVES` (`pmix.dbg.adirs`): data_array, directive. Deprecated by the standard.
+pub const DEBUG_APP_DIRECTIVES: &str = "pmix.dbg.adirs";
+
+/// `PMIX_EVENT_NO_TERMINATION` (`pmix.evnoterm`): bool, directive. Deprecated by the standard.
+pub const EVENT_NO_TERMINATION: &str = "pmix.evnoterm";
+
+/// `PMIX_EVENT_WANT_TERMINATION` (`pmix.evterm`): bool, directive. Deprecated by the standard.
+pub const EVENT_WANT_TERMINATION: &str = "pmix.evterm";
+
+/// `PMIX_TAG_OUTPUT` (`pmix.tagout`): bool, directive. Deprecated by the standard.
+pub const TAG_OUTPUT: &str = "pmix.tagout";
+
+/// `PMIX_TIMESTAMP_OUTPUT` (`pmix.tsout`): bool, directive. Deprecated by the standard.
+pub const TIMESTAMP_OUTPUT: &str = "pmix.tsout";
+
+/// `PMIX_MERGE_STDERR_STDOUT` (`pmix.mergeerrout`): bool, directive. Deprecated by the standard.
+pub const MERGE_STDERR_STDOUT: &str = "pmix.mergeerrout";
+
+/// `PMIX_OUTPUT_TO_FILE` (`pmix.outfile`): string, directive. Deprecated by the standard.
+pub const OUTPUT_TO_FILE: &str = "pmix.outfile";
+
+/// `PMIX_OUTPUT_TO_DIRECTORY` (`pmix.outdir`): string, directive. Deprecated by the standard.
+pub const OUTPUT_TO_DIRECTORY: &str = "pmix.outdir";
+
+/// `PMIX_OUTPUT_NOCOPY` (`pmix.nocopy`): bool, directive. Deprecated by the standard.
+pub const OUTPUT_NOCOPY: &str = "pmix.nocopy";
+
+/// `PMIX_GDS_MODULE` (`pmix.gds.mod`): string, directive. Deprecated by the standard.
+pub const GDS_MODULE: &str = "pmix.gds.mod";
+
+/// `PMIX_BFROPS_MODULE` (`pmix.bfrops.mod`): string, directive. Internal to OpenPMIx, but seen on the wire.
+pub const BFROPS_MODULE: &str = "pmix.bfrops.mod";
+
+/// `PMIX_PNET_SETUP_APP` (`pmix.pnet.setapp`): byte_object, directive. Internal to OpenPMIx, but seen on the wire.
+pub const PNET_SETUP_APP: &str = "pmix.pnet.setapp";
+
+/// `PMIX_IOF_STOP` (`pmix.iof.stop`): bool, directive. Deprecated by the standard.
+pub const IOF_STOP: &str = "pmix.iof.stop";
+
+/// `PMIX_NOTIFY_LAUNCH` (`pmix.note.lnch`): bool, directive. Deprecated by the standard.
+pub const NOTIFY_LAUNCH: &str = "pmix.note.lnch";
+
+/// Every attribute of the table, in the order of `attributes.tsv`.
+pub static ATTRIBUTES: &[Attribute] = &[
+    Attribute { name: "ATTR_UNDEF", key: ATTR_UNDEF, ty: DataType::UNDEF, levels: &[Level::Directive] },
+    Attribute { name: "EXTERNAL_PROGRESS", key: EXTERNAL_PROGRESS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_TOOL_SUPPORT", key: SERVER_TOOL_SUPPORT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_REMOTE_CONNECTIONS", key: SERVER_REMOTE_CONNECTIONS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_SYSTEM_SUPPORT", key: SERVER_SYSTEM_SUPPORT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_SESSION_SUPPORT", key: SERVER_SESSION_SUPPORT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_TMPDIR", key: SERVER_TMPDIR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "SYSTEM_TMPDIR", key: SYSTEM_TMPDIR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_SHARE_TOPOLOGY", key: SERVER_SHARE_TOPOLOGY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_ENABLE_MONITORING", key: SERVER_ENABLE_MONITORING, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_NSPACE", key: SERVER_NSPACE, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "SERVER_RANK", key: SERVER_RANK, ty: DataType::PROC_RANK, levels: &[Level::Job] },
+    Attribute { name: "SERVER_GATEWAY", key: SERVER_GATEWAY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_SCHEDULER", key: SERVER_SCHEDULER, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_START_TIME", key: SERVER_START_TIME, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HOMOGENEOUS_SYSTEM", key: HOMOGENEOUS_SYSTEM, ty: DataType::BOOL, levels: &[Level::Session] },
+    Attribute { name: "SINGLETON", key: SINGLETON, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "BIND_PROGRESS_THREAD", key: BIND_PROGRESS_THREAD, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "BIND_REQUIRED", key: BIND_REQUIRED, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "TOOL_NSPACE", key: TOOL_NSPACE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TOOL_RANK", key: TOOL_RANK, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_PIDINFO", key: SERVER_PIDINFO, ty: DataType::PID, levels: &[Level::Directive] },
+    Attribute { name: "CONNECT_TO_SYSTEM", key: CONNECT_TO_SYSTEM, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CONNECT_SYSTEM_FIRST", key: CONNECT_SYSTEM_FIRST, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_URI", key: SERVER_URI, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MYSERVER_URI", key: MYSERVER_URI, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_HOSTNAME", key: SERVER_HOSTNAME, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "CONNECT_MAX_RETRIES", key: CONNECT_MAX_RETRIES, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "CONNECT_RETRY_DELAY", key: CONNECT_RETRY_DELAY, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "TOOL_DO_NOT_CONNECT", key: TOOL_DO_NOT_CONNECT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "TOOL_CONNECT_OPTIONAL", key: TOOL_CONNECT_OPTIONAL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LAUNCHER", key: LAUNCHER, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LAUNCHER_RENDEZVOUS_FILE", key: LAUNCHER_RENDEZVOUS_FILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TOOL_ATTACHMENT_FILE", key: TOOL_ATTACHMENT_FILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "PRIMARY_SERVER", key: PRIMARY_SERVER, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "NOHUP", key: NOHUP, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LAUNCHER_DAEMON", key: LAUNCHER_DAEMON, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "EXEC_AGENT", key: EXEC_AGENT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LAUNCH_DIRECTIVES", key: LAUNCH_DIRECTIVES, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "USERID", key: USERID, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "GRPID", key: GRPID, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "VERSION_INFO", key: VERSION_INFO, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "REQUESTOR_IS_TOOL", key: REQUESTOR_IS_TOOL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "REQUESTOR_IS_CLIENT", key: REQUESTOR_IS_CLIENT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "PSET_NAME", key: PSET_NAME, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "PSET_NAMES", key: PSET_NAMES, ty: DataType::DATA_ARRAY, levels: &[Level::App] },
+    Attribute { name: "PSET_MEMBERS", key: PSET_MEMBERS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "REINCARNATION", key: REINCARNATION, ty: DataType::UINT32, levels: &[Level::Proc] },
+    Attribute { name: "PROGRAMMING_MODEL", key: PROGRAMMING_MODEL, ty: DataType::STRING, levels: &[Level::Job, Level::App] },
+    Attribute { name: "MODEL_LIBRARY_NAME", key: MODEL_LIBRARY_NAME, ty: DataType::STRING, levels: &[Level::Job, Level::App] },
+    Attribute { name: "MODEL_LIBRARY_VERSION", key: MODEL_LIBRARY_VERSION, ty: DataType::STRING, levels: &[Level::Job, Level::App] },
+    Attribute { name: "THREADING_MODEL", key: THREADING_MODEL, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MODEL_NUM_THREADS", key: MODEL_NUM_THREADS, ty: DataType::UINT64, levels: &[Level::Directive] },
+    Attribute { name: "MODEL_NUM_CPUS", key: MODEL_NUM_CPUS, ty: DataType::UINT64, levels: &[Level::Directive] },
+    Attribute { name: "MODEL_CPU_TYPE", key: MODEL_CPU_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MODEL_PHASE_NAME", key: MODEL_PHASE_NAME, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MODEL_PHASE_TYPE", key: MODEL_PHASE_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MODEL_AFFINITY_POLICY", key: MODEL_AFFINITY_POLICY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TCP_REPORT_URI", key: TCP_REPORT_URI, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TCP_URI", key: TCP_URI, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TCP_IF_INCLUDE", key: TCP_IF_INCLUDE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TCP_IF_EXCLUDE", key: TCP_IF_EXCLUDE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TCP_IPV4_PORT", key: TCP_IPV4_PORT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "TCP_IPV6_PORT", key: TCP_IPV6_PORT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "TCP_DISABLE_IPV4", key: TCP_DISABLE_IPV4, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "TCP_DISABLE_IPV6", key: TCP_DISABLE_IPV6, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CPUSET", key: CPUSET, ty: DataType::STRING, levels: &[Level::Proc] },
+    Attribute { name: "CPUSET_BITMAP", key: CPUSET_BITMAP, ty: DataType::PROC_CPUSET, levels: &[Level::Proc] },
+    Attribute { name: "CREDENTIAL", key: CREDENTIAL, ty: DataType::STRING, levels: &[Level::Proc] },
+    Attribute { name: "SPAWNED", key: SPAWNED, ty: DataType::BOOL, levels: &[Level::Proc] },
+    Attribute { name: "NODE_OVERSUBSCRIBED", key: NODE_OVERSUBSCRIBED, ty: DataType::BOOL, levels: &[Level::Node] },
+    Attribute { name: "TMPDIR", key: TMPDIR, ty: DataType::STRING, levels: &[Level::Node] },
+    Attribute { name: "NSDIR", key: NSDIR, ty: DataType::STRING, levels: &[Level::Node] },
+    Attribute { name: "PROCDIR", key: PROCDIR, ty: DataType::STRING, levels: &[Level::Proc] },
+    Attribute { name: "TDIR_RMCLEAN", key: TDIR_RMCLEAN, ty: DataType::BOOL, levels: &[Level::Job] },
+    Attribute { name: "CLUSTER_ID", key: CLUSTER_ID, ty: DataType::STRING, levels: &[Level::Session] },
+    Attribute { name: "PROCID", key: PROCID, ty: DataType::PROC, levels: &[Level::Proc] },
+    Attribute { name: "NSPACE", key: NSPACE, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "JOBID", key: JOBID, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "APPNUM", key: APPNUM, ty: DataType::UINT32, levels: &[Level::App, Level::Proc] },
+    Attribute { name: "RANK", key: RANK, ty: DataType::PROC_RANK, levels: &[Level::Proc] },
+    Attribute { name: "GLOBAL_RANK", key: GLOBAL_RANK, ty: DataType::PROC_RANK, levels: &[Level::Proc] },
+    Attribute { name: "APP_RANK", key: APP_RANK, ty: DataType::PROC_RANK, levels: &[Level::Proc] },
+    Attribute { name: "NPROC_OFFSET", key: NPROC_OFFSET, ty: DataType::PROC_RANK, levels: &[Level::Job] },
+    Attribute { name: "LOCAL_RANK", key: LOCAL_RANK, ty: DataType::UINT16, levels: &[Level::Proc] },
+    Attribute { name: "NODE_RANK", key: NODE_RANK, ty: DataType::UINT16, levels: &[Level::Proc] },
+    Attribute { name: "PACKAGE_RANK", key: PACKAGE_RANK, ty: DataType::UINT16, levels: &[Level::Proc] },
+    Attribute { name: "LOCALLDR", key: LOCALLDR, ty: DataType::PROC_RANK, levels: &[Level::Node] },
+    Attribute { name: "APPLDR", key: APPLDR, ty: DataType::PROC_RANK, levels: &[Level::App] },
+    Attribute { name: "PROC_PID", key: PROC_PID, ty: DataType::PID, levels: &[Level::Proc] },
+    Attribute { name: "SESSION_ID", key: SESSION_ID, ty: DataType::UINT32, levels: &[Level::Session] },
+    Attribute { name: "NODE_LIST", key: NODE_LIST, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "ALLOCATED_NODELIST", key: ALLOCATED_NODELIST, ty: DataType::STRING, levels: &[Level::Session] },
+    Attribute { name: "HOSTNAME", key: HOSTNAME, ty: DataType::STRING, levels: &[Level::Node, Level::Proc] },
+    Attribute { name: "HOSTNAME_ALIASES", key: HOSTNAME_ALIASES, ty: DataType::STRING, levels: &[Level::Node] },
+    Attribute { name: "HOSTNAME_KEEP_FQDN", key: HOSTNAME_KEEP_FQDN, ty: DataType::BOOL, levels: &[Level::Job] },
+    Attribute { name: "NODEID", key: NODEID, ty: DataType::UINT32, levels: &[Level::Node, Level::Proc] },
+    Attribute { name: "LOCAL_PEERS", key: LOCAL_PEERS, ty: DataType::STRING, levels: &[Level::Node] },
+    Attribute { name: "LOCAL_PROCS", key: LOCAL_PROCS, ty: DataType::DATA_ARRAY, levels: &[Level::Node] },
+    Attribute { name: "LOCAL_CPUSETS", key: LOCAL_CPUSETS, ty: DataType::STRING, levels: &[Level::Node] },
+    Attribute { name: "PARENT_ID", key: PARENT_ID, ty: DataType::PROC, levels: &[Level::Job] },
+    Attribute { name: "EXIT_CODE", key: EXIT_CODE, ty: DataType::INT, levels: &[Level::Proc] },
+    Attribute { name: "UNIV_SIZE", key: UNIV_SIZE, ty: DataType::UINT32, levels: &[Level::Session] },
+    Attribute { name: "JOB_SIZE", key: JOB_SIZE, ty: DataType::UINT32, levels: &[Level::Job] },
+    Attribute { name: "JOB_NUM_APPS", key: JOB_NUM_APPS, ty: DataType::UINT32, levels: &[Level::Job] },
+    Attribute { name: "APP_SIZE", key: APP_SIZE, ty: DataType::UINT32, levels: &[Level::App] },
+    Attribute { name: "LOCAL_SIZE", key: LOCAL_SIZE, ty: DataType::UINT32, levels: &[Level::Node] },
+    Attribute { name: "NODE_SIZE", key: NODE_SIZE, ty: DataType::UINT32, levels: &[Level::Node] },
+    Attribute { name: "MAX_PROCS", key: MAX_PROCS, ty: DataType::UINT32, levels: &[Level::Session, Level::Job, Level::App, Level::Node] },
+    Attribute { name: "NUM_SLOTS", key: NUM_SLOTS, ty: DataType::UINT32, levels: &[Level::Node] },
+    Attribute { name: "NUM_NODES", key: NUM_NODES, ty: DataType::UINT32, levels: &[Level::Job] },
+    Attribute { name: "NUM_ALLOCATED_NODES", key: NUM_ALLOCATED_NODES, ty: DataType::UINT32, levels: &[Level::Session] },
+    Attribute { name: "AVAIL_PHYS_MEMORY", key: AVAIL_PHYS_MEMORY, ty: DataType::UINT64, levels: &[Level::Node] },
+    Attribute { name: "DAEMON_MEMORY", key: DAEMON_MEMORY, ty: DataType::FLOAT, levels: &[Level::Directive] },
+    Attribute { name: "CLIENT_AVG_MEMORY", key: CLIENT_AVG_MEMORY, ty: DataType::FLOAT, levels: &[Level::Directive] },
+    Attribute { name: "TOPOLOGY2", key: TOPOLOGY2, ty: DataType::TOPO, levels: &[Level::Directive] },
+    Attribute { name: "LOCALITY_STRING", key: LOCALITY_STRING, ty: DataType::STRING, levels: &[Level::Proc] },
+    Attribute { name: "COLLECT_DATA", key: COLLECT_DATA, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "ALL_CLONES_PARTICIPATE", key: ALL_CLONES_PARTICIPATE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "COLLECT_GENERATED_JOB_INFO", key: COLLECT_GENERATED_JOB_INFO, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "TIMEOUT", key: TIMEOUT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "IMMEDIATE", key: IMMEDIATE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "WAIT", key: WAIT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "NOTIFY_COMPLETION", key: NOTIFY_COMPLETION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "RANGE", key: RANGE, ty: DataType::DATA_RANGE, levels: &[Level::Directive] },
+    Attribute { name: "PERSISTENCE", key: PERSISTENCE, ty: DataType::PERSIST, levels: &[Level::Directive] },
+    Attribute { name: "DATA_SCOPE", key: DATA_SCOPE, ty: DataType::SCOPE, levels: &[Level::Directive] },
+    Attribute { name: "OPTIONAL", key: OPTIONAL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GET_STATIC_VALUES", key: GET_STATIC_VALUES, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GET_POINTER_VALUES", key: GET_POINTER_VALUES, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EMBED_BARRIER", key: EMBED_BARRIER, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_TERM_STATUS", key: JOB_TERM_STATUS, ty: DataType::STATUS, levels: &[Level::Directive] },
+    Attribute { name: "PROC_TERM_STATUS", key: PROC_TERM_STATUS, ty: DataType::STATUS, levels: &[Level::Directive] },
+    Attribute { name: "PROC_STATE_STATUS", key: PROC_STATE_STATUS, ty: DataType::PROC_STATE, levels: &[Level::Directive] },
+    Attribute { name: "GET_REFRESH_CACHE", key: GET_REFRESH_CACHE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "ACCESS_PERMISSIONS", key: ACCESS_PERMISSIONS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "ACCESS_USERIDS", key: ACCESS_USERIDS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "ACCESS_GRPIDS", key: ACCESS_GRPIDS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "WAIT_FOR_CONNECTION", key: WAIT_FOR_CONNECTION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "QUALIFIED_VALUE", key: QUALIFIED_VALUE, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "REGISTER_NODATA", key: REGISTER_NODATA, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "NODE_MAP", key: NODE_MAP, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "NODE_MAP_RAW", key: NODE_MAP_RAW, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "PROC_MAP", key: PROC_MAP, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "PROC_MAP_RAW", key: PROC_MAP_RAW, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "ANL_MAP", key: ANL_MAP, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "APP_MAP_TYPE", key: APP_MAP_TYPE, ty: DataType::STRING, levels: &[Level::App] },
+    Attribute { name: "APP_MAP_REGEX", key: APP_MAP_REGEX, ty: DataType::STRING, levels: &[Level::App] },
+    Attribute { name: "REQUIRED_KEY", key: REQUIRED_KEY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOCAL_COLLECTIVE_STATUS", key: LOCAL_COLLECTIVE_STATUS, ty: DataType::STATUS, levels: &[Level::Directive] },
+    Attribute { name: "SORTED_PROC_ARRAY", key: SORTED_PROC_ARRAY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_NAME", key: EVENT_HDLR_NAME, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_FIRST", key: EVENT_HDLR_FIRST, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_LAST", key: EVENT_HDLR_LAST, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_FIRST_IN_CATEGORY", key: EVENT_HDLR_FIRST_IN_CATEGORY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_LAST_IN_CATEGORY", key: EVENT_HDLR_LAST_IN_CATEGORY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_BEFORE", key: EVENT_HDLR_BEFORE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_AFTER", key: EVENT_HDLR_AFTER, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_PREPEND", key: EVENT_HDLR_PREPEND, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_HDLR_APPEND", key: EVENT_HDLR_APPEND, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_CUSTOM_RANGE", key: EVENT_CUSTOM_RANGE, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_AFFECTED_PROC", key: EVENT_AFFECTED_PROC, ty: DataType::PROC, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_AFFECTED_PROCS", key: EVENT_AFFECTED_PROCS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_NON_DEFAULT", key: EVENT_NON_DEFAULT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_RETURN_OBJECT", key: EVENT_RETURN_OBJECT, ty: DataType::POINTER, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_DO_NOT_CACHE", key: EVENT_DO_NOT_CACHE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_SILENT_TERMINATION", key: EVENT_SILENT_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_PROXY", key: EVENT_PROXY, ty: DataType::PROC, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_TEXT_MESSAGE", key: EVENT_TEXT_MESSAGE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_TIMESTAMP", key: EVENT_TIMESTAMP, ty: DataType::TIME, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_ONESHOT", key: EVENT_ONESHOT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_TERMINATE_SESSION", key: EVENT_TERMINATE_SESSION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_TERMINATE_JOB", key: EVENT_TERMINATE_JOB, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_TERMINATE_NODE", key: EVENT_TERMINATE_NODE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_TERMINATE_PROC", key: EVENT_TERMINATE_PROC, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_ACTION_TIMEOUT", key: EVENT_ACTION_TIMEOUT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "PERSONALITY", key: PERSONALITY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HOST", key: HOST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HOSTFILE", key: HOSTFILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ADD_HOST", key: ADD_HOST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ADD_HOSTFILE", key: ADD_HOSTFILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "PREFIX", key: PREFIX, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "WDIR", key: WDIR, ty: DataType::STRING, levels: &[Level::App] },
+    Attribute { name: "WDIR_USER_SPECIFIED", key: WDIR_USER_SPECIFIED, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "DISPLAY_MAP", key: DISPLAY_MAP, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "DISPLAY_MAP_DETAILED", key: DISPLAY_MAP_DETAILED, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "DISPLAY_ALLOCATION", key: DISPLAY_ALLOCATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "DISPLAY_TOPOLOGY", key: DISPLAY_TOPOLOGY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "PPR", key: PPR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MAPBY", key: MAPBY, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "RANKBY", key: RANKBY, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "BINDTO", key: BINDTO, ty: DataType::STRING, levels: &[Level::Job] },
+    Attribute { name: "PRELOAD_BIN", key: PRELOAD_BIN, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "PRELOAD_FILES", key: PRELOAD_FILES, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "STDIN_TGT", key: STDIN_TGT, ty: DataType::PROC, levels: &[Level::Directive] },
+    Attribute { name: "DEBUGGER_DAEMONS", key: DEBUGGER_DAEMONS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "COSPAWN_APP", key: COSPAWN_APP, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "COLOCATE_PROCS", key: COLOCATE_PROCS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "COLOCATE_NPERPROC", key: COLOCATE_NPERPROC, ty: DataType::UINT16, levels: &[Level::Directive] },
+    Attribute { name: "COLOCATE_NPERNODE", key: COLOCATE_NPERNODE, ty: DataType::UINT16, levels: &[Level::Directive] },
+    Attribute { name: "SET_SESSION_CWD", key: SET_SESSION_CWD, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "INDEX_ARGV", key: INDEX_ARGV, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CPUS_PER_PROC", key: CPUS_PER_PROC, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "NO_PROCS_ON_HEAD", key: NO_PROCS_ON_HEAD, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "NO_OVERSUBSCRIBE", key: NO_OVERSUBSCRIBE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "REPORT_BINDINGS", key: REPORT_BINDINGS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CPU_LIST", key: CPU_LIST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_RECOVERABLE", key: JOB_RECOVERABLE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CONTINUOUS", key: JOB_CONTINUOUS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "MAX_RESTARTS", key: MAX_RESTARTS, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "FWD_STDIN", key: FWD_STDIN, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "FWD_STDOUT", key: FWD_STDOUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "FWD_STDERR", key: FWD_STDERR, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "FWD_STDDIAG", key: FWD_STDDIAG, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SPAWN_TOOL", key: SPAWN_TOOL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CMD_LINE", key: CMD_LINE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FORKEXEC_AGENT", key: FORKEXEC_AGENT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_TIMEOUT", key: JOB_TIMEOUT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "SPAWN_TIMEOUT", key: SPAWN_TIMEOUT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "TIMEOUT_STACKTRACES", key: TIMEOUT_STACKTRACES, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "TIMEOUT_REPORT_STATE", key: TIMEOUT_REPORT_STATE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "APP_ARGV", key: APP_ARGV, ty: DataType::STRING, levels: &[Level::App] },
+    Attribute { name: "NOTIFY_JOB_EVENTS", key: NOTIFY_JOB_EVENTS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "NOTIFY_PROC_TERMINATION", key: NOTIFY_PROC_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "NOTIFY_PROC_ABNORMAL_TERMINATION", key: NOTIFY_PROC_ABNORMAL_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "ENVARS_HARVESTED", key: ENVARS_HARVESTED, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "RUNTIME_OPTIONS", key: RUNTIME_OPTIONS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ABORT_NON_ZERO_TERM", key: ABORT_NON_ZERO_TERM, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "DO_NOT_LAUNCH", key: DO_NOT_LAUNCH, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SHOW_LAUNCH_PROGRESS", key: SHOW_LAUNCH_PROGRESS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "AGGREGATE_HELP", key: AGGREGATE_HELP, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "REPORT_CHILD_SEP", key: REPORT_CHILD_SEP, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_SUPPORTED_KEYS", key: QUERY_SUPPORTED_KEYS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_NAMESPACES", key: QUERY_NAMESPACES, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_NAMESPACE_INFO", key: QUERY_NAMESPACE_INFO, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_JOB_STATUS", key: QUERY_JOB_STATUS, ty: DataType::STATUS, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_QUEUE_LIST", key: QUERY_QUEUE_LIST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_QUEUE_STATUS", key: QUERY_QUEUE_STATUS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_PROC_TABLE", key: QUERY_PROC_TABLE, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_LOCAL_PROC_TABLE", key: QUERY_LOCAL_PROC_TABLE, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_AUTHORIZATIONS", key: QUERY_AUTHORIZATIONS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_SPAWN_SUPPORT", key: QUERY_SPAWN_SUPPORT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_DEBUG_SUPPORT", key: QUERY_DEBUG_SUPPORT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_MEMORY_USAGE", key: QUERY_MEMORY_USAGE, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_ALLOC_STATUS", key: QUERY_ALLOC_STATUS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TIME_REMAINING", key: TIME_REMAINING, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_NUM_PSETS", key: QUERY_NUM_PSETS, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_PSET_NAMES", key: QUERY_PSET_NAMES, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_PSET_MEMBERSHIP", key: QUERY_PSET_MEMBERSHIP, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_NUM_GROUPS", key: QUERY_NUM_GROUPS, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_GROUP_NAMES", key: QUERY_GROUP_NAMES, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_GROUP_MEMBERSHIP", key: QUERY_GROUP_MEMBERSHIP, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_ATTRIBUTE_SUPPORT", key: QUERY_ATTRIBUTE_SUPPORT, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "CLIENT_FUNCTIONS", key: CLIENT_FUNCTIONS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_FUNCTIONS", key: SERVER_FUNCTIONS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TOOL_FUNCTIONS", key: TOOL_FUNCTIONS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HOST_FUNCTIONS", key: HOST_FUNCTIONS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_AVAIL_SERVERS", key: QUERY_AVAIL_SERVERS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_QUALIFIERS", key: QUERY_QUALIFIERS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_RESULTS", key: QUERY_RESULTS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_REFRESH_CACHE", key: QUERY_REFRESH_CACHE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_LOCAL_ONLY", key: QUERY_LOCAL_ONLY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_REPORT_AVG", key: QUERY_REPORT_AVG, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_REPORT_MINMAX", key: QUERY_REPORT_MINMAX, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CLIENT_ATTRIBUTES", key: CLIENT_ATTRIBUTES, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "SERVER_ATTRIBUTES", key: SERVER_ATTRIBUTES, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HOST_ATTRIBUTES", key: HOST_ATTRIBUTES, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TOOL_ATTRIBUTES", key: TOOL_ATTRIBUTES, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_SUPPORTED_QUALIFIERS", key: QUERY_SUPPORTED_QUALIFIERS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SESSION_INFO", key: SESSION_INFO, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_INFO", key: JOB_INFO, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "APP_INFO", key: APP_INFO, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "NODE_INFO", key: NODE_INFO, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SESSION_INFO_ARRAY", key: SESSION_INFO_ARRAY, ty: DataType::DATA_ARRAY, levels: &[Level::Session] },
+    Attribute { name: "JOB_INFO_ARRAY", key: JOB_INFO_ARRAY, ty: DataType::DATA_ARRAY, levels: &[Level::Job] },
+    Attribute { name: "APP_INFO_ARRAY", key: APP_INFO_ARRAY, ty: DataType::DATA_ARRAY, levels: &[Level::App] },
+    Attribute { name: "PROC_INFO_ARRAY", key: PROC_INFO_ARRAY, ty: DataType::DATA_ARRAY, levels: &[Level::Proc] },
+    Attribute { name: "NODE_INFO_ARRAY", key: NODE_INFO_ARRAY, ty: DataType::DATA_ARRAY, levels: &[Level::Node] },
+    Attribute { name: "SERVER_INFO_ARRAY", key: SERVER_INFO_ARRAY, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "LOG_SOURCE", key: LOG_SOURCE, ty: DataType::PROC, levels: &[Level::Directive] },
+    Attribute { name: "LOG_STDERR", key: LOG_STDERR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_STDOUT", key: LOG_STDOUT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_SYSLOG", key: LOG_SYSLOG, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_LOCAL_SYSLOG", key: LOG_LOCAL_SYSLOG, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_GLOBAL_SYSLOG", key: LOG_GLOBAL_SYSLOG, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_SYSLOG_PRI", key: LOG_SYSLOG_PRI, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "LOG_TIMESTAMP", key: LOG_TIMESTAMP, ty: DataType::TIME, levels: &[Level::Directive] },
+    Attribute { name: "LOG_GENERATE_TIMESTAMP", key: LOG_GENERATE_TIMESTAMP, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_TAG_OUTPUT", key: LOG_TAG_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_TIMESTAMP_OUTPUT", key: LOG_TIMESTAMP_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_XML_OUTPUT", key: LOG_XML_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_ONCE", key: LOG_ONCE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_MSG", key: LOG_MSG, ty: DataType::BYTE_OBJECT, levels: &[Level::Directive] },
+    Attribute { name: "LOG_KEY", key: LOG_KEY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_VAL", key: LOG_VAL, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_AGG", key: LOG_AGG, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_EMAIL", key: LOG_EMAIL, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "LOG_EMAIL_ADDR", key: LOG_EMAIL_ADDR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_EMAIL_SENDER_ADDR", key: LOG_EMAIL_SENDER_ADDR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_EMAIL_SUBJECT", key: LOG_EMAIL_SUBJECT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_EMAIL_MSG", key: LOG_EMAIL_MSG, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_EMAIL_SERVER", key: LOG_EMAIL_SERVER, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "LOG_EMAIL_SRVR_PORT", key: LOG_EMAIL_SRVR_PORT, ty: DataType::INT32, levels: &[Level::Directive] },
+    Attribute { name: "LOG_GLOBAL_DATASTORE", key: LOG_GLOBAL_DATASTORE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_JOB_RECORD", key: LOG_JOB_RECORD, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_PROC_TERMINATION", key: LOG_PROC_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_PROC_ABNORMAL_TERMINATION", key: LOG_PROC_ABNORMAL_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_JOB_EVENTS", key: LOG_JOB_EVENTS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "LOG_COMPLETION", key: LOG_COMPLETION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_STOP_ON_EXEC", key: DEBUG_STOP_ON_EXEC, ty: DataType::UNDEF, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_STOP_IN_INIT", key: DEBUG_STOP_IN_INIT, ty: DataType::UNDEF, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_STOP_IN_APP", key: DEBUG_STOP_IN_APP, ty: DataType::UNDEF, levels: &[Level::Directive] },
+    Attribute { name: "BREAKPOINT", key: BREAKPOINT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_TARGET", key: DEBUG_TARGET, ty: DataType::PROC, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_DAEMONS_PER_PROC", key: DEBUG_DAEMONS_PER_PROC, ty: DataType::UINT16, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_DAEMONS_PER_NODE", key: DEBUG_DAEMONS_PER_NODE, ty: DataType::UINT16, levels: &[Level::Directive] },
+    Attribute { name: "RM_NAME", key: RM_NAME, ty: DataType::STRING, levels: &[Level::Session] },
+    Attribute { name: "RM_VERSION", key: RM_VERSION, ty: DataType::STRING, levels: &[Level::Session] },
+    Attribute { name: "SET_ENVAR", key: SET_ENVAR, ty: DataType::ENVAR, levels: &[Level::Directive] },
+    Attribute { name: "ADD_ENVAR", key: ADD_ENVAR, ty: DataType::ENVAR, levels: &[Level::Directive] },
+    Attribute { name: "UNSET_ENVAR", key: UNSET_ENVAR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "PREPEND_ENVAR", key: PREPEND_ENVAR, ty: DataType::ENVAR, levels: &[Level::Directive] },
+    Attribute { name: "APPEND_ENVAR", key: APPEND_ENVAR, ty: DataType::ENVAR, levels: &[Level::Directive] },
+    Attribute { name: "FIRST_ENVAR", key: FIRST_ENVAR, ty: DataType::ENVAR, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_REQ_ID", key: ALLOC_REQ_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_ID", key: ALLOC_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NUM_NODES", key: ALLOC_NUM_NODES, ty: DataType::UINT64, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NODE_LIST", key: ALLOC_NODE_LIST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NUM_CPUS", key: ALLOC_NUM_CPUS, ty: DataType::UINT64, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NUM_CPU_LIST", key: ALLOC_NUM_CPU_LIST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_CPU_LIST", key: ALLOC_CPU_LIST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_MEM_SIZE", key: ALLOC_MEM_SIZE, ty: DataType::FLOAT, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC", key: ALLOC_FABRIC, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC_ID", key: ALLOC_FABRIC_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_BANDWIDTH", key: ALLOC_BANDWIDTH, ty: DataType::FLOAT, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC_QOS", key: ALLOC_FABRIC_QOS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_TIME", key: ALLOC_TIME, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC_TYPE", key: ALLOC_FABRIC_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC_PLANE", key: ALLOC_FABRIC_PLANE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC_ENDPTS", key: ALLOC_FABRIC_ENDPTS, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC_ENDPTS_NODE", key: ALLOC_FABRIC_ENDPTS_NODE, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_FABRIC_SEC_KEY", key: ALLOC_FABRIC_SEC_KEY, ty: DataType::BYTE_OBJECT, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_QUEUE", key: ALLOC_QUEUE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_ID", key: JOB_CTRL_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_PAUSE", key: JOB_CTRL_PAUSE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_RESUME", key: JOB_CTRL_RESUME, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_CANCEL", key: JOB_CTRL_CANCEL, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_KILL", key: JOB_CTRL_KILL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_RESTART", key: JOB_CTRL_RESTART, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_CHECKPOINT", key: JOB_CTRL_CHECKPOINT, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_CHECKPOINT_EVENT", key: JOB_CTRL_CHECKPOINT_EVENT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_CHECKPOINT_SIGNAL", key: JOB_CTRL_CHECKPOINT_SIGNAL, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_CHECKPOINT_TIMEOUT", key: JOB_CTRL_CHECKPOINT_TIMEOUT, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_CHECKPOINT_METHOD", key: JOB_CTRL_CHECKPOINT_METHOD, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_SIGNAL", key: JOB_CTRL_SIGNAL, ty: DataType::INT, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_PROVISION", key: JOB_CTRL_PROVISION, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_PROVISION_IMAGE", key: JOB_CTRL_PROVISION_IMAGE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_PREEMPTIBLE", key: JOB_CTRL_PREEMPTIBLE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "JOB_CTRL_TERMINATE", key: JOB_CTRL_TERMINATE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "REGISTER_CLEANUP", key: REGISTER_CLEANUP, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "REGISTER_CLEANUP_DIR", key: REGISTER_CLEANUP_DIR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "CLEANUP_RECURSIVE", key: CLEANUP_RECURSIVE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CLEANUP_EMPTY", key: CLEANUP_EMPTY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "CLEANUP_IGNORE", key: CLEANUP_IGNORE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "CLEANUP_LEAVE_TOPDIR", key: CLEANUP_LEAVE_TOPDIR, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_ID", key: MONITOR_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_CANCEL", key: MONITOR_CANCEL, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_APP_CONTROL", key: MONITOR_APP_CONTROL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_HEARTBEAT", key: MONITOR_HEARTBEAT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SEND_HEARTBEAT", key: SEND_HEARTBEAT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_HEARTBEAT_TIME", key: MONITOR_HEARTBEAT_TIME, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_HEARTBEAT_DROPS", key: MONITOR_HEARTBEAT_DROPS, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_FILE", key: MONITOR_FILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_FILE_SIZE", key: MONITOR_FILE_SIZE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_FILE_ACCESS", key: MONITOR_FILE_ACCESS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_FILE_MODIFY", key: MONITOR_FILE_MODIFY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_FILE_CHECK_TIME", key: MONITOR_FILE_CHECK_TIME, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "MONITOR_FILE_DROPS", key: MONITOR_FILE_DROPS, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "CRED_TYPE", key: CRED_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "CRYPTO_KEY", key: CRYPTO_KEY, ty: DataType::BYTE_OBJECT, levels: &[Level::Job] },
+    Attribute { name: "IOF_CACHE_SIZE", key: IOF_CACHE_SIZE, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "IOF_DROP_OLDEST", key: IOF_DROP_OLDEST, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_DROP_NEWEST", key: IOF_DROP_NEWEST, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_BUFFERING_SIZE", key: IOF_BUFFERING_SIZE, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "IOF_BUFFERING_TIME", key: IOF_BUFFERING_TIME, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "IOF_COMPLETE", key: IOF_COMPLETE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_PUSH_STDIN", key: IOF_PUSH_STDIN, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_TAG_OUTPUT", key: IOF_TAG_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_TAG_DETAILED_OUTPUT", key: IOF_TAG_DETAILED_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_TAG_FULLNAME_OUTPUT", key: IOF_TAG_FULLNAME_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_RANK_OUTPUT", key: IOF_RANK_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_TIMESTAMP_OUTPUT", key: IOF_TIMESTAMP_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_MERGE_STDERR_STDOUT", key: IOF_MERGE_STDERR_STDOUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_XML_OUTPUT", key: IOF_XML_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_OUTPUT_TO_FILE", key: IOF_OUTPUT_TO_FILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "IOF_FILE_PATTERN", key: IOF_FILE_PATTERN, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_OUTPUT_TO_DIRECTORY", key: IOF_OUTPUT_TO_DIRECTORY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "IOF_FILE_ONLY", key: IOF_FILE_ONLY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_COPY", key: IOF_COPY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_REDIRECT", key: IOF_REDIRECT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_LOCAL_OUTPUT", key: IOF_LOCAL_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "IOF_OUTPUT_RAW", key: IOF_OUTPUT_RAW, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SETUP_APP_ENVARS", key: SETUP_APP_ENVARS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SETUP_APP_NONENVARS", key: SETUP_APP_NONENVARS, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SETUP_APP_ALL", key: SETUP_APP_ALL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_ID", key: GROUP_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_LEADER", key: GROUP_LEADER, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_OPTIONAL", key: GROUP_OPTIONAL, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_NOTIFY_TERMINATION", key: GROUP_NOTIFY_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_FT_COLLECTIVE", key: GROUP_FT_COLLECTIVE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_MEMBERSHIP", key: GROUP_MEMBERSHIP, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_ASSIGN_CONTEXT_ID", key: GROUP_ASSIGN_CONTEXT_ID, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_CONTEXT_ID", key: GROUP_CONTEXT_ID, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_LOCAL_ONLY", key: GROUP_LOCAL_ONLY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_ENDPT_DATA", key: GROUP_ENDPT_DATA, ty: DataType::BYTE_OBJECT, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_NAMES", key: GROUP_NAMES, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_INFO", key: GROUP_INFO, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_LOCAL_CID", key: GROUP_LOCAL_CID, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "GROUP_ADD_MEMBERS", key: GROUP_ADD_MEMBERS, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_STORAGE_LIST", key: QUERY_STORAGE_LIST, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_CAPACITY_LIMIT", key: STORAGE_CAPACITY_LIMIT, ty: DataType::UINT64, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_OBJECT_LIMIT", key: STORAGE_OBJECT_LIMIT, ty: DataType::UINT64, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_ID", key: STORAGE_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_PATH", key: STORAGE_PATH, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_TYPE", key: STORAGE_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_ACCESSIBILITY", key: STORAGE_ACCESSIBILITY, ty: DataType::STOR_ACCESS, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_ACCESS_TYPE", key: STORAGE_ACCESS_TYPE, ty: DataType::STOR_ACCESS_TYPE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_BW_CUR", key: STORAGE_BW_CUR, ty: DataType::DOUBLE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_BW_MAX", key: STORAGE_BW_MAX, ty: DataType::DOUBLE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_CAPACITY_USED", key: STORAGE_CAPACITY_USED, ty: DataType::DOUBLE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_IOPS_CUR", key: STORAGE_IOPS_CUR, ty: DataType::DOUBLE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_IOPS_MAX", key: STORAGE_IOPS_MAX, ty: DataType::DOUBLE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_MEDIUM", key: STORAGE_MEDIUM, ty: DataType::STOR_MEDIUM, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_MINIMAL_XFER_SIZE", key: STORAGE_MINIMAL_XFER_SIZE, ty: DataType::DOUBLE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_OBJECTS_USED", key: STORAGE_OBJECTS_USED, ty: DataType::UINT64, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_PERSISTENCE", key: STORAGE_PERSISTENCE, ty: DataType::STOR_PERSIST, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_SUGGESTED_XFER_SIZE", key: STORAGE_SUGGESTED_XFER_SIZE, ty: DataType::DOUBLE, levels: &[Level::Directive] },
+    Attribute { name: "STORAGE_VERSION", key: STORAGE_VERSION, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_COST_MATRIX", key: FABRIC_COST_MATRIX, ty: DataType::POINTER, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_GROUPS", key: FABRIC_GROUPS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_VENDOR", key: FABRIC_VENDOR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_IDENTIFIER", key: FABRIC_IDENTIFIER, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_INDEX", key: FABRIC_INDEX, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_COORDINATES", key: FABRIC_COORDINATES, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_VENDORID", key: FABRIC_DEVICE_VENDORID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_NUM_DEVICES", key: FABRIC_NUM_DEVICES, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DIMS", key: FABRIC_DIMS, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_PLANE", key: FABRIC_PLANE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_SWITCH", key: FABRIC_SWITCH, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_ENDPT", key: FABRIC_ENDPT, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_SHAPE", key: FABRIC_SHAPE, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_SHAPE_STRING", key: FABRIC_SHAPE_STRING, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "SWITCH_PEERS", key: SWITCH_PEERS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE", key: FABRIC_DEVICE, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICES", key: FABRIC_DEVICES, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_NAME", key: FABRIC_DEVICE_NAME, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_INDEX", key: FABRIC_DEVICE_INDEX, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_VENDOR", key: FABRIC_DEVICE_VENDOR, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_BUS_TYPE", key: FABRIC_DEVICE_BUS_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_DRIVER", key: FABRIC_DEVICE_DRIVER, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_FIRMWARE", key: FABRIC_DEVICE_FIRMWARE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_ADDRESS", key: FABRIC_DEVICE_ADDRESS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_COORDINATES", key: FABRIC_DEVICE_COORDINATES, ty: DataType::GEOMETRY, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_MTU", key: FABRIC_DEVICE_MTU, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_SPEED", key: FABRIC_DEVICE_SPEED, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_STATE", key: FABRIC_DEVICE_STATE, ty: DataType::LINK_STATE, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_TYPE", key: FABRIC_DEVICE_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "FABRIC_DEVICE_PCI_DEVID", key: FABRIC_DEVICE_PCI_DEVID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "DEVICE_DISTANCES", key: DEVICE_DISTANCES, ty: DataType::DATA_ARRAY, levels: &[Level::Proc] },
+    Attribute { name: "DEVICE_TYPE", key: DEVICE_TYPE, ty: DataType::DEVTYPE, levels: &[Level::Directive] },
+    Attribute { name: "DEVICE_ID", key: DEVICE_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "MAX_VALUE", key: MAX_VALUE, ty: DataType::UNDEF, levels: &[Level::Directive] },
+    Attribute { name: "MIN_VALUE", key: MIN_VALUE, ty: DataType::UNDEF, levels: &[Level::Directive] },
+    Attribute { name: "ENUM_VALUE", key: ENUM_VALUE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_STABLE_ABI_VERSION", key: QUERY_STABLE_ABI_VERSION, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "QUERY_PROVISIONAL_ABI_VERSION", key: QUERY_PROVISIONAL_ABI_VERSION, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_BASE", key: EVENT_BASE, ty: DataType::POINTER, levels: &[Level::Directive] },
+    Attribute { name: "TOPOLOGY", key: TOPOLOGY, ty: DataType::POINTER, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_JOB", key: DEBUG_JOB, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "RECONNECT_SERVER", key: RECONNECT_SERVER, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "USOCK_DISABLE", key: USOCK_DISABLE, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "SOCKET_MODE", key: SOCKET_MODE, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "SINGLE_LISTENER", key: SINGLE_LISTENER, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK", key: ALLOC_NETWORK, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK_ID", key: ALLOC_NETWORK_ID, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK_QOS", key: ALLOC_NETWORK_QOS, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK_TYPE", key: ALLOC_NETWORK_TYPE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK_PLANE", key: ALLOC_NETWORK_PLANE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK_ENDPTS", key: ALLOC_NETWORK_ENDPTS, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK_ENDPTS_NODE", key: ALLOC_NETWORK_ENDPTS_NODE, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "ALLOC_NETWORK_SEC_KEY", key: ALLOC_NETWORK_SEC_KEY, ty: DataType::BYTE_OBJECT, levels: &[Level::Directive] },
+    Attribute { name: "PROC_DATA", key: PROC_DATA, ty: DataType::DATA_ARRAY, levels: &[Level::Proc] },
+    Attribute { name: "LOCALITY", key: LOCALITY, ty: DataType::UINT16, levels: &[Level::Proc] },
+    Attribute { name: "LOCAL_TOPO", key: LOCAL_TOPO, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TOPOLOGY_XML", key: TOPOLOGY_XML, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TOPOLOGY_FILE", key: TOPOLOGY_FILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "TOPOLOGY_SIGNATURE", key: TOPOLOGY_SIGNATURE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HWLOC_SHMEM_ADDR", key: HWLOC_SHMEM_ADDR, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "HWLOC_SHMEM_SIZE", key: HWLOC_SHMEM_SIZE, ty: DataType::SIZE, levels: &[Level::Directive] },
+    Attribute { name: "HWLOC_SHMEM_FILE", key: HWLOC_SHMEM_FILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HWLOC_XML_V1", key: HWLOC_XML_V1, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HWLOC_XML_V2", key: HWLOC_XML_V2, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "HWLOC_SHARE_TOPO", key: HWLOC_SHARE_TOPO, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "HWLOC_HOLE_KIND", key: HWLOC_HOLE_KIND, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "DSTPATH", key: DSTPATH, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "COLLECTIVE_ALGO", key: COLLECTIVE_ALGO, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "COLLECTIVE_ALGO_REQD", key: COLLECTIVE_ALGO_REQD, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "PROC_BLOB", key: PROC_BLOB, ty: DataType::BYTE_OBJECT, levels: &[Level::Directive] },
+    Attribute { name: "MAP_BLOB", key: MAP_BLOB, ty: DataType::BYTE_OBJECT, levels: &[Level::Directive] },
+    Attribute { name: "MAPPER", key: MAPPER, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "NON_PMI", key: NON_PMI, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "PROC_URI", key: PROC_URI, ty: DataType::STRING, levels: &[Level::Proc] },
+    Attribute { name: "ARCH", key: ARCH, ty: DataType::UINT32, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_JOB_DIRECTIVES", key: DEBUG_JOB_DIRECTIVES, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "DEBUG_APP_DIRECTIVES", key: DEBUG_APP_DIRECTIVES, ty: DataType::DATA_ARRAY, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_NO_TERMINATION", key: EVENT_NO_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "EVENT_WANT_TERMINATION", key: EVENT_WANT_TERMINATION, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "TAG_OUTPUT", key: TAG_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "TIMESTAMP_OUTPUT", key: TIMESTAMP_OUTPUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "MERGE_STDERR_STDOUT", key: MERGE_STDERR_STDOUT, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "OUTPUT_TO_FILE", key: OUTPUT_TO_FILE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "OUTPUT_TO_DIRECTORY", key: OUTPUT_TO_DIRECTORY, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "OUTPUT_NOCOPY", key: OUTPUT_NOCOPY, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "GDS_MODULE", key: GDS_MODULE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "BFROPS_MODULE", key: BFROPS_MODULE, ty: DataType::STRING, levels: &[Level::Directive] },
+    Attribute { name: "PNET_SETUP_APP", key: PNET_SETUP_APP, ty: DataType::BYTE_OBJECT, levels: &[Level::Directive] },
+    Attribute { name: "IOF_STOP", key: IOF_STOP, ty: DataType::BOOL, levels: &[Level::Directive] },
+    Attribute { name: "NOTIFY_LAUNCH", key: NOTIFY_LAUNCH, ty: DataType::BOOL, levels: &[Level::Directive] },
+];
+
+/// Indices into [`ATTRIBUTES`] sorted by key (first row of a shared key only).
+pub(super) static BY_KEY: &[u16] = &[
+    227, 179, 180, 230, 137, 88, 94, 92, 334, 330, 339, 340, 325, 331, 329, 328,
+    332, 333, 338, 335, 337, 327, 326, 341, 342, 324, 336, 145, 135, 147, 146, 221,
+    275, 271, 105, 79, 82, 512, 136, 524, 17, 18, 191, 67, 312, 505, 506, 114,
+    75, 264, 253, 362, 363, 364, 361, 118, 215, 479, 22, 23, 117, 119, 199, 198,
+    197, 208, 196, 206, 202, 66, 68, 514, 315, 314, 309, 310, 513, 478, 311, 313,
+    195, 473, 471, 472, 468, 470, 469, 186, 184, 185, 187, 113, 228, 504, 40, 130,
+    319, 322, 323, 321, 318, 320, 39, 162, 157, 159, 225, 476, 156, 1, 152, 154,
+    153, 155, 151, 165, 163, 515, 164, 170, 158, 161, 167, 160, 166, 516, 172, 173,
+    174, 171, 168, 175, 169, 37, 101, 438, 443, 454, 446, 449, 439, 441, 442, 445,
+    447, 450, 451, 448, 440, 453, 461, 458, 459, 460, 456, 463, 455, 467, 464, 465,
+    466, 444, 457, 216, 95, 213, 212, 210, 211, 523, 129, 134, 128, 81, 411, 418,
+    412, 414, 409, 405, 416, 413, 417, 406, 410, 408, 407, 93, 15, 177, 266, 256,
+    178, 497, 499, 503, 502, 498, 500, 501, 121, 201, 383, 384, 385, 398, 380, 396,
+    394, 397, 395, 400, 392, 382, 381, 390, 401, 399, 386, 526, 387, 388, 389, 391,
+    393, 346, 353, 349, 350, 351, 343, 347, 344, 357, 355, 356, 348, 345, 354, 358,
+    274, 270, 104, 103, 131, 217, 78, 99, 87, 38, 36, 492, 149, 106, 116, 295,
+    297, 296, 298, 300, 299, 301, 302, 303, 284, 287, 307, 304, 293, 283, 292, 291,
+    279, 280, 281, 282, 285, 288, 289, 286, 294, 290, 306, 308, 305, 97, 98, 84,
+    493, 189, 509, 108, 209, 508, 54, 49, 53, 52, 55, 56, 57, 519, 50, 367,
+    371, 369, 370, 366, 374, 377, 375, 372, 373, 376, 365, 368, 25, 70, 91, 141,
+    142, 522, 277, 272, 107, 96, 35, 203, 510, 204, 222, 527, 224, 123, 223, 85,
+    72, 77, 111, 110, 109, 83, 127, 521, 520, 100, 507, 276, 73, 176, 125, 48,
+    415, 86, 143, 144, 112, 525, 89, 188, 181, 192, 193, 34, 133, 132, 76, 46,
+    44, 45, 511, 257, 252, 240, 262, 242, 235, 232, 261, 239, 243, 263, 233, 234,
+    250, 251, 249, 248, 475, 246, 247, 238, 236, 237, 258, 259, 260, 241, 474, 139,
+    244, 124, 80, 190, 207, 359, 360, 140, 47, 205, 43, 148, 42, 316, 317, 231,
+    226, 126, 378, 379, 90, 404, 402, 403, 229, 482, 16, 481, 150, 218, 69, 452,
+    214, 278, 12, 9, 10, 11, 13, 14, 265, 254, 26, 21, 3, 5, 8, 4,
+    6, 2, 24, 273, 269, 200, 194, 425, 426, 427, 428, 420, 429, 422, 430, 431,
+    419, 432, 433, 421, 434, 423, 435, 436, 424, 437, 7, 517, 64, 65, 61, 60,
+    62, 63, 58, 59, 74, 51, 219, 220, 245, 120, 71, 33, 267, 30, 255, 31,
+    32, 27, 29, 19, 20, 28, 477, 495, 494, 115, 496, 518, 0, 102, 480, 41,
+    122, 138, 182, 183,
+];
+
+/// Indices into [`ATTRIBUTES`] sorted by name.
+pub(super) static BY_NAME: &[u16] = &[
+    227, 137, 135, 136, 319, 179, 180, 230, 92, 334, 330, 332, 339, 340, 333, 338,
+    335, 341, 337, 325, 331, 483, 488, 489, 484, 487, 485, 490, 486, 327, 328, 329,
+    326, 342, 324, 336, 118, 145, 322, 88, 79, 221, 271, 275, 147, 146, 82, 105,
+    512, 0, 112, 524, 191, 17, 18, 312, 362, 363, 364, 361, 264, 114, 253, 75,
+    215, 505, 506, 117, 119, 199, 198, 197, 27, 28, 23, 22, 196, 66, 67, 202,
+    206, 68, 378, 379, 113, 126, 195, 514, 315, 314, 478, 513, 311, 310, 309, 313,
+    468, 470, 469, 186, 184, 185, 187, 228, 504, 130, 473, 225, 175, 161, 162, 476,
+    160, 165, 157, 159, 156, 152, 154, 153, 155, 151, 158, 163, 515, 170, 167, 164,
+    166, 172, 173, 174, 171, 168, 169, 516, 37, 101, 1, 443, 438, 453, 454, 461,
+    458, 462, 459, 460, 456, 463, 455, 467, 464, 465, 466, 457, 444, 446, 449, 439,
+    441, 442, 445, 447, 450, 451, 448, 440, 323, 216, 213, 212, 210, 211, 523, 129,
+    134, 128, 81, 418, 411, 412, 414, 409, 405, 416, 406, 417, 413, 410, 415, 408,
+    407, 40, 15, 177, 178, 93, 94, 95, 266, 256, 503, 502, 497, 499, 498, 500,
+    501, 121, 201, 383, 384, 380, 385, 398, 382, 381, 397, 395, 400, 392, 401, 396,
+    394, 386, 390, 399, 526, 388, 389, 387, 391, 393, 78, 208, 346, 349, 350, 353,
+    351, 352, 343, 347, 344, 357, 355, 356, 348, 345, 354, 358, 270, 274, 104, 207,
+    103, 131, 217, 31, 36, 32, 38, 492, 116, 87, 149, 99, 97, 98, 84, 106,
+    493, 295, 308, 296, 297, 300, 298, 301, 302, 299, 287, 303, 284, 307, 304, 293,
+    283, 292, 291, 306, 305, 279, 280, 281, 282, 285, 288, 286, 289, 294, 290, 189,
+    509, 508, 108, 209, 471, 519, 472, 57, 54, 49, 50, 53, 52, 55, 56, 367,
+    366, 372, 374, 376, 377, 375, 373, 368, 371, 370, 365, 25, 96, 272, 277, 91,
+    141, 142, 70, 85, 107, 35, 510, 123, 222, 527, 224, 223, 204, 203, 83, 72,
+    77, 111, 110, 109, 127, 522, 521, 520, 86, 100, 125, 176, 525, 188, 181, 192,
+    193, 321, 34, 73, 76, 507, 491, 276, 143, 144, 89, 133, 132, 511, 48, 46,
+    44, 45, 139, 244, 252, 240, 257, 242, 251, 250, 235, 261, 239, 243, 233, 234,
+    249, 246, 238, 475, 248, 247, 258, 236, 237, 260, 262, 263, 259, 241, 474, 419,
+    232, 268, 124, 80, 190, 479, 359, 360, 140, 47, 205, 231, 43, 42, 148, 316,
+    317, 226, 369, 265, 9, 254, 12, 26, 278, 10, 21, 11, 3, 13, 5, 8,
+    14, 4, 6, 2, 24, 90, 269, 273, 404, 402, 403, 318, 200, 229, 16, 482,
+    481, 150, 69, 218, 214, 194, 425, 426, 427, 428, 420, 429, 422, 430, 431, 432,
+    433, 434, 421, 423, 435, 436, 424, 437, 452, 7, 517, 64, 65, 61, 60, 62,
+    63, 58, 59, 74, 51, 120, 220, 219, 518, 245, 71, 33, 267, 30, 29, 255,
+    19, 20, 477, 115, 495, 496, 494, 102, 320, 39, 480, 41, 122, 138, 182, 183,
+];

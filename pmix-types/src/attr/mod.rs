@@ -34,16 +34,186 @@ pub struct Attribute {
     pub name: &'static str,
     /// The key string (`pmix.job.size`).
     pub key: &'static str,
-    /// The type of its value.
+    /// The type of its value; [`DataType::UNDEF`] where the standard allows several types
+    /// (for example a flag that is either `true` or a list of ranks).
     pub ty: DataType,
     /// The levels it may be stored at, most specific last.
     pub levels: &'static [Level],
 }
 
+// Generated code is laid out by the generator, not rustfmt: `cargo fmt` must not make the
+// checked-in file differ from what the freshness test regenerates.
+#[rustfmt::skip]
 mod generated;
 pub use generated::*;
 
 /// Finds the attribute with this key string.
+///
+/// Where the standard gives one key to several attributes (`PMIX_PROC_INFO_ARRAY` and its
+/// older name `PMIX_PROC_DATA` are both `pmix.pdata`), this returns the current one.
 pub fn lookup(key: &str) -> Option<&'static Attribute> {
-    ATTRIBUTES.iter().find(|a| a.key == key)
+    find(generated::BY_KEY, |a| a.key.cmp(key))
+}
+
+/// Finds the attribute with this name, with or without the `PMIX_` prefix (`JOB_SIZE` or
+/// `PMIX_JOB_SIZE`).
+pub fn lookup_name(name: &str) -> Option<&'static Attribute> {
+    let name = name.strip_prefix("PMIX_").unwrap_or(name);
+    find(generated::BY_NAME, |a| a.name.cmp(name))
+}
+
+/// Binary search of a generated index, which lists positions in [`ATTRIBUTES`] sorted by the
+/// field `order` compares.
+fn find(
+    index: &'static [u16],
+    order: impl Fn(&Attribute) -> core::cmp::Ordering,
+) -> Option<&'static Attribute> {
+    let position = index
+        .binary_search_by(|&i| order(&ATTRIBUTES[usize::from(i)]))
+        .ok()?;
+    ATTRIBUTES.get(usize::from(index[position]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_and_name_is_found() {
+        for attr in ATTRIBUTES {
+            let found = lookup(attr.key).map(|a| a.key);
+            assert_eq!(found, Some(attr.key), "{}", attr.name);
+            assert_eq!(lookup_name(attr.name), Some(attr), "{}", attr.name);
+        }
+        assert_eq!(lookup("pmix.no.such.key"), None);
+        assert_eq!(lookup(""), None);
+        assert_eq!(lookup_name("NO_SUCH_NAME"), None);
+    }
+
+    #[test]
+    fn shared_keys_resolve_to_the_current_name() {
+        assert_eq!(PROC_DATA, PROC_INFO_ARRAY);
+        assert_eq!(
+            lookup("pmix.pdata").map(|a| a.name),
+            Some("PROC_INFO_ARRAY")
+        );
+        assert_eq!(
+            lookup("pmix.alloc.net").map(|a| a.name),
+            Some("ALLOC_FABRIC")
+        );
+        assert_eq!(
+            lookup_name("PMIX_PROC_DATA").map(|a| a.name),
+            Some("PROC_DATA")
+        );
+    }
+
+    #[test]
+    fn realm_attributes_carry_their_levels_and_types() {
+        let check = |key: &str, ty: DataType, levels: &[Level]| {
+            let Some(a) = lookup(key) else {
+                panic!("{key} missing");
+            };
+            assert_eq!((a.ty, a.levels), (ty, levels), "{key}");
+        };
+        use Level::*;
+        check(JOB_SIZE, DataType::UINT32, &[Job]);
+        check(MAX_PROCS, DataType::UINT32, &[Session, Job, App, Node]);
+        check(HOSTNAME, DataType::STRING, &[Node, Proc]);
+        check(APPNUM, DataType::UINT32, &[App, Proc]);
+        check(NODEID, DataType::UINT32, &[Node, Proc]);
+        check(RANK, DataType::PROC_RANK, &[Proc]);
+        check(LOCAL_RANK, DataType::UINT16, &[Proc]);
+        check(LOCAL_PROCS, DataType::DATA_ARRAY, &[Node]);
+        check(SERVER_RANK, DataType::PROC_RANK, &[Job]);
+        check(DATA_SCOPE, DataType::SCOPE, &[Directive]);
+        check(RANGE, DataType::DATA_RANGE, &[Directive]);
+        check(PERSISTENCE, DataType::PERSIST, &[Directive]);
+        check(TIMEOUT, DataType::INT, &[Directive]);
+        check(EVENT_AFFECTED_PROC, DataType::PROC, &[Directive]);
+        check(SET_ENVAR, DataType::ENVAR, &[Directive]);
+        check(PARENT_ID, DataType::PROC, &[Job]);
+        check(DEBUG_STOP_IN_INIT, DataType::UNDEF, &[Directive]);
+    }
+
+    /// The names other crates rely on; this fails to compile when one goes missing.
+    #[test]
+    fn the_names_servers_and_clients_use_exist() {
+        let keys = [
+            NSPACE,
+            RANK,
+            JOBID,
+            JOB_SIZE,
+            UNIV_SIZE,
+            MAX_PROCS,
+            LOCAL_SIZE,
+            NODE_SIZE,
+            LOCAL_PEERS,
+            LOCAL_RANK,
+            NODE_RANK,
+            GLOBAL_RANK,
+            APP_RANK,
+            APPNUM,
+            APP_SIZE,
+            APPLDR,
+            LOCALLDR,
+            NODEID,
+            HOSTNAME,
+            NODE_MAP,
+            PROC_MAP,
+            NUM_NODES,
+            JOB_NUM_APPS,
+            SESSION_ID,
+            SERVER_NSPACE,
+            SERVER_RANK,
+            TMPDIR,
+            NSDIR,
+            PROCDIR,
+            SPAWNED,
+            PARENT_ID,
+            REINCARNATION,
+            LOCAL_PROCS,
+            WDIR,
+            APP_ARGV,
+            SESSION_INFO_ARRAY,
+            JOB_INFO_ARRAY,
+            APP_INFO_ARRAY,
+            NODE_INFO_ARRAY,
+            PROC_INFO_ARRAY,
+            PROC_DATA,
+            REGISTER_NODATA,
+            OPTIONAL,
+            IMMEDIATE,
+            DATA_SCOPE,
+            TIMEOUT,
+            SESSION_INFO,
+            JOB_INFO,
+            APP_INFO,
+            NODE_INFO,
+            COLLECT_DATA,
+            RANGE,
+            PERSISTENCE,
+            WAIT,
+            USERID,
+            GRPID,
+            SERVER_TMPDIR,
+            SYSTEM_TMPDIR,
+            SOCKET_MODE,
+            GET_REFRESH_CACHE,
+            PROCID,
+            LOCALITY_STRING,
+            EVENT_AFFECTED_PROC,
+            EVENT_CUSTOM_RANGE,
+            EVENT_NON_DEFAULT,
+            EVENT_HDLR_NAME,
+            EXIT_CODE,
+            SET_ENVAR,
+            PREFIX,
+            HOST,
+            QUERY_NAMESPACES,
+            QUERY_PROC_TABLE,
+        ];
+        for key in keys {
+            assert!(lookup(key).is_some(), "{key}");
+        }
+    }
 }
