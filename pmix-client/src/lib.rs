@@ -1,4 +1,47 @@
-//! The PMIx client library: what an application process links to talk to the server that
-//! launched it.
+//! The PMIx client library: what an application process links to talk to the pmix-rs server
+//! that launched it.
 //!
-//! Host authors want `pmix-server` instead.
+//! [`Client::init`] connects to the server named in the environment the launcher prepared,
+//! receives the job's data, and from then on a process can [`put`](Client::put) values,
+//! [`commit`](Client::commit) them, synchronise with [`fence`](Client::fence) and read other
+//! processes' values with [`get`](Client::get). Job-level data and data collected by fences
+//! are kept in a local store and served on the caller's thread, so most gets never leave the
+//! process. The contract with the server is `docs/PROTOCOL.md`.
+//!
+//! Host authors (launchers, resource managers) want `pmix-server` instead.
+//!
+//! ```no_run
+//! use pmix_client::{Client, Proc, Rank, Scope};
+//!
+//! # fn main() -> Result<(), pmix_client::Error> {
+//! let client = Client::init()?;
+//! client.put(Scope::GLOBAL, "my.addr", "10.0.0.1:4000")?;
+//! client.commit()?;
+//! client.fence(&[], &[])?;
+//! let me = client.proc().clone();
+//! let size = client.get(&Proc::new(me.nspace.clone(), Rank::WILDCARD), "pmix.job.size", &[])?;
+//! println!("{me} of {size:?}");
+//! client.finalize()
+//! # }
+//! ```
+
+mod client;
+mod conn;
+mod env;
+mod error;
+mod events;
+mod keys;
+mod store;
+
+pub use client::Client;
+pub use error::Error;
+
+/// The PMIx data model, re-exported so applications need only this crate.
+pub use pmix_types as types;
+/// The native protocol's messages, for [`Client::request`].
+pub use pmix_wire as wire;
+
+pub use pmix_types::{
+    DataArray, DataType, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value, attr,
+};
+pub use pmix_wire::{Event, Reply, ReplyBody, Request};

@@ -1,0 +1,687 @@
+//! [`Client`]: the handle an application holds.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use hashbrown::HashMap;
+use parking_lot::Mutex;
+use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
+use pmix_wire::{Event, Kv, Reply, ReplyBody, Request};
+
+use crate::conn::{Conn, Shared};
+use crate::store::{LevelSel, Lookup, Qualifiers};
+use crate::{Error, env, keys};
+
+/// How much longer than the caller's `TIMEOUT` a blocking call waits for the server's own
+/// `ERR_TIMEOUT` before giving up on its side.
+const TIMEOUT_MARGIN: Duration = Duration::from_secs(1);
+
+/// How long finalize waits for the server's acknowledgement before closing anyway.
+const FINALIZE_WAIT: Duration = Duration::from_secs(30);
+
+/// A connection to the local PMIx server, and the process's view of the job.
+///
+/// Cheap to clone (an `Arc` inside), `Send` and `Sync`: every thread of the process may use
+/// the same client. Create one per process with [`Client::init`]; a second `init` would open
+/// a second connection as the same process, which the server refuses (`ERR_EXISTS`).
+///
+/// **Blocking and non-blocking.** Every call that may need the server exists in a
+/// non-blocking form taking a completion; the blocking form is that plus a wait. Completions
+/// run on the client's reader thread: they must be short, and a *blocking* call made from one
+/// fails with [`Error::WouldDeadlock`] instead of waiting for the thread it runs on.
+///
+/// **Local answers.** Job data arrives at init and data collected by fences or returned by
+/// gets is cached, so most gets are answered on the caller's thread without a message (see
+/// [`Client::get`]). Those answers keep working after the connection to the server is lost;
+/// everything that needs the server then fails at once with [`Error::LostConnection`].
+///
+/// **Finalize.** [`Client::finalize`] is idempotent. Dropping the last handle of an
+/// initialized client finalizes it too (ignoring errors), so that a process that returns from
+/// `main` without finalizing still tells the server its end was orderly.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    proc: Proc,
+    conn: Conn,
+    puts: Mutex<Puts>,
+    initialized: AtomicBool,
+    /// Serialises finalize so two threads finalizing at once do not both close.
+    finalizing: Mutex<()>,
+}
+
+/// What was put since the last commit, in put order, a later put of a key replacing the
+/// earlier one in place.
+#[derive(Default)]
+struct Puts {
+    kvs: Vec<Option<Kv>>,
+    index: HashMap<Key, usize>,
+}
+
+impl Puts {
+    fn set(&mut self, kv: Kv) {
+        match self.index.get(&kv.key) {
+            Some(&i) => self.kvs[i] = Some(kv),
+            None => {
+                self.index.insert(kv.key.clone(), self.kvs.len());
+                self.kvs.push(Some(kv));
+            }
+        }
+    }
+
+    fn remove(&mut self, key: &str) {
+        if let Some(i) = self.index.remove(key) {
+            self.kvs[i] = None;
+        }
+    }
+
+    fn take(&mut self) -> Vec<Kv> {
+        self.index.clear();
+        std::mem::take(&mut self.kvs)
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
+/// The directives of a Get that the client acts on; the server receives all of them.
+#[derive(Clone, Copy, Debug, Default)]
+struct GetDirectives<'a> {
+    optional: bool,
+    timeout: Option<Duration>,
+    q: Qualifiers<'a>,
+}
+
+fn bool_directive(info: &Info) -> bool {
+    info.flag().unwrap_or(false)
+}
+
+/// `TIMEOUT` in seconds; zero or negative means none, as in the standard.
+fn timeout_of(info: &[Info]) -> Option<Duration> {
+    let t = info
+        .iter()
+        .rev()
+        .find(|i| i.key.as_str() == keys::TIMEOUT)?;
+    let secs = t.value.as_i64()?;
+    (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
+}
+
+impl<'a> GetDirectives<'a> {
+    fn parse(info: &'a [Info]) -> Result<Self, Error> {
+        let mut d = GetDirectives {
+            timeout: timeout_of(info),
+            ..GetDirectives::default()
+        };
+        for i in info {
+            match i.key.as_str() {
+                keys::OPTIONAL => d.optional = bool_directive(i),
+                keys::DATA_SCOPE => {
+                    let s = match i.value {
+                        Value::Scope(s) => s,
+                        ref v => v
+                            .as_u32()
+                            .and_then(|n| u8::try_from(n).ok())
+                            .map(Scope)
+                            .ok_or_else(|| {
+                                Error::BadParam(format!("{} must be a scope", keys::DATA_SCOPE))
+                            })?,
+                    };
+                    d.q.scope = Some(s);
+                }
+                keys::SESSION_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Session),
+                keys::JOB_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Job),
+                keys::APP_INFO if bool_directive(i) => d.q.level = Some(LevelSel::App),
+                keys::NODE_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Node),
+                keys::APPNUM => d.q.appnum = i.value.as_u32(),
+                keys::NODEID => d.q.nodeid = i.value.as_u32(),
+                keys::HOSTNAME => d.q.hostname = i.value.as_str(),
+                _ => {}
+            }
+        }
+        Ok(d)
+    }
+}
+
+/// What the local store says about a Get.
+enum Local {
+    Done(Result<Value, Error>),
+    AskServer,
+}
+
+fn not_found(proc: &Proc, key: Option<&str>) -> Error {
+    Error::NotFound {
+        proc: proc.to_string(),
+        key: key.unwrap_or("*").to_owned(),
+    }
+}
+
+/// Answers a Get from the store if the rules of docs/PROTOCOL.md allow it.
+fn resolve_local(
+    shared: &Shared,
+    me: &Proc,
+    proc: &Proc,
+    key: Option<&str>,
+    d: &GetDirectives<'_>,
+) -> Local {
+    let store = shared.store.read();
+    let Some(key) = key else {
+        let mine = proc == me;
+        return match store.all_data(proc, d.q.scope, mine) {
+            Some(infos) => Local::Done(Ok(Value::from(DataArray::from_infos(infos)))),
+            None if d.optional => Local::Done(Err(not_found(proc, None))),
+            None => Local::AskServer,
+        };
+    };
+    let ns = proc.nspace.as_str();
+    if is_reserved_key(key) {
+        let own_rank = (ns == me.nspace.as_str()).then_some(me.rank);
+        return match store.get_reserved(ns, proc.rank, key, &d.q, own_rank) {
+            Lookup::Found(v) => Local::Done(Ok(v)),
+            Lookup::Missing => Local::Done(Err(not_found(proc, Some(key)))),
+            Lookup::Unknown if d.optional => Local::Done(Err(not_found(proc, Some(key)))),
+            Lookup::Unknown => Local::AskServer,
+        };
+    }
+    if proc.rank == Rank::WILDCARD {
+        // Put data belongs to a process; the only non-reserved keys a namespace has are
+        // whatever the host registered at the job level.
+        return Local::Done(
+            store
+                .get_job_user_key(ns, key)
+                .ok_or_else(|| not_found(proc, Some(key))),
+        );
+    }
+    if let Some(v) = store.get_data(proc, key, d.q.scope) {
+        return Local::Done(Ok(v));
+    }
+    if proc == me || d.optional {
+        // Everything this process put is here, committed or not.
+        return Local::Done(Err(not_found(proc, Some(key))));
+    }
+    Local::AskServer
+}
+
+/// Waits for a completion, with the client's backstop when the caller gave a `TIMEOUT`.
+fn wait<T>(
+    shared: &Shared,
+    rx: &Receiver<Result<T, Error>>,
+    id: Option<u32>,
+    timeout: Option<Duration>,
+) -> Result<T, Error> {
+    match timeout {
+        None => rx.recv().unwrap_or(Err(Error::LostConnection)),
+        Some(t) => match rx.recv_timeout(t + TIMEOUT_MARGIN) {
+            Ok(r) => r,
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(id) = id {
+                    shared.cancel(id);
+                }
+                // The reply may have raced the cancel.
+                rx.try_recv().unwrap_or(Err(Error::Timeout))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(Error::LostConnection),
+        },
+    }
+}
+
+fn status_result(reply: &Reply) -> Result<(), Error> {
+    if reply.status == Status::SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::from_status(reply.status))
+    }
+}
+
+impl Client {
+    /// Connects to the server that started this process, as its environment describes
+    /// (`docs/PROTOCOL.md`, "Rendezvous"), and receives the job's data.
+    ///
+    /// Fails with [`Error::NoServer`] (`ERR_INIT`) when the process was not started by a
+    /// pmix-rs server; singletons are not supported yet.
+    pub fn init() -> Result<Client, Error> {
+        Client::init_with_env(|k| std::env::var(k).ok())
+    }
+
+    /// [`Client::init`] reading the rendezvous through `get` instead of the process
+    /// environment, so tests and embedders can start several clients in one process.
+    pub fn init_with_env(get: impl Fn(&str) -> Option<String>) -> Result<Client, Error> {
+        let rv = env::parse(&get)?;
+        let (conn, job) = Conn::open(&rv)?;
+        conn.shared.store.write().insert_job(job);
+        Ok(Client {
+            inner: Arc::new(Inner {
+                proc: rv.proc,
+                conn,
+                puts: Mutex::new(Puts::default()),
+                initialized: AtomicBool::new(true),
+                finalizing: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// This process's namespace and rank.
+    pub fn proc(&self) -> &Proc {
+        &self.inner.proc
+    }
+
+    /// True between a successful init and finalize.
+    pub fn is_initialized(&self) -> bool {
+        self.inner.initialized.load(Ordering::Acquire)
+    }
+
+    /// False once the connection to the server is known to be lost (or closed by
+    /// finalize): calls that need the server then fail at once.
+    pub fn is_connected(&self) -> bool {
+        !self.shared().is_closed()
+    }
+
+    fn shared(&self) -> &Shared {
+        &self.inner.conn.shared
+    }
+
+    fn check(&self) -> Result<(), Error> {
+        if self.is_initialized() {
+            Ok(())
+        } else {
+            Err(Error::NotInitialized)
+        }
+    }
+
+    /// Refuses a blocking call on the reader thread, which would wait for itself.
+    fn check_blocking(&self) -> Result<(), Error> {
+        self.check()?;
+        if self.shared().on_reader_thread() {
+            return Err(Error::WouldDeadlock);
+        }
+        Ok(())
+    }
+
+    /// Records `key = value` for the next [`Client::commit`] (`PMIx_Put`).
+    ///
+    /// The value is visible to this process at once, before the commit; to others after the
+    /// commit, as `scope` says: `LOCAL` to processes of this node, `REMOTE` to processes of
+    /// other nodes, `GLOBAL` (or `UNDEF`) to all. `INTERNAL` is [`Client::store_internal`].
+    /// A later put of the same key replaces the earlier one. Keys beginning with `pmix` are
+    /// reserved for the standard's attributes and refused with `ERR_BAD_PARAM`.
+    pub fn put(&self, scope: Scope, key: &str, value: impl Into<Value>) -> Result<(), Error> {
+        self.check()?;
+        if is_reserved_key(key) {
+            return Err(Error::ReservedKey(key.to_owned()));
+        }
+        if scope.0 > Scope::INTERNAL.0 {
+            return Err(Error::BadParam(format!("unknown scope {scope:?}")));
+        }
+        let key = Key::new(key).map_err(|e| Error::BadParam(e.to_string()))?;
+        let value = value.into();
+        let mut puts = self.inner.puts.lock();
+        if scope == Scope::INTERNAL {
+            puts.remove(key.as_str());
+        } else {
+            puts.set(Kv {
+                scope,
+                key: key.clone(),
+                value: value.clone(),
+            });
+        }
+        self.shared()
+            .store
+            .write()
+            .insert_data(&self.inner.proc, key, value, scope);
+        Ok(())
+    }
+
+    /// Stores a value only this process will see (`PMIx_Store_internal` on itself): it is
+    /// never sent to the server, and a get of this process's key returns it.
+    ///
+    /// Reserved `pmix` keys are refused as by [`Client::put`]: a get of a reserved key is
+    /// answered from job data, so such a value could never be read back.
+    pub fn store_internal(&self, key: &str, value: impl Into<Value>) -> Result<(), Error> {
+        self.put(Scope::INTERNAL, key, value)
+    }
+
+    /// Sends everything put since the last commit to the server (`PMIx_Commit`) and waits
+    /// for it to be stored, so that gets waiting for this process are released.
+    ///
+    /// The standard lets commit return before the data is sent; waiting for the
+    /// acknowledgement costs one round trip and is the only way to report a refusal. Commits
+    /// with nothing new are sent too: they tell the server this process has committed. If the
+    /// commit fails, what it carried stays visible to this process only; put it again to
+    /// retry.
+    pub fn commit(&self) -> Result<(), Error> {
+        self.check_blocking()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let id = {
+            // Held while sending so that two commits reach the server in the order their data
+            // was taken.
+            let mut puts = self.inner.puts.lock();
+            let kvs = puts.take();
+            self.shared().submit(
+                Request::Commit { kvs },
+                Box::new(move |r| {
+                    let _ = tx.send(r.and_then(|reply| status_result(&reply)));
+                }),
+            )
+        };
+        wait(self.shared(), &rx, id, None)
+    }
+
+    /// Retrieves the value of `key` published by `proc` (`PMIx_Get`).
+    ///
+    /// Answered on the caller's thread whenever the rules of `docs/PROTOCOL.md` allow:
+    /// - keys beginning with `pmix` come from job data: rank `WILDCARD` reads the job level,
+    ///   then the session level; a real rank reads that rank's proc level, then its app's, its
+    ///   node's, then the job level. Qualifiers `SESSION_INFO`, `JOB_INFO`,
+    ///   `APP_INFO` (+`APPNUM`), `NODE_INFO` (+`NODEID` or `HOSTNAME`) select one level; an app
+    ///   or node qualifier without a number uses the target's (for `WILDCARD` in this
+    ///   process's namespace, this process's). A miss is `ERR_NOT_FOUND` at once, unless the
+    ///   namespace's job data has not arrived yet: then the server is asked, and its reply
+    ///   brings it.
+    /// - other keys of rank `WILDCARD` are looked up at the job level only (hosts may register
+    ///   user keys there); a miss is `ERR_NOT_FOUND`, the server is not asked.
+    /// - other keys of a process come from what this process put (all of it, at once, before
+    ///   any commit) or what fences and earlier gets brought in. A miss of this process's own
+    ///   key is `ERR_NOT_FOUND`; of another's, `ERR_NOT_FOUND` with `OPTIONAL`, otherwise the
+    ///   server is asked (with all of `info`: `IMMEDIATE`, `TIMEOUT`, `DATA_SCOPE` are
+    ///   enforced there) and all the data of that process in its reply is cached.
+    ///
+    /// `DATA_SCOPE` restricts the answer to values put with that scope (`GLOBAL` values count
+    /// as both `LOCAL` and `REMOTE`). With `TIMEOUT` the server fails the get with
+    /// `ERR_TIMEOUT`; should it not answer, this call gives up one second later on its own.
+    pub fn get(&self, proc: &Proc, key: &str, info: &[Info]) -> Result<Value, Error> {
+        self.get_blocking(proc, Some(key), info)
+    }
+
+    /// All the data `proc` put, as a [`Value::DataArray`] of [`Info`] (`PMIx_Get` with a
+    /// NULL key). Job-level data is not included.
+    ///
+    /// Local when the store holds all of the process's data: this process's own (puts and
+    /// internal values), or data a collecting fence or an earlier get brought in whole.
+    /// Otherwise the server is asked, unless `OPTIONAL` is given (`ERR_NOT_FOUND`).
+    pub fn get_all(&self, proc: &Proc, info: &[Info]) -> Result<Value, Error> {
+        self.get_blocking(proc, None, info)
+    }
+
+    fn get_blocking(&self, proc: &Proc, key: Option<&str>, info: &[Info]) -> Result<Value, Error> {
+        self.check()?;
+        let d = GetDirectives::parse(info)?;
+        if let Local::Done(r) = resolve_local(self.shared(), &self.inner.proc, proc, key, &d) {
+            return r;
+        }
+        self.check_blocking()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let id = self.server_get(proc, key, info, move |r| {
+            let _ = tx.send(r);
+        });
+        wait(self.shared(), &rx, id, d.timeout)
+    }
+
+    /// [`Client::get`] (or, with no key, [`Client::get_all`]) completing through `done`
+    /// (`PMIx_Get_nb`). A local answer runs `done` before this returns, on the caller's
+    /// thread; a server answer runs it on the reader thread. There is no client-side backstop
+    /// for `TIMEOUT` here: the server enforces it, and a lost connection completes `done`.
+    pub fn get_nb(
+        &self,
+        proc: &Proc,
+        key: Option<&str>,
+        info: &[Info],
+        done: impl FnOnce(Result<Value, Error>) + Send + 'static,
+    ) {
+        if let Err(e) = self.check() {
+            return done(Err(e));
+        }
+        let d = match GetDirectives::parse(info) {
+            Ok(d) => d,
+            Err(e) => return done(Err(e)),
+        };
+        match resolve_local(self.shared(), &self.inner.proc, proc, key, &d) {
+            Local::Done(r) => done(r),
+            Local::AskServer => {
+                self.server_get(proc, key, info, done);
+            }
+        }
+    }
+
+    /// Sends a Get; the completion caches the reply and answers from the store.
+    fn server_get(
+        &self,
+        proc: &Proc,
+        key: Option<&str>,
+        info: &[Info],
+        done: impl FnOnce(Result<Value, Error>) + Send + 'static,
+    ) -> Option<u32> {
+        let wire_key = match key.map(Key::new).transpose() {
+            Ok(k) => k,
+            Err(e) => {
+                done(Err(Error::BadParam(e.to_string())));
+                return None;
+            }
+        };
+        let shared = Arc::clone(&self.inner.conn.shared);
+        let me = self.inner.proc.clone();
+        let target = proc.clone();
+        let kept_info = info.to_vec();
+        let req = Request::Get {
+            proc: proc.clone(),
+            key: wire_key.clone(),
+            info: info.to_vec(),
+        };
+        self.shared().submit(
+            req,
+            Box::new(move |r| {
+                let result = r.and_then(|reply| {
+                    status_result(&reply)?;
+                    shared.ingest(reply);
+                    let mut d = GetDirectives::parse(&kept_info)?;
+                    // The server answered; whatever the store now lacks is not there.
+                    d.optional = true;
+                    let key = wire_key.as_ref().map(Key::as_str);
+                    match resolve_local(&shared, &me, &target, key, &d) {
+                        Local::Done(Err(Error::NotFound { .. })) if key.is_none() => {
+                            // Success with no data: the process put nothing.
+                            Ok(Value::from(DataArray::from_infos(Vec::new())))
+                        }
+                        Local::Done(r) => r,
+                        Local::AskServer => Err(not_found(&target, key)),
+                    }
+                });
+                done(result);
+            }),
+        )
+    }
+
+    /// Waits until every process of `procs` has called fence over the same set
+    /// (`PMIx_Fence`). An empty list is this process's whole namespace; rank `WILDCARD`
+    /// stands for a whole namespace.
+    ///
+    /// With `COLLECT_DATA` (default off, as the standard says, for scalability) the server
+    /// returns every participant's committed data visible to this process, which is cached so
+    /// that the gets that follow are local; without it, gets ask the server. With `TIMEOUT`
+    /// the server fails the fence with `ERR_TIMEOUT`; should it not answer, this call gives
+    /// up one second later on its own.
+    pub fn fence(&self, procs: &[Proc], info: &[Info]) -> Result<(), Error> {
+        self.check_blocking()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let id = self.start_fence(procs, info, move |r| {
+            let _ = tx.send(r);
+        });
+        wait(self.shared(), &rx, id, timeout_of(info))
+    }
+
+    /// [`Client::fence`] completing through `done` (`PMIx_Fence_nb`); `done` runs on the
+    /// reader thread (or at once, on the caller's, if the request cannot be sent).
+    pub fn fence_nb(
+        &self,
+        procs: &[Proc],
+        info: &[Info],
+        done: impl FnOnce(Result<(), Error>) + Send + 'static,
+    ) {
+        if let Err(e) = self.check() {
+            return done(Err(e));
+        }
+        self.start_fence(procs, info, done);
+    }
+
+    fn start_fence(
+        &self,
+        procs: &[Proc],
+        info: &[Info],
+        done: impl FnOnce(Result<(), Error>) + Send + 'static,
+    ) -> Option<u32> {
+        let shared = Arc::clone(&self.inner.conn.shared);
+        self.shared().submit(
+            Request::Fence {
+                procs: procs.to_vec(),
+                info: info.to_vec(),
+            },
+            Box::new(move |r| {
+                done(r.and_then(|reply| {
+                    status_result(&reply)?;
+                    shared.ingest(reply);
+                    Ok(())
+                }))
+            }),
+        )
+    }
+
+    /// Asks the host to abort `procs` (empty: this whole namespace) with `status`
+    /// (`PMIx_Abort`). The reply comes once the host has acted, so a caller among `procs` may
+    /// be killed before this returns.
+    pub fn abort(&self, status: Status, message: &str, procs: &[Proc]) -> Result<(), Error> {
+        let reply = self.request(Request::Abort {
+            status,
+            message: message.to_owned(),
+            procs: procs.to_vec(),
+        })?;
+        status_result(&reply)
+    }
+
+    /// Tells the server this process is done (`PMIx_Finalize`), waits for its answer, then
+    /// closes the connection and joins the reader thread. Later calls fail with
+    /// [`Error::NotInitialized`]; calling it again does nothing.
+    ///
+    /// The connection is closed even when the server's answer is an error, is lost, or does
+    /// not come within 30 seconds; the error is then returned.
+    pub fn finalize(&self) -> Result<(), Error> {
+        self.inner.finalize()
+    }
+
+    /// Sends any request and waits for its reply: the escape hatch the modules still to
+    /// come (publish/lookup, spawn, connect, events, query) build on.
+    ///
+    /// Returns the reply whatever its status: only failing to get one (a lost connection,
+    /// a call from a completion callback) is an `Err`. Data the reply carries (a Get's or a
+    /// Connect's process and job data, a fence's collection) is cached as for the dedicated
+    /// calls.
+    pub fn request(&self, req: Request) -> Result<Reply, Error> {
+        self.check_blocking()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let id = self.request_nb_inner(req, move |r| {
+            let _ = tx.send(r);
+        });
+        wait(self.shared(), &rx, id, None)
+    }
+
+    /// [`Client::request`] completing through `done`, on the reader thread.
+    pub fn request_nb(
+        &self,
+        req: Request,
+        done: impl FnOnce(Result<Reply, Error>) + Send + 'static,
+    ) {
+        if let Err(e) = self.check() {
+            return done(Err(e));
+        }
+        self.request_nb_inner(req, done);
+    }
+
+    fn request_nb_inner(
+        &self,
+        req: Request,
+        done: impl FnOnce(Result<Reply, Error>) + Send + 'static,
+    ) -> Option<u32> {
+        let shared = Arc::clone(&self.inner.conn.shared);
+        self.shared().submit(
+            req,
+            Box::new(move |r| {
+                if let Ok(reply) = &r {
+                    if matches!(
+                        reply.body,
+                        ReplyBody::Get { .. } | ReplyBody::Fence { .. } | ReplyBody::Connect { .. }
+                    ) {
+                        shared.ingest(reply.clone());
+                    }
+                }
+                done(r)
+            }),
+        )
+    }
+
+    /// Events the server sent that no handler has taken yet (oldest first, at most 64 kept).
+    ///
+    /// A stopgap until event handler registration exists: it lets a caller see that events
+    /// arrive. Taking them empties the backlog.
+    pub fn take_events(&self) -> Vec<Event> {
+        self.shared().events.take_backlog()
+    }
+}
+
+impl Inner {
+    fn finalize(&self) -> Result<(), Error> {
+        let _one = self.finalizing.lock();
+        if !self.initialized.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let shared = &self.conn.shared;
+        let result = if shared.on_reader_thread() {
+            // Waiting here would wait for this very thread; say goodbye and go.
+            shared.submit(Request::Finalize { info: Vec::new() }, Box::new(|_| {}));
+            Ok(())
+        } else {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let id = shared.submit(
+                Request::Finalize { info: Vec::new() },
+                Box::new(move |r| {
+                    let _ = tx.send(r.and_then(|reply| status_result(&reply)));
+                }),
+            );
+            match rx.recv_timeout(FINALIZE_WAIT) {
+                Ok(r) => r,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(id) = id {
+                        shared.cancel(id);
+                    }
+                    Err(Error::Timeout)
+                }
+                Err(RecvTimeoutError::Disconnected) => Err(Error::LostConnection),
+            }
+        };
+        self.conn.close();
+        result
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.initialized.load(Ordering::Acquire) {
+            if let Err(e) = self.finalize() {
+                tracing::debug!("pmix-client: finalize on drop: {e}");
+            }
+        } else {
+            // Already finalized: the connection is closed and the reader joined, but make
+            // sure of it should finalize have been cut short.
+            self.conn.close();
+        }
+    }
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("proc", &self.inner.proc)
+            .field("initialized", &self.is_initialized())
+            .finish()
+    }
+}

@@ -1,0 +1,387 @@
+//! The connection to the server: handshake, the writer (caller's thread, under a mutex), the
+//! reader thread that completes pending requests by id, and the failure path that completes
+//! every one of them when the connection dies.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::unix::net::UnixStream;
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle, ThreadId};
+use std::time::Duration;
+
+use hashbrown::HashMap;
+use parking_lot::{Mutex, RwLock};
+use pmix_types::Status;
+use pmix_wire::{
+    ClientMsg, Decoded, FrameDecoder, Hello, JobData, MAGIC, PROTOCOL_VERSION, Reply, ReplyBody,
+    Request, ServerMsg, Welcome, decode_body, encode_frame,
+};
+
+use crate::Error;
+use crate::env::Rendezvous;
+use crate::events::Events;
+use crate::store::Store;
+
+/// What a request's completion receives.
+pub(crate) type Completion = Box<dyn FnOnce(Result<Reply, Error>) + Send + 'static>;
+
+/// How long the handshake may take: a server that accepted the socket but never answers must
+/// not hang init forever.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 64 << 10;
+
+struct Pending {
+    next_id: u32,
+    waiting: HashMap<u32, Completion>,
+    /// Set once the connection is gone; later requests fail at once with it.
+    closed: bool,
+}
+
+struct Writer {
+    stream: UnixStream,
+    buf: Vec<u8>,
+}
+
+/// State shared by the callers' threads and the reader thread.
+pub(crate) struct Shared {
+    pub(crate) store: RwLock<Store>,
+    pub(crate) events: Events,
+    pending: Mutex<Pending>,
+    writer: Mutex<Writer>,
+    reader_id: OnceLock<ThreadId>,
+}
+
+/// The connection as the client owns it: the shared state plus the reader thread's handle.
+pub(crate) struct Conn {
+    pub(crate) shared: Arc<Shared>,
+    reader: Mutex<Option<JoinHandle<()>>>,
+}
+
+fn frame_io(path: &str) -> impl Fn(io::Error) -> Error + '_ {
+    move |source| Error::Connect {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+/// Reads one whole frame body during the handshake, keeping whatever followed it.
+fn read_frame(
+    stream: &mut UnixStream,
+    buf: &mut Vec<u8>,
+    dec: &FrameDecoder,
+    path: &str,
+) -> Result<Vec<u8>, Error> {
+    loop {
+        if let Decoded::Frame { body, consumed } = dec.decode(buf)? {
+            let body = body.to_vec();
+            buf.drain(..consumed);
+            return Ok(body);
+        }
+        let start = buf.len();
+        buf.resize(start + READ_CHUNK, 0);
+        let n = match stream.read(&mut buf[start..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                buf.truncate(start);
+                continue;
+            }
+            Err(e) => {
+                buf.truncate(start);
+                return Err(frame_io(path)(e));
+            }
+        };
+        buf.truncate(start + n);
+        if n == 0 {
+            return Err(Error::Connect {
+                path: path.to_owned(),
+                source: io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "server closed the connection during the handshake",
+                ),
+            });
+        }
+    }
+}
+
+impl Conn {
+    /// Connects, says hello, and starts the reader thread. Returns the job data of our
+    /// namespace from the welcome.
+    pub(crate) fn open(rv: &Rendezvous) -> Result<(Conn, JobData), Error> {
+        let path = rv.socket.display().to_string();
+        let mut stream = UnixStream::connect(&rv.socket).map_err(frame_io(&path))?;
+        stream
+            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+            .map_err(frame_io(&path))?;
+
+        let hello = Hello {
+            magic: MAGIC.to_owned(),
+            version: PROTOCOL_VERSION,
+            nspace: rv.proc.nspace.clone(),
+            rank: rv.proc.rank,
+            secret: rv.secret.to_vec(),
+            pid: std::process::id(),
+        };
+        let mut out = Vec::with_capacity(256);
+        encode_frame(&hello, &mut out)?;
+        stream.write_all(&out).map_err(frame_io(&path))?;
+
+        let dec = FrameDecoder::default();
+        let mut inbuf = Vec::new();
+        let body = read_frame(&mut stream, &mut inbuf, &dec, &path)?;
+        let welcome: Welcome = decode_body(&body)?;
+        let job = match welcome {
+            Welcome::Refused {
+                status,
+                version,
+                reason,
+            } => {
+                if status == Status::ERR_NOT_SUPPORTED && version != PROTOCOL_VERSION {
+                    return Err(Error::VersionMismatch {
+                        server: version,
+                        client: PROTOCOL_VERSION,
+                    });
+                }
+                return Err(Error::Refused { status, reason });
+            }
+            Welcome::Accepted { version, job } => {
+                if version != PROTOCOL_VERSION {
+                    return Err(Error::VersionMismatch {
+                        server: version,
+                        client: PROTOCOL_VERSION,
+                    });
+                }
+                *job
+            }
+        };
+        if job.nspace != rv.proc.nspace {
+            return Err(Error::Protocol(format!(
+                "welcome carries the job data of {:?}, not of our namespace {:?}",
+                job.nspace, rv.proc.nspace
+            )));
+        }
+        stream.set_read_timeout(None).map_err(frame_io(&path))?;
+
+        let read_half = stream.try_clone().map_err(frame_io(&path))?;
+        let shared = Arc::new(Shared {
+            store: RwLock::new(Store::default()),
+            events: Events::default(),
+            pending: Mutex::new(Pending {
+                next_id: 0,
+                waiting: HashMap::new(),
+                closed: false,
+            }),
+            writer: Mutex::new(Writer {
+                stream,
+                buf: Vec::with_capacity(4096),
+            }),
+            reader_id: OnceLock::new(),
+        });
+        let for_reader = Arc::clone(&shared);
+        let handle = thread::Builder::new()
+            .name("pmix-client-reader".into())
+            .spawn(move || reader_loop(&for_reader, read_half, inbuf, dec))
+            .map_err(frame_io(&path))?;
+        let _ = shared.reader_id.set(handle.thread().id());
+        Ok((
+            Conn {
+                shared,
+                reader: Mutex::new(Some(handle)),
+            },
+            job,
+        ))
+    }
+
+    /// Shuts the socket down and joins the reader thread. Called from the reader thread
+    /// itself (a callback dropping the last handle) it only shuts down: the thread ends on
+    /// its own once it sees the end of the stream.
+    pub(crate) fn close(&self) {
+        let _ = self.shared.writer.lock().stream.shutdown(Shutdown::Both);
+        let handle = self.reader.lock().take();
+        if let Some(h) = handle {
+            if self.shared.on_reader_thread() {
+                return;
+            }
+            if h.join().is_err() {
+                tracing::error!("pmix-client reader thread panicked");
+            }
+        }
+    }
+}
+
+impl Shared {
+    /// True on the reader thread, where completions run and a blocking wait would deadlock.
+    pub(crate) fn on_reader_thread(&self) -> bool {
+        self.reader_id.get() == Some(&thread::current().id())
+    }
+
+    /// Sends a request; `done` runs once with the reply (on the reader thread) or with the
+    /// error that prevented one (on this thread, if the request never left). Returns the id
+    /// under which it waits, for [`Shared::cancel`].
+    pub(crate) fn submit(&self, req: Request, done: Completion) -> Option<u32> {
+        let id = {
+            let mut p = self.pending.lock();
+            if p.closed {
+                drop(p);
+                done(Err(Error::LostConnection));
+                return None;
+            }
+            // Ids wrap; skip any still outstanding (the protocol forbids reusing them).
+            let mut id = p.next_id;
+            while p.waiting.contains_key(&id) {
+                id = id.wrapping_add(1);
+            }
+            p.next_id = id.wrapping_add(1);
+            p.waiting.insert(id, done);
+            id
+        };
+        if let Err(e) = self.send(ClientMsg { id, req }) {
+            // Taken out before calling: the completion may submit again.
+            let done = self.pending.lock().waiting.remove(&id);
+            if let Some(done) = done {
+                done(Err(e));
+            }
+            return None;
+        }
+        Some(id)
+    }
+
+    fn send(&self, msg: ClientMsg) -> Result<(), Error> {
+        let mut w = self.writer.lock();
+        let Writer { stream, buf } = &mut *w;
+        buf.clear();
+        encode_frame(&msg, buf)?;
+        if let Err(e) = stream.write_all(buf) {
+            tracing::warn!("pmix-client: writing to the server failed: {e}");
+            // The reader will see the end of the stream and fail everything outstanding.
+            let _ = stream.shutdown(Shutdown::Both);
+            return Err(Error::LostConnection);
+        }
+        // Don't let one huge commit pin its buffer for the life of the process.
+        if buf.capacity() > 1 << 20 {
+            *buf = Vec::with_capacity(4096);
+        }
+        Ok(())
+    }
+
+    /// Forgets a request the caller stopped waiting for; a late reply is then dropped.
+    pub(crate) fn cancel(&self, id: u32) {
+        // Dropped outside the lock: the closure may own the last handle of the client.
+        let done = self.pending.lock().waiting.remove(&id);
+        drop(done);
+    }
+
+    /// Takes in the data a successful reply carries (fence collection, a Get's process data
+    /// and job data, a connect's), so the next Get of it is local. Consumes the payload: the
+    /// callers that need it afterwards clone first.
+    pub(crate) fn ingest(&self, reply: Reply) {
+        if reply.status != Status::SUCCESS {
+            return;
+        }
+        match reply.body {
+            ReplyBody::Fence { data } if !data.is_empty() => {
+                self.store.write().insert_proc_kvs(data);
+            }
+            ReplyBody::Get { data, jobs } | ReplyBody::Connect { jobs, data } => {
+                if data.is_empty() && jobs.is_empty() {
+                    return;
+                }
+                let mut st = self.store.write();
+                for job in jobs {
+                    st.insert_job(job);
+                }
+                st.insert_proc_kvs(data);
+            }
+            _ => {}
+        }
+    }
+
+    fn complete(&self, id: u32, reply: Reply) {
+        let done = self.pending.lock().waiting.remove(&id);
+        match done {
+            Some(done) => done(Ok(reply)),
+            None => tracing::debug!("pmix-client: reply to unknown or cancelled request {id}"),
+        }
+    }
+
+    /// The connection is gone: fail everything outstanding, and everything later.
+    fn fail_all(&self) {
+        let waiting: Vec<Completion> = {
+            let mut p = self.pending.lock();
+            p.closed = true;
+            p.waiting.drain().map(|(_, d)| d).collect()
+        };
+        for done in waiting {
+            done(Err(Error::LostConnection));
+        }
+    }
+
+    /// True once the connection is known to be gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.pending.lock().closed
+    }
+}
+
+fn reader_loop(shared: &Shared, mut stream: UnixStream, mut buf: Vec<u8>, dec: FrameDecoder) {
+    let why = read_frames(shared, &mut stream, &mut buf, &dec);
+    match why {
+        Ok(()) => tracing::debug!("pmix-client: server closed the connection"),
+        Err(e) => tracing::warn!("pmix-client: connection to the server lost: {e}"),
+    }
+    let _ = stream.shutdown(Shutdown::Both);
+    shared.fail_all();
+}
+
+/// Reads and dispatches frames until the end of the stream (Ok) or an error.
+fn read_frames(
+    shared: &Shared,
+    stream: &mut UnixStream,
+    buf: &mut Vec<u8>,
+    dec: &FrameDecoder,
+) -> Result<(), Error> {
+    let mut start = 0;
+    loop {
+        // Dispatch every whole frame already buffered.
+        while let Decoded::Frame { body, consumed } = dec.decode(&buf[start..])? {
+            let msg: ServerMsg = decode_body(body)?;
+            start += consumed;
+            match msg {
+                ServerMsg::Reply { id, reply } => shared.complete(id, reply),
+                ServerMsg::Event(ev) => shared.events.deliver(ev),
+                other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
+            }
+        }
+        buf.drain(..start);
+        start = 0;
+        // Keep a big frame's buffer from living forever once it is consumed.
+        if buf.is_empty() && buf.capacity() > 4 * READ_CHUNK {
+            *buf = Vec::new();
+        }
+        let at = buf.len();
+        buf.resize(at + READ_CHUNK, 0);
+        let n = match stream.read(&mut buf[at..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                buf.truncate(at);
+                continue;
+            }
+            Err(e) => {
+                buf.truncate(at);
+                return Err(Error::Connect {
+                    path: "server".into(),
+                    source: e,
+                });
+            }
+        };
+        buf.truncate(at + n);
+        if n == 0 {
+            if at != 0 {
+                return Err(Error::Protocol(format!(
+                    "connection closed inside a frame ({at} bytes pending)"
+                )));
+            }
+            return Ok(());
+        }
+    }
+}
