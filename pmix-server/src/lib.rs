@@ -1,4 +1,23 @@
 //! The PMIx server library: what a host (launcher, resource-manager daemon) embeds to serve the
 //! processes it starts on one node.
 //!
-//! Application authors want `pmix-client` instead.
+//! A host starts a [`Server`] with its [`Host`] callbacks, registers each job
+//! ([`Server::register_nspace`]) and each local process ([`Server::register_client`]), and
+//! starts the processes with the environment [`Server::setup_fork`] returns. The processes link
+//! `pmix-client` (application authors want that crate instead). Whatever needs more than this
+//! node (a fence spanning nodes, another node's data, publishing beyond the node, spawning)
+//! reaches the host through [`Host`], which answers through a [`Completion`] from any thread.
+//!
+//! Inside, one event-loop thread owns a sans-IO engine (store, registry, collectives, pending
+//! requests) and every connection; see `docs/ARCHITECTURE.md`.
+
+mod engine;
+mod error;
+mod host;
+mod server;
+mod shell;
+
+pub use error::Error;
+pub use host::{Completion, Host, NoHost, Outcome};
+pub use pmix_types as types;
+pub use server::{ENV_PROTOCOL, ENV_SECRET, ENV_SERVER_URI, Server, ServerOptions};

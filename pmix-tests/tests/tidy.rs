@@ -62,3 +62,63 @@ fn every_crate_opens_with_a_crate_doc() {
         );
     }
 }
+
+/// Files under `dir` (recursively) with extension `.rs`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())) {
+            let p = entry.expect("dir entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn sans_io_cores_do_no_io() {
+    // Sockets, threads, event loops and clock reads belong to the I/O shells only.
+    let forbidden = [
+        "mio::",
+        "std::net",
+        "os::unix::net",
+        "std::thread",
+        "Instant::now",
+        "SystemTime::now",
+        "std::fs",
+        "crossbeam_channel",
+    ];
+    let cores = [
+        root().join("pmix-server/src/engine"),
+        root().join("pmix-wire/src"),
+    ];
+    let mut checked = 0;
+    for dir in cores {
+        for file in rust_files(&dir) {
+            let text = std::fs::read_to_string(&file).expect("source file");
+            // Tests may use a clock to seed virtual time.
+            let code = text.split("#[cfg(test)]").next().unwrap_or(&text);
+            let is_test_file = file.file_name().is_some_and(|n| n == "tests.rs");
+            if is_test_file {
+                continue;
+            }
+            checked += 1;
+            for f in forbidden {
+                assert!(
+                    !code.contains(f),
+                    "{} uses `{f}`, but it must stay sans-IO",
+                    file.display()
+                );
+            }
+        }
+    }
+    assert!(
+        checked >= 5,
+        "found only {checked} core files: did the layout change?"
+    );
+}

@@ -1,0 +1,1176 @@
+//! The sans-IO server engine: every decision of the server, none of its I/O.
+//!
+//! The engine is fed events (a client said hello, sent a request, went away; the host completed
+//! a callback; time passed) and produces [`Output`]s (send this reply, close that connection,
+//! call the host). It owns the store, the registry of namespaces and clients, the collectives in
+//! progress and the requests waiting for data. It never touches a socket, a thread or a clock:
+//! time comes in as an argument, so tests drive it deterministically with many simulated
+//! clients. Protocol front-ends translate their clients' messages into the [`Request`]s it
+//! takes.
+
+mod fence;
+pub(crate) mod nspace;
+mod store;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Status, attr};
+use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
+
+use self::fence::{FenceOp, FenceTable};
+use self::store::{NsId, Store};
+use crate::Error;
+
+pub(crate) use self::nspace::Locale;
+
+/// A connection, as the I/O shell numbers them.
+pub(crate) type ConnId = usize;
+
+/// A host callback in flight.
+pub(crate) type OpId = u64;
+
+/// Length of the per-client secret.
+pub(crate) const SECRET_LEN: usize = 16;
+
+/// What the host answered, by callback kind.
+#[derive(Debug)]
+#[doc(hidden)]
+pub enum HostOutcome {
+    /// A callback answered with nothing but a status.
+    Unit(Result<(), Status>),
+    /// Bytes (fence data, direct modex data).
+    Bytes(Result<Vec<u8>, Status>),
+    /// Lookup results.
+    Lookup(Result<Vec<pmix_wire::Published>, Status>),
+    /// A namespace (spawn).
+    Nspace(Result<Nspace, Status>),
+    /// Info entries (query).
+    Infos(Result<Vec<Info>, Status>),
+}
+
+/// A call the engine wants the shell to make on the host.
+#[derive(Debug)]
+pub(crate) enum HostCall {
+    ClientConnected {
+        proc: Proc,
+    },
+    ClientFinalized {
+        proc: Proc,
+    },
+    Abort {
+        proc: Proc,
+        status: Status,
+        message: String,
+        procs: Vec<Proc>,
+    },
+    FenceNb {
+        procs: Vec<Proc>,
+        info: Vec<Info>,
+        data: Vec<u8>,
+    },
+    DirectModex {
+        proc: Proc,
+        info: Vec<Info>,
+    },
+}
+
+/// What the engine asks the shell to do.
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// The handshake succeeded: send the client its job data.
+    Accept { conn: ConnId, job: Arc<JobData> },
+    /// The handshake failed: tell the client why, then close.
+    Refuse {
+        conn: ConnId,
+        status: Status,
+        reason: String,
+    },
+    /// Answer request `id`.
+    Reply { conn: ConnId, id: u32, reply: Reply },
+    /// Close the connection once what is queued for it is written.
+    Close { conn: ConnId },
+    /// Call the host.
+    Host { op: OpId, call: HostCall },
+    /// Answer a host's `dmodex_request`.
+    Dmodex {
+        token: u64,
+        result: Result<Vec<u8>, Status>,
+    },
+}
+
+/// The credentials of a connecting peer, as the operating system reports them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PeerCreds {
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+}
+
+struct Namespace {
+    name: Nspace,
+    size: u32,
+    local: Vec<Rank>,
+    job: Arc<JobData>,
+}
+
+impl Namespace {
+    fn is_local(&self, rank: Rank) -> bool {
+        self.local.binary_search(&rank).is_ok()
+    }
+}
+
+struct ClientReg {
+    uid: u32,
+    gid: u32,
+    secret: [u8; SECRET_LEN],
+    conn: Option<ConnId>,
+    finalized: bool,
+}
+
+enum ConnState {
+    /// Authenticated; waiting for the host's client_connected.
+    Connecting,
+    Active,
+    /// Finalize was asked; waiting for the host.
+    Finalizing,
+}
+
+struct Conn {
+    proc: Proc,
+    ns: NsId,
+    state: ConnState,
+    /// Namespaces whose job data this client already holds (RFC0009 shipping).
+    has_jobs: HashSet<NsId>,
+}
+
+/// Who is waiting for a process's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Requester {
+    Client { conn: ConnId, id: u32 },
+    Host { token: u64 },
+}
+
+struct PendingGet {
+    who: Requester,
+    key: Option<Key>,
+    deadline: Option<Instant>,
+    timer: u64,
+}
+
+enum PendingHost {
+    Connect { conn: ConnId },
+    Finalize { conn: ConnId, id: u32 },
+    Abort { conn: ConnId, id: u32 },
+    Fence { seq: u64 },
+    Dmodex { target: (NsId, Rank) },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    Get { target: (NsId, Rank), timer: u64 },
+    Fence { seq: u64 },
+}
+
+/// The server engine.
+pub(crate) struct Engine {
+    locale_host: String,
+    job_extras: Vec<Info>,
+    ns_ids: HashMap<Nspace, NsId>,
+    nspaces: HashMap<NsId, Namespace>,
+    next_ns: NsId,
+    clients: HashMap<(NsId, Rank), ClientReg>,
+    conns: HashMap<ConnId, Conn>,
+    store: Store,
+    committed: HashSet<(NsId, Rank)>,
+    /// Local processes whose connection ended, with the status to give whoever waits for them.
+    gone: HashMap<(NsId, Rank), Status>,
+    gets: HashMap<(NsId, Rank), Vec<PendingGet>>,
+    /// Direct-modex requests at the host, by target; requesters wait in `gets`.
+    dmodex_inflight: HashSet<(NsId, Rank)>,
+    fences: FenceTable,
+    host_ops: HashMap<OpId, PendingHost>,
+    next_op: OpId,
+    next_timer: u64,
+    timers: BTreeMap<(Instant, u64), Timer>,
+    out: VecDeque<Output>,
+}
+
+fn info_flag(info: &[Info], key: &str) -> bool {
+    info.iter()
+        .any(|i| i.key.as_str() == key && i.flag().unwrap_or(false))
+}
+
+/// A `TIMEOUT` directive in seconds; 0 or absent means none.
+fn info_timeout(info: &[Info]) -> Option<Duration> {
+    let secs = info
+        .iter()
+        .find(|i| i.key.as_str() == attr::TIMEOUT)?
+        .value
+        .as_i64()?;
+    (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
+}
+
+/// Whether data put with `scope` by `owner` is visible to `reader`, given whether they share
+/// a node.
+fn visible(scope: Scope, same_node: bool) -> bool {
+    match scope {
+        Scope::LOCAL => same_node,
+        Scope::REMOTE => !same_node,
+        Scope::INTERNAL => false,
+        _ => true,
+    }
+}
+
+impl Engine {
+    /// An engine for a server on node `hostname`; `job_extras` are job-level values every
+    /// namespace receives (tmpdirs, the server's identity).
+    pub(crate) fn new(hostname: String, job_extras: Vec<Info>) -> Self {
+        Engine {
+            locale_host: hostname,
+            job_extras,
+            ns_ids: HashMap::new(),
+            nspaces: HashMap::new(),
+            next_ns: 1,
+            clients: HashMap::new(),
+            conns: HashMap::new(),
+            store: Store::default(),
+            committed: HashSet::new(),
+            gone: HashMap::new(),
+            gets: HashMap::new(),
+            dmodex_inflight: HashSet::new(),
+            fences: FenceTable::default(),
+            host_ops: HashMap::new(),
+            next_op: 1,
+            next_timer: 1,
+            timers: BTreeMap::new(),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// The next thing to do, if any.
+    pub(crate) fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// When [`Engine::handle_timeout`] must next be called.
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.keys().next().map(|(t, _)| *t)
+    }
+
+    fn ns_id(&self, nspace: &str) -> Option<NsId> {
+        self.ns_ids.get(nspace).copied()
+    }
+
+    fn host_call(&mut self, pending: PendingHost, call: HostCall) {
+        let op = self.next_op;
+        self.next_op += 1;
+        self.host_ops.insert(op, pending);
+        self.out.push_back(Output::Host { op, call });
+    }
+
+    fn reply(&mut self, conn: ConnId, id: u32, reply: Reply) {
+        self.out.push_back(Output::Reply { conn, id, reply });
+    }
+
+    fn reply_status(&mut self, conn: ConnId, id: u32, status: Status) {
+        self.reply(conn, id, Reply::status(status));
+    }
+
+    // ---- host API -------------------------------------------------------------------------
+
+    /// `register_nspace`.
+    pub(crate) fn register_nspace(
+        &mut self,
+        nspace: Nspace,
+        nlocalprocs: u32,
+        info: &[Info],
+    ) -> Result<(), Error> {
+        let locale = Locale {
+            hostname: &self.locale_host,
+            job_extras: &self.job_extras,
+        };
+        let reg = nspace::register(&nspace, nlocalprocs, info, &locale)?;
+        let id = match self.ns_ids.get(&nspace) {
+            // Re-registration replaces the job data (a host may add information).
+            Some(&id) => id,
+            None => {
+                let id = self.next_ns;
+                self.next_ns += 1;
+                self.ns_ids.insert(nspace.clone(), id);
+                id
+            }
+        };
+        let _ = reg.nodata;
+        self.nspaces.insert(
+            id,
+            Namespace {
+                name: nspace,
+                size: reg.size,
+                local: reg.local_ranks,
+                job: Arc::new(reg.job),
+            },
+        );
+        Ok(())
+    }
+
+    /// `deregister_nspace`: forgets everything of the namespace and closes its connections.
+    pub(crate) fn deregister_nspace(&mut self, nspace: &str, now: Instant) {
+        let Some(id) = self.ns_ids.remove(nspace) else {
+            return;
+        };
+        self.nspaces.remove(&id);
+        let conns: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| c.ns == id)
+            .map(|(k, _)| *k)
+            .collect();
+        for conn in conns {
+            self.handle_closed(conn, now);
+            self.out.push_back(Output::Close { conn });
+        }
+        self.clients.retain(|(n, _), _| *n != id);
+        self.committed.retain(|(n, _)| *n != id);
+        self.gone.retain(|(n, _), _| *n != id);
+        self.store.purge_nspace(id);
+        let waiting: Vec<_> = self
+            .gets
+            .keys()
+            .filter(|(n, _)| *n == id)
+            .copied()
+            .collect();
+        for target in waiting {
+            self.fail_gets(target, Status::ERR_NOT_FOUND);
+        }
+        self.fail_fences_with(|p| p.nspace.as_str() == nspace, Status::ERR_NOT_FOUND);
+        self.committed.shrink_to_fit();
+        self.clients.shrink_to_fit();
+    }
+
+    /// `register_client`.
+    pub(crate) fn register_client(
+        &mut self,
+        proc: &Proc,
+        uid: u32,
+        gid: u32,
+        secret: [u8; SECRET_LEN],
+    ) -> Result<(), Error> {
+        let ns = self
+            .ns_id(proc.nspace.as_str())
+            .ok_or_else(|| Error::UnknownNspace(proc.nspace.clone()))?;
+        let size = self.nspaces.get(&ns).map_or(0, |n| n.size);
+        if !proc.rank.is_valid() || proc.rank.0 >= size {
+            return Err(Error::BadParam(format!(
+                "rank {} is not in {} (size {size})",
+                proc.rank, proc.nspace
+            )));
+        }
+        self.gone.remove(&(ns, proc.rank));
+        self.clients.insert(
+            (ns, proc.rank),
+            ClientReg {
+                uid,
+                gid,
+                secret,
+                conn: None,
+                finalized: false,
+            },
+        );
+        Ok(())
+    }
+
+    /// `deregister_client`.
+    pub(crate) fn deregister_client(&mut self, proc: &Proc, now: Instant) {
+        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
+            return;
+        };
+        if let Some(reg) = self.clients.remove(&(ns, proc.rank)) {
+            if let Some(conn) = reg.conn {
+                self.handle_closed(conn, now);
+                self.out.push_back(Output::Close { conn });
+            }
+        }
+    }
+
+    /// The secret of a registered client (for `setup_fork`).
+    pub(crate) fn client_secret(&self, proc: &Proc) -> Option<[u8; SECRET_LEN]> {
+        let ns = self.ns_id(proc.nspace.as_str())?;
+        self.clients.get(&(ns, proc.rank)).map(|c| c.secret)
+    }
+
+    /// A host asks for the data of a local process on behalf of another node.
+    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64, now: Instant) {
+        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
+            self.out.push_back(Output::Dmodex {
+                token,
+                result: Err(Status::ERR_NOT_FOUND),
+            });
+            return;
+        };
+        let target = (ns, proc.rank);
+        if self.committed.contains(&target) {
+            let result = self.remote_blob(target);
+            self.out.push_back(Output::Dmodex { token, result });
+        } else {
+            self.park_get(target, Requester::Host { token }, None, None, now);
+        }
+    }
+
+    /// The data of a local process that other nodes may see, encoded for the host.
+    fn remote_blob(&self, (ns, rank): (NsId, Rank)) -> Result<Vec<u8>, Status> {
+        let Some(name) = self.nspaces.get(&ns).map(|n| n.name.clone()) else {
+            return Err(Status::ERR_NOT_FOUND);
+        };
+        let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
+        let mut out = Vec::new();
+        pmix_wire::encode_frame(
+            &vec![ProcKvs {
+                proc: Proc::new(name, rank),
+                kvs,
+            }],
+            &mut out,
+        )
+        .map_err(|e| e.status())?;
+        Ok(out)
+    }
+
+    // ---- connections ----------------------------------------------------------------------
+
+    /// A client completed the protocol handshake and claims to be `(nspace, rank)`.
+    pub(crate) fn handle_hello(
+        &mut self,
+        conn: ConnId,
+        nspace: &Nspace,
+        rank: Rank,
+        secret: &[u8],
+        creds: Option<PeerCreds>,
+    ) {
+        let refuse = |eng: &mut Engine, status: Status, reason: String| {
+            tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+            eng.out.push_back(Output::Refuse {
+                conn,
+                status,
+                reason,
+            });
+        };
+        let Some(ns) = self.ns_id(nspace.as_str()) else {
+            return refuse(
+                self,
+                Status::ERR_NOT_FOUND,
+                format!("namespace {nspace} is not registered"),
+            );
+        };
+        let Some(reg) = self.clients.get(&(ns, rank)) else {
+            return refuse(
+                self,
+                Status::ERR_NOT_FOUND,
+                format!("process {nspace}:{rank} is not registered"),
+            );
+        };
+        if let Some(c) = creds {
+            if c.uid != reg.uid || c.gid != reg.gid {
+                let reason = format!(
+                    "peer credentials uid {} gid {} differ from the registered uid {} gid {}",
+                    c.uid, c.gid, reg.uid, reg.gid
+                );
+                return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
+            }
+        }
+        if !constant_time_eq(secret, &reg.secret) {
+            return refuse(
+                self,
+                Status::ERR_INVALID_CRED,
+                format!("wrong secret for {nspace}:{rank}"),
+            );
+        }
+        if reg.conn.is_some() {
+            return refuse(
+                self,
+                Status::ERR_EXISTS,
+                format!("{nspace}:{rank} is already connected"),
+            );
+        }
+        if reg.finalized {
+            return refuse(
+                self,
+                Status::ERR_EXISTS,
+                format!("{nspace}:{rank} has already finalized"),
+            );
+        }
+        if let Some(reg) = self.clients.get_mut(&(ns, rank)) {
+            reg.conn = Some(conn);
+        }
+        let proc = Proc::new(nspace.clone(), rank);
+        self.conns.insert(
+            conn,
+            Conn {
+                proc: proc.clone(),
+                ns,
+                state: ConnState::Connecting,
+                has_jobs: HashSet::from([ns]),
+            },
+        );
+        self.host_call(
+            PendingHost::Connect { conn },
+            HostCall::ClientConnected { proc },
+        );
+    }
+
+    /// A connection went away (closed, reset, or closed by us).
+    pub(crate) fn handle_closed(&mut self, conn: ConnId, _now: Instant) {
+        let Some(c) = self.conns.remove(&conn) else {
+            return;
+        };
+        let key = (c.ns, c.proc.rank);
+        let finalized = matches!(c.state, ConnState::Finalizing);
+        if let Some(reg) = self.clients.get_mut(&key) {
+            reg.conn = None;
+            reg.finalized |= finalized;
+        }
+        // Requests of this client that wait for others are dropped; nobody will read the answer.
+        for list in self.gets.values_mut() {
+            list.retain(|g| !matches!(g.who, Requester::Client { conn: c2, .. } if c2 == conn));
+        }
+        self.fences.forget_conn(conn);
+        let term_wo_sync = Status::ERR_PROC_TERM_WO_SYNC;
+        self.gone.insert(
+            key,
+            if finalized {
+                Status::ERR_NOT_FOUND
+            } else {
+                term_wo_sync
+            },
+        );
+        if finalized {
+            // A finalized process will enter no more fences.
+            let gone = c.proc.clone();
+            self.fail_fences_pending_on(&gone, Status::ERR_NOT_FOUND);
+            if !self.committed.contains(&key) {
+                self.fail_gets(key, Status::ERR_NOT_FOUND);
+            }
+        } else {
+            tracing::info!(proc = %c.proc, "client connection lost before finalize");
+            // Nobody may hang on a process that is gone: fail what waits for it.
+            if !self.committed.contains(&key) {
+                self.fail_gets(key, term_wo_sync);
+            }
+            let gone = c.proc.clone();
+            self.fail_fences_pending_on(&gone, term_wo_sync);
+        }
+    }
+
+    /// A request from an authenticated client.
+    pub(crate) fn handle_request(&mut self, conn: ConnId, id: u32, req: Request, now: Instant) {
+        let Some(c) = self.conns.get(&conn) else {
+            return;
+        };
+        if !matches!(c.state, ConnState::Active) {
+            return self.reply_status(conn, id, Status::ERR_INIT);
+        }
+        let me = c.proc.clone();
+        let my_ns = c.ns;
+        match req {
+            Request::Commit { kvs } => self.commit(conn, id, my_ns, me.rank, kvs),
+            Request::Get { proc, key, info } => self.get(conn, id, &proc, key, &info, now),
+            Request::Fence { procs, info } => self.fence(conn, id, &me, procs, &info, now),
+            Request::Abort {
+                status,
+                message,
+                procs,
+            } => {
+                self.host_call(
+                    PendingHost::Abort { conn, id },
+                    HostCall::Abort {
+                        proc: me,
+                        status,
+                        message,
+                        procs,
+                    },
+                );
+            }
+            Request::Finalize { .. } => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.state = ConnState::Finalizing;
+                }
+                self.host_call(
+                    PendingHost::Finalize { conn, id },
+                    HostCall::ClientFinalized { proc: me },
+                );
+            }
+            Request::RegisterEvents { .. } | Request::DeregisterEvents { .. } => {
+                self.reply_status(conn, id, Status::SUCCESS);
+            }
+            _ => self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED),
+        }
+    }
+
+    fn commit(&mut self, conn: ConnId, id: u32, ns: NsId, rank: Rank, kvs: Vec<Kv>) {
+        if let Some(bad) = kvs.iter().find(|kv| kv.key.is_reserved()) {
+            tracing::warn!(conn, key = %bad.key, "refusing a commit with a reserved key");
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        for kv in kvs {
+            if kv.scope != Scope::INTERNAL {
+                self.store.put(ns, rank, kv.key, kv.scope, kv.value);
+            }
+        }
+        self.committed.insert((ns, rank));
+        self.reply_status(conn, id, Status::SUCCESS);
+        self.release_gets((ns, rank));
+    }
+
+    // ---- get ------------------------------------------------------------------------------
+
+    fn get(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        target: &Proc,
+        key: Option<Key>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        let Some(ns) = self.ns_id(target.nspace.as_str()) else {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        };
+        let Some(nsinfo) = self.nspaces.get(&ns) else {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        };
+        if !target.rank.is_valid() {
+            // Job-level data: the client asks only for namespaces it lacks (RFC0009).
+            let job = (*nsinfo.job).clone();
+            let found = key
+                .as_ref()
+                .is_none_or(|k| job.job.iter().chain(&job.session).any(|i| i.key == *k));
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.has_jobs.insert(ns);
+            }
+            let status = if found {
+                Status::SUCCESS
+            } else {
+                Status::ERR_NOT_FOUND
+            };
+            return self.reply(
+                conn,
+                id,
+                Reply {
+                    status,
+                    body: ReplyBody::Get {
+                        data: vec![],
+                        jobs: vec![job],
+                    },
+                },
+            );
+        }
+        if target.rank.0 >= nsinfo.size {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        }
+        let t = (ns, target.rank);
+        let local = nsinfo.is_local(target.rank);
+        if self.committed.contains(&t) {
+            return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
+        }
+        if let Some(&status) = self.gone.get(&t) {
+            return self.reply_status(conn, id, status);
+        }
+        let immediate = info_flag(info, attr::IMMEDIATE);
+        if immediate {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        }
+        let deadline = info_timeout(info).map(|d| now + d);
+        self.park_get(t, Requester::Client { conn, id }, key, deadline, now);
+        if !local && self.dmodex_inflight.insert(t) {
+            let proc = target.clone();
+            self.host_call(
+                PendingHost::Dmodex { target: t },
+                HostCall::DirectModex {
+                    proc,
+                    info: info.to_vec(),
+                },
+            );
+        }
+    }
+
+    fn park_get(
+        &mut self,
+        target: (NsId, Rank),
+        who: Requester,
+        key: Option<Key>,
+        deadline: Option<Instant>,
+        _now: Instant,
+    ) {
+        let timer = self.next_timer;
+        self.next_timer += 1;
+        if let Some(d) = deadline {
+            self.timers.insert((d, timer), Timer::Get { target, timer });
+        }
+        self.gets.entry(target).or_default().push(PendingGet {
+            who,
+            key,
+            deadline,
+            timer,
+        });
+    }
+
+    /// Answers one Get for a process whose data is here.
+    fn answer_get(&mut self, who: Requester, (ns, rank): (NsId, Rank), key: Option<&Key>) {
+        match who {
+            Requester::Host { token } => {
+                let result = self.remote_blob((ns, rank));
+                self.out.push_back(Output::Dmodex { token, result });
+            }
+            Requester::Client { conn, id } => {
+                let Some(c) = self.conns.get(&conn) else {
+                    return;
+                };
+                let requester_rank = c.proc.rank;
+                let requester_ns = c.ns;
+                let ship_job = !c.has_jobs.contains(&ns);
+                let Some(nsinfo) = self.nspaces.get(&ns) else {
+                    return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+                };
+                let owner_local = nsinfo.is_local(rank);
+                let is_self = requester_ns == ns && requester_rank == rank;
+                let kvs = self
+                    .store
+                    .proc_kvs(ns, rank, |s| is_self || visible(s, owner_local));
+                let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
+                let jobs = if ship_job {
+                    vec![(*nsinfo.job).clone()]
+                } else {
+                    Vec::new()
+                };
+                let proc = Proc::new(nsinfo.name.clone(), rank);
+                if ship_job {
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.has_jobs.insert(ns);
+                    }
+                }
+                let status = if found {
+                    Status::SUCCESS
+                } else {
+                    Status::ERR_NOT_FOUND
+                };
+                let body = ReplyBody::Get {
+                    data: vec![ProcKvs { proc, kvs }],
+                    jobs,
+                };
+                self.reply(conn, id, Reply { status, body });
+            }
+        }
+    }
+
+    /// The target committed: answer everyone waiting for it.
+    fn release_gets(&mut self, target: (NsId, Rank)) {
+        let Some(list) = self.gets.remove(&target) else {
+            return;
+        };
+        for g in list {
+            if let Some(d) = g.deadline {
+                self.timers.remove(&(d, g.timer));
+            }
+            self.answer_get(g.who, target, g.key.as_ref());
+        }
+    }
+
+    fn fail_gets(&mut self, target: (NsId, Rank), status: Status) {
+        let Some(list) = self.gets.remove(&target) else {
+            return;
+        };
+        for g in list {
+            if let Some(d) = g.deadline {
+                self.timers.remove(&(d, g.timer));
+            }
+            self.fail_requester(g.who, status);
+        }
+    }
+
+    fn fail_requester(&mut self, who: Requester, status: Status) {
+        match who {
+            Requester::Client { conn, id } => self.reply_status(conn, id, status),
+            Requester::Host { token } => self.out.push_back(Output::Dmodex {
+                token,
+                result: Err(status),
+            }),
+        }
+    }
+
+    // ---- fence ----------------------------------------------------------------------------
+
+    fn fence(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        me: &Proc,
+        procs: Vec<Proc>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        let mut spec = if procs.is_empty() {
+            vec![Proc::new(me.nspace.clone(), Rank::WILDCARD)]
+        } else {
+            procs
+        };
+        spec.sort();
+        spec.dedup();
+        // Expand into the local participants, and notice participants elsewhere.
+        let mut local = Vec::new();
+        let mut remote = false;
+        let mut includes_me = false;
+        for p in &spec {
+            let Some(ns) = self.ns_id(p.nspace.as_str()) else {
+                return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+            };
+            let Some(nsinfo) = self.nspaces.get(&ns) else {
+                return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+            };
+            if p.rank == Rank::WILDCARD {
+                local.extend(nsinfo.local.iter().map(|r| (ns, *r)));
+                remote |= nsinfo.local.len() < nsinfo.size as usize;
+                includes_me |= p.nspace == me.nspace;
+            } else if p.rank.is_valid() && p.rank.0 < nsinfo.size {
+                if nsinfo.is_local(p.rank) {
+                    local.push((ns, p.rank));
+                } else {
+                    remote = true;
+                }
+                includes_me |= *p == *me;
+            } else {
+                return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+            }
+        }
+        if !includes_me {
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        local.sort_unstable();
+        local.dedup();
+        let Some(my_ns) = self.conns.get(&conn).map(|c| c.ns) else {
+            return;
+        };
+        let collect = info_flag(info, attr::COLLECT_DATA);
+        let deadline = info_timeout(info).map(|d| now + d);
+        let seq = self.fences.join(
+            spec,
+            local,
+            remote,
+            info,
+            (my_ns, me.rank),
+            conn,
+            id,
+            collect,
+        );
+        if let Some(d) = deadline {
+            let timer = self.next_timer;
+            self.next_timer += 1;
+            self.timers.insert((d, timer), Timer::Fence { seq });
+        }
+        // A participant that already left will never arrive.
+        let departed = self.fences.get(seq).and_then(|op| {
+            op.local
+                .iter()
+                .filter(|p| op.waits_for(**p))
+                .find_map(|p| self.gone.get(p))
+                .copied()
+        });
+        if let Some(status) = departed {
+            return self.fail_fence(seq, status);
+        }
+        self.try_finish_fence(seq);
+    }
+
+    fn try_finish_fence(&mut self, seq: u64) {
+        let Some(op) = self.fences.get(seq) else {
+            return;
+        };
+        if !op.all_local_arrived() || op.at_host {
+            return;
+        }
+        if op.remote {
+            // This node's contribution: local participants' data that other nodes may see.
+            let mut contrib = Vec::new();
+            for &(ns, rank) in &op.local {
+                if let Some(nsinfo) = self.nspaces.get(&ns) {
+                    let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
+                    contrib.push(ProcKvs {
+                        proc: Proc::new(nsinfo.name.clone(), rank),
+                        kvs,
+                    });
+                }
+            }
+            let mut data = Vec::new();
+            if let Err(e) = pmix_wire::encode_frame(&contrib, &mut data) {
+                return self.finish_fence(seq, Err(e.status()));
+            }
+            let procs = op.spec.clone();
+            let info = op.info.clone();
+            if let Some(op) = self.fences.get_mut(seq) {
+                op.at_host = true;
+            }
+            self.host_call(
+                PendingHost::Fence { seq },
+                HostCall::FenceNb { procs, info, data },
+            );
+        } else {
+            self.finish_fence(seq, Ok(Vec::new()));
+        }
+    }
+
+    /// Completes a fence: `remote` holds the other nodes' data, already decoded.
+    fn finish_fence(&mut self, seq: u64, remote: Result<Vec<ProcKvs>, Status>) {
+        let Some(op) = self.fences.remove(seq) else {
+            return;
+        };
+        self.timers.retain(|_, t| *t != Timer::Fence { seq });
+        let remote = match remote {
+            // The host hands back every node's contribution, ours included; ours is better
+            // taken from the store, where LOCAL-scope data is too.
+            Ok(mut r) => {
+                r.retain(|pk| {
+                    let ours = self
+                        .ns_id(pk.proc.nspace.as_str())
+                        .is_some_and(|ns| op.local.binary_search(&(ns, pk.proc.rank)).is_ok());
+                    !ours
+                });
+                r
+            }
+            Err(status) => {
+                for w in op.waiters {
+                    self.reply_status(w.conn, w.id, status);
+                }
+                return;
+            }
+        };
+        // Other nodes' data is stored so that later gets are served here.
+        let mut arrived = Vec::new();
+        for pk in &remote {
+            if let Some(ns) = self.ns_id(pk.proc.nspace.as_str()) {
+                for kv in &pk.kvs {
+                    self.store
+                        .put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
+                }
+                self.committed.insert((ns, pk.proc.rank));
+                arrived.push((ns, pk.proc.rank));
+            }
+        }
+        let mut collected: Option<Vec<ProcKvs>> = None;
+        for w in &op.waiters {
+            let body = if w.collect {
+                let data = collected.get_or_insert_with(|| {
+                    let mut all = Vec::with_capacity(op.local.len() + remote.len());
+                    for &(ns, rank) in &op.local {
+                        if let Some(nsinfo) = self.nspaces.get(&ns) {
+                            // Local participants share the node with the reader.
+                            let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
+                            all.push(ProcKvs {
+                                proc: Proc::new(nsinfo.name.clone(), rank),
+                                kvs,
+                            });
+                        }
+                    }
+                    all.extend(remote.iter().cloned());
+                    all
+                });
+                ReplyBody::Fence { data: data.clone() }
+            } else {
+                ReplyBody::None
+            };
+            self.out.push_back(Output::Reply {
+                conn: w.conn,
+                id: w.id,
+                reply: Reply {
+                    status: Status::SUCCESS,
+                    body,
+                },
+            });
+        }
+        for t in arrived {
+            self.release_gets(t);
+        }
+    }
+
+    fn fail_fences_with(&mut self, pred: impl Fn(&Proc) -> bool, status: Status) {
+        for seq in self.fences.matching(|op| op.spec.iter().any(&pred)) {
+            self.fail_fence(seq, status);
+        }
+    }
+
+    fn fail_fences_pending_on(&mut self, gone: &Proc, status: Status) {
+        let Some(ns) = self.ns_id(gone.nspace.as_str()) else {
+            return;
+        };
+        let key = (ns, gone.rank);
+        for seq in self.fences.matching(|op: &FenceOp| op.waits_for(key)) {
+            self.fail_fence(seq, status);
+        }
+    }
+
+    fn fail_fence(&mut self, seq: u64, status: Status) {
+        if let Some(op) = self.fences.remove(seq) {
+            self.timers.retain(|_, t| *t != Timer::Fence { seq });
+            for w in op.waiters {
+                self.reply_status(w.conn, w.id, status);
+            }
+        }
+    }
+
+    // ---- host completions and time --------------------------------------------------------
+
+    /// The host answered callback `op`.
+    pub(crate) fn handle_host_done(&mut self, op: OpId, outcome: HostOutcome, _now: Instant) {
+        let Some(pending) = self.host_ops.remove(&op) else {
+            tracing::warn!(
+                op,
+                "host completed an unknown or already completed callback"
+            );
+            return;
+        };
+        let status_of = |o: &HostOutcome| match o {
+            HostOutcome::Unit(r) => r.err().unwrap_or(Status::SUCCESS),
+            HostOutcome::Bytes(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+            HostOutcome::Lookup(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+            HostOutcome::Nspace(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+            HostOutcome::Infos(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+        };
+        match pending {
+            PendingHost::Connect { conn } => {
+                let status = status_of(&outcome);
+                let Some(c) = self.conns.get_mut(&conn) else {
+                    return;
+                };
+                if status.is_success() {
+                    c.state = ConnState::Active;
+                    let job = self.nspaces.get(&c.ns).map(|n| n.job.clone());
+                    match job {
+                        Some(job) => self.out.push_back(Output::Accept { conn, job }),
+                        None => self.out.push_back(Output::Refuse {
+                            conn,
+                            status: Status::ERR_NOT_FOUND,
+                            reason: "namespace deregistered".into(),
+                        }),
+                    }
+                } else {
+                    let proc = c.proc.clone();
+                    tracing::warn!(%proc, ?status, "host refused the client");
+                    if let Some(reg) = self.clients.get_mut(&(c.ns, proc.rank)) {
+                        reg.conn = None;
+                    }
+                    self.conns.remove(&conn);
+                    self.out.push_back(Output::Refuse {
+                        conn,
+                        status,
+                        reason: "refused by the host".into(),
+                    });
+                }
+            }
+            PendingHost::Finalize { conn, id } => {
+                // Finalize succeeds for the client whatever the host says: it is leaving.
+                self.reply_status(conn, id, Status::SUCCESS);
+                self.out.push_back(Output::Close { conn });
+            }
+            PendingHost::Abort { conn, id } => self.reply_status(conn, id, status_of(&outcome)),
+            PendingHost::Fence { seq, .. } => {
+                let result = match outcome {
+                    HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
+                    other => Err(match status_of(&other) {
+                        s if s.is_success() => Status::ERR_UNPACK_FAILURE,
+                        s => s,
+                    }),
+                };
+                self.finish_fence(seq, result);
+            }
+            PendingHost::Dmodex { target } => {
+                self.dmodex_inflight.remove(&target);
+                let result = match outcome {
+                    HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
+                    other => Err(status_of(&other)),
+                };
+                match result {
+                    Ok(blobs) => {
+                        for pk in blobs {
+                            if let Some(ns) = self.ns_id(pk.proc.nspace.as_str()) {
+                                for kv in pk.kvs {
+                                    self.store.put(ns, pk.proc.rank, kv.key, kv.scope, kv.value);
+                                }
+                                self.committed.insert((ns, pk.proc.rank));
+                            }
+                        }
+                        if self.committed.contains(&target) {
+                            self.release_gets(target);
+                        } else {
+                            self.fail_gets(target, Status::ERR_NOT_FOUND);
+                        }
+                    }
+                    Err(status) => self.fail_gets(target, status),
+                }
+            }
+        }
+    }
+
+    /// Time passed: fail what has waited too long.
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        while let Some((&(t, n), _)) = self.timers.iter().next() {
+            if t > now {
+                break;
+            }
+            let Some(timer) = self.timers.remove(&(t, n)) else {
+                break;
+            };
+            match timer {
+                Timer::Get { target, timer } => {
+                    let Some(list) = self.gets.get_mut(&target) else {
+                        continue;
+                    };
+                    let Some(pos) = list.iter().position(|g| g.timer == timer) else {
+                        continue;
+                    };
+                    let g = list.swap_remove(pos);
+                    if list.is_empty() {
+                        self.gets.remove(&target);
+                    }
+                    self.fail_requester(g.who, Status::ERR_TIMEOUT);
+                }
+                Timer::Fence { seq } => self.fail_fence(seq, Status::ERR_TIMEOUT),
+            }
+        }
+    }
+
+    /// The proc a connection authenticated as.
+    pub(crate) fn conn_proc(&self, conn: ConnId) -> Option<&Proc> {
+        self.conns.get(&conn).map(|c| &c.proc)
+    }
+}
+
+/// Decodes the concatenated per-node contributions a host returns.
+fn decode_blobs(mut bytes: &[u8]) -> Result<Vec<ProcKvs>, Status> {
+    let decoder = pmix_wire::FrameDecoder::default();
+    let mut all = Vec::new();
+    while !bytes.is_empty() {
+        match decoder.decode(bytes) {
+            Ok(pmix_wire::Decoded::Frame { body, consumed }) => {
+                let mut part: Vec<ProcKvs> = pmix_wire::decode_body(body).map_err(|e| {
+                    tracing::warn!("undecodable data from the host: {e}");
+                    Status::ERR_UNPACK_FAILURE
+                })?;
+                all.append(&mut part);
+                bytes = &bytes[consumed..];
+            }
+            _ => {
+                tracing::warn!("truncated data from the host");
+                return Err(Status::ERR_UNPACK_FAILURE);
+            }
+        }
+    }
+    Ok(all)
+}
+
+/// Compares secrets without leaking, through timing, how long a prefix matched.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests;

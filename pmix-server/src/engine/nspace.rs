@@ -1,0 +1,417 @@
+//! Turning a host's `register_nspace` information into the job data clients receive.
+//!
+//! The host may give the five information levels flat or as nested `*_INFO_ARRAY` entries; this
+//! module sorts every value into the level the standard says it is retrieved from, and derives
+//! what the node and process maps imply but the host left out (local peers, local and node
+//! ranks, node ids, hostnames of each rank, app numbers and app ranks, sizes). Values the host
+//! gave always win over derived ones.
+
+use std::collections::BTreeMap;
+
+use pmix_types::attr::{self, Level};
+use pmix_types::{Info, Nspace, Rank, Value};
+use pmix_wire::{JobData, ProcRealm, Realm};
+
+use crate::Error;
+
+/// What registration produced for one namespace.
+#[derive(Debug)]
+pub(crate) struct Registration {
+    /// Everything a client of this namespace receives at init.
+    pub(crate) job: JobData,
+    /// Number of processes in the namespace.
+    pub(crate) size: u32,
+    /// The ranks that run on this server's node, ascending.
+    pub(crate) local_ranks: Vec<Rank>,
+    /// The host asked for no data to be stored (`REGISTER_NODATA`).
+    pub(crate) nodata: bool,
+}
+
+#[derive(Default)]
+struct Levels {
+    session: Vec<Info>,
+    job: Vec<Info>,
+    apps: BTreeMap<u32, Vec<Info>>,
+    /// Node arrays as given: identified by id and/or hostname.
+    nodes: Vec<Vec<Info>>,
+    procs: BTreeMap<Rank, Vec<Info>>,
+    nodata: bool,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Ctx {
+    Session,
+    Job,
+}
+
+fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
+    infos
+        .iter()
+        .find(|i| i.key.as_str() == key)
+        .map(|i| &i.value)
+}
+
+fn has(infos: &[Info], key: &str) -> bool {
+    infos.iter().any(|i| i.key.as_str() == key)
+}
+
+/// Adds `key = value` unless the host already gave that key.
+fn add_missing(infos: &mut Vec<Info>, key: &'static str, value: impl Into<Value>) {
+    if !has(infos, key) {
+        infos.push(Info::attr(key, value));
+    }
+}
+
+fn array_infos(value: &Value, what: &str) -> Result<Vec<Info>, Error> {
+    match value {
+        Value::DataArray(a) => Ok(a.infos().cloned().collect()),
+        other => Err(Error::BadRegistration(format!(
+            "{what} must be a data array of info, found {:?}",
+            other.data_type()
+        ))),
+    }
+}
+
+impl Levels {
+    fn walk(&mut self, infos: &[Info], ctx: Ctx) -> Result<(), Error> {
+        for info in infos {
+            match info.key.as_str() {
+                attr::SESSION_INFO_ARRAY => {
+                    let inner = array_infos(&info.value, "SESSION_INFO_ARRAY")?;
+                    self.walk(&inner, Ctx::Session)?;
+                }
+                attr::JOB_INFO_ARRAY => {
+                    let inner = array_infos(&info.value, "JOB_INFO_ARRAY")?;
+                    self.walk(&inner, Ctx::Job)?;
+                }
+                attr::APP_INFO_ARRAY => {
+                    let inner = array_infos(&info.value, "APP_INFO_ARRAY")?;
+                    let appnum = find(&inner, attr::APPNUM)
+                        .and_then(Value::as_u32)
+                        .ok_or_else(|| {
+                            Error::BadRegistration("an APP_INFO_ARRAY lacks PMIX_APPNUM".into())
+                        })?;
+                    self.apps.entry(appnum).or_default().extend(inner);
+                }
+                attr::NODE_INFO_ARRAY => {
+                    let inner = array_infos(&info.value, "NODE_INFO_ARRAY")?;
+                    if !has(&inner, attr::NODEID) && !has(&inner, attr::HOSTNAME) {
+                        return Err(Error::BadRegistration(
+                            "a NODE_INFO_ARRAY has neither PMIX_NODEID nor PMIX_HOSTNAME".into(),
+                        ));
+                    }
+                    self.nodes.push(inner);
+                }
+                attr::PROC_DATA => {
+                    let inner = array_infos(&info.value, "PROC_INFO_ARRAY")?;
+                    let rank = find(&inner, attr::RANK)
+                        .and_then(Value::as_rank)
+                        .or_else(|| {
+                            find(&inner, attr::PROCID)
+                                .and_then(Value::as_proc)
+                                .map(|p| p.rank)
+                        })
+                        .ok_or_else(|| {
+                            Error::BadRegistration("a PROC_INFO_ARRAY lacks PMIX_RANK".into())
+                        })?;
+                    self.procs.entry(rank).or_default().extend(inner);
+                }
+                attr::REGISTER_NODATA => self.nodata = info.flag().unwrap_or(true),
+                key => {
+                    let session_only =
+                        attr::lookup(key).is_some_and(|a| a.levels == [Level::Session]);
+                    if ctx == Ctx::Session || session_only {
+                        self.session.push(info.clone());
+                    } else {
+                        self.job.push(info.clone());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a node or process map given as a string or a `PMIX_REGEX` value.
+fn map_text(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::String(s) => Some(s.as_bytes()),
+        Value::Regex(b) => Some(b),
+        _ => None,
+    }
+}
+
+/// Parses the node map and the process map into node names and the ranks on each node.
+fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<(Vec<String>, Vec<Vec<Rank>>), Error> {
+    let bad = |what: &str, e: &dyn std::fmt::Display| {
+        Error::BadRegistration(format!("cannot parse PMIX_{what}: {e}"))
+    };
+    let nodes = map_text(node_map).ok_or_else(|| bad("NODE_MAP", &"not a string or regex"))?;
+    let procs = map_text(proc_map).ok_or_else(|| bad("PROC_MAP", &"not a string or regex"))?;
+    let nodes = pmix_regex::parse_regex(nodes).map_err(|e| bad("NODE_MAP", &e))?;
+    let ppn = pmix_regex::parse_ppn(procs).map_err(|e| bad("PROC_MAP", &e))?;
+    if nodes.len() != ppn.len() {
+        return Err(Error::BadRegistration(format!(
+            "PMIX_NODE_MAP names {} nodes but PMIX_PROC_MAP has {} entries",
+            nodes.len(),
+            ppn.len()
+        )));
+    }
+    let ppn = ppn
+        .into_iter()
+        .map(|ranks| ranks.into_iter().map(Rank).collect())
+        .collect();
+    Ok((nodes, ppn))
+}
+
+fn join_ranks(ranks: &[Rank]) -> String {
+    let mut s = String::with_capacity(ranks.len() * 4);
+    for (i, r) in ranks.iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        s.push_str(&r.0.to_string());
+    }
+    s
+}
+
+/// Where this server runs, for deciding which ranks are local.
+pub(crate) struct Locale<'a> {
+    /// This node's hostname.
+    pub(crate) hostname: &'a str,
+    /// Extra job-level values every namespace gets (tmpdirs, server identity).
+    pub(crate) job_extras: &'a [Info],
+}
+
+/// Builds the registration of one namespace.
+pub(crate) fn register(
+    nspace: &Nspace,
+    nlocalprocs: u32,
+    info: &[Info],
+    locale: &Locale<'_>,
+) -> Result<Registration, Error> {
+    let mut lv = Levels::default();
+    lv.walk(info, Ctx::Job)?;
+
+    let maps = match (find(&lv.job, attr::NODE_MAP), find(&lv.job, attr::PROC_MAP)) {
+        (Some(n), Some(p)) => Some(parse_maps(n, p)?),
+        (None, None) => None,
+        _ => {
+            return Err(Error::BadRegistration(
+                "PMIX_NODE_MAP and PMIX_PROC_MAP must be given together".into(),
+            ));
+        }
+    };
+
+    let size = match find(&lv.job, attr::JOB_SIZE) {
+        Some(v) => v
+            .as_u32()
+            .ok_or_else(|| Error::BadRegistration("PMIX_JOB_SIZE is not an integer".into()))?,
+        None => match &maps {
+            Some((_, ppn)) => u32::try_from(ppn.iter().map(Vec::len).sum::<usize>())
+                .map_err(|_| Error::BadRegistration("too many ranks".into()))?,
+            None if !lv.procs.is_empty() => lv.procs.keys().map(|r| r.0 + 1).max().unwrap_or(0),
+            None => nlocalprocs,
+        },
+    };
+    if let Some((_, ppn)) = &maps {
+        if let Some(bad) = ppn.iter().flatten().find(|r| r.0 >= size) {
+            return Err(Error::BadRegistration(format!(
+                "PMIX_PROC_MAP places rank {bad} but the job has {size} processes"
+            )));
+        }
+    }
+
+    // Applications: their rank ranges follow app order and APP_SIZE.
+    if lv.apps.is_empty() {
+        lv.apps.insert(0, Vec::new());
+    }
+    let napps = u32::try_from(lv.apps.len()).unwrap_or(u32::MAX);
+    let single_app = lv.apps.len() == 1;
+    let mut app_of_rank: Vec<(u32, Rank)> = Vec::new(); // (appnum, first rank) ranges
+    let mut next = 0u32;
+    for (&appnum, infos) in lv.apps.iter_mut() {
+        let app_size = match find(infos, attr::APP_SIZE).and_then(Value::as_u32) {
+            Some(s) => s,
+            None if single_app => size,
+            None => 0,
+        };
+        let ldr = find(infos, attr::APPLDR)
+            .and_then(Value::as_rank)
+            .unwrap_or(Rank(next));
+        app_of_rank.push((appnum, ldr));
+        if !has(infos, attr::APPNUM) {
+            infos.insert(0, Info::attr(attr::APPNUM, appnum));
+        }
+        add_missing(infos, attr::APP_SIZE, app_size);
+        add_missing(infos, attr::APPLDR, ldr);
+        add_missing(infos, attr::MAX_PROCS, app_size);
+        next = ldr.0.saturating_add(app_size);
+    }
+    let app_for = |rank: Rank| -> (u32, Rank) {
+        // The last app whose leader is at or below the rank.
+        let mut best = (0, Rank(0));
+        for &(appnum, ldr) in &app_of_rank {
+            if ldr <= rank {
+                best = (appnum, ldr);
+            }
+        }
+        best
+    };
+
+    // Nodes and the processes on them.
+    let offset = find(&lv.job, attr::NPROC_OFFSET)
+        .and_then(Value::as_u32)
+        .unwrap_or(0);
+    let mut node_realms: Vec<Realm> = Vec::new();
+    let mut local_ranks: Option<Vec<Rank>> = None;
+    if let Some((names, ppn)) = &maps {
+        for (idx, (name, ranks)) in names.iter().zip(ppn).enumerate() {
+            let id = u32::try_from(idx).unwrap_or(u32::MAX);
+            // Host-given node arrays for this node, matched by id or by name.
+            let mut infos: Vec<Info> = Vec::new();
+            for given in &lv.nodes {
+                let by_id = find(given, attr::NODEID).and_then(Value::as_u32) == Some(id);
+                let by_name =
+                    find(given, attr::HOSTNAME).and_then(Value::as_str) == Some(name.as_str());
+                if by_id || by_name {
+                    infos.extend(given.iter().cloned());
+                }
+            }
+            add_missing(&mut infos, attr::NODEID, id);
+            add_missing(&mut infos, attr::HOSTNAME, name.as_str());
+            let lsize = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
+            add_missing(&mut infos, attr::LOCAL_SIZE, lsize);
+            add_missing(&mut infos, attr::NODE_SIZE, lsize);
+            add_missing(&mut infos, attr::LOCAL_PEERS, join_ranks(ranks));
+            if let Some(first) = ranks.iter().min() {
+                add_missing(&mut infos, attr::LOCALLDR, *first);
+            }
+            for (lrank, &rank) in ranks.iter().enumerate() {
+                let lrank = u16::try_from(lrank).unwrap_or(u16::MAX);
+                let p = lv.procs.entry(rank).or_default();
+                add_missing(p, attr::NODEID, id);
+                add_missing(p, attr::HOSTNAME, name.as_str());
+                add_missing(p, attr::LOCAL_RANK, lrank);
+                add_missing(p, attr::NODE_RANK, lrank);
+            }
+            if name == locale.hostname && local_ranks.is_none() {
+                local_ranks = Some(ranks.clone());
+            }
+            node_realms.push(Realm { id, info: infos });
+        }
+    } else {
+        for (idx, given) in lv.nodes.iter().enumerate() {
+            let id = find(given, attr::NODEID)
+                .and_then(Value::as_u32)
+                .unwrap_or(u32::try_from(idx).unwrap_or(u32::MAX));
+            node_realms.push(Realm {
+                id,
+                info: given.clone(),
+            });
+        }
+    }
+    for r in 0..size {
+        let rank = Rank(r);
+        let (appnum, ldr) = app_for(rank);
+        let p = lv.procs.entry(rank).or_default();
+        if !has(p, attr::RANK) {
+            p.insert(0, Info::attr(attr::RANK, rank));
+        }
+        add_missing(p, attr::GLOBAL_RANK, Rank(offset.saturating_add(r)));
+        add_missing(p, attr::APPNUM, appnum);
+        add_missing(p, attr::APP_RANK, Rank(r - ldr.0.min(r)));
+        add_missing(p, attr::REINCARNATION, 0u32);
+        add_missing(p, attr::SPAWNED, false);
+    }
+
+    // Which ranks are on this node.
+    let local_ranks = if let Some(peers) = find(&lv.job, attr::LOCAL_PEERS).and_then(Value::as_str)
+    {
+        parse_rank_list(peers)?
+    } else if let Some(l) = local_ranks {
+        l
+    } else if maps.as_ref().is_some_and(|(n, _)| n.len() == 1) {
+        maps.as_ref().map(|(_, p)| p[0].clone()).unwrap_or_default()
+    } else {
+        (0..nlocalprocs.min(size)).map(Rank).collect()
+    };
+    let mut local_ranks = local_ranks;
+    local_ranks.sort_unstable();
+    local_ranks.dedup();
+
+    // Job and session defaults.
+    if !has(&lv.job, attr::NSPACE) {
+        lv.job.insert(0, Info::attr(attr::NSPACE, nspace.as_str()));
+    }
+    add_missing(&mut lv.job, attr::JOBID, nspace.as_str());
+    add_missing(&mut lv.job, attr::JOB_SIZE, size);
+    add_missing(&mut lv.job, attr::MAX_PROCS, size);
+    add_missing(&mut lv.job, attr::JOB_NUM_APPS, napps);
+    if let Some((names, _)) = &maps {
+        add_missing(
+            &mut lv.job,
+            attr::NUM_NODES,
+            u32::try_from(names.len()).unwrap_or(u32::MAX),
+        );
+    }
+    // This node's values are also job-level for the clients on it (what a Get with rank
+    // WILDCARD of LOCAL_SIZE or LOCAL_PEERS means to them).
+    let lsize = u32::try_from(local_ranks.len()).unwrap_or(u32::MAX);
+    add_missing(&mut lv.job, attr::LOCAL_SIZE, lsize);
+    add_missing(&mut lv.job, attr::LOCAL_PEERS, join_ranks(&local_ranks));
+    if let Some(first) = local_ranks.first() {
+        add_missing(&mut lv.job, attr::LOCALLDR, *first);
+    }
+    for extra in locale.job_extras {
+        if !has(&lv.job, extra.key.as_str()) {
+            lv.job.push(extra.clone());
+        }
+    }
+    if !has(&lv.session, attr::UNIV_SIZE) && !has(&lv.job, attr::UNIV_SIZE) {
+        lv.session.push(Info::attr(attr::UNIV_SIZE, size));
+    }
+
+    let job = JobData {
+        nspace: nspace.clone(),
+        session: lv.session,
+        job: lv.job,
+        apps: lv
+            .apps
+            .into_iter()
+            .map(|(id, info)| Realm { id, info })
+            .collect(),
+        nodes: node_realms,
+        procs: lv
+            .procs
+            .into_iter()
+            .map(|(rank, info)| ProcRealm { rank, info })
+            .collect(),
+    };
+    Ok(Registration {
+        job,
+        size,
+        local_ranks,
+        nodata: lv.nodata,
+    })
+}
+
+/// Parses a comma-separated rank list (`PMIX_LOCAL_PEERS`), allowing `a-b` ranges.
+pub(crate) fn parse_rank_list(s: &str) -> Result<Vec<Rank>, Error> {
+    let bad = || Error::BadRegistration(format!("PMIX_LOCAL_PEERS is not a rank list: {s:?}"));
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: u32 = a.parse().map_err(|_| bad())?;
+                let b: u32 = b.parse().map_err(|_| bad())?;
+                if b < a || b - a > 10_000_000 {
+                    return Err(bad());
+                }
+                out.extend((a..=b).map(Rank));
+            }
+            None => out.push(Rank(part.parse().map_err(|_| bad())?)),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,161 @@
+//! The key/value store of RFC0009: one hash map keyed by (namespace, rank, key).
+//!
+//! Namespaces are interned to a `u32` so that a lookup key is three words and a `&str`; a probe
+//! hashes a borrowed [`Probe`] that is [`Equivalent`] to the stored key, so a Get costs exactly
+//! one probe and no allocation. Each process also keeps the list of its keys, in put order, so
+//! that "all of this process's data" (the reply that makes a client's next Get local) is a walk
+//! over its entries without scanning the map.
+
+use std::hash::{Hash, Hasher};
+
+use hashbrown::{Equivalent, HashMap};
+use pmix_types::{Key, Rank, Scope, Value};
+use pmix_wire::Kv;
+
+/// Interned namespace id.
+pub(crate) type NsId = u32;
+
+#[derive(Clone, PartialEq, Eq)]
+struct StoreKey {
+    ns: NsId,
+    rank: Rank,
+    key: Key,
+}
+
+impl Hash for StoreKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        // Must hash exactly like `Probe`, which is what makes the borrowed lookup valid.
+        self.ns.hash(h);
+        self.rank.0.hash(h);
+        self.key.as_str().hash(h);
+    }
+}
+
+/// A borrowed lookup key.
+struct Probe<'a> {
+    ns: NsId,
+    rank: Rank,
+    key: &'a str,
+}
+
+impl Hash for Probe<'_> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.ns.hash(h);
+        self.rank.0.hash(h);
+        self.key.hash(h);
+    }
+}
+
+impl Equivalent<StoreKey> for Probe<'_> {
+    fn equivalent(&self, k: &StoreKey) -> bool {
+        self.ns == k.ns && self.rank == k.rank && self.key == k.key.as_str()
+    }
+}
+
+/// One stored value with the scope it was put with.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Entry {
+    pub(crate) scope: Scope,
+    pub(crate) value: Value,
+}
+
+/// The committed data of every process this server knows.
+#[derive(Default)]
+pub(crate) struct Store {
+    map: HashMap<StoreKey, Entry>,
+    /// Keys of each process, in first-put order.
+    keys: HashMap<(NsId, Rank), Vec<Key>>,
+}
+
+impl Store {
+    /// Stores (or replaces) a value.
+    pub(crate) fn put(&mut self, ns: NsId, rank: Rank, key: Key, scope: Scope, value: Value) {
+        let probe = Probe {
+            ns,
+            rank,
+            key: key.as_str(),
+        };
+        if let Some(e) = self.map.get_mut(&probe) {
+            *e = Entry { scope, value };
+            return;
+        }
+        self.keys.entry((ns, rank)).or_default().push(key.clone());
+        self.map
+            .insert(StoreKey { ns, rank, key }, Entry { scope, value });
+    }
+
+    /// One probe.
+    pub(crate) fn get(&self, ns: NsId, rank: Rank, key: &str) -> Option<&Entry> {
+        self.map.get(&Probe { ns, rank, key })
+    }
+
+    /// True if the process has stored anything.
+    #[cfg(test)]
+    pub(crate) fn has_proc(&self, ns: NsId, rank: Rank) -> bool {
+        self.keys.contains_key(&(ns, rank))
+    }
+
+    /// All data of one process whose scope passes `visible`, in put order.
+    pub(crate) fn proc_kvs(
+        &self,
+        ns: NsId,
+        rank: Rank,
+        visible: impl Fn(Scope) -> bool,
+    ) -> Vec<Kv> {
+        let Some(keys) = self.keys.get(&(ns, rank)) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|k| {
+                let e = self.get(ns, rank, k.as_str())?;
+                visible(e.scope).then(|| Kv {
+                    scope: e.scope,
+                    key: k.clone(),
+                    value: e.value.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Removes every value of a namespace and gives the memory back.
+    pub(crate) fn purge_nspace(&mut self, ns: NsId) {
+        self.map.retain(|k, _| k.ns != ns);
+        self.keys.retain(|(n, _), _| *n != ns);
+        self.map.shrink_to_fit();
+        self.keys.shrink_to_fit();
+    }
+
+    /// Number of stored values.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn put_replaces_and_keeps_order() {
+        let mut s = Store::default();
+        let k = |s: &str| Key::new(s).unwrap();
+        s.put(1, Rank(0), k("a"), Scope::GLOBAL, Value::Uint32(1));
+        s.put(1, Rank(0), k("b"), Scope::LOCAL, Value::Uint32(2));
+        s.put(1, Rank(0), k("a"), Scope::REMOTE, Value::Uint32(3));
+        assert_eq!(s.get(1, Rank(0), "a").unwrap().value, Value::Uint32(3));
+        assert!(s.get(1, Rank(1), "a").is_none());
+        assert!(s.get(2, Rank(0), "a").is_none());
+        let all = s.proc_kvs(1, Rank(0), |_| true);
+        assert_eq!(
+            all.iter().map(|kv| kv.key.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        let remote_hidden = s.proc_kvs(1, Rank(0), |sc| sc != Scope::REMOTE);
+        assert_eq!(remote_hidden.len(), 1);
+        s.purge_nspace(1);
+        assert_eq!(s.len(), 0);
+        assert!(!s.has_proc(1, Rank(0)));
+    }
+}

@@ -1,0 +1,790 @@
+//! In-memory engine tests: many simulated clients, virtual time, no sockets or threads.
+
+use std::time::{Duration, Instant};
+
+use pmix_types::{DataArray, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
+use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
+
+use super::{ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
+
+const UID: u32 = 1000;
+const GID: u32 = 100;
+
+fn ns(s: &str) -> Nspace {
+    Nspace::new(s).unwrap()
+}
+
+fn key(s: &str) -> Key {
+    Key::new(s).unwrap()
+}
+
+fn secret(ns: &str, rank: u32) -> [u8; SECRET_LEN] {
+    let mut s = [0u8; SECRET_LEN];
+    s[0] = ns.len() as u8;
+    s[1] = rank as u8;
+    s[2] = 0xA5;
+    s
+}
+
+/// A harness around one engine: host calls are answered with success unless a test takes them.
+struct Sim {
+    eng: Engine,
+    now: Instant,
+    replies: Vec<(ConnId, u32, Reply)>,
+    accepted: Vec<ConnId>,
+    refused: Vec<(ConnId, Status)>,
+    closed: Vec<ConnId>,
+    host_calls: Vec<(OpId, HostCall)>,
+    dmodex: Vec<(u64, Result<Vec<u8>, Status>)>,
+    auto_host: bool,
+    next_id: u32,
+}
+
+impl Sim {
+    fn new() -> Self {
+        Sim {
+            eng: Engine::new("node0".into(), vec![]),
+            now: Instant::now(),
+            replies: vec![],
+            accepted: vec![],
+            refused: vec![],
+            closed: vec![],
+            host_calls: vec![],
+            dmodex: vec![],
+            auto_host: true,
+            next_id: 1,
+        }
+    }
+
+    /// Registers `name` with `size` ranks, all on this node, and every rank as a client.
+    fn job(&mut self, name: &str, size: u32) {
+        let nodes = pmix_regex::generate_regex(&["node0"]).unwrap();
+        let ranks: Vec<u32> = (0..size).collect();
+        let ppn = pmix_regex::generate_ppn(&[ranks]).unwrap();
+        let info = vec![
+            Info::attr(attr::JOB_SIZE, size),
+            Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+            Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+        ];
+        self.eng.register_nspace(ns(name), size, &info).unwrap();
+        for r in 0..size {
+            self.eng
+                .register_client(&Proc::new(ns(name), r), UID, GID, secret(name, r))
+                .unwrap();
+        }
+    }
+
+    fn pump(&mut self) {
+        loop {
+            let mut progressed = false;
+            while let Some(out) = self.eng.poll_output() {
+                progressed = true;
+                match out {
+                    Output::Accept { conn, .. } => self.accepted.push(conn),
+                    Output::Refuse { conn, status, .. } => self.refused.push((conn, status)),
+                    Output::Reply { conn, id, reply } => self.replies.push((conn, id, reply)),
+                    Output::Close { conn } => {
+                        self.closed.push(conn);
+                        self.eng.handle_closed(conn, self.now);
+                    }
+                    Output::Host { op, call } => self.host_calls.push((op, call)),
+                    Output::Dmodex { token, result } => self.dmodex.push((token, result)),
+                }
+            }
+            if self.auto_host {
+                let calls: Vec<_> = self.host_calls.drain(..).collect();
+                for (op, call) in calls {
+                    let outcome = match call {
+                        HostCall::FenceNb { .. } | HostCall::DirectModex { .. } => {
+                            self.host_calls.push((op, call));
+                            continue;
+                        }
+                        _ => HostOutcome::Unit(Ok(())),
+                    };
+                    progressed = true;
+                    self.eng.handle_host_done(op, outcome, self.now);
+                }
+            }
+            if !progressed {
+                break;
+            }
+        }
+    }
+
+    /// Connects `conn` as `name:rank` with the right credentials; asserts acceptance.
+    fn connect(&mut self, conn: ConnId, name: &str, rank: u32) {
+        self.hello(
+            conn,
+            name,
+            rank,
+            &secret(name, rank),
+            PeerCreds { uid: UID, gid: GID },
+        );
+        assert!(
+            self.accepted.contains(&conn),
+            "{name}:{rank} was not accepted: {:?}",
+            self.refused
+        );
+    }
+
+    fn hello(&mut self, conn: ConnId, name: &str, rank: u32, secret: &[u8], creds: PeerCreds) {
+        self.eng
+            .handle_hello(conn, &ns(name), Rank(rank), secret, Some(creds));
+        self.pump();
+    }
+
+    fn send(&mut self, conn: ConnId, req: Request) -> u32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.eng.handle_request(conn, id, req, self.now);
+        self.pump();
+        id
+    }
+
+    fn take_reply(&mut self, conn: ConnId, id: u32) -> Option<Reply> {
+        let pos = self
+            .replies
+            .iter()
+            .position(|(c, i, _)| *c == conn && *i == id)?;
+        Some(self.replies.remove(pos).2)
+    }
+
+    fn reply(&mut self, conn: ConnId, id: u32) -> Reply {
+        self.take_reply(conn, id)
+            .unwrap_or_else(|| panic!("no reply to request {id} of conn {conn}"))
+    }
+
+    fn advance(&mut self, d: Duration) {
+        self.now += d;
+        self.eng.handle_timeout(self.now);
+        self.pump();
+    }
+}
+
+fn commit(kvs: &[(&str, Scope, Value)]) -> Request {
+    Request::Commit {
+        kvs: kvs
+            .iter()
+            .map(|(k, s, v)| Kv {
+                scope: *s,
+                key: key(k),
+                value: v.clone(),
+            })
+            .collect(),
+    }
+}
+
+fn fence(procs: Vec<Proc>, collect: bool) -> Request {
+    let info = if collect {
+        vec![Info::attr(attr::COLLECT_DATA, true)]
+    } else {
+        vec![]
+    };
+    Request::Fence { procs, info }
+}
+
+fn get(p: Proc, k: &str, info: Vec<Info>) -> Request {
+    Request::Get {
+        proc: p,
+        key: Some(key(k)),
+        info,
+    }
+}
+
+fn fence_data(r: &Reply) -> &[ProcKvs] {
+    match &r.body {
+        ReplyBody::Fence { data } => data,
+        other => panic!("not fence data: {other:?}"),
+    }
+}
+
+#[test]
+fn handshake_refusals_have_their_statuses() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    let good = PeerCreds { uid: UID, gid: GID };
+    s.hello(1, "nope", 0, &secret("nope", 0), good);
+    s.hello(2, "a", 7, &secret("a", 7), good);
+    s.hello(
+        3,
+        "a",
+        0,
+        &secret("a", 0),
+        PeerCreds {
+            uid: UID + 1,
+            gid: GID,
+        },
+    );
+    s.hello(4, "a", 0, &secret("a", 1), good);
+    s.hello(5, "a", 0, &secret("a", 0), good);
+    s.hello(6, "a", 0, &secret("a", 0), good);
+    assert_eq!(
+        s.refused,
+        vec![
+            (1, Status::ERR_NOT_FOUND),
+            (2, Status::ERR_NOT_FOUND),
+            (3, Status::ERR_NO_PERMISSIONS),
+            (4, Status::ERR_INVALID_CRED),
+            (6, Status::ERR_EXISTS),
+        ]
+    );
+    assert_eq!(s.accepted, vec![5]);
+    // The accepted client is still served.
+    let id = s.send(5, commit(&[("k", Scope::GLOBAL, Value::Uint8(1))]));
+    assert_eq!(s.reply(5, id).status, Status::SUCCESS);
+}
+
+#[test]
+fn host_can_refuse_a_client() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.auto_host = false;
+    s.hello(1, "a", 0, &secret("a", 0), PeerCreds { uid: UID, gid: GID });
+    assert!(s.accepted.is_empty(), "accepted before the host answered");
+    let (op, call) = s.host_calls.remove(0);
+    assert!(matches!(call, HostCall::ClientConnected { .. }));
+    s.eng.handle_host_done(
+        op,
+        HostOutcome::Unit(Err(Status::ERR_NO_PERMISSIONS)),
+        s.now,
+    );
+    s.pump();
+    assert_eq!(s.refused, vec![(1, Status::ERR_NO_PERMISSIONS)]);
+    // It may try again once the host agrees.
+    s.auto_host = true;
+    s.connect(2, "a", 0);
+}
+
+#[test]
+fn barrier_completes_only_when_everyone_arrived() {
+    let mut s = Sim::new();
+    s.job("a", 4);
+    for r in 0..4 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let mut ids = vec![];
+    for r in 0..3 {
+        ids.push(s.send(r, fence(vec![], false)));
+        assert!(s.replies.is_empty(), "fence completed with {} of 4", r + 1);
+    }
+    ids.push(s.send(3, fence(vec![Proc::new(ns("a"), Rank::WILDCARD)], false)));
+    for (r, id) in ids.into_iter().enumerate() {
+        let rep = s.reply(r, id);
+        assert_eq!(rep.status, Status::SUCCESS);
+        assert_eq!(rep.body, ReplyBody::None);
+    }
+}
+
+#[test]
+fn collecting_fence_over_two_namespaces_subset() {
+    // The reference's make-check 00: fence over a:0-2 and b:0 with data.
+    let mut s = Sim::new();
+    s.job("a", 3);
+    s.job("b", 1);
+    let parts: Vec<Proc> = (0..3)
+        .map(|r| Proc::new(ns("a"), r))
+        .chain([Proc::new(ns("b"), 0)])
+        .collect();
+    let members = [(0, "a", 0), (1, "a", 1), (2, "a", 2), (3, "b", 0)];
+    for (c, n, r) in members {
+        s.connect(c, n, r);
+        let id = s.send(
+            c,
+            commit(&[(
+                &format!("key-{n}-{r}"),
+                Scope::GLOBAL,
+                Value::String(format!("{n}{r}")),
+            )]),
+        );
+        assert_eq!(s.reply(c, id).status, Status::SUCCESS);
+    }
+    let mut ids = vec![];
+    for (c, _, _) in members {
+        let mut p = parts.clone();
+        p.reverse(); // order of the list does not matter
+        ids.push((
+            c,
+            s.send(c, fence(if c % 2 == 0 { p } else { parts.clone() }, true)),
+        ));
+    }
+    for (c, id) in ids {
+        let rep = s.reply(c, id);
+        assert_eq!(rep.status, Status::SUCCESS);
+        let data = fence_data(&rep);
+        assert_eq!(data.len(), 4);
+        for (n, r) in [("a", 0), ("a", 1), ("a", 2), ("b", 0)] {
+            let pk = data
+                .iter()
+                .find(|pk| pk.proc == Proc::new(ns(n), r))
+                .expect("participant data");
+            assert_eq!(pk.kvs[0].value, Value::String(format!("{n}{r}")));
+        }
+    }
+}
+
+#[test]
+fn consecutive_fences_over_the_same_set_stay_ordered() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let f1 = s.send(0, fence(vec![], false));
+    let f2 = s.send(0, fence(vec![], false));
+    assert!(s.replies.is_empty());
+    let g1 = s.send(1, fence(vec![], false));
+    assert!(s.take_reply(0, f1).is_some() && s.take_reply(1, g1).is_some());
+    assert!(
+        s.take_reply(0, f2).is_none(),
+        "second fence completed with one participant"
+    );
+    let g2 = s.send(1, fence(vec![], false));
+    assert!(s.take_reply(0, f2).is_some() && s.take_reply(1, g2).is_some());
+}
+
+#[test]
+fn fence_rejects_a_caller_outside_the_participants() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    let id = s.send(0, fence(vec![Proc::new(ns("a"), 1)], false));
+    assert_eq!(s.reply(0, id).status, Status::ERR_BAD_PARAM);
+    let id = s.send(0, fence(vec![Proc::new(ns("zz"), Rank::WILDCARD)], false));
+    assert_eq!(s.reply(0, id).status, Status::ERR_BAD_PARAM);
+}
+
+#[test]
+fn get_waits_for_commit_and_honours_immediate_and_timeout() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let p1 = Proc::new(ns("a"), 1);
+    let imm = s.send(
+        0,
+        get(p1.clone(), "x", vec![Info::attr(attr::IMMEDIATE, true)]),
+    );
+    assert_eq!(s.reply(0, imm).status, Status::ERR_NOT_FOUND);
+
+    let waiting = s.send(0, get(p1.clone(), "x", vec![]));
+    let timed = s.send(
+        2,
+        get(
+            Proc::new(ns("a"), 2),
+            "y",
+            vec![Info::attr(attr::TIMEOUT, 2i32)],
+        ),
+    );
+    assert!(s.replies.is_empty());
+    s.advance(Duration::from_millis(1999));
+    assert!(s.take_reply(2, timed).is_none(), "timed out early");
+    s.advance(Duration::from_millis(2));
+    assert_eq!(s.reply(2, timed).status, Status::ERR_TIMEOUT);
+    assert!(
+        s.take_reply(0, waiting).is_none(),
+        "a get without timeout gave up"
+    );
+
+    let c = s.send(
+        1,
+        commit(&[
+            ("x", Scope::GLOBAL, Value::Int64(-5)),
+            ("hidden", Scope::REMOTE, Value::Bool(true)),
+        ]),
+    );
+    assert_eq!(s.reply(1, c).status, Status::SUCCESS);
+    let rep = s.reply(0, waiting);
+    assert_eq!(rep.status, Status::SUCCESS);
+    let ReplyBody::Get { data, jobs } = rep.body else {
+        panic!("not a get reply")
+    };
+    assert!(jobs.is_empty(), "own namespace's job data shipped again");
+    assert_eq!(
+        data[0].kvs.len(),
+        1,
+        "REMOTE data shown to a process on the same node"
+    );
+    assert_eq!(data[0].kvs[0].value, Value::Int64(-5));
+    // A key the committed process does not have: NOT_FOUND at once, no waiting.
+    let miss = s.send(0, get(p1, "nope", vec![]));
+    assert_eq!(s.reply(0, miss).status, Status::ERR_NOT_FOUND);
+}
+
+#[test]
+fn reserved_keys_are_refused_and_nothing_is_stored() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let c = s.send(
+        0,
+        commit(&[
+            ("ok", Scope::GLOBAL, Value::Uint8(1)),
+            ("pmix.mine", Scope::GLOBAL, Value::Uint8(2)),
+        ]),
+    );
+    assert_eq!(s.reply(0, c).status, Status::ERR_BAD_PARAM);
+    let g = s.send(
+        1,
+        get(
+            Proc::new(ns("a"), 0),
+            "ok",
+            vec![Info::attr(attr::IMMEDIATE, true)],
+        ),
+    );
+    assert_eq!(
+        s.reply(1, g).status,
+        Status::ERR_NOT_FOUND,
+        "half of a refused commit was stored"
+    );
+}
+
+#[test]
+fn get_from_another_namespace_ships_its_job_data_once() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.job("b", 1);
+    s.connect(0, "a", 0);
+    s.connect(1, "b", 0);
+    let c = s.send(1, commit(&[("k", Scope::GLOBAL, Value::Uint8(9))]));
+    s.reply(1, c);
+    let pb = Proc::new(ns("b"), 0);
+    let g1 = s.send(0, get(pb.clone(), "k", vec![]));
+    let ReplyBody::Get { jobs, .. } = s.reply(0, g1).body else {
+        panic!()
+    };
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].nspace, ns("b"));
+    assert!(
+        jobs[0]
+            .job
+            .iter()
+            .any(|i| i.key.as_str() == attr::JOB_SIZE && i.value.as_u32() == Some(1))
+    );
+    let g2 = s.send(0, get(pb, "k", vec![]));
+    let ReplyBody::Get { jobs, .. } = s.reply(0, g2).body else {
+        panic!()
+    };
+    assert!(jobs.is_empty(), "job data shipped twice to the same client");
+}
+
+#[test]
+fn a_dead_participant_releases_fences_and_gets() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let f0 = s.send(0, fence(vec![], true));
+    let g1 = s.send(1, get(Proc::new(ns("a"), 2), "never", vec![]));
+    s.eng.handle_closed(2, s.now);
+    s.pump();
+    let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
+    assert_eq!(s.reply(0, f0).status, term);
+    assert_eq!(s.reply(1, g1).status, term);
+    // Later fences including the dead process fail at once rather than hang.
+    let f1 = s.send(1, fence(vec![], false));
+    assert_eq!(s.reply(1, f1).status, term);
+}
+
+#[test]
+fn finalize_replies_after_the_host_and_closes() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    s.auto_host = false;
+    let f = s.send(0, Request::Finalize { info: vec![] });
+    assert!(s.take_reply(0, f).is_none());
+    let (op, call) = s.host_calls.remove(0);
+    assert!(matches!(call, HostCall::ClientFinalized { .. }));
+    s.eng.handle_host_done(op, HostOutcome::Unit(Ok(())), s.now);
+    s.pump();
+    assert_eq!(s.reply(0, f).status, Status::SUCCESS);
+    assert!(s.closed.contains(&0));
+    // A finalized process cannot come back as a second instance.
+    s.auto_host = true;
+    s.hello(9, "a", 0, &secret("a", 0), PeerCreds { uid: UID, gid: GID });
+    assert_eq!(s.refused.last(), Some(&(9, Status::ERR_EXISTS)));
+}
+
+#[test]
+fn fence_with_remote_participants_goes_through_the_host() {
+    let mut s = Sim::new();
+    // Ranks 0,1 here on node0; ranks 2,3 on node1.
+    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[vec![0u32, 1], vec![2, 3]]).unwrap();
+    let info = vec![
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+    ];
+    s.eng.register_nspace(ns("m"), 2, &info).unwrap();
+    for r in 0..2 {
+        s.eng
+            .register_client(&Proc::new(ns("m"), r), UID, GID, secret("m", r))
+            .unwrap();
+        s.connect(r as ConnId, "m", r);
+        let c = s.send(
+            r as ConnId,
+            commit(&[
+                ("v", Scope::GLOBAL, Value::Uint32(r)),
+                ("l", Scope::LOCAL, Value::Uint32(r)),
+            ]),
+        );
+        s.reply(r as ConnId, c);
+    }
+    let a = s.send(0, fence(vec![], true));
+    let b = s.send(1, fence(vec![], true));
+    assert!(s.replies.is_empty(), "completed without the other node");
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::FenceNb { data, .. } = call else {
+        panic!("expected fence_nb, got {call:?}")
+    };
+    // Our contribution excludes LOCAL data; the other node adds its own.
+    let ours = super::decode_blobs(&data).unwrap();
+    assert_eq!(ours.len(), 2);
+    assert!(
+        ours.iter()
+            .all(|pk| pk.kvs.iter().all(|kv| kv.key.as_str() == "v"))
+    );
+    let theirs: Vec<ProcKvs> = (2..4)
+        .map(|r| ProcKvs {
+            proc: Proc::new(ns("m"), r),
+            kvs: vec![Kv {
+                scope: Scope::GLOBAL,
+                key: key("v"),
+                value: Value::Uint32(r),
+            }],
+        })
+        .collect();
+    let mut all = data.clone();
+    pmix_wire::encode_frame(&theirs, &mut all).unwrap();
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(all)), s.now);
+    s.pump();
+    for (c, id) in [(0, a), (1, b)] {
+        let rep = s.reply(c, id);
+        assert_eq!(rep.status, Status::SUCCESS);
+        assert_eq!(fence_data(&rep).len(), 4);
+    }
+    // Remote data is now served locally, without another trip to the host.
+    let g = s.send(0, get(Proc::new(ns("m"), 3), "v", vec![]));
+    assert_eq!(s.reply(0, g).status, Status::SUCCESS);
+    assert!(s.host_calls.is_empty());
+}
+
+#[test]
+fn direct_modex_for_a_remote_process_asks_the_host_once() {
+    let mut s = Sim::new();
+    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[vec![0u32], vec![1]]).unwrap();
+    let info = vec![
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+    ];
+    s.eng.register_nspace(ns("m"), 1, &info).unwrap();
+    s.eng
+        .register_client(&Proc::new(ns("m"), 0), UID, GID, secret("m", 0))
+        .unwrap();
+    s.connect(0, "m", 0);
+    let remote = Proc::new(ns("m"), 1);
+    let g1 = s.send(0, get(remote.clone(), "v", vec![]));
+    let g2 = s.send(0, get(remote.clone(), "w", vec![]));
+    assert_eq!(
+        s.host_calls.len(),
+        1,
+        "direct modex requests were not coalesced"
+    );
+    let (op, _) = s.host_calls.remove(0);
+    let mut blob = Vec::new();
+    let pk = vec![ProcKvs {
+        proc: remote,
+        kvs: vec![Kv {
+            scope: Scope::GLOBAL,
+            key: key("v"),
+            value: Value::Bool(true),
+        }],
+    }];
+    pmix_wire::encode_frame(&pk, &mut blob).unwrap();
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(blob)), s.now);
+    s.pump();
+    assert_eq!(s.reply(0, g1).status, Status::SUCCESS);
+    assert_eq!(s.reply(0, g2).status, Status::ERR_NOT_FOUND);
+}
+
+#[test]
+fn dmodex_request_from_the_host_waits_for_commit_and_hides_local_data() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.connect(0, "a", 0);
+    s.eng.dmodex_request(&Proc::new(ns("a"), 0), 77, s.now);
+    s.pump();
+    assert!(s.dmodex.is_empty());
+    let c = s.send(
+        0,
+        commit(&[
+            ("g", Scope::GLOBAL, Value::Uint8(1)),
+            ("l", Scope::LOCAL, Value::Uint8(2)),
+        ]),
+    );
+    s.reply(0, c);
+    let (token, result) = s.dmodex.remove(0);
+    assert_eq!(token, 77);
+    let data = super::decode_blobs(&result.unwrap()).unwrap();
+    assert_eq!(
+        data[0]
+            .kvs
+            .iter()
+            .map(|kv| kv.key.as_str())
+            .collect::<Vec<_>>(),
+        ["g"]
+    );
+}
+
+#[test]
+fn registration_derives_what_the_maps_imply() {
+    let mut s = Sim::new();
+    let nodes = pmix_regex::generate_regex(&["node1", "node0"]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[vec![0u32, 2], vec![1, 3, 4]]).unwrap();
+    let app0 = DataArray::from_infos([
+        Info::attr(attr::APPNUM, 0u32),
+        Info::attr(attr::APP_SIZE, 2u32),
+    ]);
+    let app1 = DataArray::from_infos([
+        Info::attr(attr::APPNUM, 1u32),
+        Info::attr(attr::APP_SIZE, 3u32),
+    ]);
+    let job = DataArray::from_infos([
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+        Info::attr(attr::UNIV_SIZE, 64u32),
+    ]);
+    let session = DataArray::from_infos([Info::attr(attr::JOB_INFO_ARRAY, job)]);
+    let info = vec![
+        Info::attr(attr::SESSION_INFO_ARRAY, session),
+        Info::attr(attr::APP_INFO_ARRAY, app0),
+        Info::attr(attr::APP_INFO_ARRAY, app1),
+    ];
+    s.eng.register_nspace(ns("d"), 3, &info).unwrap();
+    let nsid = s.eng.ns_id("d").unwrap();
+    let n = &s.eng.nspaces[&nsid];
+    assert_eq!(n.size, 5);
+    assert_eq!(
+        n.local,
+        vec![Rank(1), Rank(3), Rank(4)],
+        "local ranks of node0"
+    );
+    let job = &n.job;
+    let jv = |k: &str| {
+        job.job
+            .iter()
+            .chain(&job.session)
+            .find(|i| i.key.as_str() == k)
+            .map(|i| i.value.clone())
+    };
+    assert_eq!(jv(attr::JOB_SIZE).and_then(|v| v.as_u32()), Some(5));
+    assert_eq!(jv(attr::UNIV_SIZE).and_then(|v| v.as_u32()), Some(64));
+    assert_eq!(jv(attr::NUM_NODES).and_then(|v| v.as_u32()), Some(2));
+    assert_eq!(jv(attr::JOB_NUM_APPS).and_then(|v| v.as_u32()), Some(2));
+    assert_eq!(
+        jv(attr::LOCAL_PEERS)
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .as_deref(),
+        Some("1,3,4")
+    );
+    let pv = |r: u32, k: &str| {
+        job.procs
+            .iter()
+            .find(|p| p.rank == Rank(r))
+            .and_then(|p| p.info.iter().find(|i| i.key.as_str() == k))
+            .map(|i| i.value.clone())
+    };
+    assert_eq!(pv(3, attr::HOSTNAME), Some(Value::String("node0".into())));
+    assert_eq!(pv(3, attr::LOCAL_RANK).and_then(|v| v.as_u32()), Some(1));
+    assert_eq!(pv(3, attr::NODEID).and_then(|v| v.as_u32()), Some(1));
+    assert_eq!(pv(2, attr::APPNUM).and_then(|v| v.as_u32()), Some(1));
+    assert_eq!(pv(2, attr::APP_RANK).and_then(|v| v.as_u32()), Some(0));
+    assert_eq!(pv(4, attr::APP_RANK).and_then(|v| v.as_u32()), Some(2));
+    let node1 = job.nodes.iter().find(|n| n.id == 0).unwrap();
+    assert!(
+        node1
+            .info
+            .iter()
+            .any(|i| i.key.as_str() == attr::LOCAL_PEERS && i.value.as_str() == Some("0,2"))
+    );
+}
+
+#[test]
+fn bad_registrations_are_errors() {
+    let mut s = Sim::new();
+    let nodes = pmix_regex::generate_regex(&["n0", "n1"]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[vec![0u32]]).unwrap();
+    let mismatch = vec![
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+    ];
+    assert!(s.eng.register_nspace(ns("x"), 1, &mismatch).is_err());
+    let app = DataArray::from_infos([Info::attr(attr::APP_SIZE, 2u32)]);
+    assert!(
+        s.eng
+            .register_nspace(ns("y"), 1, &[Info::attr(attr::APP_INFO_ARRAY, app)])
+            .is_err()
+    );
+    assert!(
+        s.eng
+            .register_nspace(ns("z"), 1, &[Info::attr(attr::NODE_MAP, "garbage[")])
+            .is_err()
+    );
+    assert!(s.eng.ns_id("x").is_none() && s.eng.ns_id("y").is_none());
+}
+
+#[test]
+fn deregister_purges_the_namespace() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let c = s.send(
+        0,
+        commit(&[("k", Scope::GLOBAL, Value::ByteObject(vec![0; 1000]))]),
+    );
+    s.reply(0, c);
+    let g = s.send(0, get(Proc::new(ns("a"), 1), "k", vec![]));
+    s.eng.deregister_nspace("a", s.now);
+    s.pump();
+    assert!(s.closed.contains(&0) && s.closed.contains(&1));
+    assert!(s.eng.ns_id("a").is_none());
+    assert_eq!(s.eng.store.len(), 0);
+    assert!(s.eng.gets.is_empty() && s.eng.clients.is_empty() && s.eng.conns.is_empty());
+    let _ = g;
+}
+
+#[test]
+fn many_clients_fence_and_get_each_other() {
+    let mut s = Sim::new();
+    let n = 64u32;
+    s.job("big", n);
+    for r in 0..n {
+        s.connect(r as ConnId, "big", r);
+        let c = s.send(
+            r as ConnId,
+            commit(&[("ep", Scope::GLOBAL, Value::Uint64(u64::from(r) * 7))]),
+        );
+        s.reply(r as ConnId, c);
+    }
+    let ids: Vec<u32> = (0..n)
+        .map(|r| s.send(r as ConnId, fence(vec![], false)))
+        .collect();
+    for (r, id) in ids.into_iter().enumerate() {
+        assert_eq!(s.reply(r, id).status, Status::SUCCESS);
+    }
+    for r in 0..n {
+        let peer = (r + 1) % n;
+        let g = s.send(r as ConnId, get(Proc::new(ns("big"), peer), "ep", vec![]));
+        let ReplyBody::Get { data, .. } = s.reply(r as ConnId, g).body else {
+            panic!()
+        };
+        assert_eq!(data[0].kvs[0].value, Value::Uint64(u64::from(peer) * 7));
+    }
+}

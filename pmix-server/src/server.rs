@@ -1,0 +1,330 @@
+//! [`Server`]: the host-facing API (the standard's server chapter).
+
+use std::io::Read;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use parking_lot::Mutex;
+use pmix_types::{Info, Nspace, Proc, Rank, Status, attr};
+
+use crate::Error;
+use crate::engine::{Engine, SECRET_LEN};
+use crate::host::Host;
+use crate::shell::{Call, LoopMsg, Shell};
+
+/// Environment variable naming the server's socket (`unix:<path>`).
+pub const ENV_SERVER_URI: &str = "PMIXRS_SERVER_URI";
+/// Environment variable carrying the per-client secret (hex).
+pub const ENV_SECRET: &str = "PMIXRS_SECRET";
+/// Environment variable carrying the server's protocol version.
+pub const ENV_PROTOCOL: &str = "PMIXRS_PROTOCOL";
+
+/// How to start a server.
+#[derive(Clone, Debug)]
+pub struct ServerOptions {
+    /// The server's own namespace (`PMIX_SERVER_NSPACE`); default `pmixrs-server-<pid>`.
+    pub nspace: Option<Nspace>,
+    /// The server's rank (`PMIX_SERVER_RANK`); default 0.
+    pub rank: Rank,
+    /// Directory under which the rendezvous directory is created (`PMIX_SERVER_TMPDIR`);
+    /// default `$TMPDIR` or `/tmp`.
+    pub tmpdir: Option<PathBuf>,
+    /// System-wide temporary directory (`PMIX_SYSTEM_TMPDIR`); default as `tmpdir`.
+    pub system_tmpdir: Option<PathBuf>,
+    /// Permission bits of the socket; default `0o600`.
+    pub socket_mode: u32,
+    /// This node's hostname, to find the local ranks in node maps; default the system's.
+    pub hostname: Option<String>,
+    /// Largest frame accepted from a client, in bytes.
+    pub max_frame: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            nspace: None,
+            rank: Rank(0),
+            tmpdir: None,
+            system_tmpdir: None,
+            socket_mode: 0o600,
+            hostname: None,
+            max_frame: pmix_wire::DEFAULT_MAX_FRAME,
+        }
+    }
+}
+
+/// A running PMIx server: an event-loop thread serving the clients of one node.
+///
+/// Every method may be called from any thread. Dropping the server finalizes it.
+pub struct Server {
+    tx: Sender<LoopMsg>,
+    waker: Arc<mio::Waker>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+    socket: PathBuf,
+    tmpdir: PathBuf,
+    system_tmpdir: PathBuf,
+    nspace: Nspace,
+    rank: Rank,
+    hostname: String,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("socket", &self.socket)
+            .field("nspace", &self.nspace)
+            .finish()
+    }
+}
+
+static INSTANCE: AtomicU64 = AtomicU64::new(0);
+
+fn system_hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
+    let mut buf = [0u8; N];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(Error::io("reading /dev/urandom"))?;
+    Ok(buf)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+impl Server {
+    /// Starts a server: creates a private rendezvous directory (mode 0700) holding the socket
+    /// (mode `socket_mode`), and the event-loop thread that serves it with `host`'s callbacks.
+    pub fn init(host: impl Host, options: ServerOptions) -> Result<Server, Error> {
+        let pid = std::process::id();
+        let nspace = match options.nspace {
+            Some(n) => n,
+            None => Nspace::new(format!("pmixrs-server-{pid}"))
+                .map_err(|e| Error::BadParam(e.to_string()))?,
+        };
+        let tmpdir = options.tmpdir.unwrap_or_else(std::env::temp_dir);
+        let system_tmpdir = options.system_tmpdir.unwrap_or_else(|| tmpdir.clone());
+        let hostname = options.hostname.unwrap_or_else(system_hostname);
+        let n = INSTANCE.fetch_add(1, Ordering::Relaxed);
+        let dir = tmpdir.join(format!("pmixrs.{pid}.{n}"));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .map_err(Error::io(format!(
+                "creating the rendezvous directory {}",
+                dir.display()
+            )))?;
+        let socket = dir.join("server.sock");
+        let mut cleanup = vec![dir.clone()];
+        let result = (|| {
+            let listener = std::os::unix::net::UnixListener::bind(&socket)
+                .map_err(Error::io(format!("binding {}", socket.display())))?;
+            cleanup.push(socket.clone());
+            std::fs::set_permissions(
+                &socket,
+                std::fs::Permissions::from_mode(options.socket_mode),
+            )
+            .map_err(Error::io("setting the socket's mode"))?;
+            let poll = mio::Poll::new().map_err(Error::io("creating the event loop"))?;
+            let waker = Arc::new(
+                mio::Waker::new(poll.registry(), mio::Token(usize::MAX - 2))
+                    .map_err(Error::io("creating the waker"))?,
+            );
+            let (tx, rx): (Sender<LoopMsg>, Receiver<LoopMsg>) = unbounded();
+            let extras = vec![
+                Info::attr(attr::SERVER_NSPACE, nspace.as_str()),
+                Info::attr(attr::SERVER_RANK, options.rank),
+                Info::attr(attr::TMPDIR, tmpdir.to_string_lossy().into_owned()),
+                Info::attr(attr::NSDIR, dir.to_string_lossy().into_owned()),
+            ];
+            let engine = Engine::new(hostname.clone(), extras);
+            let shell = Shell::new(
+                poll,
+                listener,
+                engine,
+                host,
+                rx,
+                tx.clone(),
+                waker.clone(),
+                options.max_frame,
+                cleanup.clone(),
+            )?;
+            let thread = std::thread::Builder::new()
+                .name("pmix-server".into())
+                .spawn(move || shell.run())
+                .map_err(Error::io("starting the event-loop thread"))?;
+            Ok((tx, waker, thread))
+        })();
+        let (tx, waker, thread) = match result {
+            Ok(v) => v,
+            Err(e) => {
+                for p in cleanup.iter().rev() {
+                    let _ = if p.is_dir() {
+                        std::fs::remove_dir(p)
+                    } else {
+                        std::fs::remove_file(p)
+                    };
+                }
+                return Err(e);
+            }
+        };
+        Ok(Server {
+            tx,
+            waker,
+            thread: Mutex::new(Some(thread)),
+            socket,
+            tmpdir,
+            system_tmpdir,
+            nspace,
+            rank: options.rank,
+            hostname,
+        })
+    }
+
+    fn call<T>(&self, make: impl FnOnce(Sender<T>) -> Call) -> Result<T, Error> {
+        let (reply, rx) = bounded(1);
+        self.tx
+            .send(LoopMsg::Call(make(reply)))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        rx.recv().map_err(|_| Error::Stopped)
+    }
+
+    /// The path of the server's socket.
+    pub fn socket_path(&self) -> &Path {
+        &self.socket
+    }
+
+    /// The server's own process identifier.
+    pub fn proc(&self) -> Proc {
+        Proc::new(self.nspace.clone(), self.rank)
+    }
+
+    /// The hostname this server considers its node's.
+    pub fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    /// Registers a namespace and its information (flat attributes or the standard's
+    /// `SESSION/JOB/APP/NODE/PROC_INFO_ARRAY`s, nested to any depth). `nlocalprocs` is the
+    /// number of its processes on this node, used when the info does not say which they are.
+    pub fn register_nspace(
+        &self,
+        nspace: &Nspace,
+        nlocalprocs: u32,
+        info: &[Info],
+    ) -> Result<(), Error> {
+        let info = info.to_vec();
+        let nspace = nspace.clone();
+        self.call(|reply| Call::RegisterNspace {
+            nspace,
+            nlocalprocs,
+            info,
+            reply,
+        })?
+    }
+
+    /// Forgets a namespace: its data, its clients (whose connections are closed) and every
+    /// request waiting on it.
+    pub fn deregister_nspace(&self, nspace: &Nspace) {
+        let nspace = nspace.clone();
+        let _ = self.call(|reply| Call::DeregisterNspace { nspace, reply });
+    }
+
+    /// Registers a local client that will connect with the given user and group ids.
+    ///
+    /// A host that needs per-client state keeps it itself, keyed by the [`Proc`] every
+    /// callback receives.
+    pub fn register_client(&self, proc: &Proc, uid: u32, gid: u32) -> Result<(), Error> {
+        let secret = random_bytes::<SECRET_LEN>()?;
+        let proc = proc.clone();
+        self.call(|reply| Call::RegisterClient {
+            proc,
+            uid,
+            gid,
+            secret,
+            reply,
+        })?
+    }
+
+    /// Forgets a client; closes its connection if it has one.
+    pub fn deregister_client(&self, proc: &Proc) {
+        let proc = proc.clone();
+        let _ = self.call(|reply| Call::DeregisterClient { proc, reply });
+    }
+
+    /// The environment a registered client's process must be started with.
+    pub fn setup_fork(&self, proc: &Proc) -> Result<Vec<(String, String)>, Error> {
+        let p = proc.clone();
+        let secret = self.call(|reply| Call::ClientSecret { proc: p, reply })?;
+        let secret = secret.ok_or_else(|| Error::UnknownProc(proc.clone()))?;
+        Ok(vec![
+            ("PMIX_NAMESPACE".into(), proc.nspace.to_string()),
+            ("PMIX_RANK".into(), proc.rank.0.to_string()),
+            (
+                ENV_SERVER_URI.into(),
+                format!("unix:{}", self.socket.display()),
+            ),
+            (ENV_SECRET.into(), hex(&secret)),
+            (ENV_PROTOCOL.into(), pmix_wire::PROTOCOL_VERSION.to_string()),
+            (
+                "PMIX_SERVER_TMPDIR".into(),
+                self.tmpdir.display().to_string(),
+            ),
+            (
+                "PMIX_SYSTEM_TMPDIR".into(),
+                self.system_tmpdir.display().to_string(),
+            ),
+        ])
+    }
+
+    /// Asks for the data of a local process on behalf of another node (the host's direct
+    /// modex). `done` runs on the event-loop thread once the process has committed, with bytes
+    /// the requesting node's server understands (pass them to its `direct_modex` completion).
+    pub fn dmodex_request(
+        &self,
+        proc: &Proc,
+        done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
+    ) {
+        let msg = LoopMsg::Call(Call::Dmodex {
+            proc: proc.clone(),
+            done: Box::new(done),
+        });
+        match self.tx.send(msg) {
+            Ok(()) => {
+                let _ = self.waker.wake();
+            }
+            Err(crossbeam_channel::SendError(LoopMsg::Call(Call::Dmodex { done, .. }))) => {
+                done(Err(Status::ERR_INIT))
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Stops the server: closes every connection, removes the socket and the rendezvous
+    /// directory (and nothing else), and joins the event-loop thread. Idempotent.
+    pub fn finalize(&self) -> Result<(), Error> {
+        let Some(thread) = self.thread.lock().take() else {
+            return Ok(());
+        };
+        let _ = self.tx.send(LoopMsg::Shutdown);
+        let _ = self.waker.wake();
+        thread.join().map_err(|_| Error::Stopped)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.finalize();
+    }
+}

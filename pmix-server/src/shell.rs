@@ -1,0 +1,642 @@
+//! The I/O shell: one mio event-loop thread that owns the engine, the host, the listening
+//! socket and every client connection.
+//!
+//! After each event the shell drains the engine's outputs (encoding replies into the
+//! connections' write buffers, calling the host) and re-derives each connection's interest from
+//! its state: readable always, writable only while output is queued. Calls from the host's
+//! threads and host completions arrive through a channel plus a `mio::Waker`.
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::os::unix::net::UnixListener as StdUnixListener;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, Sender};
+use mio::net::{UnixListener, UnixStream};
+use mio::{Events, Interest, Poll, Token, Waker};
+use pmix_types::{Info, Nspace, Proc, Status};
+use pmix_wire::{
+    ClientMsg, Decoded, FrameDecoder, JobData, PROTOCOL_VERSION, ServerMsg, Welcome, decode_body,
+    decode_hello, encode_frame,
+};
+use serde::Serialize;
+use slab::Slab;
+
+use crate::Error;
+use crate::engine::{ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
+use crate::host::{Completion, Host};
+
+const LISTENER: Token = Token(usize::MAX - 1);
+const WAKER: Token = Token(usize::MAX - 2);
+
+/// Bytes read from a socket per `read` call.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// A call from the host's side of the API.
+pub(crate) enum Call {
+    RegisterNspace {
+        nspace: Nspace,
+        nlocalprocs: u32,
+        info: Vec<Info>,
+        reply: Sender<Result<(), Error>>,
+    },
+    DeregisterNspace {
+        nspace: Nspace,
+        reply: Sender<()>,
+    },
+    RegisterClient {
+        proc: Proc,
+        uid: u32,
+        gid: u32,
+        secret: [u8; SECRET_LEN],
+        reply: Sender<Result<(), Error>>,
+    },
+    DeregisterClient {
+        proc: Proc,
+        reply: Sender<()>,
+    },
+    ClientSecret {
+        proc: Proc,
+        reply: Sender<Option<[u8; SECRET_LEN]>>,
+    },
+    Dmodex {
+        proc: Proc,
+        done: DmodexDone,
+    },
+}
+
+pub(crate) type DmodexDone = Box<dyn FnOnce(Result<Vec<u8>, Status>) + Send>;
+
+/// Messages into the event loop.
+pub(crate) enum LoopMsg {
+    HostDone(OpId, HostOutcome),
+    Call(Call),
+    Shutdown,
+}
+
+struct ConnIo {
+    stream: UnixStream,
+    rbuf: Vec<u8>,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// The handshake has been received.
+    greeted: bool,
+    /// Close once the write buffer is empty.
+    closing: bool,
+    creds: Option<PeerCreds>,
+    writable_interest: bool,
+}
+
+/// Encodes `Welcome::Accepted` from a shared job record without cloning it: the same bytes as
+/// serializing the owned enum (checked by a test).
+#[derive(Serialize)]
+enum WelcomeRef<'a> {
+    Accepted { version: u16, job: &'a JobData },
+}
+
+pub(crate) struct Shell<H: Host> {
+    poll: Poll,
+    listener: UnixListener,
+    engine: Engine,
+    host: H,
+    conns: Slab<ConnIo>,
+    rx: Receiver<LoopMsg>,
+    tx: Sender<LoopMsg>,
+    waker: Arc<Waker>,
+    decoder: FrameDecoder,
+    dmodex: HashMap<u64, DmodexDone>,
+    next_token: u64,
+    /// Encoded welcome frames by job record: every client of a namespace gets the same bytes.
+    welcome_cache: HashMap<usize, (Arc<JobData>, Arc<[u8]>)>,
+    cleanup: Vec<PathBuf>,
+    running: bool,
+}
+
+impl<H: Host> Shell<H> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        poll: Poll,
+        listener: StdUnixListener,
+        engine: Engine,
+        host: H,
+        rx: Receiver<LoopMsg>,
+        tx: Sender<LoopMsg>,
+        waker: Arc<Waker>,
+        max_frame: usize,
+        cleanup: Vec<PathBuf>,
+    ) -> Result<Self, Error> {
+        listener
+            .set_nonblocking(true)
+            .map_err(Error::io("making the listener non-blocking"))?;
+        let mut listener = UnixListener::from_std(listener);
+        poll.registry()
+            .register(&mut listener, LISTENER, Interest::READABLE)
+            .map_err(Error::io("registering the listener"))?;
+        Ok(Shell {
+            poll,
+            listener,
+            engine,
+            host,
+            conns: Slab::new(),
+            rx,
+            tx,
+            waker,
+            decoder: FrameDecoder::new(max_frame),
+            dmodex: HashMap::new(),
+            next_token: 1,
+            welcome_cache: HashMap::new(),
+            cleanup,
+            running: true,
+        })
+    }
+
+    /// Runs until shutdown.
+    pub(crate) fn run(mut self) {
+        let mut events = Events::with_capacity(256);
+        while self.running {
+            let timeout = self
+                .engine
+                .poll_timeout()
+                .map(|t| t.saturating_duration_since(Instant::now()));
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                tracing::error!("event loop poll failed: {e}");
+                break;
+            }
+            for ev in events.iter() {
+                match ev.token() {
+                    LISTENER => self.accept(),
+                    WAKER => {}
+                    Token(conn) => {
+                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
+                            self.read(conn);
+                        }
+                        if ev.is_writable() {
+                            self.flush(conn);
+                        }
+                    }
+                }
+            }
+            self.drain_channel();
+            self.engine.handle_timeout(Instant::now());
+            self.drain_engine();
+        }
+        self.shutdown();
+    }
+
+    fn drain_channel(&mut self) {
+        while let Ok(msg) = self.rx.try_recv() {
+            match msg {
+                LoopMsg::HostDone(op, outcome) => {
+                    self.engine.handle_host_done(op, outcome, Instant::now())
+                }
+                LoopMsg::Call(call) => self.call(call),
+                LoopMsg::Shutdown => self.running = false,
+            }
+            self.drain_engine();
+        }
+    }
+
+    fn call(&mut self, call: Call) {
+        // The API side waits on these replies; if it gave up, nobody reads them.
+        match call {
+            Call::RegisterNspace {
+                nspace,
+                nlocalprocs,
+                info,
+                reply,
+            } => {
+                let _ = reply.send(self.engine.register_nspace(nspace, nlocalprocs, &info));
+            }
+            Call::DeregisterNspace { nspace, reply } => {
+                self.engine
+                    .deregister_nspace(nspace.as_str(), Instant::now());
+                self.welcome_cache
+                    .retain(|_, (job, _)| job.nspace != nspace);
+                let _ = reply.send(());
+            }
+            Call::RegisterClient {
+                proc,
+                uid,
+                gid,
+                secret,
+                reply,
+            } => {
+                let _ = reply.send(self.engine.register_client(&proc, uid, gid, secret));
+            }
+            Call::DeregisterClient { proc, reply } => {
+                self.engine.deregister_client(&proc, Instant::now());
+                let _ = reply.send(());
+            }
+            Call::ClientSecret { proc, reply } => {
+                let _ = reply.send(self.engine.client_secret(&proc));
+            }
+            Call::Dmodex { proc, done } => {
+                let token = self.next_token;
+                self.next_token += 1;
+                self.dmodex.insert(token, done);
+                self.engine.dmodex_request(&proc, token, Instant::now());
+            }
+        }
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((mut stream, _)) => {
+                    let creds = peer_creds(&stream);
+                    let entry = self.conns.vacant_entry();
+                    let conn = entry.key();
+                    if let Err(e) =
+                        self.poll
+                            .registry()
+                            .register(&mut stream, Token(conn), Interest::READABLE)
+                    {
+                        tracing::warn!("cannot register a new connection: {e}");
+                        continue;
+                    }
+                    entry.insert(ConnIo {
+                        stream,
+                        rbuf: Vec::new(),
+                        wbuf: Vec::new(),
+                        wpos: 0,
+                        greeted: false,
+                        closing: false,
+                        creds,
+                        writable_interest: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!("accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
+    fn read(&mut self, conn: ConnId) {
+        let mut closed = false;
+        {
+            let Some(c) = self.conns.get_mut(conn) else {
+                return;
+            };
+            loop {
+                let len = c.rbuf.len();
+                c.rbuf.resize(len + READ_CHUNK, 0);
+                match c.stream.read(&mut c.rbuf[len..]) {
+                    Ok(0) => {
+                        c.rbuf.truncate(len);
+                        closed = true;
+                        break;
+                    }
+                    Ok(n) => c.rbuf.truncate(len + n),
+                    Err(e) => {
+                        c.rbuf.truncate(len);
+                        match e.kind() {
+                            io::ErrorKind::WouldBlock => break,
+                            io::ErrorKind::Interrupted => {}
+                            _ => {
+                                closed = true;
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.process_frames(conn);
+        if closed {
+            self.close(conn);
+        }
+    }
+
+    fn process_frames(&mut self, conn: ConnId) {
+        let mut start = 0;
+        loop {
+            let Some(c) = self.conns.get(conn) else {
+                return;
+            };
+            if c.closing {
+                break;
+            }
+            let frame = match self.decoder.decode(&c.rbuf[start..]) {
+                Ok(Decoded::Frame { body, consumed }) => {
+                    start += consumed;
+                    if c.greeted {
+                        Ok(Frame::Msg(decode_body::<ClientMsg>(body)))
+                    } else {
+                        Ok(Frame::Hello(decode_hello(body)))
+                    }
+                }
+                Ok(Decoded::NeedMore(_)) => break,
+                Err(e) => Err(e),
+            };
+            match frame {
+                Ok(Frame::Hello(Ok(hello))) => {
+                    let creds = c.creds;
+                    if let Some(c) = self.conns.get_mut(conn) {
+                        c.greeted = true;
+                    }
+                    self.engine
+                        .handle_hello(conn, &hello.nspace, hello.rank, &hello.secret, creds);
+                }
+                Ok(Frame::Hello(Err(e))) => {
+                    tracing::warn!(conn, "refusing a handshake: {e}");
+                    let refusal = Welcome::Refused {
+                        status: e.status(),
+                        version: PROTOCOL_VERSION,
+                        reason: e.to_string(),
+                    };
+                    self.send(conn, &refusal);
+                    self.close_after_flush(conn);
+                    break;
+                }
+                Ok(Frame::Msg(Ok(msg))) => {
+                    self.engine
+                        .handle_request(conn, msg.id, msg.req, Instant::now())
+                }
+                Ok(Frame::Msg(Err(e))) | Err(e) => {
+                    let who = self
+                        .engine
+                        .conn_proc(conn)
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "unauthenticated peer".into());
+                    tracing::warn!(conn, %who, "closing connection after a bad frame: {e}");
+                    self.close(conn);
+                    return;
+                }
+            }
+            self.drain_engine();
+        }
+        if let Some(c) = self.conns.get_mut(conn) {
+            c.rbuf.drain(..start);
+            if c.rbuf.capacity() > 4 * READ_CHUNK && c.rbuf.len() < READ_CHUNK {
+                c.rbuf.shrink_to(READ_CHUNK);
+            }
+        }
+    }
+
+    fn send<T: Serialize>(&mut self, conn: ConnId, msg: &T) {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        if let Err(e) = encode_frame(msg, &mut c.wbuf) {
+            tracing::error!(conn, "cannot encode a message: {e}");
+            return;
+        }
+        self.flush(conn);
+    }
+
+    fn send_bytes(&mut self, conn: ConnId, bytes: &[u8]) {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        c.wbuf.extend_from_slice(bytes);
+        self.flush(conn);
+    }
+
+    fn flush(&mut self, conn: ConnId) {
+        let mut dead = false;
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        while c.wpos < c.wbuf.len() {
+            match c.stream.write(&c.wbuf[c.wpos..]) {
+                Ok(0) => {
+                    dead = true;
+                    break;
+                }
+                Ok(n) => c.wpos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => {
+                    dead = true;
+                    break;
+                }
+            }
+        }
+        if c.wpos == c.wbuf.len() {
+            c.wbuf.clear();
+            c.wpos = 0;
+            if c.wbuf.capacity() > 1 << 20 {
+                c.wbuf.shrink_to(64 * 1024);
+            }
+        }
+        let want_write = !c.wbuf.is_empty();
+        let done_closing = c.closing && c.wbuf.is_empty();
+        if want_write != c.writable_interest && !dead {
+            let interest = if want_write {
+                Interest::READABLE | Interest::WRITABLE
+            } else {
+                Interest::READABLE
+            };
+            if self
+                .poll
+                .registry()
+                .reregister(&mut c.stream, Token(conn), interest)
+                .is_ok()
+            {
+                c.writable_interest = want_write;
+            }
+        }
+        if dead || done_closing {
+            self.close(conn);
+        }
+    }
+
+    fn close_after_flush(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.get_mut(conn) {
+            c.closing = true;
+        }
+        self.flush(conn);
+    }
+
+    fn close(&mut self, conn: ConnId) {
+        if let Some(mut c) = self.conns.try_remove(conn) {
+            let _ = self.poll.registry().deregister(&mut c.stream);
+            self.engine.handle_closed(conn, Instant::now());
+            self.drain_engine();
+        }
+    }
+
+    fn welcome_bytes(&mut self, job: &Arc<JobData>) -> Option<Arc<[u8]>> {
+        let key = Arc::as_ptr(job) as usize;
+        if let Some((_, bytes)) = self.welcome_cache.get(&key) {
+            return Some(bytes.clone());
+        }
+        let mut out = Vec::new();
+        if let Err(e) = encode_frame(
+            &WelcomeRef::Accepted {
+                version: PROTOCOL_VERSION,
+                job,
+            },
+            &mut out,
+        ) {
+            tracing::error!("cannot encode job data: {e}");
+            return None;
+        }
+        let bytes: Arc<[u8]> = out.into();
+        // Keeping the Arc alive keeps the address from being reused by another job record.
+        self.welcome_cache.insert(key, (job.clone(), bytes.clone()));
+        Some(bytes)
+    }
+
+    fn drain_engine(&mut self) {
+        while let Some(out) = self.engine.poll_output() {
+            match out {
+                Output::Accept { conn, job } => {
+                    if let Some(bytes) = self.welcome_bytes(&job) {
+                        self.send_bytes(conn, &bytes);
+                    }
+                }
+                Output::Refuse {
+                    conn,
+                    status,
+                    reason,
+                } => {
+                    self.send(
+                        conn,
+                        &Welcome::Refused {
+                            status,
+                            version: PROTOCOL_VERSION,
+                            reason,
+                        },
+                    );
+                    self.close_after_flush(conn);
+                }
+                Output::Reply { conn, id, reply } => {
+                    self.send(conn, &ServerMsg::Reply { id, reply })
+                }
+                Output::Close { conn } => self.close_after_flush(conn),
+                Output::Host { op, call } => self.call_host(op, call),
+                Output::Dmodex { token, result } => {
+                    if let Some(done) = self.dmodex.remove(&token) {
+                        done(result);
+                    }
+                }
+            }
+        }
+    }
+
+    fn completion<T: crate::host::Outcome>(&self, op: OpId) -> Completion<T> {
+        Completion::new(op, self.tx.clone(), self.waker.clone())
+    }
+
+    fn call_host(&mut self, op: OpId, call: HostCall) {
+        match call {
+            HostCall::ClientConnected { proc } => {
+                let done = self.completion(op);
+                self.host.client_connected(&proc, done);
+            }
+            HostCall::ClientFinalized { proc } => {
+                let done = self.completion(op);
+                self.host.client_finalized(&proc, done);
+            }
+            HostCall::Abort {
+                proc,
+                status,
+                message,
+                procs,
+            } => {
+                let done = self.completion(op);
+                self.host.abort(&proc, status, &message, &procs, done);
+            }
+            HostCall::FenceNb { procs, info, data } => {
+                let done = self.completion(op);
+                self.host.fence_nb(&procs, &info, data, done);
+            }
+            HostCall::DirectModex { proc, info } => {
+                let done = self.completion(op);
+                self.host.direct_modex(&proc, &info, done);
+            }
+        }
+        // A host that answered at once has put its answer in the channel.
+        self.drain_channel();
+    }
+
+    fn shutdown(&mut self) {
+        let conns: Vec<ConnId> = self.conns.iter().map(|(k, _)| k).collect();
+        for conn in conns {
+            if let Some(mut c) = self.conns.try_remove(conn) {
+                let _ = self.poll.registry().deregister(&mut c.stream);
+                let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+        for done in self.dmodex.drain().map(|(_, d)| d) {
+            done(Err(Status::ERR_INIT));
+        }
+        // Remove what init created, innermost first, and nothing else.
+        for path in self.cleanup.iter().rev() {
+            let res = if path.is_dir() {
+                std::fs::remove_dir(path)
+            } else {
+                std::fs::remove_file(path)
+            };
+            if let Err(e) = res {
+                tracing::warn!(path = %path.display(), "cannot remove: {e}");
+            }
+        }
+    }
+}
+
+enum Frame {
+    Hello(Result<pmix_wire::Hello, pmix_wire::Error>),
+    Msg(Result<ClientMsg, pmix_wire::Error>),
+}
+
+fn peer_creds(stream: &UnixStream) -> Option<PeerCreds> {
+    use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
+    match getsockopt(stream, PeerCredentials) {
+        Ok(c) => Some(PeerCreds {
+            uid: c.uid(),
+            gid: c.gid(),
+        }),
+        Err(e) => {
+            tracing::warn!("cannot read peer credentials: {e}");
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmix_types::Nspace;
+
+    #[test]
+    fn borrowed_welcome_encodes_like_the_owned_one() {
+        let job = JobData {
+            nspace: Nspace::new("ns").unwrap(),
+            session: vec![],
+            job: vec![Info::attr("pmix.job.size", 4u32)],
+            apps: vec![],
+            nodes: vec![],
+            procs: vec![],
+        };
+        let mut a = Vec::new();
+        encode_frame(
+            &WelcomeRef::Accepted {
+                version: PROTOCOL_VERSION,
+                job: &job,
+            },
+            &mut a,
+        )
+        .unwrap();
+        let mut b = Vec::new();
+        encode_frame(
+            &Welcome::Accepted {
+                version: PROTOCOL_VERSION,
+                job: Box::new(job),
+            },
+            &mut b,
+        )
+        .unwrap();
+        assert_eq!(a, b);
+    }
+}
