@@ -42,6 +42,7 @@ pub use pmix_types as types;
 pub use pmix_wire as wire;
 
 pub use pmix_types::{
-    DataArray, DataType, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value, attr,
+    DataArray, DataRange, DataType, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value,
+    attr,
 };
 pub use pmix_wire::{Event, Reply, ReplyBody, Request};
