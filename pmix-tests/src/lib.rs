@@ -1,2 +1,233 @@
 //! Multi-process integration and conformance tests for pmix-rs, and the test client programs
 //! they start. Not a library for users.
+//!
+//! [`TestHost`] is a minimal host: it starts a [`Server`], registers jobs whose processes all
+//! run on this node, starts real client processes with the environment `setup_fork` gives, and
+//! waits for them with a deadline, killing them and failing with a message if they hang.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use pmix_server::{Host, Server, ServerOptions};
+use pmix_types::{Info, Nspace, Proc, Value, attr};
+
+/// Path of a binary of this workspace built next to the running test executable
+/// (`target/<profile>/deps/<test>` runs; binaries live in `target/<profile>/`).
+pub fn workspace_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let bin = dir.join(name);
+    assert!(
+        bin.exists(),
+        "{} is not built (cargo test builds it with the tests)",
+        bin.display()
+    );
+    bin
+}
+
+/// The outcome of one client process.
+#[derive(Debug)]
+pub struct Finished {
+    /// Which process it was.
+    pub proc: Proc,
+    /// Its exit code (`None` if killed by a signal).
+    pub code: Option<i32>,
+    /// What it wrote to stdout.
+    pub stdout: String,
+    /// What it wrote to stderr.
+    pub stderr: String,
+}
+
+/// A server with a host, for tests.
+pub struct TestHost {
+    /// The server under test.
+    pub server: Server,
+}
+
+/// A started client process.
+pub struct Started {
+    proc: Proc,
+    pid: u32,
+    rx: Receiver<Finished>,
+}
+
+fn uid_gid() -> (u32, u32) {
+    (
+        nix::unistd::getuid().as_raw(),
+        nix::unistd::getgid().as_raw(),
+    )
+}
+
+impl TestHost {
+    /// Starts a server with `host`'s callbacks.
+    pub fn start(host: impl Host) -> TestHost {
+        let server = Server::init(host, ServerOptions::default()).expect("server init");
+        TestHost { server }
+    }
+
+    /// Registers namespace `name` with `size` processes, all on this node, and registers each
+    /// as a client of the current user.
+    pub fn job(&self, name: &str, size: u32) -> Nspace {
+        let ns = Nspace::new(name).expect("namespace");
+        let nodes = pmix_regex::generate_regex(&[self.server.hostname()]).expect("node map");
+        let ranks: Vec<u32> = (0..size).collect();
+        let ppn = pmix_regex::generate_ppn(&[ranks]).expect("proc map");
+        let info = vec![
+            Info::attr(attr::JOB_SIZE, size),
+            Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+            Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+        ];
+        self.server
+            .register_nspace(&ns, size, &info)
+            .expect("register_nspace");
+        let (uid, gid) = uid_gid();
+        for r in 0..size {
+            self.server
+                .register_client(&Proc::new(ns.clone(), r), uid, gid)
+                .expect("register_client");
+        }
+        ns
+    }
+
+    /// Starts the scenario client as `proc` with `args`, after `setup_fork`; `env_override`
+    /// replaces or adds environment variables (to play a misbehaving process).
+    pub fn spawn(&self, proc: &Proc, args: &[&str], env_override: &[(&str, &str)]) -> Started {
+        self.spawn_program(&workspace_bin("pmix-test-client"), proc, args, env_override)
+    }
+
+    /// Starts `program` as `proc`.
+    pub fn spawn_program(
+        &self,
+        program: &Path,
+        proc: &Proc,
+        args: &[&str],
+        env_override: &[(&str, &str)],
+    ) -> Started {
+        let env = self.server.setup_fork(proc).expect("setup_fork");
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for (k, v) in env_override {
+            cmd.env(k, v);
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", program.display()));
+        let pid = child.id();
+        let (tx, rx) = unbounded();
+        let p = proc.clone();
+        std::thread::spawn(move || {
+            let mut stdout = String::new();
+            let mut stderr = String::new();
+            let out = child.stdout.take();
+            let err = child.stderr.take();
+            let err_thread = std::thread::spawn(move || {
+                let mut s = String::new();
+                if let Some(mut e) = err {
+                    let _ = e.read_to_string(&mut s);
+                }
+                s
+            });
+            if let Some(mut o) = out {
+                let _ = o.read_to_string(&mut stdout);
+            }
+            stderr.push_str(&err_thread.join().unwrap_or_default());
+            let code = child.wait().ok().and_then(|s| s.code());
+            let _ = tx.send(Finished {
+                proc: p,
+                code,
+                stdout,
+                stderr,
+            });
+        });
+        Started {
+            proc: proc.clone(),
+            pid,
+            rx,
+        }
+    }
+}
+
+/// Waits for every process, at most `deadline` in all. On timeout, kills those still running
+/// and panics naming them.
+pub fn wait_all(started: Vec<Started>, deadline: Duration) -> Vec<Finished> {
+    let end = Instant::now() + deadline;
+    let mut done = Vec::new();
+    let mut pending = started;
+    while !pending.is_empty() {
+        let mut still = Vec::new();
+        for s in pending {
+            let left = end.saturating_duration_since(Instant::now());
+            match s.rx.recv_timeout(left) {
+                Ok(f) => done.push(f),
+                Err(_) => still.push(s),
+            }
+        }
+        if !still.is_empty() {
+            let names: Vec<String> = still.iter().map(|s| s.proc.to_string()).collect();
+            for s in &still {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(i32::try_from(s.pid).unwrap_or(i32::MAX)),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+            let output: Vec<String> = done
+                .iter()
+                .map(|f| format!("{}: {}{}", f.proc, f.stdout, f.stderr))
+                .collect();
+            panic!(
+                "processes {names:?} did not finish within {deadline:?}; the others said:\n{}",
+                output.join("\n")
+            );
+        }
+        pending = still;
+    }
+    done
+}
+
+/// Asserts that every process exited 0, printing what the failing ones said.
+pub fn assert_all_ok(finished: &[Finished]) {
+    let bad: Vec<String> = finished
+        .iter()
+        .filter(|f| f.code != Some(0))
+        .map(|f| {
+            format!(
+                "{} exited {:?}\nstdout: {}\nstderr: {}",
+                f.proc, f.code, f.stdout, f.stderr
+            )
+        })
+        .collect();
+    assert!(bad.is_empty(), "{}", bad.join("\n---\n"));
+}
+
+/// Runs `args` as every rank of each `(namespace, size)` job and checks they all exit 0.
+pub fn run_jobs(
+    host: &TestHost,
+    jobs: &[(&str, u32)],
+    args: &[&str],
+    deadline: Duration,
+) -> Vec<Finished> {
+    // Every namespace is registered before any process starts, as a launcher does.
+    let namespaces: Vec<_> = jobs
+        .iter()
+        .map(|(name, size)| (host.job(name, *size), *size))
+        .collect();
+    let mut started = Vec::new();
+    for (ns, size) in namespaces {
+        for r in 0..size {
+            started.push(host.spawn(&Proc::new(ns.clone(), r), args, &[]));
+        }
+    }
+    let finished = wait_all(started, deadline);
+    assert_all_ok(&finished);
+    finished
+}

@@ -1,0 +1,416 @@
+//! The scenario client the integration tests start as real processes.
+//!
+//! `pmix-test-client <scenario> [args...]`: exits 0 when every check of the scenario passed,
+//! otherwise prints what failed and exits 1.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use pmix_client::{Client, Info, Nspace, Proc, Rank, Scope, Status, Value, attr};
+
+type Res = Result<(), String>;
+
+macro_rules! check {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
+    move |err| format!("{what}: {err}")
+}
+
+fn job_size(c: &Client, ns: &Nspace) -> Result<u32, String> {
+    let v = c
+        .get(&Proc::new(ns.clone(), Rank::WILDCARD), attr::JOB_SIZE, &[])
+        .map_err(e("get JOB_SIZE"))?;
+    v.as_u32().ok_or_else(|| format!("JOB_SIZE is {v:?}"))
+}
+
+/// Parses "a:0-2;b:0" / "a:;b:" into a participant list ("a:" = whole namespace).
+fn parse_spec(spec: &str) -> Result<Vec<Proc>, String> {
+    let mut out = Vec::new();
+    for part in spec.split(';').filter(|p| !p.is_empty()) {
+        let (ns, ranks) = part
+            .split_once(':')
+            .ok_or_else(|| format!("bad spec part {part}"))?;
+        let ns = Nspace::new(ns).map_err(e("nspace"))?;
+        if ranks.is_empty() {
+            out.push(Proc::new(ns, Rank::WILDCARD));
+            continue;
+        }
+        for r in ranks.split(',') {
+            match r.split_once('-') {
+                Some((a, b)) => {
+                    let (a, b): (u32, u32) =
+                        (a.parse().map_err(e("rank"))?, b.parse().map_err(e("rank"))?);
+                    out.extend((a..=b).map(|r| Proc::new(ns.clone(), r)));
+                }
+                None => out.push(Proc::new(ns.clone(), r.parse::<u32>().map_err(e("rank"))?)),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn fence_key(p: &Proc) -> String {
+    format!("fk.{}.{}", p.nspace, p.rank)
+}
+
+fn fence_value(p: &Proc) -> Value {
+    Value::String(format!("{}-{}", p.nspace, p.rank))
+}
+
+fn do_fence(c: &Client, procs: &[Proc], info: &[Info], blocking: bool) -> Res {
+    if blocking {
+        return c.fence(procs, info).map_err(e("fence"));
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    c.fence_nb(procs, info, move |r| {
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(r) => r.map_err(e("fence_nb")),
+        Err(_) => Err("fence_nb callback never ran".into()),
+    }
+}
+
+/// make-check 00-05: fence over a participant spec, flags 'd' (collect) and 'b' (blocking).
+fn fence(c: &Client, spec: &str, flags: &str) -> Res {
+    let me = c.proc().clone();
+    let collect = flags.contains('d');
+    let blocking = flags.contains('b');
+    c.put(Scope::GLOBAL, &fence_key(&me), fence_value(&me))
+        .map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    let spec = parse_spec(spec)?;
+    // Expand wildcards to find who takes part.
+    let mut members = Vec::new();
+    for p in &spec {
+        if p.rank == Rank::WILDCARD {
+            let n = job_size(c, &p.nspace)?;
+            members.extend((0..n).map(|r| Proc::new(p.nspace.clone(), r)));
+        } else {
+            members.push(p.clone());
+        }
+    }
+    if !members.contains(&me) {
+        return Ok(());
+    }
+    let info = if collect {
+        vec![Info::attr(attr::COLLECT_DATA, true)]
+    } else {
+        vec![]
+    };
+    do_fence(c, &spec, &info, blocking)?;
+    // After a collecting fence the data is here: OPTIONAL (local only) must find it.
+    let get_info = if collect {
+        vec![Info::attr(attr::OPTIONAL, true)]
+    } else {
+        vec![]
+    };
+    for p in members.iter().filter(|p| **p != me) {
+        let v = c
+            .get(p, &fence_key(p), &get_info)
+            .map_err(e(&format!("get {} from {p}", fence_key(p))))?;
+        check!(
+            v == fence_value(p),
+            "{p} has {v:?}, expected {:?}",
+            fence_value(p)
+        );
+    }
+    Ok(())
+}
+
+/// make-check 12: put N keys, fence, replace some, fence, everyone sees the new values.
+fn replace(c: &Client, n: u32, replaced: &str) -> Res {
+    let me = c.proc().clone();
+    let replaced: Vec<u32> = replaced
+        .split(',')
+        .map(|k| k.parse().map_err(e("key index")))
+        .collect::<Result<_, _>>()?;
+    for k in 0..n {
+        c.put(
+            Scope::GLOBAL,
+            &format!("rk{k}"),
+            Value::Uint64(u64::from(me.rank.0) * 1000 + u64::from(k)),
+        )
+        .map_err(e("put"))?;
+    }
+    c.commit().map_err(e("commit"))?;
+    c.fence(&[], &[Info::attr(attr::COLLECT_DATA, true)])
+        .map_err(e("fence 1"))?;
+    for &k in &replaced {
+        c.put(
+            Scope::GLOBAL,
+            &format!("rk{k}"),
+            Value::String(format!("new{}-{k}", me.rank)),
+        )
+        .map_err(e("re-put"))?;
+    }
+    c.commit().map_err(e("commit 2"))?;
+    c.fence(&[], &[Info::attr(attr::COLLECT_DATA, true)])
+        .map_err(e("fence 2"))?;
+    let size = job_size(c, &me.nspace)?;
+    for r in 0..size {
+        let p = Proc::new(me.nspace.clone(), r);
+        for k in 0..n {
+            let v = c
+                .get(&p, &format!("rk{k}"), &[])
+                .map_err(e(&format!("get rk{k} of {p}")))?;
+            let want = if replaced.contains(&k) {
+                Value::String(format!("new{r}-{k}"))
+            } else {
+                Value::Uint64(u64::from(r) * 1000 + u64::from(k))
+            };
+            check!(v == want, "{p} rk{k} = {v:?}, expected {want:?}");
+        }
+    }
+    Ok(())
+}
+
+/// make-check 13: store_internal keys are visible to self only.
+fn internal(c: &Client, n: u32) -> Res {
+    let me = c.proc().clone();
+    for k in 0..n {
+        c.store_internal(&format!("ik{k}"), Value::Uint32(k))
+            .map_err(e("store_internal"))?;
+    }
+    c.put(Scope::GLOBAL, "visible", true).map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    c.fence(&[], &[]).map_err(e("fence"))?;
+    for k in 0..n {
+        let v = c
+            .get(&me, &format!("ik{k}"), &[])
+            .map_err(e("own internal get"))?;
+        check!(v == Value::Uint32(k), "own ik{k} = {v:?}");
+    }
+    let size = job_size(c, &me.nspace)?;
+    for r in (0..size).filter(|r| *r != me.rank.0) {
+        let p = Proc::new(me.nspace.clone(), r);
+        c.get(&p, "visible", &[]).map_err(e("peer visible key"))?;
+        for k in 0..n {
+            match c.get(&p, &format!("ik{k}"), &[]) {
+                Err(err) if err.status() == Status::ERR_NOT_FOUND => {}
+                other => return Err(format!("internal key ik{k} of {p} is visible: {other:?}")),
+            }
+        }
+    }
+    c.fence(&[], &[]).map_err(e("final fence"))
+}
+
+/// Get semantics; needs at least 3 ranks.
+fn get_semantics(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let ns = me.nspace.clone();
+    let p = |r: u32| Proc::new(ns.clone(), r);
+    // Reserved keys are refused by Put.
+    match c.put(Scope::GLOBAL, "pmix.mine", 1u32) {
+        Err(err) if err.status() == Status::ERR_BAD_PARAM => {}
+        other => return Err(format!("put of a reserved key: {other:?}")),
+    }
+    match me.rank.0 {
+        0 => {
+            // Rank 1 commits only after fence 1, so an IMMEDIATE get must miss now.
+            let imm = c.get(&p(1), "late", &[Info::attr(attr::IMMEDIATE, true)]);
+            check!(
+                imm.as_ref()
+                    .is_err_and(|e| e.status() == Status::ERR_NOT_FOUND),
+                "IMMEDIATE get before commit: {imm:?}"
+            );
+            c.fence(&[], &[]).map_err(e("fence 1"))?;
+            // Without IMMEDIATE the get waits for rank 1's commit.
+            let v = c.get(&p(1), "late", &[]).map_err(e("get of late"))?;
+            check!(v == Value::Int32(-7), "late = {v:?}");
+            // Rank 2 commits only after fence 2, which rank 0 enters after this get: timeout.
+            let t = c.get(&p(2), "never", &[Info::attr(attr::TIMEOUT, 1i32)]);
+            check!(
+                t.as_ref().is_err_and(|e| e.status() == Status::ERR_TIMEOUT),
+                "get with TIMEOUT: {t:?}"
+            );
+            c.fence(&[], &[]).map_err(e("fence 2"))?;
+            // A key the committed process does not have: NOT_FOUND, no waiting.
+            let miss = c.get(&p(1), "nope", &[]);
+            check!(
+                miss.as_ref()
+                    .is_err_and(|e| e.status() == Status::ERR_NOT_FOUND),
+                "missing key: {miss:?}"
+            );
+            // OPTIONAL never asks the server: rank 2's data was never fetched here.
+            let opt = c.get(&p(2), "never", &[Info::attr(attr::OPTIONAL, true)]);
+            check!(
+                opt.as_ref()
+                    .is_err_and(|e| e.status() == Status::ERR_NOT_FOUND),
+                "OPTIONAL get: {opt:?}"
+            );
+            let v = c
+                .get(&p(2), "never", &[])
+                .map_err(e("get of never after commit"))?;
+            check!(v == Value::Bool(true), "never = {v:?}");
+        }
+        1 => {
+            c.fence(&[], &[]).map_err(e("fence 1"))?;
+            c.put(Scope::GLOBAL, "late", -7i32).map_err(e("put"))?;
+            c.commit().map_err(e("commit"))?;
+            c.fence(&[], &[]).map_err(e("fence 2"))?;
+        }
+        _ => {
+            c.fence(&[], &[]).map_err(e("fence 1"))?;
+            c.fence(&[], &[]).map_err(e("fence 2"))?;
+            c.put(Scope::GLOBAL, "never", true).map_err(e("put"))?;
+            c.commit().map_err(e("commit"))?;
+        }
+    }
+    c.fence(&[], &[]).map_err(e("fence 3"))
+}
+
+/// Job-level data arrives at init and is derived where the host left it out.
+fn jobinfo(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
+    let size = job_size(c, &me.nspace)?;
+    let u32_of = |p: &Proc, k: &str| -> Result<u32, String> {
+        let v = c.get(p, k, &[]).map_err(e(k))?;
+        v.as_u32().ok_or_else(|| format!("{k} is {v:?}"))
+    };
+    check!(
+        u32_of(&wild, attr::LOCAL_SIZE)? == size,
+        "LOCAL_SIZE != JOB_SIZE on one node"
+    );
+    check!(
+        u32_of(&wild, attr::UNIV_SIZE)? >= size,
+        "UNIV_SIZE < JOB_SIZE"
+    );
+    check!(u32_of(&me, attr::LOCAL_RANK)? == me.rank.0, "LOCAL_RANK");
+    check!(u32_of(&me, attr::NODE_RANK)? == me.rank.0, "NODE_RANK");
+    check!(u32_of(&me, attr::RANK)? == me.rank.0, "RANK");
+    check!(u32_of(&me, attr::APPNUM)? == 0, "APPNUM");
+    let peers = c
+        .get(&wild, attr::LOCAL_PEERS, &[])
+        .map_err(e("LOCAL_PEERS"))?;
+    let want: Vec<String> = (0..size).map(|r| r.to_string()).collect();
+    check!(
+        peers.as_str() == Some(want.join(",").as_str()),
+        "LOCAL_PEERS = {peers:?}"
+    );
+    let host = c.get(&me, attr::HOSTNAME, &[]).map_err(e("HOSTNAME"))?;
+    check!(
+        host.as_str().is_some_and(|h| !h.is_empty()),
+        "HOSTNAME = {host:?}"
+    );
+    let nsv = c.get(&wild, attr::NSPACE, &[]).map_err(e("NSPACE"))?;
+    check!(nsv.as_str() == Some(me.nspace.as_str()), "NSPACE = {nsv:?}");
+    let miss = c.get(&wild, "pmix.no.such.key", &[]);
+    check!(
+        miss.as_ref()
+            .is_err_and(|e| e.status() == Status::ERR_NOT_FOUND),
+        "unknown reserved key: {miss:?}"
+    );
+    Ok(())
+}
+
+/// LOCAL / REMOTE / GLOBAL on one node: REMOTE data is invisible to node peers.
+fn scope(c: &Client) -> Res {
+    let me = c.proc().clone();
+    c.put(Scope::LOCAL, "s.local", 1u8).map_err(e("put"))?;
+    c.put(Scope::REMOTE, "s.remote", 2u8).map_err(e("put"))?;
+    c.put(Scope::GLOBAL, "s.global", 3u8).map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    c.fence(&[], &[Info::attr(attr::COLLECT_DATA, true)])
+        .map_err(e("fence"))?;
+    check!(
+        c.get(&me, "s.remote", &[]).map_err(e("own remote"))? == Value::Uint8(2),
+        "own REMOTE value"
+    );
+    let size = job_size(c, &me.nspace)?;
+    for r in (0..size).filter(|r| *r != me.rank.0) {
+        let p = Proc::new(me.nspace.clone(), r);
+        check!(
+            c.get(&p, "s.local", &[]).map_err(e("peer local"))? == Value::Uint8(1),
+            "peer LOCAL"
+        );
+        check!(
+            c.get(&p, "s.global", &[]).map_err(e("peer global"))? == Value::Uint8(3),
+            "peer GLOBAL"
+        );
+        let rem = c.get(&p, "s.remote", &[]);
+        check!(
+            rem.as_ref()
+                .is_err_and(|e| e.status() == Status::ERR_NOT_FOUND),
+            "peer REMOTE visible: {rem:?}"
+        );
+        // All of a peer's data, as a data array of info.
+        let all = c.get_all(&p, &[]).map_err(e("get_all"))?;
+        let arr = all
+            .as_array()
+            .ok_or_else(|| format!("get_all gave {all:?}"))?;
+        let keys: Vec<&str> = arr.infos().map(|i| i.key.as_str()).collect();
+        check!(
+            keys.contains(&"s.local") && keys.contains(&"s.global") && !keys.contains(&"s.remote"),
+            "get_all keys {keys:?}"
+        );
+    }
+    c.fence(&[], &[]).map_err(e("final fence"))
+}
+
+/// Init must be refused with the named status.
+fn expect_refused(status: &str) -> Res {
+    let want = Status::from_name(status).ok_or_else(|| format!("unknown status {status}"))?;
+    match Client::init() {
+        Err(err) if err.status() == want => Ok(()),
+        Err(err) => Err(format!(
+            "refused with {:?} ({err}), expected {want:?}",
+            err.status()
+        )),
+        Ok(_) => Err("init succeeded".into()),
+    }
+}
+
+/// A second connection as the same process is refused; the first keeps working.
+fn double_init(c: &Client) -> Res {
+    match Client::init() {
+        Err(err) if err.status() == Status::ERR_EXISTS => {}
+        other => return Err(format!("second init: {:?}", other.map(|_| ()))),
+    }
+    c.put(Scope::GLOBAL, "still", "alive").map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    c.fence(&[], &[]).map_err(e("fence"))
+}
+
+fn run(args: &[String]) -> Res {
+    let scenario = args.first().map(String::as_str).unwrap_or("");
+    let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
+    if scenario == "expect-refused" {
+        return expect_refused(arg(1));
+    }
+    let c = Client::init().map_err(e("init"))?;
+    let result = match scenario {
+        "fence" => fence(&c, arg(1), arg(2)),
+        "replace" => replace(&c, arg(1).parse().map_err(e("N"))?, arg(2)),
+        "internal" => internal(&c, arg(1).parse().map_err(e("N"))?),
+        "get-semantics" => get_semantics(&c),
+        "jobinfo" => jobinfo(&c),
+        "scope" => scope(&c),
+        "double-init" => double_init(&c),
+        "exit-early" => std::process::exit(3),
+        other => Err(format!("unknown scenario {other:?}")),
+    };
+    result?;
+    c.finalize().map_err(e("finalize"))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => {
+            println!("ok");
+            ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            println!("FAILED: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
