@@ -513,6 +513,21 @@ impl<H: Host> Shell<H> {
                 Output::Reply { conn, id, reply } => {
                     self.send(conn, &ServerMsg::Reply { id, reply })
                 }
+                Output::SharedReply { to, reply } => match SharedFrame::new(&reply) {
+                    Ok(shared) => {
+                        for (conn, id) in to {
+                            let Some(c) = self.conns.get_mut(conn) else {
+                                continue;
+                            };
+                            if let Err(e) = shared.write(id, &mut c.wbuf) {
+                                tracing::error!(conn, "cannot encode a reply: {e}");
+                                continue;
+                            }
+                            self.flush(conn);
+                        }
+                    }
+                    Err(e) => tracing::error!("cannot encode a shared reply: {e}"),
+                },
                 Output::Close { conn } => self.close_after_flush(conn),
                 Output::Host { op, call } => self.call_host(op, call),
                 Output::Dmodex { token, result } => {
@@ -585,6 +600,45 @@ impl<H: Host> Shell<H> {
     }
 }
 
+/// A reply encoded once and sent to several requests, each frame differing only in the id.
+///
+/// MessagePack encodes a struct's fields one after the other, and the reply is the last field
+/// of `ServerMsg::Reply`, so a frame is "everything up to the reply" (small, per id) followed by
+/// the reply's bytes (large, shared). A test checks this against the plain encoding.
+struct SharedFrame {
+    body: Vec<u8>,
+    /// Encoding of the placeholder reply used to find where the reply starts.
+    placeholder_len: usize,
+}
+
+impl SharedFrame {
+    fn new(reply: &pmix_wire::Reply) -> Result<Self, pmix_wire::Error> {
+        let body = rmp_serde::to_vec(reply).map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
+        let placeholder = rmp_serde::to_vec(&pmix_wire::Reply::status(Status::SUCCESS))
+            .map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
+        Ok(SharedFrame {
+            body,
+            placeholder_len: placeholder.len(),
+        })
+    }
+
+    fn write(&self, id: u32, out: &mut Vec<u8>) -> Result<(), pmix_wire::Error> {
+        let head = rmp_serde::to_vec(&ServerMsg::Reply {
+            id,
+            reply: pmix_wire::Reply::status(Status::SUCCESS),
+        })
+        .map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
+        let head = &head[..head.len() - self.placeholder_len];
+        let len = u32::try_from(head.len() + self.body.len())
+            .map_err(|_| pmix_wire::Error::Encode("reply too large for one frame".into()))?;
+        out.reserve(4 + len as usize);
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(head);
+        out.extend_from_slice(&self.body);
+        Ok(())
+    }
+}
+
 enum Frame {
     Hello(Result<pmix_wire::Hello, pmix_wire::Error>),
     Msg(Result<ClientMsg, pmix_wire::Error>),
@@ -608,6 +662,40 @@ fn peer_creds(stream: &UnixStream) -> Option<PeerCreds> {
 mod tests {
     use super::*;
     use pmix_types::Nspace;
+
+    #[test]
+    fn shared_reply_frames_equal_plain_ones() {
+        use pmix_types::{Key, Proc, Scope, Value};
+        use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody};
+        let kv = Kv {
+            scope: Scope::GLOBAL,
+            key: Key::new("k").unwrap(),
+            value: Value::Uint64(u64::MAX),
+        };
+        let data = vec![ProcKvs {
+            proc: Proc::new(Nspace::new("n").unwrap(), 3),
+            kvs: vec![kv; 5],
+        }];
+        let reply = Reply {
+            status: Status::SUCCESS,
+            body: ReplyBody::Fence { data },
+        };
+        let shared = SharedFrame::new(&reply).unwrap();
+        for id in [0u32, 1, 127, 128, 255, 256, 65535, 65536, u32::MAX] {
+            let mut a = Vec::new();
+            shared.write(id, &mut a).unwrap();
+            let mut b = Vec::new();
+            encode_frame(
+                &ServerMsg::Reply {
+                    id,
+                    reply: reply.clone(),
+                },
+                &mut b,
+            )
+            .unwrap();
+            assert_eq!(a, b, "id {id}");
+        }
+    }
 
     #[test]
     fn borrowed_welcome_encodes_like_the_owned_one() {

@@ -89,6 +89,11 @@ pub(crate) enum Output {
     },
     /// Answer request `id`.
     Reply { conn: ConnId, id: u32, reply: Reply },
+    /// Send the same reply to several requests (a collecting fence's data).
+    SharedReply {
+        to: Vec<(ConnId, u32)>,
+        reply: Arc<Reply>,
+    },
     /// Close the connection once what is queued for it is written.
     Close { conn: ConnId },
     /// Call the host.
@@ -953,36 +958,30 @@ impl Engine {
                 arrived.push((ns, pk.proc.rank));
             }
         }
-        let mut collected: Option<Vec<ProcKvs>> = None;
-        for w in &op.waiters {
-            let body = if w.collect {
-                let data = collected.get_or_insert_with(|| {
-                    let mut all = Vec::with_capacity(op.local.len() + remote.len());
-                    for &(ns, rank) in &op.local {
-                        if let Some(nsinfo) = self.nspaces.get(&ns) {
-                            // Local participants share the node with the reader.
-                            let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
-                            all.push(ProcKvs {
-                                proc: Proc::new(nsinfo.name.clone(), rank),
-                                kvs,
-                            });
-                        }
-                    }
-                    all.extend(remote.iter().cloned());
-                    all
-                });
-                ReplyBody::Fence { data: data.clone() }
-            } else {
-                ReplyBody::None
-            };
-            self.out.push_back(Output::Reply {
-                conn: w.conn,
-                id: w.id,
-                reply: Reply {
-                    status: Status::SUCCESS,
-                    body,
-                },
+        // Everyone who asked for the data gets the same reply: built, and encoded, once.
+        let (collectors, others): (Vec<_>, Vec<_>) = op.waiters.iter().partition(|w| w.collect);
+        if !collectors.is_empty() {
+            let mut all = Vec::with_capacity(op.local.len() + remote.len());
+            for &(ns, rank) in &op.local {
+                if let Some(nsinfo) = self.nspaces.get(&ns) {
+                    // Local participants share the node with the reader.
+                    let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
+                    all.push(ProcKvs {
+                        proc: Proc::new(nsinfo.name.clone(), rank),
+                        kvs,
+                    });
+                }
+            }
+            all.extend(remote);
+            let reply = Arc::new(Reply {
+                status: Status::SUCCESS,
+                body: ReplyBody::Fence { data: all },
             });
+            let to = collectors.iter().map(|w| (w.conn, w.id)).collect();
+            self.out.push_back(Output::SharedReply { to, reply });
+        }
+        for w in others {
+            self.reply_status(w.conn, w.id, Status::SUCCESS);
         }
         for t in arrived {
             self.release_gets(t);

@@ -83,6 +83,11 @@ impl Sim {
                     Output::Accept { conn, .. } => self.accepted.push(conn),
                     Output::Refuse { conn, status, .. } => self.refused.push((conn, status)),
                     Output::Reply { conn, id, reply } => self.replies.push((conn, id, reply)),
+                    Output::SharedReply { to, reply } => {
+                        for (conn, id) in to {
+                            self.replies.push((conn, id, (*reply).clone()));
+                        }
+                    }
                     Output::Close { conn } => {
                         self.closed.push(conn);
                         self.eng.handle_closed(conn, self.now);
