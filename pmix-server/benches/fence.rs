@@ -51,7 +51,8 @@ fn job(n: u32) -> Job {
 fn lockstep(clients: &[Client], iters: u64, op: fn(&Client)) -> Duration {
     let start = Arc::new(Barrier::new(clients.len()));
     let mut handles = Vec::new();
-    for c in clients.iter().skip(1).cloned() {
+    for c in &clients[1..] {
+        let c = c.clone();
         let start = start.clone();
         handles.push(std::thread::spawn(move || {
             start.wait();
