@@ -3,8 +3,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::Error;
 use crate::msg::{Hello, MAGIC, PROTOCOL_VERSION};
+use crate::{Error, scan};
 
 /// Bytes of the length prefix.
 pub const HEADER_LEN: usize = 4;
@@ -60,7 +60,10 @@ impl FrameDecoder {
         if len > self.max {
             return Err(Error::FrameTooLarge { len, max: self.max });
         }
-        let total = HEADER_LEN + len;
+        // Cannot overflow on 64-bit targets; on 32-bit ones a maximum near usize::MAX could.
+        let total = len
+            .checked_add(HEADER_LEN)
+            .ok_or(Error::FrameTooLarge { len, max: self.max })?;
         match buf.get(HEADER_LEN..total) {
             Some(body) => Ok(Decoded::Frame {
                 body,
@@ -68,6 +71,69 @@ impl FrameDecoder {
             }),
             None => Ok(Decoded::NeedMore(total - buf.len())),
         }
+    }
+}
+
+/// A read buffer for an I/O shell: append what the socket gave, then take whole frame bodies
+/// until none is complete.
+///
+/// Frames are handed out as slices of the buffer, without copying; the space they used is
+/// reclaimed on the next [`extend`](FrameReader::extend), so a read that brought many small
+/// frames costs one move of the leftover bytes, not one per frame.
+#[derive(Debug, Default)]
+pub struct FrameReader {
+    decoder: FrameDecoder,
+    buf: Vec<u8>,
+    /// Bytes at the front of `buf` that belong to frames already handed out.
+    start: usize,
+}
+
+impl FrameReader {
+    /// An empty reader that splits frames with `decoder`.
+    pub fn new(decoder: FrameDecoder) -> Self {
+        FrameReader {
+            decoder,
+            buf: Vec::new(),
+            start: 0,
+        }
+    }
+
+    /// Appends bytes received from the peer.
+    pub fn extend(&mut self, bytes: &[u8]) {
+        if self.start > 0 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// The body of the next complete frame, or `None` until more bytes arrive.
+    ///
+    /// An error (a frame over the maximum) is final: the stream cannot be resynchronised, and
+    /// the same error is returned again until the reader is dropped.
+    pub fn next_frame(&mut self) -> Result<Option<&[u8]>, Error> {
+        let rest = &self.buf[self.start..];
+        match self.decoder.decode(rest)? {
+            Decoded::Frame { body, consumed } => {
+                self.start += consumed;
+                Ok(Some(body))
+            }
+            Decoded::NeedMore(_) => Ok(None),
+        }
+    }
+
+    /// How many more bytes the next frame needs at least (0 when one is complete or the
+    /// buffered header is over the maximum); a hint for sizing the next read.
+    pub fn needed(&self) -> usize {
+        match self.decoder.decode(&self.buf[self.start..]) {
+            Ok(Decoded::NeedMore(n)) => n,
+            _ => 0,
+        }
+    }
+
+    /// Bytes received and not yet handed out as frames.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() - self.start
     }
 }
 
@@ -90,35 +156,128 @@ pub fn encode_frame<T: Serialize>(msg: &T, out: &mut Vec<u8>) -> Result<(), Erro
     Ok(())
 }
 
+/// Deepest nesting of MessagePack arrays and maps that [`decode_body`] accepts.
+///
+/// Decoding recurses once per level, so a peer could otherwise overflow the stack with a few
+/// hundred kilobytes of nested arrays. Every message is an array or map holding others: a
+/// [`JobData`](crate::JobData) entry's value sits 8 levels down in a `Welcome` and 12 in a Get
+/// reply, and each nested `DataArray` or `Info` value adds 3 or 4, which leaves room for about
+/// ten levels of info arrays inside info arrays, more than the standard's attributes use. At
+/// this depth a decode needs well under 1 MiB of stack even in a debug build (tested).
+pub const MAX_DEPTH: usize = 64;
+
 /// Decodes a frame body as a message of type `T`; trailing bytes are an error.
+///
+/// Before serde sees the body it is walked once without recursion or allocation (see
+/// [`MAX_DEPTH`]), so neither deep nesting nor a header announcing gigabytes inside a small
+/// frame gets further: every length the decoder acts on is bounded by the bytes that remain.
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
-    let mut de = rmp_serde::Deserializer::from_read_ref(body);
-    let msg = T::deserialize(&mut de).map_err(|e| Error::Malformed(e.to_string()))?;
-    let rest = de.get_ref().len();
-    if rest != 0 {
+    let len = scan::value_len(body, MAX_DEPTH).map_err(|e| Error::Malformed(e.to_string()))?;
+    if len != body.len() {
         return Err(Error::Malformed(format!(
-            "{rest} trailing bytes after the message"
+            "{} trailing bytes after the message",
+            body.len() - len
         )));
     }
-    Ok(msg)
+    let mut de = rmp_serde::Deserializer::from_read_ref(body);
+    // The scan already bounded the nesting; this is a second guard in case the two ever count
+    // differently (rmp-serde does not count enum maps, the scan counts every container).
+    de.set_max_depth(MAX_DEPTH + 2);
+    T::deserialize(&mut de).map_err(|e| Error::Malformed(e.to_string()))
 }
 
 /// Decodes the handshake, telling a peer of another protocol or version apart from a
 /// malformed one: the magic and the version are checked before the rest is read.
+///
+/// Only the first two elements of the `Hello` array are read for that check, so a future
+/// version may change everything after the version number and still be told apart cleanly.
+/// A body that is not an array opening with the magic string is [`Error::NotPmixRs`]; one with
+/// the magic and another version is [`Error::VersionMismatch`], whatever follows.
 pub fn decode_hello(body: &[u8]) -> Result<Hello, Error> {
-    #[derive(serde::Deserialize)]
-    struct Head(String, u16, serde::de::IgnoredAny);
-    let head: Result<Head, _> = rmp_serde::from_slice(body);
-    match head {
-        Ok(Head(magic, _, _)) if magic != MAGIC => return Err(Error::NotPmixRs),
-        Ok(Head(_, v, _)) if v != PROTOCOL_VERSION => {
-            return Err(Error::VersionMismatch {
-                theirs: v,
-                ours: PROTOCOL_VERSION,
-            });
-        }
-        Ok(_) => {}
-        Err(_) => return Err(Error::NotPmixRs),
+    let mut r = HelloHead { rest: body };
+    if r.array_len().is_none_or(|n| n < 2) {
+        return Err(Error::NotPmixRs);
+    }
+    if r.str() != Some(MAGIC.as_bytes()) {
+        return Err(Error::NotPmixRs);
+    }
+    let theirs = r
+        .uint()
+        .ok_or_else(|| Error::Malformed("handshake version is not a number".into()))?;
+    if theirs != u64::from(PROTOCOL_VERSION) {
+        let theirs = u16::try_from(theirs)
+            .map_err(|_| Error::Malformed(format!("handshake version {theirs} is out of range")))?;
+        return Err(Error::VersionMismatch {
+            theirs,
+            ours: PROTOCOL_VERSION,
+        });
     }
     decode_body(body)
+}
+
+/// Reads the head of a handshake with MessagePack's own rules, independently of the layout
+/// serde would expect of the rest.
+struct HelloHead<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> HelloHead<'a> {
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = self.rest.split_at_checked(n)?;
+        self.rest = rest;
+        Some(head)
+    }
+
+    fn be(&mut self, n: usize) -> Option<u64> {
+        Some(
+            self.take(n)?
+                .iter()
+                .fold(0, |acc, &b| (acc << 8) | u64::from(b)),
+        )
+    }
+
+    fn marker(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+
+    fn array_len(&mut self) -> Option<u64> {
+        match self.marker()? {
+            m @ 0x90..=0x9f => Some(u64::from(m & 0x0f)),
+            0xdc => self.be(2),
+            0xdd => self.be(4),
+            _ => None,
+        }
+    }
+
+    fn str(&mut self) -> Option<&'a [u8]> {
+        let len = match self.marker()? {
+            m @ 0xa0..=0xbf => u64::from(m & 0x1f),
+            0xd9 => self.be(1)?,
+            0xda => self.be(2)?,
+            0xdb => self.be(4)?,
+            _ => return None,
+        };
+        self.take(usize::try_from(len).ok()?)
+    }
+
+    /// A non-negative integer in any of MessagePack's encodings.
+    fn uint(&mut self) -> Option<u64> {
+        let signed = |v: u64, bits: u32| {
+            let shift = 64 - bits;
+            let v = ((v << shift) as i64) >> shift;
+            u64::try_from(v).ok()
+        };
+        match self.marker()? {
+            m @ 0x00..=0x7f => Some(u64::from(m)),
+            0xcc => self.be(1),
+            0xcd => self.be(2),
+            0xce => self.be(4),
+            0xcf => self.be(8),
+            0xd0 => signed(self.be(1)?, 8),
+            0xd1 => signed(self.be(2)?, 16),
+            0xd2 => signed(self.be(4)?, 32),
+            0xd3 => signed(self.be(8)?, 64),
+            _ => None,
+        }
+    }
 }

@@ -9,11 +9,15 @@
 
 mod error;
 mod frame;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod msg;
+mod scan;
 
 pub use error::Error;
 pub use frame::{
-    DEFAULT_MAX_FRAME, Decoded, FrameDecoder, HEADER_LEN, decode_body, decode_hello, encode_frame,
+    DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, MAX_DEPTH, decode_body,
+    decode_hello, encode_frame,
 };
 pub use msg::{
     App, ClientMsg, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs, ProcRealm,

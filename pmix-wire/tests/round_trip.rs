@@ -1,0 +1,235 @@
+//! Every value and every message survives encode -> frame split -> decode, whether the bytes
+//! arrive at once, one by one, or in arbitrary chunks.
+
+#![allow(clippy::unwrap_used)]
+
+mod strategies;
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+
+use pmix_types::{Info, Key, Value};
+use pmix_wire::{
+    Decoded, Error, FrameDecoder, FrameReader, HEADER_LEN, Hello, MAGIC, PROTOCOL_VERSION,
+    ServerMsg, decode_body, decode_hello, encode_frame,
+};
+use proptest::collection::vec;
+use proptest::prelude::*;
+use proptest::strategy::ValueTree;
+use proptest::test_runner::TestRunner;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use strategies::*;
+
+/// Encodes `msg`, then checks that every way of receiving the frame gives it back.
+fn check_round_trip<T>(msg: &T, chunks: &[usize]) -> Result<(), TestCaseError>
+where
+    T: Serialize + DeserializeOwned + PartialEq + Debug,
+{
+    let mut frame = Vec::new();
+    encode_frame(msg, &mut frame).unwrap();
+    let total = frame.len();
+    let body_len = u32::from_be_bytes(frame[..HEADER_LEN].try_into().unwrap()) as usize;
+    prop_assert_eq!(body_len + HEADER_LEN, total);
+
+    let decoder = FrameDecoder::default();
+    match decoder.decode(&frame).unwrap() {
+        Decoded::Frame { body, consumed } => {
+            prop_assert_eq!(consumed, total);
+            prop_assert_eq!(&decode_body::<T>(body).unwrap(), msg);
+        }
+        other => prop_assert!(false, "whole frame not decoded: {:?}", other),
+    }
+
+    // Byte by byte: every strict prefix asks for exactly what is missing (only the rest of the
+    // header while that is incomplete, since the body length is not known yet).
+    for have in 0..total {
+        let want = if have < HEADER_LEN {
+            HEADER_LEN - have
+        } else {
+            total - have
+        };
+        prop_assert_eq!(
+            decoder.decode(&frame[..have]).unwrap(),
+            Decoded::NeedMore(want),
+            "prefix of {} bytes",
+            have
+        );
+    }
+
+    // Two frames back to back, received in chunks: a reader that reads exactly what NeedMore
+    // asks for never reads into the next frame, and FrameReader yields both.
+    let mut stream = frame.clone();
+    stream.extend_from_slice(&frame);
+    let mut reader = FrameReader::default();
+    let mut got = Vec::new();
+    let mut sent = 0;
+    let mut chunk = chunks.iter().cycle();
+    while sent < stream.len() {
+        let n = (*chunk.next().unwrap()).min(stream.len() - sent);
+        reader.extend(&stream[sent..sent + n]);
+        sent += n;
+        while let Some(body) = reader.next_frame().unwrap() {
+            got.push(decode_body::<T>(body).unwrap());
+        }
+        prop_assert_eq!(reader.buffered(), sent - got.len() * total);
+        if got.len() < 2 {
+            prop_assert!(reader.needed() > 0);
+            prop_assert!(reader.needed() <= (got.len() + 1) * total - sent);
+        }
+    }
+    prop_assert_eq!(got.len(), 2);
+    prop_assert_eq!(&got[0], msg);
+    prop_assert_eq!(&got[1], msg);
+    prop_assert_eq!(reader.buffered(), 0);
+    Ok(())
+}
+
+fn chunks() -> impl Strategy<Value = Vec<usize>> {
+    vec(1usize..48, 1..8)
+}
+
+const CASES: u32 = 10_000;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(CASES))]
+
+    #[test]
+    fn values_round_trip(v in value(), chunks in chunks()) {
+        // A Value travels inside an Info; on its own it round-trips too.
+        check_round_trip(&v, &chunks)?;
+    }
+
+    #[test]
+    fn hellos_round_trip(h in hello(), chunks in chunks()) {
+        check_round_trip(&h, &chunks)?;
+        let mut frame = Vec::new();
+        encode_frame(&h, &mut frame).unwrap();
+        prop_assert_eq!(decode_hello(&frame[HEADER_LEN..]).unwrap(), h);
+    }
+
+    #[test]
+    fn welcomes_round_trip(w in welcome(), chunks in chunks()) {
+        check_round_trip(&w, &chunks)?;
+    }
+
+    #[test]
+    fn client_msgs_round_trip(m in client_msg(), chunks in chunks()) {
+        check_round_trip(&m, &chunks)?;
+    }
+
+    #[test]
+    fn server_msgs_round_trip(m in server_msg(), chunks in chunks()) {
+        check_round_trip(&m, &chunks)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// The handshake check reads only magic and version, whatever shape the rest has.
+    #[test]
+    fn hello_classifies_magic_and_version(
+        magic in prop_oneof![Just(MAGIC.to_owned()), any_string()],
+        version in prop_oneof![Just(PROTOCOL_VERSION), any::<u16>()],
+        h in hello(),
+        tail in vec(any::<u32>(), 0..6),
+    ) {
+        let this = Hello { magic: magic.clone(), version, ..h.clone() };
+        let mut body = Vec::new();
+        rmp_encode(&this, &mut body);
+        // Another version may send a different shape after the version number.
+        let mut other_shape = Vec::new();
+        rmp_encode(&(magic.clone(), version, tail), &mut other_shape);
+        for b in [&body, &other_shape] {
+            let r = decode_hello(b);
+            if magic != MAGIC {
+                prop_assert!(matches!(r, Err(Error::NotPmixRs)), "{:?}", r);
+            } else if version != PROTOCOL_VERSION {
+                prop_assert!(
+                    matches!(r, Err(Error::VersionMismatch { theirs, ours })
+                        if theirs == version && ours == PROTOCOL_VERSION),
+                    "{:?}", r
+                );
+            }
+        }
+        if magic == MAGIC && version == PROTOCOL_VERSION {
+            prop_assert_eq!(decode_hello(&body).unwrap(), this);
+            prop_assert!(matches!(decode_hello(&other_shape), Err(Error::Malformed(_))));
+        }
+    }
+}
+
+fn rmp_encode<T: Serialize>(msg: &T, out: &mut Vec<u8>) {
+    let mut frame = Vec::new();
+    encode_frame(msg, &mut frame).unwrap();
+    out.extend_from_slice(&frame[HEADER_LEN..]);
+}
+
+/// The strategies reach every variant (a variant missing from a strategy would silently go
+/// untested).
+#[test]
+fn strategies_cover_every_variant() {
+    fn names<T: Debug>(strategy: impl Strategy<Value = T>, n: usize) -> BTreeSet<String> {
+        let mut runner = TestRunner::deterministic();
+        (0..n)
+            .map(|_| {
+                let v = strategy.new_tree(&mut runner).unwrap().current();
+                let d = format!("{v:?}");
+                d.split(['(', ' ', '{']).next().unwrap().to_owned()
+            })
+            .collect()
+    }
+    // Every variant of Value occurs, nested ones included.
+    let values: BTreeSet<_> = {
+        let mut runner = TestRunner::deterministic();
+        let mut seen = BTreeSet::new();
+        for _ in 0..5_000 {
+            let v = value().new_tree(&mut runner).unwrap().current();
+            seen.insert(v.data_type());
+        }
+        seen
+    };
+    assert_eq!(values.len(), 43, "value types generated: {values:?}");
+    assert_eq!(names(request(), 3_000).len(), 15);
+    assert_eq!(names(reply_body(), 1_000).len(), 7);
+    let server = names(server_msg(), 500);
+    assert!(
+        server.contains("Reply") && server.contains("Event"),
+        "{server:?}"
+    );
+    assert_eq!(names(welcome(), 200).len(), 2);
+}
+
+/// A value nested a few levels deep, by construction rather than by chance.
+#[test]
+fn nested_info_arrays_round_trip() {
+    let mut v = Value::Uint32(7);
+    for i in 0..8 {
+        let info = Info::new(Key::new(format!("level{i}")).unwrap(), v);
+        v = Value::from(pmix_types::DataArray::from_infos([info.clone(), info]));
+    }
+    check_round_trip(&v, &[3]).unwrap();
+    let msg = ServerMsg::Event(pmix_wire::Event {
+        code: pmix_types::Status(-1),
+        source: pmix_types::Proc::new(pmix_types::Nspace::new("n").unwrap(), 0),
+        range: pmix_types::DataRange::GLOBAL,
+        info: vec![Info::new(Key::new("k").unwrap(), v)],
+    });
+    check_round_trip(&msg, &[1, 1000]).unwrap();
+}
+
+#[test]
+fn frame_reader_reports_oversized_frames() {
+    let mut reader = FrameReader::new(FrameDecoder::new(16));
+    reader.extend(&[0, 0, 0, 17]);
+    assert!(matches!(
+        reader.next_frame(),
+        Err(Error::FrameTooLarge { len: 17, max: 16 })
+    ));
+    assert_eq!(reader.needed(), 0);
+    let mut reader = FrameReader::new(FrameDecoder::new(16));
+    reader.extend(&[0, 0, 0, 16]);
+    assert!(reader.next_frame().unwrap().is_none());
+    assert_eq!(reader.needed(), 16);
+}
