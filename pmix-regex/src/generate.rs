@@ -172,7 +172,7 @@ pub fn generate_ppn_str(input: &str, form: Form) -> Result<Vec<u8>, GenerateErro
     let runs = parse::rank_runs(input.as_bytes(), 0, usize::MAX)?;
     match form {
         Form::Native => {
-            let native = native_ppn(runs.iter().map(|node| node.iter().copied()));
+            let native = native_ppn(runs.nodes().map(|node| node.iter().copied()));
             if native.len() <= input.len() {
                 Ok(native)
             } else {

@@ -116,13 +116,13 @@ pub fn parse_ppn_with(map: &[u8], limits: &ParseLimits) -> Result<Vec<Vec<u32>>,
     let opened = open(map, limits)?;
     let runs = rank_runs(opened.text.as_bytes(), opened.base, limits.max_items)?;
     Ok(runs
-        .into_iter()
+        .nodes()
         .map(|node| {
             // rank_runs has checked the sum of all counts against max_items, so this
             // allocation is bounded by the limit.
             let count = node.iter().map(|&(a, b)| (b - a) as usize + 1).sum();
             let mut ranks = Vec::with_capacity(count);
-            for (a, b) in node {
+            for &(a, b) in node {
                 ranks.extend(a..=b);
             }
             ranks
@@ -148,8 +148,8 @@ pub fn parse_ppn_ranges(map: &[u8]) -> Result<Vec<Vec<RangeInclusive<u32>>>, Par
     let opened = open(map, &limits)?;
     let runs = rank_runs(opened.text.as_bytes(), opened.base, usize::MAX)?;
     Ok(runs
-        .into_iter()
-        .map(|node| node.into_iter().map(|(a, b)| a..=b).collect())
+        .nodes()
+        .map(|node| node.iter().map(|&(a, b)| a..=b).collect())
         .collect())
 }
 
@@ -297,16 +297,35 @@ fn range(b: &[u8], i: usize, base: usize, max: u64) -> Result<(u64, u64, usize),
     Ok((start, end, k))
 }
 
+/// The ranges of every node of a process map, stored flat (one allocation for all nodes).
+pub(crate) struct RankRuns {
+    /// Inclusive ranges as listed.
+    runs: Vec<(u32, u32)>,
+    /// For each node, the index in `runs` after its last range.
+    ends: Vec<usize>,
+}
+
+impl RankRuns {
+    /// Each node's ranges, in node order.
+    pub(crate) fn nodes(&self) -> impl Iterator<Item = &[(u32, u32)]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let node = self.runs.get(start..end).unwrap_or_default();
+            start = end;
+            node
+        })
+    }
+}
+
 /// Parses `;`-separated per-node entries of `,`-separated ranks or `a-b` ranges (the body of
 /// every process-map form), checking the expanded rank count against `max_items`.
-pub(crate) fn rank_runs(
-    b: &[u8],
-    base: usize,
-    max_items: usize,
-) -> Result<Vec<Vec<(u32, u32)>>, ParseError> {
-    let mut nodes = Vec::new();
+pub(crate) fn rank_runs(b: &[u8], base: usize, max_items: usize) -> Result<RankRuns, ParseError> {
+    let mut out = RankRuns {
+        runs: Vec::new(),
+        ends: Vec::new(),
+    };
     if b.is_empty() {
-        return Ok(nodes);
+        return Ok(out);
     }
     let mut left = max_items as u64;
     let mut i = 0;
@@ -317,7 +336,6 @@ pub(crate) fn rank_runs(
                 what: "rank list",
             });
         }
-        let mut runs = Vec::new();
         loop {
             let (start, end, j) = range(b, i, base, u64::from(u32::MAX))?;
             let count = end - start + 1;
@@ -329,7 +347,7 @@ pub(crate) fn rank_runs(
             }
             left -= count;
             // Both fit: `range` checked them against u32::MAX.
-            runs.push((start as u32, end as u32));
+            out.runs.push((start as u32, end as u32));
             i = j;
             if b.get(i) == Some(&b',') {
                 i += 1;
@@ -337,9 +355,9 @@ pub(crate) fn rank_runs(
                 break;
             }
         }
-        nodes.push(runs);
+        out.ends.push(out.runs.len());
         match b.get(i) {
-            None => return Ok(nodes),
+            None => return Ok(out),
             Some(b';') => i += 1,
             Some(&found) => {
                 return Err(ParseError::Unexpected {
