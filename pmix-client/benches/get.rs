@@ -56,6 +56,8 @@ fn bench_get(c: &mut Criterion) {
 
     let wild = Proc::new(ns("job-A"), Rank::WILDCARD);
     let p1 = peer("job-A", 517);
+    // The mock job data has four ranks.
+    let p3 = peer("job-A", 3);
     let me = client.proc().clone();
     let before = mock.count();
 
@@ -70,14 +72,14 @@ fn bench_get(c: &mut Criterion) {
     g.bench_function("proc_level_reserved", |b| {
         b.iter(|| {
             client
-                .get(black_box(&p1), black_box("pmix.local.rank"), &[])
+                .get(black_box(&p3), black_box("pmix.local.rank"), &[])
                 .unwrap()
         })
     });
     g.bench_function("job_level_via_rank_fallthrough", |b| {
         b.iter(|| {
             client
-                .get(black_box(&p1), black_box("pmix.job.size"), &[])
+                .get(black_box(&p3), black_box("pmix.job.size"), &[])
                 .unwrap()
         })
     });

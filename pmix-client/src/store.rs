@@ -129,6 +129,13 @@ impl Equivalent<ProcId> for ProcRef<'_> {
     }
 }
 
+/// The app and node of one rank, taken from its proc-level job data.
+#[derive(Clone, Copy, Default)]
+struct Realms {
+    app: Option<u32>,
+    node: Option<u32>,
+}
+
 /// Which level a Get of a reserved key was steered to by qualifiers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LevelSel {
@@ -180,6 +187,8 @@ pub(crate) struct Store {
     /// Interned namespaces; the flag says whether their job data has arrived.
     nspaces: HashMap<Nspace, bool>,
     procs: HashMap<ProcId, ProcData>,
+    /// App and node of every rank whose job data named them.
+    realms: HashMap<ProcId, Realms>,
 }
 
 impl Store {
@@ -249,6 +258,23 @@ impl Store {
             put(Level::Node, node.id, node.info);
         }
         for p in job.procs {
+            let mut r = Realms::default();
+            for i in &p.info {
+                match i.key.as_str() {
+                    keys::APPNUM => r.app = i.value.as_u32(),
+                    keys::NODEID => r.node = i.value.as_u32(),
+                    _ => {}
+                }
+            }
+            if r.app.is_some() || r.node.is_some() {
+                self.realms.insert(
+                    ProcId {
+                        ns: ns.clone(),
+                        rank: p.rank,
+                    },
+                    r,
+                );
+            }
             put(Level::Proc, p.rank.0, p.info);
         }
     }
@@ -332,16 +358,29 @@ impl Store {
         self.get(ns, level, id, key).map(|e| e.value.clone())
     }
 
-    /// The app number or node id of a rank: its proc-level entry, else the job-level one (a
-    /// job of one app on one node may register it only there).
-    fn realm_of(&self, ns: &str, rank: Rank, key: &str) -> Option<u32> {
-        let e = if rank.is_valid() {
-            self.get(ns, Level::Proc, rank.0, key)
+    /// The app number and node id of a rank: registered at its proc level, else at the job
+    /// level (a job of one app on one node may register them only there). One probe for
+    /// both in the usual case.
+    fn realms_of(&self, ns: &str, rank: Rank) -> Realms {
+        let mut r = if rank.is_valid() {
+            self.realms
+                .get(&ProcRef { ns, rank })
+                .copied()
+                .unwrap_or_default()
         } else {
-            None
+            Realms::default()
         };
-        e.or_else(|| self.get(ns, Level::Job, 0, key))
-            .and_then(|e| e.value.as_u32())
+        if r.app.is_none() {
+            r.app = self
+                .get(ns, Level::Job, 0, keys::APPNUM)
+                .and_then(|e| e.value.as_u32());
+        }
+        if r.node.is_none() {
+            r.node = self
+                .get(ns, Level::Job, 0, keys::NODEID)
+                .and_then(|e| e.value.as_u32());
+        }
+        r
     }
 
     /// Resolves a reserved key (docs/PROTOCOL.md, "Get"). `own_rank` stands in for a
@@ -355,9 +394,6 @@ impl Store {
         q: &Qualifiers<'_>,
         own_rank: Option<Rank>,
     ) -> Lookup {
-        if !self.has_job(ns) {
-            return Lookup::Unknown;
-        }
         let who = if rank.is_valid() {
             rank
         } else {
@@ -368,7 +404,7 @@ impl Store {
             Some(LevelSel::Job) => self.level_value(ns, Level::Job, 0, key),
             Some(LevelSel::App) => q
                 .appnum
-                .or_else(|| self.realm_of(ns, who, keys::APPNUM))
+                .or_else(|| self.realms_of(ns, who).app)
                 .and_then(|a| self.level_value(ns, Level::App, a, key)),
             Some(LevelSel::Node) => q
                 .nodeid
@@ -376,29 +412,32 @@ impl Store {
                     let h = q.hostname?;
                     self.get(ns, Level::HostIndex, 0, h)?.value.as_u32()
                 })
-                .or_else(|| self.realm_of(ns, who, keys::NODEID))
+                .or_else(|| self.realms_of(ns, who).node)
                 .and_then(|n| self.level_value(ns, Level::Node, n, key)),
             None if rank == Rank::WILDCARD => self
                 .level_value(ns, Level::Job, 0, key)
                 .or_else(|| self.level_value(ns, Level::Session, 0, key)),
-            None if rank.is_valid() => self
-                .level_value(ns, Level::Proc, rank.0, key)
-                .or_else(|| {
-                    let app = self.realm_of(ns, rank, keys::APPNUM)?;
-                    self.level_value(ns, Level::App, app, key)
+            None if rank.is_valid() => {
+                self.level_value(ns, Level::Proc, rank.0, key).or_else(|| {
+                    let r = self.realms_of(ns, rank);
+                    r.app
+                        .and_then(|a| self.level_value(ns, Level::App, a, key))
+                        .or_else(|| {
+                            r.node
+                                .and_then(|n| self.level_value(ns, Level::Node, n, key))
+                        })
+                        .or_else(|| self.level_value(ns, Level::Job, 0, key))
                 })
-                .or_else(|| {
-                    let node = self.realm_of(ns, rank, keys::NODEID)?;
-                    self.level_value(ns, Level::Node, node, key)
-                })
-                .or_else(|| self.level_value(ns, Level::Job, 0, key)),
+            }
             // Other reserved ranks (LOCAL_NODE, UNDEF, ...) name sets; only the job level
             // answers for a set.
             None => self.level_value(ns, Level::Job, 0, key),
         };
         match found {
             Some(v) => Lookup::Found(v),
-            None => Lookup::Missing,
+            // Checked only on a miss, so that a hit costs one probe.
+            None if self.has_job(ns) => Lookup::Missing,
+            None => Lookup::Unknown,
         }
     }
 
