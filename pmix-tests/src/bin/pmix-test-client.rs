@@ -395,6 +395,11 @@ fn run(args: &[String]) -> Res {
         "scope" => scope(&c),
         "double-init" => double_init(&c),
         "exit-early" => std::process::exit(3),
+        "allgather" => allgather(&c),
+        "appinfo" => appinfo(&c, arg(1), arg(2)),
+        "exit-rank" => exit_rank(&c, arg(1), arg(2)),
+        "abort" => abort(&c, arg(1)),
+        "hang" => hang(&c),
         other => Err(format!("unknown scenario {other:?}")),
     };
     result?;
@@ -413,4 +418,107 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Blocks this process until it is killed: a rank that waits on the launcher, not on a peer.
+fn park_forever() -> ! {
+    loop {
+        std::thread::park();
+    }
+}
+
+/// The demo's exchange: everyone puts its rank, fences with data, and reads every rank back;
+/// prints one line per rank.
+fn allgather(c: &Client) -> Res {
+    let me = c.proc().clone();
+    c.put(Scope::GLOBAL, "ag.rank", me.rank.0)
+        .map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    c.fence(&[], &[Info::attr(attr::COLLECT_DATA, true)])
+        .map_err(e("fence"))?;
+    let size = job_size(c, &me.nspace)?;
+    for r in 0..size {
+        let v = c
+            .get(&Proc::new(me.nspace.clone(), r), "ag.rank", &[])
+            .map_err(e("get"))?;
+        check!(v == Value::Uint32(r), "rank {r} put {v:?}");
+    }
+    println!("rank {} of {size}: saw all {size} values", me.rank);
+    Ok(())
+}
+
+/// The application context this process belongs to: `appinfo <appnum> <number of apps>`.
+fn appinfo(c: &Client, appnum: &str, napps: &str) -> Res {
+    let me = c.proc().clone();
+    let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
+    let want_app: u32 = appnum.parse().map_err(e("appnum"))?;
+    let want_napps: u32 = napps.parse().map_err(e("napps"))?;
+    let u32_of = |p: &Proc, k: &str| -> Result<u32, String> {
+        let v = c.get(p, k, &[]).map_err(e(k))?;
+        v.as_u32().ok_or_else(|| format!("{k} is {v:?}"))
+    };
+    let got_app = u32_of(&me, attr::APPNUM)?;
+    check!(got_app == want_app, "APPNUM {got_app}, expected {want_app}");
+    let got_napps = u32_of(&wild, attr::JOB_NUM_APPS)?;
+    check!(
+        got_napps == want_napps,
+        "JOB_NUM_APPS {got_napps}, expected {want_napps}"
+    );
+    let app_size = u32_of(&me, attr::APP_SIZE)?;
+    let ldr = c.get(&me, attr::APPLDR, &[]).map_err(e("APPLDR"))?;
+    let ldr = ldr.as_rank().ok_or_else(|| format!("APPLDR is {ldr:?}"))?;
+    let app_rank = c.get(&me, attr::APP_RANK, &[]).map_err(e("APP_RANK"))?;
+    check!(
+        app_rank.as_rank() == Some(Rank(me.rank.0 - ldr.0)) && me.rank.0 - ldr.0 < app_size,
+        "APP_RANK {app_rank:?} with APPLDR {ldr} and APP_SIZE {app_size}"
+    );
+    let argv = c.get(&me, attr::APP_ARGV, &[]).map_err(e("APP_ARGV"))?;
+    check!(
+        argv.as_str().is_some_and(|a| a.contains("appinfo")),
+        "APP_ARGV {argv:?}"
+    );
+    println!(
+        "rank {} appnum {got_app} of {got_napps} apps, app size {app_size}, leader {ldr}",
+        me.rank
+    );
+    Ok(())
+}
+
+/// `exit-rank <rank> <status>`: that rank exits at once without finalize; the others wait to
+/// be killed.
+fn exit_rank(c: &Client, rank: &str, status: &str) -> Res {
+    let rank: u32 = rank.parse().map_err(e("rank"))?;
+    let status: i32 = status.parse().map_err(e("status"))?;
+    if c.proc().rank.0 == rank {
+        std::process::exit(status);
+    }
+    park_forever()
+}
+
+/// `abort <status>`: rank 0 aborts the job; the others wait in a fence rank 0 never joins.
+fn abort(c: &Client, status: &str) -> Res {
+    let status: i32 = status.parse().map_err(e("status"))?;
+    if c.proc().rank.0 == 0 {
+        c.abort(Status(status), "test abort", &[])
+            .map_err(e("abort"))?;
+        park_forever()
+    }
+    c.fence(&[], &[]).map_err(e("fence"))?;
+    Err("the fence completed without rank 0".into())
+}
+
+/// A job that never ends: rank 0 fences with rank 1, which waits for data rank 0 never
+/// commits. Every rank says "ready" once it is about to block.
+fn hang(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let peer = |r: u32| Proc::new(me.nspace.clone(), r);
+    println!("ready");
+    match me.rank.0 {
+        0 => c.fence(&[peer(0), peer(1)], &[]).map_err(e("fence"))?,
+        1 => {
+            c.get(&peer(0), "never", &[]).map_err(e("get"))?;
+        }
+        _ => park_forever(),
+    }
+    Err("the hang ended".into())
 }

@@ -1,0 +1,309 @@
+//! The command line: global options, then one or more application contexts separated by `:`.
+//!
+//! clap cannot express "repeat this group of options and a trailing command, separated by a
+//! token", so the arguments are split on `:` tokens here and each segment is parsed on its own:
+//! the first with the global options, the others with the per-application ones only.
+
+use std::ffi::{OsStr, OsString};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser};
+
+const EXAMPLES: &str = "\
+Examples:
+  Start 4 processes of ./app:
+      pmixrun -n 4 ./app --its-flag
+
+  Two application contexts in one job (ranks 0-1 run ./a, ranks 2-4 run ./b):
+      pmixrun -n 2 ./a : -n 3 ./b input.txt
+
+  Prefix every line of output with the rank that wrote it, give up after 60 seconds:
+      pmixrun --tag-output --timeout 60 -n 8 ./app
+
+  Run in /scratch with OMP_NUM_THREADS=2 and the launcher's own value of PATH:
+      pmixrun -n 2 --wdir /scratch -x OMP_NUM_THREADS=2 -x PATH ./app
+
+Exit status: 0 when every process exits 0; otherwise the status of the first process that
+failed (128+S for a process killed by signal S), or the status a process passed to abort.
+A process that connected and then exits without calling finalize fails the job. The job is
+killed (SIGTERM, then SIGKILL after 2 s) as soon as one process fails. 124 means --timeout
+expired, 127 that a program could not be found.";
+
+/// The first segment: global options and the first application context.
+#[derive(Parser, Debug)]
+#[command(
+    name = "pmixrun",
+    version,
+    about = "Launch a job of PMIx processes on this node",
+    long_about = "Launch a job of PMIx processes on this node.\n\n\
+        pmixrun starts a PMIx server, registers one job made of the application contexts \
+        given (separated by ':'), starts every process with what it needs to connect, \
+        forwards their output and signals, and exits with the job's status.",
+    after_long_help = EXAMPLES,
+    override_usage = "pmixrun [OPTIONS] [-n N] PROGRAM [ARGS]... [: [-n N] PROGRAM [ARGS]...]..."
+)]
+struct First {
+    #[command(flatten)]
+    global: Global,
+    #[command(flatten)]
+    app: AppArgs,
+}
+
+/// Every segment after the first: an application context only.
+#[derive(Parser, Debug)]
+#[command(
+    name = "pmixrun",
+    no_binary_name = true,
+    disable_version_flag = true,
+    override_usage = "... : [-n N] [--wdir DIR] [-x VAR[=VAL]]... PROGRAM [ARGS]..."
+)]
+struct Later {
+    #[command(flatten)]
+    app: AppArgs,
+}
+
+#[derive(Args, Debug)]
+struct Global {
+    /// Prefix every line a process writes with its rank, as `[rank] `.
+    #[arg(long)]
+    tag_output: bool,
+    /// Kill the job and fail when it has not finished after SECONDS.
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+    timeout: Option<u64>,
+    /// Log what pmixrun and its PMIx server do, to stderr (RUST_LOG refines it).
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+#[derive(Args, Debug)]
+struct AppArgs {
+    /// Number of processes of this application context.
+    #[arg(
+        short = 'n',
+        long = "np",
+        value_name = "N",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    np: u32,
+    /// Working directory of its processes (default: pmixrun's).
+    #[arg(long, value_name = "DIR")]
+    wdir: Option<PathBuf>,
+    /// Set VAR to VAL in its processes; `-x VAR` alone passes pmixrun's own value on.
+    #[arg(short = 'x', value_name = "VAR[=VAL]")]
+    env: Vec<OsString>,
+    /// The program to run and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        value_name = "PROGRAM [ARGS]"
+    )]
+    command: Vec<OsString>,
+}
+
+/// One application context: `-n N PROGRAM ARGS...` with its options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct App {
+    /// How many processes run it.
+    pub(crate) np: u32,
+    /// The program, as given (searched in `PATH` when it has no `/`).
+    pub(crate) program: OsString,
+    /// Its arguments.
+    pub(crate) args: Vec<OsString>,
+    /// Its working directory, if not pmixrun's.
+    pub(crate) wdir: Option<PathBuf>,
+    /// Environment variables to set: `(name, value)`, the value `None` for `-x VAR`.
+    pub(crate) env: Vec<(OsString, Option<OsString>)>,
+}
+
+/// Everything the command line says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Options {
+    /// Prefix output lines with the rank.
+    pub(crate) tag_output: bool,
+    /// Kill the job after this long.
+    pub(crate) timeout: Option<Duration>,
+    /// Log at debug level.
+    pub(crate) verbose: bool,
+    /// The application contexts, in rank order.
+    pub(crate) apps: Vec<App>,
+}
+
+/// Splits `VAR[=VAL]` at the first `=`.
+fn parse_env(spec: &OsStr) -> Result<(OsString, Option<OsString>), String> {
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(spec);
+    let (name, value) = match bytes.iter().position(|&b| b == b'=') {
+        Some(i) => (&bytes[..i], Some(&bytes[i + 1..])),
+        None => (bytes, None),
+    };
+    if name.is_empty() {
+        return Err(format!(
+            "-x {}: the variable name is empty",
+            spec.to_string_lossy()
+        ));
+    }
+    let os = |b: &[u8]| OsString::from(<OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(b));
+    Ok((os(name), value.map(os)))
+}
+
+fn app(a: AppArgs) -> Result<App, clap::Error> {
+    let mut command = a.command.into_iter();
+    let program = command.next().ok_or_else(|| {
+        clap::Error::raw(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "an application context has no program\n",
+        )
+    })?;
+    let env = a
+        .env
+        .iter()
+        .map(|s| parse_env(s))
+        .collect::<Result<_, _>>()
+        .map_err(|m| clap::Error::raw(clap::error::ErrorKind::InvalidValue, m + "\n"))?;
+    Ok(App {
+        np: a.np,
+        program,
+        args: command.collect(),
+        wdir: a.wdir,
+        env,
+    })
+}
+
+/// Parses the arguments after the program name. Errors (and `--help`, `--version`) come back as
+/// clap errors, whose `exit()` prints them the usual way.
+pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options, clap::Error> {
+    let mut segments: Vec<Vec<OsString>> = vec![Vec::new()];
+    for arg in args {
+        if arg == ":" {
+            segments.push(Vec::new());
+        } else if let Some(last) = segments.last_mut() {
+            last.push(arg);
+        }
+    }
+    let mut segments = segments.into_iter();
+    let first = segments.next().unwrap_or_default();
+    let first = First::try_parse_from(std::iter::once(OsString::from("pmixrun")).chain(first))?;
+    let mut apps = vec![app(first.app)?];
+    for seg in segments {
+        if seg.is_empty() {
+            return Err(clap::Error::raw(
+                clap::error::ErrorKind::MissingRequiredArgument,
+                "an empty application context: ':' must be followed by [-n N] PROGRAM\n",
+            ));
+        }
+        apps.push(app(Later::try_parse_from(seg)?.app)?);
+    }
+    Ok(Options {
+        tag_output: first.global.tag_output,
+        timeout: first.global.timeout.map(Duration::from_secs),
+        verbose: first.global.verbose,
+        apps,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(line: &str) -> Result<Options, clap::Error> {
+        parse(line.split_whitespace().map(OsString::from))
+    }
+
+    fn os(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn one_app_with_its_own_flags_left_alone() {
+        let o = p("-n 4 ./demo -n 3 --verbose : x").map(|o| o.apps[0].clone());
+        let a = o.map_err(|e| e.to_string());
+        assert_eq!(
+            a,
+            Ok(App {
+                np: 4,
+                program: "./demo".into(),
+                args: os(&["-n", "3", "--verbose"]),
+                wdir: None,
+                env: vec![],
+            })
+        );
+    }
+
+    #[test]
+    fn global_options_and_several_app_contexts() {
+        let o = p("--tag-output --timeout 7 -v --np 2 -x A=1 -x B --wdir /tmp a 1 : -n 3 b : c")
+            .map_err(|e| e.to_string());
+        let Ok(o) = o else { panic!("{o:?}") };
+        assert!(o.tag_output && o.verbose);
+        assert_eq!(o.timeout, Some(Duration::from_secs(7)));
+        assert_eq!(o.apps.len(), 3);
+        assert_eq!(o.apps[0].np, 2);
+        assert_eq!(o.apps[0].program, "a");
+        assert_eq!(o.apps[0].args, os(&["1"]));
+        assert_eq!(o.apps[0].wdir, Some(PathBuf::from("/tmp")));
+        assert_eq!(
+            o.apps[0].env,
+            vec![("A".into(), Some("1".into())), ("B".into(), None)]
+        );
+        assert_eq!(
+            (o.apps[1].np, o.apps[1].program.as_os_str()),
+            (3, "b".as_ref())
+        );
+        assert_eq!(
+            (o.apps[2].np, o.apps[2].program.as_os_str()),
+            (1, "c".as_ref())
+        );
+        assert!(o.apps[1].args.is_empty() && o.apps[2].env.is_empty());
+    }
+
+    #[test]
+    fn env_values_may_hold_equal_signs_and_be_empty() {
+        assert_eq!(
+            parse_env("X=a=b".as_ref()),
+            Ok(("X".into(), Some("a=b".into())))
+        );
+        assert_eq!(parse_env("X=".as_ref()), Ok(("X".into(), Some("".into()))));
+        assert!(parse_env("=v".as_ref()).is_err());
+        assert!(p("-x =v a").is_err());
+    }
+
+    #[test]
+    fn double_dash_ends_the_options() {
+        let o = p("-n 2 -- -weird-program -n 1").map_err(|e| e.to_string());
+        let Ok(o) = o else { panic!("{o:?}") };
+        assert_eq!(o.apps[0].program, "-weird-program");
+        assert_eq!(o.apps[0].args, os(&["-n", "1"]));
+    }
+
+    #[test]
+    fn malformed_command_lines_are_refused() {
+        for bad in [
+            "",
+            "-n 2",
+            "-n 0 a",
+            "-n x a",
+            "a :",
+            "a : : b",
+            "a : --tag-output b",
+            "a : --timeout 3 b",
+            "--timeout 0 a",
+            "--timeout -1 a",
+            "--bogus a",
+        ] {
+            assert!(p(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn help_and_version_are_clap_displays() {
+        let help = p("--help").err().map(|e| (e.kind(), e.to_string()));
+        let Some((kind, text)) = help else {
+            panic!("--help parsed")
+        };
+        assert_eq!(kind, clap::error::ErrorKind::DisplayHelp);
+        assert!(text.contains("pmixrun -n 2 ./a : -n 3 ./b"), "{text}");
+        let v = p("--version").err().map(|e| e.kind());
+        assert_eq!(v, Some(clap::error::ErrorKind::DisplayVersion));
+    }
+}

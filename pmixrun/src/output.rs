@@ -1,0 +1,166 @@
+//! Forwarding the processes' output: whole lines, never interleaved mid-line.
+//!
+//! One reader thread per pipe cuts what it reads into lines and sends them to one writer
+//! thread, the only one writing the processes' output, so two processes' lines can follow each
+//! other in any order but never mix. A line longer than [`MAX_LINE`] is passed on in pieces
+//! (output without newlines must not grow a buffer without bound).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+
+/// The longest piece of a line held before it is passed on.
+pub(crate) const MAX_LINE: u64 = 64 * 1024;
+
+/// Lines written per lock of stdout/stderr, so pmixrun's own messages are not held back long.
+const BATCH: usize = 256;
+
+/// Stack of the reader threads: they hold nothing big on it, and there are two per process.
+pub(crate) const SMALL_STACK: usize = 128 * 1024;
+
+/// Which of a process's outputs a line came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    /// Its stdout, forwarded to pmixrun's stdout.
+    Stdout,
+    /// Its stderr, forwarded to pmixrun's stderr.
+    Stderr,
+}
+
+/// A line (with its newline, unless it is the last piece of output or a piece of an overlong
+/// line) one process wrote.
+#[derive(Debug)]
+pub(crate) struct Line {
+    pub(crate) rank: u32,
+    pub(crate) stream: Stream,
+    pub(crate) bytes: Vec<u8>,
+}
+
+/// Starts a thread reading `pipe` line by line until end of file.
+pub(crate) fn start_reader(
+    rank: u32,
+    stream: Stream,
+    pipe: impl Read + Send + 'static,
+    lines: Sender<Line>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(format!("out-{rank}"))
+        .stack_size(SMALL_STACK)
+        .spawn(move || {
+            let mut reader = BufReader::with_capacity(16 * 1024, pipe);
+            loop {
+                let mut bytes = Vec::new();
+                match (&mut reader).take(MAX_LINE).read_until(b'\n', &mut bytes) {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        let line = Line {
+                            rank,
+                            stream,
+                            bytes,
+                        };
+                        if lines.send(line).is_err() {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::debug!(rank, ?stream, "reading output: {e}");
+                        break;
+                    }
+                }
+            }
+        })
+}
+
+/// Starts the writer. It ends when every reader has ended (every sender is dropped), and then
+/// sends on the returned channel, so that its end can be awaited with a deadline.
+pub(crate) fn start_writer(tag: bool, lines: Receiver<Line>) -> std::io::Result<Receiver<()>> {
+    let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+    std::thread::Builder::new()
+        .name("output".into())
+        .spawn(move || {
+            while let Ok(first) = lines.recv() {
+                let mut out = std::io::stdout().lock();
+                let mut err = std::io::stderr().lock();
+                let mut next = Some(first);
+                let mut n = 0;
+                while let Some(line) = next.take() {
+                    let w: &mut dyn Write = match line.stream {
+                        Stream::Stdout => &mut out,
+                        Stream::Stderr => &mut err,
+                    };
+                    // A closed stdout must not stop the draining, or the processes would block
+                    // on full pipes; their output then has nowhere to go.
+                    let _ = write_line(w, tag, &line);
+                    n += 1;
+                    if n < BATCH {
+                        match lines.try_recv() {
+                            Ok(l) => next = Some(l),
+                            Err(TryRecvError::Empty | TryRecvError::Disconnected) => {}
+                        }
+                    }
+                }
+                let _ = out.flush();
+                let _ = err.flush();
+            }
+            let _ = done_tx.send(());
+        })?;
+    Ok(done_rx)
+}
+
+fn write_line(w: &mut dyn Write, tag: bool, line: &Line) -> std::io::Result<()> {
+    if tag {
+        write!(w, "[{}] ", line.rank)?;
+    }
+    w.write_all(&line.bytes)?;
+    // Output that does not end in a newline would otherwise run into the next process's line.
+    if line.bytes.last() != Some(&b'\n') && line.bytes.len() as u64 != MAX_LINE {
+        w.write_all(b"\n")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines_of(input: &[u8]) -> Vec<Vec<u8>> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let h = start_reader(0, Stream::Stdout, std::io::Cursor::new(input.to_vec()), tx);
+        let _ = h.map(JoinHandle::join);
+        rx.iter().map(|l| l.bytes).collect()
+    }
+
+    #[test]
+    fn pipes_are_cut_into_whole_lines() {
+        assert_eq!(
+            lines_of(b"a\nbc\n\nlast"),
+            [&b"a\n"[..], b"bc\n", b"\n", b"last"]
+        );
+        assert!(lines_of(b"").is_empty());
+    }
+
+    #[test]
+    fn overlong_lines_come_in_bounded_pieces() {
+        let long = vec![b'x'; 150 * 1024];
+        let pieces = lines_of(&long);
+        assert_eq!(pieces.len(), 3);
+        assert!(pieces.iter().all(|p| p.len() as u64 <= MAX_LINE));
+        assert_eq!(pieces.concat(), long);
+    }
+
+    #[test]
+    fn tags_and_missing_newlines() {
+        let mut buf = Vec::new();
+        let line = |b: &[u8]| Line {
+            rank: 7,
+            stream: Stream::Stdout,
+            bytes: b.to_vec(),
+        };
+        for l in [line(b"one\n"), line(b"two")] {
+            write_line(&mut buf, true, &l).unwrap_or_else(|e| panic!("{e}"));
+        }
+        write_line(&mut buf, false, &line(b"three")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(buf, b"[7] one\n[7] two\nthree\n");
+    }
+}
