@@ -7,12 +7,12 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use hashbrown::HashMap;
 use parking_lot::Mutex;
-use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
+use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
 use pmix_wire::{Event, Kv, Reply, ReplyBody, Request};
 
 use crate::conn::{Conn, Shared};
 use crate::store::{LevelSel, Lookup, Qualifiers};
-use crate::{Error, env, keys};
+use crate::{Error, env};
 
 /// How much longer than the caller's `TIMEOUT` a blocking call waits for the server's own
 /// `ERR_TIMEOUT` before giving up on its side.
@@ -105,7 +105,7 @@ fn timeout_of(info: &[Info]) -> Option<Duration> {
     let t = info
         .iter()
         .rev()
-        .find(|i| i.key.as_str() == keys::TIMEOUT)?;
+        .find(|i| i.key.as_str() == attr::TIMEOUT)?;
     let secs = t.value.as_i64()?;
     (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
 }
@@ -118,8 +118,8 @@ impl<'a> GetDirectives<'a> {
         };
         for i in info {
             match i.key.as_str() {
-                keys::OPTIONAL => d.optional = bool_directive(i),
-                keys::DATA_SCOPE => {
+                attr::OPTIONAL => d.optional = bool_directive(i),
+                attr::DATA_SCOPE => {
                     let s = match i.value {
                         Value::Scope(s) => s,
                         ref v => v
@@ -127,18 +127,18 @@ impl<'a> GetDirectives<'a> {
                             .and_then(|n| u8::try_from(n).ok())
                             .map(Scope)
                             .ok_or_else(|| {
-                                Error::BadParam(format!("{} must be a scope", keys::DATA_SCOPE))
+                                Error::BadParam(format!("{} must be a scope", attr::DATA_SCOPE))
                             })?,
                     };
                     d.q.scope = Some(s);
                 }
-                keys::SESSION_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Session),
-                keys::JOB_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Job),
-                keys::APP_INFO if bool_directive(i) => d.q.level = Some(LevelSel::App),
-                keys::NODE_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Node),
-                keys::APPNUM => d.q.appnum = i.value.as_u32(),
-                keys::NODEID => d.q.nodeid = i.value.as_u32(),
-                keys::HOSTNAME => d.q.hostname = i.value.as_str(),
+                attr::SESSION_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Session),
+                attr::JOB_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Job),
+                attr::APP_INFO if bool_directive(i) => d.q.level = Some(LevelSel::App),
+                attr::NODE_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Node),
+                attr::APPNUM => d.q.appnum = i.value.as_u32(),
+                attr::NODEID => d.q.nodeid = i.value.as_u32(),
+                attr::HOSTNAME => d.q.hostname = i.value.as_str(),
                 _ => {}
             }
         }

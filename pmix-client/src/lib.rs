@@ -30,7 +30,6 @@ mod conn;
 mod env;
 mod error;
 mod events;
-mod keys;
 mod store;
 
 pub use client::Client;

@@ -15,10 +15,8 @@
 use std::hash::{Hash, Hasher};
 
 use hashbrown::{Equivalent, HashMap};
-use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Value};
+use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Value, attr};
 use pmix_wire::{JobData, ProcKvs};
-
-use crate::keys;
 
 /// Which realm an entry belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -219,7 +217,7 @@ impl Store {
         self.nspaces.insert(ns.clone(), true);
         let mut put = |level: Level, id: u32, infos: Vec<Info>| {
             for info in infos {
-                if level == Level::Node && info.key.as_str() == keys::HOSTNAME {
+                if level == Level::Node && info.key.as_str() == attr::HOSTNAME {
                     if let Some(Ok(host)) = info.value.as_str().map(Key::new) {
                         self.map.insert(
                             Slot {
@@ -261,8 +259,8 @@ impl Store {
             let mut r = Realms::default();
             for i in &p.info {
                 match i.key.as_str() {
-                    keys::APPNUM => r.app = i.value.as_u32(),
-                    keys::NODEID => r.node = i.value.as_u32(),
+                    attr::APPNUM => r.app = i.value.as_u32(),
+                    attr::NODEID => r.node = i.value.as_u32(),
                     _ => {}
                 }
             }
@@ -372,12 +370,12 @@ impl Store {
         };
         if r.app.is_none() {
             r.app = self
-                .get(ns, Level::Job, 0, keys::APPNUM)
+                .get(ns, Level::Job, 0, attr::APPNUM)
                 .and_then(|e| e.value.as_u32());
         }
         if r.node.is_none() {
             r.node = self
-                .get(ns, Level::Job, 0, keys::NODEID)
+                .get(ns, Level::Job, 0, attr::NODEID)
                 .and_then(|e| e.value.as_u32());
         }
         r
@@ -543,7 +541,7 @@ mod tests {
             nodes: vec![Realm {
                 id: 4,
                 info: vec![
-                    Info::new(key(keys::HOSTNAME), "n4"),
+                    Info::new(key(attr::HOSTNAME), "n4"),
                     Info::new(key("pmix.local.size"), Value::Uint32(2)),
                 ],
             }],
