@@ -54,6 +54,15 @@ fn pmixrun_bin() -> &'static Path {
     })
 }
 
+/// pmix-client's demo example, the README's job.
+fn demo_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmix-client", "--example", "demo"]);
+        profile_dir().join("examples").join("demo")
+    })
+}
+
 fn client() -> String {
     workspace_bin("pmix-test-client").display().to_string()
 }
@@ -152,6 +161,31 @@ fn demo_jobs_of_1_4_and_8_processes() {
         );
         assert_eq!(r.stderr, "", "-n {n}");
     }
+}
+
+#[test]
+fn the_readme_demo_at_1_4_and_8_processes() {
+    let demo = demo_bin().display().to_string();
+    for n in [1u32, 4, 8] {
+        let r = run(&["-n", &n.to_string(), &demo]);
+        assert_eq!(r.code(), Some(0), "-n {n}: {r:?}");
+        let mut lines = r.stdout_lines();
+        lines.sort_unstable();
+        let mut want: Vec<String> = (0..n)
+            .map(|rank| format!("rank {rank} of {n}: checked {} peers", n - 1))
+            .collect();
+        want.sort_unstable();
+        assert_eq!(lines, want, "-n {n}: {r:?}");
+        assert_eq!(r.stderr, "", "-n {n}");
+    }
+    // Two app contexts of the demo form one job.
+    let r = run(&["-n", "2", &demo, ":", "-n", "2", &demo]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert_eq!(
+        r.stdout.matches("of 4: checked 3 peers").count(),
+        4,
+        "{r:?}"
+    );
 }
 
 #[test]

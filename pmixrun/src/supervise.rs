@@ -179,6 +179,7 @@ impl Supervisor {
     }
 
     fn handle(&mut self, ev: Event) {
+        tracing::debug!(?ev, "event");
         match ev {
             Event::Connected(r) => {
                 if let Some(p) = self.proc(r) {
