@@ -71,7 +71,7 @@ struct Global {
     /// Kill the job and fail when it has not finished after SECONDS.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
-    /// Log what pmixrun and its PMIx server do, to stderr (RUST_LOG refines it).
+    /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
 }
