@@ -446,6 +446,11 @@ impl Client {
     }
 
     /// Sends a Get; the completion caches the reply and answers from the store.
+    ///
+    /// A reserved key is only ever asked for because the target's namespace is unknown here;
+    /// the server is then asked for that namespace's job level (rank `WILDCARD`), which it
+    /// answers at once with the job data, rather than for the target process, which it would
+    /// hold until that process commits. The answer for the target then comes from the store.
     fn server_get(
         &self,
         proc: &Proc,
@@ -460,12 +465,18 @@ impl Client {
                 return None;
             }
         };
+        let reserved = wire_key.as_ref().is_some_and(Key::is_reserved);
+        let ask = if reserved {
+            Proc::new(proc.nspace.clone(), Rank::WILDCARD)
+        } else {
+            proc.clone()
+        };
         let shared = Arc::clone(&self.inner.conn.shared);
         let me = self.inner.proc.clone();
         let target = proc.clone();
         let kept_info = info.to_vec();
         let req = Request::Get {
-            proc: proc.clone(),
+            proc: ask,
             key: wire_key.clone(),
             info: info.to_vec(),
         };
@@ -473,8 +484,13 @@ impl Client {
             req,
             Box::new(move |r| {
                 let result = r.and_then(|reply| {
-                    status_result(&reply)?;
+                    let status = reply.status;
+                    // Whatever the reply carries is the server's word, whatever its status
+                    // (a not-found still ships the namespace's job data, once).
                     shared.ingest(reply);
+                    if status != Status::SUCCESS && !reserved {
+                        return Err(Error::from_status(status));
+                    }
                     let mut d = GetDirectives::parse(&kept_info)?;
                     // The server answered; whatever the store now lacks is not there.
                     d.optional = true;
@@ -483,6 +499,14 @@ impl Client {
                         Local::Done(Err(Error::NotFound { .. })) if key.is_none() => {
                             // Success with no data: the process put nothing.
                             Ok(Value::from(DataArray::from_infos(Vec::new())))
+                        }
+                        // Still no job data for the namespace: the server's status says why.
+                        Local::Done(Err(Error::NotFound { .. })) | Local::AskServer
+                            if reserved
+                                && status != Status::SUCCESS
+                                && !shared.has_job(&target) =>
+                        {
+                            Err(Error::from_status(status))
                         }
                         Local::Done(r) => r,
                         Local::AskServer => Err(not_found(&target, key)),
@@ -539,9 +563,9 @@ impl Client {
             },
             Box::new(move |r| {
                 done(r.and_then(|reply| {
-                    status_result(&reply)?;
+                    let result = status_result(&reply);
                     shared.ingest(reply);
-                    Ok(())
+                    result
                 }))
             }),
         )

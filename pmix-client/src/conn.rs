@@ -272,13 +272,11 @@ impl Shared {
         drop(done);
     }
 
-    /// Takes in the data a successful reply carries (fence collection, a Get's process data
-    /// and job data, a connect's), so the next Get of it is local. Consumes the payload: the
-    /// callers that need it afterwards clone first.
+    /// Takes in the data a reply carries (fence collection, a Get's process data and job
+    /// data, a connect's), so the next Get of it is local. Failure replies count too: the
+    /// server ships a namespace's job data once, possibly with a not-found. Consumes the
+    /// payload: the callers that need it afterwards clone first.
     pub(crate) fn ingest(&self, reply: Reply) {
-        if reply.status != Status::SUCCESS {
-            return;
-        }
         match reply.body {
             ReplyBody::Fence { data } if !data.is_empty() => {
                 self.store.write().insert_proc_kvs(data);
@@ -315,6 +313,11 @@ impl Shared {
         for done in waiting {
             done(Err(Error::LostConnection));
         }
+    }
+
+    /// True when the job data of `proc`'s namespace is here.
+    pub(crate) fn has_job(&self, proc: &pmix_types::Proc) -> bool {
+        self.store.read().has_job(proc.nspace.as_str())
     }
 
     /// True once the connection is known to be gone.

@@ -326,6 +326,17 @@ fn reserved_key_of_an_unknown_namespace_asks_the_server_once() {
                         },
                     })
                 }
+                // As the server does for a key not at the job level: not found, but the job
+                // data comes along.
+                Request::Get { proc, .. } if proc.nspace.as_str() == "job-C" => {
+                    Action::Reply(Reply {
+                        status: Status::ERR_NOT_FOUND,
+                        body: ReplyBody::Get {
+                            data: vec![],
+                            jobs: vec![job("job-C")],
+                        },
+                    })
+                }
                 other => default_action(other),
             }),
         );
@@ -349,6 +360,33 @@ fn reserved_key_of_an_unknown_namespace_asks_the_server_once() {
         let e = c.get(&wild("job-B"), "pmix.no.such.key", &[]).unwrap_err();
         assert_eq!(e.status(), Status::ERR_NOT_FOUND);
         assert_eq!(mock.count(), 1);
+        assert!(matches!(mock.next_request(), Request::Get { .. }));
+
+        // A proc-level key of a real rank: the job level is asked for (the process itself
+        // might not have committed), and the answer comes from the job data it brings.
+        assert_eq!(
+            c.get(&peer("job-C", 0), "pmix.test.level", &[]).unwrap(),
+            s("proc")
+        );
+        match mock.next_request() {
+            Request::Get { proc, key, .. } => {
+                assert_eq!(proc, wild("job-C"));
+                assert_eq!(key.unwrap().as_str(), "pmix.test.level");
+            }
+            other => panic!("expected a get, got {other:?}"),
+        }
+        assert_eq!(
+            c.get(&peer("job-C", 3), "pmix.local.rank", &[]).unwrap(),
+            Value::Uint32(1)
+        );
+        assert_eq!(mock.count(), 2);
+
+        // No job data at all: the server's status comes through.
+        let e = c.get(&wild("job-D"), "pmix.job.size", &[]).unwrap_err();
+        assert!(
+            matches!(e, Error::Server { status } if status == Status::ERR_NOT_FOUND),
+            "{e:?}"
+        );
     });
 }
 
