@@ -5,6 +5,7 @@
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::unix::net::UnixStream;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::Duration;
@@ -298,7 +299,7 @@ impl Shared {
     fn complete(&self, id: u32, reply: Reply) {
         let done = self.pending.lock().waiting.remove(&id);
         match done {
-            Some(done) => done(Ok(reply)),
+            Some(done) => run_completion(done, Ok(reply)),
             None => tracing::debug!("pmix-client: reply to unknown or cancelled request {id}"),
         }
     }
@@ -311,7 +312,7 @@ impl Shared {
             p.waiting.drain().map(|(_, d)| d).collect()
         };
         for done in waiting {
-            done(Err(Error::LostConnection));
+            run_completion(done, Err(Error::LostConnection));
         }
     }
 
@@ -323,6 +324,14 @@ impl Shared {
     /// True once the connection is known to be gone.
     pub(crate) fn is_closed(&self) -> bool {
         self.pending.lock().closed
+    }
+}
+
+/// Runs a completion on the reader thread. A panicking user callback must not take the
+/// reader down with it: every other outstanding request would then wait forever.
+fn run_completion(done: Completion, result: Result<Reply, Error>) {
+    if panic::catch_unwind(AssertUnwindSafe(move || done(result))).is_err() {
+        tracing::error!("pmix-client: a completion callback panicked; the client carries on");
     }
 }
 

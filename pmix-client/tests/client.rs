@@ -958,3 +958,15 @@ fn request_is_an_escape_hatch_that_still_caches() {
         assert_eq!(reply.status, Status::ERR_NOT_FOUND);
     });
 }
+
+#[test]
+fn a_panicking_callback_does_not_stop_the_client() {
+    with_deadline(|| {
+        let hits = Arc::new(Mutex::new(Vec::new()));
+        let (_mock, c) = start(0, peer_data_script(hits));
+        c.fence_nb(&[], &[], |_| panic!("deliberate panic in a completion"));
+        // The reader thread survived: later requests still complete.
+        assert_eq!(c.get(&peer("job-A", 1), "peer.k", &[]).unwrap(), s("v1"));
+        c.commit().unwrap();
+    });
+}
