@@ -10,6 +10,24 @@
 //!
 //! Host authors (launchers, resource managers) want `pmix-server` instead.
 //!
+//! # How it works
+//!
+//! - **Threads.** Each client has one reader thread that decodes the server's frames and
+//!   completes outstanding requests by id; requests are written on the caller's thread under
+//!   a mutex. Blocking calls are the non-blocking ones plus a wait on a channel. Completion
+//!   callbacks run on the reader thread, so a blocking call made inside one fails with
+//!   [`Error::WouldDeadlock`] rather than waiting for itself; a panicking callback is caught.
+//! - **Failure.** When the connection dies every outstanding request completes with
+//!   [`Error::LostConnection`] and later requests fail at once; nothing the server sends can
+//!   panic the client. Timeouts are the server's to enforce (`TIMEOUT` is passed through); a
+//!   blocking call given `TIMEOUT` also gives up on its own one second after it, a call
+//!   without one waits as long as the connection lives.
+//! - **Store.** One hash map keyed by (namespace, level, realm id, key) holds job data of
+//!   every namespace heard of (session, job, app, node and proc levels), this process's puts
+//!   and the data fences and gets brought in. A lookup is one probe per level with a borrowed
+//!   key (no allocation); namespaces are interned. A job-level or cached get costs well under
+//!   a microsecond on the caller's thread (`benches/get.rs`).
+//!
 //! ```no_run
 //! use pmix_client::{Client, Proc, Rank, Scope};
 //!
