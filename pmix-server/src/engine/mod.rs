@@ -306,14 +306,26 @@ impl Engine {
                 id
             }
         };
-        let _ = reg.nodata;
+        let job = if reg.nodata {
+            // The host registers the namespace for bookkeeping only: clients get no job data.
+            JobData {
+                nspace: nspace.clone(),
+                session: vec![],
+                job: vec![],
+                apps: vec![],
+                nodes: vec![],
+                procs: vec![],
+            }
+        } else {
+            reg.job
+        };
         self.nspaces.insert(
             id,
             Namespace {
                 name: nspace,
                 size: reg.size,
                 local: reg.local_ranks,
-                job: Arc::new(reg.job),
+                job: Arc::new(job),
             },
         );
         Ok(())

@@ -793,3 +793,17 @@ fn many_clients_fence_and_get_each_other() {
         assert_eq!(data[0].kvs[0].value, Value::Uint64(u64::from(peer) * 7));
     }
 }
+
+#[test]
+fn register_nodata_gives_clients_no_job_data() {
+    let mut s = Sim::new();
+    let info = vec![
+        Info::attr(attr::REGISTER_NODATA, true),
+        Info::attr(attr::JOB_SIZE, 2u32),
+    ];
+    s.eng.register_nspace(ns("nd"), 2, &info).unwrap();
+    let id = s.eng.ns_id("nd").unwrap();
+    let job = &s.eng.nspaces[&id].job;
+    assert!(job.job.is_empty() && job.procs.is_empty() && job.session.is_empty());
+    assert_eq!(s.eng.nspaces[&id].size, 2);
+}
