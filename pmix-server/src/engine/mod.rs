@@ -663,11 +663,7 @@ impl Engine {
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.has_jobs.insert(ns);
             }
-            let status = if found {
-                Status::SUCCESS
-            } else {
-                Status::ERR_NOT_FOUND
-            };
+            let status = found_status(found);
             return self.reply(
                 conn,
                 id,
@@ -764,11 +760,7 @@ impl Engine {
                         c.has_jobs.insert(ns);
                     }
                 }
-                let status = if found {
-                    Status::SUCCESS
-                } else {
-                    Status::ERR_NOT_FOUND
-                };
+                let status = found_status(found);
                 let body = ReplyBody::Get {
                     data: vec![ProcKvs { proc, kvs }],
                     jobs,
@@ -959,17 +951,7 @@ impl Engine {
             }
         };
         // Other nodes' data is stored so that later gets are served here.
-        let mut arrived = Vec::new();
-        for pk in &remote {
-            if let Some(ns) = self.ns_id(pk.proc.nspace.as_str()) {
-                for kv in &pk.kvs {
-                    self.store
-                        .put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
-                }
-                self.committed.insert((ns, pk.proc.rank));
-                arrived.push((ns, pk.proc.rank));
-            }
-        }
+        let arrived = self.store_remote(&remote);
         // Everyone who asked for the data gets the same reply: built, and encoded, once.
         let (collectors, others): (Vec<_>, Vec<_>) = op.waiters.iter().partition(|w| w.collect);
         if !collectors.is_empty() {
@@ -998,6 +980,23 @@ impl Engine {
         for t in arrived {
             self.release_gets(t);
         }
+    }
+
+    /// Stores data that came from other nodes (through the host) so that later gets are
+    /// served here; returns the processes it belonged to.
+    fn store_remote(&mut self, data: &[ProcKvs]) -> Vec<(NsId, Rank)> {
+        let mut arrived = Vec::with_capacity(data.len());
+        for pk in data {
+            if let Some(ns) = self.ns_id(pk.proc.nspace.as_str()) {
+                for kv in &pk.kvs {
+                    self.store
+                        .put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
+                }
+                self.committed.insert((ns, pk.proc.rank));
+                arrived.push((ns, pk.proc.rank));
+            }
+        }
+        arrived
     }
 
     fn fail_fences_with(&mut self, pred: impl Fn(&Proc) -> bool, status: Status) {
@@ -1098,14 +1097,7 @@ impl Engine {
                 };
                 match result {
                     Ok(blobs) => {
-                        for pk in blobs {
-                            if let Some(ns) = self.ns_id(pk.proc.nspace.as_str()) {
-                                for kv in pk.kvs {
-                                    self.store.put(ns, pk.proc.rank, kv.key, kv.scope, kv.value);
-                                }
-                                self.committed.insert((ns, pk.proc.rank));
-                            }
-                        }
+                        self.store_remote(&blobs);
                         if self.committed.contains(&target) {
                             self.release_gets(target);
                         } else {
@@ -1149,6 +1141,15 @@ impl Engine {
     /// The proc a connection authenticated as.
     pub(crate) fn conn_proc(&self, conn: ConnId) -> Option<&Proc> {
         self.conns.get(&conn).map(|c| &c.proc)
+    }
+}
+
+/// The status of a Get whose key was or was not among the data.
+fn found_status(found: bool) -> Status {
+    if found {
+        Status::SUCCESS
+    } else {
+        Status::ERR_NOT_FOUND
     }
 }
 
