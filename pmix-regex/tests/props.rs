@@ -7,6 +7,8 @@ use pmix_regex::{
 };
 use proptest::prelude::*;
 
+mod common;
+
 const FORMS: [Form; 3] = [Form::Raw, Form::Native, Form::Compressed];
 
 /// Runs of names the native form folds: a prefix, zero-padded numbers, a suffix.
@@ -100,18 +102,7 @@ fn ppn_text() -> impl Strategy<Value = String> {
 }
 
 fn expand_text(text: &str) -> Vec<Vec<u32>> {
-    text.split(';')
-        .map(|entry| {
-            let mut ranks = Vec::new();
-            for item in entry.split(',') {
-                match item.split_once('-') {
-                    Some((a, b)) => ranks.extend(a.parse::<u32>().unwrap()..=b.parse().unwrap()),
-                    None => ranks.push(item.parse().unwrap()),
-                }
-            }
-            ranks
-        })
-        .collect()
+    text.split(';').map(common::expand_entry).collect()
 }
 
 proptest! {

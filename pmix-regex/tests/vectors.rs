@@ -10,6 +10,9 @@ use pmix_regex::{
 };
 use serde_json::Value;
 
+mod common;
+use common::expand_entry;
+
 fn vectors() -> Vec<Value> {
     let text = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -33,18 +36,6 @@ fn bytes(v: &Value, text_key: &str, hex_key: &str) -> Vec<u8> {
         (None, Some(h)) => hex(h.as_str().unwrap()),
         (None, None) => panic!("record without {text_key}: {v}"),
     }
-}
-
-/// The ranks of one process-map entry as the reference prints them (`8,10-12`).
-fn expand_entry(entry: &str) -> Vec<u32> {
-    let mut ranks = Vec::new();
-    for item in entry.split(',') {
-        match item.split_once('-') {
-            Some((a, b)) => ranks.extend(a.parse::<u32>().unwrap()..=b.parse().unwrap()),
-            None => ranks.push(item.parse().unwrap()),
-        }
-    }
-    ranks
 }
 
 /// Checks a parse result against a recorded `parsed_back` (a list, or a summary of a long one).
