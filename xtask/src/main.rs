@@ -5,10 +5,13 @@
 //! - `gen-attrs [--check]`: regenerate `pmix-types/src/attr/generated.rs` from
 //!   `pmix-types/attributes.tsv`; with `--check`, only report whether it is up to date.
 //!
-//! `conformance`, `bench` and `fuzz` are reserved names: each will be a module of its own with a
-//! `run(args) -> ExitCode` entry added to [`COMMANDS`]. Until then they fail with exit code 2
-//! rather than pretend to succeed.
+//! - `conformance`: run the conformance scenarios against our stack and print a matrix.
+//! - `bench`: run the benchmark workloads on our stack and on OpenPMIx, side by side.
+//!
+//! `fuzz` is a reserved name: it fails with exit code 2 rather than pretend to succeed.
 
+mod bench;
+mod conformance;
 mod gen_attrs;
 
 use std::path::{Path, PathBuf};
@@ -30,13 +33,13 @@ const COMMANDS: &[Command] = &[
     },
     Command {
         name: "conformance",
-        usage: "conformance           (not yet implemented)",
-        run: not_yet_implemented,
+        usage: "conformance [...]     run the conformance scenarios (--help for options)",
+        run: conformance::run,
     },
     Command {
         name: "bench",
-        usage: "bench                 (not yet implemented)",
-        run: not_yet_implemented,
+        usage: "bench [...]           benchmarks, ours next to OpenPMIx (--help for options)",
+        run: bench::run,
     },
     Command {
         name: "fuzz",
