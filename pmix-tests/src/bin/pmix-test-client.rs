@@ -400,6 +400,7 @@ fn run(args: &[String]) -> Res {
         "exit-rank" => exit_rank(&c, arg(1), arg(2)),
         "abort" => abort(&c, arg(1)),
         "hang" => hang(&c),
+        "fence-timeout" => fence_timeout(&c),
         other => Err(format!("unknown scenario {other:?}")),
     };
     result?;
@@ -521,4 +522,26 @@ fn hang(c: &Client) -> Res {
         _ => park_forever(),
     }
     Err("the hang ended".into())
+}
+
+/// `fence-timeout` (tests.md C09, simptimeout): rank 0 alone enters a job-wide fence with
+/// `TIMEOUT`, which must fail with `ERR_TIMEOUT` and be torn down: a later fence of the whole
+/// job completes.
+fn fence_timeout(c: &Client) -> Res {
+    let me = c.proc().clone();
+    if me.rank.0 == 0 {
+        let r = c.fence(&[], &[Info::attr(attr::TIMEOUT, 1i32)]);
+        check!(
+            r.as_ref().is_err_and(|e| e.status() == Status::ERR_TIMEOUT),
+            "fence with TIMEOUT: {r:?}"
+        );
+        c.put(Scope::GLOBAL, "ft.timed-out", true)
+            .map_err(e("put"))?;
+        c.commit().map_err(e("commit"))?;
+    } else {
+        // Joining before rank 0's fence timed out would complete it: wait for its commit.
+        c.get(&Proc::new(me.nspace.clone(), 0), "ft.timed-out", &[])
+            .map_err(e("get of rank 0's key"))?;
+    }
+    c.fence(&[], &[]).map_err(e("fence after the timeout"))
 }
