@@ -199,6 +199,23 @@ pub trait Host: Send + 'static {
     }
 }
 
+/// Who answers clients' publish, lookup and unpublish requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NameService {
+    /// The server's own name service: every range is served among this server's clients,
+    /// with the rules of the standard (ranges, persistence, `WAIT`, duplicates, uid
+    /// isolation; see `docs/ARCHITECTURE.md`). `SESSION` and `GLOBAL` then both mean "every
+    /// client of this server".
+    #[default]
+    BuiltIn,
+    /// The host's [`Host::publish`], [`Host::lookup`] and [`Host::unpublish`] callbacks, for
+    /// hosts that span nodes or share a name server. The server adds the caller's
+    /// `PMIX_USERID` and `PMIX_GRPID` to the directives; `WAIT` and `TIMEOUT` are the host's
+    /// to honour.
+    Host,
+}
+
 /// A host that implements nothing: every callback takes its default. Enough for a single-node
 /// launcher whose fences and direct modex never leave the node.
 #[derive(Debug, Default)]

@@ -18,7 +18,7 @@ mod server;
 mod shell;
 
 pub use error::Error;
-pub use host::{Completion, Host, NoHost, Outcome};
+pub use host::{Completion, Host, NameService, NoHost, Outcome};
 pub use pmix_regex::{generate_ppn, generate_regex};
 pub use pmix_types as types;
 pub use server::{ENV_PROTOCOL, ENV_SECRET, ENV_SERVER_URI, Server, ServerOptions};

@@ -13,7 +13,7 @@ use pmix_types::{Info, Nspace, Proc, Rank, Status, attr};
 
 use crate::Error;
 use crate::engine::{Engine, SECRET_LEN};
-use crate::host::Host;
+use crate::host::{Host, NameService};
 use crate::shell::{Call, LoopMsg, Shell};
 
 /// Environment variable naming the server's socket (`unix:<path>`).
@@ -41,6 +41,8 @@ pub struct ServerOptions {
     pub hostname: Option<String>,
     /// Largest frame accepted from a client, in bytes.
     pub max_frame: usize,
+    /// Who answers publish/lookup/unpublish: the built-in name service (default) or the host.
+    pub name_service: NameService,
 }
 
 impl Default for ServerOptions {
@@ -53,6 +55,7 @@ impl Default for ServerOptions {
             socket_mode: 0o600,
             hostname: None,
             max_frame: pmix_wire::DEFAULT_MAX_FRAME,
+            name_service: NameService::BuiltIn,
         }
     }
 }
@@ -147,7 +150,7 @@ impl Server {
                 Info::attr(attr::TMPDIR, tmpdir.to_string_lossy().into_owned()),
                 Info::attr(attr::NSDIR, dir.to_string_lossy().into_owned()),
             ];
-            let engine = Engine::new(hostname.clone(), extras);
+            let engine = Engine::new(hostname.clone(), extras, options.name_service);
             let shell = Shell::new(
                 poll,
                 listener,

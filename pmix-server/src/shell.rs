@@ -570,6 +570,18 @@ impl<H: Host> Shell<H> {
                 let done = self.completion(op);
                 self.host.direct_modex(&proc, &info, done);
             }
+            HostCall::Publish { proc, data, info } => {
+                let done = self.completion(op);
+                self.host.publish(&proc, &data, &info, done);
+            }
+            HostCall::Lookup { proc, keys, info } => {
+                let done = self.completion(op);
+                self.host.lookup(&proc, &keys, &info, done);
+            }
+            HostCall::Unpublish { proc, keys, info } => {
+                let done = self.completion(op);
+                self.host.unpublish(&proc, &keys, &info, done);
+            }
         }
         // A host that answered at once has put its answer in the channel.
         self.drain_channel();

@@ -9,6 +9,7 @@
 //! takes.
 
 mod fence;
+pub(crate) mod names;
 pub(crate) mod nspace;
 mod store;
 
@@ -17,11 +18,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Status, attr};
-use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
+use pmix_wire::{JobData, Kv, ProcKvs, Published, Reply, ReplyBody, Request};
 
 use self::fence::{FenceOp, FenceTable};
+use self::names::{Caller, LookupOutcome, NameStore};
 use self::store::{NsId, Store};
 use crate::Error;
+use crate::host::NameService;
 
 pub(crate) use self::nspace::Locale;
 
@@ -72,6 +75,21 @@ pub(crate) enum HostCall {
     },
     DirectModex {
         proc: Proc,
+        info: Vec<Info>,
+    },
+    Publish {
+        proc: Proc,
+        data: Vec<Info>,
+        info: Vec<Info>,
+    },
+    Lookup {
+        proc: Proc,
+        keys: Vec<Key>,
+        info: Vec<Info>,
+    },
+    Unpublish {
+        proc: Proc,
+        keys: Vec<Key>,
         info: Vec<Info>,
     },
 }
@@ -164,12 +182,36 @@ struct PendingGet {
 }
 
 enum PendingHost {
-    Connect { conn: ConnId },
-    Finalize { conn: ConnId, id: u32 },
-    Abort { conn: ConnId, id: u32 },
-    Fence { seq: u64 },
-    Dmodex { target: (NsId, Rank) },
+    Connect {
+        conn: ConnId,
+    },
+    Finalize {
+        conn: ConnId,
+        id: u32,
+    },
+    Abort {
+        conn: ConnId,
+        id: u32,
+    },
+    Fence {
+        seq: u64,
+    },
+    Dmodex {
+        target: (NsId, Rank),
+    },
+    /// A request answered with the host's status alone.
+    Status {
+        conn: ConnId,
+        id: u32,
+    },
+    Lookup {
+        conn: ConnId,
+        id: u32,
+    },
 }
+
+/// The session id of this server in its built-in name service.
+const SESSION: names::SessionId = 0;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
@@ -198,6 +240,10 @@ pub(crate) struct Engine {
     next_op: OpId,
     next_timer: u64,
     timers: BTreeMap<(Instant, u64), Timer>,
+    /// Who answers publish, lookup and unpublish.
+    name_service: NameService,
+    /// The built-in name service; lookups waiting in it are identified by (conn, id).
+    names: NameStore<(ConnId, u32)>,
     out: VecDeque<Output>,
 }
 
@@ -230,7 +276,9 @@ fn visible(scope: Scope, same_node: bool) -> bool {
 impl Engine {
     /// An engine for a server on node `hostname`; `job_extras` are job-level values every
     /// namespace receives (tmpdirs, the server's identity).
-    pub(crate) fn new(hostname: String, job_extras: Vec<Info>) -> Self {
+    pub(crate) fn new(hostname: String, job_extras: Vec<Info>, name_service: NameService) -> Self {
+        let mut names = NameStore::default();
+        names.open_session(SESSION, &hostname);
         Engine {
             locale_host: hostname,
             job_extras,
@@ -249,6 +297,8 @@ impl Engine {
             next_op: 1,
             next_timer: 1,
             timers: BTreeMap::new(),
+            name_service,
+            names,
             out: VecDeque::new(),
         }
     }
@@ -260,7 +310,11 @@ impl Engine {
 
     /// When [`Engine::handle_timeout`] must next be called.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.keys().next().map(|(t, _)| *t)
+        let mine = self.timers.keys().next().map(|(t, _)| *t);
+        match (mine, self.names.poll_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn ns_id(&self, nspace: &str) -> Option<NsId> {
@@ -303,6 +357,7 @@ impl Engine {
                 let id = self.next_ns;
                 self.next_ns += 1;
                 self.ns_ids.insert(nspace.clone(), id);
+                self.names.add_nspace(SESSION, &nspace);
                 id
             }
         };
@@ -336,7 +391,10 @@ impl Engine {
         let Some(id) = self.ns_ids.remove(nspace) else {
             return;
         };
-        self.nspaces.remove(&id);
+        if let Some(ns) = self.nspaces.remove(&id) {
+            // Its APP- and PROC-persistence publications end with it.
+            self.names.end_nspace(SESSION, &ns.name);
+        }
         let conns: Vec<ConnId> = self
             .conns
             .iter()
@@ -546,6 +604,8 @@ impl Engine {
             reg.finalized |= finalized;
         }
         // Requests of this client that wait for others are dropped; nobody will read the answer.
+        self.names.end_proc(SESSION, &c.proc);
+        self.names.forget_waiters(|(c2, _)| *c2 == conn);
         for list in self.gets.values_mut() {
             list.retain(|g| !matches!(g.who, Requester::Client { conn: c2, .. } if c2 == conn));
         }
@@ -615,10 +675,143 @@ impl Engine {
                     HostCall::ClientFinalized { proc: me },
                 );
             }
+            Request::Publish { data, info } => self.publish(conn, id, me, data, info),
+            Request::Lookup { keys, info } => self.lookup(conn, id, me, keys, info, now),
+            Request::Unpublish { keys, info } => self.unpublish(conn, id, me, keys, info),
             Request::RegisterEvents { .. } | Request::DeregisterEvents { .. } => {
                 self.reply_status(conn, id, Status::SUCCESS);
             }
             _ => self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED),
+        }
+    }
+
+    // ---- publish / lookup / unpublish -----------------------------------------------------
+
+    /// The name-service identity of a client: the uid and gid it was registered with.
+    fn caller(&self, conn: ConnId, proc: Proc) -> Option<Caller> {
+        let c = self.conns.get(&conn)?;
+        let reg = self.clients.get(&(c.ns, proc.rank))?;
+        Some(Caller {
+            proc,
+            uid: reg.uid,
+            gid: reg.gid,
+            session: SESSION,
+        })
+    }
+
+    /// The directives passed to a host, with the caller's credentials added as the standard
+    /// requires (replacing any the client claimed).
+    fn with_creds(caller: &Caller, mut info: Vec<Info>) -> Vec<Info> {
+        info.retain(|i| !matches!(i.key.as_str(), attr::USERID | attr::GRPID));
+        info.push(Info::attr(attr::USERID, caller.uid));
+        info.push(Info::attr(attr::GRPID, caller.gid));
+        info
+    }
+
+    fn publish(&mut self, conn: ConnId, id: u32, me: Proc, data: Vec<Info>, info: Vec<Info>) {
+        let Some(caller) = self.caller(conn, me) else {
+            return;
+        };
+        match self.name_service {
+            NameService::Host => {
+                let info = Self::with_creds(&caller, info);
+                self.host_call(
+                    PendingHost::Status { conn, id },
+                    HostCall::Publish {
+                        proc: caller.proc,
+                        data,
+                        info,
+                    },
+                );
+            }
+            NameService::BuiltIn => match self.names.publish(&caller, data, &info) {
+                Ok(answers) => {
+                    self.reply_status(conn, id, Status::SUCCESS);
+                    self.answer_lookups(answers);
+                }
+                Err(status) => self.reply_status(conn, id, status),
+            },
+        }
+    }
+
+    fn lookup(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        me: Proc,
+        keys: Vec<Key>,
+        info: Vec<Info>,
+        now: Instant,
+    ) {
+        let Some(caller) = self.caller(conn, me) else {
+            return;
+        };
+        match self.name_service {
+            NameService::Host => {
+                if keys.is_empty() {
+                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                }
+                let info = Self::with_creds(&caller, info);
+                self.host_call(
+                    PendingHost::Lookup { conn, id },
+                    HostCall::Lookup {
+                        proc: caller.proc,
+                        keys,
+                        info,
+                    },
+                );
+            }
+            NameService::BuiltIn => {
+                match self.names.lookup(&caller, keys, &info, (conn, id), now) {
+                    LookupOutcome::Done(result) => self.reply_lookup(conn, id, result),
+                    LookupOutcome::Waiting => {}
+                }
+            }
+        }
+    }
+
+    fn unpublish(&mut self, conn: ConnId, id: u32, me: Proc, keys: Vec<Key>, info: Vec<Info>) {
+        let Some(caller) = self.caller(conn, me) else {
+            return;
+        };
+        match self.name_service {
+            NameService::Host => {
+                let info = Self::with_creds(&caller, info);
+                self.host_call(
+                    PendingHost::Status { conn, id },
+                    HostCall::Unpublish {
+                        proc: caller.proc,
+                        keys,
+                        info,
+                    },
+                );
+            }
+            NameService::BuiltIn => {
+                let status = match self.names.unpublish(&caller, &keys, &info) {
+                    Ok(()) => Status::SUCCESS,
+                    Err(s) => s,
+                };
+                self.reply_status(conn, id, status);
+            }
+        }
+    }
+
+    fn reply_lookup(&mut self, conn: ConnId, id: u32, result: Result<Vec<Published>, Status>) {
+        let reply = match result {
+            // Found nothing is not found, however the answer was reached.
+            Ok(found) if found.is_empty() => Reply::status(Status::ERR_NOT_FOUND),
+            Ok(found) => Reply {
+                status: Status::SUCCESS,
+                body: ReplyBody::Lookup { found },
+            },
+            Err(status) => Reply::status(status),
+        };
+        self.reply(conn, id, reply);
+    }
+
+    fn answer_lookups(&mut self, answers: names::Answers<(ConnId, u32)>) {
+        for ((conn, id), result) in answers {
+            self.reply_lookup(conn, id, result);
         }
     }
 
@@ -1078,7 +1271,19 @@ impl Engine {
                 self.reply_status(conn, id, Status::SUCCESS);
                 self.out.push_back(Output::Close { conn });
             }
-            PendingHost::Abort { conn, id } => self.reply_status(conn, id, status_of(&outcome)),
+            PendingHost::Abort { conn, id } | PendingHost::Status { conn, id } => {
+                self.reply_status(conn, id, status_of(&outcome));
+            }
+            PendingHost::Lookup { conn, id } => {
+                let result = match outcome {
+                    HostOutcome::Lookup(r) => r,
+                    other => Err(match status_of(&other) {
+                        s if s.is_success() => Status::ERR_BAD_PARAM,
+                        s => s,
+                    }),
+                };
+                self.reply_lookup(conn, id, result);
+            }
             PendingHost::Fence { seq, .. } => {
                 let result = match outcome {
                     HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
@@ -1112,6 +1317,8 @@ impl Engine {
 
     /// Time passed: fail what has waited too long.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        let expired = self.names.handle_timeout(now);
+        self.answer_lookups(expired);
         while let Some((&(t, n), _)) = self.timers.iter().next() {
             if t > now {
                 break;
