@@ -101,7 +101,7 @@ fn bool_directive(info: &Info) -> bool {
 }
 
 /// `TIMEOUT` in seconds; zero or negative means none, as in the standard.
-fn timeout_of(info: &[Info]) -> Option<Duration> {
+pub(crate) fn timeout_of(info: &[Info]) -> Option<Duration> {
     let t = info
         .iter()
         .rev()
@@ -206,7 +206,7 @@ fn resolve_local(
 }
 
 /// Waits for a completion, with the client's backstop when the caller gave a `TIMEOUT`.
-fn wait<T>(
+pub(crate) fn wait<T>(
     shared: &Shared,
     rx: &Receiver<Result<T, Error>>,
     id: Option<u32>,
@@ -279,11 +279,11 @@ impl Client {
         !self.shared().is_closed()
     }
 
-    fn shared(&self) -> &Shared {
+    pub(crate) fn shared(&self) -> &Shared {
         &self.inner.conn.shared
     }
 
-    fn check(&self) -> Result<(), Error> {
+    pub(crate) fn check(&self) -> Result<(), Error> {
         if self.is_initialized() {
             Ok(())
         } else {
@@ -292,7 +292,7 @@ impl Client {
     }
 
     /// Refuses a blocking call on the reader thread, which would wait for itself.
-    fn check_blocking(&self) -> Result<(), Error> {
+    pub(crate) fn check_blocking(&self) -> Result<(), Error> {
         self.check()?;
         if self.shared().on_reader_thread() {
             return Err(Error::WouldDeadlock);
@@ -594,7 +594,7 @@ impl Client {
     }
 
     /// Sends any request and waits for its reply: the escape hatch the modules still to
-    /// come (publish/lookup, spawn, connect, events, query) build on.
+    /// come (spawn, connect, events, query) build on.
     ///
     /// Returns the reply whatever its status: only failing to get one (a lost connection,
     /// a call from a completion callback) is an `Err`. Data the reply carries (a Get's or a

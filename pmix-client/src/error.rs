@@ -83,6 +83,15 @@ pub enum Error {
     /// An argument was invalid (a key too long, an unknown scope, ...).
     #[error("invalid argument: {0}")]
     BadParam(String),
+    /// A publish was refused for a duplicate key (`ERR_DUPLICATE_KEY`): one of its keys is
+    /// already published in the call's range, or the call names a key twice. The value
+    /// published first is kept and nothing of the refused call is stored.
+    #[error("duplicate key: {0}")]
+    DuplicateKey(String),
+    /// A lookup found none of its keys (within its `WAIT`, if any), or an unpublish found
+    /// nothing of the caller's to withdraw (`ERR_NOT_FOUND`). Names the keys.
+    #[error("not published: {0}")]
+    NotPublished(String),
     /// A blocking call was made from inside a completion callback, which runs on the thread
     /// that would have to deliver the answer; waiting would deadlock.
     #[error("blocking call from a completion callback would deadlock")]
@@ -108,7 +117,8 @@ impl Error {
             Error::Connect { .. } => Status::ERR_UNREACH,
             Error::Protocol(_) => Status::ERR_UNPACK_FAILURE,
             Error::LostConnection => Status::ERR_LOST_CONNECTION,
-            Error::NotFound { .. } => Status::ERR_NOT_FOUND,
+            Error::NotFound { .. } | Error::NotPublished(_) => Status::ERR_NOT_FOUND,
+            Error::DuplicateKey(_) => Status::ERR_DUPLICATE_KEY,
             Error::ReservedKey(_) | Error::BadParam(_) => Status::ERR_BAD_PARAM,
             Error::WouldDeadlock => Status::ERR_WOULD_BLOCK,
             Error::Timeout => Status::ERR_TIMEOUT,

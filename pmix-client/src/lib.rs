@@ -6,7 +6,10 @@
 //! [`commit`](Client::commit) them, synchronise with [`fence`](Client::fence) and read other
 //! processes' values with [`get`](Client::get). Job-level data and data collected by fences
 //! are kept in a local store and served on the caller's thread, so most gets never leave the
-//! process. The contract with the server is `docs/PROTOCOL.md`.
+//! process. A process can also [`publish`](Client::publish) data under a key for any process
+//! in a range to [`lookup`](Client::lookup) by the key alone, without knowing the publisher
+//! (MPI's name publishing), and [`unpublish`](Client::unpublish) it again. The contract with
+//! the server is `docs/PROTOCOL.md`.
 //!
 //! Host authors (launchers, resource managers) want `pmix-server` instead.
 //!
@@ -48,10 +51,12 @@ mod conn;
 mod env;
 mod error;
 mod events;
+mod names;
 mod store;
 
 pub use client::Client;
 pub use error::Error;
+pub use names::Pdata;
 
 /// The PMIx data model, re-exported so applications need only this crate.
 pub use pmix_types as types;
