@@ -14,6 +14,7 @@
 mod engine;
 mod error;
 mod host;
+mod nameserver;
 mod server;
 mod shell;
 
@@ -21,4 +22,5 @@ pub use error::Error;
 pub use host::{Completion, Host, NameService, NoHost, Outcome};
 pub use pmix_regex::{generate_ppn, generate_regex};
 pub use pmix_types as types;
+pub use nameserver::{NameServer, NameServerClient};
 pub use server::{ENV_PROTOCOL, ENV_SECRET, ENV_SERVER_URI, Server, ServerOptions};

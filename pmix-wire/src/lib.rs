@@ -12,6 +12,7 @@ mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod msg;
+pub mod names;
 mod scan;
 
 pub use error::Error;
@@ -22,4 +23,7 @@ pub use frame::{
 pub use msg::{
     App, ClientMsg, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs, ProcRealm,
     Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
+};
+pub use names::{
+    NS_MAGIC, NS_PROTOCOL_VERSION, NsCaller, NsHello, NsMsg, NsReply, NsRequest, NsWelcome,
 };

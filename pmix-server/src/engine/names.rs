@@ -639,7 +639,6 @@ impl<T> NameStore<T> {
     }
 
     /// A session ended: everything of it but `INDEF` entries goes.
-    #[allow(dead_code)] // the standalone name server's, being written
     pub(crate) fn end_session(&mut self, session: SessionId) {
         self.remove_where(|_, e| {
             e.publisher.session == session && e.persistence != Persistence::INDEF

@@ -1,0 +1,204 @@
+//! The standalone name server over a real Unix socket, with two launcher sessions.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, bounded};
+use pmix_server::types::{DataRange, Info, Key, Nspace, Persistence, Proc, Status, attr};
+use pmix_server::{NameServer, NameServerClient};
+use pmix_wire::Published;
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn socket_path(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("pmixrs-ns-test-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join("ns.sock")
+}
+
+fn proc(ns: &str, rank: u32) -> Proc {
+    Proc::new(Nspace::new(ns).unwrap(), rank)
+}
+
+fn me() -> (u32, u32) {
+    (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    )
+}
+
+/// Directives as the server adds them: the caller's credentials, plus `extra`.
+fn creds(extra: &[Info]) -> Vec<Info> {
+    let (uid, gid) = me();
+    let mut v = extra.to_vec();
+    v.push(Info::attr(attr::USERID, uid));
+    v.push(Info::attr(attr::GRPID, gid));
+    v
+}
+
+fn recv<T>(rx: &Receiver<T>, what: &str) -> T {
+    rx.recv_timeout(DEADLINE)
+        .unwrap_or_else(|_| panic!("no answer to {what} within {DEADLINE:?}"))
+}
+
+fn publish(c: &NameServerClient, p: &Proc, k: &str, v: &str, info: &[Info]) -> Result<(), Status> {
+    let (tx, rx) = bounded(1);
+    let data = [Info::new(Key::new(k).unwrap(), v)];
+    c.publish(p, &data, &creds(info), move |r| {
+        let _ = tx.send(r);
+    });
+    recv(&rx, "publish")
+}
+
+fn lookup_rx(
+    c: &NameServerClient,
+    p: &Proc,
+    keys: &[&str],
+    info: &[Info],
+) -> Receiver<Result<Vec<Published>, Status>> {
+    let (tx, rx) = bounded(1);
+    let keys: Vec<Key> = keys.iter().map(|k| Key::new(*k).unwrap()).collect();
+    c.lookup(p, &keys, &creds(info), move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+fn lookup(
+    c: &NameServerClient,
+    p: &Proc,
+    keys: &[&str],
+    info: &[Info],
+) -> Result<Vec<Published>, Status> {
+    recv(&lookup_rx(c, p, keys, info), "lookup")
+}
+
+fn global() -> Info {
+    Info::attr(attr::RANGE, DataRange::GLOBAL)
+}
+
+#[test]
+fn two_sessions_share_global_names_and_sessions_end_cleanly() {
+    let path = socket_path("share");
+    let server = NameServer::start(&path, 0o600).unwrap();
+    let a = NameServerClient::connect(server.uri(), "node-a").unwrap();
+    let b = NameServerClient::connect(server.uri(), "node-b").unwrap();
+    let pa = proc("job-a", 0);
+    let pb = proc("job-b", 0);
+    a.nspace_started(&pa.nspace);
+    b.nspace_started(&pb.nspace);
+
+    // A lookup in session b waits for a publish in session a.
+    let waiting = lookup_rx(&b, &pb, &["svc"], &[global(), Info::attr(attr::WAIT, 0i32)]);
+    publish(&a, &pa, "svc", "port-a", &[global()]).unwrap();
+    let found = recv(&waiting, "the waiting lookup").unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].proc, pa);
+
+    // Session-range data stays in its session; the same key is then free elsewhere.
+    publish(&a, &pa, "local", "a", &[]).unwrap();
+    assert_eq!(
+        lookup(&b, &pb, &["local"], &[global()]).unwrap_err(),
+        Status::ERR_NOT_FOUND
+    );
+    publish(&b, &pb, "local", "b", &[]).unwrap();
+    // But GLOBAL names clash across sessions.
+    assert_eq!(
+        publish(&b, &pb, "svc", "port-b", &[global()]),
+        Err(Status::ERR_DUPLICATE_KEY)
+    );
+
+    // Indefinite data outlives its session; the rest goes with it.
+    let indef = [global(), Info::attr(attr::PERSISTENCE, Persistence::INDEF)];
+    publish(&a, &pa, "forever", "x", &indef).unwrap();
+    drop(a);
+    let c = NameServerClient::connect(server.uri(), "node-c").unwrap();
+    let pc = proc("job-c", 0);
+    // The end of session a is processed before c's requests (one loop, in order) once a's
+    // close was seen; wait for it by polling the observable state with a deadline.
+    let start = std::time::Instant::now();
+    loop {
+        let r = lookup(&c, &pc, &["svc", "forever"], &[global()]).unwrap();
+        let keys: Vec<_> = r.iter().map(|p| p.key.as_str().to_owned()).collect();
+        if keys == ["forever"] {
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "session a's data never went: {keys:?}"
+        );
+        std::thread::yield_now();
+    }
+    server.stop();
+    assert!(!path.exists(), "the socket is removed");
+}
+
+#[test]
+fn a_launcher_cannot_speak_for_another_user_and_timeouts_fire() {
+    let path = socket_path("uid");
+    let server = NameServer::start(&path, 0o600).unwrap();
+    let a = NameServerClient::connect(server.uri(), "node-a").unwrap();
+    let p = proc("job", 0);
+    let (uid, gid) = me();
+    if uid != 0 {
+        let (tx, rx) = bounded(1);
+        let forged = [
+            Info::attr(attr::USERID, uid + 1),
+            Info::attr(attr::GRPID, gid),
+        ];
+        a.publish(&p, &[Info::attr("k", "v")], &forged, move |r| {
+            let _ = tx.send(r);
+        });
+        assert_eq!(recv(&rx, "forged publish"), Err(Status::ERR_NO_PERMISSIONS));
+    }
+    let waiting = lookup_rx(
+        &a,
+        &p,
+        &["never"],
+        &[
+            Info::attr(attr::WAIT, 0i32),
+            Info::attr(attr::TIMEOUT, 1i32),
+        ],
+    );
+    assert_eq!(
+        recv(&waiting, "a lookup with TIMEOUT"),
+        Err(Status::ERR_TIMEOUT)
+    );
+    // When the server goes away, requests fail instead of hanging.
+    let pending = lookup_rx(&a, &p, &["never"], &[Info::attr(attr::WAIT, 0i32)]);
+    server.stop();
+    assert_eq!(
+        recv(&pending, "a lookup when the server stops"),
+        Err(Status::ERR_UNREACH)
+    );
+    assert_eq!(publish(&a, &p, "k", "v", &[]), Err(Status::ERR_UNREACH));
+}
+
+#[test]
+fn garbage_on_the_socket_does_not_hurt_other_sessions() {
+    use std::io::{Read, Write};
+    let path = socket_path("garbage");
+    let server = NameServer::start(&path, 0o600).unwrap();
+    let good = NameServerClient::connect(server.uri(), "n").unwrap();
+    let mut bad = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    bad.set_read_timeout(Some(DEADLINE)).unwrap();
+    // A frame whose body is not a hello: refused, and closed.
+    bad.write_all(&[0, 0, 0, 3, 0xc1, 0xc1, 0xc1]).unwrap();
+    let mut rest = Vec::new();
+    let _ = bad.read_to_end(&mut rest);
+    assert!(!rest.is_empty(), "a refusal is sent before closing");
+    // An absurd frame length: closed.
+    let mut bad2 = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    bad2.set_read_timeout(Some(DEADLINE)).unwrap();
+    bad2.write_all(&[0xff, 0xff, 0xff, 0xff]).unwrap();
+    let mut rest = Vec::new();
+    assert!(bad2.read_to_end(&mut rest).is_ok());
+    assert!(
+        NameServerClient::connect("unix:/nonexistent/ns.sock", "n").is_err(),
+        "a missing server is a clear error"
+    );
+    let p = proc("job", 0);
+    publish(&good, &p, "k", "v", &[]).unwrap();
+    assert_eq!(lookup(&good, &p, &["k"], &[]).unwrap().len(), 1);
+}
