@@ -1,4 +1,5 @@
 //! The standalone name server over a real Unix socket, with two launcher sessions.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
 use std::time::Duration;
