@@ -20,7 +20,9 @@ mod shell;
 
 pub use error::Error;
 pub use host::{Completion, Host, NameService, NoHost, Outcome};
+pub use nameserver::{NameServer, NameServerClient};
 pub use pmix_regex::{generate_ppn, generate_regex};
 pub use pmix_types as types;
-pub use nameserver::{NameServer, NameServerClient};
+/// Types that appear in [`Host`] callbacks.
+pub use pmix_wire::{App, Published, Query};
 pub use server::{ENV_PROTOCOL, ENV_SECRET, ENV_SERVER_URI, Server, ServerOptions};

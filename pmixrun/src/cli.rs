@@ -24,6 +24,16 @@ Examples:
   Run in /scratch with OMP_NUM_THREADS=2 and the launcher's own value of PATH:
       pmixrun -n 2 --wdir /scratch -x OMP_NUM_THREADS=2 -x PATH ./app
 
+  Share published names between separate runs (GLOBAL range) through a name server:
+      pmixrun --nameserver --report-uri /tmp/ns.uri &
+      pmixrun --nameserver-uri file:/tmp/ns.uri -n 1 ./server &
+      pmixrun --nameserver-uri file:/tmp/ns.uri -n 1 ./client
+
+Name server mode: `pmixrun --nameserver [--report-uri FILE] [--socket PATH]` serves names
+until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). PMIXRS_NAMESERVER
+stands for --nameserver-uri. Without a name server, every range is served by pmixrun's own
+PMIx server, so names are shared within one run only.
+
 Exit status: 0 when every process exits 0; otherwise the status of the first process that
 failed (128+S for a process killed by signal S), or the status a process passed to abort.
 A process that connected and then exits without calling finalize fails the job. The job is
@@ -74,6 +84,63 @@ struct Global {
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
+    /// Serve publish/lookup through the name server at URI (`unix:PATH`, or `file:FILE`
+    /// holding such a URI), shared with other runs; default $PMIXRS_NAMESERVER.
+    #[arg(long, value_name = "URI")]
+    nameserver_uri: Option<String>,
+}
+
+/// `pmixrun --nameserver ...`: run a name server instead of a job.
+#[derive(Parser, Debug)]
+#[command(
+    name = "pmixrun --nameserver",
+    no_binary_name = true,
+    disable_version_flag = true,
+    about = "Run a name server that separate pmixrun runs share for published names"
+)]
+struct NameServerArgs {
+    /// Write the server's URI into FILE once it is listening.
+    #[arg(long, value_name = "FILE")]
+    report_uri: Option<PathBuf>,
+    /// Listen on this socket path (default: a private directory under $TMPDIR).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Log what the name server does, to stderr.
+    #[arg(short, long)]
+    verbose: bool,
+}
+
+/// What `pmixrun --nameserver` was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NameServerOptions {
+    /// Where to report the URI.
+    pub(crate) report_uri: Option<PathBuf>,
+    /// The socket path, if chosen.
+    pub(crate) socket: Option<PathBuf>,
+    /// Log at debug level.
+    pub(crate) verbose: bool,
+}
+
+/// What pmixrun was asked to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Run a job.
+    Job(Options),
+    /// Run a name server.
+    NameServer(NameServerOptions),
+}
+
+/// Parses a command line that may ask for name-server mode.
+pub(crate) fn parse_mode(args: Vec<OsString>) -> Result<Mode, clap::Error> {
+    if args.first().is_some_and(|a| a == "--nameserver") {
+        let a = NameServerArgs::try_parse_from(&args[1..])?;
+        return Ok(Mode::NameServer(NameServerOptions {
+            report_uri: a.report_uri,
+            socket: a.socket,
+            verbose: a.verbose,
+        }));
+    }
+    parse(args).map(Mode::Job)
 }
 
 #[derive(Args, Debug)]
@@ -126,6 +193,8 @@ pub(crate) struct Options {
     pub(crate) timeout: Option<Duration>,
     /// Log at debug level.
     pub(crate) verbose: bool,
+    /// The name server to use, as given (not yet resolved).
+    pub(crate) nameserver_uri: Option<String>,
     /// The application contexts, in rank order.
     pub(crate) apps: Vec<App>,
 }
@@ -198,6 +267,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         tag_output: first.global.tag_output,
         timeout: first.global.timeout.map(Duration::from_secs),
         verbose: first.global.verbose,
+        nameserver_uri: first.global.nameserver_uri,
         apps,
     })
 }
@@ -293,6 +363,28 @@ mod tests {
         ] {
             assert!(p(bad).is_err(), "{bad:?} was accepted");
         }
+    }
+
+    #[test]
+    fn name_server_mode_and_option() {
+        let m =
+            parse_mode(os(&["--nameserver", "--report-uri", "/tmp/u"])).map_err(|e| e.to_string());
+        assert_eq!(
+            m,
+            Ok(Mode::NameServer(NameServerOptions {
+                report_uri: Some("/tmp/u".into()),
+                socket: None,
+                verbose: false,
+            }))
+        );
+        assert!(parse_mode(os(&["--nameserver", "prog"])).is_err());
+        let o = p("--nameserver-uri unix:/x -n 2 a").map_err(|e| e.to_string());
+        let Ok(o) = o else { panic!("{o:?}") };
+        assert_eq!(o.nameserver_uri.as_deref(), Some("unix:/x"));
+        assert!(
+            p("a : --nameserver-uri unix:/x b").is_err(),
+            "a global option"
+        );
     }
 
     #[test]

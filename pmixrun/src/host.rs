@@ -10,8 +10,11 @@ use std::process::ExitStatus;
 
 use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
-use pmix_server::types::{Nspace, Proc, Status};
-use pmix_server::{Completion, Host};
+use std::sync::Arc;
+
+use pmix_server::Published;
+use pmix_server::types::{Info, Key, Nspace, Proc, Status};
+use pmix_server::{Completion, Host, NameServerClient};
 
 /// Something the supervisor must know about.
 #[derive(Debug)]
@@ -37,15 +40,26 @@ pub(crate) enum Event {
 }
 
 /// The callbacks of a one-node launcher: fences and direct modex never leave the node, so
-/// only connection, finalize and abort need the host.
+/// only connection, finalize and abort need the host, and publish/lookup/unpublish when a
+/// name server shared with other runs is used (otherwise the server's own name service
+/// answers them).
 pub(crate) struct RunHost {
     nspace: Nspace,
     events: Sender<Event>,
+    names: Option<Arc<NameServerClient>>,
 }
 
 impl RunHost {
-    pub(crate) fn new(nspace: Nspace, events: Sender<Event>) -> RunHost {
-        RunHost { nspace, events }
+    pub(crate) fn new(
+        nspace: Nspace,
+        events: Sender<Event>,
+        names: Option<Arc<NameServerClient>>,
+    ) -> RunHost {
+        RunHost {
+            nspace,
+            events,
+            names,
+        }
     }
 
     fn rank_of(&self, proc: &Proc) -> Option<u32> {
@@ -54,6 +68,33 @@ impl RunHost {
 }
 
 impl Host for RunHost {
+    fn publish(&mut self, proc: &Proc, data: &[Info], info: &[Info], done: Completion<()>) {
+        match &self.names {
+            Some(ns) => ns.publish(proc, data, info, move |r| done.complete(r)),
+            None => done.complete(Err(Status::ERR_NOT_SUPPORTED)),
+        }
+    }
+
+    fn lookup(
+        &mut self,
+        proc: &Proc,
+        keys: &[Key],
+        info: &[Info],
+        done: Completion<Vec<Published>>,
+    ) {
+        match &self.names {
+            Some(ns) => ns.lookup(proc, keys, info, move |r| done.complete(r)),
+            None => done.complete(Err(Status::ERR_NOT_SUPPORTED)),
+        }
+    }
+
+    fn unpublish(&mut self, proc: &Proc, keys: &[Key], info: &[Info], done: Completion<()>) {
+        match &self.names {
+            Some(ns) => ns.unpublish(proc, keys, info, move |r| done.complete(r)),
+            None => done.complete(Err(Status::ERR_NOT_SUPPORTED)),
+        }
+    }
+
     fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
         if let Some(r) = self.rank_of(proc) {
             let _ = self.events.send(Event::Connected(r));

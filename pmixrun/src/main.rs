@@ -11,13 +11,16 @@ mod launch;
 mod output;
 mod supervise;
 
+use std::os::unix::fs::DirBuilderExt;
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crossbeam_channel::{Sender, unbounded};
 use nix::sys::signal::{SigSet, Signal};
 use pmix_server::types::{Nspace, Proc};
-use pmix_server::{Server, ServerOptions};
+use pmix_server::{NameServer, NameServerClient, NameService, Server, ServerOptions};
 
 use crate::host::{Event, RunHost};
 use crate::supervise::Supervisor;
@@ -63,6 +66,109 @@ fn init_logging(verbose: bool) {
         .try_init();
 }
 
+/// The environment variable that stands for `--nameserver-uri`.
+const ENV_NAMESERVER: &str = "PMIXRS_NAMESERVER";
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// Connects to the name server the options or the environment name, if any.
+fn connect_nameserver(given: Option<&str>) -> Result<Option<Arc<NameServerClient>>, String> {
+    let from_env = std::env::var(ENV_NAMESERVER).ok();
+    let Some(spec) = given.or(from_env.as_deref()).filter(|s| !s.is_empty()) else {
+        return Ok(None);
+    };
+    let uri = match spec.strip_prefix("file:") {
+        Some(file) => std::fs::read_to_string(file)
+            .map_err(|e| {
+                format!(
+                    "cannot read the name server's URI from {file}: {}",
+                    launch::describe(&e)
+                )
+            })?
+            .trim()
+            .to_owned(),
+        None => spec.to_owned(),
+    };
+    NameServerClient::connect(&uri, &hostname())
+        .map(|c| Some(Arc::new(c)))
+        .map_err(|e| format!("cannot use the name server {uri}: {e}"))
+}
+
+/// `pmixrun --nameserver`: serves names until SIGINT, SIGTERM or SIGHUP.
+fn run_nameserver(opts: &cli::NameServerOptions, signals: &SigSet) -> Result<u8, String> {
+    let (path, dir) = match &opts.socket {
+        Some(p) => (p.clone(), None),
+        None => {
+            let dir = std::env::temp_dir().join(format!("pmixrs-ns.{}", std::process::id()));
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&dir)
+                .map_err(|e| {
+                    format!("cannot create {}: {}", dir.display(), launch::describe(&e))
+                })?;
+            (dir.join("names.sock"), Some(dir))
+        }
+    };
+    let cleanup = |report: Option<&PathBuf>| {
+        if let Some(f) = report {
+            let _ = std::fs::remove_file(f);
+        }
+        if let Some(d) = &dir {
+            let _ = std::fs::remove_dir(d);
+        }
+    };
+    let server = match NameServer::start(&path, 0o600) {
+        Ok(s) => s,
+        Err(e) => {
+            cleanup(None);
+            return Err(format!("cannot start the name server: {e}"));
+        }
+    };
+    let uri = server.uri().to_owned();
+    if let Some(file) = &opts.report_uri {
+        // Written whole and then renamed, so that a reader never sees half a URI.
+        let tmp = file.with_extension("tmp");
+        let written =
+            std::fs::write(&tmp, format!("{uri}\n")).and_then(|()| std::fs::rename(&tmp, file));
+        if let Err(e) = written {
+            server.stop();
+            cleanup(None);
+            return Err(format!(
+                "cannot write {}: {}",
+                file.display(),
+                launch::describe(&e)
+            ));
+        }
+    }
+    {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{uri}");
+        let _ = out.flush();
+    }
+    loop {
+        match signals.wait() {
+            Ok(sig) => {
+                tracing::debug!(?sig, "name server stopping");
+                break;
+            }
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(e) => {
+                tracing::warn!("waiting for signals failed: {e}");
+                break;
+            }
+        }
+    }
+    server.stop();
+    cleanup(opts.report_uri.as_ref());
+    Ok(0)
+}
+
 /// Everything before the first process starts; an error here is a one-line message.
 fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
     let layout = job::Layout::new(&opts.apps)?;
@@ -82,19 +188,30 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
     let helper = std::env::current_exe()
         .map_err(|e| format!("cannot find pmixrun's executable: {}", launch::describe(&e)))?;
 
+    let names = connect_nameserver(opts.nameserver_uri.as_deref())?;
     let (events_tx, events) = unbounded();
     start_signal_thread(signals, events_tx.clone())?;
     let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
     let server = Server::init(
-        RunHost::new(nspace.clone(), events_tx.clone()),
-        ServerOptions::default(),
+        RunHost::new(nspace.clone(), events_tx.clone(), names.clone()),
+        ServerOptions {
+            name_service: if names.is_some() {
+                NameService::Host
+            } else {
+                NameService::BuiltIn
+            },
+            ..ServerOptions::default()
+        },
     )
     .map_err(|e| format!("cannot start the PMIx server: {e}"))?;
     let info = job::job_info(server.hostname(), &opts.apps, &layout, &cwd)?;
     server
         .register_nspace(&nspace, layout.size, &info)
         .map_err(|e| format!("cannot register the job: {e}"))?;
+    if let Some(ns) = &names {
+        ns.nspace_started(&nspace);
+    }
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
     let procs: Vec<Proc> = (0..layout.size)
@@ -110,6 +227,11 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
     let output_done = output::start_writer(opts.tag_output, lines)
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
     let mut sup = Supervisor::new(layout.size, opts.timeout);
+    if let Some(ns) = names.clone() {
+        // What a process published to last as long as it does goes when it ends.
+        let nspace = nspace.clone();
+        sup.on_exit(move |rank| ns.proc_ended(&Proc::new(nspace.clone(), rank)));
+    }
     for (rank, p) in (0u32..).zip(&procs) {
         let a = layout.app_of(rank);
         let launched = server
@@ -148,6 +270,9 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
         tracing::warn!("output still open after every process ended; not waiting for it");
     }
     server.deregister_nspace(&nspace);
+    if let Some(ns) = &names {
+        ns.nspace_ended(&nspace);
+    }
     if let Err(e) = server.finalize() {
         tracing::warn!("finalizing the server: {e}");
     }
@@ -159,8 +284,8 @@ fn main() -> ExitCode {
     if argv.first().is_some_and(|a| a == launch::EXEC_HELPER) {
         return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..]));
     }
-    let opts = match cli::parse(argv) {
-        Ok(o) => o,
+    let mode = match cli::parse_mode(argv) {
+        Ok(m) => m,
         Err(e) => e.exit(),
     };
     let signals = forwarded_signals();
@@ -168,8 +293,17 @@ fn main() -> ExitCode {
         eprintln!("pmixrun: cannot block signals: {e}");
         return ExitCode::FAILURE;
     }
-    init_logging(opts.verbose);
-    match run(opts, signals) {
+    let result = match mode {
+        cli::Mode::NameServer(o) => {
+            init_logging(o.verbose);
+            run_nameserver(&o, &signals)
+        }
+        cli::Mode::Job(o) => {
+            init_logging(o.verbose);
+            run(o, signals)
+        }
+    };
+    match result {
         Ok(status) => ExitCode::from(status),
         Err(msg) => {
             eprintln!("pmixrun: {msg}");

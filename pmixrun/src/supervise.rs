@@ -52,6 +52,17 @@ pub(crate) struct Supervisor {
     stopping: Option<Stopping>,
     /// `--timeout` and its deadline.
     timeout: Option<(Duration, Instant)>,
+    /// Told of every process that ends.
+    on_exit: Option<ExitHook>,
+}
+
+/// A callback told of every process that ends.
+struct ExitHook(Box<dyn FnMut(u32)>);
+
+impl std::fmt::Debug for ExitHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ExitHook")
+    }
 }
 
 fn exit_code_of_abort(status: i32) -> u8 {
@@ -72,7 +83,13 @@ impl Supervisor {
             status: None,
             stopping: None,
             timeout: timeout.map(|t| (t, Instant::now() + t)),
+            on_exit: None,
         }
+    }
+
+    /// Calls `hook` with the rank of every process that ends.
+    pub(crate) fn on_exit(&mut self, hook: impl FnMut(u32) + 'static) {
+        self.on_exit = Some(ExitHook(Box::new(hook)));
     }
 
     /// Records that `rank` was started as `pid`.
@@ -140,6 +157,9 @@ impl Supervisor {
     }
 
     fn exited(&mut self, rank: u32, status: std::io::Result<ExitStatus>) {
+        if let Some(ExitHook(hook)) = &mut self.on_exit {
+            hook(rank);
+        }
         let stopping = self.stopping.is_some();
         let Some(p) = self.proc(rank) else { return };
         p.gone = true;
