@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use hashbrown::HashMap;
@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
 use pmix_wire::{Event, Kv, Reply, ReplyBody, Request};
 
-use crate::conn::{Conn, Shared};
+use crate::conn::{Conn, Shared, Turn};
 use crate::store::{LevelSel, Lookup, Qualifiers};
 use crate::{Error, env};
 
@@ -28,9 +28,11 @@ const FINALIZE_WAIT: Duration = Duration::from_secs(30);
 /// a second connection as the same process, which the server refuses (`ERR_EXISTS`).
 ///
 /// **Blocking and non-blocking.** Every call that may need the server exists in a
-/// non-blocking form taking a completion; the blocking form is that plus a wait. Completions
-/// run on the client's reader thread: they must be short, and a *blocking* call made from one
-/// fails with [`Error::WouldDeadlock`] instead of waiting for the thread it runs on.
+/// non-blocking form taking a completion; the blocking form is that plus a wait, during which
+/// the caller's thread reads the reply itself when no other thread is reading. Completions run
+/// on whichever thread reads replies (the client's reader thread, or a thread blocked in a
+/// call): they must be short, and a *blocking* call made from one fails with
+/// [`Error::WouldDeadlock`] instead of waiting for the thread it runs on.
 ///
 /// **Local answers.** Job data arrives at init and data collected by fences or returned by
 /// gets is cached, so most gets are answered on the caller's thread without a message (see
@@ -212,19 +214,35 @@ pub(crate) fn wait<T>(
     id: Option<u32>,
     timeout: Option<Duration>,
 ) -> Result<T, Error> {
-    match timeout {
-        None => rx.recv().unwrap_or(Err(Error::LostConnection)),
-        Some(t) => match rx.recv_timeout(t + TIMEOUT_MARGIN) {
-            Ok(r) => r,
-            Err(RecvTimeoutError::Timeout) => {
-                if let Some(id) = id {
-                    shared.cancel(id);
-                }
-                // The reply may have raced the cancel.
-                rx.try_recv().unwrap_or(Err(Error::Timeout))
+    let deadline = timeout.map(|t| Instant::now() + t + TIMEOUT_MARGIN);
+    let timed_out = || {
+        if let Some(id) = id {
+            shared.cancel(id);
+        }
+        // The reply may have raced the cancel.
+        rx.try_recv().unwrap_or(Err(Error::Timeout))
+    };
+    loop {
+        if let Ok(r) = rx.try_recv() {
+            return r;
+        }
+        // Read the reply on this thread if nobody else is reading.
+        match shared.read_until(&|| !rx.is_empty(), deadline) {
+            Turn::Done => {}
+            Turn::Lost => return rx.try_recv().unwrap_or(Err(Error::LostConnection)),
+            Turn::TimedOut => return timed_out(),
+            Turn::Busy => {
+                let got = match deadline {
+                    None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                    Some(d) => rx.recv_deadline(d),
+                };
+                return match got {
+                    Ok(r) => r,
+                    Err(RecvTimeoutError::Timeout) => timed_out(),
+                    Err(RecvTimeoutError::Disconnected) => Err(Error::LostConnection),
+                };
             }
-            Err(RecvTimeoutError::Disconnected) => Err(Error::LostConnection),
-        },
+        }
     }
 }
 
@@ -441,6 +459,7 @@ impl Client {
             Local::Done(r) => done(r),
             Local::AskServer => {
                 self.server_get(proc, key, info, done);
+                self.shared().kick();
             }
         }
     }
@@ -547,6 +566,7 @@ impl Client {
             return done(Err(e));
         }
         self.start_fence(procs, info, done);
+        self.shared().kick();
     }
 
     fn start_fence(
@@ -619,6 +639,7 @@ impl Client {
             return done(Err(e));
         }
         self.request_nb_inner(req, done);
+        self.shared().kick();
     }
 
     fn request_nb_inner(
@@ -671,16 +692,7 @@ impl Inner {
                     let _ = tx.send(r.and_then(|reply| status_result(&reply)));
                 }),
             );
-            match rx.recv_timeout(FINALIZE_WAIT) {
-                Ok(r) => r,
-                Err(RecvTimeoutError::Timeout) => {
-                    if let Some(id) = id {
-                        shared.cancel(id);
-                    }
-                    Err(Error::Timeout)
-                }
-                Err(RecvTimeoutError::Disconnected) => Err(Error::LostConnection),
-            }
+            wait(shared, &rx, id, Some(FINALIZE_WAIT))
         };
         self.conn.close();
         result

@@ -1,6 +1,14 @@
 //! The connection to the server: handshake, the writer (caller's thread, under a mutex), the
-//! reader thread that completes pending requests by id, and the failure path that completes
-//! every one of them when the connection dies.
+//! reading of replies, and the failure path that completes every outstanding request when the
+//! connection dies.
+//!
+//! **Who reads.** Reading the socket is a role, held by whoever holds the `read` mutex. A
+//! blocking call takes it if it is free and reads on its own thread until its reply has come
+//! (dispatching any other reply it meets): a blocking round trip then costs no thread hand-off
+//! in the client. The reader thread takes the role only when asked: after a non-blocking
+//! request ([`Shared::kick`]), or when a blocking caller gives the role up while other requests
+//! are outstanding; it reads until nothing is outstanding, then sleeps again. A blocking call
+//! that finds the role taken waits for its reply on its channel, as a non-blocking one would.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -8,10 +16,10 @@ use std::os::unix::net::UnixStream;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, ThreadId};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
 use pmix_types::Status;
 use pmix_wire::{
     ClientMsg, Decoded, FrameDecoder, Hello, JobData, MAGIC, PROTOCOL_VERSION, Reply, ReplyBody,
@@ -38,6 +46,29 @@ struct Pending {
     waiting: HashMap<u32, Completion>,
     /// Set once the connection is gone; later requests fail at once with it.
     closed: bool,
+    /// The reader thread is asked to take the reading role.
+    handoff: bool,
+    /// The client is closing: the reader thread ends.
+    stop: bool,
+}
+
+/// The reading side of the socket and what was read but not yet dispatched.
+struct ReadSide {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    dec: FrameDecoder,
+}
+
+/// What a blocking caller's turn at reading came to.
+pub(crate) enum Turn {
+    /// `done` became true.
+    Done,
+    /// Someone else is reading: wait on the channel.
+    Busy,
+    /// The deadline passed.
+    TimedOut,
+    /// The connection is gone (every outstanding request has been failed).
+    Lost,
 }
 
 struct Writer {
@@ -50,8 +81,13 @@ pub(crate) struct Shared {
     pub(crate) store: RwLock<Store>,
     pub(crate) events: Events,
     pending: Mutex<Pending>,
+    /// Signalled when the reader thread has something to do.
+    wake_reader: Condvar,
     writer: Mutex<Writer>,
+    read: Mutex<ReadSide>,
     reader_id: OnceLock<ThreadId>,
+    /// The thread holding the reading role, when it is a caller's.
+    caller_reading: Mutex<Option<ThreadId>>,
 }
 
 /// The connection as the client owns it: the shared state plus the reader thread's handle.
@@ -172,17 +208,26 @@ impl Conn {
                 next_id: 0,
                 waiting: HashMap::new(),
                 closed: false,
+                handoff: false,
+                stop: false,
             }),
+            wake_reader: Condvar::new(),
             writer: Mutex::new(Writer {
                 stream,
                 buf: Vec::with_capacity(4096),
             }),
+            read: Mutex::new(ReadSide {
+                stream: read_half,
+                buf: inbuf,
+                dec,
+            }),
             reader_id: OnceLock::new(),
+            caller_reading: Mutex::new(None),
         });
         let for_reader = Arc::clone(&shared);
         let handle = thread::Builder::new()
             .name("pmix-client-reader".into())
-            .spawn(move || reader_loop(&for_reader, read_half, inbuf, dec))
+            .spawn(move || reader_loop(&for_reader))
             .map_err(frame_io(&path))?;
         let _ = shared.reader_id.set(handle.thread().id());
         Ok((
@@ -199,6 +244,8 @@ impl Conn {
     /// its own once it sees the end of the stream.
     pub(crate) fn close(&self) {
         let _ = self.shared.writer.lock().stream.shutdown(Shutdown::Both);
+        self.shared.pending.lock().stop = true;
+        self.shared.wake_reader.notify_all();
         let handle = self.reader.lock().take();
         if let Some(h) = handle {
             if self.shared.on_reader_thread() {
@@ -212,9 +259,91 @@ impl Conn {
 }
 
 impl Shared {
-    /// True on the reader thread, where completions run and a blocking wait would deadlock.
+    /// True on a thread that is reading replies (the reader thread, or a caller while it
+    /// reads): completions run there, and a blocking wait would wait for itself.
     pub(crate) fn on_reader_thread(&self) -> bool {
-        self.reader_id.get() == Some(&thread::current().id())
+        let me = thread::current().id();
+        self.reader_id.get() == Some(&me) || *self.caller_reading.lock() == Some(me)
+    }
+
+    /// Asks the reader thread to read: a non-blocking request was sent, and nobody may be
+    /// reading for it.
+    pub(crate) fn kick(&self) {
+        self.pending.lock().handoff = true;
+        self.wake_reader.notify_one();
+    }
+
+    /// A blocking caller's turn at reading: reads and dispatches replies on this thread until
+    /// `done()` (the caller's reply has been dispatched) or `deadline`, if the reading role is
+    /// free.
+    pub(crate) fn read_until(&self, done: &dyn Fn() -> bool, deadline: Option<Instant>) -> Turn {
+        let Some(mut rs) = self.read.try_lock() else {
+            return Turn::Busy;
+        };
+        *self.caller_reading.lock() = Some(thread::current().id());
+        let turn = loop {
+            match dispatch_buffered(self, &mut rs) {
+                Ok(()) => {}
+                Err(e) => break Err(e),
+            }
+            if done() {
+                break Ok(Turn::Done);
+            }
+            let timeout = match deadline {
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(left) if !left.is_zero() => Some(left),
+                    _ => break Ok(Turn::TimedOut),
+                },
+                None => None,
+            };
+            if deadline.is_some() {
+                if let Err(e) = rs.stream.set_read_timeout(timeout) {
+                    break Err(Error::Connect {
+                        path: "server".into(),
+                        source: e,
+                    });
+                }
+            }
+            match fill(&mut rs) {
+                Ok(true) => {}
+                Ok(false) => break Err(Error::LostConnection),
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    break Ok(Turn::TimedOut);
+                }
+                Err(e) => {
+                    break Err(Error::Connect {
+                        path: "server".into(),
+                        source: e,
+                    });
+                }
+            }
+        };
+        if deadline.is_some() {
+            let _ = rs.stream.set_read_timeout(None);
+        }
+        *self.caller_reading.lock() = None;
+        match turn {
+            Ok(turn) => {
+                drop(rs);
+                // Others still wait for replies: someone must go on reading.
+                if !self.pending.lock().waiting.is_empty() {
+                    self.kick();
+                }
+                turn
+            }
+            Err(e) => {
+                tracing::warn!("pmix-client: connection to the server lost: {e}");
+                let _ = rs.stream.shutdown(Shutdown::Both);
+                drop(rs);
+                self.fail_all();
+                Turn::Lost
+            }
+        }
     }
 
     /// Sends a request; `done` runs once with the reply (on the reader thread) or with the
@@ -311,6 +440,7 @@ impl Shared {
             p.closed = true;
             p.waiting.drain().map(|(_, d)| d).collect()
         };
+        self.wake_reader.notify_all();
         for done in waiting {
             run_completion(done, Err(Error::LostConnection));
         }
@@ -335,65 +465,120 @@ fn run_completion(done: Completion, result: Result<Reply, Error>) {
     }
 }
 
-fn reader_loop(shared: &Shared, mut stream: UnixStream, mut buf: Vec<u8>, dec: FrameDecoder) {
-    let why = read_frames(shared, &mut stream, &mut buf, &dec);
-    match why {
-        Ok(()) => tracing::debug!("pmix-client: server closed the connection"),
-        Err(e) => tracing::warn!("pmix-client: connection to the server lost: {e}"),
-    }
-    let _ = stream.shutdown(Shutdown::Both);
-    shared.fail_all();
-}
-
-/// Reads and dispatches frames until the end of the stream (Ok) or an error.
-fn read_frames(
-    shared: &Shared,
-    stream: &mut UnixStream,
-    buf: &mut Vec<u8>,
-    dec: &FrameDecoder,
-) -> Result<(), Error> {
-    let mut start = 0;
+/// The reader thread: sleeps until asked to read, then reads until nothing is outstanding.
+fn reader_loop(shared: &Shared) {
     loop {
-        // Dispatch every whole frame already buffered.
-        while let Decoded::Frame { body, consumed } = dec.decode(&buf[start..])? {
-            let msg: ServerMsg = decode_body(body)?;
-            start += consumed;
-            match msg {
-                ServerMsg::Reply { id, reply } => shared.complete(id, reply),
-                ServerMsg::Event(ev) => shared.events.deliver(ev),
-                other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
+        {
+            let mut p = shared.pending.lock();
+            while !(p.handoff || p.stop || p.closed) {
+                shared.wake_reader.wait(&mut p);
             }
-        }
-        buf.drain(..start);
-        start = 0;
-        // Keep a big frame's buffer from living forever once it is consumed.
-        if buf.is_empty() && buf.capacity() > 4 * READ_CHUNK {
-            *buf = Vec::new();
-        }
-        let at = buf.len();
-        buf.resize(at + READ_CHUNK, 0);
-        let n = match stream.read(&mut buf[at..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                buf.truncate(at);
-                continue;
+            if p.stop || p.closed {
+                return;
             }
-            Err(e) => {
-                buf.truncate(at);
-                return Err(Error::Connect {
-                    path: "server".into(),
-                    source: e,
-                });
+            p.handoff = false;
+        }
+        let mut rs = shared.read.lock();
+        let result = loop {
+            if let Err(e) = dispatch_buffered(shared, &mut rs) {
+                break Err(e);
+            }
+            {
+                let p = shared.pending.lock();
+                if p.waiting.is_empty() || p.stop {
+                    break Ok(());
+                }
+            }
+            match fill(&mut rs) {
+                Ok(true) => {}
+                Ok(false) => break Err(Error::LostConnection),
+                Err(e) => {
+                    break Err(Error::Connect {
+                        path: "server".into(),
+                        source: e,
+                    });
+                }
             }
         };
-        buf.truncate(at + n);
-        if n == 0 {
-            if at != 0 {
-                return Err(Error::Protocol(format!(
-                    "connection closed inside a frame ({at} bytes pending)"
-                )));
+        match result {
+            Ok(()) => {
+                drop(rs);
+                // A blocking caller may have found the role taken just before it was given up.
+                let p = shared.pending.lock();
+                if !p.waiting.is_empty() && !p.stop {
+                    drop(p);
+                    shared.pending.lock().handoff = true;
+                }
             }
-            return Ok(());
+            Err(e) => {
+                if shared.pending.lock().stop {
+                    tracing::debug!("pmix-client: connection closed");
+                } else {
+                    tracing::warn!("pmix-client: connection to the server lost: {e}");
+                }
+                let _ = rs.stream.shutdown(Shutdown::Both);
+                drop(rs);
+                shared.fail_all();
+                return;
+            }
+        }
+    }
+}
+
+/// Dispatches every whole frame already buffered.
+fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
+    let ReadSide { buf, dec, .. } = rs;
+    let mut start = 0;
+    let result = loop {
+        match dec.decode(&buf[start..]) {
+            Ok(Decoded::Frame { body, consumed }) => {
+                let msg: ServerMsg = match decode_body(body) {
+                    Ok(m) => m,
+                    Err(e) => break Err(e.into()),
+                };
+                start += consumed;
+                match msg {
+                    ServerMsg::Reply { id, reply } => shared.complete(id, reply),
+                    ServerMsg::Event(ev) => shared.events.deliver(ev),
+                    other => {
+                        tracing::debug!("pmix-client: ignoring unknown server message {other:?}")
+                    }
+                }
+            }
+            Ok(Decoded::NeedMore(_)) => break Ok(()),
+            Err(e) => break Err(e.into()),
+        }
+    };
+    buf.drain(..start);
+    // Keep a big frame's buffer from living forever once it is consumed.
+    if buf.is_empty() && buf.capacity() > 4 * READ_CHUNK {
+        *buf = Vec::new();
+    }
+    result
+}
+
+/// Reads what the socket has (blocking until something comes). `Ok(false)`: end of stream.
+fn fill(rs: &mut ReadSide) -> io::Result<bool> {
+    let ReadSide { stream, buf, .. } = rs;
+    let at = buf.len();
+    buf.resize(at + READ_CHUNK, 0);
+    loop {
+        match stream.read(&mut buf[at..]) {
+            Ok(n) => {
+                buf.truncate(at + n);
+                if n == 0 && at != 0 {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        format!("connection closed inside a frame ({at} bytes pending)"),
+                    ));
+                }
+                return Ok(n != 0);
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buf.truncate(at);
+                return Err(e);
+            }
         }
     }
 }

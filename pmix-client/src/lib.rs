@@ -15,11 +15,13 @@
 //!
 //! # How it works
 //!
-//! - **Threads.** Each client has one reader thread that decodes the server's frames and
-//!   completes outstanding requests by id; requests are written on the caller's thread under
-//!   a mutex. Blocking calls are the non-blocking ones plus a wait on a channel. Completion
-//!   callbacks run on the reader thread, so a blocking call made inside one fails with
-//!   [`Error::WouldDeadlock`] rather than waiting for itself; a panicking callback is caught.
+//! - **Threads.** Requests are written on the caller's thread under a mutex. Reading replies
+//!   is a role: a blocking call whose reply is outstanding takes it when it is free and reads
+//!   on its own thread until its reply has come, so a blocking round trip costs no hand-off
+//!   between threads in the client; otherwise each client's reader thread reads, woken when a
+//!   non-blocking call is made. Completions run on whichever thread is reading (so a
+//!   blocking call made inside one fails with [`Error::WouldDeadlock`] rather than waiting for
+//!   itself); a panicking callback is caught.
 //! - **Failure.** When the connection dies every outstanding request completes with
 //!   [`Error::LostConnection`] and later requests fail at once; nothing the server sends can
 //!   panic the client. Timeouts are the server's to enforce (`TIMEOUT` is passed through); a

@@ -181,6 +181,7 @@ impl Client {
             return done(Err(e));
         }
         self.send_publish(data, info, done);
+        self.shared().kick();
     }
 
     fn send_publish(
@@ -232,6 +233,7 @@ impl Client {
         match self.check().and_then(|()| lookup_keys(keys)) {
             Ok(keys) => {
                 self.send_lookup(keys, info, done);
+                self.shared().kick();
             }
             Err(e) => done(Err(e)),
         }
@@ -281,6 +283,7 @@ impl Client {
         match self.check().and_then(|()| parse_keys("unpublish", keys)) {
             Ok(keys) => {
                 self.send_unpublish(keys, info, done);
+                self.shared().kick();
             }
             Err(e) => done(Err(e)),
         }

@@ -970,3 +970,58 @@ fn a_panicking_callback_does_not_stop_the_client() {
         c.commit().unwrap();
     });
 }
+
+#[test]
+fn many_threads_mixing_blocking_and_nonblocking_calls_all_complete() {
+    with_deadline(|| {
+        let (_mock, c) = start(0, defaults());
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let rounds = 200;
+        let mut threads = Vec::new();
+        for t in 0..4 {
+            let c = c.clone();
+            let tx = tx.clone();
+            threads.push(std::thread::spawn(move || {
+                for i in 0..rounds {
+                    if t % 2 == 0 {
+                        // Blocking calls: each reads its own reply when nobody else reads.
+                        c.put(Scope::GLOBAL, "k", i).unwrap();
+                        c.commit().unwrap();
+                        c.fence(&[], &[]).unwrap();
+                    } else {
+                        let tx = tx.clone();
+                        c.fence_nb(&[], &[], move |r| tx.send(r).unwrap());
+                    }
+                }
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        for _ in 0..2 * rounds {
+            rx.recv_timeout(DEADLINE)
+                .expect("every non-blocking fence completes")
+                .unwrap();
+        }
+    });
+}
+
+#[test]
+fn a_completion_run_by_a_blocked_caller_cannot_block() {
+    with_deadline(|| {
+        let (_mock, c) = start(0, defaults());
+        for _ in 0..50 {
+            let (tx, rx) = crossbeam_channel::bounded(1);
+            let inner = c.clone();
+            c.fence_nb(&[], &[], move |r| {
+                r.unwrap();
+                // Whichever thread reads this reply, a blocking call here must not wait.
+                tx.send(inner.commit()).unwrap();
+            });
+            // A blocking call racing the reader thread for the reading role.
+            c.fence(&[], &[]).unwrap();
+            let nested = rx.recv_timeout(DEADLINE).expect("the completion ran");
+            assert!(matches!(nested, Err(Error::WouldDeadlock)), "{nested:?}");
+        }
+    });
+}
