@@ -122,6 +122,18 @@ proptest! {
     fn server_msgs_round_trip(m in server_msg(), chunks in chunks()) {
         check_round_trip(&m, &chunks)?;
     }
+
+    #[test]
+    fn name_server_msgs_round_trip(
+        m in ns_msg(),
+        r in ns_reply(),
+        h in ns_hello(),
+        chunks in chunks(),
+    ) {
+        check_round_trip(&m, &chunks)?;
+        check_round_trip(&r, &chunks)?;
+        check_round_trip(&h, &chunks)?;
+    }
 }
 
 proptest! {
@@ -199,6 +211,7 @@ fn strategies_cover_every_variant() {
         "{server:?}"
     );
     assert_eq!(names(welcome(), 200).len(), 2);
+    assert_eq!(names(ns_request(), 500).len(), 6);
 }
 
 /// A value nested a few levels deep, by construction rather than by chance.

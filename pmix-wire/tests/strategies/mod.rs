@@ -465,3 +465,63 @@ pub(crate) fn welcome() -> impl Strategy<Value = Welcome> {
         }),
     ]
 }
+
+// ---- the name-server protocol -------------------------------------------------------------
+
+fn ns_caller() -> impl Strategy<Value = pmix_wire::NsCaller> {
+    (proc_(), any::<u32>(), any::<u32>()).prop_map(|(proc, uid, gid)| pmix_wire::NsCaller {
+        proc,
+        uid,
+        gid,
+    })
+}
+
+/// Every variant of [`pmix_wire::NsRequest`], equally often.
+pub(crate) fn ns_request() -> impl Strategy<Value = pmix_wire::NsRequest> {
+    use pmix_wire::NsRequest;
+    let arms: Vec<BoxedStrategy<NsRequest>> = vec![
+        (ns_caller(), infos(), infos())
+            .prop_map(|(caller, data, info)| NsRequest::Publish { caller, data, info })
+            .boxed(),
+        (ns_caller(), keys(), infos())
+            .prop_map(|(caller, keys, info)| NsRequest::Lookup { caller, keys, info })
+            .boxed(),
+        (ns_caller(), keys(), infos())
+            .prop_map(|(caller, keys, info)| NsRequest::Unpublish { caller, keys, info })
+            .boxed(),
+        nspace()
+            .prop_map(|nspace| NsRequest::NspaceStarted { nspace })
+            .boxed(),
+        nspace()
+            .prop_map(|nspace| NsRequest::NspaceEnded { nspace })
+            .boxed(),
+        proc_()
+            .prop_map(|proc| NsRequest::ProcEnded { proc })
+            .boxed(),
+    ];
+    Union::new(arms)
+}
+
+pub(crate) fn ns_msg() -> impl Strategy<Value = pmix_wire::NsMsg> {
+    (any::<u32>(), ns_request()).prop_map(|(id, req)| pmix_wire::NsMsg { id, req })
+}
+
+pub(crate) fn ns_reply() -> impl Strategy<Value = pmix_wire::NsReply> {
+    let published = (proc_(), key(), small_value()).prop_map(|(proc, key, value)| Published {
+        proc,
+        key,
+        value,
+    });
+    (any::<u32>(), status(), vec(published, 0..3))
+        .prop_map(|(id, status, found)| pmix_wire::NsReply { id, status, found })
+}
+
+pub(crate) fn ns_hello() -> impl Strategy<Value = pmix_wire::NsHello> {
+    (any_string(), any::<u16>(), any_string()).prop_map(|(magic, version, host)| {
+        pmix_wire::NsHello {
+            magic,
+            version,
+            host,
+        }
+    })
+}
