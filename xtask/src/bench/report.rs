@@ -1,0 +1,625 @@
+//! The rows of the table, the numbers measured for them, and the report: the table, the goals
+//! of issue 6 judged on it, and what went wrong.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::process::Command;
+use std::time::Duration;
+
+use super::Options;
+use super::exec::Sample;
+
+/// Which implementation a number is of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Stack {
+    Ours,
+    OpenPmix,
+}
+
+impl Stack {
+    pub(crate) fn slug(self) -> &'static str {
+        match self {
+            Stack::Ours => "ours",
+            Stack::OpenPmix => "openpmix",
+        }
+    }
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Stack::Ours => "ours",
+            Stack::OpenPmix => "OpenPMIx",
+        }
+    }
+}
+
+/// One run's setting: a job of `n` processes (all on CPU 0 if `pinned`), or the map
+/// generation and big-registration run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Config {
+    Job { n: u32, pinned: bool },
+    Maps,
+}
+
+impl Config {
+    pub(crate) fn slug(self) -> String {
+        match self {
+            Config::Job { n, pinned: true } => format!("n{n}-pinned"),
+            Config::Job { n, pinned: false } => format!("n{n}-unpinned"),
+            Config::Maps => "maps".into(),
+        }
+    }
+
+    pub(crate) fn label(self) -> String {
+        match self {
+            Config::Job { n, pinned: true } => format!("N={n}, pinned"),
+            Config::Job { n, pinned: false } => format!("N={n}, unpinned"),
+            Config::Maps => "maps".into(),
+        }
+    }
+}
+
+/// The per-job metrics, in table order: (metric, label).
+const JOB_ROWS: &[(&str, &str)] = &[
+    ("init_ms", "init (ms)"),
+    ("get_job_solo_us", "job-level get, rank 0 alone (µs)"),
+    ("get_job_all_us", "job-level get, all ranks at once (µs)"),
+    ("put_commit_us", "put ×3 + commit (µs)"),
+    ("fence_first_us", "collecting fence, first (µs)"),
+    ("get_peer_first_us", "peer get, first pass (µs)"),
+    ("get_peer_warm_us", "peer get, repeated (µs)"),
+    ("fence_collect_us", "collecting fence, repeated (µs)"),
+    ("barrier_us", "barrier: fence without data (µs)"),
+    ("pub_solo_publish_us", "publish, rank 0 alone (µs)"),
+    ("pub_solo_lookup_us", "lookup, rank 0 alone (µs)"),
+    ("pub_solo_unpublish_us", "unpublish, rank 0 alone (µs)"),
+    (
+        "pub_all_op_us",
+        "publish/lookup/unpublish, all ranks (µs per call)",
+    ),
+    ("finalize_ms", "finalize (ms)"),
+    ("server_init_ms", "server init (ms)"),
+    ("register_nspace_ms", "register_nspace of the job (ms)"),
+    ("rss_init_kb", "server RSS before register_nspace (KiB)"),
+    ("rss_reg_kb", "server RSS after register_nspace (KiB)"),
+    ("rss_dereg_kb", "server RSS after deregister_nspace (KiB)"),
+];
+
+/// Map sizes: node names (generate_regex; generate_ppn with 4 ranks per node) and processes
+/// (register_nspace, on 1,000 nodes).
+fn map_sizes(quick: bool) -> &'static [u32] {
+    if quick { &[10_000] } else { &[10_000, 100_000] }
+}
+
+fn k(n: u32) -> String {
+    format!("{}k", n / 1000)
+}
+
+/// One row of the table.
+#[derive(Clone, Debug)]
+pub(crate) struct Row {
+    config: Config,
+    metric: String,
+    label: String,
+}
+
+/// Every row the options ask for, in table order.
+fn rows(opts: &Options) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (metric, label) in JOB_ROWS {
+        for &n in &opts.ns {
+            for pinned in [true, false] {
+                let config = Config::Job { n, pinned };
+                rows.push(Row {
+                    config,
+                    metric: (*metric).to_owned(),
+                    label: format!("{label}, {}", config.label()),
+                });
+            }
+        }
+    }
+    let sizes = map_sizes(opts.quick);
+    let mut maps = |metric: String, label: String| {
+        rows.push(Row {
+            config: Config::Maps,
+            metric,
+            label,
+        })
+    };
+    for &n in sizes {
+        maps(
+            format!("generate_regex_{n}_ms"),
+            format!("generate_regex, {} node names (ms)", k(n)),
+        );
+        maps(
+            format!("generate_regex_{n}_bytes"),
+            format!("generate_regex, {} node names: map size (bytes)", k(n)),
+        );
+    }
+    for &n in sizes {
+        maps(
+            format!("generate_ppn_{n}_ms"),
+            format!("generate_ppn, {} nodes × 4 ranks (ms)", k(n)),
+        );
+        maps(
+            format!("generate_ppn_{n}_bytes"),
+            format!("generate_ppn, {} nodes × 4 ranks: map size (bytes)", k(n)),
+        );
+    }
+    for &n in sizes {
+        let p = k(n);
+        maps(
+            format!("register_nspace_{n}_ms"),
+            format!("register_nspace, {p} processes on 1,000 nodes (ms)"),
+        );
+        maps(
+            format!("register_nspace_{n}_rss_kb"),
+            format!("register_nspace, {p} processes: RSS added (KiB)"),
+        );
+        maps(
+            format!("deregister_nspace_{n}_ms"),
+            format!("deregister_nspace, {p} processes (ms)"),
+        );
+        maps(
+            format!("kept_after_dereg_{n}_kb"),
+            format!("deregister_nspace, {p} processes: RSS still added after it (KiB)"),
+        );
+    }
+    if opts.filter.is_empty() {
+        return rows;
+    }
+    rows.into_iter()
+        .filter(|r| {
+            let label = r.label.to_lowercase();
+            opts.filter
+                .iter()
+                .any(|f| label.contains(f.as_str()) || r.metric.contains(f.as_str()))
+        })
+        .collect()
+}
+
+/// The runs the selected rows need, in the order they are run.
+pub(crate) fn configs_needed(opts: &Options) -> Vec<Config> {
+    let mut configs: Vec<Config> = rows(opts).into_iter().map(|r| r.config).collect();
+    configs.sort_by_key(|c| match *c {
+        Config::Job { n, pinned } => (0, n, !pinned),
+        Config::Maps => (1, 0, false),
+    });
+    configs.dedup();
+    configs
+}
+
+/// Every number measured, by side, run setting and metric (several with `--runs`).
+#[derive(Default)]
+pub(crate) struct Measured {
+    values: BTreeMap<(Stack, Config, String), Vec<f64>>,
+}
+
+impl Measured {
+    pub(crate) fn add(&mut self, stack: Stack, config: Config, sample: &Sample) {
+        let mut put = |metric: &str, v: f64| {
+            self.values
+                .entry((stack, config, metric.to_owned()))
+                .or_default()
+                .push(v);
+        };
+        for (metric, v) in &sample.values {
+            put(metric, *v);
+        }
+        if config == Config::Maps {
+            for n in [10_000, 100_000] {
+                let before = sample.values.get(&format!("rss_before_reg_{n}_kb"));
+                let after = sample.values.get(&format!("rss_after_dereg_{n}_kb"));
+                if let (Some(b), Some(a)) = (before, after) {
+                    put(&format!("kept_after_dereg_{n}_kb"), a - b);
+                }
+            }
+        }
+    }
+
+    /// The median of the runs.
+    fn get(&self, stack: Stack, config: Config, metric: &str) -> Option<f64> {
+        let mut v = self
+            .values
+            .get(&(stack, config, metric.to_owned()))?
+            .clone();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let mid = v.len() / 2;
+        Some(if v.len() % 2 == 1 {
+            v[mid]
+        } else {
+            (v[mid - 1] + v[mid]) / 2.0
+        })
+    }
+
+    fn ratio(&self, config: Config, metric: &str) -> Option<f64> {
+        let ours = self.get(Stack::Ours, config, metric)?;
+        let theirs = self.get(Stack::OpenPmix, config, metric)?;
+        (theirs != 0.0).then(|| ours / theirs)
+    }
+
+    fn ran(&self, stack: Stack) -> bool {
+        self.values.keys().any(|(s, _, _)| *s == stack)
+    }
+}
+
+/// Three significant digits, no exponent.
+fn sig3(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let magnitude = v.abs().log10().floor() as i32;
+    let decimals = (2 - magnitude).clamp(0, 6) as usize;
+    format!("{v:.decimals$}")
+}
+
+/// A goal of issue 6: the worst of some ratios must stay at or under `target`.
+struct Goal {
+    name: &'static str,
+    target: f64,
+    metrics: &'static [&'static str],
+    /// Only these N (empty: all).
+    ns: &'static [u32],
+}
+
+const GOALS: &[Goal] = &[
+    Goal {
+        name: "job-level get",
+        target: 0.01,
+        metrics: &["get_job_solo_us", "get_job_all_us"],
+        ns: &[],
+    },
+    Goal {
+        name: "cached peer get",
+        target: 0.01,
+        metrics: &["get_peer_warm_us"],
+        ns: &[],
+    },
+    Goal {
+        name: "barrier at N=2 and N=64",
+        target: 0.5,
+        metrics: &["barrier_us"],
+        ns: &[2, 64],
+    },
+    Goal {
+        name: "collecting fence (first, repeated) at N=2 and N=64",
+        target: 0.5,
+        metrics: &["fence_first_us", "fence_collect_us"],
+        ns: &[2, 64],
+    },
+    Goal {
+        name: "publish/lookup/unpublish",
+        target: 0.25,
+        metrics: &[
+            "pub_solo_publish_us",
+            "pub_solo_lookup_us",
+            "pub_solo_unpublish_us",
+            "pub_all_op_us",
+        ],
+        ns: &[],
+    },
+    Goal {
+        name: "init",
+        target: 0.2,
+        metrics: &["init_ms"],
+        ns: &[],
+    },
+    Goal {
+        name: "register_nspace of 100k processes, time",
+        target: 0.2,
+        metrics: &["register_nspace_100000_ms"],
+        ns: &[],
+    },
+    Goal {
+        name: "register_nspace of 100k processes, memory",
+        target: 0.2,
+        metrics: &["register_nspace_100000_rss_kb"],
+        ns: &[],
+    },
+];
+
+/// (goal, target, worst, where, verdict) lines.
+fn judge(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
+    let mut out = Vec::new();
+    for g in GOALS {
+        let mut worst: Option<(f64, &Row)> = None;
+        let mut missing = 0;
+        for r in rows
+            .iter()
+            .filter(|r| g.metrics.contains(&r.metric.as_str()))
+        {
+            if let Config::Job { n, .. } = r.config {
+                if !g.ns.is_empty() && !g.ns.contains(&n) {
+                    continue;
+                }
+            }
+            match m.ratio(r.config, &r.metric) {
+                Some(x) if worst.is_none_or(|(w, _)| x > w) => worst = Some((x, r)),
+                Some(_) => {}
+                None => missing += 1,
+            }
+        }
+        let target = format!("≤ {}", g.target);
+        out.push(match worst {
+            None => [
+                g.name.into(),
+                target,
+                "not measured".into(),
+                "not judged".into(),
+            ],
+            Some((x, r)) => {
+                let mut verdict = if x <= g.target { "met" } else { "NOT met" }.to_owned();
+                if missing > 0 {
+                    verdict.push_str(&format!(" ({missing} rows without a ratio)"));
+                }
+                [
+                    g.name.into(),
+                    target,
+                    format!("{} ({})", sig3(x), r.label),
+                    verdict,
+                ]
+            }
+        });
+    }
+    // Memory given back: our own before/after, no ratio; OpenPMIx's for reference.
+    let mut worst: Option<(f64, String)> = None;
+    let mut theirs: Option<f64> = None;
+    let growth = |stack: Stack, config: Config, before: &str, after: &str| {
+        let b = m.get(stack, config, before)?;
+        let a = m.get(stack, config, after)?;
+        (b > 0.0).then(|| (a - b) / b)
+    };
+    let configs: Vec<Config> = {
+        let mut c: Vec<Config> = rows.iter().map(|r| r.config).collect();
+        c.dedup();
+        c
+    };
+    for config in configs {
+        let pairs: Vec<(String, String, String)> = match config {
+            Config::Job { .. } => {
+                vec![("rss_init_kb".into(), "rss_dereg_kb".into(), config.label())]
+            }
+            Config::Maps => [10_000, 100_000]
+                .iter()
+                .map(|n| {
+                    (
+                        format!("rss_before_reg_{n}_kb"),
+                        format!("rss_after_dereg_{n}_kb"),
+                        format!("register_nspace of {} processes", k(*n)),
+                    )
+                })
+                .collect(),
+        };
+        for (before, after, place) in pairs {
+            if let Some(g) = growth(Stack::Ours, config, &before, &after) {
+                if worst.as_ref().is_none_or(|(w, _)| g > *w) {
+                    worst = Some((g, place));
+                    theirs = growth(Stack::OpenPmix, config, &before, &after);
+                }
+            }
+        }
+    }
+    out.push(match worst {
+        None => [
+            "server RSS after deregister, vs before register (ours)".into(),
+            "≤ +10%".into(),
+            "not measured".into(),
+            "not judged".into(),
+        ],
+        Some((g, place)) => [
+            "server RSS after deregister, vs before register (ours)".into(),
+            "≤ +10%".into(),
+            format!(
+                "{:+.0}% ({place}; OpenPMIx there: {})",
+                g * 100.0,
+                theirs.map_or("–".into(), |t| format!("{:+.0}%", t * 100.0))
+            ),
+            if g <= 0.10 { "met" } else { "NOT met" }.into(),
+        ],
+    });
+    out
+}
+
+/// The report as printed, and as written by `--out`.
+pub(crate) struct Text {
+    pub(crate) terminal: String,
+    pub(crate) markdown: String,
+}
+
+fn first_line(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn machine() -> Vec<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|l| l.split_once(':'))
+        .map_or("unknown CPU".to_owned(), |(_, m)| m.trim().to_owned());
+    let cpus = std::thread::available_parallelism().map_or(0, usize::from);
+    let mem_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or("?".to_owned(), |kb| format!("{:.0}", kb / 1024.0 / 1024.0));
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let idle = std::fs::read_to_string("/sys/devices/system/cpu/cpuidle/current_driver")
+        .unwrap_or_else(|_| "?".into());
+    let lscpu = first_line(&mut Command::new("lscpu")).unwrap_or_default();
+    let hypervisor = lscpu
+        .lines()
+        .find_map(|l| l.strip_prefix("Hypervisor vendor:"))
+        .map_or(String::new(), |v| format!(" ({} guest)", v.trim()));
+    let mut lines = vec![format!(
+        "machine: {cpus} CPUs ({model}){hypervisor}, {mem_gib} GiB, Linux {}, cpuidle driver {}",
+        kernel.trim(),
+        idle.trim()
+    )];
+    if let Some(v) = super::build::openpmix_version() {
+        lines.push(format!("reference: {v}, default MCA settings"));
+    }
+    if let Some(v) = first_line(Command::new("rustc").arg("-V")) {
+        lines.push(format!("ours: pmix-bench built by {v}, release profile"));
+    }
+    lines
+}
+
+/// The load average (1, 5, 15 minutes) now: other work on the machine skews every number.
+pub(crate) fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// Everything the report is made of.
+pub(crate) struct Context<'a> {
+    pub(crate) opts: &'a Options,
+    pub(crate) measured: &'a Measured,
+    pub(crate) notes: &'a [String],
+    pub(crate) failures: &'a [String],
+    pub(crate) elapsed: Duration,
+    /// The load average at the start and at the end.
+    pub(crate) load: [String; 2],
+    pub(crate) args: &'a [String],
+}
+
+pub(crate) fn render(cx: &Context<'_>) -> Text {
+    let (opts, m, notes, failures, args) = (cx.opts, cx.measured, cx.notes, cx.failures, cx.args);
+    let elapsed = cx.elapsed;
+    let rows = rows(opts);
+    let theirs_ran = m.ran(Stack::OpenPmix);
+    let mut table = String::new();
+    let _ = writeln!(table, "| metric | ours | OpenPMIx | ours/OpenPMIx |");
+    let _ = writeln!(table, "| --- | ---: | ---: | ---: |");
+    for r in &rows {
+        let ours = m.get(Stack::Ours, r.config, &r.metric);
+        let theirs = m.get(Stack::OpenPmix, r.config, &r.metric);
+        let ratio = m.ratio(r.config, &r.metric);
+        let _ = writeln!(
+            table,
+            "| {} | {} | {} | {} |",
+            r.label,
+            ours.map_or("n/a".into(), sig3),
+            match theirs {
+                Some(v) => sig3(v),
+                None if theirs_ran => "n/a".into(),
+                None => "not run".into(),
+            },
+            ratio.map_or("–".into(), sig3)
+        );
+    }
+    let mut goals = String::new();
+    let _ = writeln!(goals, "| goal | target | worst ratio (where) | verdict |");
+    let _ = writeln!(goals, "| --- | --- | --- | --- |");
+    for [name, target, worst, verdict] in judge(m, &rows) {
+        let _ = writeln!(goals, "| {name} | {target} | {worst} | {verdict} |");
+    }
+    let mut tail = String::new();
+    if !notes.is_empty() {
+        let _ = writeln!(tail, "\nNotes:");
+        for n in notes {
+            let _ = writeln!(tail, "- {n}");
+        }
+    }
+    if !failures.is_empty() {
+        let _ = writeln!(tail, "\nFAILURES:");
+        for f in failures {
+            let _ = writeln!(tail, "- {f}");
+        }
+    }
+    let secs = elapsed.as_secs();
+    let took = format!("{} min {:02} s", secs / 60, secs % 60);
+    let command = std::iter::once("cargo xtask bench".to_owned())
+        .chain(args.iter().cloned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let load = format!(
+        "load average (1/5/15 min) at the start {}, at the end {}",
+        cx.load[0], cx.load[1]
+    );
+    let terminal = format!(
+        "\n{table}\nGoals (issue 6), judged on this run:\n\n{goals}{tail}\nrun time: {took}; {load}\n"
+    );
+    let date = first_line(Command::new("date").args(["-u", "+%Y-%m-%d"])).unwrap_or_default();
+    let mut head = format!("- date: {date}\n- command: `{command}` (run time {took})\n");
+    for line in machine() {
+        let _ = writeln!(head, "- {line}");
+    }
+    let _ = writeln!(head, "- {load}");
+    let markdown =
+        format!("{head}\n{table}\nGoals of issue 6, judged on this run:\n\n{goals}{tail}");
+    Text { terminal, markdown }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn three_significant_digits() {
+        assert_eq!(sig3(0.0690), "0.0690");
+        assert_eq!(sig3(12.345), "12.3");
+        assert_eq!(sig3(1234.5), "1234");
+        assert_eq!(sig3(0.5), "0.500");
+    }
+
+    fn opts(filter: &[&str], quick: bool) -> Options {
+        Options {
+            quick,
+            ns: vec![2, 8],
+            filter: filter.iter().map(|s| s.to_string()).collect(),
+            openpmix: true,
+            runs: 1,
+            timeout: Duration::from_secs(1),
+            out: None,
+        }
+    }
+
+    #[test]
+    fn a_filter_runs_only_what_its_rows_need() {
+        assert_eq!(
+            configs_needed(&opts(&["barrier"], false)).len(),
+            4,
+            "every job setting, no maps"
+        );
+        assert_eq!(
+            configs_needed(&opts(&["n=8, pinned"], false)),
+            [Config::Job { n: 8, pinned: true }]
+        );
+        assert_eq!(
+            configs_needed(&opts(&["register_nspace, 100k"], false)),
+            [Config::Maps]
+        );
+        assert!(configs_needed(&opts(&["100k"], true)).is_empty());
+    }
+
+    #[test]
+    fn medians_ratios_and_goals() {
+        let mut m = Measured::default();
+        let job = Config::Job { n: 2, pinned: true };
+        for (stack, v) in [(Stack::Ours, 0.05), (Stack::OpenPmix, 10.0)] {
+            let mut s = Sample::default();
+            s.values.insert("get_job_solo_us".into(), v);
+            s.values.insert("rss_init_kb".into(), 1000.0);
+            s.values.insert("rss_dereg_kb".into(), 1200.0);
+            m.add(stack, job, &s);
+        }
+        assert_eq!(m.ratio(job, "get_job_solo_us"), Some(0.005));
+        let rows = rows(&opts(&[], false));
+        let verdicts = judge(&m, &rows);
+        assert_eq!(verdicts[0][3], "met (7 rows without a ratio)");
+        assert_eq!(verdicts[2][2], "not measured");
+        let memory = verdicts.last().map(|v| v[3].clone());
+        assert_eq!(memory.as_deref(), Some("NOT met"));
+    }
+}
