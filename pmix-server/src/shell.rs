@@ -173,7 +173,7 @@ impl<H: Host> Shell<H> {
                     WAKER => {}
                     Token(conn) => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.read(conn);
+                            self.read(conn, ev.is_read_closed() || ev.is_error());
                         }
                         if ev.is_writable() {
                             self.flush(conn);
@@ -280,7 +280,9 @@ impl<H: Host> Shell<H> {
         }
     }
 
-    fn read(&mut self, conn: ConnId) {
+    /// Reads what the connection has. `to_end`: the peer closed or failed, so read until the
+    /// end of the stream is seen.
+    fn read(&mut self, conn: ConnId, to_end: bool) {
         let mut closed = false;
         {
             let Some(c) = self.conns.get_mut(conn) else {
@@ -295,7 +297,14 @@ impl<H: Host> Shell<H> {
                         closed = true;
                         break;
                     }
-                    Ok(n) => c.rbuf.truncate(len + n),
+                    Ok(n) => {
+                        c.rbuf.truncate(len + n);
+                        // A short read emptied the socket: new data will raise a new
+                        // readiness event, so the read that would say WouldBlock is saved.
+                        if n < READ_CHUNK && !to_end {
+                            break;
+                        }
+                    }
                     Err(e) => {
                         c.rbuf.truncate(len);
                         match e.kind() {
