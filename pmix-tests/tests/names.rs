@@ -1,0 +1,529 @@
+//! Publish, lookup and unpublish in real processes: the name-service scenarios of
+//! `pmix-names-client` under a [`TestHost`] (the server's built-in name service) and under
+//! `pmixrun`, with and without a name server shared by separate runs, and the MPI-style
+//! rendezvous example. Every launch is bounded by a deadline.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use pmix_server::NoHost;
+use pmix_tests::{Finished, Started, TestHost, assert_all_ok, wait_all, workspace_bin};
+use pmix_types::{Nspace, Proc};
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn names_client() -> PathBuf {
+    workspace_bin("pmix-names-client")
+}
+
+/// Starts every rank of `ns`, a namespace of `size` registered on `h`, running the scenario.
+fn start(h: &TestHost, ns: &Nspace, size: u32, args: &[&str]) -> Vec<Started> {
+    let prog = names_client();
+    (0..size)
+        .map(|r| h.spawn_program(&prog, &Proc::new(ns.clone(), r), args, &[]))
+        .collect()
+}
+
+/// Registers the jobs, runs the scenario as each of their ranks and checks all exit 0.
+fn run_scenario(h: &TestHost, jobs: &[(&str, u32)], args: &[&str]) -> Vec<Finished> {
+    let namespaces: Vec<_> = jobs
+        .iter()
+        .map(|(name, size)| (h.job(name, *size), *size))
+        .collect();
+    let started = namespaces
+        .iter()
+        .flat_map(|(ns, size)| start(h, ns, *size, args))
+        .collect();
+    let finished = wait_all(started, DEADLINE);
+    assert_all_ok(&finished);
+    finished
+}
+
+#[test]
+fn blocking_and_non_blocking_publish_lookup_unpublish() {
+    let h = TestHost::start(NoHost);
+    run_scenario(&h, &[("nbasic", 3)], &["basic"]);
+}
+
+#[test]
+fn each_range_across_two_namespaces() {
+    let h = TestHost::start(NoHost);
+    run_scenario(
+        &h,
+        &[("nrange-a", 3), ("nrange-b", 2)],
+        &["ranges", "nrange-a", "nrange-b"],
+    );
+}
+
+#[test]
+fn persistence_proc_app_first_read_session_indef() {
+    let h = TestHost::start(NoHost);
+    // Rank 0 publishes under every persistence; rank 1 reads, consuming the first-read key.
+    run_scenario(&h, &[("npersist", 2)], &["persist-publish"]);
+    // The publisher has ended (its process exited before this job was started): PROC is gone.
+    run_scenario(
+        &h,
+        &[("nafter-proc", 1)],
+        &["persist-after", "npersist", "proc"],
+    );
+    // Its namespace ends: APP (the default) is gone too; SESSION and INDEF stay.
+    h.server
+        .deregister_nspace(&Nspace::new("npersist").unwrap());
+    run_scenario(
+        &h,
+        &[("nafter-app", 1)],
+        &["persist-after", "npersist", "app"],
+    );
+}
+
+#[test]
+fn wait_for_publications_that_come_later() {
+    let h = TestHost::start(NoHost);
+    run_scenario(&h, &[("nwait", 3)], &["wait"]);
+}
+
+#[test]
+fn wait_with_timeout_fails_with_err_timeout() {
+    let h = TestHost::start(NoHost);
+    run_scenario(&h, &[("ntimeout", 2)], &["wait-timeout"]);
+}
+
+#[test]
+fn duplicate_keys_keep_the_first_value_and_store_nothing_of_the_refused_call() {
+    let h = TestHost::start(NoHost);
+    run_scenario(&h, &[("ndup", 2)], &["duplicates"]);
+}
+
+#[test]
+fn unpublish_only_ones_own_keys_all_or_nothing() {
+    let h = TestHost::start(NoHost);
+    run_scenario(&h, &[("nunpub", 2)], &["unpublish"]);
+}
+
+// ---- pmixrun ---------------------------------------------------------------------------
+
+/// `target/<profile>`, where this test runs from (`target/<profile>/deps/<test>`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+/// Builds a binary of another package of the workspace: `cargo test -p pmix-tests` does not
+/// build them, and an old one must not be tested. A no-op when it is up to date.
+fn cargo_build(what: &[&str]) {
+    let profile = profile_dir();
+    let target = profile.parent().expect("target dir");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.arg("build")
+        .args(what)
+        .arg("--target-dir")
+        .arg(target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("running cargo build");
+    assert!(
+        out.status.success(),
+        "cargo build {what:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// pmixrun and the rendezvous example, built once per test process (one cargo at a time).
+fn built() -> &'static (PathBuf, PathBuf) {
+    static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    BINS.get_or_init(|| {
+        cargo_build(&[
+            "-p",
+            "pmixrun",
+            "--bin",
+            "pmixrun",
+            "-p",
+            "pmix-client",
+            "--example",
+            "rendezvous",
+        ]);
+        let dir = profile_dir();
+        (dir.join("pmixrun"), dir.join("examples").join("rendezvous"))
+    })
+}
+
+fn pmixrun_bin() -> &'static Path {
+    &built().0
+}
+
+fn rendezvous_bin() -> String {
+    built().1.display().to_string()
+}
+
+/// What one pmixrun run did.
+#[derive(Debug)]
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn assert_ok(&self, what: &str) {
+        assert_eq!(self.status.code(), Some(0), "{what}: {self:#?}");
+    }
+}
+
+fn pmixrun(args: &[&str]) -> Command {
+    let mut cmd = Command::new(pmixrun_bin());
+    cmd.args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Only where a test says so.
+        .env_remove("PMIXRS_NAMESERVER");
+    cmd
+}
+
+/// Collects a pipe's text on a thread.
+fn collect(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        let _ = tx.send(s);
+    });
+    rx
+}
+
+/// A started pmixrun.
+struct Running {
+    child: Child,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+}
+
+fn spawn(mut cmd: Command) -> Running {
+    let mut child = cmd.spawn().expect("starting pmixrun");
+    let stdout = collect(child.stdout.take());
+    let stderr = collect(child.stderr.take());
+    Running {
+        child,
+        stdout,
+        stderr,
+    }
+}
+
+/// Waits for a started pmixrun until `end`; past it, kills it (SIGTERM, which pmixrun passes
+/// on to its job, then SIGKILL) and fails the test.
+fn finish(r: Running, end: Instant, what: &str) -> Run {
+    let Running {
+        mut child,
+        stdout,
+        stderr,
+    } = r;
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let text = |rx: &Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+    let status = match rx.recv_deadline(end) {
+        Ok(s) => s.expect("waiting for pmixrun"),
+        Err(_) => {
+            let _ = kill(pid, Signal::SIGTERM);
+            let _ = rx.recv_timeout(Duration::from_secs(5));
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!(
+                "{what}: pmixrun did not finish in time\nstdout: {}\nstderr: {}",
+                text(&stdout),
+                text(&stderr)
+            );
+        }
+    };
+    Run {
+        status,
+        stdout: text(&stdout),
+        stderr: text(&stderr),
+    }
+}
+
+fn run(cmd: Command, what: &str) -> Run {
+    finish(spawn(cmd), Instant::now() + DEADLINE, what)
+}
+
+/// The scenarios that need one namespace, and how many ranks each.
+const ONE_JOB_SCENARIOS: [(&str, &str); 5] = [
+    ("basic", "3"),
+    ("wait", "3"),
+    ("wait-timeout", "2"),
+    ("duplicates", "2"),
+    ("unpublish", "2"),
+];
+
+#[test]
+fn scenarios_under_pmixrun() {
+    let client = names_client().display().to_string();
+    for (scenario, n) in ONE_JOB_SCENARIOS {
+        let r = run(pmixrun(&["-n", n, &client, scenario]), scenario);
+        r.assert_ok(scenario);
+        assert_eq!(r.stderr, "", "{scenario}");
+        assert_eq!(
+            r.stdout.lines().filter(|l| *l == "ok").count().to_string(),
+            n
+        );
+    }
+}
+
+/// A `pmixrun --nameserver` process; killed if a test fails before stopping it.
+struct NameServer {
+    child: Option<Child>,
+    uri: String,
+    file: PathBuf,
+    dir: PathBuf,
+}
+
+static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
+
+impl NameServer {
+    /// Starts one reporting its URI into a file of a fresh directory, and waits (at most
+    /// until the deadline) for the URI line it prints once listening.
+    fn start() -> NameServer {
+        let dir = std::env::temp_dir().join(format!(
+            "pmixrs-names-test.{}.{}",
+            std::process::id(),
+            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir).expect("creating a directory for the URI file");
+        let file = dir.join("ns.uri");
+        let mut cmd = pmixrun(&["--nameserver", "--report-uri"]);
+        cmd.arg(&file);
+        let mut child = cmd.spawn().expect("starting pmixrun --nameserver");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = unbounded();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut ns = NameServer {
+            child: Some(child),
+            uri: String::new(),
+            file,
+            dir,
+        };
+        match lines.recv_timeout(DEADLINE) {
+            Ok(uri) => ns.uri = uri,
+            Err(e) => panic!("the name server printed no URI within {DEADLINE:?}: {e}"),
+        }
+        assert!(ns.uri.starts_with("unix:/"), "URI {:?}", ns.uri);
+        // Written before the URI is printed.
+        let reported = std::fs::read_to_string(&ns.file).expect("reading the URI file");
+        assert_eq!(reported.trim(), ns.uri, "the URI file and stdout disagree");
+        ns
+    }
+
+    /// `--nameserver-uri file:<the URI file>`.
+    fn file_spec(&self) -> String {
+        format!("file:{}", self.file.display())
+    }
+
+    /// SIGTERM; it must exit 0 before the deadline.
+    fn stop(mut self) {
+        let mut child = self.child.take().expect("running");
+        let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        kill(pid, Signal::SIGTERM).expect("signalling the name server");
+        let (tx, rx) = unbounded();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        match rx.recv_timeout(DEADLINE) {
+            Ok(status) => {
+                let status = status.expect("waiting for the name server");
+                assert_eq!(status.code(), Some(0), "the name server exited {status:?}");
+            }
+            Err(_) => {
+                let _ = kill(pid, Signal::SIGKILL);
+                panic!("the name server did not stop within {DEADLINE:?} of SIGTERM");
+            }
+        }
+    }
+}
+
+impl Drop for NameServer {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}
+
+#[test]
+fn scenarios_through_a_name_server() {
+    let ns = NameServer::start();
+    let client = names_client().display().to_string();
+    for (scenario, n) in ONE_JOB_SCENARIOS {
+        let r = run(
+            pmixrun(&["--nameserver-uri", &ns.uri, "-n", n, &client, scenario]),
+            scenario,
+        );
+        r.assert_ok(scenario);
+    }
+    ns.stop();
+}
+
+#[test]
+fn two_runs_share_global_names_through_a_name_server_and_keep_session_ones() {
+    let ns = NameServer::start();
+    let client = names_client().display().to_string();
+    let end = Instant::now() + DEADLINE;
+    // The first publishes and waits for a reply; the second finds it and replies. The second
+    // names the server by the environment variable.
+    let first = spawn(pmixrun(&[
+        "--nameserver-uri",
+        &ns.file_spec(),
+        &client,
+        "xrun-first",
+    ]));
+    let mut second = pmixrun(&[&client, "xrun-second"]);
+    second.env("PMIXRS_NAMESERVER", &ns.uri);
+    let second = spawn(second);
+    let first = finish(first, end, "first run");
+    let second = finish(second, end, "second run");
+    assert!(
+        first.status.success() && second.status.success(),
+        "first run: {first:#?}\nsecond run: {second:#?}"
+    );
+    let line = |r: &Run, prefix: &str| -> String {
+        r.stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line in {r:#?}"))
+            .to_owned()
+    };
+    // Each saw a process of the other run (the scenarios check it is not of their own).
+    let first_saw = line(&first, "first: ");
+    let second_saw = line(&second, "second: found the service of ");
+    assert!(first_saw.ends_with(" replied"), "{first_saw}");
+    // Both runs over: only the INDEF publication outlives them.
+    let after = run(
+        pmixrun(&["--nameserver-uri", &ns.uri, &client, "xrun-after"]),
+        "third run",
+    );
+    after.assert_ok("third run");
+    let after_saw = line(&after, "after: ");
+    let publisher = second_saw
+        .strip_prefix("second: found the service of ")
+        .and_then(|p| p.rsplit_once(':'))
+        .map(|(nspace, _)| nspace.to_owned())
+        .expect("publisher");
+    assert_eq!(
+        after_saw,
+        format!("after: only the INDEF data of {publisher} is left")
+    );
+    ns.stop();
+}
+
+#[test]
+fn without_a_name_server_runs_do_not_share_names() {
+    let ns = NameServer::start();
+    let client = names_client().display().to_string();
+    let rendezvous = rendezvous_bin();
+    let service = "pmix-rs.example.rendezvous";
+    let server = spawn(pmixrun(&[
+        "--nameserver-uri",
+        &ns.uri,
+        &rendezvous,
+        "server",
+    ]));
+    // Once a run through the name server finds the service published...
+    let seen = run(
+        pmixrun(&[
+            "--nameserver-uri",
+            &ns.uri,
+            &client,
+            "expect-present",
+            service,
+        ]),
+        "lookup through the name server",
+    );
+    seen.assert_ok("lookup through the name server");
+    // ...a run without it does not, even searching GLOBAL.
+    let lone = run(pmixrun(&[&client, "expect-absent", service]), "lone lookup");
+    lone.assert_ok("lookup without the name server");
+    // The service is still there for a client that uses the name server.
+    let c = run(
+        pmixrun(&["--nameserver-uri", &ns.uri, &rendezvous, "client"]),
+        "client",
+    );
+    c.assert_ok("client");
+    finish(server, Instant::now() + DEADLINE, "server").assert_ok("server");
+    ns.stop();
+}
+
+#[test]
+fn the_rendezvous_example_across_two_runs() {
+    let ns = NameServer::start();
+    let bin = rendezvous_bin();
+    let end = Instant::now() + DEADLINE;
+    // As its doc says: the server in the background, then the client.
+    let server = spawn(pmixrun(&[
+        "--nameserver-uri",
+        &ns.file_spec(),
+        &bin,
+        "server",
+    ]));
+    let client = spawn(pmixrun(&[
+        "--nameserver-uri",
+        &ns.file_spec(),
+        &bin,
+        "client",
+    ]));
+    let client = finish(client, end, "client");
+    let server = finish(server, end, "server");
+    client.assert_ok("client");
+    server.assert_ok("server");
+    // server <proc>: <client proc> connected to tcp://127.0.0.1:<port>
+    // client <proc>: <server proc> answered at tcp://127.0.0.1:<port>
+    let s = server.stdout.trim_end();
+    let c = client.stdout.trim_end();
+    let (s_proc, rest) = s
+        .strip_prefix("server ")
+        .and_then(|r| r.split_once(": "))
+        .unwrap_or_else(|| panic!("server said {s:?}"));
+    let (s_peer, s_port) = rest
+        .split_once(" connected to ")
+        .unwrap_or_else(|| panic!("server said {s:?}"));
+    let (c_proc, rest) = c
+        .strip_prefix("client ")
+        .and_then(|r| r.split_once(": "))
+        .unwrap_or_else(|| panic!("client said {c:?}"));
+    let (c_peer, c_port) = rest
+        .split_once(" answered at ")
+        .unwrap_or_else(|| panic!("client said {c:?}"));
+    assert_eq!(s_peer, c_proc, "the server met another client");
+    assert_eq!(c_peer, s_proc, "the client met another server");
+    assert_eq!(s_port, c_port);
+    assert!(s_port.starts_with("tcp://127.0.0.1:"), "{s_port}");
+    assert_ne!(
+        s_proc.rsplit_once(':').map(|p| p.0),
+        c_proc.rsplit_once(':').map(|p| p.0),
+        "both ends in one namespace"
+    );
+    ns.stop();
+}
