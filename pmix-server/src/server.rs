@@ -9,7 +9,7 @@ use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
 use parking_lot::Mutex;
-use pmix_types::{Info, Nspace, Proc, Rank, Status, attr};
+use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
 
 use crate::Error;
 use crate::engine::{Engine, SECRET_LEN};
@@ -242,6 +242,30 @@ impl Server {
     pub fn deregister_nspace(&self, nspace: &Nspace) {
         let nspace = nspace.clone();
         let _ = self.call(|reply| Call::DeregisterNspace { nspace, reply });
+    }
+
+    /// Raises an event for this server's clients (`PMIx_Notify_event` on the host's side):
+    /// delivered to those that registered for `code` within `range` of `source`
+    /// (`PROC_LOCAL`, `NAMESPACE`, `CUSTOM` with `PMIX_EVENT_CUSTOM_RANGE` in `info`; any
+    /// other range reaches every client). Returns once the event is queued.
+    pub fn notify_event(
+        &self,
+        code: Status,
+        source: &Proc,
+        range: DataRange,
+        info: &[Info],
+    ) -> Result<(), Error> {
+        let event = pmix_wire::Event {
+            code,
+            source: source.clone(),
+            range,
+            info: info.to_vec(),
+        };
+        self.tx
+            .send(LoopMsg::Call(Call::Notify { event }))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        Ok(())
     }
 
     /// Registers a local client that will connect with the given user and group ids.

@@ -18,8 +18,8 @@ use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use pmix_types::{Info, Nspace, Proc, Status};
 use pmix_wire::{
-    ClientMsg, Decoded, FrameDecoder, JobData, PROTOCOL_VERSION, ServerMsg, Welcome, decode_body,
-    decode_hello, encode_frame,
+    ClientMsg, Decoded, Event, FrameDecoder, JobData, PROTOCOL_VERSION, ServerMsg, Welcome,
+    decode_body, decode_hello, encode_frame,
 };
 use serde::Serialize;
 use slab::Slab;
@@ -64,6 +64,9 @@ pub(crate) enum Call {
     Dmodex {
         proc: Proc,
         done: DmodexDone,
+    },
+    Notify {
+        event: pmix_wire::Event,
     },
 }
 
@@ -241,6 +244,7 @@ impl<H: Host> Shell<H> {
                 self.dmodex.insert(token, done);
                 self.engine.dmodex_request(&proc, token, Instant::now());
             }
+            Call::Notify { event } => self.engine.host_notify(&event),
         }
     }
 
@@ -544,6 +548,9 @@ impl<H: Host> Shell<H> {
                         done(result);
                     }
                 }
+                Output::Event { conn, event } => {
+                    self.send(conn, &ServerMsg::Event(Event::clone(&event)));
+                }
             }
         }
     }
@@ -590,6 +597,27 @@ impl<H: Host> Shell<H> {
             HostCall::Unpublish { proc, keys, info } => {
                 let done = self.completion(op);
                 self.host.unpublish(&proc, &keys, &info, done);
+            }
+            HostCall::Spawn {
+                proc,
+                job_info,
+                apps,
+            } => {
+                let done = self.completion(op);
+                self.host.spawn(&proc, &job_info, &apps, done);
+            }
+            HostCall::Connect { procs, info } => {
+                let done = self.completion(op);
+                self.host.connect(&procs, &info, done);
+            }
+            HostCall::Disconnect { procs, info } => {
+                let done = self.completion(op);
+                self.host.disconnect(&procs, &info, done);
+            }
+            HostCall::NotifyEvent { event } => {
+                let done = self.completion(op);
+                self.host
+                    .notify_event(event.code, &event.source, event.range, &event.info, done);
             }
         }
         // A host that answered at once has put its answer in the channel.

@@ -1,8 +1,9 @@
 //! Collectives in progress: which fences exist, who has arrived, who waits.
 //!
-//! Fences are identified by their participant list (sorted, as given: ranks or WILDCARD);
-//! several fences over the same list complete in the order they were entered, so a process's
-//! n-th fence over a list joins the n-th operation over that list.
+//! Collectives (fence, connect, disconnect) are identified by their kind and participant list
+//! (sorted, as given: ranks or WILDCARD); several over the same list complete in the order
+//! they were entered, so a process's n-th fence over a list joins the n-th operation over that
+//! list.
 
 use std::collections::HashMap;
 
@@ -11,6 +12,14 @@ use pmix_types::{Info, Proc, Rank};
 use super::ConnId;
 use super::store::NsId;
 
+/// What a collective is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    Fence,
+    Connect,
+    Disconnect,
+}
+
 pub(crate) struct Waiter {
     pub(crate) conn: ConnId,
     pub(crate) id: u32,
@@ -18,6 +27,7 @@ pub(crate) struct Waiter {
 }
 
 pub(crate) struct FenceOp {
+    pub(crate) kind: Kind,
     pub(crate) spec: Vec<Proc>,
     pub(crate) info: Vec<Info>,
     /// Local participants, sorted.
@@ -49,7 +59,7 @@ impl FenceOp {
 pub(crate) struct FenceTable {
     ops: HashMap<u64, FenceOp>,
     /// Operations by participant list, oldest first.
-    by_spec: HashMap<Vec<Proc>, Vec<u64>>,
+    by_spec: HashMap<(Kind, Vec<Proc>), Vec<u64>>,
     next: u64,
 }
 
@@ -58,6 +68,7 @@ impl FenceTable {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn join(
         &mut self,
+        kind: Kind,
         spec: Vec<Proc>,
         local: Vec<(NsId, Rank)>,
         remote: bool,
@@ -67,7 +78,7 @@ impl FenceTable {
         id: u32,
         collect: bool,
     ) -> u64 {
-        let queue = self.by_spec.entry(spec.clone()).or_default();
+        let queue = self.by_spec.entry((kind, spec.clone())).or_default();
         let existing = queue
             .iter()
             .copied()
@@ -81,6 +92,7 @@ impl FenceTable {
                 self.ops.insert(
                     seq,
                     FenceOp {
+                        kind,
                         spec,
                         info: info.to_vec(),
                         local,
@@ -117,10 +129,11 @@ impl FenceTable {
 
     pub(crate) fn remove(&mut self, seq: u64) -> Option<FenceOp> {
         let op = self.ops.remove(&seq)?;
-        if let Some(q) = self.by_spec.get_mut(&op.spec) {
+        let key = (op.kind, op.spec.clone());
+        if let Some(q) = self.by_spec.get_mut(&key) {
             q.retain(|s| *s != seq);
             if q.is_empty() {
-                self.by_spec.remove(&op.spec);
+                self.by_spec.remove(&key);
             }
         }
         Some(op)

@@ -17,10 +17,10 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Status, attr};
-use pmix_wire::{JobData, Kv, ProcKvs, Published, Reply, ReplyBody, Request};
+use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, attr};
+use pmix_wire::{App, Event, JobData, Kv, ProcKvs, Published, Reply, ReplyBody, Request};
 
-use self::fence::{FenceOp, FenceTable};
+use self::fence::{FenceOp, FenceTable, Kind};
 use self::names::{Caller, LookupOutcome, NameStore};
 use self::store::{NsId, Store};
 use crate::Error;
@@ -92,6 +92,22 @@ pub(crate) enum HostCall {
         keys: Vec<Key>,
         info: Vec<Info>,
     },
+    Spawn {
+        proc: Proc,
+        job_info: Vec<Info>,
+        apps: Vec<App>,
+    },
+    Connect {
+        procs: Vec<Proc>,
+        info: Vec<Info>,
+    },
+    Disconnect {
+        procs: Vec<Proc>,
+        info: Vec<Info>,
+    },
+    NotifyEvent {
+        event: Event,
+    },
 }
 
 /// What the engine asks the shell to do.
@@ -121,6 +137,8 @@ pub(crate) enum Output {
         token: u64,
         result: Result<Vec<u8>, Status>,
     },
+    /// Deliver an event to a client.
+    Event { conn: ConnId, event: Arc<Event> },
 }
 
 /// The credentials of a connecting peer, as the operating system reports them.
@@ -165,6 +183,46 @@ struct Conn {
     state: ConnState,
     /// Namespaces whose job data this client already holds (RFC0009 shipping).
     has_jobs: HashSet<NsId>,
+    /// The event codes it registered for.
+    events: EventReg,
+}
+
+/// A client's event registrations, counted: each registration adds, each deregistration
+/// removes one.
+#[derive(Default)]
+struct EventReg {
+    /// Registrations for every code.
+    all: u32,
+    codes: HashMap<Status, u32>,
+}
+
+impl EventReg {
+    fn wants(&self, code: Status) -> bool {
+        self.all > 0 || self.codes.get(&code).is_some_and(|n| *n > 0)
+    }
+
+    fn add(&mut self, codes: &[Status]) {
+        if codes.is_empty() {
+            self.all += 1;
+        }
+        for c in codes {
+            *self.codes.entry(*c).or_default() += 1;
+        }
+    }
+
+    fn remove(&mut self, codes: &[Status]) {
+        if codes.is_empty() {
+            self.all = self.all.saturating_sub(1);
+        }
+        for c in codes {
+            if let Some(n) = self.codes.get_mut(c) {
+                *n -= 1;
+                if *n == 0 {
+                    self.codes.remove(c);
+                }
+            }
+        }
+    }
 }
 
 /// Who is waiting for a process's data.
@@ -208,6 +266,14 @@ enum PendingHost {
         conn: ConnId,
         id: u32,
     },
+    Spawn {
+        conn: ConnId,
+        id: u32,
+    },
+    /// A connect or disconnect spanning nodes, completed by the host.
+    Collective {
+        seq: u64,
+    },
 }
 
 /// The session id of this server in its built-in name service.
@@ -240,6 +306,10 @@ pub(crate) struct Engine {
     next_op: OpId,
     next_timer: u64,
     timers: BTreeMap<(Instant, u64), Timer>,
+    /// Namespaces connected with each other (both orders), for failure events.
+    connected: HashSet<(NsId, NsId)>,
+    /// This server's own identity, the source of the events it raises.
+    me: Proc,
     /// Who answers publish, lookup and unpublish.
     name_service: NameService,
     /// The built-in name service; lookups waiting in it are identified by (conn, id).
@@ -279,6 +349,7 @@ impl Engine {
     pub(crate) fn new(hostname: String, job_extras: Vec<Info>, name_service: NameService) -> Self {
         let mut names = NameStore::default();
         names.open_session(SESSION, &hostname);
+        let me = server_proc(&job_extras);
         Engine {
             locale_host: hostname,
             job_extras,
@@ -297,6 +368,8 @@ impl Engine {
             next_op: 1,
             next_timer: 1,
             timers: BTreeMap::new(),
+            connected: HashSet::new(),
+            me,
             name_service,
             names,
             out: VecDeque::new(),
@@ -406,6 +479,7 @@ impl Engine {
             self.out.push_back(Output::Close { conn });
         }
         self.clients.retain(|(n, _), _| *n != id);
+        self.connected.retain(|(a, b)| *a != id && *b != id);
         self.committed.retain(|(n, _)| *n != id);
         self.gone.retain(|(n, _), _| *n != id);
         self.store.purge_nspace(id);
@@ -584,6 +658,7 @@ impl Engine {
                 ns,
                 state: ConnState::Connecting,
                 has_jobs: HashSet::from([ns]),
+                events: EventReg::default(),
             },
         );
         self.host_call(
@@ -634,6 +709,23 @@ impl Engine {
             }
             let gone = c.proc.clone();
             self.fail_fences_pending_on(&gone, term_wo_sync);
+            // Tell its job, and the jobs connected to it, that it is gone.
+            let event = Event {
+                code: term_wo_sync,
+                source: self.me.clone(),
+                range: DataRange::NAMESPACE,
+                info: vec![
+                    Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),
+                    Info::attr(
+                        attr::EVENT_TEXT_MESSAGE,
+                        format!("{gone} ended without calling finalize"),
+                    ),
+                ],
+            };
+            let ns = c.ns;
+            self.deliver(&event, |eng, other| {
+                other.ns == ns || eng.connected.contains(&(ns, other.ns))
+            });
         }
     }
 
@@ -650,7 +742,58 @@ impl Engine {
         match req {
             Request::Commit { kvs } => self.commit(conn, id, my_ns, me.rank, kvs),
             Request::Get { proc, key, info } => self.get(conn, id, &proc, key, &info, now),
-            Request::Fence { procs, info } => self.fence(conn, id, &me, procs, &info, now),
+            Request::Fence { procs, info } => {
+                self.collective(Kind::Fence, conn, id, &me, procs, &info, now);
+            }
+            Request::Connect { procs, info } => {
+                if procs.is_empty() {
+                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                }
+                self.collective(Kind::Connect, conn, id, &me, procs, &info, now);
+            }
+            Request::Disconnect { procs, info } => {
+                if procs.is_empty() {
+                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                }
+                self.collective(Kind::Disconnect, conn, id, &me, procs, &info, now);
+            }
+            Request::Spawn { job_info, apps } => {
+                if apps.is_empty() || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty()) {
+                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                }
+                self.host_call(
+                    PendingHost::Spawn { conn, id },
+                    HostCall::Spawn {
+                        proc: me,
+                        job_info,
+                        apps,
+                    },
+                );
+            }
+            Request::RegisterEvents { codes, .. } => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.events.add(&codes);
+                }
+                self.reply_status(conn, id, Status::SUCCESS);
+            }
+            Request::DeregisterEvents { codes } => {
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.events.remove(&codes);
+                }
+                self.reply_status(conn, id, Status::SUCCESS);
+            }
+            Request::Notify { mut event } => {
+                // The source is who sends it, whatever the message claims.
+                event.source = me;
+                if event.range == DataRange::RM {
+                    return self.host_call(
+                        PendingHost::Status { conn, id },
+                        HostCall::NotifyEvent { event },
+                    );
+                }
+                self.notify(&event, Some(conn));
+                self.reply_status(conn, id, Status::SUCCESS);
+            }
             Request::Abort {
                 status,
                 message,
@@ -678,9 +821,6 @@ impl Engine {
             Request::Publish { data, info } => self.publish(conn, id, me, data, info),
             Request::Lookup { keys, info } => self.lookup(conn, id, me, keys, info, now),
             Request::Unpublish { keys, info } => self.unpublish(conn, id, me, keys, info),
-            Request::RegisterEvents { .. } | Request::DeregisterEvents { .. } => {
-                self.reply_status(conn, id, Status::SUCCESS);
-            }
             _ => self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED),
         }
     }
@@ -1000,8 +1140,10 @@ impl Engine {
 
     // ---- fence ----------------------------------------------------------------------------
 
-    fn fence(
+    #[allow(clippy::too_many_arguments)]
+    fn collective(
         &mut self,
+        kind: Kind,
         conn: ConnId,
         id: u32,
         me: &Proc,
@@ -1050,9 +1192,10 @@ impl Engine {
         let Some(my_ns) = self.conns.get(&conn).map(|c| c.ns) else {
             return;
         };
-        let collect = info_flag(info, attr::COLLECT_DATA);
+        let collect = kind == Kind::Connect || info_flag(info, attr::COLLECT_DATA);
         let deadline = info_timeout(info).map(|d| now + d);
         let seq = self.fences.join(
+            kind,
             spec,
             local,
             remote,
@@ -1088,7 +1231,20 @@ impl Engine {
         if !op.all_local_arrived() || op.at_host {
             return;
         }
-        if op.remote {
+        if op.remote && op.kind != Kind::Fence {
+            // Participants elsewhere: the host connects (or disconnects) the nodes.
+            let procs = op.spec.clone();
+            let info = op.info.clone();
+            let call = if op.kind == Kind::Connect {
+                HostCall::Connect { procs, info }
+            } else {
+                HostCall::Disconnect { procs, info }
+            };
+            if let Some(op) = self.fences.get_mut(seq) {
+                op.at_host = true;
+            }
+            self.host_call(PendingHost::Collective { seq }, call);
+        } else if op.remote {
             // This node's contribution: local participants' data that other nodes may see.
             let mut contrib = Vec::new();
             for &(ns, rank) in &op.local {
@@ -1145,6 +1301,31 @@ impl Engine {
         };
         // Other nodes' data is stored so that later gets are served here.
         let arrived = self.store_remote(&remote);
+        match op.kind {
+            Kind::Fence => {}
+            Kind::Connect => {
+                self.finish_connect(&op, remote);
+                for t in arrived {
+                    self.release_gets(t);
+                }
+                return;
+            }
+            Kind::Disconnect => {
+                let nss: Vec<NsId> = Self::spec_nspaces(&op)
+                    .iter()
+                    .filter_map(|n| self.ns_id(n.as_str()))
+                    .collect();
+                for a in &nss {
+                    for b in &nss {
+                        self.connected.remove(&(*a, *b));
+                    }
+                }
+                for w in &op.waiters {
+                    self.reply_status(w.conn, w.id, Status::SUCCESS);
+                }
+                return;
+            }
+        }
         // Everyone who asked for the data gets the same reply: built, and encoded, once.
         let (collectors, others): (Vec<_>, Vec<_>) = op.waiters.iter().partition(|w| w.collect);
         if !collectors.is_empty() {
@@ -1173,6 +1354,134 @@ impl Engine {
         for t in arrived {
             self.release_gets(t);
         }
+    }
+
+    /// The namespaces a collective's participant list names.
+    fn spec_nspaces(op: &FenceOp) -> Vec<Nspace> {
+        let mut v: Vec<Nspace> = op.spec.iter().map(|p| p.nspace.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Completes a connect: every participant gets the job data of the other namespaces and
+    /// the data of every participant, and the namespaces are connected from now on.
+    fn finish_connect(&mut self, op: &FenceOp, remote: Vec<ProcKvs>) {
+        let nss: Vec<NsId> = Self::spec_nspaces(op)
+            .iter()
+            .filter_map(|n| self.ns_id(n.as_str()))
+            .collect();
+        for a in &nss {
+            for b in &nss {
+                if a != b {
+                    self.connected.insert((*a, *b));
+                }
+            }
+        }
+        let mut data = Vec::with_capacity(op.local.len() + remote.len());
+        for &(ns, rank) in &op.local {
+            if let Some(nsinfo) = self.nspaces.get(&ns) {
+                let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
+                data.push(ProcKvs {
+                    proc: Proc::new(nsinfo.name.clone(), rank),
+                    kvs,
+                });
+            }
+        }
+        data.extend(remote);
+        // One reply per namespace of the waiters: each gets the job data of the others.
+        let mut by_ns: BTreeMap<NsId, Vec<(ConnId, u32)>> = BTreeMap::new();
+        for w in &op.waiters {
+            if let Some(c) = self.conns.get(&w.conn) {
+                by_ns.entry(c.ns).or_default().push((w.conn, w.id));
+            }
+        }
+        for (own, to) in by_ns {
+            let jobs: Vec<JobData> = nss
+                .iter()
+                .filter(|n| **n != own)
+                .filter_map(|n| self.nspaces.get(n))
+                .map(|n| (*n.job).clone())
+                .collect();
+            for (conn, _) in &to {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.has_jobs.extend(nss.iter().copied());
+                }
+            }
+            let reply = Arc::new(Reply {
+                status: Status::SUCCESS,
+                body: ReplyBody::Connect {
+                    jobs,
+                    data: data.clone(),
+                },
+            });
+            self.out.push_back(Output::SharedReply { to, reply });
+        }
+    }
+
+    // ---- events ---------------------------------------------------------------------------
+
+    /// Delivers `event` to every client that registered for its code and that `to` selects.
+    fn deliver(&mut self, event: &Event, to: impl Fn(&Engine, &Conn) -> bool) {
+        let targets: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.state, ConnState::Active) && c.events.wants(event.code))
+            .filter(|(_, c)| to(self, c))
+            .map(|(k, _)| *k)
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        let event = Arc::new(event.clone());
+        for conn in targets {
+            self.out.push_back(Output::Event {
+                conn,
+                event: event.clone(),
+            });
+        }
+    }
+
+    /// Delivers an event within its range, relative to its source, to everyone but
+    /// `except` (the notifier's own connection).
+    fn notify(&mut self, event: &Event, except: Option<ConnId>) {
+        let source = event.source.clone();
+        let custom: Vec<Proc> = event
+            .info
+            .iter()
+            .find(|i| i.key.as_str() == attr::EVENT_CUSTOM_RANGE)
+            .map(|i| match &i.value {
+                pmix_types::Value::Proc(p) => vec![p.clone()],
+                pmix_types::Value::DataArray(a) => a
+                    .items()
+                    .iter()
+                    .filter_map(|v| v.as_proc().cloned())
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .unwrap_or_default();
+        let range = event.range;
+        let skip = except
+            .and_then(|c| self.conns.get(&c))
+            .map(|c| c.proc.clone());
+        self.deliver(event, move |_, c| {
+            if skip.as_ref() == Some(&c.proc) {
+                return false;
+            }
+            match range {
+                DataRange::PROC_LOCAL => c.proc == source,
+                DataRange::NAMESPACE => c.proc.nspace == source.nspace,
+                DataRange::CUSTOM => custom.iter().any(|p| {
+                    p.nspace == c.proc.nspace && (p.rank == Rank::WILDCARD || p.rank == c.proc.rank)
+                }),
+                _ => true,
+            }
+        });
+    }
+
+    /// The host raises an event for this server's clients, within its range.
+    pub(crate) fn host_notify(&mut self, event: &Event) {
+        self.notify(event, None);
     }
 
     /// Stores data that came from other nodes (through the host) so that later gets are
@@ -1274,6 +1583,27 @@ impl Engine {
             PendingHost::Abort { conn, id } | PendingHost::Status { conn, id } => {
                 self.reply_status(conn, id, status_of(&outcome));
             }
+            PendingHost::Spawn { conn, id } => {
+                let reply = match outcome {
+                    HostOutcome::Nspace(Ok(nspace)) => Reply {
+                        status: Status::SUCCESS,
+                        body: ReplyBody::Spawn { nspace },
+                    },
+                    other => Reply::status(match status_of(&other) {
+                        s if s.is_success() => Status::ERR_BAD_PARAM,
+                        s => s,
+                    }),
+                };
+                self.reply(conn, id, reply);
+            }
+            PendingHost::Collective { seq } => {
+                let status = status_of(&outcome);
+                if status.is_success() {
+                    self.finish_fence(seq, Ok(Vec::new()));
+                } else {
+                    self.fail_fence(seq, status);
+                }
+            }
             PendingHost::Lookup { conn, id } => {
                 let result = match outcome {
                     HostOutcome::Lookup(r) => r,
@@ -1349,6 +1679,24 @@ impl Engine {
     pub(crate) fn conn_proc(&self, conn: ConnId) -> Option<&Proc> {
         self.conns.get(&conn).map(|c| &c.proc)
     }
+}
+
+/// The server's own process, from the job-level values every namespace receives.
+fn server_proc(extras: &[Info]) -> Proc {
+    let find = |k: &str| {
+        extras
+            .iter()
+            .find(|i| i.key.as_str() == k)
+            .map(|i| &i.value)
+    };
+    let nspace = find(attr::SERVER_NSPACE)
+        .and_then(|v| v.as_str())
+        .and_then(|s| Nspace::new(s).ok())
+        .unwrap_or_else(|| Nspace::new("pmixrs-server").expect("a valid namespace name"));
+    let rank = find(attr::SERVER_RANK)
+        .and_then(|v| v.as_rank())
+        .unwrap_or(Rank(0));
+    Proc::new(nspace, rank)
 }
 
 /// The status of a Get whose key was or was not among the data.

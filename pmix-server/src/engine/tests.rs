@@ -38,6 +38,7 @@ struct Sim {
     closed: Vec<ConnId>,
     host_calls: Vec<(OpId, HostCall)>,
     dmodex: Vec<(u64, Result<Vec<u8>, Status>)>,
+    events: Vec<(ConnId, pmix_wire::Event)>,
     auto_host: bool,
     next_id: u32,
 }
@@ -53,6 +54,7 @@ impl Sim {
             closed: vec![],
             host_calls: vec![],
             dmodex: vec![],
+            events: vec![],
             auto_host: true,
             next_id: 1,
         }
@@ -96,6 +98,7 @@ impl Sim {
                     }
                     Output::Host { op, call } => self.host_calls.push((op, call)),
                     Output::Dmodex { token, result } => self.dmodex.push((token, result)),
+                    Output::Event { conn, event } => self.events.push((conn, (*event).clone())),
                 }
             }
             if self.auto_host {
@@ -1031,4 +1034,316 @@ fn another_users_process_never_sees_published_data() {
     // The same name is free for them.
     let id = sim.send(2, publish(&[("svc", "theirs")], global));
     assert_eq!(sim.reply(2, id).status, Status::SUCCESS);
+}
+
+#[test]
+fn connect_across_namespaces_exchanges_job_and_process_data() {
+    let mut sim = Sim::new();
+    sim.job("a", 2);
+    sim.job("b", 1);
+    sim.connect(1, "a", 0);
+    sim.connect(2, "a", 1);
+    sim.connect(3, "b", 0);
+    sim.send(1, commit(&[("ka", Scope::GLOBAL, Value::from("from-a0"))]));
+    sim.send(3, commit(&[("kb", Scope::GLOBAL, Value::from("from-b0"))]));
+    let procs = vec![Proc::new(ns("a"), Rank::WILDCARD), Proc::new(ns("b"), 0)];
+    let connect = |procs: &Vec<Proc>| Request::Connect {
+        procs: procs.clone(),
+        info: vec![],
+    };
+    let i1 = sim.send(1, connect(&procs));
+    let i3 = sim.send(3, connect(&procs));
+    assert!(
+        sim.take_reply(1, i1).is_none(),
+        "a connect waits for every participant"
+    );
+    // A fence over the same list is a different collective.
+    let f = sim.send(2, fence(procs.clone(), false));
+    assert!(sim.take_reply(2, f).is_none());
+    let i2 = sim.send(2, connect(&procs));
+    for (conn, id, other) in [(1, i1, "b"), (2, i2, "b"), (3, i3, "a")] {
+        let r = sim.reply(conn, id);
+        assert_eq!(r.status, Status::SUCCESS);
+        let ReplyBody::Connect { jobs, data } = &r.body else {
+            panic!("not a connect reply: {r:?}");
+        };
+        let names: Vec<_> = jobs.iter().map(|j| j.nspace.as_str()).collect();
+        assert_eq!(names, [other], "each side gets the other's job data");
+        let mut keys: Vec<_> = data
+            .iter()
+            .flat_map(|pk| pk.kvs.iter().map(|kv| kv.key.as_str().to_owned()))
+            .collect();
+        keys.sort();
+        assert_eq!(keys, ["ka", "kb"]);
+    }
+    // The fence is still waiting for the others.
+    assert!(sim.take_reply(2, f).is_none());
+    // Disconnect is a collective too.
+    let d1 = sim.send(
+        1,
+        Request::Disconnect {
+            procs: procs.clone(),
+            info: vec![],
+        },
+    );
+    let d2 = sim.send(
+        2,
+        Request::Disconnect {
+            procs: procs.clone(),
+            info: vec![],
+        },
+    );
+    assert!(sim.take_reply(1, d1).is_none());
+    let d3 = sim.send(
+        3,
+        Request::Disconnect {
+            procs,
+            info: vec![],
+        },
+    );
+    for (conn, id) in [(1, d1), (2, d2), (3, d3)] {
+        assert_eq!(sim.reply(conn, id).status, Status::SUCCESS);
+    }
+    // An empty list is refused.
+    let e = sim.send(
+        1,
+        Request::Connect {
+            procs: vec![],
+            info: vec![],
+        },
+    );
+    assert_eq!(sim.reply(1, e).status, Status::ERR_BAD_PARAM);
+}
+
+#[test]
+fn a_participant_dying_mid_connect_fails_the_others_and_raises_an_event() {
+    let mut sim = Sim::new();
+    sim.job("a", 1);
+    sim.job("b", 2);
+    sim.job("c", 1);
+    sim.connect(1, "a", 0);
+    sim.connect(2, "b", 0);
+    sim.connect(3, "b", 1);
+    sim.connect(4, "c", 0);
+    for conn in [1, 3, 4] {
+        let id = sim.send(
+            conn,
+            Request::RegisterEvents {
+                codes: vec![],
+                info: vec![],
+            },
+        );
+        assert_eq!(sim.reply(conn, id).status, Status::SUCCESS);
+    }
+    let procs = vec![
+        Proc::new(ns("a"), Rank::WILDCARD),
+        Proc::new(ns("b"), Rank::WILDCARD),
+    ];
+    let i1 = sim.send(
+        1,
+        Request::Connect {
+            procs: procs.clone(),
+            info: vec![],
+        },
+    );
+    let i3 = sim.send(
+        3,
+        Request::Connect {
+            procs,
+            info: vec![],
+        },
+    );
+    // b:0 dies before connecting.
+    sim.eng.handle_closed(2, sim.now);
+    sim.pump();
+    assert_eq!(sim.reply(1, i1).status, Status::ERR_PROC_TERM_WO_SYNC);
+    assert_eq!(sim.reply(3, i3).status, Status::ERR_PROC_TERM_WO_SYNC);
+    // Its own job hears of it; an unrelated job does not, nor does a (not yet connected) job.
+    let told: Vec<ConnId> = sim.events.iter().map(|(c, _)| *c).collect();
+    assert_eq!(told, [3]);
+    let (_, ev) = &sim.events[0];
+    assert_eq!(ev.code, Status::ERR_PROC_TERM_WO_SYNC);
+    assert!(
+        ev.info
+            .iter()
+            .any(|i| i.key.as_str() == attr::EVENT_AFFECTED_PROC
+                && i.value.as_proc() == Some(&Proc::new(ns("b"), 0)))
+    );
+}
+
+#[test]
+fn connected_jobs_hear_of_each_others_failures() {
+    let mut sim = Sim::new();
+    sim.job("a", 1);
+    sim.job("b", 1);
+    sim.connect(1, "a", 0);
+    sim.connect(2, "b", 0);
+    let id = sim.send(
+        1,
+        Request::RegisterEvents {
+            codes: vec![Status::ERR_PROC_TERM_WO_SYNC],
+            info: vec![],
+        },
+    );
+    sim.reply(1, id);
+    let procs = vec![Proc::new(ns("a"), 0), Proc::new(ns("b"), 0)];
+    let i1 = sim.send(
+        1,
+        Request::Connect {
+            procs: procs.clone(),
+            info: vec![],
+        },
+    );
+    let i2 = sim.send(
+        2,
+        Request::Connect {
+            procs,
+            info: vec![],
+        },
+    );
+    sim.reply(1, i1);
+    sim.reply(2, i2);
+    sim.eng.handle_closed(2, sim.now);
+    sim.pump();
+    assert_eq!(sim.events.len(), 1, "the connected job is told");
+    assert_eq!(sim.events[0].0, 1);
+}
+
+#[test]
+fn notify_reaches_registered_clients_in_range_only() {
+    let mut sim = Sim::new();
+    sim.job("a", 3);
+    sim.job("b", 1);
+    for (conn, name, rank) in [(1, "a", 0), (2, "a", 1), (3, "a", 2), (4, "b", 0)] {
+        sim.connect(conn, name, rank);
+    }
+    let code = Status(-5000);
+    for conn in [1, 2, 4] {
+        let id = sim.send(
+            conn,
+            Request::RegisterEvents {
+                codes: vec![code],
+                info: vec![],
+            },
+        );
+        sim.reply(conn, id);
+    }
+    let notify = |range: pmix_types::DataRange, info: Vec<Info>| Request::Notify {
+        event: pmix_wire::Event {
+            code,
+            // A forged source is replaced by the real one.
+            source: Proc::new(ns("b"), 0),
+            range,
+            info,
+        },
+    };
+    let id = sim.send(1, notify(pmix_types::DataRange::NAMESPACE, vec![]));
+    assert_eq!(sim.reply(1, id).status, Status::SUCCESS);
+    let told: Vec<_> = sim.events.drain(..).map(|(c, e)| (c, e.source)).collect();
+    assert_eq!(
+        told,
+        [(2, Proc::new(ns("a"), 0))],
+        "a:2 did not register; b is another job"
+    );
+    let id = sim.send(1, notify(pmix_types::DataRange::GLOBAL, vec![]));
+    sim.reply(1, id);
+    let mut told: Vec<_> = sim.events.drain(..).map(|(c, _)| c).collect();
+    told.sort();
+    assert_eq!(told, [2, 4]);
+    let list = DataArray::new(
+        pmix_types::DataType::PROC,
+        vec![Value::Proc(Proc::new(ns("b"), 0))],
+    )
+    .unwrap();
+    let id = sim.send(
+        1,
+        notify(
+            pmix_types::DataRange::CUSTOM,
+            vec![Info::attr(attr::EVENT_CUSTOM_RANGE, list)],
+        ),
+    );
+    sim.reply(1, id);
+    let told: Vec<_> = sim.events.drain(..).map(|(c, _)| c).collect();
+    assert_eq!(told, [4]);
+    // Deregistered: no more events.
+    let id = sim.send(4, Request::DeregisterEvents { codes: vec![code] });
+    sim.reply(4, id);
+    let id = sim.send(1, notify(pmix_types::DataRange::GLOBAL, vec![]));
+    sim.reply(1, id);
+    let told: Vec<_> = sim.events.drain(..).map(|(c, _)| c).collect();
+    assert_eq!(told, [2]);
+}
+
+#[test]
+fn spawn_goes_to_the_host_and_its_answer_to_the_client() {
+    let mut sim = Sim::new();
+    sim.auto_host = false;
+    sim.job("a", 1);
+    sim.eng.handle_hello(
+        1,
+        &ns("a"),
+        Rank(0),
+        &secret("a", 0),
+        Some(PeerCreds { uid: UID, gid: GID }),
+    );
+    sim.pump();
+    let (op, _) = sim.host_calls.remove(0);
+    sim.eng
+        .handle_host_done(op, HostOutcome::Unit(Ok(())), sim.now);
+    sim.pump();
+    let app = pmix_wire::App {
+        cmd: "/bin/true".into(),
+        argv: vec!["true".into()],
+        env: vec![],
+        cwd: String::new(),
+        maxprocs: 2,
+        info: vec![],
+    };
+    let id = sim.send(
+        1,
+        Request::Spawn {
+            job_info: vec![],
+            apps: vec![app.clone()],
+        },
+    );
+    let (op, call) = sim.host_calls.remove(0);
+    let HostCall::Spawn { proc, apps, .. } = call else {
+        panic!("expected a spawn call: {call:?}");
+    };
+    assert_eq!((proc, apps), (Proc::new(ns("a"), 0), vec![app.clone()]));
+    sim.eng
+        .handle_host_done(op, HostOutcome::Nspace(Ok(ns("child"))), sim.now);
+    sim.pump();
+    let r = sim.reply(1, id);
+    assert_eq!(
+        r.body,
+        ReplyBody::Spawn {
+            nspace: ns("child")
+        }
+    );
+    // A failed spawn is the host's status; malformed apps never reach the host.
+    let id = sim.send(
+        1,
+        Request::Spawn {
+            job_info: vec![],
+            apps: vec![app.clone()],
+        },
+    );
+    let (op, _) = sim.host_calls.remove(0);
+    sim.eng.handle_host_done(
+        op,
+        HostOutcome::Nspace(Err(Status::ERR_JOB_EXE_NOT_FOUND)),
+        sim.now,
+    );
+    sim.pump();
+    assert_eq!(sim.reply(1, id).status, Status::ERR_JOB_EXE_NOT_FOUND);
+    let id = sim.send(
+        1,
+        Request::Spawn {
+            job_info: vec![],
+            apps: vec![],
+        },
+    );
+    assert_eq!(sim.reply(1, id).status, Status::ERR_BAD_PARAM);
+    assert!(sim.host_calls.is_empty());
 }
