@@ -50,6 +50,9 @@ struct Pending {
     handoff: bool,
     /// The client is closing: the reader thread ends.
     stop: bool,
+    /// Event handlers are registered: the reader thread reads all the time, so that events
+    /// are delivered when they come rather than at the next reply.
+    listen: u32,
 }
 
 /// The reading side of the socket and what was read but not yet dispatched.
@@ -210,6 +213,7 @@ impl Conn {
                 closed: false,
                 handoff: false,
                 stop: false,
+                listen: 0,
             }),
             wake_reader: Condvar::new(),
             writer: Mutex::new(Writer {
@@ -264,6 +268,19 @@ impl Shared {
     pub(crate) fn on_reader_thread(&self) -> bool {
         let me = thread::current().id();
         self.reader_id.get() == Some(&me) || *self.caller_reading.lock() == Some(me)
+    }
+
+    /// Starts (`true`) or ends (`false`) one reason to read all the time (an event handler).
+    pub(crate) fn listen(&self, on: bool) {
+        let mut p = self.pending.lock();
+        if on {
+            p.listen += 1;
+            p.handoff = true;
+            drop(p);
+            self.wake_reader.notify_one();
+        } else {
+            p.listen = p.listen.saturating_sub(1);
+        }
     }
 
     /// Asks the reader thread to read: a non-blocking request was sent, and nobody may be
@@ -470,7 +487,7 @@ fn reader_loop(shared: &Shared) {
     loop {
         {
             let mut p = shared.pending.lock();
-            while !(p.handoff || p.stop || p.closed) {
+            while !(p.handoff || p.stop || p.closed || p.listen > 0) {
                 shared.wake_reader.wait(&mut p);
             }
             if p.stop || p.closed {
@@ -485,7 +502,7 @@ fn reader_loop(shared: &Shared) {
             }
             {
                 let p = shared.pending.lock();
-                if p.waiting.is_empty() || p.stop {
+                if (p.waiting.is_empty() && p.listen == 0) || p.stop {
                     break Ok(());
                 }
             }
