@@ -107,6 +107,13 @@ fn unpublish_only_ones_own_keys_all_or_nothing() {
     run_scenario(&h, &[("nunpub", 2)], &["unpublish"]);
 }
 
+#[test]
+fn a_lookup_whose_process_ended_consumes_nothing() {
+    let h = TestHost::start(NoHost);
+    run_scenario(&h, &[("nabandon", 1)], &["abandon-wait", "ab.key"]);
+    run_scenario(&h, &[("nreader", 1)], &["first-read-after", "ab.key"]);
+}
+
 // ---- pmixrun ---------------------------------------------------------------------------
 
 /// `target/<profile>`, where this test runs from (`target/<profile>/deps/<test>`).
@@ -436,6 +443,21 @@ fn two_runs_share_global_names_through_a_name_server_and_keep_session_ones() {
         after_saw,
         format!("after: only the INDEF data of {publisher} is left")
     );
+    ns.stop();
+}
+
+#[test]
+fn a_lookup_whose_run_ended_consumes_nothing_on_the_name_server() {
+    let ns = NameServer::start();
+    let client = names_client().display().to_string();
+    for scenario in ["abandon-wait", "first-read-after"] {
+        let r = run(
+            pmixrun(&["--nameserver-uri", &ns.uri, &client, scenario, "ab.key"]),
+            scenario,
+        );
+        r.assert_ok(scenario);
+        assert_eq!(r.stdout, "ok\n", "{scenario}");
+    }
     ns.stop();
 }
 

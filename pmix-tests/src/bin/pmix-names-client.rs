@@ -822,6 +822,12 @@ fn xrun_first(c: &Client) -> Res {
         format!("indef of {ns}"),
         &[range(DataRange::GLOBAL), persist(Persistence::INDEF)],
     )?;
+    publish(
+        c,
+        "x.persist-session",
+        format!("persist-session of {ns}"),
+        &[range(DataRange::GLOBAL), persist(Persistence::SESSION)],
+    )?;
     // Last: the second run waits for it, and then finds the others published.
     publish(
         c,
@@ -868,11 +874,12 @@ fn xrun_second(c: &Client) -> Res {
     }
     // SESSION data stays in its run, whatever range the lookup searches; LOCAL data is seen
     // on the node (searching the node or everything); GLOBAL (INDEF) data too.
-    let keys = ["x.session", "x.local", "x.indef"];
+    let keys = ["x.session", "x.local", "x.indef", "x.persist-session"];
     let want = [
         None,
         found(format!("local of {theirs}"), &by),
         found(format!("indef of {theirs}"), &by),
+        found(format!("persist-session of {theirs}"), &by),
     ];
     for r in [DataRange::GLOBAL, DataRange::LOCAL] {
         check_lookup(
@@ -886,7 +893,7 @@ fn xrun_second(c: &Client) -> Res {
         "lookup of the other run's keys searching this session",
         c.lookup(&keys, &[]),
         &keys,
-        &[None, None, None],
+        &[None, None, None, None],
     )?;
     // GLOBAL names are unique across runs; SESSION ones only within a run.
     expect_status(
@@ -905,15 +912,23 @@ fn xrun_second(c: &Client) -> Res {
     Ok(())
 }
 
-/// `xrun-after`: a run after the first two ended finds only the INDEF data.
+/// `xrun-after`: a run after the first two ended finds only the INDEF data: APP and SESSION
+/// persistence ended with the runs.
 fn xrun_after(c: &Client) -> Res {
-    let keys = ["x.indef", "x.service", "x.local", "x.session", "x.reply"];
+    let keys = [
+        "x.indef",
+        "x.service",
+        "x.local",
+        "x.session",
+        "x.reply",
+        "x.persist-session",
+    ];
     let got = c
         .lookup(&keys, &[range(DataRange::GLOBAL)])
         .map_err(e("lookup"))?;
     let by = from_elsewhere(c, "x.indef", &got)?.clone();
     let mut want = vec![found(format!("indef of {}", by.nspace), &by)];
-    want.extend([None, None, None, None]);
+    want.extend([None, None, None, None, None]);
     check_lookup("lookup after the runs ended", Ok(got), &keys, &want)?;
     expect_status(
         "unpublish of another run's key",
@@ -944,6 +959,39 @@ fn expect_absent(c: &Client, key: &str) -> Res {
     )
 }
 
+/// `abandon-wait <key>`: leaves a lookup waiting for `key` (searching GLOBAL) and ends.
+fn abandon_wait(c: &Client, key: &str) -> Res {
+    c.lookup_nb(
+        &[key],
+        &[Info::attr(attr::WAIT, true), range(DataRange::GLOBAL)],
+        |r| {
+            println!("FAILED: the abandoned lookup was answered: {r:?}");
+        },
+    );
+    // The server has the lookup before this fence completes.
+    fence(c, "after the lookup")
+}
+
+/// `first-read-after <key>`: publishes `key` FIRST_READ (GLOBAL) after an abandoned lookup
+/// waited for it: the first read is this one's, not the departed waiter's.
+fn first_read_after(c: &Client, key: &str) -> Res {
+    let me = c.proc().clone();
+    let global = [range(DataRange::GLOBAL)];
+    publish(
+        c,
+        key,
+        "to be read once",
+        &[range(DataRange::GLOBAL), persist(Persistence::FIRST_READ)],
+    )?;
+    check_lookup(
+        "first read",
+        c.lookup(&[key], &global),
+        &[key],
+        &[found("to be read once", &me)],
+    )?;
+    check_lookup("second read", c.lookup(&[key], &global), &[key], &[None])
+}
+
 fn run(args: &[String]) -> Res {
     let scenario = args.first().map(String::as_str).unwrap_or("");
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
@@ -962,6 +1010,8 @@ fn run(args: &[String]) -> Res {
         "xrun-after" => xrun_after(&c),
         "expect-present" => expect_present(&c, arg(1)),
         "expect-absent" => expect_absent(&c, arg(1)),
+        "abandon-wait" => abandon_wait(&c, arg(1)),
+        "first-read-after" => first_read_after(&c, arg(1)),
         other => Err(format!("unknown scenario {other:?}")),
     }?;
     c.finalize().map_err(e("finalize"))
