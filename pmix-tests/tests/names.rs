@@ -462,6 +462,53 @@ fn a_lookup_whose_run_ended_consumes_nothing_on_the_name_server() {
 }
 
 #[test]
+fn a_lookup_waiting_on_a_name_server_that_stops_fails_instead_of_hanging() {
+    let ns = NameServer::start();
+    let client = names_client().display().to_string();
+    let end = Instant::now() + DEADLINE;
+    let mut child = pmixrun(&["--nameserver-uri", &ns.uri, &client, "wait-lost"])
+        .spawn()
+        .expect("starting pmixrun");
+    let (tx, lines) = unbounded();
+    let out = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    loop {
+        match lines.recv_deadline(end) {
+            Ok(l) if l == "waiting" => break,
+            Ok(_) => {}
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("the lookup never started waiting: {e}");
+            }
+        }
+    }
+    ns.stop();
+    let (tx, rest) = unbounded();
+    std::thread::spawn(move || {
+        let _ = tx.send(lines.iter().collect::<Vec<_>>().join("\n"));
+    });
+    let stderr = collect(child.stderr.take());
+    let r = finish(
+        Running {
+            child,
+            stdout: rest,
+            stderr,
+        },
+        end,
+        "the waiting run",
+    );
+    r.assert_ok("the waiting run");
+}
+
+#[test]
 fn without_a_name_server_runs_do_not_share_names() {
     let ns = NameServer::start();
     let client = names_client().display().to_string();

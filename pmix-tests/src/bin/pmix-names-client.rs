@@ -845,6 +845,14 @@ fn xrun_first(c: &Client) -> Res {
         "x.reply is {:?}, expected {want:?}",
         got[0].value
     );
+    // Published for this process alone by the other run, before its reply.
+    let only_me = ["x.custom"];
+    check_lookup(
+        "lookup of the other run's CUSTOM key",
+        c.lookup(&only_me, &[range(DataRange::GLOBAL)]),
+        &only_me,
+        &[found(format!("custom for {me}"), by)],
+    )?;
     println!("first: {by} replied");
     Ok(())
 }
@@ -901,7 +909,26 @@ fn xrun_second(c: &Client) -> Res {
         c.publish(&[datum("x.service", "mine")?], &[range(DataRange::GLOBAL)]),
         Status::ERR_DUPLICATE_KEY,
     )?;
+    // So are LOCAL ones on one node.
+    expect_status(
+        "publish of the other run's LOCAL key",
+        c.publish(&[datum("x.local", "mine")?], &[range(DataRange::LOCAL)]),
+        Status::ERR_DUPLICATE_KEY,
+    )?;
     publish(c, "x.session", "session of the second run", &[])?;
+    // For the first run's process alone: not even this one sees it.
+    publish(
+        c,
+        "x.custom",
+        format!("custom for {by}"),
+        &custom(std::slice::from_ref(&by))?,
+    )?;
+    check_lookup(
+        "lookup of a CUSTOM key listing only the other run's process",
+        c.lookup(&["x.custom"], &[range(DataRange::GLOBAL)]),
+        &["x.custom"],
+        &[None],
+    )?;
     publish(
         c,
         "x.reply",
@@ -922,13 +949,14 @@ fn xrun_after(c: &Client) -> Res {
         "x.session",
         "x.reply",
         "x.persist-session",
+        "x.custom",
     ];
     let got = c
         .lookup(&keys, &[range(DataRange::GLOBAL)])
         .map_err(e("lookup"))?;
     let by = from_elsewhere(c, "x.indef", &got)?.clone();
     let mut want = vec![found(format!("indef of {}", by.nspace), &by)];
-    want.extend([None, None, None, None, None]);
+    want.extend([None, None, None, None, None, None]);
     check_lookup("lookup after the runs ended", Ok(got), &keys, &want)?;
     expect_status(
         "unpublish of another run's key",
@@ -992,6 +1020,31 @@ fn first_read_after(c: &Client, key: &str) -> Res {
     check_lookup("second read", c.lookup(&[key], &global), &[key], &[None])
 }
 
+/// `wait-lost`: a lookup waits (without `TIMEOUT`) on a name server that the test then
+/// stops; it must fail, and so must later calls, rather than hang.
+fn wait_lost(c: &Client) -> Res {
+    let (tx, rx) = mpsc::channel();
+    c.lookup_nb(
+        &["lost.never"],
+        &[Info::attr(attr::WAIT, true), range(DataRange::GLOBAL)],
+        move |r| {
+            let _ = tx.send(r);
+        },
+    );
+    // The launcher has forwarded the lookup before this fence completes.
+    fence(c, "after the lookup")?;
+    println!("waiting");
+    let got = rx
+        .recv_timeout(PATIENCE)
+        .map_err(|_| "the lookup was not answered after the name server stopped".to_string())?;
+    expect_status("the waiting lookup", got, Status::ERR_UNREACH)?;
+    expect_status(
+        "publish after the name server stopped",
+        c.publish(&[datum("lost.after", 1u8)?], &[]),
+        Status::ERR_UNREACH,
+    )
+}
+
 fn run(args: &[String]) -> Res {
     let scenario = args.first().map(String::as_str).unwrap_or("");
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
@@ -1011,6 +1064,7 @@ fn run(args: &[String]) -> Res {
         "expect-present" => expect_present(&c, arg(1)),
         "expect-absent" => expect_absent(&c, arg(1)),
         "abandon-wait" => abandon_wait(&c, arg(1)),
+        "wait-lost" => wait_lost(&c),
         "first-read-after" => first_read_after(&c, arg(1)),
         other => Err(format!("unknown scenario {other:?}")),
     }?;
