@@ -22,6 +22,9 @@
 //! kill %1   # stops the name server
 //! ```
 //!
+//! Both sides name `GLOBAL`: the publish so that other runs may see the name, the lookup
+//! so that it searches them (its default range is the caller's own run).
+//!
 //! `--nameserver-uri` also takes the URI itself (`unix:/path`, which the name server prints),
 //! and `PMIXRS_NAMESERVER` stands for the option. Either run may start first: the client's
 //! lookup waits for the publication. Without a name server each run has names of its own and
