@@ -26,6 +26,8 @@ pub(crate) struct Bins {
     pub(crate) pmixrun: PathBuf,
     /// The scenario client.
     pub(crate) client: PathBuf,
+    /// Where the binaries are.
+    pub(crate) dir: PathBuf,
 }
 
 /// Builds pmixrun and pmix-test-client in the chosen profile and finds them.
@@ -53,9 +55,11 @@ pub(crate) fn build(root: &Path, release: bool) -> Result<Bins, String> {
     let profile = target_dir(&cargo, root)?.join(if release { "release" } else { "debug" });
     let bins = Bins {
         pmixrun: profile.join("pmixrun"),
-        client: profile.join("pmix-test-client"),
+        client: profile.join(super::scenarios::TEST_CLIENT),
+        dir: profile.clone(),
     };
-    for bin in [&bins.pmixrun, &bins.client] {
+    let names = profile.join(super::scenarios::NAMES_CLIENT);
+    for bin in [&bins.pmixrun, &bins.client, &names] {
         if !bin.is_file() {
             return Err(format!("{} is missing after the build", bin.display()));
         }
@@ -106,7 +110,6 @@ fn json_string_field(json: &str, field: &str) -> Option<String> {
 
 /// The pmixrun command line of `job`, program first.
 pub(crate) fn command_line(bins: &Bins, job: &Job) -> Vec<String> {
-    let client = bins.client.display().to_string();
     let mut argv = vec![
         bins.pmixrun.display().to_string(),
         "--timeout".to_owned(),
@@ -117,6 +120,7 @@ pub(crate) fn command_line(bins: &Bins, job: &Job) -> Vec<String> {
             argv.push(":".to_owned());
         }
         argv.extend(["-n".to_owned(), app.np.to_string()]);
+        let client = bins.dir.join(app.bin).display().to_string();
         if app.args.iter().any(|a| a.contains(NS)) {
             // `exec` keeps the pid pmixrun started, so it still supervises the client itself.
             argv.extend([

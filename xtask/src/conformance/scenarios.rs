@@ -52,9 +52,11 @@ pub(crate) struct Job {
 
 /// One application context: `-n np pmix-test-client args...`.
 pub(crate) struct App {
+    /// The scenario client it runs: a binary of pmix-tests ([`TEST_CLIENT`] mostly).
+    pub(crate) bin: &'static str,
     /// Number of processes.
     pub(crate) np: u32,
-    /// Arguments of pmix-test-client (scenario first); [`NS`] stands for the namespace.
+    /// Arguments of the client (scenario first); [`NS`] stands for the namespace.
     pub(crate) args: &'static [&'static str],
 }
 
@@ -95,6 +97,11 @@ pub(crate) enum Stderr {
     PerRankContaining(&'static str),
 }
 
+/// The general scenario client.
+pub(crate) const TEST_CLIENT: &str = "pmix-test-client";
+/// The name-service scenario client.
+pub(crate) const NAMES_CLIENT: &str = "pmix-names-client";
+
 /// Default `--timeout` of a job: far above what any row needs (well under a second, two for
 /// the timeout rows), low enough that a hang costs little.
 const T: u64 = 15;
@@ -119,6 +126,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["fence", "{ns}:0-3", "db"],
             }],
@@ -144,6 +152,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["fence", "{ns}:0-2", ""],
             }],
@@ -157,6 +166,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["fence", "{ns}:0-2", "b"],
             }],
@@ -170,6 +180,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["fence", "{ns}:0-2", "d"],
             }],
@@ -183,6 +194,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["fence", "{ns}:", "db"],
             }],
@@ -196,6 +208,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["fence", "{ns}:", "b"],
             }],
@@ -205,8 +218,72 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         ids: &["08", "C08"],
         name: "publish-lookup",
-        about: "publish / lookup / unpublish, NOT_FOUND after unpublish",
-        plan: Plan::Skip("not implemented yet (publish/lookup)"),
+        about: "publish / lookup / unpublish (+_nb), NOT_FOUND after unpublish",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: NAMES_CLIENT,
+                np: 3,
+                args: &["basic"],
+            }],
+            expect: PASSED,
+        }),
+    },
+    Scenario {
+        ids: &["C08"],
+        name: "publish-duplicates",
+        about: "duplicate key refused whole, first value kept",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: NAMES_CLIENT,
+                np: 2,
+                args: &["duplicates"],
+            }],
+            expect: PASSED,
+        }),
+    },
+    Scenario {
+        ids: &["C08"],
+        name: "publish-wait",
+        about: "lookup with WAIT answered by a later publish",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: NAMES_CLIENT,
+                np: 3,
+                args: &["wait"],
+            }],
+            expect: PASSED,
+        }),
+    },
+    Scenario {
+        ids: &["C08"],
+        name: "publish-wait-timeout",
+        about: "lookup with WAIT and TIMEOUT fails with ERR_TIMEOUT",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: NAMES_CLIENT,
+                np: 2,
+                args: &["wait-timeout"],
+            }],
+            expect: PASSED,
+        }),
+    },
+    Scenario {
+        ids: &["C08"],
+        name: "unpublish-rules",
+        about: "unpublish: foreign or unknown keys refused, nothing removed",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: NAMES_CLIENT,
+                np: 2,
+                args: &["unpublish"],
+            }],
+            expect: PASSED,
+        }),
     },
     Scenario {
         ids: &["09", "C11"],
@@ -233,6 +310,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 5,
                 args: &["replace", "100", "0,1,10,50,99"],
             }],
@@ -246,6 +324,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 5,
                 args: &["internal", "10"],
             }],
@@ -268,6 +347,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["jobinfo"],
             }],
@@ -282,10 +362,12 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
             timeout_s: T,
             apps: &[
                 App {
+                    bin: TEST_CLIENT,
                     np: 2,
                     args: &["appinfo", "0", "2"],
                 },
                 App {
+                    bin: TEST_CLIENT,
                     np: 3,
                     args: &["appinfo", "1", "2"],
                 },
@@ -313,6 +395,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 3,
                 args: &["scope"],
             }],
@@ -326,6 +409,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 8,
                 args: &["allgather"],
             }],
@@ -346,6 +430,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 3,
                 args: &["get-semantics"],
             }],
@@ -359,6 +444,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 3,
                 args: &["fence-timeout"],
             }],
@@ -372,6 +458,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 3,
                 args: &["abort", "5"],
             }],
@@ -391,6 +478,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 4,
                 args: &["exit-rank", "2", "3"],
             }],
@@ -411,6 +499,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 2,
                 args: &["exit-rank", "1", "0"],
             }],
@@ -456,6 +545,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: 1,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 3,
                 args: &["hang"],
             }],
@@ -475,6 +565,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
+                bin: TEST_CLIENT,
                 np: 2,
                 args: &["double-init"],
             }],
