@@ -34,11 +34,18 @@ until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). PMIXRS_NAME
 stands for --nameserver-uri. Without a name server, every range is served by pmixrun's own
 PMIx server, so names are shared within one run only.
 
-Exit status: 0 when every process exits 0; otherwise the status of the first process that
-failed (128+S for a process killed by signal S), or the status a process passed to abort.
-A process that connected and then exits without calling finalize fails the job. The job is
-killed (SIGTERM, then SIGKILL after 2 s) as soon as one process fails. 124 means --timeout
-expired, 127 that a program could not be found.";
+Spawned jobs: a process may start further jobs (PMIx_Spawn). The n-th is namespace
+pmixrun-<pid>.<n>; its processes see PMIX_SPAWNED, PMIX_PARENT_ID and the spawn's job
+information whose keys do not start with \"pmix\", and with --tag-output their lines read
+`[n:rank] `. pmixrun runs until every job has ended. A spawn whose program or working
+directory is missing fails with an error the spawning process receives; the run goes on.
+
+Exit status: 0 when every process of every job exits 0; otherwise the status of the first
+process that failed (128+S for a process killed by signal S), or the status a process passed
+to abort. A process that connected and then exits without calling finalize fails the run.
+Every job is killed (SIGTERM, then SIGKILL after 2 s) as soon as one process fails. 124
+means --timeout (which counts for every job) expired, 127 that a program of the command line
+could not be found.";
 
 /// The first segment: global options and the first application context.
 #[derive(Parser, Debug)]
@@ -49,7 +56,8 @@ expired, 127 that a program could not be found.";
     long_about = "Launch a job of PMIx processes on this node.\n\n\
         pmixrun starts a PMIx server, registers one job made of the application contexts \
         given (separated by ':'), starts every process with what it needs to connect, \
-        forwards their output and signals, and exits with the job's status.",
+        forwards their output and signals, and exits with the job's status. Its processes \
+        may spawn further jobs, which pmixrun starts the same way and waits for too.",
     after_long_help = EXAMPLES,
     override_usage = "pmixrun [OPTIONS] [-n N] PROGRAM [ARGS]... [: [-n N] PROGRAM [ARGS]...]..."
 )]
@@ -75,10 +83,12 @@ struct Later {
 
 #[derive(Args, Debug)]
 struct Global {
-    /// Prefix every line a process writes with its rank, as `[rank] `.
+    /// Prefix every line a process writes with its rank, as `[rank] ` (`[n:rank] ` in the
+    /// n-th spawned job).
     #[arg(long)]
     tag_output: bool,
-    /// Kill the job and fail when it has not finished after SECONDS.
+    /// Kill every job and fail when the run (spawned jobs included) has not finished after
+    /// SECONDS.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
@@ -200,7 +210,7 @@ pub(crate) struct Options {
 }
 
 /// Splits `VAR[=VAL]` at the first `=`.
-fn parse_env(spec: &OsStr) -> Result<(OsString, Option<OsString>), String> {
+pub(crate) fn parse_env(spec: &OsStr) -> Result<(OsString, Option<OsString>), String> {
     let bytes = std::os::unix::ffi::OsStrExt::as_bytes(spec);
     let (name, value) = match bytes.iter().position(|&b| b == b'=') {
         Some(i) => (&bytes[..i], Some(&bytes[i + 1..])),
@@ -395,6 +405,7 @@ mod tests {
         };
         assert_eq!(kind, clap::error::ErrorKind::DisplayHelp);
         assert!(text.contains("pmixrun -n 2 ./a : -n 3 ./b"), "{text}");
+        assert!(text.contains("Spawned jobs: "), "{text}");
         let v = p("--version").err().map(|e| e.kind());
         assert_eq!(v, Some(clap::error::ErrorKind::DisplayVersion));
     }

@@ -1,10 +1,10 @@
 //! pmixrun's [`Host`]: the server's callbacks become [`Event`]s for the supervising thread.
 //!
 //! Callbacks run on the server's event-loop thread and must not block it, so they only forward
-//! what happened; the decisions (killing the job, the exit status) are taken in one place, the
-//! supervisor, which also receives the processes' exits over the same channel. One channel
-//! keeps the order in which things happened: a process's finalize is forwarded before the
-//! server replies to it, hence before the process can exit.
+//! what happened; the decisions (killing the run, the exit status, starting a spawned job) are
+//! taken in one place, the supervisor, which also receives the processes' exits over the same
+//! channel. One channel keeps the order in which things happened: a process's finalize is
+//! forwarded before the server replies to it, hence before the process can exit.
 
 use std::process::ExitStatus;
 
@@ -12,27 +12,64 @@ use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
 use std::sync::Arc;
 
-use pmix_server::Published;
 use pmix_server::types::{Info, Key, Nspace, Proc, Status};
-use pmix_server::{Completion, Host, NameServerClient};
+use pmix_server::{App, Published};
+use pmix_server::{Completion, Host, NameServerClient, Outcome};
 
-/// Something the supervisor must know about.
+/// The answer to a callback, given by the supervisor: a [`Completion`] in pmixrun, anything
+/// in the supervisor's tests (which cannot make a `Completion`).
+pub(crate) struct Answer<T>(Box<dyn FnOnce(Result<T, Status>) + Send>);
+
+impl<T> Answer<T> {
+    /// An answer that calls `f`.
+    pub(crate) fn new(f: impl FnOnce(Result<T, Status>) + Send + 'static) -> Answer<T> {
+        Answer(Box::new(f))
+    }
+
+    /// Gives the answer.
+    pub(crate) fn send(self, result: Result<T, Status>) {
+        (self.0)(result);
+    }
+}
+
+impl<T: Outcome> From<Completion<T>> for Answer<T> {
+    fn from(done: Completion<T>) -> Answer<T> {
+        Answer::new(move |r| done.complete(r))
+    }
+}
+
+impl<T> std::fmt::Debug for Answer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Answer")
+    }
+}
+
+/// Something the supervisor must know about. Processes are named by their [`Proc`]: every
+/// namespace of the run (the first job's and each spawned one's) is pmixrun's.
 #[derive(Debug)]
 pub(crate) enum Event {
     /// A process connected to the server (it uses PMIx).
-    Connected(u32),
+    Connected(Proc),
     /// A process called finalize.
-    Finalized(u32),
-    /// A process asked for the job to be aborted; `done` answers it.
+    Finalized(Proc),
+    /// A process asked for the run to be aborted; `done` answers it.
     Abort {
-        rank: u32,
+        proc: Proc,
         status: Status,
         message: String,
-        done: Completion<()>,
+        done: Answer<()>,
+    },
+    /// A process asked for a new job; `done` answers with its namespace once every process
+    /// of it started.
+    Spawn {
+        parent: Proc,
+        job_info: Vec<Info>,
+        apps: Vec<App>,
+        done: Answer<Nspace>,
     },
     /// A process ended (`Err` when waiting for it failed).
     Exited {
-        rank: u32,
+        proc: Proc,
         status: std::io::Result<ExitStatus>,
     },
     /// pmixrun received a signal to pass on.
@@ -40,30 +77,17 @@ pub(crate) enum Event {
 }
 
 /// The callbacks of a one-node launcher: fences and direct modex never leave the node, so
-/// only connection, finalize and abort need the host, and publish/lookup/unpublish when a
-/// name server shared with other runs is used (otherwise the server's own name service
+/// only connection, finalize, abort and spawn need the host, and publish/lookup/unpublish
+/// when a name server shared with other runs is used (otherwise the server's own name service
 /// answers them).
 pub(crate) struct RunHost {
-    nspace: Nspace,
     events: Sender<Event>,
     names: Option<Arc<NameServerClient>>,
 }
 
 impl RunHost {
-    pub(crate) fn new(
-        nspace: Nspace,
-        events: Sender<Event>,
-        names: Option<Arc<NameServerClient>>,
-    ) -> RunHost {
-        RunHost {
-            nspace,
-            events,
-            names,
-        }
-    }
-
-    fn rank_of(&self, proc: &Proc) -> Option<u32> {
-        (proc.nspace == self.nspace).then_some(proc.rank.0)
+    pub(crate) fn new(events: Sender<Event>, names: Option<Arc<NameServerClient>>) -> RunHost {
+        RunHost { events, names }
     }
 }
 
@@ -96,16 +120,12 @@ impl Host for RunHost {
     }
 
     fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
-        if let Some(r) = self.rank_of(proc) {
-            let _ = self.events.send(Event::Connected(r));
-        }
+        let _ = self.events.send(Event::Connected(proc.clone()));
         done.complete(Ok(()));
     }
 
     fn client_finalized(&mut self, proc: &Proc, done: Completion<()>) {
-        if let Some(r) = self.rank_of(proc) {
-            let _ = self.events.send(Event::Finalized(r));
-        }
+        let _ = self.events.send(Event::Finalized(proc.clone()));
         done.complete(Ok(()));
     }
 
@@ -117,21 +137,31 @@ impl Host for RunHost {
         _procs: &[Proc],
         done: Completion<()>,
     ) {
-        // Whatever `procs` lists, the whole job goes, as mpiexec does for MPI_Abort: the
+        // Whatever `procs` lists, the whole run goes, as mpiexec does for MPI_Abort: the
         // processes of a job depend on each other, and there is nobody to restart the rest.
-        let Some(rank) = self.rank_of(proc) else {
-            done.complete(Err(Status::ERR_BAD_PARAM));
-            return;
-        };
         let ev = Event::Abort {
-            rank,
+            proc: proc.clone(),
             status,
             message: message.to_owned(),
-            done,
+            done: done.into(),
         };
         if let Err(crossbeam_channel::SendError(Event::Abort { done, .. })) = self.events.send(ev) {
-            // The supervisor is gone: the job is ending anyway.
-            done.complete(Ok(()));
+            // The supervisor is gone: the run is ending anyway.
+            done.send(Ok(()));
+        }
+    }
+
+    fn spawn(&mut self, proc: &Proc, job_info: &[Info], apps: &[App], done: Completion<Nspace>) {
+        // Starting processes takes system calls and calls back into the server: the
+        // supervising thread does it, not this one.
+        let ev = Event::Spawn {
+            parent: proc.clone(),
+            job_info: job_info.to_vec(),
+            apps: apps.to_vec(),
+            done: done.into(),
+        };
+        if let Err(crossbeam_channel::SendError(Event::Spawn { done, .. })) = self.events.send(ev) {
+            done.send(Err(Status::ERR_JOB_CANCELED));
         }
     }
 }

@@ -1,15 +1,16 @@
-//! What pmixrun tells its server about the job: the information `register_nspace` takes.
+//! What pmixrun tells its server about a job: the information `register_nspace` takes.
 //!
 //! Only what the launcher knows and the server cannot derive is given: sizes, the maps of this
 //! one node, and each application context. Local ranks, node ranks, peers, app ranks and the
 //! like are derived by the server from these (see pmix-server's registration), so they are not
-//! repeated here.
+//! repeated here. A spawned job is described the same way, from the spawn request's
+//! application contexts, plus what tells its processes they were spawned ([`spawned_info`]).
 
 use std::path::{Path, PathBuf};
 
-use pmix_types::{DataArray, Info, Rank, Value, attr};
+use pmix_types::{DataArray, Info, Proc, Rank, Value, attr};
 
-use crate::cli::App;
+use crate::cli::{self, App};
 
 /// Where each application context's ranks are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +89,61 @@ pub(crate) fn job_info(
     Ok(info)
 }
 
+/// The application contexts of a spawn request, as if given on pmixrun's command line.
+///
+/// `argv[0]` is the program's name as the standard says, but the program started is `cmd`
+/// and sees `cmd` as its `argv[0]`. An `env` entry `NAME=value` sets `NAME`; `NAME` alone
+/// passes pmixrun's own value on, like `-x NAME`. An empty `cwd` means pmixrun's directory, a
+/// relative one is relative to it.
+pub(crate) fn spawn_apps(apps: &[pmix_server::App]) -> Result<Vec<App>, String> {
+    apps.iter()
+        .map(|a| {
+            let env = a
+                .env
+                .iter()
+                .map(|e| {
+                    cli::parse_env(e.as_ref())
+                        .map_err(|_| format!("environment entry {e:?} names no variable"))
+                })
+                .collect::<Result<_, _>>()?;
+            Ok(App {
+                np: a.maxprocs,
+                program: a.cmd.clone().into(),
+                args: a.argv.iter().skip(1).map(Into::into).collect(),
+                wdir: (!a.cwd.is_empty()).then(|| PathBuf::from(&a.cwd)),
+                env,
+            })
+        })
+        .collect()
+}
+
+/// What the registration of a spawned job of `size` processes adds to [`job_info`]: who
+/// spawned it (`PMIX_PARENT_ID`, job level), that it was spawned (`PMIX_SPAWNED`, at the job
+/// level and in each rank's own data, where the server would otherwise derive `false`), and
+/// every entry of the request's job information that is not a `pmix` directive: data the
+/// parent preloaded for its children, which they read with a get of their own namespace's
+/// rank `WILDCARD`.
+pub(crate) fn spawned_info(parent: &Proc, job_info: &[Info], size: u32) -> Vec<Info> {
+    let mut info = vec![
+        Info::attr(attr::PARENT_ID, parent.clone()),
+        Info::attr(attr::SPAWNED, true),
+    ];
+    info.extend((0..size).map(|r| {
+        let own = DataArray::from_infos([
+            Info::attr(attr::RANK, Rank(r)),
+            Info::attr(attr::SPAWNED, true),
+        ]);
+        Info::attr(attr::PROC_DATA, own)
+    }));
+    info.extend(
+        job_info
+            .iter()
+            .filter(|i| !i.key.as_str().starts_with("pmix"))
+            .cloned(),
+    );
+    info
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +206,79 @@ mod tests {
         assert_eq!(
             get(&arrays[0], attr::APP_ARGV),
             Some(Value::String("a x y".into()))
+        );
+    }
+
+    #[test]
+    fn spawn_requests_become_app_contexts() {
+        let req = pmix_server::App {
+            cmd: "./child".into(),
+            argv: vec!["child-name".into(), "a".into(), "b c".into()],
+            env: vec!["X=1=2".into(), "PATH".into()],
+            cwd: String::new(),
+            maxprocs: 3,
+            info: vec![],
+        };
+        let mut other = req.clone();
+        other.cwd = "sub".into();
+        other.argv.clear();
+        let apps = spawn_apps(&[req.clone(), other]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            apps[0],
+            App {
+                np: 3,
+                program: "./child".into(),
+                args: vec!["a".into(), "b c".into()],
+                wdir: None,
+                env: vec![("X".into(), Some("1=2".into())), ("PATH".into(), None)],
+            }
+        );
+        assert_eq!(apps[1].wdir, Some(PathBuf::from("sub")));
+        assert!(apps[1].args.is_empty());
+        let mut bad = req;
+        bad.env = vec!["=x".into()];
+        assert!(spawn_apps(&[bad]).is_err());
+    }
+
+    #[test]
+    fn spawned_jobs_learn_their_parent_and_preloaded_data() {
+        let parent = Proc::new(
+            pmix_types::Nspace::new("p").unwrap_or_else(|e| panic!("{e}")),
+            2,
+        );
+        let user = |k: &str, v: &str| {
+            Info::new(pmix_types::Key::new(k).unwrap_or_else(|e| panic!("{e}")), v)
+        };
+        let given = [
+            user("port.name", "tcp://x"),
+            Info::attr(attr::WDIR, "/tmp"),
+            user("pmix.private", "dropped"),
+        ];
+        let info = spawned_info(&parent, &given, 2);
+        let keys: Vec<&str> = info.iter().map(|i| i.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            [
+                attr::PARENT_ID,
+                attr::SPAWNED,
+                attr::PROC_DATA,
+                attr::PROC_DATA,
+                "port.name"
+            ]
+        );
+        assert_eq!(info[0].value, Value::Proc(parent));
+        assert_eq!(info[1].value, Value::Bool(true));
+        let second: Vec<Info> = info[3]
+            .value
+            .as_array()
+            .map(|a| a.infos().cloned().collect())
+            .unwrap_or_default();
+        assert_eq!(
+            second,
+            [
+                Info::attr(attr::RANK, Rank(1)),
+                Info::attr(attr::SPAWNED, true)
+            ]
         );
     }
 }

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use crossbeam_channel::Sender;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use pmix_types::{Proc, Status};
 
 use crate::cli::App;
 use crate::host::Event;
@@ -20,6 +21,19 @@ pub(crate) struct LaunchError {
     pub(crate) message: String,
     /// The exit status, as a shell gives for the same failure.
     pub(crate) code: u8,
+    /// The status a spawn that failed this way is answered with.
+    pub(crate) status: Status,
+}
+
+impl LaunchError {
+    /// A failure that is neither a missing nor a forbidden program.
+    pub(crate) fn other(message: String) -> LaunchError {
+        LaunchError {
+            message,
+            code: 1,
+            status: Status::ERR_JOB_FAILED_TO_LAUNCH,
+        }
+    }
 }
 
 /// Explains an I/O error the way a shell would, without Rust's "(os error N)" suffix.
@@ -60,6 +74,15 @@ fn exit_code_for(e: &std::io::Error) -> u8 {
         std::io::ErrorKind::NotFound => 127,
         std::io::ErrorKind::PermissionDenied => 126,
         _ => 1,
+    }
+}
+
+/// The PMIx status of a spawn whose program cannot be started.
+fn spawn_status_for(e: &std::io::Error) -> Status {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => Status::ERR_JOB_EXE_NOT_FOUND,
+        std::io::ErrorKind::PermissionDenied => Status::ERR_JOB_APP_NOT_EXECUTABLE,
+        _ => Status::ERR_JOB_FAILED_TO_LAUNCH,
     }
 }
 
@@ -134,11 +157,33 @@ fn check_program(
     Err(last)
 }
 
+/// Checks that the processes of `app` can be started from `wdir`, as `execvp` will find the
+/// program, so that a missing program is reported by pmixrun (or answers a spawn) rather than
+/// being the exit status of a process.
+pub(crate) fn check_app(
+    app: &App,
+    wdir: &Path,
+    user_env: &[(OsString, OsString)],
+) -> Result<(), LaunchError> {
+    check_program(&app.program, wdir, user_env).map_err(|e| LaunchError {
+        message: format!(
+            "cannot start {}: {}",
+            app.program.to_string_lossy(),
+            describe(&e)
+        ),
+        code: exit_code_for(&e),
+        status: spawn_status_for(&e),
+    })
+}
+
 /// Everything one process is started with.
 pub(crate) struct Spawn<'a> {
     /// pmixrun's own executable, run as the exec helper.
     pub(crate) helper: &'a Path,
-    pub(crate) rank: u32,
+    /// The process.
+    pub(crate) proc: &'a Proc,
+    /// Its job's number in tagged output (0: the first job, `n`: the `n`-th spawned one).
+    pub(crate) job: u32,
     pub(crate) app: &'a App,
     /// The `-x` variables.
     pub(crate) user_env: &'a [(OsString, OsString)],
@@ -155,14 +200,7 @@ pub(crate) fn spawn(
     events: &Sender<Event>,
     lines: &Sender<Line>,
 ) -> Result<Pid, LaunchError> {
-    check_program(&s.app.program, s.wdir, s.user_env).map_err(|e| LaunchError {
-        message: format!(
-            "cannot start {}: {}",
-            s.app.program.to_string_lossy(),
-            describe(&e)
-        ),
-        code: exit_code_for(&e),
-    })?;
+    check_app(s.app, s.wdir, s.user_env)?;
     let mut cmd = Command::new(s.helper);
     cmd.arg(EXEC_HELPER)
         .arg(&s.app.program)
@@ -178,19 +216,24 @@ pub(crate) fn spawn(
     let mut child = cmd.spawn().map_err(|e| LaunchError {
         message: format!("cannot start {}: {}", s.helper.display(), describe(&e)),
         code: exit_code_for(&e),
+        // pmixrun's own executable is missing, or the working directory went away.
+        status: Status::ERR_JOB_FAILED_TO_LAUNCH,
     })?;
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    let rank = s.rank;
-    let thread_failed = |e: std::io::Error| LaunchError {
-        message: format!("cannot start a thread for rank {rank}: {}", describe(&e)),
-        code: 1,
+    let (job, rank) = (s.job, s.proc.rank.0);
+    let thread_failed = |e: std::io::Error| {
+        LaunchError::other(format!(
+            "cannot start a thread for {}: {}",
+            s.proc,
+            describe(&e)
+        ))
     };
     let mut watch = || -> std::io::Result<()> {
         if let Some(out) = child.stdout.take() {
-            start_reader(rank, Stream::Stdout, out, lines.clone())?;
+            start_reader(job, rank, Stream::Stdout, out, lines.clone())?;
         }
         if let Some(err) = child.stderr.take() {
-            start_reader(rank, Stream::Stderr, err, lines.clone())?;
+            start_reader(job, rank, Stream::Stderr, err, lines.clone())?;
         }
         Ok(())
     };
@@ -200,12 +243,13 @@ pub(crate) fn spawn(
         return Err(thread_failed(e));
     }
     let events = events.clone();
+    let proc = s.proc.clone();
     let waiter = std::thread::Builder::new()
-        .name(format!("wait-{rank}"))
+        .name(format!("wait-{job}.{rank}"))
         .stack_size(SMALL_STACK)
         .spawn(move || {
             let status = child.wait();
-            let _ = events.send(Event::Exited { rank, status });
+            let _ = events.send(Event::Exited { proc, status });
         });
     match waiter {
         Ok(_) => Ok(pid),

@@ -2,11 +2,14 @@
 //!
 //! It starts a PMIx server, registers one job (its application contexts, this node's maps),
 //! starts every process with the environment `setup_fork` gives, forwards their output and
-//! pmixrun's signals, and exits with the job's status. See `pmixrun --help`.
+//! pmixrun's signals, and exits with the job's status. A process may spawn further jobs; they
+//! are registered and started the same way, and the run ends when every job has. See
+//! `pmixrun --help`.
 
 mod cli;
 mod host;
 mod job;
+mod jobs;
 mod launch;
 mod output;
 mod supervise;
@@ -19,10 +22,11 @@ use std::time::Duration;
 
 use crossbeam_channel::{Sender, unbounded};
 use nix::sys::signal::{SigSet, Signal};
-use pmix_server::types::{Nspace, Proc};
+use pmix_server::types::Nspace;
 use pmix_server::{NameServer, NameServerClient, NameService, Server, ServerOptions};
 
 use crate::host::{Event, RunHost};
+use crate::jobs::RunJobs;
 use crate::supervise::Supervisor;
 
 /// How long output still in the pipes may take to arrive once every process has ended (a
@@ -178,8 +182,8 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
             launch::describe(&e)
         )
     })?;
-    let wdirs: Vec<_> = opts.apps.iter().map(|a| job::wdir_of(a, &cwd)).collect();
-    for (app, dir) in opts.apps.iter().zip(&wdirs) {
+    for app in &opts.apps {
+        let dir = job::wdir_of(app, &cwd);
         if app.wdir.is_some() && !dir.is_dir() {
             return Err(format!("--wdir {}: not a directory", dir.display()));
         }
@@ -194,7 +198,7 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
     let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
     let server = Server::init(
-        RunHost::new(nspace.clone(), events_tx.clone(), names.clone()),
+        RunHost::new(events_tx.clone(), names.clone()),
         ServerOptions {
             name_service: if names.is_some() {
                 NameService::Host
@@ -205,73 +209,38 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
         },
     )
     .map_err(|e| format!("cannot start the PMIx server: {e}"))?;
-    let info = job::job_info(server.hostname(), &opts.apps, &layout, &cwd)?;
-    server
-        .register_nspace(&nspace, layout.size, &info)
-        .map_err(|e| format!("cannot register the job: {e}"))?;
-    if let Some(ns) = &names {
-        ns.nspace_started(&nspace);
-    }
-    let uid = nix::unistd::getuid().as_raw();
-    let gid = nix::unistd::getgid().as_raw();
-    let procs: Vec<Proc> = (0..layout.size)
-        .map(|r| Proc::new(nspace.clone(), r))
-        .collect();
-    for p in &procs {
-        server
-            .register_client(p, uid, gid)
-            .map_err(|e| format!("cannot register {p}: {e}"))?;
-    }
 
     let (lines_tx, lines) = unbounded();
+    let jobs = RunJobs {
+        server: &server,
+        names,
+        helper,
+        cwd,
+        first: nspace.clone(),
+        spawned: 0,
+        events: events_tx,
+        lines: lines_tx,
+    };
+    jobs.register(&nspace, &opts.apps, &layout, Vec::new())?;
     let output_done = output::start_writer(opts.tag_output, lines)
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
-    let mut sup = Supervisor::new(layout.size, opts.timeout);
-    if let Some(ns) = names.clone() {
-        // What a process published to last as long as it does goes when it ends.
-        let nspace = nspace.clone();
-        sup.on_exit(move |rank| ns.proc_ended(&Proc::new(nspace.clone(), rank)));
+    let mut sup = Supervisor::new(jobs, opts.timeout);
+    let job = sup.add_job(nspace.clone(), layout.size);
+    let (pids, failed) = sup
+        .jobs_mut()
+        .start(&nspace, 0, &opts.apps, &layout, &user_env);
+    let started = u32::try_from(pids.len()).unwrap_or(u32::MAX);
+    for (rank, pid) in (0u32..).zip(pids) {
+        sup.started(job, rank, pid);
     }
-    for (rank, p) in (0u32..).zip(&procs) {
-        let a = layout.app_of(rank);
-        let launched = server
-            .setup_fork(p)
-            .map_err(|e| launch::LaunchError {
-                message: format!("cannot set up rank {rank}: {e}"),
-                code: 1,
-            })
-            .and_then(|pmix_env| {
-                let spawn = launch::Spawn {
-                    helper: &helper,
-                    rank,
-                    app: &opts.apps[a],
-                    user_env: &user_env[a],
-                    pmix_env,
-                    wdir: &wdirs[a],
-                };
-                launch::spawn(spawn, &events_tx, &lines_tx)
-            });
-        match launched {
-            Ok(pid) => {
-                tracing::debug!(rank, %pid, "started");
-                sup.started(rank, pid);
-            }
-            Err(e) => {
-                sup.launch_failed(rank, e.code, &e.message);
-                break;
-            }
-        }
+    if let Some(e) = failed {
+        sup.launch_failed(job, started, e.code, &e.message);
     }
-    // Only the readers hold senders now: the writer ends when the last pipe closes.
-    drop(lines_tx);
-    drop(events_tx);
+    // The supervisor holds the last senders of output (for spawned jobs) apart from the
+    // readers': once it is done, the writer ends when the last pipe closes.
     let status = sup.run(&events);
     if output_done.recv_timeout(OUTPUT_DRAIN).is_err() {
         tracing::warn!("output still open after every process ended; not waiting for it");
-    }
-    server.deregister_nspace(&nspace);
-    if let Some(ns) = &names {
-        ns.nspace_ended(&nspace);
     }
     if let Err(e) = server.finalize() {
         tracing::warn!("finalizing the server: {e}");

@@ -32,6 +32,8 @@ pub(crate) enum Stream {
 /// line) one process wrote.
 #[derive(Debug)]
 pub(crate) struct Line {
+    /// Which job: 0 for the first, `n` for the `n`-th spawned one (namespace `<first>.<n>`).
+    pub(crate) job: u32,
     pub(crate) rank: u32,
     pub(crate) stream: Stream,
     pub(crate) bytes: Vec<u8>,
@@ -39,13 +41,14 @@ pub(crate) struct Line {
 
 /// Starts a thread reading `pipe` line by line until end of file.
 pub(crate) fn start_reader(
+    job: u32,
     rank: u32,
     stream: Stream,
     pipe: impl Read + Send + 'static,
     lines: Sender<Line>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
-        .name(format!("out-{rank}"))
+        .name(format!("out-{job}.{rank}"))
         .stack_size(SMALL_STACK)
         .spawn(move || {
             let mut reader = BufReader::with_capacity(16 * 1024, pipe);
@@ -55,6 +58,7 @@ pub(crate) fn start_reader(
                     Ok(0) => break,
                     Ok(_) => {
                         let line = Line {
+                            job,
                             rank,
                             stream,
                             bytes,
@@ -108,9 +112,13 @@ pub(crate) fn start_writer(tag: bool, lines: Receiver<Line>) -> std::io::Result<
     Ok(done_rx)
 }
 
+/// Writes one line, tagged (with `--tag-output`) `[rank] ` for the first job's processes and
+/// `[n:rank] ` for those of the `n`-th spawned job.
 fn write_line(w: &mut dyn Write, tag: bool, line: &Line) -> std::io::Result<()> {
-    if tag {
-        write!(w, "[{}] ", line.rank)?;
+    match (tag, line.job) {
+        (false, _) => {}
+        (true, 0) => write!(w, "[{}] ", line.rank)?,
+        (true, job) => write!(w, "[{job}:{}] ", line.rank)?,
     }
     w.write_all(&line.bytes)?;
     // Output that does not end in a newline would otherwise run into the next process's line.
@@ -126,7 +134,13 @@ mod tests {
 
     fn lines_of(input: &[u8]) -> Vec<Vec<u8>> {
         let (tx, rx) = crossbeam_channel::unbounded();
-        let h = start_reader(0, Stream::Stdout, std::io::Cursor::new(input.to_vec()), tx);
+        let h = start_reader(
+            0,
+            0,
+            Stream::Stdout,
+            std::io::Cursor::new(input.to_vec()),
+            tx,
+        );
         let _ = h.map(JoinHandle::join);
         rx.iter().map(|l| l.bytes).collect()
     }
@@ -152,15 +166,16 @@ mod tests {
     #[test]
     fn tags_and_missing_newlines() {
         let mut buf = Vec::new();
-        let line = |b: &[u8]| Line {
+        let line = |job, b: &[u8]| Line {
+            job,
             rank: 7,
             stream: Stream::Stdout,
             bytes: b.to_vec(),
         };
-        for l in [line(b"one\n"), line(b"two")] {
+        for l in [line(0, b"one\n"), line(0, b"two"), line(2, b"spawned\n")] {
             write_line(&mut buf, true, &l).unwrap_or_else(|e| panic!("{e}"));
         }
-        write_line(&mut buf, false, &line(b"three")).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(buf, b"[7] one\n[7] two\nthree\n");
+        write_line(&mut buf, false, &line(1, b"three")).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(buf, b"[7] one\n[7] two\n[2:7] spawned\nthree\n");
     }
 }

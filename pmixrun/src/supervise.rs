@@ -1,9 +1,17 @@
-//! The supervisor: the one place that decides the job's fate from what happens to it.
+//! The supervisor: the one place that decides the run's fate from what happens to it.
 //!
-//! It receives [`Event`]s (process exits from the waiter threads, connect/finalize/abort from
-//! the server's callbacks, signals from the signal thread) on one channel, with a deadline for
-//! `--timeout` and for the grace period of a stopping job; it never sleeps.
+//! It receives [`Event`]s (process exits from the waiter threads, connect/finalize/abort/spawn
+//! from the server's callbacks, signals from the signal thread) on one channel, with a
+//! deadline for `--timeout` and for the grace period of a stopping run; it never sleeps.
+//!
+//! A run is made of jobs: the first one, from the command line, and every job a process
+//! spawned, each a namespace whose processes are known by rank. The run ends when every job
+//! has ended; a job's namespace is let go as soon as its last process ended. The first failure
+//! of any process of any job decides the exit status and stops every job. What the supervisor
+//! does to the world (start a spawned job, signal processes, let a namespace go, tell the
+//! user) goes through [`Jobs`], so its decisions are tested without processes.
 
+use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
@@ -11,9 +19,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
+use pmix_server::App;
+use pmix_types::{Info, Nspace, Proc, Status};
 
-use crate::host::Event;
-use crate::launch;
+use crate::host::{Answer, Event};
 
 /// How long processes get between SIGTERM (or a forwarded signal) and SIGKILL.
 pub(crate) const GRACE: Duration = Duration::from_secs(2);
@@ -22,8 +31,48 @@ pub(crate) const GRACE: Duration = Duration::from_secs(2);
 /// process stuck in the kernel cannot be killed at all).
 const AFTER_KILL: Duration = Duration::from_secs(5);
 
-/// The exit status of a job that exceeded `--timeout`, as `timeout(1)` uses.
+/// The exit status of a run that exceeded `--timeout`, as `timeout(1)` uses.
 pub(crate) const TIMEOUT_STATUS: u8 = 124;
+
+/// What the supervisor asks of the world.
+pub(crate) trait Jobs {
+    /// Registers and starts the job `parent` asked for, every process of it, or fails.
+    fn spawn(
+        &mut self,
+        parent: &Proc,
+        job_info: &[Info],
+        apps: &[App],
+    ) -> Result<Started, SpawnFailed>;
+    /// Sends `sig` to the process group `pid`.
+    fn signal(&mut self, pid: Pid, sig: Signal);
+    /// A process ended.
+    fn proc_ended(&mut self, proc: &Proc);
+    /// Every process of `nspace` ended (or will never start): let the namespace go.
+    fn job_ended(&mut self, nspace: &Nspace);
+    /// Tells the user something, on one line (pmixrun prefixes `pmixrun: `).
+    fn say(&mut self, line: &str);
+}
+
+/// A job whose processes were started.
+#[derive(Debug)]
+pub(crate) struct Started {
+    /// Its namespace, registered.
+    pub(crate) nspace: Nspace,
+    /// The process (group) of each rank, in rank order.
+    pub(crate) pids: Vec<Pid>,
+}
+
+/// A spawn that failed.
+#[derive(Debug)]
+pub(crate) struct SpawnFailed {
+    /// What the requesting process is answered.
+    pub(crate) status: Status,
+    /// Why, for the user.
+    pub(crate) message: String,
+    /// What was done before the failure: the registered namespace and the processes started
+    /// (ranks 0, 1, ...). The supervisor kills them and lets the namespace go once they ended.
+    pub(crate) partial: Option<Started>,
+}
 
 #[derive(Debug, Default)]
 struct ProcState {
@@ -35,6 +84,16 @@ struct ProcState {
     finalized: bool,
 }
 
+#[derive(Debug)]
+struct Job {
+    nspace: Nspace,
+    procs: Vec<ProcState>,
+    /// Left over from a spawn that failed part way: killed, and its ends are no failure.
+    doomed: bool,
+    /// Every process ended and the namespace was let go.
+    ended: bool,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Stopping {
     /// When the remaining processes get SIGKILL, unless that happened already.
@@ -43,26 +102,19 @@ struct Stopping {
     give_up_at: Option<Instant>,
 }
 
-/// The state of the job.
+/// The state of the run.
 #[derive(Debug)]
-pub(crate) struct Supervisor {
-    procs: Vec<ProcState>,
+pub(crate) struct Supervisor<J: Jobs> {
+    jobs: J,
+    /// Every job of the run, in the order they were added; the first is the command line's.
+    table: Vec<Job>,
+    /// Where each namespace is in `table`.
+    index: HashMap<Nspace, usize>,
     /// The exit status, set by the first failure.
     status: Option<u8>,
     stopping: Option<Stopping>,
     /// `--timeout` and its deadline.
     timeout: Option<(Duration, Instant)>,
-    /// Told of every process that ends.
-    on_exit: Option<ExitHook>,
-}
-
-/// A callback told of every process that ends.
-struct ExitHook(Box<dyn FnMut(u32)>);
-
-impl std::fmt::Debug for ExitHook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ExitHook")
-    }
 }
 
 fn exit_code_of_abort(status: i32) -> u8 {
@@ -75,59 +127,106 @@ fn signal_name(sig: i32) -> String {
         .unwrap_or_else(|_| format!("signal {sig}"))
 }
 
-impl Supervisor {
-    /// A job of `size` processes, none started yet, with `timeout` counted from now.
-    pub(crate) fn new(size: u32, timeout: Option<Duration>) -> Supervisor {
+/// The process groups of the processes still running.
+fn alive(table: &[Job]) -> impl Iterator<Item = Pid> + '_ {
+    table
+        .iter()
+        .flat_map(|j| &j.procs)
+        .filter(|p| !p.gone)
+        .filter_map(|p| p.pid)
+}
+
+impl<J: Jobs> Supervisor<J> {
+    /// A run without jobs yet, acting through `jobs`, with `timeout` counted from now.
+    pub(crate) fn new(jobs: J, timeout: Option<Duration>) -> Supervisor<J> {
         Supervisor {
-            procs: (0..size).map(|_| ProcState::default()).collect(),
+            jobs,
+            table: Vec::new(),
+            index: HashMap::new(),
             status: None,
             stopping: None,
             timeout: timeout.map(|t| (t, Instant::now() + t)),
-            on_exit: None,
         }
     }
 
-    /// Calls `hook` with the rank of every process that ends.
-    pub(crate) fn on_exit(&mut self, hook: impl FnMut(u32) + 'static) {
-        self.on_exit = Some(ExitHook(Box::new(hook)));
+    /// What the supervisor acts through.
+    pub(crate) fn jobs_mut(&mut self) -> &mut J {
+        &mut self.jobs
     }
 
-    /// Records that `rank` was started as `pid`.
-    pub(crate) fn started(&mut self, rank: u32, pid: Pid) {
-        if let Some(p) = self.proc(rank) {
+    /// Adds a job of `size` processes, none started yet; returns its index.
+    pub(crate) fn add_job(&mut self, nspace: Nspace, size: u32) -> usize {
+        let i = self.table.len();
+        self.index.insert(nspace.clone(), i);
+        self.table.push(Job {
+            nspace,
+            procs: (0..size).map(|_| ProcState::default()).collect(),
+            doomed: false,
+            ended: false,
+        });
+        i
+    }
+
+    /// Adds a job whose processes all started.
+    fn add_started(&mut self, started: Started) -> usize {
+        let n = u32::try_from(started.pids.len()).unwrap_or(u32::MAX);
+        let i = self.add_job(started.nspace, n);
+        for (rank, pid) in (0u32..).zip(started.pids) {
+            self.started(i, rank, pid);
+        }
+        i
+    }
+
+    /// Records that `rank` of job `job` was started as `pid`.
+    pub(crate) fn started(&mut self, job: usize, rank: u32, pid: Pid) {
+        if let Some(p) = self
+            .table
+            .get_mut(job)
+            .and_then(|j| j.procs.get_mut(rank as usize))
+        {
             p.pid = Some(pid);
         }
     }
 
-    /// A process could not be started: the job fails, and the processes not yet started never
-    /// will be.
-    pub(crate) fn launch_failed(&mut self, from_rank: u32, status: u8, message: &str) {
-        for p in self.procs.iter_mut().skip(from_rank as usize) {
-            p.gone = true;
+    /// A process of the first job could not be started: the run fails, and the processes not
+    /// yet started never will be.
+    pub(crate) fn launch_failed(&mut self, job: usize, from_rank: u32, status: u8, message: &str) {
+        if let Some(j) = self.table.get_mut(job) {
+            for p in j.procs.iter_mut().skip(from_rank as usize) {
+                p.gone = true;
+            }
         }
         self.fail(status, message.to_owned());
     }
 
-    fn proc(&mut self, rank: u32) -> Option<&mut ProcState> {
-        self.procs.get_mut(rank as usize)
+    /// The job and the state of `proc`, if it is one of the run's.
+    fn find(&mut self, proc: &Proc) -> Option<(usize, &mut ProcState)> {
+        let &j = self.index.get(&proc.nspace)?;
+        let p = self.table.get_mut(j)?.procs.get_mut(proc.rank.0 as usize)?;
+        Some((j, p))
     }
 
-    fn alive(&self) -> impl Iterator<Item = Pid> + '_ {
-        self.procs.iter().filter(|p| !p.gone).filter_map(|p| p.pid)
-    }
-
-    fn signal_all(&self, sig: Signal) {
-        for pid in self.alive() {
-            launch::signal(pid, sig);
+    /// How messages name a process: by rank in the first job, by rank and namespace in the
+    /// spawned ones.
+    fn who(&self, proc: &Proc) -> String {
+        match self.index.get(&proc.nspace) {
+            Some(0) => format!("rank {}", proc.rank),
+            _ => format!("rank {} of {}", proc.rank, proc.nspace),
         }
     }
 
-    /// Starts stopping the job with `sig`, SIGKILL following after the grace period.
+    fn signal_all(&mut self, sig: Signal) {
+        for pid in alive(&self.table) {
+            self.jobs.signal(pid, sig);
+        }
+    }
+
+    /// Starts stopping the run with `sig`, SIGKILL following after the grace period.
     fn stop(&mut self, sig: Signal) {
         if self.stopping.is_some() {
             return;
         }
-        tracing::debug!(?sig, "stopping the job");
+        tracing::debug!(?sig, "stopping the run");
         self.signal_all(sig);
         self.stopping = Some(Stopping {
             kill_at: Some(Instant::now() + GRACE),
@@ -136,7 +235,7 @@ impl Supervisor {
     }
 
     fn kill_now(&mut self) {
-        tracing::debug!("killing the job");
+        tracing::debug!("killing the run");
         self.signal_all(Signal::SIGKILL);
         self.stopping = Some(Stopping {
             kill_at: None,
@@ -144,34 +243,35 @@ impl Supervisor {
         });
     }
 
-    /// Records the job's first failure: prints why, sets the exit status, stops the job.
+    /// Records the run's first failure: says why, sets the exit status, stops every job.
     fn fail(&mut self, status: u8, reason: String) {
         if self.status.is_some() {
             return;
         }
-        let others = self.alive().next().is_some();
+        let others = alive(&self.table).next().is_some();
         let tail = if others { "; killing the job" } else { "" };
-        eprintln!("pmixrun: {reason}{tail}");
+        self.jobs.say(&format!("{reason}{tail}"));
         self.status = Some(status);
         self.stop(Signal::SIGTERM);
     }
 
-    fn exited(&mut self, rank: u32, status: std::io::Result<ExitStatus>) {
-        if let Some(ExitHook(hook)) = &mut self.on_exit {
-            hook(rank);
-        }
+    fn exited(&mut self, proc: &Proc, status: std::io::Result<ExitStatus>) {
+        self.jobs.proc_ended(proc);
         let stopping = self.stopping.is_some();
-        let Some(p) = self.proc(rank) else { return };
+        let Some((j, p)) = self.find(proc) else {
+            return;
+        };
         p.gone = true;
         let unfinalized = p.connected && !p.finalized;
-        if stopping {
+        if stopping || self.table[j].doomed {
             // Expected: it was told to stop.
             return;
         }
+        let who = self.who(proc);
         let status = match status {
             Ok(s) => s,
             Err(e) => {
-                let reason = format!("cannot wait for rank {rank}: {}", launch::describe(&e));
+                let reason = format!("cannot wait for {who}: {}", crate::launch::describe(&e));
                 return self.fail(1, reason);
             }
         };
@@ -183,67 +283,111 @@ impl Supervisor {
         match (status.code(), status.signal()) {
             (Some(0), _) if unfinalized => self.fail(
                 1,
-                format!("rank {rank} exited with status 0 without calling finalize"),
+                format!("{who} exited with status 0 without calling finalize"),
             ),
             (Some(0), _) => {}
             (Some(code), _) => {
-                let reason = format!("rank {rank} exited with status {code}{without}");
+                let reason = format!("{who} exited with status {code}{without}");
                 self.fail(u8::try_from(code).unwrap_or(1), reason);
             }
             (None, Some(sig)) => {
-                let reason = format!("rank {rank} was killed by {}{without}", signal_name(sig));
+                let reason = format!("{who} was killed by {}{without}", signal_name(sig));
                 self.fail(u8::try_from(128 + sig).unwrap_or(255), reason);
             }
-            (None, None) => self.fail(1, format!("rank {rank} ended with {status}")),
+            (None, None) => self.fail(1, format!("{who} ended with {status}")),
+        }
+    }
+
+    /// Starts the job `parent` asked for and answers it; a failure is the parent's to handle,
+    /// not the run's.
+    fn spawn(&mut self, parent: &Proc, job_info: &[Info], apps: &[App], done: Answer<Nspace>) {
+        if self.stopping.is_some() {
+            return done.send(Err(Status::ERR_JOB_CANCELED));
+        }
+        match self.jobs.spawn(parent, job_info, apps) {
+            Ok(started) => {
+                let nspace = started.nspace.clone();
+                tracing::debug!(%parent, %nspace, n = started.pids.len(), "spawned");
+                self.add_started(started);
+                done.send(Ok(nspace));
+            }
+            Err(failed) => {
+                let who = self.who(parent);
+                self.jobs
+                    .say(&format!("spawn by {who} failed: {}", failed.message));
+                if let Some(partial) = failed.partial {
+                    let j = self.add_started(partial);
+                    self.table[j].doomed = true;
+                    for pid in alive(&self.table[j..=j]) {
+                        self.jobs.signal(pid, Signal::SIGKILL);
+                    }
+                }
+                done.send(Err(failed.status));
+            }
         }
     }
 
     fn handle(&mut self, ev: Event) {
         tracing::debug!(?ev, "event");
         match ev {
-            Event::Connected(r) => {
-                if let Some(p) = self.proc(r) {
+            Event::Connected(proc) => {
+                if let Some((_, p)) = self.find(&proc) {
                     p.connected = true;
                 }
             }
-            Event::Finalized(r) => {
-                if let Some(p) = self.proc(r) {
+            Event::Finalized(proc) => {
+                if let Some((_, p)) = self.find(&proc) {
                     p.finalized = true;
                 }
             }
-            Event::Exited { rank, status } => self.exited(rank, status),
+            Event::Exited { proc, status } => self.exited(&proc, status),
             Event::Abort {
-                rank,
+                proc,
                 status,
                 message,
                 done,
             } => {
+                let who = self.who(&proc);
                 let reason = if message.is_empty() {
-                    format!("rank {rank} called abort with status {}", status.0)
+                    format!("{who} called abort with status {}", status.0)
                 } else {
-                    format!(
-                        "rank {rank} called abort with status {}: {message}",
-                        status.0
-                    )
+                    format!("{who} called abort with status {}: {message}", status.0)
                 };
                 self.fail(exit_code_of_abort(status.0), reason);
-                // Answered once the job is being stopped: what the caller does after its abort
+                // Answered once the run is being stopped: what the caller does after its abort
                 // returns can no longer change the outcome.
-                done.complete(Ok(()));
+                done.send(Ok(()));
             }
+            Event::Spawn {
+                parent,
+                job_info,
+                apps,
+                done,
+            } => self.spawn(&parent, &job_info, &apps, done),
             Event::Signal(sig) => {
                 if self.stopping.is_some() {
-                    // A second Ctrl-C, or one while the job is already going: no more grace.
-                    eprintln!("pmixrun: received {}; killing the job now", sig.as_str());
+                    // A second Ctrl-C, or one while the run is already going: no more grace.
+                    self.jobs
+                        .say(&format!("received {}; killing the job now", sig.as_str()));
                     self.kill_now();
                 } else {
-                    eprintln!(
-                        "pmixrun: received {}; passing it on to the job",
+                    self.jobs.say(&format!(
+                        "received {}; passing it on to the job",
                         sig.as_str()
-                    );
+                    ));
                     self.status = Some(u8::try_from(128 + sig as i32).unwrap_or(255));
                     self.stop(sig);
                 }
+            }
+        }
+    }
+
+    /// Lets go of every job whose processes all ended.
+    fn end_finished_jobs(&mut self) {
+        for job in &mut self.table {
+            if !job.ended && job.procs.iter().all(|p| p.gone) {
+                job.ended = true;
+                self.jobs.job_ended(&job.nspace);
             }
         }
     }
@@ -265,10 +409,10 @@ impl Supervisor {
                 true
             }
             Some(Stopping { kill_at: None, .. }) => {
-                let stuck: Vec<Pid> = self.alive().collect();
-                eprintln!(
-                    "pmixrun: processes {stuck:?} did not end after SIGKILL; leaving them behind"
-                );
+                let stuck: Vec<Pid> = alive(&self.table).collect();
+                self.jobs.say(&format!(
+                    "processes {stuck:?} did not end after SIGKILL; leaving them behind"
+                ));
                 false
             }
             None => {
@@ -282,15 +426,19 @@ impl Supervisor {
         }
     }
 
-    /// Runs the job to its end and returns pmixrun's exit status.
+    /// Runs every job to its end and returns pmixrun's exit status.
     pub(crate) fn run(mut self, events: &Receiver<Event>) -> u8 {
-        while self.procs.iter().any(|p| !p.gone) {
+        self.end_finished_jobs();
+        while self.table.iter().any(|j| !j.ended) {
             let ev = match self.deadline() {
                 Some(at) => events.recv_deadline(at),
                 None => events.recv().map_err(|_| RecvTimeoutError::Disconnected),
             };
             match ev {
-                Ok(ev) => self.handle(ev),
+                Ok(ev) => {
+                    self.handle(ev);
+                    self.end_finished_jobs();
+                }
                 Err(RecvTimeoutError::Timeout) => {
                     if !self.on_deadline() {
                         break;
@@ -299,10 +447,18 @@ impl Supervisor {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
-        // Events still queued (an abort racing the job's end) are answered, not dropped.
+        // Namespaces of processes left behind go too: pmixrun is ending.
+        for job in self.table.iter_mut().filter(|j| !j.ended) {
+            job.ended = true;
+            self.jobs.job_ended(&job.nspace);
+        }
+        // Events still queued (an abort or a spawn racing the run's end) are answered, not
+        // dropped.
         while let Ok(ev) = events.try_recv() {
-            if let Event::Abort { done, .. } = ev {
-                done.complete(Ok(()));
+            match ev {
+                Event::Abort { done, .. } => done.send(Ok(())),
+                Event::Spawn { done, .. } => done.send(Err(Status::ERR_JOB_CANCELED)),
+                _ => {}
             }
         }
         self.status.unwrap_or(0)
@@ -311,6 +467,10 @@ impl Supervisor {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+    use std::collections::VecDeque;
+    use std::rc::Rc;
+
     use super::*;
 
     #[test]
@@ -322,43 +482,312 @@ mod tests {
         assert_eq!(exit_code_of_abort(-25), 1);
     }
 
+    /// What the supervisor did, as [`Fake`] saw it.
+    #[derive(Debug, Default)]
+    struct Log {
+        /// The answers `spawn` gives, in order; a spawn beyond them is refused.
+        outcomes: VecDeque<Result<Started, SpawnFailed>>,
+        spawned_by: Vec<Proc>,
+        signals: Vec<(i32, Signal)>,
+        procs_ended: Vec<Proc>,
+        jobs_ended: Vec<String>,
+        said: Vec<String>,
+    }
+
+    /// A world without processes: pids are numbers nobody signals.
+    #[derive(Clone, Default)]
+    struct Fake(Rc<RefCell<Log>>);
+
+    impl Jobs for Fake {
+        fn spawn(
+            &mut self,
+            parent: &Proc,
+            _job_info: &[Info],
+            _apps: &[App],
+        ) -> Result<Started, SpawnFailed> {
+            let mut log = self.0.borrow_mut();
+            log.spawned_by.push(parent.clone());
+            log.outcomes.pop_front().unwrap_or_else(|| {
+                Err(SpawnFailed {
+                    status: Status::ERR_NOT_SUPPORTED,
+                    message: "not in this test".into(),
+                    partial: None,
+                })
+            })
+        }
+        fn signal(&mut self, pid: Pid, sig: Signal) {
+            self.0.borrow_mut().signals.push((pid.as_raw(), sig));
+        }
+        fn proc_ended(&mut self, proc: &Proc) {
+            self.0.borrow_mut().procs_ended.push(proc.clone());
+        }
+        fn job_ended(&mut self, nspace: &Nspace) {
+            self.0.borrow_mut().jobs_ended.push(nspace.to_string());
+        }
+        fn say(&mut self, line: &str) {
+            self.0.borrow_mut().said.push(line.to_owned());
+        }
+    }
+
+    fn ns(s: &str) -> Nspace {
+        Nspace::new(s).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn p(nspace: &str, rank: u32) -> Proc {
+        Proc::new(ns(nspace), rank)
+    }
+
     fn exit(code: i32) -> std::io::Result<ExitStatus> {
         Ok(ExitStatus::from_raw(code << 8))
     }
 
-    fn run(size: u32, events: Vec<Event>) -> u8 {
+    fn exited(nspace: &str, rank: u32, code: i32) -> Event {
+        Event::Exited {
+            proc: p(nspace, rank),
+            status: exit(code),
+        }
+    }
+
+    fn pids(ns: &str, first: i32, n: i32) -> Started {
+        Started {
+            nspace: self::ns(ns),
+            pids: (first..first + n).map(Pid::from_raw).collect(),
+        }
+    }
+
+    /// A spawn request of `parent`, and where its answer will arrive.
+    fn spawn_by(parent: Proc) -> (Event, crossbeam_channel::Receiver<Result<Nspace, Status>>) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let ev = Event::Spawn {
+            parent,
+            job_info: vec![],
+            apps: vec![],
+            done: Answer::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        };
+        (ev, rx)
+    }
+
+    /// Runs a first job "job" of `size` processes with pids 100, 101, ... through `events`
+    /// (the channel then closes, so a run still waiting for something returns).
+    fn run_with(fake: &Fake, size: u32, events: Vec<Event>) -> u8 {
         let (tx, rx) = crossbeam_channel::unbounded();
         for e in events {
             let _ = tx.send(e);
         }
-        // No process has a pid here, so stopping signals nobody.
-        Supervisor::new(size, None).run(&rx)
+        drop(tx);
+        let mut sup = Supervisor::new(fake.clone(), None);
+        let job = sup.add_job(ns("job"), size);
+        for rank in 0..size {
+            sup.started(job, rank, Pid::from_raw(100 + rank as i32));
+        }
+        sup.run(&rx)
+    }
+
+    fn run(size: u32, events: Vec<Event>) -> u8 {
+        run_with(&Fake::default(), size, events)
     }
 
     #[test]
     fn the_first_failure_decides_the_status() {
         use Event::*;
-        let ok = |rank| Exited {
-            rank,
-            status: exit(0),
-        };
+        let ok = |rank| exited("job", rank, 0);
         assert_eq!(run(2, vec![ok(0), ok(1)]), 0);
         assert_eq!(
-            run(2, vec![Connected(1), Finalized(1), ok(1), ok(0)]),
+            run(
+                2,
+                vec![Connected(p("job", 1)), Finalized(p("job", 1)), ok(1), ok(0)]
+            ),
             0,
             "a process that never used PMIx may end with 0"
         );
-        assert_eq!(run(2, vec![Connected(1), ok(1), ok(0)]), 1);
-        let failed = |rank, c| Exited {
-            rank,
-            status: exit(c),
-        };
+        assert_eq!(run(2, vec![Connected(p("job", 1)), ok(1), ok(0)]), 1);
+        let failed = |rank, c| exited("job", rank, c);
         assert_eq!(run(3, vec![failed(2, 3), failed(0, 4), ok(1)]), 3);
         let killed = Exited {
-            rank: 0,
+            proc: p("job", 0),
             status: Ok(ExitStatus::from_raw(9)),
         };
         assert_eq!(run(1, vec![killed]), 137);
         assert_eq!(run(1, vec![Signal(nix::sys::signal::SIGINT), ok(0)]), 130);
+    }
+
+    #[test]
+    fn the_run_ends_when_every_job_has_ended() {
+        let fake = Fake::default();
+        fake.0
+            .borrow_mut()
+            .outcomes
+            .push_back(Ok(pids("job.1", 200, 2)));
+        let (spawn, answer) = spawn_by(p("job", 0));
+        // The parent leaves at once; its children go on, and the run waits for them.
+        let events = vec![
+            spawn,
+            exited("job", 0, 0),
+            exited("job.1", 1, 0),
+            exited("job.1", 0, 0),
+        ];
+        assert_eq!(run_with(&fake, 1, events), 0);
+        assert_eq!(answer.try_recv(), Ok(Ok(ns("job.1"))));
+        let log = fake.0.borrow();
+        assert_eq!(log.spawned_by, [p("job", 0)]);
+        assert_eq!(
+            log.jobs_ended,
+            ["job", "job.1"],
+            "each job ends with its last process"
+        );
+        // Handled, not drained: the run did not end with the first job.
+        assert_eq!(log.procs_ended, [p("job", 0), p("job.1", 1), p("job.1", 0)]);
+        assert!(log.signals.is_empty() && log.said.is_empty(), "{log:?}");
+    }
+
+    #[test]
+    fn a_spawned_process_failing_fails_the_run_and_stops_every_job() {
+        use Event::*;
+        let fake = Fake::default();
+        fake.0
+            .borrow_mut()
+            .outcomes
+            .push_back(Ok(pids("job.1", 200, 2)));
+        let (spawn, _answer) = spawn_by(p("job", 0));
+        let events = vec![
+            spawn,
+            Connected(p("job.1", 1)),
+            exited("job.1", 1, 3),
+            Exited {
+                proc: p("job", 0),
+                status: Ok(ExitStatus::from_raw(15)),
+            },
+            exited("job.1", 0, 0),
+        ];
+        assert_eq!(run_with(&fake, 1, events), 3);
+        let log = fake.0.borrow();
+        assert_eq!(
+            log.said,
+            ["rank 1 of job.1 exited with status 3 without calling finalize; killing the job"]
+        );
+        assert_eq!(
+            log.signals,
+            [
+                (100, nix::sys::signal::SIGTERM),
+                (200, nix::sys::signal::SIGTERM)
+            ],
+            "the first job's process and the other child"
+        );
+        assert_eq!(log.jobs_ended, ["job", "job.1"]);
+    }
+
+    #[test]
+    fn abort_in_a_spawned_job_ends_the_run_with_its_status() {
+        let fake = Fake::default();
+        fake.0
+            .borrow_mut()
+            .outcomes
+            .push_back(Ok(pids("job.1", 200, 1)));
+        let (spawn, _answer) = spawn_by(p("job", 0));
+        let (tx, answered) = crossbeam_channel::unbounded();
+        let abort = Event::Abort {
+            proc: p("job.1", 0),
+            status: Status(7),
+            message: "bye".into(),
+            done: Answer::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        };
+        let events = vec![spawn, abort, exited("job.1", 0, 7), exited("job", 0, 143)];
+        assert_eq!(run_with(&fake, 1, events), 7);
+        assert_eq!(answered.try_recv(), Ok(Ok(())));
+        assert_eq!(
+            fake.0.borrow().said,
+            ["rank 0 of job.1 called abort with status 7: bye; killing the job"]
+        );
+    }
+
+    #[test]
+    fn a_failed_spawn_answers_the_parent_and_the_run_goes_on() {
+        let fake = Fake::default();
+        fake.0.borrow_mut().outcomes.push_back(Err(SpawnFailed {
+            status: Status::ERR_JOB_EXE_NOT_FOUND,
+            message: "cannot start nope: No such file or directory".into(),
+            partial: None,
+        }));
+        let (spawn, answer) = spawn_by(p("job", 0));
+        assert_eq!(run_with(&fake, 1, vec![spawn, exited("job", 0, 0)]), 0);
+        assert_eq!(answer.try_recv(), Ok(Err(Status::ERR_JOB_EXE_NOT_FOUND)));
+        let log = fake.0.borrow();
+        assert_eq!(
+            log.said,
+            ["spawn by rank 0 failed: cannot start nope: No such file or directory"]
+        );
+        assert_eq!(log.jobs_ended, ["job"]);
+        assert!(log.signals.is_empty());
+    }
+
+    #[test]
+    fn what_a_spawn_started_before_failing_is_killed_and_let_go() {
+        let fake = Fake::default();
+        fake.0.borrow_mut().outcomes.push_back(Err(SpawnFailed {
+            status: Status::ERR_JOB_FAILED_TO_LAUNCH,
+            message: "cannot start a thread".into(),
+            partial: Some(pids("job.1", 200, 2)),
+        }));
+        let (spawn, answer) = spawn_by(p("job", 0));
+        let killed = |rank| Event::Exited {
+            proc: p("job.1", rank),
+            status: Ok(ExitStatus::from_raw(9)),
+        };
+        let events = vec![
+            spawn,
+            Event::Connected(p("job.1", 0)),
+            killed(0),
+            killed(1),
+            exited("job", 0, 0),
+        ];
+        assert_eq!(run_with(&fake, 1, events), 0, "the parent's job is fine");
+        assert_eq!(answer.try_recv(), Ok(Err(Status::ERR_JOB_FAILED_TO_LAUNCH)));
+        let log = fake.0.borrow();
+        assert_eq!(
+            log.signals,
+            [(200, Signal::SIGKILL), (201, Signal::SIGKILL)]
+        );
+        assert_eq!(log.jobs_ended, ["job.1", "job"]);
+        assert_eq!(log.said.len(), 1, "{log:?}");
+
+        // Registered but nothing started: the namespace goes at once.
+        let fake = Fake::default();
+        fake.0.borrow_mut().outcomes.push_back(Err(SpawnFailed {
+            status: Status::ERR_JOB_FAILED_TO_LAUNCH,
+            message: "cannot register".into(),
+            partial: Some(pids("job.1", 200, 0)),
+        }));
+        let (spawn, _answer) = spawn_by(p("job", 0));
+        run_with(&fake, 1, vec![spawn, exited("job", 0, 0)]);
+        assert_eq!(fake.0.borrow().jobs_ended, ["job.1", "job"]);
+    }
+
+    #[test]
+    fn no_spawn_once_the_run_is_stopping_or_over() {
+        let fake = Fake::default();
+        let (spawn, answer) = spawn_by(p("job", 0));
+        let (late, late_answer) = spawn_by(p("job", 1));
+        let events = vec![exited("job", 1, 2), spawn, exited("job", 0, 143), late];
+        assert_eq!(run_with(&fake, 2, events), 2);
+        assert_eq!(answer.try_recv(), Ok(Err(Status::ERR_JOB_CANCELED)));
+        assert_eq!(late_answer.try_recv(), Ok(Err(Status::ERR_JOB_CANCELED)));
+        assert!(fake.0.borrow().spawned_by.is_empty());
+    }
+
+    #[test]
+    fn a_first_job_that_cannot_start_ends_without_waiting() {
+        let fake = Fake::default();
+        let (tx, rx) = crossbeam_channel::unbounded::<Event>();
+        let mut sup = Supervisor::new(fake.clone(), None);
+        let job = sup.add_job(ns("job"), 3);
+        sup.launch_failed(job, 0, 127, "cannot start nope: No such file or directory");
+        // The channel stays open: only the supervisor's own bookkeeping can end the run.
+        assert_eq!(sup.run(&rx), 127);
+        drop(tx);
+        assert_eq!(fake.0.borrow().jobs_ended, ["job"]);
     }
 }

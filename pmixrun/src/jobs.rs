@@ -1,0 +1,189 @@
+//! Registering and starting jobs: the first one, from the command line, and each one a process
+//! spawns. [`RunJobs`] is what the supervisor acts through in pmixrun.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use pmix_server::types::{Info, Nspace, Proc, Status};
+use pmix_server::{NameServerClient, Server};
+
+use crate::cli::App;
+use crate::host::Event;
+use crate::job::{self, Layout};
+use crate::launch::{self, LaunchError};
+use crate::output::Line;
+use crate::supervise::{Jobs, SpawnFailed, Started};
+
+/// pmixrun's side of the run: its server, the name server it reports to, and where processes'
+/// exits and output go.
+pub(crate) struct RunJobs<'a> {
+    pub(crate) server: &'a Server,
+    pub(crate) names: Option<Arc<NameServerClient>>,
+    /// pmixrun's own executable, the exec helper every process starts as.
+    pub(crate) helper: PathBuf,
+    /// pmixrun's working directory, where relative working directories start.
+    pub(crate) cwd: PathBuf,
+    /// The first job's namespace; the `n`-th spawned job's is `<first>.<n>`.
+    pub(crate) first: Nspace,
+    /// How many spawned jobs were named so far (a spawn refused before it is registered
+    /// takes no number).
+    pub(crate) spawned: u32,
+    pub(crate) events: Sender<Event>,
+    pub(crate) lines: Sender<Line>,
+}
+
+impl RunJobs<'_> {
+    /// Registers `nspace` (its information: [`job::job_info`] plus `extra`) and its processes.
+    pub(crate) fn register(
+        &self,
+        nspace: &Nspace,
+        apps: &[App],
+        layout: &Layout,
+        extra: Vec<Info>,
+    ) -> Result<(), String> {
+        let mut info = job::job_info(self.server.hostname(), apps, layout, &self.cwd)?;
+        info.extend(extra);
+        self.server
+            .register_nspace(nspace, layout.size, &info)
+            .map_err(|e| format!("cannot register the job {nspace}: {e}"))?;
+        if let Some(ns) = &self.names {
+            ns.nspace_started(nspace);
+        }
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        for rank in 0..layout.size {
+            let p = Proc::new(nspace.clone(), rank);
+            self.server
+                .register_client(&p, uid, gid)
+                .map_err(|e| format!("cannot register {p}: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Starts the processes of a registered job in rank order, each with the environment
+    /// `setup_fork` gives plus its application context's `user_env`, tagging their output
+    /// with `tag`. Stops at the first that cannot start: returns the pids of those started
+    /// (ranks 0, 1, ...) and why the next one could not.
+    pub(crate) fn start(
+        &self,
+        nspace: &Nspace,
+        tag: u32,
+        apps: &[App],
+        layout: &Layout,
+        user_env: &[Vec<(OsString, OsString)>],
+    ) -> (Vec<Pid>, Option<LaunchError>) {
+        let wdirs: Vec<_> = apps.iter().map(|a| job::wdir_of(a, &self.cwd)).collect();
+        let mut pids = Vec::with_capacity(layout.size as usize);
+        for rank in 0..layout.size {
+            let proc = Proc::new(nspace.clone(), rank);
+            let a = layout.app_of(rank);
+            let launched = self
+                .server
+                .setup_fork(&proc)
+                .map_err(|e| LaunchError::other(format!("cannot set up {proc}: {e}")))
+                .and_then(|pmix_env| {
+                    let spawn = launch::Spawn {
+                        helper: &self.helper,
+                        proc: &proc,
+                        job: tag,
+                        app: &apps[a],
+                        user_env: &user_env[a],
+                        pmix_env,
+                        wdir: &wdirs[a],
+                    };
+                    launch::spawn(spawn, &self.events, &self.lines)
+                });
+            match launched {
+                Ok(pid) => {
+                    tracing::debug!(%proc, %pid, "started");
+                    pids.push(pid);
+                }
+                Err(e) => return (pids, Some(e)),
+            }
+        }
+        (pids, None)
+    }
+}
+
+impl Jobs for RunJobs<'_> {
+    fn spawn(
+        &mut self,
+        parent: &Proc,
+        job_info: &[Info],
+        apps: &[pmix_server::App],
+    ) -> Result<Started, SpawnFailed> {
+        let refuse = |status, message| SpawnFailed {
+            status,
+            message,
+            partial: None,
+        };
+        let apps = job::spawn_apps(apps).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let layout = Layout::new(&apps).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        // What can be checked before anything is registered or started, is.
+        let user_env: Vec<_> = apps.iter().map(launch::app_env).collect();
+        for (app, env) in apps.iter().zip(&user_env) {
+            let wdir = job::wdir_of(app, &self.cwd);
+            if !wdir.is_dir() {
+                return Err(refuse(
+                    Status::ERR_JOB_WDIR_NOT_FOUND,
+                    format!("working directory {}: not a directory", wdir.display()),
+                ));
+            }
+            launch::check_app(app, &wdir, env).map_err(|e| refuse(e.status, e.message))?;
+        }
+        self.spawned += 1;
+        let n = self.spawned;
+        let nspace = Nspace::new(format!("{}.{n}", self.first)).map_err(|e| {
+            refuse(
+                Status::ERR_JOB_FAILED_TO_LAUNCH,
+                format!("cannot name the job: {e}"),
+            )
+        })?;
+        let extra = job::spawned_info(parent, job_info, layout.size);
+        if let Err(message) = self.register(&nspace, &apps, &layout, extra) {
+            return Err(SpawnFailed {
+                status: Status::ERR_JOB_FAILED_TO_LAUNCH,
+                message,
+                partial: Some(Started {
+                    nspace,
+                    pids: Vec::new(),
+                }),
+            });
+        }
+        match self.start(&nspace, n, &apps, &layout, &user_env) {
+            (pids, None) => Ok(Started { nspace, pids }),
+            (pids, Some(e)) => Err(SpawnFailed {
+                status: e.status,
+                message: e.message,
+                partial: Some(Started { nspace, pids }),
+            }),
+        }
+    }
+
+    fn signal(&mut self, pid: Pid, sig: Signal) {
+        launch::signal(pid, sig);
+    }
+
+    fn proc_ended(&mut self, proc: &Proc) {
+        // What a process published to last as long as it does goes when it ends.
+        if let Some(ns) = &self.names {
+            ns.proc_ended(proc);
+        }
+    }
+
+    fn job_ended(&mut self, nspace: &Nspace) {
+        tracing::debug!(%nspace, "job ended");
+        self.server.deregister_nspace(nspace);
+        if let Some(ns) = &self.names {
+            ns.nspace_ended(nspace);
+        }
+    }
+
+    fn say(&mut self, line: &str) {
+        eprintln!("pmixrun: {line}");
+    }
+}
