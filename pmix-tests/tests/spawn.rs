@@ -1,0 +1,267 @@
+//! Spawn under `pmixrun`, end to end: a job of `pmix-spawn-client` starting further jobs of
+//! itself (one and several application contexts), spawns that cannot start, and spawned
+//! processes that fail the run. Every run is bounded by a deadline.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use pmix_tests::workspace_bin;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// `target/<profile>`, where this test runs from (`target/<profile>/deps/<test>`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+/// pmixrun, built once per test process: `cargo test -p pmix-tests` does not build other
+/// packages' binaries, and an old one must not be tested.
+fn pmixrun_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let profile = profile_dir();
+        let target = profile.parent().expect("target dir");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args(["build", "-p", "pmixrun", "--bin", "pmixrun", "--target-dir"])
+            .arg(target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"));
+        if profile.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().expect("running cargo build");
+        assert!(
+            out.status.success(),
+            "cargo build pmixrun failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        profile.join("pmixrun")
+    })
+}
+
+fn client() -> String {
+    workspace_bin("pmix-spawn-client").display().to_string()
+}
+
+/// What one pmixrun run did.
+#[derive(Debug)]
+struct Run {
+    /// pmixrun's pid: its first job is `pmixrun-<pid>`.
+    pid: u32,
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+
+    /// The namespace of the `n`-th spawned job.
+    fn spawned(&self, n: u32) -> String {
+        format!("pmixrun-{}.{n}", self.pid)
+    }
+}
+
+/// Collects a pipe's text on a thread.
+fn collect(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        let _ = tx.send(s);
+    });
+    rx
+}
+
+/// Runs pmixrun with `args`, at most [`DEADLINE`]; past it, kills it and fails the test.
+fn run(args: &[&str]) -> Run {
+    let mut child = Command::new(pmixrun_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting pmixrun");
+    let pid = child.id();
+    let stdout = collect(child.stdout.take());
+    let stderr = collect(child.stderr.take());
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match rx.recv_timeout(DEADLINE) {
+        Ok(s) => s.expect("waiting for pmixrun"),
+        Err(_) => {
+            // SIGTERM first: pmixrun passes it on, so every job's processes go too.
+            let raw = Pid::from_raw(i32::try_from(pid).expect("pid"));
+            let _ = kill(raw, Signal::SIGTERM);
+            let _ = rx.recv_timeout(Duration::from_secs(5));
+            let _ = kill(raw, Signal::SIGKILL);
+            panic!("pmixrun {args:?} did not finish within {DEADLINE:?}");
+        }
+    };
+    // pmixrun waits at most 2 s for its output after the processes end; then so can we.
+    let text = |rx: Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+    Run {
+        pid,
+        status,
+        stdout: text(stdout),
+        stderr: text(stderr),
+    }
+}
+
+#[test]
+fn children_see_their_parent_its_data_and_what_it_preloaded() {
+    let c = client();
+    let r = run(&["-n", "1", &c, "parent", "3"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let lines = r.lines();
+    let ns = r.spawned(1);
+    let parent = format!("pmixrun-{}:0", r.pid);
+    assert!(
+        lines.contains(&format!("parent spawned 3 into {ns}").as_str()),
+        "{r:?}"
+    );
+    for rank in 0..3 {
+        let want = format!("child {rank} of 3: parent {parent}, port port-42");
+        assert!(lines.contains(&want.as_str()), "no {want:?} in {r:?}");
+    }
+    assert!(lines.contains(&"parent: children done"), "{r:?}");
+    assert_eq!(lines.iter().filter(|l| **l == "ok").count(), 4, "{r:?}");
+    assert_eq!(r.stderr, "", "{r:?}");
+}
+
+#[test]
+fn the_run_waits_for_children_whose_parent_left() {
+    let c = client();
+    // The children return from a get only once their parent has gone.
+    let r = run(&["--tag-output", "-n", "1", &c, "parent-leaves", "2"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let mut lines = r.lines();
+    lines.sort_unstable();
+    let ns = r.spawned(1);
+    let parent_line = format!("[0] parent spawned 2 into {ns} and leaves");
+    assert_eq!(
+        lines,
+        [
+            "[0] ok",
+            parent_line.as_str(),
+            "[1:0] child 0: parent gone",
+            "[1:0] ok",
+            "[1:1] child 1: parent gone",
+            "[1:1] ok",
+        ],
+        "{r:?}"
+    );
+    assert_eq!(r.stderr, "", "{r:?}");
+}
+
+#[test]
+fn a_spawn_of_two_app_contexts() {
+    let dir = std::env::temp_dir().canonicalize().expect("temp dir");
+    let dir = dir.to_str().expect("utf-8 temp dir");
+    let r = run(&["-n", "1", &client(), "two-apps", dir]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let lines = r.lines();
+    for (rank, app) in [(0, 0), (1, 0), (2, 1)] {
+        let want = format!("child-app rank {rank} appnum {app}");
+        assert!(lines.contains(&want.as_str()), "no {want:?} in {r:?}");
+    }
+    assert_eq!(lines.iter().filter(|l| **l == "ok").count(), 4, "{r:?}");
+    assert_eq!(r.stderr, "", "{r:?}");
+}
+
+#[test]
+fn a_spawn_that_cannot_start_fails_and_the_run_goes_on() {
+    let r = run(&["-n", "1", &client(), "spawn-missing"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let ns = r.spawned(1);
+    let lines = r.lines();
+    assert!(
+        lines.contains(&format!("spawn failures reported; then spawned {ns}").as_str()),
+        "{r:?}"
+    );
+    assert!(lines.contains(&"child 0: parent gone"), "{r:?}");
+    // pmixrun says why each spawn failed; the spawning process got the status.
+    let missing = "pmixrun: spawn by rank 0 failed: cannot start no-such-program-for-spawn: \
+        No such file or directory";
+    assert_eq!(
+        r.stderr.lines().collect::<Vec<_>>(),
+        [
+            missing,
+            missing,
+            "pmixrun: spawn by rank 0 failed: working directory /no/such/dir/for/spawn: \
+                not a directory",
+            "pmixrun: spawn by rank 0 failed: cannot start /etc/passwd: Permission denied",
+        ],
+        "{r:?}"
+    );
+}
+
+#[test]
+fn a_spawned_process_exiting_without_finalize_ends_the_run() {
+    let r = run(&["-n", "1", &client(), "spawn-failing-child", "exit3"]);
+    assert_eq!(r.code(), Some(3), "{r:?}");
+    assert_eq!(
+        r.stderr,
+        format!(
+            "pmixrun: rank 0 of {} exited with status 3 without calling finalize; \
+             killing the job\n",
+            r.spawned(1)
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn abort_in_a_spawned_job_ends_the_run_with_its_status() {
+    let r = run(&["-n", "1", &client(), "spawn-failing-child", "abort7"]);
+    assert_eq!(r.code(), Some(7), "{r:?}");
+    assert_eq!(
+        r.stderr,
+        format!(
+            "pmixrun: rank 0 of {} called abort with status 7: child gives up; \
+             killing the job\n",
+            r.spawned(1)
+        ),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn timeout_covers_spawned_jobs() {
+    let started = Instant::now();
+    let r = run(&[
+        "--timeout",
+        "1",
+        "-n",
+        "1",
+        &client(),
+        "spawn-failing-child",
+        "hang",
+    ]);
+    assert_eq!(r.code(), Some(124), "{r:?}");
+    assert_eq!(
+        r.stderr, "pmixrun: the job did not finish within --timeout 1 s; killing the job\n",
+        "{r:?}"
+    );
+    assert!(r.lines().contains(&"child ready"), "{r:?}");
+    assert!(started.elapsed() >= Duration::from_secs(1));
+}
