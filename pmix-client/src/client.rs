@@ -8,7 +8,7 @@ use crossbeam_channel::{Receiver, RecvTimeoutError};
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
-use pmix_wire::{Event, Kv, Reply, ReplyBody, Request};
+use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
 use crate::conn::{Conn, Shared, Turn};
 use crate::store::{LevelSel, Lookup, Qualifiers};
@@ -269,7 +269,11 @@ impl Client {
     pub fn init_with_env(get: impl Fn(&str) -> Option<String>) -> Result<Client, Error> {
         let rv = env::parse(&get)?;
         let (conn, job) = Conn::open(&rv)?;
-        conn.shared.store.write().insert_job(job);
+        {
+            let mut store = conn.shared.store.write();
+            store.set_me(rv.proc.clone());
+            store.insert_job(job);
+        }
         Ok(Client {
             inner: Arc::new(Inner {
                 proc: rv.proc,
@@ -299,6 +303,11 @@ impl Client {
 
     pub(crate) fn shared(&self) -> &Shared {
         &self.inner.conn.shared
+    }
+
+    /// The shared state, for completions that outlive the call.
+    pub(crate) fn shared_arc(&self) -> Arc<Shared> {
+        Arc::clone(&self.inner.conn.shared)
     }
 
     pub(crate) fn check(&self) -> Result<(), Error> {
@@ -608,13 +617,14 @@ impl Client {
     /// [`Error::NotInitialized`]; calling it again does nothing.
     ///
     /// The connection is closed even when the server's answer is an error, is lost, or does
-    /// not come within 30 seconds; the error is then returned.
+    /// not come within 30 seconds; the error is then returned. Event handlers are dropped
+    /// first: none runs after finalize has begun.
     pub fn finalize(&self) -> Result<(), Error> {
         self.inner.finalize()
     }
 
-    /// Sends any request and waits for its reply: the escape hatch the modules still to
-    /// come (spawn, connect, events, query) build on.
+    /// Sends any request and waits for its reply: the escape hatch for requests this crate
+    /// has no dedicated call for yet (query).
     ///
     /// Returns the reply whatever its status: only failing to get one (a lost connection,
     /// a call from a completion callback) is an `Err`. Data the reply carries (a Get's or a
@@ -663,14 +673,6 @@ impl Client {
             }),
         )
     }
-
-    /// Events the server sent that no handler has taken yet (oldest first, at most 64 kept).
-    ///
-    /// A stopgap until event handler registration exists: it lets a caller see that events
-    /// arrive. Taking them empties the backlog.
-    pub fn take_events(&self) -> Vec<Event> {
-        self.shared().events.take_backlog()
-    }
 }
 
 impl Inner {
@@ -680,6 +682,11 @@ impl Inner {
             return Ok(());
         }
         let shared = &self.conn.shared;
+        // No handler hears of the connection ending: that is the point of finalize. Dropping
+        // them also ends any cycle of a handler owning a handle of this client.
+        for _ in 0..shared.events.clear() {
+            shared.listen(false);
+        }
         let result = if shared.on_reader_thread() {
             // Waiting here would wait for this very thread; say goodbye and go.
             shared.submit(Request::Finalize { info: Vec::new() }, Box::new(|_| {}));

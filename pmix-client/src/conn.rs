@@ -452,14 +452,22 @@ impl Shared {
 
     /// The connection is gone: fail everything outstanding, and everything later.
     fn fail_all(&self) {
-        let waiting: Vec<Completion> = {
+        let (waiting, lost): (Vec<Completion>, bool) = {
             let mut p = self.pending.lock();
+            // Lost, rather than closed by this side, and noticed for the first time.
+            let lost = !p.closed && !p.stop;
             p.closed = true;
-            p.waiting.drain().map(|(_, d)| d).collect()
+            (p.waiting.drain().map(|(_, d)| d).collect(), lost)
         };
         self.wake_reader.notify_all();
         for done in waiting {
             run_completion(done, Err(Error::LostConnection));
+        }
+        if lost {
+            let me = self.store.read().me().cloned();
+            if let Some(me) = me {
+                self.events.connection_lost(me);
+            }
         }
     }
 

@@ -1,38 +1,365 @@
-//! Where events the server sends (`ServerMsg::Event`) arrive.
+//! Events (`PMIx_Register_event_handler`, `PMIx_Deregister_event_handler`,
+//! `PMIx_Notify_event`): handlers registered for status codes, run for every event the server
+//! pushes (`ServerMsg::Event`) whose code they asked for.
 //!
-//! Event registration (`register_event_handler` and the `RegisterEvents` request) is later
-//! work; until then the reader thread hands events here, and they are kept in a small bounded
-//! backlog so that a handler registered soon after can still see what came first. The
-//! registry of handlers will live in this type, so the reader thread does not change.
+//! The registry lives here; the reader thread hands every event to [`Events::deliver`], which
+//! runs the matching handlers in registration order. While any handler is registered the
+//! reader thread reads all the time ([`Shared::listen`]), so an event is delivered when it
+//! arrives, not when the next reply happens to be read. Registrations are mirrored to the
+//! server, which counts them per code (`RegisterEvents` adds one, `DeregisterEvents` with the
+//! same codes removes one) and sends only events some registration wants.
+//!
+//! Events that no handler took wait in a small bounded backlog for [`Client::take_events`]:
+//! they come from registrations made with [`Client::request`], or arrive for a handler
+//! deregistered while they were on the way.
 
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use pmix_wire::Event;
+use pmix_types::{DataRange, Info, Proc, Status};
+use pmix_wire::{Event, Reply, Request};
+
+use crate::client::{timeout_of, wait};
+use crate::conn::Shared;
+use crate::{Client, Error};
 
 /// How many undelivered events are kept; older ones are dropped (and logged) beyond that.
 const BACKLOG: usize = 64;
 
+/// A registered event handler, as [`Client::register_event_handler`] returns it, for
+/// [`Client::deregister_event_handler`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HandlerId(u64);
+
+type HandlerFn = dyn Fn(&Event) + Send + Sync + 'static;
+
+struct Handler {
+    id: u64,
+    /// Empty: every code.
+    codes: Vec<Status>,
+    f: Arc<HandlerFn>,
+    /// Cleared on deregistration, so that a handler removed while an event is being
+    /// dispatched is not called for it afterwards.
+    active: Arc<AtomicBool>,
+}
+
+impl Handler {
+    fn wants(&self, code: Status) -> bool {
+        self.codes.is_empty() || self.codes.contains(&code)
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct Events {
     backlog: Mutex<VecDeque<Event>>,
+    /// In registration order.
+    handlers: Mutex<Vec<Handler>>,
+    next_id: AtomicU64,
+}
+
+/// Runs one handler. A panicking handler must not take the reader thread down: every
+/// outstanding request would then wait forever.
+fn run(f: &HandlerFn, ev: &Event) {
+    if panic::catch_unwind(AssertUnwindSafe(|| f(ev))).is_err() {
+        tracing::error!(
+            "pmix-client: an event handler panicked on {:?}; the client carries on",
+            ev.code
+        );
+    }
 }
 
 impl Events {
-    /// Called by the reader thread for every event.
+    /// Runs every handler whose codes match, in registration order; keeps the event for
+    /// [`Client::take_events`] if none does. Called by whichever thread reads the socket.
     pub(crate) fn deliver(&self, ev: Event) {
         tracing::debug!("pmix-client: event {:?} from {}", ev.code, ev.source);
-        let mut q = self.backlog.lock();
-        if q.len() == BACKLOG {
-            if let Some(old) = q.pop_front() {
-                tracing::warn!("pmix-client: no handler for event {:?}; dropped", old.code);
+        if !self.dispatch(&ev) {
+            let mut q = self.backlog.lock();
+            if q.len() == BACKLOG {
+                if let Some(old) = q.pop_front() {
+                    tracing::warn!("pmix-client: no handler for event {:?}; dropped", old.code);
+                }
+            }
+            q.push_back(ev);
+        }
+    }
+
+    /// Runs the matching handlers; false if there were none.
+    fn dispatch(&self, ev: &Event) -> bool {
+        // Called without the lock held: a handler may register or deregister handlers.
+        let matching: Vec<(Arc<HandlerFn>, Arc<AtomicBool>)> = self
+            .handlers
+            .lock()
+            .iter()
+            .filter(|h| h.wants(ev.code))
+            .map(|h| (Arc::clone(&h.f), Arc::clone(&h.active)))
+            .collect();
+        for (f, active) in &matching {
+            if active.load(Ordering::Acquire) {
+                run(f.as_ref(), ev);
             }
         }
-        q.push_back(ev);
+        !matching.is_empty()
+    }
+
+    /// The connection is gone: the handlers that want `ERR_LOST_CONNECTION` hear of it from
+    /// this process itself (the server cannot tell them). Not kept when none does.
+    pub(crate) fn connection_lost(&self, me: Proc) {
+        let ev = Event {
+            code: Status::ERR_LOST_CONNECTION,
+            source: me,
+            range: DataRange::PROC_LOCAL,
+            info: Vec::new(),
+        };
+        self.dispatch(&ev);
+    }
+
+    fn add(&self, codes: Vec<Status>, f: Arc<HandlerFn>) -> u64 {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.handlers.lock().push(Handler {
+            id,
+            codes,
+            f,
+            active: Arc::new(AtomicBool::new(true)),
+        });
+        id
+    }
+
+    /// Takes a handler out; the caller drops it, outside the lock (the closure may own the
+    /// last handle of the client).
+    fn remove(&self, id: u64) -> Option<Handler> {
+        let mut hs = self.handlers.lock();
+        let at = hs.iter().position(|h| h.id == id)?;
+        let h = hs.remove(at);
+        h.active.store(false, Ordering::Release);
+        Some(h)
+    }
+
+    /// Takes every handler out (finalize).
+    pub(crate) fn clear(&self) -> usize {
+        let all = std::mem::take(&mut *self.handlers.lock());
+        for h in &all {
+            h.active.store(false, Ordering::Release);
+        }
+        all.len()
     }
 
     /// Takes the events that arrived with no handler to take them.
     pub(crate) fn take_backlog(&self) -> Vec<Event> {
         self.backlog.lock().drain(..).collect()
+    }
+}
+
+/// Removes a handler whose registration failed, and the reason to listen it added.
+fn unregister_locally(shared: &Shared, id: u64) {
+    if let Some(h) = shared.events.remove(id) {
+        shared.listen(false);
+        drop(h);
+    }
+}
+
+fn status_result(reply: &Reply) -> Result<(), Error> {
+    match reply.status {
+        Status::SUCCESS => Ok(()),
+        status => Err(Error::from_status(status)),
+    }
+}
+
+impl Client {
+    /// Registers `handler` for events with one of `codes` (every code when empty)
+    /// (`PMIx_Register_event_handler`), and tells the server, which then sends them.
+    ///
+    /// Every event goes to every handler whose codes match, in registration order. Handlers
+    /// run on the thread reading the socket: the client's reader thread, which reads all the
+    /// time while a handler is registered, so events are delivered when they come (a blocking
+    /// call may read and dispatch one on its own thread now and then). They must be short; a
+    /// blocking call made inside one fails with [`Error::WouldDeadlock`] (the `_nb` calls
+    /// work, and so does [`Client::deregister_event_handler`]); a panic is caught and logged.
+    ///
+    /// `info` is passed to the server as is. Besides the events the server relays
+    /// ([`Client::notify_event`] of other processes, the host's), a handler for
+    /// `ERR_LOST_CONNECTION` hears of the connection being lost from this process itself,
+    /// and a handler for `ERR_PROC_TERM_WO_SYNC` of processes of this job, or of jobs
+    /// connected to it, that ended without finalizing (the event's info names the process,
+    /// `EVENT_AFFECTED_PROC`).
+    ///
+    /// A handler that owns a [`Client`] keeps the client alive (and so never finalized by
+    /// drop) until it is deregistered or the client finalized, which drops every handler.
+    pub fn register_event_handler(
+        &self,
+        codes: &[Status],
+        info: &[Info],
+        handler: impl Fn(&Event) + Send + Sync + 'static,
+    ) -> Result<HandlerId, Error> {
+        self.check_blocking()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let id = self.send_register(codes, info, Arc::new(handler), move |r| {
+            let _ = tx.send(r);
+        });
+        // No backstop: a timeout would leave the handler registered under an id nobody
+        // knows, and the server answers a registration at once.
+        wait(self.shared(), &rx, id, None)
+    }
+
+    /// [`Client::register_event_handler`] completing through `done`, which runs on the
+    /// reader thread, or at once on the caller's if the request cannot be sent. The handler
+    /// may run before `done` does (an event of a code some other registration asked for).
+    pub fn register_event_handler_nb(
+        &self,
+        codes: &[Status],
+        info: &[Info],
+        handler: impl Fn(&Event) + Send + Sync + 'static,
+        done: impl FnOnce(Result<HandlerId, Error>) + Send + 'static,
+    ) {
+        if let Err(e) = self.check() {
+            return done(Err(e));
+        }
+        self.send_register(codes, info, Arc::new(handler), done);
+        self.shared().kick();
+    }
+
+    fn send_register(
+        &self,
+        codes: &[Status],
+        info: &[Info],
+        f: Arc<HandlerFn>,
+        done: impl FnOnce(Result<HandlerId, Error>) + Send + 'static,
+    ) -> Option<u32> {
+        // Installed before the server hears of it, so that nothing the registration brings
+        // can arrive before the handler is there.
+        let shared = self.shared_arc();
+        let hid = shared.events.add(codes.to_vec(), f);
+        shared.listen(true);
+        let for_done = Arc::clone(&shared);
+        shared.submit(
+            Request::RegisterEvents {
+                codes: codes.to_vec(),
+                info: info.to_vec(),
+            },
+            Box::new(move |r| match r.and_then(|reply| status_result(&reply)) {
+                Ok(()) => done(Ok(HandlerId(hid))),
+                Err(e) => {
+                    unregister_locally(&for_done, hid);
+                    done(Err(e));
+                }
+            }),
+        )
+    }
+
+    /// Removes a handler (`PMIx_Deregister_event_handler`): once this returns it is not
+    /// called again, and no call of it is under way (unless this is called from a handler
+    /// or a completion, which does not wait for the server's acknowledgement). The server is
+    /// told to withdraw the registration's codes.
+    ///
+    /// An id that is not registered (any more) is [`Error::BadParam`]. A lost connection is
+    /// not an error here: the handler is gone, and so is the server's registration.
+    pub fn deregister_event_handler(&self, id: HandlerId) -> Result<(), Error> {
+        self.check()?;
+        let Some(h) = self.shared().events.remove(id.0) else {
+            return Err(Error::BadParam(format!(
+                "no event handler registered as {id:?}"
+            )));
+        };
+        self.shared().listen(false);
+        let req = Request::DeregisterEvents { codes: h.codes };
+        drop(h.f);
+        if self.shared().on_reader_thread() {
+            self.shared().submit(req, Box::new(|_| {}));
+            return Ok(());
+        }
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let rid = self.shared().submit(
+            req,
+            Box::new(move |r| {
+                let _ = tx.send(r.and_then(|reply| status_result(&reply)));
+            }),
+        );
+        match wait(self.shared(), &rx, rid, None) {
+            Err(Error::LostConnection) => Ok(()),
+            r => r,
+        }
+    }
+
+    /// Raises an event (`PMIx_Notify_event`) with this process as its source, for the
+    /// processes in `range` that registered for `code`.
+    ///
+    /// The server delivers it relative to this process: `NAMESPACE` to this job, `LOCAL`,
+    /// `SESSION` and `GLOBAL` to every client of the server, `CUSTOM` to the processes listed
+    /// in `info` under `EVENT_CUSTOM_RANGE` (a proc, or a data array of procs, rank
+    /// `WILDCARD` for a whole namespace), `RM` to the host. It never comes back to this
+    /// process. `PROC_LOCAL` is this process alone: its own handlers run, on the caller's
+    /// thread, before this returns, and nothing is sent. `info` travels with the event;
+    /// `TIMEOUT` (seconds) bounds the wait for the server's acknowledgement.
+    pub fn notify_event(&self, code: Status, range: DataRange, info: &[Info]) -> Result<(), Error> {
+        self.check()?;
+        if range == DataRange::PROC_LOCAL {
+            self.shared().events.deliver(self.event(code, range, info));
+            return Ok(());
+        }
+        self.check_blocking()?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let id = self.send_notify(code, range, info, move |r| {
+            let _ = tx.send(r);
+        });
+        wait(self.shared(), &rx, id, timeout_of(info))
+    }
+
+    /// [`Client::notify_event`] completing through `done` (`PMIx_Notify_event` with a
+    /// callback); `done` runs on the reader thread, or at once on the caller's for
+    /// `PROC_LOCAL` (after this process's handlers) and when the request cannot be sent.
+    pub fn notify_event_nb(
+        &self,
+        code: Status,
+        range: DataRange,
+        info: &[Info],
+        done: impl FnOnce(Result<(), Error>) + Send + 'static,
+    ) {
+        if let Err(e) = self.check() {
+            return done(Err(e));
+        }
+        if range == DataRange::PROC_LOCAL {
+            self.shared().events.deliver(self.event(code, range, info));
+            return done(Ok(()));
+        }
+        self.send_notify(code, range, info, done);
+        self.shared().kick();
+    }
+
+    fn event(&self, code: Status, range: DataRange, info: &[Info]) -> Event {
+        Event {
+            code,
+            source: self.proc().clone(),
+            range,
+            info: info.to_vec(),
+        }
+    }
+
+    fn send_notify(
+        &self,
+        code: Status,
+        range: DataRange,
+        info: &[Info],
+        done: impl FnOnce(Result<(), Error>) + Send + 'static,
+    ) -> Option<u32> {
+        self.shared().submit(
+            Request::Notify {
+                event: self.event(code, range, info),
+            },
+            Box::new(move |r| done(r.and_then(|reply| status_result(&reply)))),
+        )
+    }
+
+    /// Events the server sent that no handler took (oldest first, at most 64 kept; taking
+    /// them empties the backlog).
+    ///
+    /// With [`Client::register_event_handler`] this is rarely needed: events reach handlers
+    /// as they arrive. What stays here are events of registrations made through
+    /// [`Client::request`] (`Request::RegisterEvents`), events that arrived just after their
+    /// handler was deregistered, and `PROC_LOCAL` notifications no handler wanted.
+    pub fn take_events(&self) -> Vec<Event> {
+        self.shared().events.take_backlog()
     }
 }

@@ -11,6 +11,16 @@
 //! (MPI's name publishing), and [`unpublish`](Client::unpublish) it again. The contract with
 //! the server is `docs/PROTOCOL.md`.
 //!
+//! Jobs are not fixed: a process can [`spawn`](Client::spawn) a new job from application
+//! contexts ([`app`], [`App`]), [`connect`](Client::connect) with the processes of other jobs
+//! (after which their job data and committed data are read locally, like its own) and
+//! [`disconnect`](Client::disconnect) again, and find where a job runs with
+//! [`resolve_peers`](Client::resolve_peers) and [`resolve_nodes`](Client::resolve_nodes).
+//! [`register_event_handler`](Client::register_event_handler) runs a closure for every event
+//! of the codes it names as the event arrives (another process's
+//! [`notify_event`](Client::notify_event), a process of the job or of a connected job ending
+//! without finalize, the connection to the server being lost).
+//!
 //! Host authors (launchers, resource managers) want `pmix-server` instead.
 //!
 //! # How it works
@@ -21,17 +31,20 @@
 //!   between threads in the client; otherwise each client's reader thread reads, woken when a
 //!   non-blocking call is made. Completions run on whichever thread is reading (so a
 //!   blocking call made inside one fails with [`Error::WouldDeadlock`] rather than waiting for
-//!   itself); a panicking callback is caught.
+//!   itself); a panicking callback is caught. While an event handler is registered the reader
+//!   thread reads all the time, so that events are handled when they arrive; handlers run
+//!   there, in registration order.
 //! - **Failure.** When the connection dies every outstanding request completes with
-//!   [`Error::LostConnection`] and later requests fail at once; nothing the server sends can
-//!   panic the client. Timeouts are the server's to enforce (`TIMEOUT` is passed through); a
-//!   blocking call given `TIMEOUT` also gives up on its own one second after it, a call
-//!   without one waits as long as the connection lives.
+//!   [`Error::LostConnection`], handlers registered for `ERR_LOST_CONNECTION` are told, and
+//!   later requests fail at once; nothing the server sends can panic the client. Timeouts
+//!   are the server's to enforce (`TIMEOUT` is passed through); a blocking call given
+//!   `TIMEOUT` also gives up on its own one second after it, a call without one waits as
+//!   long as the connection lives.
 //! - **Store.** One hash map keyed by (namespace, level, realm id, key) holds job data of
 //!   every namespace heard of (session, job, app, node and proc levels), this process's puts
-//!   and the data fences and gets brought in. A lookup is one probe per level with a borrowed
-//!   key (no allocation); namespaces are interned. A job-level or cached get costs well under
-//!   a microsecond on the caller's thread (`benches/get.rs`).
+//!   and the data fences, gets and connects brought in. A lookup is one probe per level with
+//!   a borrowed key (no allocation); namespaces are interned. A job-level or cached get costs
+//!   well under a microsecond on the caller's thread (`benches/get.rs`).
 //!
 //! ```no_run
 //! use pmix_client::{Client, Proc, Rank, Scope};
@@ -50,6 +63,7 @@
 
 mod client;
 mod conn;
+mod dynamic;
 mod env;
 mod error;
 mod events;
@@ -57,7 +71,9 @@ mod names;
 mod store;
 
 pub use client::Client;
+pub use dynamic::{AppExt, app};
 pub use error::Error;
+pub use events::HandlerId;
 pub use names::Pdata;
 
 /// The PMIx data model, re-exported so applications need only this crate.
@@ -69,4 +85,4 @@ pub use pmix_types::{
     DataArray, DataRange, DataType, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value,
     attr,
 };
-pub use pmix_wire::{Event, Reply, ReplyBody, Request};
+pub use pmix_wire::{App, Event, Reply, ReplyBody, Request};

@@ -187,6 +187,11 @@ pub(crate) struct Store {
     procs: HashMap<ProcId, ProcData>,
     /// App and node of every rank whose job data named them.
     realms: HashMap<ProcId, Realms>,
+    /// Node ids of each namespace's node-level job data, ascending.
+    node_ids: HashMap<Nspace, Vec<u32>>,
+    /// This process. Copies of its committed data that replies carry back are not taken in:
+    /// what it put since is newer, and its internal values were never sent.
+    me: Option<Proc>,
 }
 
 impl Store {
@@ -198,6 +203,16 @@ impl Store {
                 ns.clone()
             }
         }
+    }
+
+    /// Records which process this store belongs to (see [`Store::insert_proc_kvs`]).
+    pub(crate) fn set_me(&mut self, me: Proc) {
+        self.me = Some(me);
+    }
+
+    /// This process, once [`Store::set_me`] has run.
+    pub(crate) fn me(&self) -> Option<&Proc> {
+        self.me.as_ref()
     }
 
     fn get(&self, ns: &str, level: Level, id: u32, key: &str) -> Option<&Entry> {
@@ -215,6 +230,10 @@ impl Store {
     pub(crate) fn insert_job(&mut self, job: JobData) {
         let ns = self.intern(&job.nspace);
         self.nspaces.insert(ns.clone(), true);
+        let mut ids: Vec<u32> = job.nodes.iter().map(|n| n.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        self.node_ids.insert(ns.clone(), ids);
         let mut put = |level: Level, id: u32, infos: Vec<Info>| {
             for info in infos {
                 if level == Level::Node && info.key.as_str() == attr::HOSTNAME {
@@ -299,9 +318,14 @@ impl Store {
         }
     }
 
-    /// Takes in the whole put data of some processes, as a fence or a Get reply carries it.
+    /// Takes in the whole put data of some processes, as a fence, a Get or a Connect reply
+    /// carries it. This process's own entry is skipped: the store already holds all of its
+    /// data, newer than the committed copy.
     pub(crate) fn insert_proc_kvs(&mut self, data: Vec<ProcKvs>) {
         for pk in data {
+            if self.me.as_ref() == Some(&pk.proc) {
+                continue;
+            }
             for kv in pk.kvs {
                 self.insert_data(&pk.proc, kv.key, kv.value, kv.scope);
             }
@@ -446,6 +470,186 @@ impl Store {
     }
 }
 
+/// Parses a rank list as `PMIX_LOCAL_PEERS` holds it: comma-separated ranks, `a-b` ranges
+/// allowed. `None` if it is malformed.
+pub(crate) fn parse_rank_list(s: &str) -> Option<Vec<Rank>> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: u32 = a.trim().parse().ok()?;
+                let b: u32 = b.trim().parse().ok()?;
+                // A bound on what one entry may expand to: the text comes from the server.
+                if b < a || b - a > 10_000_000 {
+                    return None;
+                }
+                out.extend((a..=b).map(Rank));
+            }
+            None => out.push(Rank(part.parse().ok()?)),
+        }
+    }
+    Some(out)
+}
+
+/// Where the processes of a namespace run, as its job data says.
+impl Store {
+    fn job_str(&self, ns: &str, key: &str) -> Option<&str> {
+        self.get(ns, Level::Job, 0, key)?.value.as_str()
+    }
+
+    fn node_str(&self, ns: &str, id: u32, key: &str) -> Option<&str> {
+        self.get(ns, Level::Node, id, key)?.value.as_str()
+    }
+
+    /// The ranks worth probing one by one: the job's size, bounded by what the store holds
+    /// (every rank the server describes has entries), whatever size the job data claims.
+    fn rank_bound(&self, ns: &str) -> u32 {
+        let size = self
+            .get(ns, Level::Job, 0, attr::JOB_SIZE)
+            .and_then(|e| e.value.as_u32())
+            .unwrap_or(0);
+        size.min(u32::try_from(self.map.len()).unwrap_or(u32::MAX))
+    }
+
+    /// The hostname of the node a rank runs on (its proc level, else its node's).
+    pub(crate) fn hostname_of(&self, ns: &str, rank: Rank) -> Option<String> {
+        if let Some(h) = self
+            .get(ns, Level::Proc, rank.0, attr::HOSTNAME)
+            .and_then(|e| e.value.as_str())
+        {
+            return Some(h.to_owned());
+        }
+        let node = self.realms_of(ns, rank).node?;
+        self.node_str(ns, node, attr::HOSTNAME).map(str::to_owned)
+    }
+
+    /// The ranks of `ns` on the node named `host`, ascending; `here` says that node is this
+    /// process's, whose server registered the job-level `LOCAL_PEERS`. `Ok(None)` when the
+    /// job data of `ns` is not here; `Err` names a malformed peer list.
+    ///
+    /// The node's own `LOCAL_PEERS` come first, then the ranks whose job data names the
+    /// node; a job registered without any node information answers from its job-level
+    /// `LOCAL_PEERS` for this node, and with nothing elsewhere.
+    pub(crate) fn ranks_on(
+        &self,
+        ns: &str,
+        host: Option<&str>,
+        here: bool,
+    ) -> Result<Option<Vec<Rank>>, String> {
+        if !self.has_job(ns) {
+            return Ok(None);
+        }
+        let parse = |list: &str| {
+            parse_rank_list(list).ok_or_else(|| {
+                format!("{} of {ns} is not a rank list: {list:?}", attr::LOCAL_PEERS)
+            })
+        };
+        let node = host.and_then(|h| self.get(ns, Level::HostIndex, 0, h)?.value.as_u32());
+        let mut ranks = if let Some(id) = node {
+            match self.node_str(ns, id, attr::LOCAL_PEERS) {
+                Some(list) => parse(list)?,
+                None => self
+                    .realms
+                    .iter()
+                    .filter(|(p, r)| p.ns.as_str() == ns && r.node == Some(id))
+                    .map(|(p, _)| p.rank)
+                    .collect(),
+            }
+        } else {
+            let by_host: Vec<Rank> = match host {
+                Some(h) => (0..self.rank_bound(ns))
+                    .map(Rank)
+                    .filter(|r| {
+                        self.get(ns, Level::Proc, r.0, attr::HOSTNAME)
+                            .and_then(|e| e.value.as_str())
+                            == Some(h)
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            if !by_host.is_empty() || !here || self.has_topology(ns) {
+                by_host
+            } else {
+                match self.job_str(ns, attr::LOCAL_PEERS) {
+                    Some(list) => parse(list)?,
+                    None => Vec::new(),
+                }
+            }
+        };
+        ranks.sort_unstable();
+        ranks.dedup();
+        Ok(Some(ranks))
+    }
+
+    /// True when the job data of `ns` says where its processes run: nodes with hostnames,
+    /// or hostnames of ranks.
+    fn has_topology(&self, ns: &str) -> bool {
+        let nodes = self.node_ids.get(ns).map_or(&[][..], Vec::as_slice);
+        nodes
+            .iter()
+            .any(|&id| self.node_str(ns, id, attr::HOSTNAME).is_some())
+            || self.hostname_of(ns, Rank(0)).is_some()
+    }
+
+    /// The hostnames of the nodes running processes of `ns`, in node order without repeats;
+    /// `here` is this process's hostname, the answer for a job registered without node
+    /// information whose processes run on this node. `None` when the job data of `ns` is not
+    /// here.
+    ///
+    /// `NODE_LIST` when the host registered it; else the nodes of the node-level data that
+    /// run any rank; else the hostnames of the ranks.
+    pub(crate) fn nodes_of(&self, ns: &str, here: Option<&str>) -> Option<Vec<String>> {
+        if !self.has_job(ns) {
+            return None;
+        }
+        fn add(out: &mut Vec<String>, h: &str) {
+            if !h.is_empty() && !out.iter().any(|o| o == h) {
+                out.push(h.to_owned());
+            }
+        }
+        let mut out: Vec<String> = Vec::new();
+        if let Some(list) = self.job_str(ns, attr::NODE_LIST) {
+            for h in list.split(',') {
+                add(&mut out, h.trim());
+            }
+            return Some(out);
+        }
+        for &id in self.node_ids.get(ns).map_or(&[][..], Vec::as_slice) {
+            let empty = match self.node_str(ns, id, attr::LOCAL_PEERS) {
+                Some(list) => parse_rank_list(list).is_some_and(|r| r.is_empty()),
+                None => {
+                    self.get(ns, Level::Node, id, attr::LOCAL_SIZE)
+                        .and_then(|e| e.value.as_u32())
+                        == Some(0)
+                }
+            };
+            if let (false, Some(h)) = (empty, self.node_str(ns, id, attr::HOSTNAME)) {
+                add(&mut out, h);
+            }
+        }
+        if out.is_empty() {
+            for r in 0..self.rank_bound(ns) {
+                if let Some(h) = self
+                    .get(ns, Level::Proc, r, attr::HOSTNAME)
+                    .and_then(|e| e.value.as_str())
+                {
+                    add(&mut out, h);
+                }
+            }
+        }
+        if out.is_empty() && !self.has_topology(ns) {
+            let local = self
+                .job_str(ns, attr::LOCAL_PEERS)
+                .and_then(parse_rank_list)
+                .is_some_and(|r| !r.is_empty());
+            if let (true, Some(h)) = (local, here) {
+                add(&mut out, h);
+            }
+        }
+        Some(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -559,5 +763,16 @@ mod tests {
             s.get_reserved("job", Rank::WILDCARD, "pmix.local.size", &q, None),
             Lookup::Found(Value::Uint32(2))
         );
+    }
+
+    #[test]
+    fn rank_lists_parse_with_ranges_and_refuse_nonsense() {
+        let r =
+            |s: &str| parse_rank_list(s).map(|v| v.into_iter().map(|r| r.0).collect::<Vec<_>>());
+        assert_eq!(r("0-2, 5,7-7"), Some(vec![0, 1, 2, 5, 7]));
+        assert_eq!(r(""), Some(vec![]));
+        assert_eq!(r("3-1"), None);
+        assert_eq!(r("a"), None);
+        assert_eq!(r("0-4294967295"), None);
     }
 }
