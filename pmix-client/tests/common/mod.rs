@@ -3,10 +3,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code, unreachable_pub)]
 
 use std::io::{Read, Write};
+use std::net::Shutdown;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -69,7 +70,13 @@ pub struct Mock {
     /// The hello the client sent.
     pub hellos: Receiver<Hello>,
     count: Arc<AtomicUsize>,
+    /// The accepted connection, for [`Mock::push`] and [`Mock::hang_up`]; the serving
+    /// thread writes through it too, so that frames never interleave.
+    conn: Writer,
 }
+
+/// The mock's end of the connection, shared by the serving thread and the test.
+type Writer = Arc<Mutex<Option<UnixStream>>>;
 
 static SEQ: AtomicUsize = AtomicUsize::new(0);
 
@@ -101,11 +108,24 @@ impl Mock {
         let (hello_tx, hellos) = unbounded();
         let count = Arc::new(AtomicUsize::new(0));
         let counter = Arc::clone(&count);
+        let conn: Writer = Arc::new(Mutex::new(None));
+        let writer = Arc::clone(&conn);
         thread::spawn(move || {
             let Ok((stream, _)) = listener.accept() else {
                 return;
             };
-            serve(stream, greeting, &mut script, &req_tx, &hello_tx, &counter);
+            *writer.lock().unwrap() = stream.try_clone().ok();
+            serve(
+                stream,
+                &writer,
+                greeting,
+                &mut script,
+                &req_tx,
+                &hello_tx,
+                &counter,
+            );
+            // Ending the conversation closes the connection: drop the last handle.
+            drop(writer.lock().unwrap().take());
         });
         Mock {
             dir,
@@ -115,6 +135,24 @@ impl Mock {
             requests,
             hellos,
             count,
+            conn,
+        }
+    }
+
+    /// Sends `msg` now, whatever the client is doing (an event with no request
+    /// outstanding). Call it once the client is initialized.
+    pub fn push(&self, msg: &ServerMsg) {
+        let mut conn = self.conn.lock().unwrap();
+        let stream = conn
+            .as_mut()
+            .expect("no client connected to the mock, or it hung up");
+        assert!(send(stream, msg), "the client is gone");
+    }
+
+    /// Closes the connection as a dying server would.
+    pub fn hang_up(&self) {
+        if let Some(s) = self.conn.lock().unwrap().as_ref() {
+            let _ = s.shutdown(Shutdown::Both);
         }
     }
 
@@ -166,6 +204,7 @@ fn send_welcome(stream: &mut UnixStream, msg: &Welcome) -> bool {
 
 fn serve(
     mut stream: UnixStream,
+    writer: &Writer,
     greeting: Greeting,
     script: &mut Script,
     req_tx: &Sender<Request>,
@@ -198,7 +237,7 @@ fn serve(
                     },
                     Greeting::Refuse(status, version, reason) => {
                         send_welcome(
-                            &mut stream,
+                            &mut locked(writer),
                             &Welcome::Refused {
                                 status,
                                 version,
@@ -208,7 +247,7 @@ fn serve(
                         return;
                     }
                 };
-                if !send_welcome(&mut stream, &welcome) {
+                if !send_welcome(&mut locked(writer), &welcome) {
                     return;
                 }
                 continue;
@@ -220,22 +259,24 @@ fn serve(
             let finalize = matches!(req, Request::Finalize { .. });
             let action = script(&req);
             let _ = req_tx.send(req);
+            let mut out = locked(writer);
             match action {
                 Action::Reply(reply) => {
-                    if !send(&mut stream, &ServerMsg::Reply { id, reply }) {
+                    if !send(&mut out, &ServerMsg::Reply { id, reply }) {
                         return;
                     }
                 }
                 Action::Ignore => {}
                 Action::Close => return,
                 Action::Garbage => {
-                    let _ = stream.write_all(&[0, 0, 0, 3, 0xc1, 0xc1, 0xc1]);
+                    let _ = out.write_all(&[0, 0, 0, 3, 0xc1, 0xc1, 0xc1]);
                 }
                 Action::EventThen(ev, reply) => {
-                    send(&mut stream, &ServerMsg::Event(ev));
-                    send(&mut stream, &ServerMsg::Reply { id, reply });
+                    send(&mut out, &ServerMsg::Event(ev));
+                    send(&mut out, &ServerMsg::Reply { id, reply });
                 }
             }
+            drop(out);
             if finalize {
                 return;
             }
@@ -244,6 +285,27 @@ fn serve(
             Ok(0) | Err(_) => return,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
         }
+    }
+}
+
+/// The serving thread's handle on the connection, under the lock that keeps its frames
+/// whole when the test pushes some too.
+struct Locked<'a>(std::sync::MutexGuard<'a, Option<UnixStream>>);
+
+fn locked(writer: &Writer) -> Locked<'_> {
+    Locked(writer.lock().unwrap())
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = UnixStream;
+    fn deref(&self) -> &UnixStream {
+        self.0.as_ref().expect("set before serving")
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut UnixStream {
+        self.0.as_mut().expect("set before serving")
     }
 }
 
