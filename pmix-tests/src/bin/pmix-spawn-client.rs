@@ -4,14 +4,10 @@
 //! `pmix-spawn-client <role> [args...]`: exits 0 printing `ok` when every check passed,
 //! otherwise prints `FAILED: <what>` and exits 1. Steps between processes are ordered with
 //! fences, or with a get that returns only when its target has left, never with sleeps.
-//!
-//! Spawn goes through [`Client::request`] with the native protocol's `Spawn` request, which
-//! is all a launcher test needs.
 
 use std::process::ExitCode;
 
-use pmix_client::wire::{App, ReplyBody, Request};
-use pmix_client::{Client, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
+use pmix_client::{App, Client, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
 
 type Res = Result<(), String>;
 
@@ -37,18 +33,9 @@ const HIDDEN_KEY: &str = "pmix.spawn.test.hidden";
 /// The variable the second application context of `two-apps` sets.
 const APP_VAR: &str = "SPAWN_T_VAR";
 
-/// A spawn request with `PMIx_Spawn`'s result: the new namespace, or the status it failed with.
+/// `PMIx_Spawn`: the new namespace, or the status it failed with.
 fn spawn(c: &Client, job_info: Vec<Info>, apps: Vec<App>) -> Result<Nspace, Status> {
-    let reply = c
-        .request(Request::Spawn { job_info, apps })
-        .map_err(|err| err.status())?;
-    if !reply.status.is_success() {
-        return Err(reply.status);
-    }
-    match reply.body {
-        ReplyBody::Spawn { nspace } => Ok(nspace),
-        _ => Err(Status::ERR_UNPACK_FAILURE),
-    }
+    c.spawn(&job_info, &apps).map_err(|err| err.status())
 }
 
 /// An application context running this program with `args`.
