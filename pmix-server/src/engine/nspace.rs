@@ -311,6 +311,10 @@ pub(crate) fn register(
             });
         }
     }
+    // A job registered as spawned says so at job level; each process says the same.
+    let spawned = find(&lv.job, attr::SPAWNED)
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     for r in 0..size {
         let rank = Rank(r);
         let (appnum, ldr) = app_for(rank);
@@ -322,7 +326,7 @@ pub(crate) fn register(
         add_missing(p, attr::APPNUM, appnum);
         add_missing(p, attr::APP_RANK, Rank(r - ldr.0.min(r)));
         add_missing(p, attr::REINCARNATION, 0u32);
-        add_missing(p, attr::SPAWNED, false);
+        add_missing(p, attr::SPAWNED, spawned);
     }
 
     // Which ranks are on this node.

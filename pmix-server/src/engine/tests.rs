@@ -1347,3 +1347,34 @@ fn spawn_goes_to_the_host_and_its_answer_to_the_client() {
     assert_eq!(sim.reply(1, id).status, Status::ERR_BAD_PARAM);
     assert!(sim.host_calls.is_empty());
 }
+
+#[test]
+fn a_job_registered_as_spawned_says_so_for_every_process() {
+    let mut eng = Engine::new("node0".into(), vec![], crate::NameService::BuiltIn);
+    let spawned_of = |eng: &Engine, name: &str| -> Vec<Option<bool>> {
+        let id = eng.ns_id(name).unwrap();
+        eng.nspaces[&id]
+            .job
+            .procs
+            .iter()
+            .map(|p| {
+                p.info
+                    .iter()
+                    .find(|i| i.key.as_str() == attr::SPAWNED)
+                    .and_then(|i| i.value.as_bool())
+            })
+            .collect()
+    };
+    let info = |spawned: Option<bool>| {
+        let mut v = vec![Info::attr(attr::JOB_SIZE, 2u32)];
+        if let Some(s) = spawned {
+            v.push(Info::attr(attr::SPAWNED, s));
+        }
+        v
+    };
+    eng.register_nspace(ns("child"), 2, &info(Some(true)))
+        .unwrap();
+    eng.register_nspace(ns("first"), 2, &info(None)).unwrap();
+    assert_eq!(spawned_of(&eng, "child"), [Some(true), Some(true)]);
+    assert_eq!(spawned_of(&eng, "first"), [Some(false), Some(false)]);
+}
