@@ -245,14 +245,20 @@ impl Measured {
     }
 }
 
-/// Three significant digits, no exponent.
+/// Three significant digits (whole numbers from 1000 on), no exponent.
 fn sig3(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
-    let magnitude = v.abs().log10().floor() as i32;
+    if v.abs() >= 1000.0 {
+        return format!("{v:.0}");
+    }
+    // Round first, so that 0.000999 becomes 0.00100 and not 0.001000.
+    let scale = 10f64.powi(2 - v.abs().log10().floor() as i32);
+    let rounded = (v * scale).round() / scale;
+    let magnitude = rounded.abs().log10().floor() as i32;
     let decimals = (2 - magnitude).clamp(0, 6) as usize;
-    format!("{v:.decimals$}")
+    format!("{rounded:.decimals$}")
 }
 
 /// A goal of issue 6: the worst of some ratios must stay at or under `target`.
@@ -571,6 +577,8 @@ mod tests {
         assert_eq!(sig3(12.345), "12.3");
         assert_eq!(sig3(1234.5), "1234");
         assert_eq!(sig3(0.5), "0.500");
+        assert_eq!(sig3(0.000_999_9), "0.00100");
+        assert_eq!(sig3(999.7), "1000");
     }
 
     fn opts(filter: &[&str], quick: bool) -> Options {
