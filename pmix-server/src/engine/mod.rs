@@ -596,7 +596,13 @@ impl Engine {
         creds: Option<PeerCreds>,
     ) {
         let refuse = |eng: &mut Engine, status: Status, reason: String| {
-            tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+            if status == Status::ERR_NOT_FOUND {
+                // Routine when a process's hello is read after its job was let go (it was
+                // killed with the rest of the job): the client is told why, the log is not.
+                tracing::info!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+            } else {
+                tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+            }
             eng.out.push_back(Output::Refuse {
                 conn,
                 status,
