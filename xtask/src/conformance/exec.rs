@@ -30,7 +30,7 @@ pub(crate) struct Bins {
     pub(crate) dir: PathBuf,
 }
 
-/// Builds pmixrun and pmix-test-client in the chosen profile and finds them.
+/// Builds pmixrun and the pmix-tests clients in the chosen profile and finds them.
 pub(crate) fn build(root: &Path, release: bool) -> Result<Bins, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(&cargo);
@@ -59,7 +59,8 @@ pub(crate) fn build(root: &Path, release: bool) -> Result<Bins, String> {
         dir: profile.clone(),
     };
     let names = profile.join(super::scenarios::NAMES_CLIENT);
-    for bin in [&bins.pmixrun, &bins.client, &names] {
+    let dynamic = profile.join(super::scenarios::DYN_CLIENT);
+    for bin in [&bins.pmixrun, &bins.client, &names, &dynamic] {
         if !bin.is_file() {
             return Err(format!("{} is missing after the build", bin.display()));
         }

@@ -101,6 +101,8 @@ pub(crate) enum Stderr {
 pub(crate) const TEST_CLIENT: &str = "pmix-test-client";
 /// The name-service scenario client.
 pub(crate) const NAMES_CLIENT: &str = "pmix-names-client";
+/// The dynamic-process scenario client (spawn, connect, resolve, events).
+pub(crate) const DYN_CLIENT: &str = "pmix-dyn-client";
 
 /// Default `--timeout` of a job: far above what any row needs (well under a second, two for
 /// the timeout rows), low enough that a hang costs little.
@@ -288,20 +290,85 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         ids: &["09", "C11"],
         name: "spawn",
-        about: "spawn a child job through the host",
-        plan: Plan::Skip("not implemented yet (spawn)"),
+        about: "3 ranks spawn a job of 2 that sees its parent; both jobs fence together",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: DYN_CLIENT,
+                np: 3,
+                args: &["spawned", "spawn", "2"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Passed {
+                    per_rank: &["a {rank} of 3: b has 2 processes"],
+                    lines: &[
+                        "b 0 of 2: spawned by a 0 of 3",
+                        "b 1 of 2: spawned by a 0 of 3",
+                        "ok",
+                        "ok",
+                    ],
+                },
+                stderr: Stderr::Exactly(""),
+            },
+        }),
     },
     Scenario {
         ids: &["10", "C11"],
         name: "connect",
-        about: "connect / disconnect",
-        plan: Plan::Skip("not implemented yet (connect)"),
+        about: "connect with a spawned job: committed and job data exchanged; disconnect (+_nb)",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: DYN_CLIENT,
+                np: 3,
+                args: &["exchange+disconnect", "spawn", "2"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Passed {
+                    per_rank: &[
+                        "a {rank} of 3: connected to b of 2, read 4 values",
+                        "a {rank}: connected and disconnected twice",
+                    ],
+                    lines: &[
+                        "b 0 of 2: connected to a of 3, read 4 values",
+                        "b 1 of 2: connected to a of 3, read 4 values",
+                        "b 0: connected and disconnected twice",
+                        "b 1: connected and disconnected twice",
+                        "ok",
+                        "ok",
+                    ],
+                },
+                stderr: Stderr::Exactly(""),
+            },
+        }),
     },
     Scenario {
         ids: &["11", "C11"],
         name: "resolve-peers",
-        about: "resolve peers across namespaces after connect",
-        plan: Plan::Skip("not implemented yet (connect, several namespaces)"),
+        about: "resolve peers and nodes of both jobs, before and after connect",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: DYN_CLIENT,
+                np: 3,
+                args: &["resolve", "spawn", "2"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Passed {
+                    per_rank: &["a {rank}: a has 3 and b 2 processes on this node"],
+                    lines: &[
+                        "b 0: a has 3 and b 2 processes on this node",
+                        "b 1: a has 3 and b 2 processes on this node",
+                        "ok",
+                        "ok",
+                    ],
+                },
+                stderr: Stderr::Exactly(""),
+            },
+        }),
     },
     Scenario {
         ids: &["12", "C07"],
@@ -516,14 +583,68 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         ids: &["C11"],
         name: "spawn-connect-resolve",
-        about: "spawn a child job, connect to it, resolve peers and nodes",
-        plan: Plan::Skip("not implemented yet (spawn, connect)"),
+        about: "spawn a child job, connect to it, resolve peers and nodes, disconnect",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: DYN_CLIENT,
+                np: 3,
+                args: &["spawned+exchange+resolve+disconnect", "spawn", "2"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Passed {
+                    per_rank: &[
+                        "a {rank} of 3: b has 2 processes",
+                        "a {rank} of 3: connected to b of 2, read 4 values",
+                        "a {rank}: a has 3 and b 2 processes on this node",
+                        "a {rank}: connected and disconnected twice",
+                    ],
+                    lines: &[
+                        "b 0 of 2: spawned by a 0 of 3",
+                        "b 1 of 2: spawned by a 0 of 3",
+                        "b 0 of 2: connected to a of 3, read 4 values",
+                        "b 1 of 2: connected to a of 3, read 4 values",
+                        "b 0: a has 3 and b 2 processes on this node",
+                        "b 1: a has 3 and b 2 processes on this node",
+                        "b 0: connected and disconnected twice",
+                        "b 1: connected and disconnected twice",
+                        "ok",
+                        "ok",
+                    ],
+                },
+                stderr: Stderr::Exactly(""),
+            },
+        }),
     },
     Scenario {
         ids: &["C12"],
         name: "events",
-        about: "event handler registration, notification ranges and order",
-        plan: Plan::Skip("not implemented yet (events)"),
+        about: "NAMESPACE, CUSTOM and PROC_LOCAL ranges across a job and its spawned job; deregistration",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: DYN_CLIENT,
+                np: 3,
+                args: &["events", "spawn", "2"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Passed {
+                    per_rank: &[],
+                    lines: &[
+                        "a 0: received 1 events as the ranges say",
+                        "a 1: received 1 events as the ranges say",
+                        "a 2: received 2 events as the ranges say",
+                        "b 0: received 2 events as the ranges say",
+                        "b 1: received 1 events as the ranges say",
+                        "ok",
+                        "ok",
+                    ],
+                },
+                stderr: Stderr::Exactly(""),
+            },
+        }),
     },
     Scenario {
         ids: &["C13"],
