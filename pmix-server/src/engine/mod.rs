@@ -185,6 +185,11 @@ struct Conn {
     has_jobs: HashSet<NsId>,
     /// The event codes it registered for.
     events: EventReg,
+    /// By participant list (numbered in `Engine::spec_ids`): the commit sequence number up to
+    /// which this client received every participant's data from a collecting fence. The next
+    /// collecting fence over the list sends it only what was committed since: it holds the
+    /// rest in its store.
+    collected: HashMap<u32, u64>,
 }
 
 /// A client's event registrations, counted: each registration adds, each deregistration
@@ -295,7 +300,13 @@ pub(crate) struct Engine {
     clients: HashMap<(NsId, Rank), ClientReg>,
     conns: HashMap<ConnId, Conn>,
     store: Store,
-    committed: HashSet<(NsId, Rank)>,
+    /// Processes whose data is here (committed locally, or brought from other nodes), with
+    /// the sequence number of their latest commit.
+    committed: HashMap<(NsId, Rank), u64>,
+    /// Counts commits: the sequence number of the latest.
+    commit_seq: u64,
+    /// Participant lists of collecting fences, numbered (see `Conn::collected`).
+    spec_ids: HashMap<Vec<Proc>, u32>,
     /// Local processes whose connection ended, with the status to give whoever waits for them.
     gone: HashMap<(NsId, Rank), Status>,
     gets: HashMap<(NsId, Rank), Vec<PendingGet>>,
@@ -359,7 +370,9 @@ impl Engine {
             clients: HashMap::new(),
             conns: HashMap::new(),
             store: Store::default(),
-            committed: HashSet::new(),
+            committed: HashMap::new(),
+            commit_seq: 0,
+            spec_ids: HashMap::new(),
             gone: HashMap::new(),
             gets: HashMap::new(),
             dmodex_inflight: HashSet::new(),
@@ -480,7 +493,7 @@ impl Engine {
         }
         self.clients.retain(|(n, _), _| *n != id);
         self.connected.retain(|(a, b)| *a != id && *b != id);
-        self.committed.retain(|(n, _)| *n != id);
+        self.committed.retain(|(n, _), _| *n != id);
         self.gone.retain(|(n, _), _| *n != id);
         self.store.purge_nspace(id);
         let waiting: Vec<_> = self
@@ -558,7 +571,7 @@ impl Engine {
             return;
         };
         let target = (ns, proc.rank);
-        if self.committed.contains(&target) {
+        if self.committed.contains_key(&target) {
             let result = self.remote_blob(target);
             self.out.push_back(Output::Dmodex { token, result });
         } else {
@@ -665,6 +678,7 @@ impl Engine {
                 state: ConnState::Connecting,
                 has_jobs: HashSet::from([ns]),
                 events: EventReg::default(),
+                collected: HashMap::new(),
             },
         );
         self.host_call(
@@ -704,13 +718,13 @@ impl Engine {
             // A finalized process will enter no more fences.
             let gone = c.proc.clone();
             self.fail_fences_pending_on(&gone, Status::ERR_NOT_FOUND);
-            if !self.committed.contains(&key) {
+            if !self.committed.contains_key(&key) {
                 self.fail_gets(key, Status::ERR_NOT_FOUND);
             }
         } else {
             tracing::info!(proc = %c.proc, "client connection lost before finalize");
             // Nobody may hang on a process that is gone: fail what waits for it.
-            if !self.committed.contains(&key) {
+            if !self.committed.contains_key(&key) {
                 self.fail_gets(key, term_wo_sync);
             }
             let gone = c.proc.clone();
@@ -971,7 +985,8 @@ impl Engine {
                 self.store.put(ns, rank, kv.key, kv.scope, kv.value);
             }
         }
-        self.committed.insert((ns, rank));
+        self.commit_seq += 1;
+        self.committed.insert((ns, rank), self.commit_seq);
         self.reply_status(conn, id, Status::SUCCESS);
         self.release_gets((ns, rank));
     }
@@ -1020,7 +1035,7 @@ impl Engine {
         }
         let t = (ns, target.rank);
         let local = nsinfo.is_local(target.rank);
-        if self.committed.contains(&t) {
+        if self.committed.contains_key(&t) {
             return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
         }
         if let Some(&status) = self.gone.get(&t) {
@@ -1332,27 +1347,48 @@ impl Engine {
                 return;
             }
         }
-        // Everyone who asked for the data gets the same reply: built, and encoded, once.
+        // Each collector gets what was committed since its last collecting fence over the same
+        // list (everything, the first time). Collectors in step with each other, the usual case,
+        // share one reply: built, and encoded, once.
         let (collectors, others): (Vec<_>, Vec<_>) = op.waiters.iter().partition(|w| w.collect);
         if !collectors.is_empty() {
-            let mut all = Vec::with_capacity(op.local.len() + remote.len());
-            for &(ns, rank) in &op.local {
-                if let Some(nsinfo) = self.nspaces.get(&ns) {
-                    // Local participants share the node with the reader.
-                    let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
-                    all.push(ProcKvs {
-                        proc: Proc::new(nsinfo.name.clone(), rank),
-                        kvs,
-                    });
-                }
+            let next = u32::try_from(self.spec_ids.len()).unwrap_or(u32::MAX);
+            let spec_id = *self.spec_ids.entry(op.spec.clone()).or_insert(next);
+            let now = self.commit_seq;
+            let mut by_mark: BTreeMap<u64, Vec<(ConnId, u32)>> = BTreeMap::new();
+            for w in &collectors {
+                let Some(c) = self.conns.get_mut(&w.conn) else {
+                    continue;
+                };
+                let mark = c.collected.insert(spec_id, now).unwrap_or(0);
+                by_mark.entry(mark).or_default().push((w.conn, w.id));
             }
-            all.extend(remote);
-            let reply = Arc::new(Reply {
-                status: Status::SUCCESS,
-                body: ReplyBody::Fence { data: all },
-            });
-            let to = collectors.iter().map(|w| (w.conn, w.id)).collect();
-            self.out.push_back(Output::SharedReply { to, reply });
+            for (mark, to) in by_mark {
+                let mut data = Vec::with_capacity(op.local.len() + remote.len());
+                for &(ns, rank) in &op.local {
+                    if self
+                        .committed
+                        .get(&(ns, rank))
+                        .is_some_and(|seq| *seq <= mark)
+                    {
+                        continue;
+                    }
+                    if let Some(nsinfo) = self.nspaces.get(&ns) {
+                        // Local participants share the node with the reader.
+                        let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
+                        data.push(ProcKvs {
+                            proc: Proc::new(nsinfo.name.clone(), rank),
+                            kvs,
+                        });
+                    }
+                }
+                data.extend(remote.iter().cloned());
+                let reply = Arc::new(Reply {
+                    status: Status::SUCCESS,
+                    body: ReplyBody::Fence { data },
+                });
+                self.out.push_back(Output::SharedReply { to, reply });
+            }
         }
         for w in others {
             self.reply_status(w.conn, w.id, Status::SUCCESS);
@@ -1500,7 +1536,8 @@ impl Engine {
                     self.store
                         .put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
                 }
-                self.committed.insert((ns, pk.proc.rank));
+                self.commit_seq += 1;
+                self.committed.insert((ns, pk.proc.rank), self.commit_seq);
                 arrived.push((ns, pk.proc.rank));
             }
         }
@@ -1639,7 +1676,7 @@ impl Engine {
                 match result {
                     Ok(blobs) => {
                         self.store_remote(&blobs);
-                        if self.committed.contains(&target) {
+                        if self.committed.contains_key(&target) {
                             self.release_gets(target);
                         } else {
                             self.fail_gets(target, Status::ERR_NOT_FOUND);

@@ -1378,3 +1378,84 @@ fn a_job_registered_as_spawned_says_so_for_every_process() {
     assert_eq!(spawned_of(&eng, "child"), [Some(true), Some(true)]);
     assert_eq!(spawned_of(&eng, "first"), [Some(false), Some(false)]);
 }
+
+#[test]
+fn repeated_collecting_fences_send_only_what_changed() {
+    let mut sim = Sim::new();
+    sim.job("a", 3);
+    for r in 0..3 {
+        sim.connect(r as ConnId + 1, "a", r);
+    }
+    let shipped = |sim: &mut Sim, conns: &[ConnId]| -> Vec<Vec<u32>> {
+        let ids: Vec<(ConnId, u32)> = conns
+            .iter()
+            .map(|c| (*c, sim.send(*c, fence(vec![], true))))
+            .collect();
+        ids.into_iter()
+            .map(|(c, id)| {
+                let r = sim.reply(c, id);
+                assert_eq!(r.status, Status::SUCCESS);
+                let mut ranks: Vec<u32> = fence_data(&r).iter().map(|pk| pk.proc.rank.0).collect();
+                ranks.sort();
+                ranks
+            })
+            .collect()
+    };
+    for r in 0..3u32 {
+        sim.send(
+            r as ConnId + 1,
+            commit(&[("k", Scope::GLOBAL, Value::from(r))]),
+        );
+    }
+    assert_eq!(
+        shipped(&mut sim, &[1, 2, 3]),
+        vec![vec![0, 1, 2]; 3],
+        "everything, the first time"
+    );
+    assert_eq!(
+        shipped(&mut sim, &[1, 2, 3]),
+        vec![Vec::<u32>::new(); 3],
+        "nothing changed"
+    );
+    sim.send(2, commit(&[("k", Scope::GLOBAL, Value::from(10u32))]));
+    let r = shipped(&mut sim, &[1, 2, 3]);
+    assert_eq!(r, vec![vec![1]; 3], "only the re-committed rank");
+    // A barrier (no collection) in between does not change what collectors hold.
+    let ids: Vec<_> = [1, 2, 3]
+        .iter()
+        .map(|c| (*c, sim.send(*c, fence(vec![], false))))
+        .collect();
+    for (c, id) in ids {
+        sim.reply(c, id);
+    }
+    sim.send(3, commit(&[("k", Scope::GLOBAL, Value::from(20u32))]));
+    assert_eq!(shipped(&mut sim, &[1, 2, 3]), vec![vec![2]; 3]);
+    // Another participant list is tracked on its own: everything, the first time.
+    let ids: Vec<_> = [1, 2, 3]
+        .iter()
+        .map(|c| {
+            (
+                *c,
+                sim.send(
+                    *c,
+                    fence(
+                        vec![
+                            Proc::new(ns("a"), 0),
+                            Proc::new(ns("a"), 1),
+                            Proc::new(ns("a"), 2),
+                        ],
+                        true,
+                    ),
+                ),
+            )
+        })
+        .collect();
+    for (c, id) in ids {
+        let r = sim.reply(c, id);
+        assert_eq!(
+            fence_data(&r).len(),
+            3,
+            "another participant list is tracked on its own"
+        );
+    }
+}
