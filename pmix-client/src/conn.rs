@@ -22,8 +22,8 @@ use hashbrown::HashMap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmix_types::Status;
 use pmix_wire::{
-    ClientMsg, Decoded, FrameDecoder, Hello, JobData, MAGIC, PROTOCOL_VERSION, Reply, ReplyBody,
-    Request, ServerMsg, Welcome, decode_body, encode_frame,
+    ClientMsg, Decoded, FrameDecoder, FrameReader, Hello, JobData, MAGIC, PROTOCOL_VERSION, Reply,
+    ReplyBody, Request, ServerMsg, Welcome, decode_body, encode_frame,
 };
 
 use crate::Error;
@@ -58,8 +58,7 @@ struct Pending {
 /// The reading side of the socket and what was read but not yet dispatched.
 struct ReadSide {
     stream: UnixStream,
-    buf: Vec<u8>,
-    dec: FrameDecoder,
+    reader: FrameReader,
 }
 
 /// What a blocking caller's turn at reading came to.
@@ -222,8 +221,12 @@ impl Conn {
             }),
             read: Mutex::new(ReadSide {
                 stream: read_half,
-                buf: inbuf,
-                dec,
+                reader: {
+                    let mut r = FrameReader::new(dec);
+                    // Whatever followed the welcome in the same read.
+                    r.extend(&inbuf);
+                    r
+                },
             }),
             reader_id: OnceLock::new(),
             caller_reading: Mutex::new(None),
@@ -552,58 +555,35 @@ fn reader_loop(shared: &Shared) {
 
 /// Dispatches every whole frame already buffered.
 fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
-    let ReadSide { buf, dec, .. } = rs;
-    let mut start = 0;
-    let result = loop {
-        match dec.decode(&buf[start..]) {
-            Ok(Decoded::Frame { body, consumed }) => {
-                let msg: ServerMsg = match decode_body(body) {
-                    Ok(m) => m,
-                    Err(e) => break Err(e.into()),
-                };
-                start += consumed;
-                match msg {
-                    ServerMsg::Reply { id, reply } => shared.complete(id, reply),
-                    ServerMsg::Event(ev) => shared.events.deliver(ev),
-                    other => {
-                        tracing::debug!("pmix-client: ignoring unknown server message {other:?}")
-                    }
-                }
-            }
-            Ok(Decoded::NeedMore(_)) => break Ok(()),
-            Err(e) => break Err(e.into()),
+    while let Some(body) = rs.reader.next_frame()? {
+        let msg: ServerMsg = decode_body(body)?;
+        match msg {
+            ServerMsg::Reply { id, reply } => shared.complete(id, reply),
+            ServerMsg::Event(ev) => shared.events.deliver(ev),
+            other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
         }
-    };
-    buf.drain(..start);
-    // Keep a big frame's buffer from living forever once it is consumed.
-    if buf.is_empty() && buf.capacity() > 4 * READ_CHUNK {
-        *buf = Vec::new();
     }
-    result
+    Ok(())
 }
 
 /// Reads what the socket has (blocking until something comes). `Ok(false)`: end of stream.
 fn fill(rs: &mut ReadSide) -> io::Result<bool> {
-    let ReadSide { stream, buf, .. } = rs;
-    let at = buf.len();
-    buf.resize(at + READ_CHUNK, 0);
+    let ReadSide { stream, reader } = rs;
     loop {
-        match stream.read(&mut buf[at..]) {
-            Ok(n) => {
-                buf.truncate(at + n);
-                if n == 0 && at != 0 {
+        match reader.read_from(stream) {
+            Ok(0) => {
+                let pending = reader.buffered();
+                if pending != 0 {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
-                        format!("connection closed inside a frame ({at} bytes pending)"),
+                        format!("connection closed inside a frame ({pending} bytes pending)"),
                     ));
                 }
-                return Ok(n != 0);
+                return Ok(false);
             }
+            Ok(_) => return Ok(true),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => {
-                buf.truncate(at);
-                return Err(e);
-            }
+            Err(e) => return Err(e),
         }
     }
 }

@@ -237,14 +237,13 @@ impl Loop {
             let Some(conn) = self.conns.get_mut(c) else {
                 return;
             };
-            let mut buf = [0u8; 16 * 1024];
             loop {
-                match conn.stream.read(&mut buf) {
+                match conn.reader.read_from(&mut conn.stream) {
                     Ok(0) => {
                         closed = true;
                         break;
                     }
-                    Ok(n) => conn.reader.extend(&buf[..n]),
+                    Ok(_) => {}
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(_) => {
@@ -712,7 +711,6 @@ impl Drop for NameServerClient {
 }
 
 fn read_replies(mut stream: StdUnixStream, mut reader: FrameReader, shared: &ClientShared) {
-    let mut buf = vec![0u8; 64 * 1024];
     'outer: loop {
         loop {
             let body = match reader.next_frame() {
@@ -738,9 +736,9 @@ fn read_replies(mut stream: StdUnixStream, mut reader: FrameReader, shared: &Cli
                 }
             }
         }
-        match stream.read(&mut buf) {
+        match reader.read_from(&mut stream) {
             Ok(0) => break,
-            Ok(n) => reader.extend(&buf[..n]),
+            Ok(_) => {}
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
         }

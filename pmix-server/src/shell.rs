@@ -7,7 +7,7 @@
 //! threads and host completions arrive through a channel plus a `mio::Waker`.
 
 use std::collections::HashMap;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ use mio::net::{UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use pmix_types::{Info, Nspace, Proc, Status};
 use pmix_wire::{
-    ClientMsg, Decoded, Event, FrameDecoder, JobData, PROTOCOL_VERSION, ServerMsg, Welcome,
+    ClientMsg, Event, FrameDecoder, FrameReader, JobData, PROTOCOL_VERSION, ServerMsg, Welcome,
     decode_body, decode_hello, encode_frame,
 };
 use serde::Serialize;
@@ -81,7 +81,7 @@ pub(crate) enum LoopMsg {
 
 struct ConnIo {
     stream: UnixStream,
-    rbuf: Vec<u8>,
+    reader: FrameReader,
     wbuf: Vec<u8>,
     wpos: usize,
     /// The handshake has been received.
@@ -265,7 +265,7 @@ impl<H: Host> Shell<H> {
                     }
                     entry.insert(ConnIo {
                         stream,
-                        rbuf: Vec::new(),
+                        reader: FrameReader::new(self.decoder),
                         wbuf: Vec::new(),
                         wpos: 0,
                         greeted: false,
@@ -293,33 +293,27 @@ impl<H: Host> Shell<H> {
                 return;
             };
             loop {
-                let len = c.rbuf.len();
-                c.rbuf.resize(len + READ_CHUNK, 0);
-                match c.stream.read(&mut c.rbuf[len..]) {
+                match c.reader.read_from(&mut c.stream) {
                     Ok(0) => {
-                        c.rbuf.truncate(len);
                         closed = true;
                         break;
                     }
                     Ok(n) => {
-                        c.rbuf.truncate(len + n);
-                        // A short read emptied the socket: new data will raise a new
-                        // readiness event, so the read that would say WouldBlock is saved.
+                        // A short read (the reader offers at least READ_CHUNK) emptied the
+                        // socket: new data will raise a new readiness event, so the read that
+                        // would say WouldBlock is saved.
                         if n < READ_CHUNK && !to_end {
                             break;
                         }
                     }
-                    Err(e) => {
-                        c.rbuf.truncate(len);
-                        match e.kind() {
-                            io::ErrorKind::WouldBlock => break,
-                            io::ErrorKind::Interrupted => {}
-                            _ => {
-                                closed = true;
-                                break;
-                            }
+                    Err(e) => match e.kind() {
+                        io::ErrorKind::WouldBlock => break,
+                        io::ErrorKind::Interrupted => {}
+                        _ => {
+                            closed = true;
+                            break;
                         }
-                    }
+                    },
                 }
             }
         }
@@ -330,29 +324,28 @@ impl<H: Host> Shell<H> {
     }
 
     fn process_frames(&mut self, conn: ConnId) {
-        let mut start = 0;
         loop {
-            let Some(c) = self.conns.get(conn) else {
+            let Some(c) = self.conns.get_mut(conn) else {
                 return;
             };
             if c.closing {
                 break;
             }
-            let frame = match self.decoder.decode(&c.rbuf[start..]) {
-                Ok(Decoded::Frame { body, consumed }) => {
-                    start += consumed;
-                    if c.greeted {
+            let greeted = c.greeted;
+            let creds = c.creds;
+            let frame = match c.reader.next_frame() {
+                Ok(Some(body)) => {
+                    if greeted {
                         Ok(Frame::Msg(decode_body::<ClientMsg>(body)))
                     } else {
                         Ok(Frame::Hello(decode_hello(body)))
                     }
                 }
-                Ok(Decoded::NeedMore(_)) => break,
+                Ok(None) => break,
                 Err(e) => Err(e),
             };
             match frame {
                 Ok(Frame::Hello(Ok(hello))) => {
-                    let creds = c.creds;
                     if let Some(c) = self.conns.get_mut(conn) {
                         c.greeted = true;
                     }
@@ -386,12 +379,6 @@ impl<H: Host> Shell<H> {
                 }
             }
             self.drain_engine();
-        }
-        if let Some(c) = self.conns.get_mut(conn) {
-            c.rbuf.drain(..start);
-            if c.rbuf.capacity() > 4 * READ_CHUNK && c.rbuf.len() < READ_CHUNK {
-                c.rbuf.shrink_to(READ_CHUNK);
-            }
         }
     }
 

@@ -83,10 +83,17 @@ impl FrameDecoder {
 #[derive(Debug, Default)]
 pub struct FrameReader {
     decoder: FrameDecoder,
+    /// Initialized storage; bytes `start..end` are received and not yet handed out, the rest
+    /// is room for the next read (zeroed once, when the buffer grew, not before every read).
     buf: Vec<u8>,
     /// Bytes at the front of `buf` that belong to frames already handed out.
     start: usize,
+    /// End of the received bytes.
+    end: usize,
 }
+
+/// The least room [`FrameReader::read_from`] offers a read.
+const READ_ROOM: usize = 64 << 10;
 
 impl FrameReader {
     /// An empty reader that splits frames with `decoder`.
@@ -95,16 +102,42 @@ impl FrameReader {
             decoder,
             buf: Vec::new(),
             start: 0,
+            end: 0,
+        }
+    }
+
+    /// Makes room for at least `n` more bytes after `end`: first by moving the unread bytes
+    /// to the front, then by growing.
+    fn reserve(&mut self, n: usize) {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.buf.len() - self.end < n {
+            self.buf.resize(self.end + n, 0);
+        }
+        // A big frame's buffer does not stay forever once it is consumed.
+        if self.end == 0 && self.buf.len() > 4 * READ_ROOM {
+            self.buf = vec![0; READ_ROOM];
         }
     }
 
     /// Appends bytes received from the peer.
     pub fn extend(&mut self, bytes: &[u8]) {
-        if self.start > 0 {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
-        self.buf.extend_from_slice(bytes);
+        self.reserve(bytes.len());
+        self.buf[self.end..self.end + bytes.len()].copy_from_slice(bytes);
+        self.end += bytes.len();
+    }
+
+    /// Reads once from `src` straight into the buffer (no copy, no zeroing of the room each
+    /// time); returns what `read` returned (`Ok(0)`: end of stream).
+    pub fn read_from(&mut self, src: &mut impl std::io::Read) -> std::io::Result<usize> {
+        let room = READ_ROOM.max(self.needed());
+        self.reserve(room);
+        let n = src.read(&mut self.buf[self.end..])?;
+        self.end += n;
+        Ok(n)
     }
 
     /// The body of the next complete frame, or `None` until more bytes arrive.
@@ -112,10 +145,14 @@ impl FrameReader {
     /// An error (a frame over the maximum) is final: the stream cannot be resynchronised, and
     /// the same error is returned again until the reader is dropped.
     pub fn next_frame(&mut self) -> Result<Option<&[u8]>, Error> {
-        let rest = &self.buf[self.start..];
+        let rest = &self.buf[self.start..self.end];
         match self.decoder.decode(rest)? {
             Decoded::Frame { body, consumed } => {
                 self.start += consumed;
+                if self.start == self.end {
+                    self.start = 0;
+                    self.end = 0;
+                }
                 Ok(Some(body))
             }
             Decoded::NeedMore(_) => Ok(None),
@@ -125,7 +162,7 @@ impl FrameReader {
     /// How many more bytes the next frame needs at least (0 when one is complete or the
     /// buffered header is over the maximum); a hint for sizing the next read.
     pub fn needed(&self) -> usize {
-        match self.decoder.decode(&self.buf[self.start..]) {
+        match self.decoder.decode(&self.buf[self.start..self.end]) {
             Ok(Decoded::NeedMore(n)) => n,
             _ => 0,
         }
@@ -133,7 +170,7 @@ impl FrameReader {
 
     /// Bytes received and not yet handed out as frames.
     pub fn buffered(&self) -> usize {
-        self.buf.len() - self.start
+        self.end - self.start
     }
 }
 

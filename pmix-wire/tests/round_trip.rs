@@ -82,7 +82,63 @@ where
     prop_assert_eq!(&got[0], msg);
     prop_assert_eq!(&got[1], msg);
     prop_assert_eq!(reader.buffered(), 0);
+
+    // The same stream read straight from a source that hands out the chunks.
+    let mut src = Chunked {
+        data: &stream,
+        chunks: chunks.to_vec(),
+        next: 0,
+    };
+    let mut reader = FrameReader::default();
+    let mut got = Vec::new();
+    while reader.read_from(&mut src).unwrap() > 0 {
+        while let Some(body) = reader.next_frame().unwrap() {
+            got.push(decode_body::<T>(body).unwrap());
+        }
+    }
+    prop_assert_eq!(got.len(), 2);
+    prop_assert_eq!(&got[1], msg);
+    prop_assert_eq!(reader.buffered(), 0);
     Ok(())
+}
+
+/// A `Read` that hands out `data` in pieces of the given sizes, in turn.
+struct Chunked<'a> {
+    data: &'a [u8],
+    chunks: Vec<usize>,
+    next: usize,
+}
+
+impl std::io::Read for Chunked<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let want = self.chunks[self.next % self.chunks.len()];
+        self.next += 1;
+        let n = want.min(buf.len()).min(self.data.len());
+        buf[..n].copy_from_slice(&self.data[..n]);
+        self.data = &self.data[n..];
+        Ok(n)
+    }
+}
+
+#[test]
+fn read_from_grows_for_big_frames_and_gives_the_room_back() {
+    let big = vec![7u8; 300_000];
+    let mut frame = Vec::new();
+    encode_frame(&serde_bytes::ByteBuf::from(big.clone()), &mut frame).unwrap();
+    let mut src: &[u8] = &frame;
+    let mut reader = FrameReader::default();
+    let mut got = None;
+    while reader.read_from(&mut src).unwrap() > 0 {
+        if let Some(body) = reader.next_frame().unwrap() {
+            got = Some(
+                decode_body::<serde_bytes::ByteBuf>(body)
+                    .unwrap()
+                    .into_vec(),
+            );
+        }
+    }
+    assert_eq!(got.as_deref(), Some(&big[..]));
+    assert_eq!(reader.buffered(), 0);
 }
 
 fn chunks() -> impl Strategy<Value = Vec<usize>> {
