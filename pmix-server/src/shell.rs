@@ -220,6 +220,7 @@ impl<H: Host> Shell<H> {
                     .deregister_nspace(nspace.as_str(), Instant::now());
                 self.welcome_cache
                     .retain(|_, (job, _)| job.nspace != nspace);
+                release_free_memory();
                 let _ = reply.send(());
             }
             Call::RegisterClient {
@@ -678,6 +679,19 @@ impl SharedFrame {
 enum Frame {
     Hello(Result<pmix_wire::Hello, pmix_wire::Error>),
     Msg(Result<ClientMsg, pmix_wire::Error>),
+}
+
+/// Gives the memory a deregistered namespace freed back to the system. glibc keeps freed
+/// memory in its heap for reuse, so without this a server that hosted a big job stays at that
+/// job's size for the rest of its life.
+fn release_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only walks the allocator's own free lists; it takes no pointers
+    // from us and is safe to call at any time from any thread.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn peer_creds(stream: &UnixStream) -> Option<PeerCreds> {
