@@ -9,6 +9,9 @@
 //! request ([`Shared::kick`]), or when a blocking caller gives the role up while other requests
 //! are outstanding; it reads until nothing is outstanding, then sleeps again. A blocking call
 //! that finds the role taken waits for its reply on its channel, as a non-blocking one would.
+//! Before sleeping in `read`, a blocking caller looks for its reply for up to 20 µs
+//! (non-blocking reads, yielding the CPU between them): on a shared CPU the server runs
+//! meanwhile, and on another CPU the reply is often there before a sleep and wake-up would end.
 
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
@@ -324,6 +327,19 @@ impl Shared {
                     });
                 }
             }
+            // The reply usually comes within microseconds: look for it a few times, letting
+            // the server run meanwhile if it shares our CPU, before sleeping in the kernel.
+            match spin_fill(&mut rs) {
+                Ok(Some(true)) => continue,
+                Ok(Some(false)) => break Err(Error::LostConnection),
+                Ok(None) => {}
+                Err(e) => {
+                    break Err(Error::Connect {
+                        path: "server".into(),
+                        source: e,
+                    });
+                }
+            }
             match fill(&mut rs) {
                 Ok(true) => {}
                 Ok(false) => break Err(Error::LostConnection),
@@ -585,5 +601,43 @@ fn fill(rs: &mut ReadSide) -> io::Result<bool> {
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// How long a blocking caller looks for its reply before sleeping in `read`.
+const SPIN: Duration = Duration::from_micros(20);
+
+/// Reads whatever has arrived, without waiting.
+struct DontWait<'a>(&'a UnixStream);
+
+impl Read for DontWait<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        use std::os::fd::AsRawFd;
+        nix::sys::socket::recv(
+            self.0.as_raw_fd(),
+            buf,
+            nix::sys::socket::MsgFlags::MSG_DONTWAIT,
+        )
+        .map_err(io::Error::from)
+    }
+}
+
+/// Looks for data for up to [`SPIN`], yielding the CPU between looks. `Ok(None)`: nothing
+/// came; `Ok(Some(false))`: end of stream.
+fn spin_fill(rs: &mut ReadSide) -> io::Result<Option<bool>> {
+    let ReadSide { stream, reader } = rs;
+    let start = Instant::now();
+    loop {
+        match reader.read_from(&mut DontWait(stream)) {
+            Ok(0) => return Ok(Some(false)),
+            Ok(_) => return Ok(Some(true)),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        if start.elapsed() >= SPIN {
+            return Ok(None);
+        }
+        thread::yield_now();
     }
 }
