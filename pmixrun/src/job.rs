@@ -95,10 +95,20 @@ pub(crate) fn job_info(
 /// and sees `cmd` as its `argv[0]`. An `env` entry `NAME=value` sets `NAME`; `NAME` alone
 /// passes pmixrun's own value on, like `-x NAME`. An empty `cwd` means pmixrun's directory, a
 /// relative one is relative to it.
-pub(crate) fn spawn_apps(apps: &[pmix_server::App]) -> Result<Vec<App>, String> {
+///
+/// The directives a single node can honour are applied, an app's own `info` over the job's:
+/// `PMIX_WDIR` (when the app names no `cwd`) and `PMIX_SET_ENVAR` (after the app's `env`).
+pub(crate) fn spawn_apps(apps: &[pmix_server::App], job_info: &[Info]) -> Result<Vec<App>, String> {
     apps.iter()
         .map(|a| {
-            let env = a
+            let directive = |key: &str| {
+                a.info
+                    .iter()
+                    .chain(job_info)
+                    .find(|i| i.key.as_str() == key)
+                    .map(|i| &i.value)
+            };
+            let mut env: Vec<_> = a
                 .env
                 .iter()
                 .map(|e| {
@@ -106,11 +116,30 @@ pub(crate) fn spawn_apps(apps: &[pmix_server::App]) -> Result<Vec<App>, String> 
                         .map_err(|_| format!("environment entry {e:?} names no variable"))
                 })
                 .collect::<Result<_, _>>()?;
+            for i in a.info.iter().chain(job_info) {
+                if i.key.as_str() == attr::SET_ENVAR {
+                    match &i.value {
+                        Value::Envar(e) if !e.name.is_empty() && !e.name.contains('=') => {
+                            env.push((e.name.clone().into(), Some(e.value.clone().into())));
+                        }
+                        other => return Err(format!("PMIX_SET_ENVAR {other:?} is not a variable")),
+                    }
+                }
+            }
+            let wdir = if a.cwd.is_empty() {
+                match directive(attr::WDIR) {
+                    Some(Value::String(d)) => Some(PathBuf::from(d)),
+                    Some(other) => return Err(format!("PMIX_WDIR {other:?} is not a path")),
+                    None => None,
+                }
+            } else {
+                Some(PathBuf::from(&a.cwd))
+            };
             Ok(App {
                 np: a.maxprocs,
                 program: a.cmd.clone().into(),
                 args: a.argv.iter().skip(1).map(Into::into).collect(),
-                wdir: (!a.cwd.is_empty()).then(|| PathBuf::from(&a.cwd)),
+                wdir,
                 env,
             })
         })
@@ -222,7 +251,7 @@ mod tests {
         let mut other = req.clone();
         other.cwd = "sub".into();
         other.argv.clear();
-        let apps = spawn_apps(&[req.clone(), other]).unwrap_or_else(|e| panic!("{e}"));
+        let apps = spawn_apps(&[req.clone(), other], &[]).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             apps[0],
             App {
@@ -235,9 +264,57 @@ mod tests {
         );
         assert_eq!(apps[1].wdir, Some(PathBuf::from("sub")));
         assert!(apps[1].args.is_empty());
-        let mut bad = req;
+        let mut bad = req.clone();
         bad.env = vec!["=x".into()];
-        assert!(spawn_apps(&[bad]).is_err());
+        assert!(spawn_apps(&[bad], &[]).is_err());
+    }
+
+    #[test]
+    fn spawn_directives_a_node_can_honour() {
+        let envar = |n: &str, v: &str| {
+            Value::Envar(pmix_types::Envar {
+                name: n.into(),
+                value: v.into(),
+                separator: 0,
+            })
+        };
+        let mut a = pmix_server::App {
+            cmd: "./child".into(),
+            argv: vec!["child".into()],
+            env: vec!["A=1".into()],
+            cwd: String::new(),
+            maxprocs: 1,
+            info: vec![Info::attr(attr::WDIR, "/app-dir")],
+        };
+        let job = [
+            Info::attr(attr::WDIR, "/job-dir"),
+            Info::attr(attr::SET_ENVAR, envar("B", "2")),
+        ];
+        let apps = spawn_apps(std::slice::from_ref(&a), &job).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            apps[0].wdir,
+            Some(PathBuf::from("/app-dir")),
+            "the app's own wins"
+        );
+        assert_eq!(
+            apps[0].env,
+            vec![
+                ("A".into(), Some("1".into())),
+                ("B".into(), Some("2".into()))
+            ]
+        );
+        a.info.clear();
+        let apps = spawn_apps(std::slice::from_ref(&a), &job).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(apps[0].wdir, Some(PathBuf::from("/job-dir")));
+        a.cwd = "given".into();
+        let apps = spawn_apps(std::slice::from_ref(&a), &job).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            apps[0].wdir,
+            Some(PathBuf::from("given")),
+            "cwd wins over PMIX_WDIR"
+        );
+        let bad = [Info::attr(attr::SET_ENVAR, "B=2")];
+        assert!(spawn_apps(std::slice::from_ref(&a), &bad).is_err());
     }
 
     #[test]

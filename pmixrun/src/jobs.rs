@@ -121,7 +121,7 @@ impl Jobs for RunJobs<'_> {
             message,
             partial: None,
         };
-        let apps = job::spawn_apps(apps).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let apps = job::spawn_apps(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let layout = Layout::new(&apps).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         // What can be checked before anything is registered or started, is.
         let user_env: Vec<_> = apps.iter().map(launch::app_env).collect();
