@@ -31,6 +31,40 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     bin
 }
 
+/// `target/<profile>`, where the running test lives (`target/<profile>/deps/<test>`).
+pub fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>")
+        .to_path_buf()
+}
+
+/// Builds binaries of other packages of the workspace (`what`: cargo's package and target
+/// arguments) into the running test's target directory and profile: `cargo test -p
+/// pmix-tests` does not build them, and an old one must not be tested. A no-op when they are
+/// up to date; returns the profile directory they are in.
+pub fn cargo_build(what: &[&str]) -> PathBuf {
+    let profile = profile_dir();
+    let target = profile.parent().expect("target dir");
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.arg("build")
+        .args(what)
+        .arg("--target-dir")
+        .arg(target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    let out = cmd.output().expect("running cargo build");
+    assert!(
+        out.status.success(),
+        "cargo build {what:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    profile
+}
+
 /// The outcome of one client process.
 #[derive(Debug)]
 pub struct Finished {

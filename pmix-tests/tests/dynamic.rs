@@ -6,7 +6,7 @@
 //! Every launch is bounded by a deadline.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -15,7 +15,9 @@ use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pmix_server::NoHost;
-use pmix_tests::{Finished, Started, TestHost, assert_all_ok, wait_all, workspace_bin};
+use pmix_tests::{
+    Finished, Started, TestHost, assert_all_ok, cargo_build, wait_all, workspace_bin,
+};
 use pmix_types::{Nspace, Proc};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -169,25 +171,12 @@ fn resolve_peers_and_nodes_of_both_namespaces() {
 
 // ---- pmixrun ---------------------------------------------------------------------------
 
-/// `target/<profile>`, where this test runs from (`target/<profile>/deps/<test>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf()
-}
-
 /// pmixrun and the spawn_connect example, built once per test process: `cargo test -p
 /// pmix-tests` does not build other packages' binaries, and an old one must not be tested.
 fn built() -> &'static (PathBuf, PathBuf) {
     static BINS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
     BINS.get_or_init(|| {
-        let profile = profile_dir();
-        let target = profile.parent().expect("target dir");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args([
-            "build",
+        let profile = cargo_build(&[
             "-p",
             "pmixrun",
             "--bin",
@@ -196,19 +185,7 @@ fn built() -> &'static (PathBuf, PathBuf) {
             "pmix-client",
             "--example",
             "spawn_connect",
-            "--target-dir",
-        ])
-        .arg(target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().expect("running cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        ]);
         (
             profile.join("pmixrun"),
             profile.join("examples").join("spawn_connect"),

@@ -14,7 +14,9 @@ use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pmix_server::NoHost;
-use pmix_tests::{Finished, Started, TestHost, assert_all_ok, wait_all, workspace_bin};
+use pmix_tests::{
+    Finished, Started, TestHost, assert_all_ok, cargo_build, profile_dir, wait_all, workspace_bin,
+};
 use pmix_types::{Nspace, Proc};
 
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -115,37 +117,6 @@ fn a_lookup_whose_process_ended_consumes_nothing() {
 }
 
 // ---- pmixrun ---------------------------------------------------------------------------
-
-/// `target/<profile>`, where this test runs from (`target/<profile>/deps/<test>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf()
-}
-
-/// Builds a binary of another package of the workspace: `cargo test -p pmix-tests` does not
-/// build them, and an old one must not be tested. A no-op when it is up to date.
-fn cargo_build(what: &[&str]) {
-    let profile = profile_dir();
-    let target = profile.parent().expect("target dir");
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.arg("build")
-        .args(what)
-        .arg("--target-dir")
-        .arg(target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().expect("running cargo build");
-    assert!(
-        out.status.success(),
-        "cargo build {what:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// pmixrun and the rendezvous example, built once per test process (one cargo at a time).
 fn built() -> &'static (PathBuf, PathBuf) {

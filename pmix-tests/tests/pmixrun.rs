@@ -10,41 +10,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pmix_tests::workspace_bin;
+use pmix_tests::{cargo_build, profile_dir, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-/// `target/<profile>`, where this test runs from (`target/<profile>/deps/<test>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf()
-}
-
-/// Builds a binary of another package of the workspace: `cargo test -p pmix-tests` does not
-/// build them, and an old one must not be tested. Once per test process; a no-op when it is up
-/// to date.
-fn cargo_build(what: &[&str]) {
-    let profile = profile_dir();
-    let target = profile.parent().expect("target dir");
-    let mut cmd = Command::new(env!("CARGO"));
-    cmd.arg("build")
-        .args(what)
-        .arg("--target-dir")
-        .arg(target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile.file_name().is_some_and(|n| n == "release") {
-        cmd.arg("--release");
-    }
-    let out = cmd.output().expect("running cargo build");
-    assert!(
-        out.status.success(),
-        "cargo build {what:?} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 fn pmixrun_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();

@@ -11,41 +11,15 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pmix_tests::workspace_bin;
+use pmix_tests::{cargo_build, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-/// `target/<profile>`, where this test runs from (`target/<profile>/deps/<test>`).
-fn profile_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("current exe");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>")
-        .to_path_buf()
-}
 
 /// pmixrun, built once per test process: `cargo test -p pmix-tests` does not build other
 /// packages' binaries, and an old one must not be tested.
 fn pmixrun_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let profile = profile_dir();
-        let target = profile.parent().expect("target dir");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-p", "pmixrun", "--bin", "pmixrun", "--target-dir"])
-            .arg(target)
-            .current_dir(env!("CARGO_MANIFEST_DIR"));
-        if profile.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let out = cmd.output().expect("running cargo build");
-        assert!(
-            out.status.success(),
-            "cargo build pmixrun failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        profile.join("pmixrun")
-    })
+    BIN.get_or_init(|| cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]).join("pmixrun"))
 }
 
 fn client() -> String {
