@@ -15,6 +15,7 @@ mod engine;
 mod error;
 mod host;
 mod nameserver;
+mod outbuf;
 mod server;
 mod shell;
 

@@ -430,26 +430,7 @@ impl Loop {
         let Some(conn) = self.conns.get_mut(c) else {
             return;
         };
-        let mut dead = false;
-        while conn.wpos < conn.wbuf.len() {
-            match conn.stream.write(&conn.wbuf[conn.wpos..]) {
-                Ok(0) => {
-                    dead = true;
-                    break;
-                }
-                Ok(n) => conn.wpos += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    dead = true;
-                    break;
-                }
-            }
-        }
-        if conn.wpos == conn.wbuf.len() {
-            conn.wbuf.clear();
-            conn.wpos = 0;
-        }
+        let dead = !crate::outbuf::write_queued(&mut conn.stream, &mut conn.wbuf, &mut conn.wpos);
         let want = !conn.wbuf.is_empty();
         if want != conn.writable && !dead {
             let interest = if want {

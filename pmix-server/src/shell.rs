@@ -7,7 +7,7 @@
 //! threads and host completions arrive through a channel plus a `mio::Waker`.
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -403,31 +403,12 @@ impl<H: Host> Shell<H> {
     }
 
     fn flush(&mut self, conn: ConnId) {
-        let mut dead = false;
         let Some(c) = self.conns.get_mut(conn) else {
             return;
         };
-        while c.wpos < c.wbuf.len() {
-            match c.stream.write(&c.wbuf[c.wpos..]) {
-                Ok(0) => {
-                    dead = true;
-                    break;
-                }
-                Ok(n) => c.wpos += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => {
-                    dead = true;
-                    break;
-                }
-            }
-        }
-        if c.wpos == c.wbuf.len() {
-            c.wbuf.clear();
-            c.wpos = 0;
-            if c.wbuf.capacity() > 1 << 20 {
-                c.wbuf.shrink_to(64 * 1024);
-            }
+        let dead = !crate::outbuf::write_queued(&mut c.stream, &mut c.wbuf, &mut c.wpos);
+        if c.wbuf.is_empty() && c.wbuf.capacity() > 1 << 20 {
+            c.wbuf.shrink_to(64 * 1024);
         }
         let want_write = !c.wbuf.is_empty();
         let done_closing = c.closing && c.wbuf.is_empty();

@@ -137,6 +137,31 @@ impl Sim {
         );
     }
 
+    /// Connects `conn` as `name:rank` when the host is answered by hand (`auto_host` off):
+    /// answers the client_connected call itself.
+    fn connect_answering_host(&mut self, conn: ConnId, name: &str, rank: u32) {
+        self.eng.handle_hello(
+            conn,
+            &ns(name),
+            Rank(rank),
+            &secret(name, rank),
+            Some(PeerCreds { uid: UID, gid: GID }),
+        );
+        self.pump();
+        let (op, call) = self.host_calls.remove(0);
+        assert!(
+            matches!(call, HostCall::ClientConnected { .. }),
+            "expected client_connected, got {call:?}"
+        );
+        self.eng
+            .handle_host_done(op, HostOutcome::Unit(Ok(())), self.now);
+        self.pump();
+        assert!(
+            self.accepted.contains(&conn),
+            "{name}:{rank} was not accepted"
+        );
+    }
+
     fn hello(&mut self, conn: ConnId, name: &str, rank: u32, secret: &[u8], creds: PeerCreds) {
         self.eng
             .handle_hello(conn, &ns(name), Rank(rank), secret, Some(creds));
@@ -946,18 +971,7 @@ fn host_name_service_gets_the_callers_credentials() {
     sim.eng = Engine::new("node0".into(), vec![], crate::NameService::Host);
     sim.auto_host = false;
     sim.job("a", 1);
-    sim.eng.handle_hello(
-        1,
-        &ns("a"),
-        Rank(0),
-        &secret("a", 0),
-        Some(PeerCreds { uid: UID, gid: GID }),
-    );
-    sim.pump();
-    let (op, _) = sim.host_calls.remove(0);
-    sim.eng
-        .handle_host_done(op, HostOutcome::Unit(Ok(())), sim.now);
-    sim.pump();
+    sim.connect_answering_host(1, "a", 0);
     // A client cannot pass itself off as another user.
     let forged = vec![Info::attr(attr::USERID, 0u32)];
     let id = sim.send(1, publish(&[("k", "v")], forged));
@@ -1279,18 +1293,7 @@ fn spawn_goes_to_the_host_and_its_answer_to_the_client() {
     let mut sim = Sim::new();
     sim.auto_host = false;
     sim.job("a", 1);
-    sim.eng.handle_hello(
-        1,
-        &ns("a"),
-        Rank(0),
-        &secret("a", 0),
-        Some(PeerCreds { uid: UID, gid: GID }),
-    );
-    sim.pump();
-    let (op, _) = sim.host_calls.remove(0);
-    sim.eng
-        .handle_host_done(op, HostOutcome::Unit(Ok(())), sim.now);
-    sim.pump();
+    sim.connect_answering_host(1, "a", 0);
     let app = pmix_wire::App {
         cmd: "/bin/true".into(),
         argv: vec!["true".into()],
