@@ -249,6 +249,9 @@ int main(int argc, char **argv)
         t = bench_now();
         fence_collect();
         add("fence_first_us", (bench_now() - t) * 1e6);
+        /* Untimed: no rank starts the CPU-bound gets below while a peer has yet to see the
+         * fence complete (see docs/benchmarks.md, "The first collecting fence"). */
+        barrier();
     }
 
     /* Every rank's card: the first pass, then repeated passes. */

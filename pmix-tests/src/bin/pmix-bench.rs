@@ -449,6 +449,9 @@ fn client_main(args: &[String]) -> Res {
     let t = Instant::now();
     fence_collect(&c)?;
     rep.add("fence_first_us", us_per(t.elapsed(), 1));
+    // Untimed: no rank starts the CPU-bound gets below while a peer has yet to see the fence
+    // complete (see docs/benchmarks.md, "The first collecting fence").
+    barrier(&c)?;
 
     // Every rank's card: the first pass, then repeated passes.
     let peers: Vec<(Proc, String)> = (0..n)
