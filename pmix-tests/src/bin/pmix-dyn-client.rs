@@ -448,6 +448,55 @@ fn exchange(c: &Client, w: &World) -> Res {
     Ok(())
 }
 
+/// What each process commits for `fence-both` and `fence-part`.
+const FENCE_KEY: &str = "dyn.fence";
+
+/// `fence-both` (`part` false): a collecting fence over both whole jobs, with no connect
+/// before it; afterwards every process holds every other's value without asking the server.
+/// `fence-part` (`part` true): the fence is over all of A and B's rank 0 only; the rest of B
+/// stays out, so the participants hold each other's values and not theirs, which a get still
+/// finds through the server. Both end with a barrier over both jobs.
+fn fence_across(c: &Client, w: &World, part: bool) -> Res {
+    commit_value(c, FENCE_KEY)?;
+    let mut procs = vec![wildcard(&w.a)];
+    procs.push(if part {
+        w.proc(Side::B, 0)
+    } else {
+        wildcard(&w.b)
+    });
+    let inside = |p: &Proc| p.nspace == w.a || !part || p.rank == Rank(0);
+    let collect = [Info::attr(attr::COLLECT_DATA, true)];
+    if inside(&w.me) {
+        c.fence(&procs, &collect).map_err(e("fence"))?;
+        let mut read = 0;
+        for p in w.everyone().into_iter().filter(|p| *p != w.me) {
+            if inside(&p) {
+                let v = local_str(c, &p, FENCE_KEY)?;
+                check!(v == value_of(&p, FENCE_KEY), "{FENCE_KEY} of {p} is {v:?}");
+                read += 1;
+            } else {
+                not_held(c, &p, FENCE_KEY)?;
+                let v = c
+                    .get(&p, FENCE_KEY, &[Info::attr(attr::TIMEOUT, PATIENCE_SECS)])
+                    .map_err(e("get of a process outside the fence"))?;
+                check!(
+                    v.as_str() == Some(value_of(&p, FENCE_KEY).as_str()),
+                    "{FENCE_KEY} of {p} (outside the fence) is {v:?}"
+                );
+            }
+        }
+        println!(
+            "{}: fenced over {}, held {read} values",
+            w.label(),
+            if part { "a and b 0" } else { "a and b" }
+        );
+    } else {
+        println!("{}: stayed out of the fence", w.label());
+    }
+    // Nobody leaves (taking its data along) before the gets above are done.
+    c.fence(&w.both(), &[]).map_err(e("closing barrier"))
+}
+
 /// `disconnect`: connect and disconnect (blocking, then non-blocking); the data the connect
 /// brought stays. With a host-registered world, B's last rank then ends without finalize:
 /// its own job hears of it, A (no longer connected) does not.
@@ -828,6 +877,8 @@ fn run(args: &[String]) -> Res {
                 "spawned" => spawned(&c, &w),
                 "exchange" => exchange(&c, &w),
                 "disconnect" => disconnect(&c, &w),
+                "fence-both" => fence_across(&c, &w, false),
+                "fence-part" => fence_across(&c, &w, true),
                 "killed" => killed(&c, &w),
                 "events" => events(&c, &w),
                 "resolve" => resolve(&c, &w),

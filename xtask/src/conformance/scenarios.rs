@@ -138,14 +138,50 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         ids: &["01", "C04"],
         name: "fence-nspace-plus-rank",
-        about: "fence over a whole namespace plus one rank of another",
-        plan: Plan::Skip("needs two namespaces; pmixrun runs one job (see pmix-tests core.rs)"),
+        about: "collecting fence over a whole job plus rank 0 of a job it spawned; the rank \
+                left out is read through the server",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: DYN_CLIENT,
+                np: 3,
+                args: &["fence-part", "spawn", "2"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Passed {
+                    per_rank: &["a {rank}: fenced over a and b 0, held 3 values"],
+                    lines: &[
+                        "b 0: fenced over a and b 0, held 3 values",
+                        "b 1: stayed out of the fence",
+                        "ok",
+                        "ok",
+                    ],
+                },
+                stderr: Stderr::Exactly(""),
+            },
+        }),
     },
     Scenario {
         ids: &["02", "C04"],
         name: "fence-two-nspaces",
-        about: "fence over two whole namespaces",
-        plan: Plan::Skip("needs two namespaces; pmixrun runs one job (see pmix-tests core.rs)"),
+        about: "collecting fence over a job and the whole job it spawned, with no connect",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: DYN_CLIENT,
+                np: 3,
+                args: &["fence-both", "spawn", "1"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Passed {
+                    per_rank: &["a {rank}: fenced over a and b, held 3 values"],
+                    lines: &["b 0: fenced over a and b, held 3 values", "ok"],
+                },
+                stderr: Stderr::Exactly(""),
+            },
+        }),
     },
     Scenario {
         ids: &["03", "C04"],
