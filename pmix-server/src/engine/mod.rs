@@ -152,7 +152,8 @@ struct Namespace {
     name: Nspace,
     size: u32,
     local: Vec<Rank>,
-    job: Arc<JobData>,
+    /// Its job data, derived from the registration when first needed.
+    job: nspace::LazyJob,
 }
 
 impl Namespace {
@@ -447,26 +448,13 @@ impl Engine {
                 id
             }
         };
-        let job = if reg.nodata {
-            // The host registers the namespace for bookkeeping only: clients get no job data.
-            JobData {
-                nspace: nspace.clone(),
-                session: vec![],
-                job: vec![],
-                apps: vec![],
-                nodes: vec![],
-                procs: vec![],
-            }
-        } else {
-            reg.job
-        };
         self.nspaces.insert(
             id,
             Namespace {
                 name: nspace,
                 size: reg.size,
                 local: reg.local_ranks,
-                job: Arc::new(job),
+                job: reg.job,
             },
         );
         Ok(())
@@ -1595,7 +1583,7 @@ impl Engine {
                 };
                 if status.is_success() {
                     c.state = ConnState::Active;
-                    let job = self.nspaces.get(&c.ns).map(|n| n.job.clone());
+                    let job = self.nspaces.get(&c.ns).map(|n| n.job.get().clone());
                     match job {
                         Some(job) => self.out.push_back(Output::Accept { conn, job }),
                         None => self.out.push_back(Output::Refuse {

@@ -5,8 +5,19 @@
 //! what the node and process maps imply but the host left out (local peers, local and node
 //! ranks, node ids, hostnames of each rank, app numbers and app ranks, sizes). Values the host
 //! gave always win over derived ones.
+//!
+//! Registration is split in two so that a large job costs little until someone needs its data.
+//! [`register`] checks everything, settles the session, job and app levels (a handful of values)
+//! and keeps the rest compact: the parsed maps (node names, the ranks on each node) and only the
+//! node and process values the host gave. The node and process levels, one realm per node and
+//! per rank, are derived from those by [`LazyJob::get`] when the namespace's [`JobData`] is
+//! first needed (a local client's welcome, a job-level get or a connect naming the namespace),
+//! and kept from then on. A job placed entirely on other nodes is typically never expanded.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
+use std::ops::Deref;
+use std::sync::Arc;
 
 use pmix_types::attr::{self, Level};
 use pmix_types::{Info, Nspace, Rank, Value};
@@ -17,14 +28,77 @@ use crate::Error;
 /// What registration produced for one namespace.
 #[derive(Debug)]
 pub(crate) struct Registration {
-    /// Everything a client of this namespace receives at init.
-    pub(crate) job: JobData,
+    /// Everything a client of this namespace receives at init, built on first use.
+    pub(crate) job: LazyJob,
     /// Number of processes in the namespace.
     pub(crate) size: u32,
     /// The ranks that run on this server's node, ascending.
     pub(crate) local_ranks: Vec<Rank>,
-    /// The host asked for no data to be stored (`REGISTER_NODATA`).
-    pub(crate) nodata: bool,
+}
+
+/// A namespace's [`JobData`], derived from its compact registration the first time it is asked
+/// for and shared from then on (the same `Arc` each time, which the shell's welcome-frame cache
+/// relies on).
+#[derive(Debug)]
+pub(crate) struct LazyJob {
+    spec: Spec,
+    built: OnceCell<Arc<JobData>>,
+}
+
+impl LazyJob {
+    /// The job data, derived now if this is the first call.
+    pub(crate) fn get(&self) -> &Arc<JobData> {
+        self.built.get_or_init(|| Arc::new(self.spec.expand()))
+    }
+
+    /// Whether the job data was derived already.
+    #[cfg(test)]
+    pub(crate) fn is_built(&self) -> bool {
+        self.built.get().is_some()
+    }
+}
+
+impl Deref for LazyJob {
+    type Target = JobData;
+
+    /// Like `std::cell::LazyCell`: derives the job data on first use.
+    fn deref(&self) -> &JobData {
+        self.get()
+    }
+}
+
+/// The parsed node and process maps.
+#[derive(Debug)]
+struct Maps {
+    /// Node names, by node id.
+    names: Vec<String>,
+    /// The ranks on each node, by node id, in the order the map lists them.
+    ppn: Vec<Vec<Rank>>,
+}
+
+/// Everything needed to derive a namespace's [`JobData`]: the levels settled at registration,
+/// the host's node and process values as given, and the maps.
+#[derive(Debug)]
+struct Spec {
+    nspace: Nspace,
+    /// The host asked for no data to be stored (`REGISTER_NODATA`): clients get none.
+    nodata: bool,
+    size: u32,
+    /// Final session, job and app levels.
+    session: Vec<Info>,
+    job: Vec<Info>,
+    apps: Vec<Realm>,
+    /// (app number, leader) in app-number order, for the app of each rank.
+    app_of_rank: Vec<(u32, Rank)>,
+    /// `NPROC_OFFSET`: a rank's global rank is the offset plus its rank.
+    offset: u32,
+    /// `SPAWNED` at job level, which every process repeats.
+    spawned: bool,
+    /// Node arrays as the host gave them.
+    given_nodes: Vec<Vec<Info>>,
+    /// Process arrays as the host gave them.
+    given_procs: BTreeMap<Rank, Vec<Info>>,
+    maps: Option<Maps>,
 }
 
 #[derive(Default)]
@@ -142,18 +216,18 @@ fn map_text(v: &Value) -> Option<&[u8]> {
 }
 
 /// Parses the node map and the process map into node names and the ranks on each node.
-fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<(Vec<String>, Vec<Vec<Rank>>), Error> {
+fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<Maps, Error> {
     let bad = |what: &str, e: &dyn std::fmt::Display| {
         Error::BadRegistration(format!("cannot parse PMIX_{what}: {e}"))
     };
     let nodes = map_text(node_map).ok_or_else(|| bad("NODE_MAP", &"not a string or regex"))?;
     let procs = map_text(proc_map).ok_or_else(|| bad("PROC_MAP", &"not a string or regex"))?;
-    let nodes = pmix_regex::parse_regex(nodes).map_err(|e| bad("NODE_MAP", &e))?;
+    let names = pmix_regex::parse_regex(nodes).map_err(|e| bad("NODE_MAP", &e))?;
     let ppn = pmix_regex::parse_ppn(procs).map_err(|e| bad("PROC_MAP", &e))?;
-    if nodes.len() != ppn.len() {
+    if names.len() != ppn.len() {
         return Err(Error::BadRegistration(format!(
             "PMIX_NODE_MAP names {} nodes but PMIX_PROC_MAP has {} entries",
-            nodes.len(),
+            names.len(),
             ppn.len()
         )));
     }
@@ -161,7 +235,7 @@ fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<(Vec<String>, Vec<Ve
         .into_iter()
         .map(|ranks| ranks.into_iter().map(Rank).collect())
         .collect();
-    Ok((nodes, ppn))
+    Ok(Maps { names, ppn })
 }
 
 fn join_ranks(ranks: &[Rank]) -> String {
@@ -183,7 +257,8 @@ pub(crate) struct Locale<'a> {
     pub(crate) job_extras: &'a [Info],
 }
 
-/// Builds the registration of one namespace.
+/// Checks the registration of one namespace and settles what it needs at once; the node and
+/// process levels are derived later (see the module docs).
 pub(crate) fn register(
     nspace: &Nspace,
     nlocalprocs: u32,
@@ -208,14 +283,14 @@ pub(crate) fn register(
             .as_u32()
             .ok_or_else(|| Error::BadRegistration("PMIX_JOB_SIZE is not an integer".into()))?,
         None => match &maps {
-            Some((_, ppn)) => u32::try_from(ppn.iter().map(Vec::len).sum::<usize>())
+            Some(m) => u32::try_from(m.ppn.iter().map(Vec::len).sum::<usize>())
                 .map_err(|_| Error::BadRegistration("too many ranks".into()))?,
             None if !lv.procs.is_empty() => lv.procs.keys().map(|r| r.0 + 1).max().unwrap_or(0),
             None => nlocalprocs,
         },
     };
-    if let Some((_, ppn)) = &maps {
-        if let Some(bad) = ppn.iter().flatten().find(|r| r.0 >= size) {
+    if let Some(m) = &maps {
+        if let Some(bad) = m.ppn.iter().flatten().find(|r| r.0 >= size) {
             return Err(Error::BadRegistration(format!(
                 "PMIX_PROC_MAP places rank {bad} but the job has {size} processes"
             )));
@@ -248,99 +323,29 @@ pub(crate) fn register(
         add_missing(infos, attr::MAX_PROCS, app_size);
         next = ldr.0.saturating_add(app_size);
     }
-    let app_for = |rank: Rank| -> (u32, Rank) {
-        // The last app whose leader is at or below the rank.
-        let mut best = (0, Rank(0));
-        for &(appnum, ldr) in &app_of_rank {
-            if ldr <= rank {
-                best = (appnum, ldr);
-            }
-        }
-        best
-    };
 
-    // Nodes and the processes on them.
     let offset = find(&lv.job, attr::NPROC_OFFSET)
         .and_then(Value::as_u32)
         .unwrap_or(0);
-    let mut node_realms: Vec<Realm> = Vec::new();
-    let mut local_ranks: Option<Vec<Rank>> = None;
-    if let Some((names, ppn)) = &maps {
-        for (idx, (name, ranks)) in names.iter().zip(ppn).enumerate() {
-            let id = u32::try_from(idx).unwrap_or(u32::MAX);
-            // Host-given node arrays for this node, matched by id or by name.
-            let mut infos: Vec<Info> = Vec::new();
-            for given in &lv.nodes {
-                let by_id = find(given, attr::NODEID).and_then(Value::as_u32) == Some(id);
-                let by_name =
-                    find(given, attr::HOSTNAME).and_then(Value::as_str) == Some(name.as_str());
-                if by_id || by_name {
-                    infos.extend(given.iter().cloned());
-                }
-            }
-            add_missing(&mut infos, attr::NODEID, id);
-            add_missing(&mut infos, attr::HOSTNAME, name.as_str());
-            let lsize = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
-            add_missing(&mut infos, attr::LOCAL_SIZE, lsize);
-            add_missing(&mut infos, attr::NODE_SIZE, lsize);
-            add_missing(&mut infos, attr::LOCAL_PEERS, join_ranks(ranks));
-            if let Some(first) = ranks.iter().min() {
-                add_missing(&mut infos, attr::LOCALLDR, *first);
-            }
-            for (lrank, &rank) in ranks.iter().enumerate() {
-                let lrank = u16::try_from(lrank).unwrap_or(u16::MAX);
-                let p = lv.procs.entry(rank).or_default();
-                add_missing(p, attr::NODEID, id);
-                add_missing(p, attr::HOSTNAME, name.as_str());
-                add_missing(p, attr::LOCAL_RANK, lrank);
-                add_missing(p, attr::NODE_RANK, lrank);
-            }
-            if name == locale.hostname && local_ranks.is_none() {
-                local_ranks = Some(ranks.clone());
-            }
-            node_realms.push(Realm { id, info: infos });
-        }
-    } else {
-        for (idx, given) in lv.nodes.iter().enumerate() {
-            let id = find(given, attr::NODEID)
-                .and_then(Value::as_u32)
-                .unwrap_or(u32::try_from(idx).unwrap_or(u32::MAX));
-            node_realms.push(Realm {
-                id,
-                info: given.clone(),
-            });
-        }
-    }
     // A job registered as spawned says so at job level; each process says the same.
     let spawned = find(&lv.job, attr::SPAWNED)
         .and_then(Value::as_bool)
         .unwrap_or(false);
-    for r in 0..size {
-        let rank = Rank(r);
-        let (appnum, ldr) = app_for(rank);
-        let p = lv.procs.entry(rank).or_default();
-        if !has(p, attr::RANK) {
-            p.insert(0, Info::attr(attr::RANK, rank));
-        }
-        add_missing(p, attr::GLOBAL_RANK, Rank(offset.saturating_add(r)));
-        add_missing(p, attr::APPNUM, appnum);
-        add_missing(p, attr::APP_RANK, Rank(r - ldr.0.min(r)));
-        add_missing(p, attr::REINCARNATION, 0u32);
-        add_missing(p, attr::SPAWNED, spawned);
-    }
 
-    // Which ranks are on this node.
-    let local_ranks = if let Some(peers) = find(&lv.job, attr::LOCAL_PEERS).and_then(Value::as_str)
-    {
-        parse_rank_list(peers)?
-    } else if let Some(l) = local_ranks {
-        l
-    } else if maps.as_ref().is_some_and(|(n, _)| n.len() == 1) {
-        maps.as_ref().map(|(_, p)| p[0].clone()).unwrap_or_default()
-    } else {
-        (0..nlocalprocs.min(size)).map(Rank).collect()
-    };
-    let mut local_ranks = local_ranks;
+    // Which ranks are on this node: the host's list, else the first node of the map with this
+    // node's name, else the only node of the map, else the first `nlocalprocs` ranks.
+    let mut local_ranks =
+        if let Some(peers) = find(&lv.job, attr::LOCAL_PEERS).and_then(Value::as_str) {
+            parse_rank_list(peers)?
+        } else if let Some(m) = &maps {
+            match m.names.iter().position(|n| n == locale.hostname) {
+                Some(idx) => m.ppn[idx].clone(),
+                None if m.names.len() == 1 => m.ppn[0].clone(),
+                None => (0..nlocalprocs.min(size)).map(Rank).collect(),
+            }
+        } else {
+            (0..nlocalprocs.min(size)).map(Rank).collect()
+        };
     local_ranks.sort_unstable();
     local_ranks.dedup();
 
@@ -352,11 +357,11 @@ pub(crate) fn register(
     add_missing(&mut lv.job, attr::JOB_SIZE, size);
     add_missing(&mut lv.job, attr::MAX_PROCS, size);
     add_missing(&mut lv.job, attr::JOB_NUM_APPS, napps);
-    if let Some((names, _)) = &maps {
+    if let Some(m) = &maps {
         add_missing(
             &mut lv.job,
             attr::NUM_NODES,
-            u32::try_from(names.len()).unwrap_or(u32::MAX),
+            u32::try_from(m.names.len()).unwrap_or(u32::MAX),
         );
     }
     // This node's values are also job-level for the clients on it (what a Get with rank
@@ -376,8 +381,10 @@ pub(crate) fn register(
         lv.session.push(Info::attr(attr::UNIV_SIZE, size));
     }
 
-    let job = JobData {
+    let spec = Spec {
         nspace: nspace.clone(),
+        nodata: lv.nodata,
+        size,
         session: lv.session,
         job: lv.job,
         apps: lv
@@ -385,19 +392,173 @@ pub(crate) fn register(
             .into_iter()
             .map(|(id, info)| Realm { id, info })
             .collect(),
-        nodes: node_realms,
-        procs: lv
-            .procs
-            .into_iter()
-            .map(|(rank, info)| ProcRealm { rank, info })
-            .collect(),
+        app_of_rank,
+        offset,
+        spawned,
+        given_nodes: lv.nodes,
+        given_procs: lv.procs,
+        maps,
     };
     Ok(Registration {
-        job,
+        job: LazyJob {
+            spec,
+            built: OnceCell::new(),
+        },
         size,
         local_ranks,
-        nodata: lv.nodata,
     })
+}
+
+impl Spec {
+    /// The job data clients receive.
+    fn expand(&self) -> JobData {
+        if self.nodata {
+            // The host registered the namespace for bookkeeping only.
+            return JobData {
+                nspace: self.nspace.clone(),
+                session: vec![],
+                job: vec![],
+                apps: vec![],
+                nodes: vec![],
+                procs: vec![],
+            };
+        }
+        JobData {
+            nspace: self.nspace.clone(),
+            session: self.session.clone(),
+            job: self.job.clone(),
+            apps: self.apps.clone(),
+            nodes: self.nodes(),
+            procs: self.procs(),
+        }
+    }
+
+    /// One realm per node of the map, or the host's node arrays as given without a map.
+    fn nodes(&self) -> Vec<Realm> {
+        let Some(maps) = &self.maps else {
+            return self
+                .given_nodes
+                .iter()
+                .enumerate()
+                .map(|(idx, given)| Realm {
+                    id: find(given, attr::NODEID)
+                        .and_then(Value::as_u32)
+                        .unwrap_or(u32::try_from(idx).unwrap_or(u32::MAX)),
+                    info: given.clone(),
+                })
+                .collect();
+        };
+        let mut realms = Vec::with_capacity(maps.names.len());
+        for (idx, (name, ranks)) in maps.names.iter().zip(&maps.ppn).enumerate() {
+            let id = u32::try_from(idx).unwrap_or(u32::MAX);
+            // Host-given node arrays for this node, matched by id or by name.
+            let mut infos: Vec<Info> = Vec::new();
+            for given in &self.given_nodes {
+                let by_id = find(given, attr::NODEID).and_then(Value::as_u32) == Some(id);
+                let by_name =
+                    find(given, attr::HOSTNAME).and_then(Value::as_str) == Some(name.as_str());
+                if by_id || by_name {
+                    infos.extend(given.iter().cloned());
+                }
+            }
+            add_missing(&mut infos, attr::NODEID, id);
+            add_missing(&mut infos, attr::HOSTNAME, name.as_str());
+            let lsize = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
+            add_missing(&mut infos, attr::LOCAL_SIZE, lsize);
+            add_missing(&mut infos, attr::NODE_SIZE, lsize);
+            add_missing(&mut infos, attr::LOCAL_PEERS, join_ranks(ranks));
+            if let Some(first) = ranks.iter().min() {
+                add_missing(&mut infos, attr::LOCALLDR, *first);
+            }
+            realms.push(Realm { id, info: infos });
+        }
+        realms
+    }
+
+    /// The app number and leader of the app `rank` belongs to: the last app, in app-number
+    /// order, whose leader is at or below the rank.
+    fn app_for(&self, rank: Rank, leaders_ascend: bool) -> (u32, Rank) {
+        if leaders_ascend {
+            // Then the apps with a leader at or below the rank are a prefix.
+            let n = self.app_of_rank.partition_point(|&(_, ldr)| ldr <= rank);
+            return n
+                .checked_sub(1)
+                .map_or((0, Rank(0)), |i| self.app_of_rank[i]);
+        }
+        let mut best = (0, Rank(0));
+        for &(appnum, ldr) in &self.app_of_rank {
+            if ldr <= rank {
+                best = (appnum, ldr);
+            }
+        }
+        best
+    }
+
+    /// One realm per rank of the job, plus the host's arrays for ranks outside it, by rank.
+    fn procs(&self) -> Vec<ProcRealm> {
+        const UNPLACED: u32 = u32::MAX;
+        // The node that places each rank first, and the rank's position on it.
+        let mut place: Vec<(u32, u16)> = Vec::new();
+        if let Some(maps) = &self.maps {
+            place = vec![(UNPLACED, 0); self.size as usize];
+            for (idx, ranks) in maps.ppn.iter().enumerate() {
+                let id = u32::try_from(idx).unwrap_or(u32::MAX);
+                for (lrank, rank) in ranks.iter().enumerate() {
+                    // Every rank of the map is below the size (checked at registration).
+                    if let Some(p) = place.get_mut(rank.0 as usize) {
+                        if p.0 == UNPLACED {
+                            *p = (id, u16::try_from(lrank).unwrap_or(u16::MAX));
+                        }
+                    }
+                }
+            }
+        }
+        let leaders_ascend = self.app_of_rank.is_sorted_by_key(|&(_, ldr)| ldr);
+        let mut given = self.given_procs.iter().peekable();
+        let mut out = Vec::with_capacity(self.size as usize);
+        for r in 0..self.size {
+            let rank = Rank(r);
+            let mut p = match given.next_if(|(g, _)| **g == rank) {
+                Some((_, infos)) => {
+                    let mut p = Vec::with_capacity(infos.len() + 10);
+                    p.extend(infos.iter().cloned());
+                    p
+                }
+                None => Vec::with_capacity(10),
+            };
+            if let Some(&(node, lrank)) = place.get(r as usize).filter(|p| p.0 != UNPLACED) {
+                let name = self
+                    .maps
+                    .as_ref()
+                    .and_then(|m| m.names.get(node as usize))
+                    .map_or("", String::as_str);
+                add_missing(&mut p, attr::NODEID, node);
+                add_missing(&mut p, attr::HOSTNAME, name);
+                add_missing(&mut p, attr::LOCAL_RANK, lrank);
+                add_missing(&mut p, attr::NODE_RANK, lrank);
+            }
+            let (appnum, ldr) = self.app_for(rank, leaders_ascend);
+            if !has(&p, attr::RANK) {
+                p.insert(0, Info::attr(attr::RANK, rank));
+            }
+            add_missing(
+                &mut p,
+                attr::GLOBAL_RANK,
+                Rank(self.offset.saturating_add(r)),
+            );
+            add_missing(&mut p, attr::APPNUM, appnum);
+            add_missing(&mut p, attr::APP_RANK, Rank(r - ldr.0.min(r)));
+            add_missing(&mut p, attr::REINCARNATION, 0u32);
+            add_missing(&mut p, attr::SPAWNED, self.spawned);
+            out.push(ProcRealm { rank, info: p });
+        }
+        // The host may describe ranks beyond the job's size; they keep what it gave.
+        out.extend(given.map(|(&rank, infos)| ProcRealm {
+            rank,
+            info: infos.clone(),
+        }));
+        out
+    }
 }
 
 /// Parses a comma-separated rank list (`PMIX_LOCAL_PEERS`), allowing `a-b` ranges.
@@ -419,3 +580,7 @@ pub(crate) fn parse_rank_list(s: &str) -> Result<Vec<Rank>, Error> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+#[path = "nspace_tests.rs"]
+mod tests;
