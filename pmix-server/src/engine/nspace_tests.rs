@@ -580,3 +580,22 @@ fn a_large_job() {
     let job = agree(0, &info);
     assert_eq!(job.procs.len(), 2000);
 }
+
+#[test]
+fn the_engine_registers_without_deriving() {
+    let mut eng = crate::engine::Engine::new(HOST.into(), extras(), crate::NameService::BuiltIn);
+    let ppn: Vec<Vec<u32>> = (0..3).map(|n| (n * 4..n * 4 + 4).collect()).collect();
+    let info = maps(&["a", "b", "c"], &ppn);
+    eng.register_nspace(Nspace::new("big").unwrap(), 0, &info)
+        .unwrap();
+    let id = eng.ns_id("big").unwrap();
+    let held = &eng.nspaces[&id];
+    assert_eq!(held.size, 12);
+    assert!(held.local.is_empty());
+    assert!(!held.job.is_built());
+    // Re-registration replaces what was held, still without deriving.
+    let _ = held.job.get();
+    eng.register_nspace(Nspace::new("big").unwrap(), 0, &info)
+        .unwrap();
+    assert!(!eng.nspaces[&id].job.is_built());
+}
