@@ -518,38 +518,41 @@ impl Spec {
         let mut out = Vec::with_capacity(self.size as usize);
         for r in 0..self.size {
             let rank = Rank(r);
-            let mut p = match given.next_if(|(g, _)| **g == rank) {
-                Some((_, infos)) => {
-                    let mut p = Vec::with_capacity(infos.len() + 10);
-                    p.extend(infos.iter().cloned());
-                    p
+            let given_here = given.next_if(|(g, _)| **g == rank).map(|(_, infos)| infos);
+            // Without host values for the rank nothing can be present already: skip the checks.
+            let check = given_here.is_some();
+            let add = |p: &mut Vec<Info>, key: &'static str, value: Value| {
+                if !check || !has(p, key) {
+                    p.push(Info::attr(key, value));
                 }
-                None => Vec::with_capacity(10),
             };
+            let mut p = Vec::with_capacity(given_here.map_or(0, Vec::len) + 10);
+            match given_here {
+                Some(infos) => p.extend(infos.iter().cloned()),
+                // First, where the checked path below inserts it.
+                None => p.push(Info::attr(attr::RANK, rank)),
+            }
             if let Some(&(node, lrank)) = place.get(r as usize).filter(|p| p.0 != UNPLACED) {
                 let name = self
                     .maps
                     .as_ref()
                     .and_then(|m| m.names.get(node as usize))
                     .map_or("", String::as_str);
-                add_missing(&mut p, attr::NODEID, node);
-                add_missing(&mut p, attr::HOSTNAME, name);
-                add_missing(&mut p, attr::LOCAL_RANK, lrank);
-                add_missing(&mut p, attr::NODE_RANK, lrank);
+                add(&mut p, attr::NODEID, node.into());
+                add(&mut p, attr::HOSTNAME, name.into());
+                add(&mut p, attr::LOCAL_RANK, lrank.into());
+                add(&mut p, attr::NODE_RANK, lrank.into());
             }
             let (appnum, ldr) = self.app_for(rank, leaders_ascend);
-            if !has(&p, attr::RANK) {
+            if check && !has(&p, attr::RANK) {
                 p.insert(0, Info::attr(attr::RANK, rank));
             }
-            add_missing(
-                &mut p,
-                attr::GLOBAL_RANK,
-                Rank(self.offset.saturating_add(r)),
-            );
-            add_missing(&mut p, attr::APPNUM, appnum);
-            add_missing(&mut p, attr::APP_RANK, Rank(r - ldr.0.min(r)));
-            add_missing(&mut p, attr::REINCARNATION, 0u32);
-            add_missing(&mut p, attr::SPAWNED, self.spawned);
+            let global = Rank(self.offset.saturating_add(r));
+            add(&mut p, attr::GLOBAL_RANK, global.into());
+            add(&mut p, attr::APPNUM, appnum.into());
+            add(&mut p, attr::APP_RANK, Rank(r - ldr.0.min(r)).into());
+            add(&mut p, attr::REINCARNATION, 0u32.into());
+            add(&mut p, attr::SPAWNED, self.spawned.into());
             out.push(ProcRealm { rank, info: p });
         }
         // The host may describe ranks beyond the job's size; they keep what it gave.
