@@ -8,6 +8,10 @@
 //! (`RESULT`, `CLIENT`, `NOTE`; see `pmix-bench`'s docs); this module runs them, every run in a
 //! process group of its own killed at its deadline, and prints one table: metric, ours,
 //! OpenPMIx, ours/OpenPMIx, followed by the goals of issue 6 judged on that table.
+//!
+//! Next to the publish/lookup/unpublish rows it runs the platform floor, `xtask/c/floor.c`:
+//! the same number of round trips per process over a Unix socket, with no PMIx at all, which
+//! is the least any socket-based server can spend on one of those calls on this machine.
 
 mod build;
 mod exec;
@@ -26,7 +30,9 @@ usage: cargo xtask bench [options]
 Runs the benchmark workloads (job-level get, put+commit, collecting fences, peer gets,
 barrier, publish/lookup/unpublish, init/finalize, server memory; map generation and
 register_nspace of 10k/100k processes) on our stack and on OpenPMIx (Debian's libpmix-dev),
-N processes pinned to one CPU and unpinned, and prints one table.
+N processes pinned to one CPU and unpinned, and prints one table. With the
+publish/lookup/unpublish all-ranks rows it also runs the platform floor (xtask/c/floor.c:
+the same round trips over a socket without PMIx) and prints both sides divided by it.
 
 options:
     --quick            short run: N=2,8, fewer iterations, maps of 10k only
@@ -120,8 +126,8 @@ impl Options {
     }
 
     /// The client's iteration counts (the OpenPMIx harness's defaults for a full run).
-    fn client_args(&self) -> Vec<String> {
-        let counts: [(&str, u32); 6] = if self.quick {
+    fn counts(&self) -> [(&'static str, u32); 6] {
+        if self.quick {
             [
                 ("--get", 20_000),
                 ("--peer", 2_000),
@@ -139,11 +145,25 @@ impl Options {
                 ("--pub", 2000),
                 ("--pub-all", 200),
             ]
-        };
-        counts
+        }
+    }
+
+    fn client_args(&self) -> Vec<String> {
+        self.counts()
             .iter()
             .flat_map(|(k, v)| [k.to_string(), v.to_string()])
             .collect()
+    }
+
+    /// Round trips per floor client: as many as calls per rank in the all-ranks
+    /// publish/lookup/unpublish workload (`--pub-all` iterations of three calls).
+    pub(crate) fn floor_round_trips(&self) -> u32 {
+        let pub_all = self
+            .counts()
+            .iter()
+            .find(|(k, _)| *k == "--pub-all")
+            .map_or(0, |(_, v)| *v);
+        3 * pub_all
     }
 }
 
@@ -165,8 +185,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut notes = Vec::new();
     let mut failures = Vec::new();
 
-    let configs = report::configs_needed(&opts);
-    if configs.is_empty() {
+    let plans = report::configs_needed(&opts);
+    if plans.is_empty() {
         eprintln!("xtask bench: no row matches the filter {:?}", opts.filter);
         return ExitCode::from(2);
     }
@@ -191,29 +211,65 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         None
     };
 
+    // The floor needs no PMIx: it runs with --no-openpmix too.
+    let floor = if plans.iter().any(|p| p.floor) {
+        match build::floor(&dirs) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                notes.push(format!("platform floor not run: {e}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+
     let mut measured = Measured::default();
     let client_args = opts.client_args();
     for run in 1..=opts.runs {
-        for config in &configs {
-            let stacks = [Some(Stack::Ours), theirs.as_ref().map(|_| Stack::OpenPmix)];
+        for plan in &plans {
+            let config = &plan.config;
+            let stacks = [
+                Some(Stack::Ours),
+                theirs.as_ref().map(|_| Stack::OpenPmix),
+                floor.as_ref().filter(|_| plan.floor).map(|_| Stack::Floor),
+            ];
             for stack in stacks.into_iter().flatten() {
-                let bins = match stack {
-                    Stack::Ours => &ours,
-                    Stack::OpenPmix => match &theirs {
-                        Some(b) => b,
+                let job_deadline = opts.timeout + Duration::from_secs(30);
+                let (cmd, deadline) = match (stack, config) {
+                    (Stack::Floor, Config::Job { n, pinned }) => match &floor {
+                        Some(f) => (
+                            f.command(*n, *pinned, opts.floor_round_trips()),
+                            job_deadline,
+                        ),
                         None => continue,
                     },
+                    (Stack::Floor, Config::Maps) => continue,
+                    (Stack::Ours | Stack::OpenPmix, _) => {
+                        let bins = match (stack, &theirs) {
+                            (Stack::OpenPmix, Some(b)) => b,
+                            (Stack::OpenPmix, None) => continue,
+                            _ => &ours,
+                        };
+                        match config {
+                            Config::Job { n, pinned } => (
+                                bins.job_command(
+                                    *n,
+                                    pinned.then_some(0),
+                                    opts.timeout,
+                                    &client_args,
+                                ),
+                                job_deadline,
+                            ),
+                            Config::Maps => {
+                                (bins.regex_command(opts.quick), Duration::from_secs(240))
+                            }
+                        }
+                    }
                 };
                 let name = format!("{}-{}-run{run}", stack.slug(), config.slug());
                 let secs = started.elapsed().as_secs();
                 eprintln!("xtask bench: [{}:{:02}] {name}", secs / 60, secs % 60);
-                let (cmd, deadline) = match config {
-                    Config::Job { n, pinned } => (
-                        bins.job_command(*n, pinned.then_some(0), opts.timeout, &client_args),
-                        opts.timeout + Duration::from_secs(30),
-                    ),
-                    Config::Maps => (bins.regex_command(opts.quick), Duration::from_secs(240)),
-                };
                 let outcome = exec::run(cmd, deadline, &dirs.logs, &name);
                 let sample = Sample::parse(&outcome.stdout);
                 for note in &sample.notes {

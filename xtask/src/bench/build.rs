@@ -1,5 +1,6 @@
 //! Building the two sides: `pmix-bench` with cargo (release), the OpenPMIx host and client with
-//! `cc` and `pkg-config pmix`, into the target directory.
+//! `cc` and `pkg-config pmix`, into the target directory; and the platform floor
+//! (`xtask/c/floor.c`, no PMIx) with `cc`.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -127,6 +128,52 @@ pub(crate) fn ours(dirs: &Dirs) -> Result<Bins, String> {
     Ok(Bins::Ours { bench })
 }
 
+/// Compiles `xtask/c/<name>.c` into `<target>/xtask-bench/<name>` with `cc -O2`.
+fn compile_c(dirs: &Dirs, name: &str, flags: &[&str]) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(&dirs.out)
+        .map_err(|e| format!("cannot create {}: {e}", dirs.out.display()))?;
+    let src = crate::workspace_root().join("xtask").join("c");
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let exe = dirs.out.join(name);
+    run_quiet(
+        Command::new(&cc)
+            .args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
+            .arg(&exe)
+            .arg(src.join(format!("{name}.c")))
+            .args(flags),
+        &format!("cc {name}.c"),
+    )?;
+    Ok(exe)
+}
+
+/// The platform floor: `floor N ITERS` (see `xtask/c/floor.c`), which needs no PMIx.
+pub(crate) struct Floor {
+    exe: PathBuf,
+}
+
+impl Floor {
+    /// `n` clients doing `round_trips` request/echo round trips each; all on CPU 0 if `pinned`
+    /// (`taskset` execs the floor, so it stays the leader of the run's process group).
+    pub(crate) fn command(&self, n: u32, pinned: bool, round_trips: u32) -> Command {
+        let mut cmd = if pinned {
+            let mut c = Command::new("taskset");
+            c.args(["-c", "0"]).arg(&self.exe);
+            c
+        } else {
+            Command::new(&self.exe)
+        };
+        cmd.args([n.to_string(), round_trips.to_string()]);
+        cmd
+    }
+}
+
+/// Compiles the platform floor.
+pub(crate) fn floor(dirs: &Dirs) -> Result<Floor, String> {
+    Ok(Floor {
+        exe: compile_c(dirs, "floor", &[])?,
+    })
+}
+
 /// Compiles the C host and client against OpenPMIx, if its development files are installed.
 pub(crate) fn openpmix(dirs: &Dirs) -> Result<Bins, String> {
     let version = run_quiet(
@@ -138,24 +185,9 @@ pub(crate) fn openpmix(dirs: &Dirs) -> Result<Bins, String> {
         Command::new("pkg-config").args(["--cflags", "--libs", "pmix"]),
         "pkg-config --cflags --libs pmix",
     )?;
-    std::fs::create_dir_all(&dirs.out)
-        .map_err(|e| format!("cannot create {}: {e}", dirs.out.display()))?;
-    let src = crate::workspace_root().join("xtask").join("c");
-    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let compile = |name: &str| -> Result<PathBuf, String> {
-        let exe = dirs.out.join(name);
-        run_quiet(
-            Command::new(&cc)
-                .args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
-                .arg(&exe)
-                .arg(src.join(format!("{name}.c")))
-                .args(flags.split_whitespace()),
-            &format!("cc {name}.c"),
-        )?;
-        Ok(exe)
-    };
-    let host = compile("bench_host")?;
-    let client = compile("bench_client")?;
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    let host = compile_c(dirs, "bench_host", &flags)?;
+    let client = compile_c(dirs, "bench_client", &flags)?;
     eprintln!(
         "xtask bench: OpenPMIx {version}: built {}",
         dirs.out.display()
@@ -179,4 +211,43 @@ pub(crate) fn openpmix_version() -> Option<String> {
         Some(d) => format!("OpenPMIx {v} (Debian libpmix2 {d})"),
         None => format!("OpenPMIx {v}"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bench::exec::{self, Sample};
+    use crate::bench::report::FLOOR;
+
+    #[test]
+    fn the_floor_prints_one_number_per_client_pinned_or_not() {
+        let tmp = std::env::temp_dir().join(format!("xtask-floor-test-{}", std::process::id()));
+        let dirs = Dirs {
+            target: tmp.clone(),
+            out: tmp.clone(),
+            logs: tmp.join("logs"),
+        };
+        let floor = match floor(&dirs) {
+            Ok(f) => f,
+            Err(e) => panic!("{e}"),
+        };
+        for pinned in [true, false] {
+            let deadline = Duration::from_secs(30);
+            let outcome = exec::run(floor.command(3, pinned, 20), deadline, &dirs.logs, "floor");
+            assert_eq!(outcome.failure, None, "pinned: {pinned}");
+            let clients = outcome.stdout.lines().filter(|l| l.starts_with("CLIENT "));
+            assert_eq!(clients.count(), 3, "{}", outcome.stdout);
+            let v = Sample::parse(&outcome.stdout).values.get(FLOOR).copied();
+            assert!(v.is_some_and(|v| v > 0.0), "{}", outcome.stdout);
+        }
+        let outcome = exec::run(
+            floor.command(0, false, 20),
+            Duration::from_secs(30),
+            &dirs.logs,
+            "floor-bad",
+        );
+        let failure = outcome.failure.unwrap_or_default();
+        assert!(failure.contains("N must be"), "{failure}");
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
 }

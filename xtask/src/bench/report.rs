@@ -1,5 +1,6 @@
-//! The rows of the table, the numbers measured for them, and the report: the table, the goals
-//! of issue 6 judged on it, and what went wrong.
+//! The rows of the table, the numbers measured for them, and the report: the table, the
+//! platform floor next to the publish/lookup/unpublish rows, the goals of issue 6 judged on
+//! them, and what went wrong.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -14,6 +15,8 @@ use super::exec::Sample;
 pub(crate) enum Stack {
     Ours,
     OpenPmix,
+    /// `xtask/c/floor.c`: request/echo round trips over a socket, no PMIx.
+    Floor,
 }
 
 impl Stack {
@@ -21,6 +24,7 @@ impl Stack {
         match self {
             Stack::Ours => "ours",
             Stack::OpenPmix => "openpmix",
+            Stack::Floor => "floor",
         }
     }
 
@@ -28,6 +32,7 @@ impl Stack {
         match self {
             Stack::Ours => "ours",
             Stack::OpenPmix => "OpenPMIx",
+            Stack::Floor => "floor",
         }
     }
 }
@@ -83,6 +88,13 @@ const JOB_ROWS: &[(&str, &str)] = &[
     ("rss_reg_kb", "server RSS after register_nspace (KiB)"),
     ("rss_dereg_kb", "server RSS after deregister_nspace (KiB)"),
 ];
+
+/// The row the platform floor stands next to: one call of publish, lookup or unpublish, every
+/// rank at once. The floor runs in exactly the settings where this row is selected.
+const PUB_ALL: &str = "pub_all_op_us";
+
+/// What `floor` prints per client: its mean µs per round trip.
+pub(crate) const FLOOR: &str = "floor_op_us";
 
 /// Map sizes: node names (generate_regex; generate_ppn with 4 ranks per node) and processes
 /// (register_nspace, on 1,000 nodes).
@@ -177,15 +189,38 @@ fn rows(opts: &Options) -> Vec<Row> {
         .collect()
 }
 
+/// The settings in which the platform floor stands next to a selected row, in table order.
+fn floor_configs(rows: &[Row]) -> Vec<Config> {
+    rows.iter()
+        .filter(|r| r.metric == PUB_ALL)
+        .map(|r| r.config)
+        .collect()
+}
+
+/// One setting to run: both stacks, and the platform floor too if `floor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Plan {
+    pub(crate) config: Config,
+    pub(crate) floor: bool,
+}
+
 /// The runs the selected rows need, in the order they are run.
-pub(crate) fn configs_needed(opts: &Options) -> Vec<Config> {
-    let mut configs: Vec<Config> = rows(opts).into_iter().map(|r| r.config).collect();
+pub(crate) fn configs_needed(opts: &Options) -> Vec<Plan> {
+    let rows = rows(opts);
+    let floor = floor_configs(&rows);
+    let mut configs: Vec<Config> = rows.into_iter().map(|r| r.config).collect();
     configs.sort_by_key(|c| match *c {
         Config::Job { n, pinned } => (0, n, !pinned),
         Config::Maps => (1, 0, false),
     });
     configs.dedup();
     configs
+        .into_iter()
+        .map(|config| Plan {
+            config,
+            floor: floor.contains(&config),
+        })
+        .collect()
 }
 
 /// Every number measured, by side, run setting and metric (several with `--runs`).
@@ -240,6 +275,13 @@ impl Measured {
         (theirs != 0.0).then(|| ours / theirs)
     }
 
+    /// A side's publish/lookup/unpublish call (all ranks) in units of the platform floor.
+    fn over_floor(&self, stack: Stack, config: Config) -> Option<f64> {
+        let v = self.get(stack, config, PUB_ALL)?;
+        let floor = self.get(Stack::Floor, config, FLOOR)?;
+        (floor != 0.0).then(|| v / floor)
+    }
+
     fn ran(&self, stack: Stack) -> bool {
         self.values.keys().any(|(s, _, _)| *s == stack)
     }
@@ -268,6 +310,9 @@ struct Goal {
     metrics: &'static [&'static str],
     /// Only these N (empty: all).
     ns: &'static [u32],
+    /// Followed by a line on the platform floor: floor/OpenPMIx, the best ratio one socket
+    /// round trip per call allows.
+    floor: bool,
 }
 
 const GOALS: &[Goal] = &[
@@ -276,24 +321,28 @@ const GOALS: &[Goal] = &[
         target: 0.01,
         metrics: &["get_job_solo_us", "get_job_all_us"],
         ns: &[],
+        floor: false,
     },
     Goal {
         name: "cached peer get",
         target: 0.01,
         metrics: &["get_peer_warm_us"],
         ns: &[],
+        floor: false,
     },
     Goal {
         name: "barrier at N=2 and N=64",
         target: 0.5,
         metrics: &["barrier_us"],
         ns: &[2, 64],
+        floor: false,
     },
     Goal {
         name: "collecting fence (first, repeated) at N=2 and N=64",
         target: 0.5,
         metrics: &["fence_first_us", "fence_collect_us"],
         ns: &[2, 64],
+        floor: false,
     },
     Goal {
         name: "publish/lookup/unpublish",
@@ -305,26 +354,63 @@ const GOALS: &[Goal] = &[
             "pub_all_op_us",
         ],
         ns: &[],
+        floor: true,
     },
     Goal {
         name: "init",
         target: 0.2,
         metrics: &["init_ms"],
         ns: &[],
+        floor: false,
     },
     Goal {
         name: "register_nspace of 100k processes, time",
         target: 0.2,
         metrics: &["register_nspace_100000_ms"],
         ns: &[],
+        floor: false,
     },
     Goal {
         name: "register_nspace of 100k processes, memory",
         target: 0.2,
         metrics: &["register_nspace_100000_rss_kb"],
         ns: &[],
+        floor: false,
     },
 ];
+
+/// The line after `g`: the platform floor divided by OpenPMIx's call, at the setting where
+/// that is largest, against `g`'s target. No server doing one socket round trip per call can
+/// have a ratio below it there.
+fn floor_line(m: &Measured, rows: &[Row], g: &Goal) -> [String; 4] {
+    let mut worst: Option<(f64, Config)> = None;
+    for config in floor_configs(rows) {
+        let floor = m.get(Stack::Floor, config, FLOOR);
+        let theirs = m.get(Stack::OpenPmix, config, PUB_ALL);
+        if let (Some(f), Some(t)) = (floor, theirs) {
+            let x = f / t;
+            if t != 0.0 && worst.is_none_or(|(w, _)| x > w) {
+                worst = Some((x, config));
+            }
+        }
+    }
+    let name = format!("{}: platform floor / OpenPMIx, all ranks", g.name);
+    let target = format!("≤ {}", g.target);
+    match worst {
+        None => [name, target, "not measured".into(), "not judged".into()],
+        Some((x, config)) => [
+            name,
+            target,
+            format!("{} ({})", sig3(x), config.label()),
+            if x <= g.target {
+                "within reach of one round trip per call"
+            } else {
+                "out of reach of one round trip per call"
+            }
+            .into(),
+        ],
+    }
+}
 
 /// (goal, target, worst, where, verdict) lines.
 fn judge(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
@@ -368,6 +454,9 @@ fn judge(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
                 ]
             }
         });
+        if g.floor {
+            out.push(floor_line(m, rows, g));
+        }
     }
     // Memory given back: our own before/after, no ratio; OpenPMIx's for reference.
     let mut worst: Option<(f64, String)> = None;
@@ -499,6 +588,50 @@ pub(crate) struct Context<'a> {
     pub(crate) args: &'a [String],
 }
 
+/// The platform floor next to each side's publish/lookup/unpublish call (all ranks), in the
+/// settings where that row is selected; empty if it is in none.
+fn floor_table(opts: &Options, m: &Measured, rows: &[Row]) -> String {
+    let configs = floor_configs(rows);
+    if configs.is_empty() {
+        return String::new();
+    }
+    let floor_ran = m.ran(Stack::Floor);
+    let theirs_ran = m.ran(Stack::OpenPmix);
+    let mut t = format!(
+        "\nPlatform floor (`xtask/c/floor.c`, no PMIx): N clients and one epoll server, each \
+         client doing {} blocking 64-byte request/echo round trips over a Unix socketpair, all \
+         at once; next to it, one publish/lookup/unpublish call of all ranks, divided by it.\n\n",
+        opts.floor_round_trips()
+    );
+    let _ = writeln!(
+        t,
+        "| setting | floor (µs per round trip) | ours ÷ floor | OpenPMIx ÷ floor |"
+    );
+    let _ = writeln!(t, "| --- | ---: | ---: | ---: |");
+    for config in configs {
+        let floor = m.get(Stack::Floor, config, FLOOR);
+        let ours = m.over_floor(Stack::Ours, config);
+        let theirs = m.over_floor(Stack::OpenPmix, config);
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} |",
+            config.label(),
+            match floor {
+                Some(v) => sig3(v),
+                None if floor_ran => "n/a".into(),
+                None => "not run".into(),
+            },
+            ours.map_or("–".into(), sig3),
+            match theirs {
+                Some(v) => sig3(v),
+                None if theirs_ran => "–".into(),
+                None => "not run".into(),
+            },
+        );
+    }
+    t
+}
+
 pub(crate) fn render(cx: &Context<'_>) -> Text {
     let (opts, m, notes, failures, args) = (cx.opts, cx.measured, cx.notes, cx.failures, cx.args);
     let elapsed = cx.elapsed;
@@ -524,6 +657,7 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
             ratio.map_or("–".into(), sig3)
         );
     }
+    let floor = floor_table(opts, m, &rows);
     let mut goals = String::new();
     let _ = writeln!(goals, "| goal | target | worst ratio (where) | verdict |");
     let _ = writeln!(goals, "| --- | --- | --- | --- |");
@@ -554,7 +688,7 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
         cx.load[0], cx.load[1]
     );
     let terminal = format!(
-        "\n{table}\nGoals (issue 6), judged on this run:\n\n{goals}{tail}\nrun time: {took}; {load}\n"
+        "\n{table}{floor}\nGoals (issue 6), judged on this run:\n\n{goals}{tail}\nrun time: {took}; {load}\n"
     );
     let date = first_line(Command::new("date").args(["-u", "+%Y-%m-%d"])).unwrap_or_default();
     let mut head = format!("- date: {date}\n- command: `{command}` (run time {took})\n");
@@ -563,7 +697,7 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
     }
     let _ = writeln!(head, "- {load}");
     let markdown =
-        format!("{head}\n{table}\nGoals of issue 6, judged on this run:\n\n{goals}{tail}");
+        format!("{head}\n{table}{floor}\nGoals of issue 6, judged on this run:\n\n{goals}{tail}");
     Text { terminal, markdown }
 }
 
@@ -593,22 +727,148 @@ mod tests {
         }
     }
 
+    fn plan(config: Config, floor: bool) -> Plan {
+        Plan { config, floor }
+    }
+
     #[test]
     fn a_filter_runs_only_what_its_rows_need() {
-        assert_eq!(
-            configs_needed(&opts(&["barrier"], false)).len(),
-            4,
-            "every job setting, no maps"
-        );
+        let barrier = configs_needed(&opts(&["barrier"], false));
+        assert_eq!(barrier.len(), 4, "every job setting, no maps");
+        assert!(barrier.iter().all(|p| !p.floor), "no floor without its row");
         assert_eq!(
             configs_needed(&opts(&["n=8, pinned"], false)),
-            [Config::Job { n: 8, pinned: true }]
+            [plan(Config::Job { n: 8, pinned: true }, true)]
         );
         assert_eq!(
             configs_needed(&opts(&["register_nspace, 100k"], false)),
-            [Config::Maps]
+            [plan(Config::Maps, false)]
         );
         assert!(configs_needed(&opts(&["100k"], true)).is_empty());
+        // The floor runs with the all-ranks row, in every setting it is selected in...
+        let all = configs_needed(&opts(&["publish/lookup/unpublish, all ranks"], false));
+        assert_eq!(all.len(), 4);
+        assert!(all.iter().all(|p| p.floor && p.config != Config::Maps));
+        // ...and only there: not with rank 0 alone, nor in a setting filtered out.
+        let solo = configs_needed(&opts(&["publish, rank 0 alone"], false));
+        assert_eq!(solo.len(), 4);
+        assert!(solo.iter().all(|p| !p.floor));
+        assert_eq!(
+            configs_needed(&opts(
+                &["all ranks (µs per call), n=2, unpinned", "barrier"],
+                false
+            )),
+            [
+                plan(Config::Job { n: 2, pinned: true }, false),
+                plan(
+                    Config::Job {
+                        n: 2,
+                        pinned: false
+                    },
+                    true
+                ),
+                plan(Config::Job { n: 8, pinned: true }, false),
+                plan(
+                    Config::Job {
+                        n: 8,
+                        pinned: false
+                    },
+                    false
+                ),
+            ]
+        );
+        // The full run: the floor in every job setting, not with the maps.
+        let full = configs_needed(&opts(&[], false));
+        assert_eq!(full.iter().filter(|p| p.floor).count(), 4);
+        assert_eq!(full.last(), Some(&plan(Config::Maps, false)));
+    }
+
+    #[test]
+    fn the_floor_table_and_its_goal_line() {
+        let mut m = Measured::default();
+        let pinned = Config::Job { n: 2, pinned: true };
+        let unpinned = Config::Job {
+            n: 2,
+            pinned: false,
+        };
+        // (setting, ours, OpenPMIx, floor runs): the floor's median is its middle run.
+        for (config, ours, theirs, floors) in [
+            (pinned, 30.0, 100.0, [10.0, 20.0, 500.0]),
+            (unpinned, 80.0, 120.0, [35.0, 40.0, 45.0]),
+        ] {
+            for (stack, metric, v) in [
+                (Stack::Ours, PUB_ALL, ours),
+                (Stack::OpenPmix, PUB_ALL, theirs),
+            ] {
+                let mut s = Sample::default();
+                s.values.insert(metric.into(), v);
+                m.add(stack, config, &s);
+            }
+            for f in floors {
+                m.add(
+                    Stack::Floor,
+                    config,
+                    &Sample::parse(&format!(
+                        "CLIENT 0 floor_op_us {}\nCLIENT 1 floor_op_us {}\n",
+                        f - 1.0,
+                        f + 1.0
+                    )),
+                );
+            }
+        }
+        let o = opts(&["publish/lookup/unpublish, all ranks"], false);
+        let selected = rows(&o);
+        let table = floor_table(&o, &m, &selected);
+        assert!(table.contains("600 blocking"), "{table}");
+        assert!(
+            table.contains("| N=2, pinned | 20.0 | 1.50 | 5.00 |"),
+            "{table}"
+        );
+        assert!(
+            table.contains("| N=2, unpinned | 40.0 | 2.00 | 3.00 |"),
+            "{table}"
+        );
+        // N=8 is selected but has no numbers: the floor ran, just not there.
+        assert!(table.contains("| N=8, pinned | n/a | – | – |"), "{table}");
+        let verdicts = judge(&m, &selected);
+        let publish = verdicts
+            .iter()
+            .position(|v| v[0] == "publish/lookup/unpublish")
+            .unwrap_or(usize::MAX);
+        // The goal itself is judged as before: its worst ratio, 80/120.
+        assert_eq!(
+            verdicts[publish][2],
+            "0.667 (publish/lookup/unpublish, all ranks (µs per call), N=2, unpinned)"
+        );
+        assert_eq!(verdicts[publish][3], "NOT met (2 rows without a ratio)");
+        // The floor line: floor/OpenPMIx at its largest, 40/120 unpinned (pinned: 20/100).
+        let floor = &verdicts[publish + 1];
+        assert!(floor[0].contains("platform floor"), "{floor:?}");
+        assert_eq!(floor[1], "≤ 0.25");
+        assert_eq!(floor[2], "0.333 (N=2, unpinned)");
+        assert_eq!(floor[3], "out of reach of one round trip per call");
+        // No floor rows selected: no table, and the line says so.
+        let barrier = rows(&opts(&["barrier"], false));
+        assert_eq!(floor_table(&o, &m, &barrier), "");
+        let goal = GOALS.iter().find(|g| g.floor);
+        let line = goal.map(|g| floor_line(&m, &barrier, g));
+        assert_eq!(line.map(|l| l[2].clone()).as_deref(), Some("not measured"));
+    }
+
+    #[test]
+    fn the_floor_table_without_floor_or_openpmix() {
+        let mut m = Measured::default();
+        let config = Config::Job { n: 2, pinned: true };
+        let mut s = Sample::default();
+        s.values.insert(PUB_ALL.into(), 30.0);
+        m.add(Stack::Ours, config, &s);
+        let o = opts(&["all ranks (µs per call), n=2, pinned"], true);
+        let table = floor_table(&o, &m, &rows(&o));
+        assert!(table.contains("150 blocking"), "{table}");
+        assert!(
+            table.contains("| N=2, pinned | not run | – | not run |"),
+            "{table}"
+        );
     }
 
     #[test]
