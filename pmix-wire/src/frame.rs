@@ -209,7 +209,15 @@ pub const MAX_DEPTH: usize = 64;
 /// [`MAX_DEPTH`]), so neither deep nesting nor a header announcing gigabytes inside a small
 /// frame gets further: every length the decoder acts on is bounded by the bytes that remain.
 pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
-    let len = scan::value_len(body, MAX_DEPTH).map_err(|e| Error::Malformed(e.to_string()))?;
+    decode_with_depth(body, MAX_DEPTH)
+}
+
+/// [`decode_body`] for a value that sits `MAX_DEPTH - max_depth` levels down in a message.
+pub(crate) fn decode_with_depth<T: DeserializeOwned>(
+    body: &[u8],
+    max_depth: usize,
+) -> Result<T, Error> {
+    let len = scan::value_len(body, max_depth).map_err(|e| Error::Malformed(e.to_string()))?;
     if len != body.len() {
         return Err(Error::Malformed(format!(
             "{} trailing bytes after the message",
@@ -219,7 +227,7 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
     let mut de = rmp_serde::Deserializer::from_read_ref(body);
     // The scan already bounded the nesting; this is a second guard in case the two ever count
     // differently (rmp-serde does not count enum maps, the scan counts every container).
-    de.set_max_depth(MAX_DEPTH + 2);
+    de.set_max_depth(max_depth + 2);
     T::deserialize(&mut de).map_err(|e| Error::Malformed(e.to_string()))
 }
 
@@ -231,7 +239,7 @@ pub fn decode_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
 /// A body that is not an array opening with the magic string is [`Error::NotPmixRs`]; one with
 /// the magic and another version is [`Error::VersionMismatch`], whatever follows.
 pub fn decode_hello(body: &[u8]) -> Result<Hello, Error> {
-    let mut r = HelloHead { rest: body };
+    let mut r = scan::Head::new(body);
     if r.array_len().is_none_or(|n| n < 2) {
         return Err(Error::NotPmixRs);
     }
@@ -250,71 +258,4 @@ pub fn decode_hello(body: &[u8]) -> Result<Hello, Error> {
         });
     }
     decode_body(body)
-}
-
-/// Reads the head of a handshake with MessagePack's own rules, independently of the layout
-/// serde would expect of the rest.
-struct HelloHead<'a> {
-    rest: &'a [u8],
-}
-
-impl<'a> HelloHead<'a> {
-    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
-        let (head, rest) = self.rest.split_at_checked(n)?;
-        self.rest = rest;
-        Some(head)
-    }
-
-    fn be(&mut self, n: usize) -> Option<u64> {
-        Some(
-            self.take(n)?
-                .iter()
-                .fold(0, |acc, &b| (acc << 8) | u64::from(b)),
-        )
-    }
-
-    fn marker(&mut self) -> Option<u8> {
-        self.take(1).map(|b| b[0])
-    }
-
-    fn array_len(&mut self) -> Option<u64> {
-        match self.marker()? {
-            m @ 0x90..=0x9f => Some(u64::from(m & 0x0f)),
-            0xdc => self.be(2),
-            0xdd => self.be(4),
-            _ => None,
-        }
-    }
-
-    fn str(&mut self) -> Option<&'a [u8]> {
-        let len = match self.marker()? {
-            m @ 0xa0..=0xbf => u64::from(m & 0x1f),
-            0xd9 => self.be(1)?,
-            0xda => self.be(2)?,
-            0xdb => self.be(4)?,
-            _ => return None,
-        };
-        self.take(usize::try_from(len).ok()?)
-    }
-
-    /// A non-negative integer in any of MessagePack's encodings.
-    fn uint(&mut self) -> Option<u64> {
-        let signed = |v: u64, bits: u32| {
-            let shift = 64 - bits;
-            let v = ((v << shift) as i64) >> shift;
-            u64::try_from(v).ok()
-        };
-        match self.marker()? {
-            m @ 0x00..=0x7f => Some(u64::from(m)),
-            0xcc => self.be(1),
-            0xcd => self.be(2),
-            0xce => self.be(4),
-            0xcf => self.be(8),
-            0xd0 => signed(self.be(1)?, 8),
-            0xd1 => signed(self.be(2)?, 16),
-            0xd2 => signed(self.be(4)?, 32),
-            0xd3 => signed(self.be(8)?, 64),
-            _ => None,
-        }
-    }
 }

@@ -4,9 +4,11 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use pmix_types::{Nspace, Proc};
+
 use crate::{
-    ClientMsg, Decoded, FrameDecoder, Hello, MAGIC, PROTOCOL_VERSION, ServerMsg, Welcome,
-    decode_body, decode_hello, encode_frame,
+    ClientMsg, Decoded, FrameDecoder, Hello, MAGIC, PROTOCOL_VERSION, ProcKvs, Reply, ReplyBody,
+    ServerMsg, Welcome, decode_body, decode_hello, decode_kvs, encode_frame, peek_fence_reply,
 };
 
 /// Runs every decoder on `data`, as a stream of frames and as one body, and panics if a
@@ -26,6 +28,7 @@ fn check_body(body: &[u8]) {
     round_trip::<ClientMsg>(body);
     round_trip::<ServerMsg>(body);
     round_trip::<Welcome>(body);
+    check_packed(body);
     let plain = round_trip::<Hello>(body);
     if let Ok(hello) = decode_hello(body) {
         assert!(hello.magic == MAGIC && hello.version == PROTOCOL_VERSION);
@@ -47,4 +50,49 @@ fn round_trip<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(
         Err(e) => panic!("a re-encoded message does not decode: {e}: {msg:?}"),
     }
     Some(msg)
+}
+
+/// A fence reply seen by `peek_fence_reply` and decoded process by process must be what the
+/// whole decoder makes of it, and refused (somewhere) exactly when that one refuses it.
+pub fn check_packed(body: &[u8]) {
+    let Some(f) = peek_fence_reply(body) else {
+        return;
+    };
+    let lazy: Result<Vec<ProcKvs>, String> = f
+        .procs
+        .iter()
+        .map(|p| {
+            let nspace = Nspace::new(p.nspace).map_err(|e| e.to_string())?;
+            let kvs = f
+                .data
+                .get(p.kvs.clone())
+                .ok_or("a range outside the data")?;
+            Ok(ProcKvs {
+                proc: Proc::new(nspace, p.rank),
+                kvs: decode_kvs(kvs).map_err(|e| e.to_string())?,
+            })
+        })
+        .collect();
+    match (decode_body::<ServerMsg>(body), lazy) {
+        (
+            Ok(ServerMsg::Reply {
+                id,
+                reply:
+                    Reply {
+                        status,
+                        body: ReplyBody::Fence { data },
+                    },
+            }),
+            Ok(lazy),
+        ) => {
+            assert_eq!(
+                (id, status),
+                (f.id, f.status),
+                "peeked id or status differs"
+            );
+            assert_eq!(data, lazy, "lazily decoded data differs");
+        }
+        (Err(_), Err(_)) => {}
+        (whole, lazy) => panic!("whole decode {whole:?} but lazy decode {lazy:?}"),
+    }
 }

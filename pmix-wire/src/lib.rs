@@ -13,6 +13,7 @@ mod frame;
 pub mod fuzzing;
 pub mod msg;
 pub mod names;
+pub mod packed;
 mod scan;
 
 pub use error::Error;
@@ -27,3 +28,4 @@ pub use msg::{
 pub use names::{
     NS_MAGIC, NS_PROTOCOL_VERSION, NsCaller, NsHello, NsMsg, NsReply, NsRequest, NsWelcome,
 };
+pub use packed::{FenceReplyRef, PackedProc, decode_kvs, peek_fence_reply};

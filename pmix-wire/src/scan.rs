@@ -185,6 +185,113 @@ impl Reader<'_> {
     }
 }
 
+/// Reads MessagePack heads one at a time, by MessagePack's own rules and independently of the
+/// layout serde would expect: the handshake's magic and version, and the fixed frame of a
+/// collecting fence's reply (see [`crate::packed`]). Every read is checked; `None` means the
+/// bytes are not what was asked for (or are cut short).
+pub(crate) struct Head<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Head<'a> {
+    pub(crate) fn new(buf: &'a [u8]) -> Self {
+        Head { buf, pos: 0 }
+    }
+
+    /// Bytes read so far.
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    /// The bytes not read yet.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.buf.get(self.pos..).unwrap_or_default()
+    }
+
+    /// Moves past `n` bytes.
+    pub(crate) fn skip(&mut self, n: usize) -> Option<()> {
+        self.take(n).map(|_| ())
+    }
+
+    fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let bytes = self.buf.get(self.pos..end)?;
+        self.pos = end;
+        Some(bytes)
+    }
+
+    fn be(&mut self, n: usize) -> Option<u64> {
+        Some(
+            self.take(n)?
+                .iter()
+                .fold(0, |acc, &b| (acc << 8) | u64::from(b)),
+        )
+    }
+
+    fn marker(&mut self) -> Option<u8> {
+        self.take(1).map(|b| b[0])
+    }
+
+    /// The length of an array.
+    pub(crate) fn array_len(&mut self) -> Option<u64> {
+        match self.marker()? {
+            m @ 0x90..=0x9f => Some(u64::from(m & 0x0f)),
+            0xdc => self.be(2),
+            0xdd => self.be(4),
+            _ => None,
+        }
+    }
+
+    /// The number of entries of a map.
+    pub(crate) fn map_len(&mut self) -> Option<u64> {
+        match self.marker()? {
+            m @ 0x80..=0x8f => Some(u64::from(m & 0x0f)),
+            0xde => self.be(2),
+            0xdf => self.be(4),
+            _ => None,
+        }
+    }
+
+    /// The bytes of a string (not checked to be UTF-8).
+    pub(crate) fn str(&mut self) -> Option<&'a [u8]> {
+        let len = match self.marker()? {
+            m @ 0xa0..=0xbf => u64::from(m & 0x1f),
+            0xd9 => self.be(1)?,
+            0xda => self.be(2)?,
+            0xdb => self.be(4)?,
+            _ => return None,
+        };
+        self.take(usize::try_from(len).ok()?)
+    }
+
+    /// An integer in any of MessagePack's encodings.
+    pub(crate) fn int(&mut self) -> Option<i128> {
+        let signed = |v: u64, bits: u32| {
+            let shift = 64 - bits;
+            i128::from(((v << shift) as i64) >> shift)
+        };
+        match self.marker()? {
+            m @ 0x00..=0x7f => Some(i128::from(m)),
+            m @ 0xe0..=0xff => Some(i128::from(m as i8)),
+            0xcc => self.be(1).map(i128::from),
+            0xcd => self.be(2).map(i128::from),
+            0xce => self.be(4).map(i128::from),
+            0xcf => self.be(8).map(i128::from),
+            0xd0 => Some(signed(self.be(1)?, 8)),
+            0xd1 => Some(signed(self.be(2)?, 16)),
+            0xd2 => Some(signed(self.be(4)?, 32)),
+            0xd3 => Some(signed(self.be(8)?, 64)),
+            _ => None,
+        }
+    }
+
+    /// A non-negative integer in any of MessagePack's encodings.
+    pub(crate) fn uint(&mut self) -> Option<u64> {
+        u64::try_from(self.int()?).ok()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

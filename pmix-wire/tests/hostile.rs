@@ -13,7 +13,7 @@ use pmix_wire::{
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
-use strategies::{client_msg, server_msg};
+use strategies::{client_msg, fence_reply, server_msg};
 
 fn body_of<T: serde::Serialize>(msg: &T) -> Vec<u8> {
     let mut frame = Vec::new();
@@ -59,6 +59,32 @@ proptest! {
             }
         }
         pmix_wire::fuzzing::check(&data);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(5_000))]
+
+    /// A damaged fence reply is refused, lazily or whole, exactly when the whole decoder
+    /// refuses it, and otherwise decodes to the same data either way.
+    #[test]
+    fn mutated_fence_replies_decode_alike_lazily_and_whole(
+        msg in fence_reply(),
+        edits in vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
+    ) {
+        let mut data = body_of(&msg);
+        for (at, byte, op) in edits {
+            let i = at.index(data.len() + 1);
+            match op {
+                0 if i < data.len() => data[i] = byte,
+                1 => data.insert(i, byte),
+                _ => { data.remove(i.min(data.len() - 1)); }
+            }
+            if data.is_empty() {
+                break;
+            }
+        }
+        pmix_wire::fuzzing::check_packed(&data);
     }
 }
 

@@ -11,7 +11,7 @@ use std::fmt::Debug;
 use pmix_types::{Info, Key, Value};
 use pmix_wire::{
     Decoded, Error, FrameDecoder, FrameReader, HEADER_LEN, Hello, MAGIC, PROTOCOL_VERSION,
-    ServerMsg, decode_body, decode_hello, encode_frame,
+    ReplyBody, ServerMsg, decode_body, decode_hello, decode_kvs, encode_frame, peek_fence_reply,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -177,6 +177,26 @@ proptest! {
     #[test]
     fn server_msgs_round_trip(m in server_msg(), chunks in chunks()) {
         check_round_trip(&m, &chunks)?;
+    }
+
+    /// Seen without decoding, then decoded process by process, a fence reply gives back
+    /// exactly what it carried.
+    #[test]
+    fn fence_replies_peek_as_they_decode(m in fence_reply()) {
+        let mut frame = Vec::new();
+        encode_frame(&m, &mut frame).unwrap();
+        let body = &frame[HEADER_LEN..];
+        let f = peek_fence_reply(body).unwrap();
+        let ServerMsg::Reply { id, reply } = &m else { unreachable!() };
+        let ReplyBody::Fence { data } = &reply.body else { unreachable!() };
+        prop_assert_eq!((f.id, f.status), (*id, reply.status));
+        prop_assert_eq!(f.procs.len(), data.len());
+        for (p, want) in f.procs.iter().zip(data) {
+            prop_assert_eq!(p.nspace, want.proc.nspace.as_str());
+            prop_assert_eq!(p.rank, want.proc.rank);
+            prop_assert_eq!(&decode_kvs(&f.data[p.kvs.clone()]).unwrap(), &want.kvs);
+        }
+        pmix_wire::fuzzing::check_packed(body);
     }
 
     #[test]

@@ -436,6 +436,20 @@ pub(crate) fn server_msg() -> impl Strategy<Value = ServerMsg> {
     ]
 }
 
+/// A collecting fence's reply with its data, as a client reads it most.
+#[allow(dead_code)] // not every test binary that includes this module uses it
+pub(crate) fn fence_reply() -> impl Strategy<Value = ServerMsg> {
+    (any::<u32>(), status(), vec(proc_kvs(), 0..5)).prop_map(|(id, status, data)| {
+        ServerMsg::Reply {
+            id,
+            reply: Reply {
+                status,
+                body: ReplyBody::Fence { data },
+            },
+        }
+    })
+}
+
 /// A handshake of this protocol version (the only kind `decode_hello` accepts).
 pub(crate) fn hello() -> impl Strategy<Value = Hello> {
     (nspace(), rank(), vec(any::<u8>(), 0..40), any::<u32>()).prop_map(
