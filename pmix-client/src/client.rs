@@ -169,7 +169,17 @@ fn resolve_local(
     key: Option<&str>,
     d: &GetDirectives<'_>,
 ) -> Local {
-    let store = shared.store.read();
+    let mut store = shared.store.read();
+    // Put data a collecting fence brought of `proc` is decoded when first asked for.
+    if store.has_packed(proc) && key.is_none_or(|k| !is_reserved_key(k)) {
+        drop(store);
+        if let Err(e) = shared.store.write().unpack(proc) {
+            return Local::Done(Err(Error::Protocol(format!(
+                "fence data of {proc} does not decode: {e}"
+            ))));
+        }
+        store = shared.store.read();
+    }
     let Some(key) = key else {
         let mine = proc == me;
         return match store.all_data(proc, d.q.scope, mine) {
@@ -658,7 +668,7 @@ impl Client {
         done: impl FnOnce(Result<Reply, Error>) + Send + 'static,
     ) -> Option<u32> {
         let shared = Arc::clone(&self.inner.conn.shared);
-        self.shared().submit(
+        self.shared().submit_whole(
             req,
             Box::new(move |r| {
                 if let Ok(reply) = &r {

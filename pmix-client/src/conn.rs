@@ -25,8 +25,9 @@ use hashbrown::HashMap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmix_types::Status;
 use pmix_wire::{
-    ClientMsg, Decoded, FrameDecoder, FrameReader, Hello, JobData, MAGIC, PROTOCOL_VERSION, Reply,
-    ReplyBody, Request, ServerMsg, Welcome, decode_body, encode_frame,
+    ClientMsg, Decoded, FenceReplyRef, FrameDecoder, FrameReader, Hello, JobData, MAGIC,
+    PROTOCOL_VERSION, Reply, ReplyBody, Request, ServerMsg, Welcome, decode_body, encode_frame,
+    peek_fence_reply,
 };
 
 use crate::Error;
@@ -44,9 +45,17 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 64 << 10;
 
+/// An outstanding request.
+struct Waiter {
+    done: Completion,
+    /// The caller wants a collecting fence's data in the reply as sent ([`Shared::submit_whole`]),
+    /// not only taken into the store.
+    whole: bool,
+}
+
 struct Pending {
     next_id: u32,
-    waiting: HashMap<u32, Completion>,
+    waiting: HashMap<u32, Waiter>,
     /// Set once the connection is gone; later requests fail at once with it.
     closed: bool,
     /// The reader thread is asked to take the reading role.
@@ -386,6 +395,17 @@ impl Shared {
     /// error that prevented one (on this thread, if the request never left). Returns the id
     /// under which it waits, for [`Shared::cancel`].
     pub(crate) fn submit(&self, req: Request, done: Completion) -> Option<u32> {
+        self.submit_as(req, done, false)
+    }
+
+    /// [`Shared::submit`] for a caller that hands the reply on as sent ([`crate::Client::request`]):
+    /// a collecting fence's data is then decoded into the reply (and taken into the store by
+    /// the caller), rather than only taken into the store, still encoded.
+    pub(crate) fn submit_whole(&self, req: Request, done: Completion) -> Option<u32> {
+        self.submit_as(req, done, true)
+    }
+
+    fn submit_as(&self, req: Request, done: Completion, whole: bool) -> Option<u32> {
         let id = {
             let mut p = self.pending.lock();
             if p.closed {
@@ -399,14 +419,14 @@ impl Shared {
                 id = id.wrapping_add(1);
             }
             p.next_id = id.wrapping_add(1);
-            p.waiting.insert(id, done);
+            p.waiting.insert(id, Waiter { done, whole });
             id
         };
         if let Err(e) = self.send(ClientMsg { id, req }) {
             // Taken out before calling: the completion may submit again.
-            let done = self.pending.lock().waiting.remove(&id);
-            if let Some(done) = done {
-                done(Err(e));
+            let waiter = self.pending.lock().waiting.remove(&id);
+            if let Some(w) = waiter {
+                (w.done)(Err(e));
             }
             return None;
         }
@@ -434,8 +454,8 @@ impl Shared {
     /// Forgets a request the caller stopped waiting for; a late reply is then dropped.
     pub(crate) fn cancel(&self, id: u32) {
         // Dropped outside the lock: the closure may own the last handle of the client.
-        let done = self.pending.lock().waiting.remove(&id);
-        drop(done);
+        let waiter = self.pending.lock().waiting.remove(&id);
+        drop(waiter);
     }
 
     /// Takes in the data a reply carries (fence collection, a Get's process data and job
@@ -461,10 +481,42 @@ impl Shared {
         }
     }
 
+    /// Takes in a collecting fence's data still encoded (docs/ARCHITECTURE.md, `pmix-client`),
+    /// then completes the fence with a reply that no longer carries it. A caller that wants the
+    /// reply as sent has it decoded whole instead: `false` then, and nothing is done here.
+    ///
+    /// The data is taken even if nobody waits any more (a fence given up on): the server
+    /// counts it as delivered and will not send it again.
+    fn complete_fence(&self, f: &FenceReplyRef<'_>) -> Result<bool, Error> {
+        if self
+            .pending
+            .lock()
+            .waiting
+            .get(&f.id)
+            .is_some_and(|w| w.whole)
+        {
+            return Ok(false);
+        }
+        if !f.procs.is_empty() {
+            self.store
+                .write()
+                .insert_fence(f)
+                .map_err(|e| Error::Protocol(format!("fence reply: {e}")))?;
+        }
+        self.complete(
+            f.id,
+            Reply {
+                status: f.status,
+                body: ReplyBody::Fence { data: Vec::new() },
+            },
+        );
+        Ok(true)
+    }
+
     fn complete(&self, id: u32, reply: Reply) {
-        let done = self.pending.lock().waiting.remove(&id);
-        match done {
-            Some(done) => run_completion(done, Ok(reply)),
+        let waiter = self.pending.lock().waiting.remove(&id);
+        match waiter {
+            Some(w) => run_completion(w.done, Ok(reply)),
             None => tracing::debug!("pmix-client: reply to unknown or cancelled request {id}"),
         }
     }
@@ -476,7 +528,7 @@ impl Shared {
             // Lost, rather than closed by this side, and noticed for the first time.
             let lost = !p.closed && !p.stop;
             p.closed = true;
-            (p.waiting.drain().map(|(_, d)| d).collect(), lost)
+            (p.waiting.drain().map(|(_, w)| w.done).collect(), lost)
         };
         self.wake_reader.notify_all();
         for done in waiting {
@@ -572,6 +624,11 @@ fn reader_loop(shared: &Shared) {
 /// Dispatches every whole frame already buffered.
 fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
     while let Some(body) = rs.reader.next_frame()? {
+        if let Some(f) = peek_fence_reply(body) {
+            if shared.complete_fence(&f)? {
+                continue;
+            }
+        }
         let msg: ServerMsg = decode_body(body)?;
         match msg {
             ServerMsg::Reply { id, reply } => shared.complete(id, reply),

@@ -11,12 +11,20 @@
 //!
 //! Reserved (`pmix*`) keys and put keys never collide, but they are kept at different levels
 //! anyway: job data is the server's word and never changes, put data is a cache.
+//!
+//! What a collecting fence brings is kept as it arrived, one shared copy of the encoded data
+//! with each process's byte range ([`Store::insert_fence`]), and a process's entries are
+//! decoded into the map only when a get first asks for that process ([`Store::unpack`]). A
+//! fence over a job then costs a client one copy and one pass over the bytes, not an
+//! allocation per key of every participant, most of which it may never read.
 
 use std::hash::{Hash, Hasher};
+use std::ops::Range;
+use std::sync::Arc;
 
 use hashbrown::{Equivalent, HashMap};
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Value, attr};
-use pmix_wire::{JobData, ProcKvs};
+use pmix_wire::{FenceReplyRef, JobData, ProcKvs};
 
 /// Which realm an entry belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -93,12 +101,22 @@ struct Entry {
 }
 
 /// The put data known for one process: its keys in arrival order (for a Get of all of its
-/// data) and whether they are all of it.
+/// data), whether they are all of it, and what collecting fences brought of it that is not
+/// decoded yet.
 #[derive(Default)]
 struct ProcData {
     keys: Vec<Key>,
     /// Set when the data came whole from the server (fence collection, Get reply).
     complete: bool,
+    /// Newer than everything in the map, oldest first; see [`Store::unpack`].
+    packed: Vec<Packed>,
+}
+
+/// One process's entries as a collecting fence brought them: an encoded `Vec<Kv>` in the
+/// fence's data, which every process of that fence shares.
+struct Packed {
+    data: Arc<[u8]>,
+    kvs: Range<usize>,
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -192,6 +210,8 @@ pub(crate) struct Store {
     /// This process. Copies of its committed data that replies carry back are not taken in:
     /// what it put since is newer, and its internal values were never sent.
     me: Option<Proc>,
+    /// How many processes have packed entries, so that gets need not look while none has.
+    npacked: usize,
 }
 
 impl Store {
@@ -201,6 +221,18 @@ impl Store {
             None => {
                 self.nspaces.insert(ns.clone(), false);
                 ns.clone()
+            }
+        }
+    }
+
+    /// The interned copy of a namespace named by the server, checked if it is new here.
+    fn intern_str(&mut self, ns: &str) -> Result<Nspace, pmix_types::Error> {
+        match self.nspaces.get_key_value(ns) {
+            Some((k, _)) => Ok(k.clone()),
+            None => {
+                let ns = Nspace::new(ns)?;
+                self.nspaces.insert(ns.clone(), false);
+                Ok(ns)
             }
         }
     }
@@ -318,6 +350,77 @@ impl Store {
         }
     }
 
+    /// Takes in a collecting fence's data, still encoded: one copy of the bytes, and for each
+    /// process where its entries lie. They count as all of that process's data, newer than what
+    /// the store holds; [`Store::unpack`] decodes them when a get needs them. This process's
+    /// own entry is skipped, as in [`Store::insert_proc_kvs`].
+    ///
+    /// Fails, taking nothing, if a namespace is not a valid name (as decoding the reply whole
+    /// would have).
+    pub(crate) fn insert_fence(&mut self, f: &FenceReplyRef<'_>) -> Result<(), pmix_types::Error> {
+        let mut nss = Vec::with_capacity(f.procs.len());
+        for p in &f.procs {
+            nss.push(self.intern_str(p.nspace)?);
+        }
+        let data: Arc<[u8]> = Arc::from(f.data);
+        for (p, ns) in f.procs.iter().zip(nss) {
+            if self
+                .me
+                .as_ref()
+                .is_some_and(|me| me.rank == p.rank && me.nspace == ns)
+            {
+                continue;
+            }
+            let pd = self.procs.entry(ProcId { ns, rank: p.rank }).or_default();
+            if pd.packed.is_empty() {
+                self.npacked += 1;
+            }
+            pd.packed.push(Packed {
+                data: Arc::clone(&data),
+                kvs: p.kvs.clone(),
+            });
+            pd.complete = true;
+        }
+        Ok(())
+    }
+
+    /// True when a collecting fence brought data of `proc` that [`Store::unpack`] has not
+    /// decoded yet: until it has, the map may hold older values of its keys.
+    pub(crate) fn has_packed(&self, proc: &Proc) -> bool {
+        self.npacked != 0
+            && self
+                .procs
+                .get(&ProcRef {
+                    ns: proc.nspace.as_str(),
+                    rank: proc.rank,
+                })
+                .is_some_and(|pd| !pd.packed.is_empty())
+    }
+
+    /// Decodes what collecting fences brought of `proc` into the map, oldest first, each entry
+    /// replacing an older value of its key. An entry that does not decode ends it with an
+    /// error, and what followed it is dropped: the server sent something that is not data.
+    pub(crate) fn unpack(&mut self, proc: &Proc) -> Result<(), pmix_wire::Error> {
+        let Some(pd) = self.procs.get_mut(&ProcRef {
+            ns: proc.nspace.as_str(),
+            rank: proc.rank,
+        }) else {
+            return Ok(());
+        };
+        let packed = std::mem::take(&mut pd.packed);
+        if packed.is_empty() {
+            return Ok(());
+        }
+        self.npacked -= 1;
+        for p in packed {
+            let bytes = p.data.get(p.kvs.clone()).unwrap_or_default();
+            for kv in pmix_wire::decode_kvs(bytes)? {
+                self.insert_data(proc, kv.key, kv.value, kv.scope);
+            }
+        }
+        Ok(())
+    }
+
     /// Takes in the whole put data of some processes, as a fence, a Get or a Connect reply
     /// carries it. This process's own entry is skipped: the store already holds all of its
     /// data, newer than the committed copy.
@@ -325,6 +428,13 @@ impl Store {
         for pk in data {
             if self.me.as_ref() == Some(&pk.proc) {
                 continue;
+            }
+            // Anything a fence brought of it is older than this.
+            if let Err(e) = self.unpack(&pk.proc) {
+                tracing::warn!(
+                    "pmix-client: fence data of {} does not decode: {e}",
+                    pk.proc
+                );
             }
             for kv in pk.kvs {
                 self.insert_data(&pk.proc, kv.key, kv.value, kv.scope);
@@ -731,6 +841,122 @@ mod tests {
         let all = s.all_data(&p, None, false).unwrap();
         assert_eq!(all, vec![Info::new(key("a"), Value::Uint8(2))]);
         assert_eq!(s.all_data(&p, Some(Scope::REMOTE), false).unwrap(), vec![]);
+    }
+
+    fn fence_body(data: Vec<ProcKvs>) -> Vec<u8> {
+        use pmix_wire::{Reply, ReplyBody, ServerMsg};
+        let msg = ServerMsg::Reply {
+            id: 1,
+            reply: Reply {
+                status: pmix_types::Status::SUCCESS,
+                body: ReplyBody::Fence { data },
+            },
+        };
+        let mut frame = Vec::new();
+        pmix_wire::encode_frame(&msg, &mut frame).unwrap();
+        frame.split_off(pmix_wire::HEADER_LEN)
+    }
+
+    fn take_fence(s: &mut Store, data: Vec<ProcKvs>) {
+        let body = fence_body(data);
+        s.insert_fence(&pmix_wire::peek_fence_reply(&body).unwrap())
+            .unwrap();
+    }
+
+    fn kvs_of(rank: u32, round: u8) -> ProcKvs {
+        ProcKvs {
+            proc: Proc::new(Nspace::new("job").unwrap(), rank),
+            kvs: vec![
+                Kv {
+                    scope: Scope::GLOBAL,
+                    key: key("card"),
+                    value: Value::String(format!("card-{rank}-{round}")),
+                },
+                Kv {
+                    scope: Scope::LOCAL,
+                    key: key(&format!("only.{round}")),
+                    value: Value::Uint8(round),
+                },
+            ],
+        }
+    }
+
+    /// What a get with no key, and gets of some keys, give for one process.
+    type Seen = (Option<Vec<Info>>, Vec<Option<Value>>);
+
+    /// Everything a get can see of the processes of `data`.
+    fn seen(s: &mut Store, data: &[ProcKvs]) -> Vec<Seen> {
+        data.iter()
+            .map(|pk| {
+                s.unpack(&pk.proc).unwrap();
+                assert!(!s.has_packed(&pk.proc));
+                let keys = ["card", "only.1", "only.2", "none"];
+                (
+                    s.all_data(&pk.proc, None, false),
+                    keys.iter().map(|k| s.get_data(&pk.proc, k, None)).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fence_data_decoded_when_asked_equals_fence_data_decoded_at_once() {
+        let me = Proc::new(Nspace::new("job").unwrap(), 0);
+        let first: Vec<ProcKvs> = (0..4).map(|r| kvs_of(r, 1)).collect();
+        let second: Vec<ProcKvs> = (0..4).map(|r| kvs_of(r, 2)).collect();
+        let mut eager = Store::default();
+        eager.set_me(me.clone());
+        eager.insert_proc_kvs(first.clone());
+        eager.insert_proc_kvs(second.clone());
+        let mut lazy = Store::default();
+        lazy.set_me(me.clone());
+        // Two fences before any get: the newer values win, the older keys stay.
+        take_fence(&mut lazy, first.clone());
+        take_fence(&mut lazy, second.clone());
+        assert!(lazy.has_packed(&second[1].proc));
+        // Our own entry is not taken: what we put since is newer.
+        assert!(!lazy.has_packed(&me));
+        assert_eq!(lazy.npacked, 3);
+        assert_eq!(seen(&mut lazy, &second), seen(&mut eager, &second));
+        assert_eq!(lazy.npacked, 0);
+        let all = lazy.all_data(&second[1].proc, None, false).unwrap();
+        assert_eq!(all.len(), 3, "{all:?}");
+        // A Get reply after a fence that no get has read yet: the fence's data is older.
+        let mut lazy = Store::default();
+        take_fence(&mut lazy, first.clone());
+        lazy.insert_proc_kvs(second.clone());
+        let mut eager = Store::default();
+        eager.insert_proc_kvs(first);
+        eager.insert_proc_kvs(second.clone());
+        assert_eq!(seen(&mut lazy, &second), seen(&mut eager, &second));
+    }
+
+    #[test]
+    fn bad_fence_data_is_an_error_not_a_panic() {
+        let good = fence_body(vec![kvs_of(1, 1)]);
+        let f = pmix_wire::peek_fence_reply(&good).unwrap();
+        // Entries that are not key/value pairs: found out when a get asks for them.
+        let mut bad = good.clone();
+        let at = f.procs[0].kvs.start + (f.data.as_ptr() as usize - good.as_ptr() as usize);
+        // The first entry's scope (after the markers of the entries and of the entry) is nil.
+        assert_eq!(&bad[at..at + 2], &[0x92, 0x93]);
+        bad[at + 2] = 0xc0;
+        if let Some(f) = pmix_wire::peek_fence_reply(&bad) {
+            let mut s = Store::default();
+            s.insert_fence(&f).unwrap();
+            assert!(s.unpack(&kvs_of(1, 1).proc).is_err());
+            assert!(!s.has_packed(&kvs_of(1, 1).proc));
+        } else {
+            panic!("the damage should only show when decoding the entries");
+        }
+        // A namespace that is not a valid name: nothing is taken.
+        let mut nul = good.clone();
+        let ns_at = nul.windows(3).position(|w| w == b"job").unwrap();
+        nul[ns_at + 1] = 0;
+        let f = pmix_wire::peek_fence_reply(&nul).unwrap();
+        let mut s = Store::default();
+        assert!(s.insert_fence(&f).is_err());
+        assert_eq!(s.npacked, 0);
     }
 
     #[test]

@@ -773,6 +773,87 @@ fn fence_nb_completes_and_collected_data_is_local() {
     });
 }
 
+/// Three peers' data, as a collecting fence over job-A brings it.
+fn collected(value_of: fn(u32) -> Value) -> ReplyBody {
+    ReplyBody::Fence {
+        data: (1..4u32)
+            .map(|r| ProcKvs {
+                proc: peer("job-A", r),
+                kvs: vec![Kv {
+                    scope: Scope::GLOBAL,
+                    key: key("demo.rank"),
+                    value: value_of(r),
+                }],
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn a_fence_through_request_gets_its_data_whole_and_still_caches_it() {
+    with_deadline(|| {
+        let (mock, c) = start(
+            0,
+            Box::new(|req| match req {
+                Request::Fence { .. } => Action::Reply(Reply {
+                    status: Status::SUCCESS,
+                    body: collected(Value::Uint32),
+                }),
+                other => default_action(other),
+            }),
+        );
+        let reply = c
+            .request(Request::Fence {
+                procs: vec![],
+                info: vec![flag("pmix.collect")],
+            })
+            .unwrap();
+        assert_eq!(reply.body, collected(Value::Uint32));
+        assert_eq!(
+            c.get(&peer("job-A", 2), "demo.rank", &[]).unwrap(),
+            Value::Uint32(2)
+        );
+        assert_eq!(mock.count(), 1);
+    });
+}
+
+#[test]
+fn fence_data_that_does_not_decode_fails_the_get_of_that_process_only() {
+    with_deadline(|| {
+        let (mock, c) = start(
+            0,
+            Box::new(|req| match req {
+                // Rank 2's value becomes a string that is not UTF-8 (same length, so the
+                // frame stays whole): found out when a get asks for rank 2.
+                Request::Fence { .. } => Action::Edited(
+                    Reply {
+                        status: Status::SUCCESS,
+                        body: collected(|r| Value::String(format!("rank-{r}"))),
+                    },
+                    |body| {
+                        let at = body.windows(6).position(|w| w == b"rank-2").unwrap();
+                        body[at] = 0xff;
+                    },
+                ),
+                other => default_action(other),
+            }),
+        );
+        c.fence(&[], &[flag("pmix.collect")]).unwrap();
+        assert_eq!(
+            c.get(&peer("job-A", 1), "demo.rank", &[]).unwrap(),
+            s("rank-1")
+        );
+        let e = c.get(&peer("job-A", 2), "demo.rank", &[]).unwrap_err();
+        assert_eq!(e.status(), Status::ERR_UNPACK_FAILURE, "{e:?}");
+        assert_eq!(
+            c.get(&peer("job-A", 3), "demo.rank", &[]).unwrap(),
+            s("rank-3")
+        );
+        assert!(c.is_connected());
+        assert_eq!(mock.count(), 1);
+    });
+}
+
 #[test]
 fn fence_failure_status_reaches_the_caller() {
     with_deadline(|| {

@@ -36,6 +36,8 @@ pub enum Action {
     Garbage,
     /// Send an event, then this reply.
     EventThen(Event, Reply),
+    /// Send this reply, its encoded body altered by the function first.
+    Edited(Reply, fn(&mut Vec<u8>)),
 }
 
 /// How the mock answers the hello.
@@ -274,6 +276,15 @@ fn serve(
                 Action::EventThen(ev, reply) => {
                     send(&mut out, &ServerMsg::Event(ev));
                     send(&mut out, &ServerMsg::Reply { id, reply });
+                }
+                Action::Edited(reply, edit) => {
+                    let mut frame = Vec::new();
+                    encode_frame(&ServerMsg::Reply { id, reply }, &mut frame).unwrap();
+                    let mut body = frame.split_off(4);
+                    edit(&mut body);
+                    let len = u32::try_from(body.len()).unwrap();
+                    let _ = out.write_all(&len.to_be_bytes());
+                    let _ = out.write_all(&body);
                 }
             }
             drop(out);
