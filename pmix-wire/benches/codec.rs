@@ -11,7 +11,7 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Status, Value};
 use pmix_wire::{
     ClientMsg, Decoded, FrameDecoder, JobData, Kv, ProcKvs, ProcRealm, Realm, Reply, ReplyBody,
-    Request, ServerMsg, Welcome, decode_body, encode_frame,
+    Request, ServerMsg, Welcome, decode_body, decode_kvs, encode_frame, peek_fence_reply,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -124,9 +124,64 @@ where
     group.finish();
 }
 
+/// A fence over 64 processes that each put three keys (a 64-byte card and two numbers), as the
+/// multi-process benchmark's first collecting fence: decoded whole, or seen without decoding.
+fn fence_reply_64_procs() -> ServerMsg {
+    let ns = Nspace::new("bench").unwrap();
+    let data = (0..64u32)
+        .map(|r| ProcKvs {
+            proc: Proc::new(ns.clone(), r),
+            kvs: vec![
+                Kv {
+                    scope: Scope::GLOBAL,
+                    key: Key::new("bench.card").unwrap(),
+                    value: Value::String(format!("card-{r:08}-{:050}", 0)),
+                },
+                Kv {
+                    scope: Scope::GLOBAL,
+                    key: Key::new("bench.port").unwrap(),
+                    value: Value::Uint32(10_000 + r),
+                },
+                Kv {
+                    scope: Scope::GLOBAL,
+                    key: Key::new("bench.addr").unwrap(),
+                    value: Value::Uint64(0x0a00_0000 + u64::from(r)),
+                },
+            ],
+        })
+        .collect();
+    ServerMsg::Reply {
+        id: 9,
+        reply: Reply {
+            status: Status::SUCCESS,
+            body: ReplyBody::Fence { data },
+        },
+    }
+}
+
+fn bench_peek(c: &mut Criterion) {
+    let msg = fence_reply_64_procs();
+    bench_msg(c, "fence_reply_64_procs_3_keys", &msg);
+    let mut frame = Vec::new();
+    encode_frame(&msg, &mut frame).unwrap();
+    let body = &frame[4..];
+    let mut group = c.benchmark_group("fence_reply_64_procs_3_keys");
+    group.throughput(Throughput::Bytes(frame.len() as u64));
+    group.bench_function("peek", |b| {
+        b.iter(|| peek_fence_reply(black_box(body)).unwrap().procs.len())
+    });
+    let f = peek_fence_reply(body).unwrap();
+    let one = f.procs[7].kvs.clone();
+    group.bench_function("decode_one_process", |b| {
+        b.iter(|| decode_kvs(black_box(&f.data[one.clone()])).unwrap())
+    });
+    group.finish();
+}
+
 fn codec(c: &mut Criterion) {
     bench_msg(c, "commit_64_keys", &commit());
     bench_msg(c, "fence_reply_64_keys", &fence_reply());
+    bench_peek(c);
     bench_msg(c, "welcome_job_data_1mib", &welcome_1mib());
 }
 

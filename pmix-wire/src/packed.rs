@@ -4,10 +4,11 @@
 //! reads a few of those processes' keys, if any, long after the fence. Decoding all of it when
 //! the reply arrives (a `Key` and a `Value` allocated per entry) made the first collecting
 //! fence of 64 processes on one CPU cost several times what a barrier does. So a client can
-//! instead [`peek_fence_reply`]: one pass over the frame that checks it as
-//! [`decode_body`](crate::decode_body) would (nesting, announced lengths, trailing bytes) and
-//! finds where each process's entries lie, keeping them encoded. [`decode_kvs`] decodes one
-//! process's entries when they are first wanted.
+//! instead [`peek_fence_reply`]: one pass over the frame that finds where each process's
+//! entries lie, skipping over them (checking announced lengths and trailing bytes as
+//! [`decode_body`](crate::decode_body) would, but not yet their nesting), and keeps them
+//! encoded. [`decode_kvs`] decodes one process's entries when they are first wanted, with every
+//! check `decode_body` makes, nesting included, at the depth they have in a whole reply.
 //!
 //! Only the canonical encoding is recognised (the one `ReplyBody::Fence` gets from this crate);
 //! anything else, well-formed or not, is `None`, and the caller decodes the frame whole, which
@@ -22,10 +23,10 @@ use pmix_types::{Rank, Status};
 use crate::scan::{self, Head};
 use crate::{Error, Kv, MAX_DEPTH};
 
-/// How deep a process's entries (`Vec<Kv>`) sit in a fence reply: inside the `ServerMsg` map,
-/// the `Reply` fields, the reply's fields, the `ReplyBody` map, the `Fence` fields, the data
-/// array and the `ProcKvs` fields. Their nesting is checked against what is left of
-/// [`MAX_DEPTH`], so that a reply is refused lazily exactly when it would be refused whole.
+/// How many containers hold a process's entries (`Vec<Kv>`) in a fence reply: the `ServerMsg`
+/// map, the `Reply` fields, the reply's fields, the `ReplyBody` map, the `Fence` fields, the
+/// data array and the `ProcKvs` fields. The entries' nesting is checked against what is left
+/// of [`MAX_DEPTH`], so that a reply is refused lazily exactly when it would be refused whole.
 const KVS_LEVEL: usize = 7;
 
 /// The largest nesting allowed inside one process's entries, counting their array.
@@ -59,10 +60,11 @@ pub struct PackedProc<'a> {
 /// crate produces, its id, status and data with each process's entries located but not decoded.
 ///
 /// `None` for any other message and for anything malformed: decode those with
-/// [`decode_body`](crate::decode_body). A `Some` has been checked in full as `decode_body`
-/// checks a body before serde sees it, so every range it gives is a whole, bounded MessagePack
-/// value; what is left unchecked is only whether those values are `Kv`s and the namespaces
-/// valid names, which [`decode_kvs`] and `Nspace::new` tell.
+/// [`decode_body`](crate::decode_body). In a `Some`, every range is one whole MessagePack value
+/// whose announced lengths fit in the bytes; what is left unchecked is the nesting within those
+/// values, whether they are `Kv`s, and whether the namespaces are valid names, which
+/// [`decode_kvs`] and `Nspace::new` tell. The work is bounded by the body's length whatever
+/// the bytes.
 pub fn peek_fence_reply(body: &[u8]) -> Option<FenceReplyRef<'_>> {
     let mut h = Head::new(body);
     // ServerMsg::Reply { id, reply: Reply { status, body: ReplyBody::Fence { data } } }
@@ -90,12 +92,18 @@ pub fn peek_fence_reply(body: &[u8]) -> Option<FenceReplyRef<'_>> {
 
 /// Walks the data array of a fence reply: `[[[nspace, rank], [kv, ...]], ...]`, which must be
 /// all of `data`.
+///
+/// One pass that only skips over each process's entries (bounded by the bytes that remain, and
+/// without recursion, so hostile bytes cost no more than their length): their nesting is
+/// checked when [`decode_kvs`] decodes them, against the same limit a whole decode would apply
+/// there, and nothing else in the data can nest.
 fn index(data: &[u8]) -> Option<Vec<PackedProc<'_>>> {
     let mut h = Head::new(data);
-    let n = h.array_len()?;
-    // Each process takes at least five bytes; a count the bytes cannot hold is refused here,
-    // before it sizes anything.
-    let n = usize::try_from(n).ok().filter(|&n| n <= data.len() / 5)?;
+    let n = usize::try_from(h.array_len()?).ok()?;
+    // Each process takes at least five bytes: a count the bytes cannot hold sizes nothing.
+    if n > data.len() / 5 {
+        return None;
+    }
     let mut procs = Vec::with_capacity(n);
     for _ in 0..n {
         if h.array_len()? != 2 || h.array_len()? != 2 {
@@ -104,7 +112,7 @@ fn index(data: &[u8]) -> Option<Vec<PackedProc<'_>>> {
         let nspace = std::str::from_utf8(h.str()?).ok()?;
         let rank = Rank(u32::try_from(h.int()?).ok()?);
         let start = h.pos();
-        let len = scan::value_len(h.rest(), KVS_DEPTH).ok()?;
+        let len = scan::skip_value(h.rest()).ok()?;
         h.skip(len)?;
         procs.push(PackedProc {
             nspace,
@@ -230,7 +238,10 @@ mod tests {
                 Ok(_) => deepest_ok = Some((b, v.clone())),
                 Err(e) => {
                     assert!(e.to_string().contains("deeper"), "{e}");
-                    assert_eq!(peek_fence_reply(&b), None);
+                    // Found out when the entries are decoded.
+                    let f = peek_fence_reply(&b).unwrap();
+                    let e = decode_kvs(&f.data[f.procs[0].kvs.clone()]).unwrap_err();
+                    assert!(e.to_string().contains("deeper"), "{e}");
                     break;
                 }
             }

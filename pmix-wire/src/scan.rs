@@ -59,38 +59,7 @@ pub(crate) fn value_len(buf: &[u8], max_depth: usize) -> Result<usize, ScanError
         if let Some(top) = depth.checked_sub(1) {
             open[top] -= 1;
         }
-        let children = match marker {
-            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => 0,
-            0x80..=0x8f => 2 * usize::from(marker & 0x0f),
-            0x90..=0x9f => usize::from(marker & 0x0f),
-            0xa0..=0xbf => r.skip_data(usize::from(marker & 0x1f), at)?,
-            0xc1 => return Err(ScanError::Reserved { at }),
-            // bin 8/16/32, str 8/16/32
-            0xc4 | 0xd9 => r.skip_len(1, at)?,
-            0xc5 | 0xda => r.skip_len(2, at)?,
-            0xc6 | 0xdb => r.skip_len(4, at)?,
-            // ext 8/16/32: a length, a type byte, the data
-            0xc7 => r.skip_ext(1, at)?,
-            0xc8 => r.skip_ext(2, at)?,
-            0xc9 => r.skip_ext(4, at)?,
-            // float 32/64, uint 8..64, int 8..64
-            0xca => r.skip(4)?,
-            0xcb => r.skip(8)?,
-            0xcc | 0xd0 => r.skip(1)?,
-            0xcd | 0xd1 => r.skip(2)?,
-            0xce | 0xd2 => r.skip(4)?,
-            0xcf | 0xd3 => r.skip(8)?,
-            // fixext 1/2/4/8/16: a type byte, then the data
-            0xd4 => r.skip(2)?,
-            0xd5 => r.skip(3)?,
-            0xd6 => r.skip(5)?,
-            0xd7 => r.skip(9)?,
-            0xd8 => r.skip(17)?,
-            0xdc => usize::from(r.u16()?),
-            0xdd => r.u32()?,
-            0xde => usize::from(r.u16()?) * 2,
-            0xdf => r.u32()?.checked_mul(2).ok_or(ScanError::Oversized { at })?,
-        };
+        let children = children(&mut r, marker, at)?;
         if children > 0 {
             if depth == max_depth {
                 return Err(ScanError::TooDeep { max: max_depth });
@@ -109,6 +78,62 @@ pub(crate) fn value_len(buf: &[u8], max_depth: usize) -> Result<usize, ScanError
             return Ok(r.pos);
         }
     }
+}
+
+/// Reads the marker's payload (at `at`); returns how many values it holds (a container's
+/// elements, twice a map's entries).
+fn children(r: &mut Reader<'_>, marker: u8, at: usize) -> Result<usize, ScanError> {
+    Ok(match marker {
+        0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => 0,
+        0x80..=0x8f => 2 * usize::from(marker & 0x0f),
+        0x90..=0x9f => usize::from(marker & 0x0f),
+        0xa0..=0xbf => r.skip_data(usize::from(marker & 0x1f), at)?,
+        0xc1 => return Err(ScanError::Reserved { at }),
+        // bin 8/16/32, str 8/16/32
+        0xc4 | 0xd9 => r.skip_len(1, at)?,
+        0xc5 | 0xda => r.skip_len(2, at)?,
+        0xc6 | 0xdb => r.skip_len(4, at)?,
+        // ext 8/16/32: a length, a type byte, the data
+        0xc7 => r.skip_ext(1, at)?,
+        0xc8 => r.skip_ext(2, at)?,
+        0xc9 => r.skip_ext(4, at)?,
+        // float 32/64, uint 8..64, int 8..64
+        0xca => r.skip(4)?,
+        0xcb => r.skip(8)?,
+        0xcc | 0xd0 => r.skip(1)?,
+        0xcd | 0xd1 => r.skip(2)?,
+        0xce | 0xd2 => r.skip(4)?,
+        0xcf | 0xd3 => r.skip(8)?,
+        // fixext 1/2/4/8/16: a type byte, then the data
+        0xd4 => r.skip(2)?,
+        0xd5 => r.skip(3)?,
+        0xd6 => r.skip(5)?,
+        0xd7 => r.skip(9)?,
+        0xd8 => r.skip(17)?,
+        0xdc => usize::from(r.u16()?),
+        0xdd => r.u32()?,
+        0xde => usize::from(r.u16()?) * 2,
+        0xdf => r.u32()?.checked_mul(2).ok_or(ScanError::Oversized { at })?,
+    })
+}
+
+/// The length of the one MessagePack value at the start of `buf`, as [`value_len`] finds it
+/// but without checking the nesting: every other check is made (a header announcing more than
+/// the remaining bytes hold, a reserved marker, a cut), and there is no recursion, so the cost
+/// is bounded by the bytes. For a value whose nesting is checked later, when it is decoded.
+pub(crate) fn skip_value(buf: &[u8]) -> Result<usize, ScanError> {
+    let mut pending: usize = 1;
+    let mut r = Reader { buf, pos: 0 };
+    while pending > 0 {
+        let at = r.pos;
+        let marker = r.u8()?;
+        let children = children(&mut r, marker, at)?;
+        pending = (pending - 1)
+            .checked_add(children)
+            .filter(|&p| p <= r.remaining())
+            .ok_or(ScanError::Oversized { at })?;
+    }
+    Ok(r.pos)
 }
 
 struct Reader<'a> {
@@ -317,6 +342,20 @@ mod tests {
         assert_eq!(value_len(&huge_str, 8), Err(ScanError::Oversized { at: 1 }));
         let huge_map = [0xdf, 0x80, 0x00, 0x00, 0x00];
         assert_eq!(value_len(&huge_map, 8), Err(ScanError::Oversized { at: 0 }));
+    }
+
+    proptest::proptest! {
+        /// The skip finds the same end as the check, whatever the bytes, and fails only
+        /// where the check does.
+        #[test]
+        fn a_skip_ends_where_the_check_does(
+            data in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+        ) {
+            match value_len(&data, DEPTH_CAP) {
+                Ok(len) => proptest::prop_assert_eq!(skip_value(&data), Ok(len)),
+                Err(_) => proptest::prop_assert!(skip_value(&data).is_err()),
+            }
+        }
     }
 
     #[test]
