@@ -101,22 +101,34 @@ struct Entry {
 }
 
 /// The put data known for one process: its keys in arrival order (for a Get of all of its
-/// data), whether they are all of it, and what collecting fences brought of it that is not
-/// decoded yet.
+/// data) and whether they are all of it.
 #[derive(Default)]
 struct ProcData {
     keys: Vec<Key>,
     /// Set when the data came whole from the server (fence collection, Get reply).
     complete: bool,
-    /// Newer than everything in the map, oldest first; see [`Store::unpack`].
-    packed: Vec<Packed>,
 }
 
 /// One process's entries as a collecting fence brought them: an encoded `Vec<Kv>` in the
-/// fence's data, which every process of that fence shares.
+/// fence's data, which every process of that fence shares. Newer than what the map holds of
+/// that process.
 struct Packed {
     data: Arc<[u8]>,
     kvs: Range<usize>,
+}
+
+/// What the store knows of a namespace besides its name.
+#[derive(Clone, Copy)]
+struct NsState {
+    /// A small number of its own, for keys that need not hash the name.
+    id: u32,
+    /// Its job data has arrived.
+    has_job: bool,
+}
+
+/// The key of a process in [`Store::packed`].
+fn packed_key(ns_id: u32, rank: Rank) -> u64 {
+    (u64::from(ns_id) << 32) | u64::from(rank.0)
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -200,8 +212,10 @@ fn scope_matches(want: Option<Scope>, have: Scope) -> bool {
 #[derive(Default)]
 pub(crate) struct Store {
     map: HashMap<Slot, Entry>,
-    /// Interned namespaces; the flag says whether their job data has arrived.
-    nspaces: HashMap<Nspace, bool>,
+    /// Interned namespaces.
+    nspaces: HashMap<Nspace, NsState>,
+    /// The same, by [`NsState::id`].
+    by_id: Vec<Nspace>,
     procs: HashMap<ProcId, ProcData>,
     /// App and node of every rank whose job data named them.
     realms: HashMap<ProcId, Realms>,
@@ -210,8 +224,9 @@ pub(crate) struct Store {
     /// This process. Copies of its committed data that replies carry back are not taken in:
     /// what it put since is newer, and its internal values were never sent.
     me: Option<Proc>,
-    /// How many processes have packed entries, so that gets need not look while none has.
-    npacked: usize,
+    /// What collecting fences brought that no get has needed yet, by process
+    /// ([`packed_key`]): at most one fence's entries per process.
+    packed: HashMap<u64, Packed>,
 }
 
 impl Store {
@@ -219,21 +234,24 @@ impl Store {
         match self.nspaces.get_key_value(ns.as_str()) {
             Some((k, _)) => k.clone(),
             None => {
-                self.nspaces.insert(ns.clone(), false);
+                self.add_nspace(ns.clone());
                 ns.clone()
             }
         }
     }
 
-    /// The interned copy of a namespace named by the server, checked if it is new here.
-    fn intern_str(&mut self, ns: &str) -> Result<Nspace, pmix_types::Error> {
-        match self.nspaces.get_key_value(ns) {
-            Some((k, _)) => Ok(k.clone()),
-            None => {
-                let ns = Nspace::new(ns)?;
-                self.nspaces.insert(ns.clone(), false);
-                Ok(ns)
-            }
+    fn add_nspace(&mut self, ns: Nspace) -> u32 {
+        let id = u32::try_from(self.by_id.len()).unwrap_or(u32::MAX);
+        self.by_id.push(ns.clone());
+        self.nspaces.insert(ns, NsState { id, has_job: false });
+        id
+    }
+
+    /// The id of a namespace named by the server, which is checked if it is new here.
+    fn ns_id_of(&mut self, ns: &str) -> Result<u32, pmix_types::Error> {
+        match self.nspaces.get(ns) {
+            Some(st) => Ok(st.id),
+            None => Ok(self.add_nspace(Nspace::new(ns)?)),
         }
     }
 
@@ -254,14 +272,16 @@ impl Store {
     /// True when the job data of `ns` has arrived, which makes the store authoritative for
     /// its reserved keys.
     pub(crate) fn has_job(&self, ns: &str) -> bool {
-        self.nspaces.get(ns).copied().unwrap_or(false)
+        self.nspaces.get(ns).is_some_and(|st| st.has_job)
     }
 
     /// Takes in a namespace's job data. Arriving again (it is shipped with replies too) it
     /// replaces the earlier copy entry by entry; it never changes after registration anyway.
     pub(crate) fn insert_job(&mut self, job: JobData) {
         let ns = self.intern(&job.nspace);
-        self.nspaces.insert(ns.clone(), true);
+        if let Some(st) = self.nspaces.get_mut(ns.as_str()) {
+            st.has_job = true;
+        }
         let mut ids: Vec<u32> = job.nodes.iter().map(|n| n.id).collect();
         ids.sort_unstable();
         ids.dedup();
@@ -358,28 +378,43 @@ impl Store {
     /// Fails, taking nothing, if a namespace is not a valid name (as decoding the reply whole
     /// would have).
     pub(crate) fn insert_fence(&mut self, f: &FenceReplyRef<'_>) -> Result<(), pmix_types::Error> {
-        let mut nss = Vec::with_capacity(f.procs.len());
+        // The processes of a fence are usually of one namespace: its name is looked up once.
+        let mut ids = Vec::with_capacity(f.procs.len());
+        let mut last: Option<(&str, u32)> = None;
         for p in &f.procs {
-            nss.push(self.intern_str(p.nspace)?);
+            let id = match last {
+                Some((name, id)) if name == p.nspace => id,
+                _ => self.ns_id_of(p.nspace)?,
+            };
+            last = Some((p.nspace, id));
+            ids.push(id);
         }
+        let me = self.me.as_ref().and_then(|me| {
+            let st = self.nspaces.get(me.nspace.as_str())?;
+            Some(packed_key(st.id, me.rank))
+        });
         let data: Arc<[u8]> = Arc::from(f.data);
-        for (p, ns) in f.procs.iter().zip(nss) {
-            if self
-                .me
-                .as_ref()
-                .is_some_and(|me| me.rank == p.rank && me.nspace == ns)
-            {
+        self.packed.reserve(f.procs.len());
+        for (p, id) in f.procs.iter().zip(ids) {
+            let key = packed_key(id, p.rank);
+            if me == Some(key) {
                 continue;
             }
-            let pd = self.procs.entry(ProcId { ns, rank: p.rank }).or_default();
-            if pd.packed.is_empty() {
-                self.npacked += 1;
-            }
-            pd.packed.push(Packed {
+            let new = Packed {
                 data: Arc::clone(&data),
                 kvs: p.kvs.clone(),
-            });
-            pd.complete = true;
+            };
+            // Two fences' data of a process nobody asked for: the older goes into the map now,
+            // so that what is kept encoded stays bounded.
+            if let Some(old) = self.packed.insert(key, new) {
+                let Some(ns) = self.by_id.get(id as usize) else {
+                    continue;
+                };
+                let proc = Proc::new(ns.clone(), p.rank);
+                if let Err(e) = self.decode_packed(&proc, &old) {
+                    tracing::warn!("pmix-client: fence data of {proc} does not decode: {e}");
+                }
+            }
         }
         Ok(())
     }
@@ -387,38 +422,62 @@ impl Store {
     /// True when a collecting fence brought data of `proc` that [`Store::unpack`] has not
     /// decoded yet: until it has, the map may hold older values of its keys.
     pub(crate) fn has_packed(&self, proc: &Proc) -> bool {
-        self.npacked != 0
+        !self.packed.is_empty()
             && self
-                .procs
-                .get(&ProcRef {
-                    ns: proc.nspace.as_str(),
-                    rank: proc.rank,
-                })
-                .is_some_and(|pd| !pd.packed.is_empty())
+                .nspaces
+                .get(proc.nspace.as_str())
+                .is_some_and(|st| self.packed.contains_key(&packed_key(st.id, proc.rank)))
     }
 
-    /// Decodes what collecting fences brought of `proc` into the map, oldest first, each entry
-    /// replacing an older value of its key. An entry that does not decode ends it with an
-    /// error, and what followed it is dropped: the server sent something that is not data.
+    /// Decodes what a collecting fence brought of `proc` into the map, each entry replacing an
+    /// older value of its key; all of its data is then here. Entries that do not decode are an
+    /// error (the server sent something that is not data) and leave nothing of them behind.
     pub(crate) fn unpack(&mut self, proc: &Proc) -> Result<(), pmix_wire::Error> {
-        let Some(pd) = self.procs.get_mut(&ProcRef {
-            ns: proc.nspace.as_str(),
-            rank: proc.rank,
-        }) else {
+        let Some(st) = self.nspaces.get(proc.nspace.as_str()) else {
             return Ok(());
         };
-        let packed = std::mem::take(&mut pd.packed);
-        if packed.is_empty() {
-            return Ok(());
+        match self.packed.remove(&packed_key(st.id, proc.rank)) {
+            Some(p) => self.decode_packed(proc, &p),
+            None => Ok(()),
         }
-        self.npacked -= 1;
-        for p in packed {
-            let bytes = p.data.get(p.kvs.clone()).unwrap_or_default();
-            for kv in pmix_wire::decode_kvs(bytes)? {
-                self.insert_data(proc, kv.key, kv.value, kv.scope);
+    }
+
+    fn decode_packed(&mut self, proc: &Proc, p: &Packed) -> Result<(), pmix_wire::Error> {
+        let bytes = p.data.get(p.kvs.clone()).unwrap_or_default();
+        let kvs = pmix_wire::decode_kvs(bytes)?;
+        self.insert_whole(proc, kvs);
+        Ok(())
+    }
+
+    /// Takes in all of a process's data (newer than what the map holds of it).
+    fn insert_whole(&mut self, proc: &Proc, kvs: Vec<pmix_wire::Kv>) {
+        let ns = self.intern(&proc.nspace);
+        let mut new_keys = Vec::new();
+        for kv in kvs {
+            let slot = Slot {
+                ns: ns.clone(),
+                level: Level::Data,
+                id: proc.rank.0,
+                key: kv.key,
+            };
+            let key = slot.key.clone();
+            let entry = Entry {
+                value: kv.value,
+                scope: kv.scope,
+            };
+            if self.map.insert(slot, entry).is_none() {
+                new_keys.push(key);
             }
         }
-        Ok(())
+        let pd = self
+            .procs
+            .entry(ProcId {
+                ns,
+                rank: proc.rank,
+            })
+            .or_default();
+        pd.keys.extend(new_keys);
+        pd.complete = true;
     }
 
     /// Takes in the whole put data of some processes, as a fence, a Get or a Connect reply
@@ -436,17 +495,7 @@ impl Store {
                     pk.proc
                 );
             }
-            for kv in pk.kvs {
-                self.insert_data(&pk.proc, kv.key, kv.value, kv.scope);
-            }
-            let ns = self.intern(&pk.proc.nspace);
-            self.procs
-                .entry(ProcId {
-                    ns,
-                    rank: pk.proc.rank,
-                })
-                .or_default()
-                .complete = true;
+            self.insert_whole(&pk.proc, pk.kvs);
         }
     }
 
@@ -916,9 +965,9 @@ mod tests {
         assert!(lazy.has_packed(&second[1].proc));
         // Our own entry is not taken: what we put since is newer.
         assert!(!lazy.has_packed(&me));
-        assert_eq!(lazy.npacked, 3);
+        assert_eq!(lazy.packed.len(), 3);
         assert_eq!(seen(&mut lazy, &second), seen(&mut eager, &second));
-        assert_eq!(lazy.npacked, 0);
+        assert!(lazy.packed.is_empty());
         let all = lazy.all_data(&second[1].proc, None, false).unwrap();
         assert_eq!(all.len(), 3, "{all:?}");
         // A Get reply after a fence that no get has read yet: the fence's data is older.
@@ -956,7 +1005,7 @@ mod tests {
         let f = pmix_wire::peek_fence_reply(&nul).unwrap();
         let mut s = Store::default();
         assert!(s.insert_fence(&f).is_err());
-        assert_eq!(s.npacked, 0);
+        assert!(s.packed.is_empty());
     }
 
     #[test]
