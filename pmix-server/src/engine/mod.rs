@@ -1219,13 +1219,23 @@ impl Engine {
             self.next_timer += 1;
             self.timers.insert((d, timer), Timer::Fence { seq });
         }
-        // A participant that already left will never arrive.
+        // A participant that already left will never arrive. The first such in participant
+        // order decides the status; looked for from the smaller side, since this runs at every
+        // arrival (usually nobody has left, and then it costs nothing).
         let departed = self.fences.get(seq).and_then(|op| {
-            op.local
-                .iter()
-                .filter(|p| op.waits_for(**p))
-                .find_map(|p| self.gone.get(p))
-                .copied()
+            if self.gone.len() < op.local.len() {
+                self.gone
+                    .iter()
+                    .filter(|(p, _)| op.waits_for(**p))
+                    .min_by_key(|(p, _)| op.local.binary_search(p).ok())
+                    .map(|(_, status)| *status)
+            } else {
+                op.local
+                    .iter()
+                    .filter(|p| op.waits_for(**p))
+                    .find_map(|p| self.gone.get(p))
+                    .copied()
+            }
         });
         if let Some(status) = departed {
             return self.fail_fence(seq, status);
