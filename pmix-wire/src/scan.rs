@@ -127,7 +127,13 @@ pub(crate) fn skip_value(buf: &[u8]) -> Result<usize, ScanError> {
     while pending > 0 {
         let at = r.pos;
         let marker = r.u8()?;
-        let children = children(&mut r, marker, at)?;
+        // The markers data is mostly made of first, the rest through the full table.
+        let children = match marker {
+            0x00..=0x7f | 0xe0..=0xff | 0xc0 | 0xc2 | 0xc3 => 0,
+            0x90..=0x9f => usize::from(marker & 0x0f),
+            0xa0..=0xbf => r.skip_data(usize::from(marker & 0x1f), at)?,
+            _ => children(&mut r, marker, at)?,
+        };
         pending = (pending - 1)
             .checked_add(children)
             .filter(|&p| p <= r.remaining())
