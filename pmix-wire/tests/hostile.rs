@@ -30,6 +30,24 @@ fn every_decoder_fails(bytes: &[u8]) {
     assert!(decode_hello(bytes).is_err());
 }
 
+/// Applies `edits` to `data` in order: overwrite (0), insert (1) or remove (2) one byte at
+/// the given position; stops early if nothing is left.
+fn mutate(data: &mut Vec<u8>, edits: &[(prop::sample::Index, u8, u8)]) {
+    for (at, byte, op) in edits {
+        let i = at.index(data.len() + 1);
+        match op {
+            0 if i < data.len() => data[i] = *byte,
+            1 => data.insert(i, *byte),
+            _ => {
+                data.remove(i.min(data.len() - 1));
+            }
+        }
+        if data.is_empty() {
+            break;
+        }
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(10_000))]
 
@@ -47,17 +65,7 @@ proptest! {
         edits in vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
     ) {
         let mut data = msg;
-        for (at, byte, op) in edits {
-            let i = at.index(data.len() + 1);
-            match op {
-                0 if i < data.len() => data[i] = byte,
-                1 => data.insert(i, byte),
-                _ => { data.remove(i.min(data.len() - 1)); }
-            }
-            if data.is_empty() {
-                break;
-            }
-        }
+        mutate(&mut data, &edits);
         pmix_wire::fuzzing::check(&data);
     }
 }
@@ -73,17 +81,7 @@ proptest! {
         edits in vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 1..4),
     ) {
         let mut data = body_of(&msg);
-        for (at, byte, op) in edits {
-            let i = at.index(data.len() + 1);
-            match op {
-                0 if i < data.len() => data[i] = byte,
-                1 => data.insert(i, byte),
-                _ => { data.remove(i.min(data.len() - 1)); }
-            }
-            if data.is_empty() {
-                break;
-            }
-        }
+        mutate(&mut data, &edits);
         pmix_wire::fuzzing::check_packed(&data);
     }
 }
