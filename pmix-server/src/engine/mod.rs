@@ -996,6 +996,21 @@ impl Engine {
         let Some(nsinfo) = self.nspaces.get(&ns) else {
             return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
         };
+        if target.rank == Rank::UNDEF {
+            if let Some(k) = &key {
+                let job_level = nsinfo.job.job.iter().chain(&nsinfo.job.session);
+                if !job_level.clone().any(|i| i.key == *k) {
+                    // A key posted by any process of the namespace: the first that stored it
+                    // answers. Nothing is waited for: there is no process to wait for.
+                    return match self.store.owner(ns, k.as_str()) {
+                        Some(rank) => {
+                            self.answer_get(Requester::Client { conn, id }, (ns, rank), Some(k))
+                        }
+                        None => self.reply_status(conn, id, Status::ERR_NOT_FOUND),
+                    };
+                }
+            }
+        }
         if !target.rank.is_valid() {
             // Job-level data: the client asks only for namespaces it lacks (RFC0009).
             let job = (*nsinfo.job).clone();

@@ -65,6 +65,41 @@ pub(crate) struct Store {
     map: HashMap<StoreKey, Entry>,
     /// Keys of each process, in first-put order.
     keys: HashMap<(NsId, Rank), Vec<Key>>,
+    /// For a Get that names no rank (`RANK_UNDEF`): the first process of a namespace that
+    /// stored each key.
+    owners: HashMap<OwnerKey, Rank>,
+}
+
+#[derive(PartialEq, Eq)]
+struct OwnerKey {
+    ns: NsId,
+    key: Key,
+}
+
+impl Hash for OwnerKey {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        // Must hash exactly like `OwnerProbe`.
+        self.ns.hash(h);
+        self.key.as_str().hash(h);
+    }
+}
+
+struct OwnerProbe<'a> {
+    ns: NsId,
+    key: &'a str,
+}
+
+impl Hash for OwnerProbe<'_> {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.ns.hash(h);
+        self.key.hash(h);
+    }
+}
+
+impl Equivalent<OwnerKey> for OwnerProbe<'_> {
+    fn equivalent(&self, k: &OwnerKey) -> bool {
+        self.ns == k.ns && self.key == k.key.as_str()
+    }
 }
 
 impl Store {
@@ -80,6 +115,19 @@ impl Store {
             return;
         }
         self.keys.entry((ns, rank)).or_default().push(key.clone());
+        let owner = OwnerProbe {
+            ns,
+            key: key.as_str(),
+        };
+        if self.owners.get(&owner).is_none() {
+            self.owners.insert(
+                OwnerKey {
+                    ns,
+                    key: key.clone(),
+                },
+                rank,
+            );
+        }
         self.map
             .insert(StoreKey { ns, rank, key }, Entry { scope, value });
     }
@@ -87,6 +135,11 @@ impl Store {
     /// One probe.
     pub(crate) fn get(&self, ns: NsId, rank: Rank, key: &str) -> Option<&Entry> {
         self.map.get(&Probe { ns, rank, key })
+    }
+
+    /// The first process of namespace `ns` that stored `key` (one probe).
+    pub(crate) fn owner(&self, ns: NsId, key: &str) -> Option<Rank> {
+        self.owners.get(&OwnerProbe { ns, key }).copied()
     }
 
     /// True if the process has stored anything.
@@ -121,8 +174,10 @@ impl Store {
     pub(crate) fn purge_nspace(&mut self, ns: NsId) {
         self.map.retain(|k, _| k.ns != ns);
         self.keys.retain(|(n, _), _| *n != ns);
+        self.owners.retain(|k, _| k.ns != ns);
         self.map.shrink_to_fit();
         self.keys.shrink_to_fit();
+        self.owners.shrink_to_fit();
     }
 
     /// Number of stored values.
@@ -154,7 +209,16 @@ mod tests {
         );
         let remote_hidden = s.proc_kvs(1, Rank(0), |sc| sc != Scope::REMOTE);
         assert_eq!(remote_hidden.len(), 1);
+        s.put(1, Rank(4), k("b"), Scope::GLOBAL, Value::Uint32(4));
+        s.put(2, Rank(5), k("b"), Scope::GLOBAL, Value::Uint32(5));
+        assert_eq!(s.owner(1, "a"), Some(Rank(0)));
+        assert_eq!(s.owner(1, "b"), Some(Rank(0)), "the first to store it");
+        assert_eq!(s.owner(2, "b"), Some(Rank(5)));
+        assert_eq!(s.owner(1, "c"), None);
         s.purge_nspace(1);
+        assert_eq!(s.owner(1, "a"), None);
+        assert_eq!(s.owner(2, "b"), Some(Rank(5)));
+        s.purge_nspace(2);
         assert_eq!(s.len(), 0);
         assert!(!s.has_proc(1, Rank(0)));
     }

@@ -446,6 +446,41 @@ fn get_waits_for_commit_and_honours_immediate_and_timeout() {
 }
 
 #[test]
+fn get_with_rank_undef_finds_whoever_stored_the_key() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    s.job("b", 1);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let any = Proc::new(ns("a"), Rank::UNDEF);
+    let miss = s.send(0, get(any.clone(), "x", vec![]));
+    assert_eq!(
+        s.reply(0, miss).status,
+        Status::ERR_NOT_FOUND,
+        "nobody stored it yet: answered at once"
+    );
+    let c = s.send(2, commit(&[("x", Scope::GLOBAL, Value::Int64(7))]));
+    assert_eq!(s.reply(2, c).status, Status::SUCCESS);
+    let c = s.send(1, commit(&[("x", Scope::GLOBAL, Value::Int64(8))]));
+    assert_eq!(s.reply(1, c).status, Status::SUCCESS);
+    let hit = s.send(0, get(any.clone(), "x", vec![]));
+    let rep = s.reply(0, hit);
+    assert_eq!(rep.status, Status::SUCCESS);
+    let ReplyBody::Get { data, .. } = rep.body else {
+        panic!("not a get reply")
+    };
+    assert_eq!(data[0].proc.rank, Rank(2), "the first to store it answers");
+    assert_eq!(data[0].kvs[0].value, Value::Int64(7));
+    // Job-level keys come first.
+    let size = s.send(0, get(any, attr::JOB_SIZE, vec![]));
+    assert_eq!(s.reply(0, size).status, Status::SUCCESS);
+    // Another namespace's keys are not found in this one.
+    let other = s.send(0, get(Proc::new(ns("b"), Rank::UNDEF), "x", vec![]));
+    assert_eq!(s.reply(0, other).status, Status::ERR_NOT_FOUND);
+}
+
+#[test]
 fn reserved_keys_are_refused_and_nothing_is_stored() {
     let mut s = Sim::new();
     s.job("a", 2);
