@@ -16,6 +16,7 @@ mod error;
 mod host;
 mod nameserver;
 mod outbuf;
+mod pmi1;
 mod server;
 mod shell;
 
