@@ -14,7 +14,7 @@ use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
 use crate::Error;
 use crate::engine::{Engine, SECRET_LEN};
 use crate::host::{Host, NameService};
-use crate::shell::{Call, LoopMsg, Shell};
+use crate::shell::{Call, LoopMsg, Pmi1Endpoint, Pmi1Way, Shell};
 
 /// Environment variable naming the server's socket (`unix:<path>`).
 pub const ENV_SERVER_URI: &str = "PMIXRS_SERVER_URI";
@@ -315,6 +315,64 @@ impl Server {
         ])
     }
 
+    /// How a registered client that speaks MPICH's PMI-1 ("simple PMI") reaches this server,
+    /// and the environment its process must be started with.
+    ///
+    /// With [`PmiTransport::Fd`] the server makes a connected socket pair and keeps one end;
+    /// the other is returned in [`PmiFork::fd`], and the host must pass it to the process and
+    /// add `PMI_FD=<its descriptor number in the process>` to the environment (the number is
+    /// only known where the process is started). With [`PmiTransport::Port`] the process
+    /// connects to a loopback TCP port and names itself with a one-time random `PMI_ID`.
+    ///
+    /// The environment has `PMI_RANK`, `PMI_SIZE`, `MPI_LOCALNRANKS`, `MPI_LOCALRANKID`, and
+    /// `PMI_SPAWNED=1` for a spawned job; `PMI_PORT` and `PMI_ID` with `Port`. It never names
+    /// a PMIx variable: MPICH refuses to start when it sees both families, so the host must
+    /// also remove any `PMI_*` or `PMIX_*` variable the process would otherwise inherit.
+    pub fn setup_fork_pmi1(&self, proc: &Proc, transport: PmiTransport) -> Result<PmiFork, Error> {
+        let nspace = proc.nspace.clone();
+        let job = self
+            .call(|reply| Call::JobData { nspace, reply })?
+            .ok_or_else(|| Error::UnknownProc(proc.clone()))?;
+        let rank = proc.rank.0;
+        let (lrank, lsize) = crate::pmi1::job::local_rank_and_size(&job, rank);
+        let mut env: Vec<(String, String)> = vec![
+            ("PMI_RANK".into(), rank.to_string()),
+            ("PMI_SIZE".into(), crate::pmi1::job::size(&job).to_string()),
+            ("MPI_LOCALNRANKS".into(), lsize.to_string()),
+            ("MPI_LOCALRANKID".into(), lrank.to_string()),
+        ];
+        if crate::pmi1::job::spawned(&job) {
+            env.push(("PMI_SPAWNED".into(), "1".into()));
+        }
+        let mut tries = 0;
+        loop {
+            let how = match transport {
+                PmiTransport::Fd => Pmi1Way::Fd,
+                // MPICH reads PMI_ID as a C int: a positive 31-bit number.
+                PmiTransport::Port => {
+                    Pmi1Way::Port(u32::from_ne_bytes(random_bytes::<4>()?) & 0x7fff_ffff)
+                }
+            };
+            let p = proc.clone();
+            match self.call(|reply| Call::Pmi1Connect { proc: p, how, reply })? {
+                Ok(Pmi1Endpoint::Fd(fd)) => return Ok(PmiFork { env, fd: Some(fd) }),
+                Ok(Pmi1Endpoint::Port(port)) => {
+                    let Pmi1Way::Port(id) = how else {
+                        unreachable!("a port answers a port request")
+                    };
+                    env.push(("PMI_PORT".into(), format!("127.0.0.1:{port}")));
+                    env.push(("PMI_ID".into(), id.to_string()));
+                    return Ok(PmiFork { env, fd: None });
+                }
+                Err(e) if tries < 3 && matches!(transport, PmiTransport::Port) => {
+                    tracing::debug!("PMI_ID collision, drawing another: {e}");
+                    tries += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
     /// Asks for the data of a local process on behalf of another node (the host's direct
     /// modex). `done` runs on the event-loop thread once the process has committed, with bytes
     /// the requesting node's server understands (pass them to its `direct_modex` completion).
@@ -354,4 +412,23 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.finalize();
     }
+}
+
+/// How a PMI-1 process reaches the server (see [`Server::setup_fork_pmi1`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PmiTransport {
+    /// An inherited, already connected socket (`PMI_FD`), as Hydra does by default.
+    Fd,
+    /// Loopback TCP (`PMI_PORT`), the process naming itself with a one-time `PMI_ID`.
+    Port,
+}
+
+/// What a PMI-1 process is started with.
+#[derive(Debug)]
+pub struct PmiFork {
+    /// Environment variables to set.
+    pub env: Vec<(String, String)>,
+    /// With [`PmiTransport::Fd`]: the process's end of its connection, to be inherited by it
+    /// and named in `PMI_FD`. Dropping it unused closes the connection.
+    pub fd: Option<std::os::fd::OwnedFd>,
 }

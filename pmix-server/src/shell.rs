@@ -6,15 +6,16 @@
 //! its state: readable always, writable only while output is queued. Calls from the host's
 //! threads and host completions arrive through a channel plus a `mio::Waker`.
 
-use std::collections::HashMap;
-use std::io;
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixListener as StdUnixListener;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, Sender};
-use mio::net::{UnixListener, UnixStream};
+use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use pmix_types::{Info, Nspace, Proc, Status};
 use pmix_wire::{
@@ -27,9 +28,11 @@ use slab::Slab;
 use crate::Error;
 use crate::engine::{ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
 use crate::host::{Completion, Host};
+use crate::pmi1::{Pmi1Conn, Step};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
+const PMI_LISTENER: Token = Token(usize::MAX - 3);
 
 /// Bytes read from a socket per `read` call.
 const READ_CHUNK: usize = 64 * 1024;
@@ -68,6 +71,34 @@ pub(crate) enum Call {
     Notify {
         event: pmix_wire::Event,
     },
+    /// Make the way a PMI-1 process will reach the server.
+    Pmi1Connect {
+        proc: Proc,
+        how: Pmi1Way,
+        reply: Sender<Result<Pmi1Endpoint, Error>>,
+    },
+    /// The job data of a namespace, as its clients receive it.
+    JobData {
+        nspace: Nspace,
+        reply: Sender<Option<Arc<JobData>>>,
+    },
+}
+
+/// How a PMI-1 process is to reach the server.
+#[derive(Clone, Copy)]
+pub(crate) enum Pmi1Way {
+    /// An inherited socket.
+    Fd,
+    /// TCP to the server's PMI-1 port, naming itself with this id.
+    Port(u32),
+}
+
+/// Where a PMI-1 process reaches the server.
+pub(crate) enum Pmi1Endpoint {
+    /// The process's end of a connected socket pair.
+    Fd(OwnedFd),
+    /// The loopback TCP port to connect to.
+    Port(u16),
 }
 
 pub(crate) type DmodexDone = Box<dyn FnOnce(Result<Vec<u8>, Status>) + Send>;
@@ -79,17 +110,112 @@ pub(crate) enum LoopMsg {
     Shutdown,
 }
 
+/// A client connection's socket: a Unix socket (native clients, PMI-1 over an inherited
+/// socket) or loopback TCP (PMI-1 with `PMI_PORT`).
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl mio::event::Source for Stream {
+    fn register(
+        &mut self,
+        registry: &mio::Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.register(registry, token, interests),
+            Stream::Tcp(s) => s.register(registry, token, interests),
+        }
+    }
+
+    fn reregister(
+        &mut self,
+        registry: &mio::Registry,
+        token: Token,
+        interests: Interest,
+    ) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.reregister(registry, token, interests),
+            Stream::Tcp(s) => s.reregister(registry, token, interests),
+        }
+    }
+
+    fn deregister(&mut self, registry: &mio::Registry) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.deregister(registry),
+            Stream::Tcp(s) => s.deregister(registry),
+        }
+    }
+}
+
+impl Stream {
+    fn shutdown(&self) {
+        let _ = match self {
+            Stream::Unix(s) => s.shutdown(std::net::Shutdown::Both),
+            Stream::Tcp(s) => s.shutdown(std::net::Shutdown::Both),
+        };
+    }
+}
+
+/// The protocol personality of a connection.
+enum Proto {
+    /// The native protocol: MessagePack frames.
+    Native {
+        reader: FrameReader,
+        /// The handshake has been received.
+        greeted: bool,
+    },
+    /// MPICH's PMI-1 text lines.
+    Pmi1(Box<Pmi1Conn>),
+}
+
 struct ConnIo {
-    stream: UnixStream,
-    reader: FrameReader,
+    stream: Stream,
+    proto: Proto,
     wbuf: Vec<u8>,
     wpos: usize,
-    /// The handshake has been received.
-    greeted: bool,
     /// Close once the write buffer is empty.
     closing: bool,
     creds: Option<PeerCreds>,
     writable_interest: bool,
+}
+
+impl ConnIo {
+    fn new(stream: Stream, proto: Proto, creds: Option<PeerCreds>) -> Self {
+        ConnIo {
+            stream,
+            proto,
+            wbuf: Vec::new(),
+            wpos: 0,
+            closing: false,
+            creds,
+            writable_interest: false,
+        }
+    }
 }
 
 /// Encodes `Welcome::Accepted` from a shared job record without cloning it: the same bytes as
@@ -115,6 +241,16 @@ pub(crate) struct Shell<H: Host> {
     welcome_cache: HashMap<usize, (Arc<JobData>, Arc<[u8]>)>,
     cleanup: Vec<PathBuf>,
     running: bool,
+    /// The loopback TCP listener of PMI-1 processes started with `PMI_PORT`, made on first
+    /// need.
+    pmi_listener: Option<TcpListener>,
+    /// `PMI_ID`s handed out and not yet used, with their processes.
+    pmi_ids: HashMap<u32, Proc>,
+    /// PMI-1 connections that may have lines to process (after input or an answer).
+    pmi_ready: VecDeque<ConnId>,
+    /// The PMI-1 connections are being stepped (no nested stepping from inside).
+    pmi_pumping: bool,
+    scratch: Vec<u8>,
 }
 
 impl<H: Host> Shell<H> {
@@ -152,6 +288,11 @@ impl<H: Host> Shell<H> {
             welcome_cache: HashMap::new(),
             cleanup,
             running: true,
+            pmi_listener: None,
+            pmi_ids: HashMap::new(),
+            pmi_ready: VecDeque::new(),
+            pmi_pumping: false,
+            scratch: vec![0; READ_CHUNK],
         })
     }
 
@@ -173,6 +314,7 @@ impl<H: Host> Shell<H> {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept(),
+                    PMI_LISTENER => self.accept_pmi(),
                     WAKER => {}
                     Token(conn) => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -246,14 +388,116 @@ impl<H: Host> Shell<H> {
                 self.engine.dmodex_request(&proc, token, Instant::now());
             }
             Call::Notify { event } => self.engine.host_notify(&event),
+            Call::Pmi1Connect { proc, how, reply } => {
+                let _ = reply.send(self.pmi1_connect(proc, how));
+            }
+            Call::JobData { nspace, reply } => {
+                let _ = reply.send(self.engine.job_data(nspace.as_str()));
+            }
+        }
+    }
+
+    fn pmi1_connect(&mut self, proc: Proc, how: Pmi1Way) -> Result<Pmi1Endpoint, Error> {
+        if self.engine.client_secret(&proc).is_none() {
+            return Err(Error::UnknownProc(proc));
+        }
+        match how {
+            Pmi1Way::Fd => {
+                let (ours, theirs) = std::os::unix::net::UnixStream::pair()
+                    .map_err(Error::io("making a PMI-1 socket pair"))?;
+                ours.set_nonblocking(true)
+                    .map_err(Error::io("making a PMI-1 socket non-blocking"))?;
+                let mut stream = Stream::Unix(UnixStream::from_std(ours));
+                let entry = self.conns.vacant_entry();
+                let conn = entry.key();
+                self.poll
+                    .registry()
+                    .register(&mut stream, Token(conn), Interest::READABLE)
+                    .map_err(Error::io("registering a PMI-1 socket"))?;
+                entry.insert(ConnIo::new(
+                    stream,
+                    Proto::Pmi1(Box::new(Pmi1Conn::with_fd(proc))),
+                    None,
+                ));
+                Ok(Pmi1Endpoint::Fd(OwnedFd::from(theirs)))
+            }
+            Pmi1Way::Port(id) => {
+                let port = self.pmi_port()?;
+                if self.pmi_ids.contains_key(&id) {
+                    return Err(Error::io("handing out a PMI_ID")(io::Error::new(
+                        io::ErrorKind::AlreadyExists,
+                        "id in use",
+                    )));
+                }
+                // A process started again under the same name gets a fresh id.
+                self.pmi_ids.retain(|_, p| *p != proc);
+                self.pmi_ids.insert(id, proc);
+                Ok(Pmi1Endpoint::Port(port))
+            }
+        }
+    }
+
+    /// The PMI-1 TCP port, listening on loopback from the first time it is needed.
+    fn pmi_port(&mut self) -> Result<u16, Error> {
+        if self.pmi_listener.is_none() {
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+            let mut l = TcpListener::bind(addr).map_err(Error::io("binding the PMI-1 port"))?;
+            self.poll
+                .registry()
+                .register(&mut l, PMI_LISTENER, Interest::READABLE)
+                .map_err(Error::io("registering the PMI-1 port"))?;
+            self.pmi_listener = Some(l);
+        }
+        let l = self
+            .pmi_listener
+            .as_ref()
+            .ok_or_else(|| Error::io("binding the PMI-1 port")(io::Error::other("no listener")))?;
+        Ok(l.local_addr()
+            .map_err(Error::io("reading the PMI-1 port"))?
+            .port())
+    }
+
+    fn accept_pmi(&mut self) {
+        loop {
+            let Some(l) = self.pmi_listener.as_ref() else {
+                return;
+            };
+            match l.accept() {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    let mut stream = Stream::Tcp(stream);
+                    let entry = self.conns.vacant_entry();
+                    let conn = entry.key();
+                    if let Err(e) =
+                        self.poll
+                            .registry()
+                            .register(&mut stream, Token(conn), Interest::READABLE)
+                    {
+                        tracing::warn!("cannot register a PMI-1 connection: {e}");
+                        continue;
+                    }
+                    entry.insert(ConnIo::new(
+                        stream,
+                        Proto::Pmi1(Box::new(Pmi1Conn::with_port())),
+                        None,
+                    ));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!("PMI-1 accept failed: {e}");
+                    return;
+                }
+            }
         }
     }
 
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
-                Ok((mut stream, _)) => {
+                Ok((stream, _)) => {
                     let creds = peer_creds(&stream);
+                    let mut stream = Stream::Unix(stream);
                     let entry = self.conns.vacant_entry();
                     let conn = entry.key();
                     if let Err(e) =
@@ -264,16 +508,11 @@ impl<H: Host> Shell<H> {
                         tracing::warn!("cannot register a new connection: {e}");
                         continue;
                     }
-                    entry.insert(ConnIo {
-                        stream,
+                    let proto = Proto::Native {
                         reader: FrameReader::new(self.decoder),
-                        wbuf: Vec::new(),
-                        wpos: 0,
                         greeted: false,
-                        closing: false,
-                        creds,
-                        writable_interest: false,
-                    });
+                    };
+                    entry.insert(ConnIo::new(stream, proto, creds));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -294,7 +533,13 @@ impl<H: Host> Shell<H> {
                 return;
             };
             loop {
-                match c.reader.read_from(&mut c.stream) {
+                let got = match &mut c.proto {
+                    Proto::Native { reader, .. } => reader.read_from(&mut c.stream),
+                    Proto::Pmi1(p) => c.stream.read(&mut self.scratch).inspect(|&n| {
+                        p.feed(&self.scratch[..n]);
+                    }),
+                };
+                match got {
                     Ok(0) => {
                         closed = true;
                         break;
@@ -318,10 +563,98 @@ impl<H: Host> Shell<H> {
                 }
             }
         }
-        self.process_frames(conn);
+        match self.conns.get(conn).map(|c| &c.proto) {
+            Some(Proto::Native { .. }) => self.process_frames(conn),
+            Some(Proto::Pmi1(_)) => {
+                self.pmi_ready.push_back(conn);
+                self.drain_engine();
+            }
+            None => {}
+        }
         if closed {
             self.close(conn);
         }
+    }
+
+    /// Processes a PMI-1 connection's lines up to the first that needs the engine.
+    fn step_pmi(&mut self, conn: ConnId) {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return;
+        };
+        if c.closing {
+            return;
+        }
+        let Proto::Pmi1(p) = &mut c.proto else {
+            return;
+        };
+        let mut step = p.step(&mut c.wbuf);
+        loop {
+            match step {
+                Step::Idle => break,
+                Step::Close => {
+                    self.close_after_flush(conn);
+                    return;
+                }
+                Step::Hello(proc) => {
+                    match self.engine.client_secret(&proc) {
+                        Some(secret) => self.engine.handle_hello(
+                            conn,
+                            &proc.nspace,
+                            proc.rank,
+                            &secret,
+                            None,
+                        ),
+                        None => self.pmi_refuse(conn, Status::ERR_NOT_FOUND, "not registered"),
+                    }
+                    break;
+                }
+                Step::Initack(id) => {
+                    let Some(proc) = self.pmi_ids.remove(&id) else {
+                        self.pmi_refuse(conn, Status::ERR_INVALID_CRED, "unknown pmiid");
+                        break;
+                    };
+                    let Some(Proto::Pmi1(p)) = self.conns.get_mut(conn).map(|c| &mut c.proto)
+                    else {
+                        return;
+                    };
+                    step = p.bind(proc);
+                    continue;
+                }
+                Step::Request(id, req) => {
+                    self.engine.handle_request(conn, id, req, Instant::now());
+                    break;
+                }
+            }
+        }
+        self.flush(conn);
+    }
+
+    fn pmi_refuse(&mut self, conn: ConnId, status: Status, reason: &str) {
+        if let Some(c) = self.conns.get_mut(conn) {
+            if let Proto::Pmi1(p) = &mut c.proto {
+                p.refused(status, reason, &mut c.wbuf);
+            }
+        }
+        self.close_after_flush(conn);
+    }
+
+    /// Hands an engine answer to a PMI-1 connection; false if the connection is not one.
+    fn to_pmi(&mut self, conn: ConnId, f: impl FnOnce(&mut Pmi1Conn, &mut Vec<u8>)) -> bool {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return false;
+        };
+        let Proto::Pmi1(p) = &mut c.proto else {
+            return false;
+        };
+        f(p, &mut c.wbuf);
+        let closing = p.is_closing();
+        self.pmi_ready.push_back(conn);
+        if closing {
+            self.close_after_flush(conn);
+        } else {
+            self.flush(conn);
+        }
+        true
     }
 
     fn process_frames(&mut self, conn: ConnId) {
@@ -332,9 +665,12 @@ impl<H: Host> Shell<H> {
             if c.closing {
                 break;
             }
-            let greeted = c.greeted;
             let creds = c.creds;
-            let frame = match c.reader.next_frame() {
+            let Proto::Native { reader, greeted } = &mut c.proto else {
+                return;
+            };
+            let greeted = *greeted;
+            let frame = match reader.next_frame() {
                 Ok(Some(body)) => {
                     if greeted {
                         Ok(Frame::Msg(decode_body::<ClientMsg>(body)))
@@ -347,8 +683,12 @@ impl<H: Host> Shell<H> {
             };
             match frame {
                 Ok(Frame::Hello(Ok(hello))) => {
-                    if let Some(c) = self.conns.get_mut(conn) {
-                        c.greeted = true;
+                    if let Some(ConnIo {
+                        proto: Proto::Native { greeted, .. },
+                        ..
+                    }) = self.conns.get_mut(conn)
+                    {
+                        *greeted = true;
                     }
                     self.engine
                         .handle_hello(conn, &hello.nspace, hello.rank, &hello.secret, creds);
@@ -470,9 +810,25 @@ impl<H: Host> Shell<H> {
     }
 
     fn drain_engine(&mut self) {
+        self.drain_outputs();
+        if self.pmi_pumping {
+            return;
+        }
+        self.pmi_pumping = true;
+        while let Some(conn) = self.pmi_ready.pop_front() {
+            self.step_pmi(conn);
+            self.drain_outputs();
+        }
+        self.pmi_pumping = false;
+    }
+
+    fn drain_outputs(&mut self) {
         while let Some(out) = self.engine.poll_output() {
             match out {
                 Output::Accept { conn, job } => {
+                    if self.to_pmi(conn, |p, out| p.accepted(job.clone(), out)) {
+                        continue;
+                    }
                     if let Some(bytes) = self.welcome_bytes(&job) {
                         self.send_bytes(conn, &bytes);
                     }
@@ -482,6 +838,10 @@ impl<H: Host> Shell<H> {
                     status,
                     reason,
                 } => {
+                    if self.to_pmi(conn, |p, out| p.refused(status, &reason, out)) {
+                        self.close_after_flush(conn);
+                        continue;
+                    }
                     self.send(
                         conn,
                         &Welcome::Refused {
@@ -493,11 +853,16 @@ impl<H: Host> Shell<H> {
                     self.close_after_flush(conn);
                 }
                 Output::Reply { conn, id, reply } => {
-                    self.send(conn, &ServerMsg::Reply { id, reply })
+                    if !self.to_pmi(conn, |p, out| p.replied(id, &reply, out)) {
+                        self.send(conn, &ServerMsg::Reply { id, reply })
+                    }
                 }
                 Output::SharedReply { to, reply } => match SharedFrame::new(&reply) {
                     Ok(shared) => {
                         for (conn, id) in to {
+                            if self.to_pmi(conn, |p, out| p.replied(id, &reply, out)) {
+                                continue;
+                            }
                             let Some(c) = self.conns.get_mut(conn) else {
                                 continue;
                             };
@@ -518,7 +883,13 @@ impl<H: Host> Shell<H> {
                     }
                 }
                 Output::Event { conn, event } => {
-                    self.send(conn, &ServerMsg::Event(Event::clone(&event)));
+                    // PMI-1 has no events (and its processes never register for any).
+                    if matches!(
+                        self.conns.get(conn).map(|c| &c.proto),
+                        Some(Proto::Native { .. })
+                    ) {
+                        self.send(conn, &ServerMsg::Event(Event::clone(&event)));
+                    }
                 }
             }
         }
@@ -598,7 +969,7 @@ impl<H: Host> Shell<H> {
         for conn in conns {
             if let Some(mut c) = self.conns.try_remove(conn) {
                 let _ = self.poll.registry().deregister(&mut c.stream);
-                let _ = c.stream.shutdown(std::net::Shutdown::Both);
+                c.stream.shutdown();
             }
         }
         for done in self.dmodex.drain().map(|(_, d)| d) {

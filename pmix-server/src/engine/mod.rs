@@ -544,6 +544,12 @@ impl Engine {
     }
 
     /// The secret of a registered client (for `setup_fork`).
+    /// The job data of a namespace, as its clients receive it (derived on first need).
+    pub(crate) fn job_data(&self, nspace: &str) -> Option<Arc<JobData>> {
+        let ns = self.ns_id(nspace)?;
+        self.nspaces.get(&ns).map(|n| n.job.get().clone())
+    }
+
     pub(crate) fn client_secret(&self, proc: &Proc) -> Option<[u8; SECRET_LEN]> {
         let ns = self.ns_id(proc.nspace.as_str())?;
         self.clients.get(&(ns, proc.rank)).map(|c| c.secret)

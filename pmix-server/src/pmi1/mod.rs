@@ -144,11 +144,6 @@ impl Pmi1Conn {
         }
     }
 
-    /// The process, once known.
-    pub(crate) fn proc(&self) -> Option<&Proc> {
-        self.proc.as_ref()
-    }
-
     /// True once the connection is to be closed when its replies are written.
     pub(crate) fn is_closing(&self) -> bool {
         self.closing
