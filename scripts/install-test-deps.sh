@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Installs what the tests need beyond Rust, and only what is missing (safe to run again):
+#   - Debian packages: OpenPMIx (libpmix-dev, the reference implementation the tests compare
+#     and interoperate with) and MPICH 4.0.2 (mpich, libmpich-dev: mpicc.mpich, Hydra);
+#   - MPICH 5.0.2 from PyPI in a venv at $PMIXRS_MPICH5 (default /opt/mpich5): the only MPICH
+#     here with dynamic processes (MPI_Comm_spawn, MPI_Comm_connect), for tests/mpich.rs.
+# As root it installs; otherwise it says what is missing and fails if anything is.
+set -euo pipefail
+
+PKGS=(libpmix-dev mpich libmpich-dev gcc python3 python3-venv)
+MPICH5="${PMIXRS_MPICH5:-/opt/mpich5}"
+MPICH5_VERSION=5.0.2
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+need_mpich5=no
+[ -x "$MPICH5/bin/mpicc" ] || need_mpich5=yes
+
+if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ]; then
+  echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5)"
+  exit 0
+fi
+
+if [ "$(id -u)" != 0 ]; then
+  echo "install-test-deps: not root, so installing nothing. Missing:" >&2
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "  Debian packages: ${missing[*]}  (apt-get install -y ${missing[*]})" >&2
+  fi
+  if [ "$need_mpich5" = yes ]; then
+    echo "  MPICH $MPICH5_VERSION in $MPICH5  (python3 -m venv $MPICH5 &&" \
+      "$MPICH5/bin/pip install mpich==$MPICH5_VERSION)" >&2
+  fi
+  echo "Run this script as root: bash scripts/install-test-deps.sh" >&2
+  exit 1
+fi
+
+if [ ${#missing[@]} -gt 0 ]; then
+  command -v apt-get >/dev/null || {
+    echo "install-test-deps: no apt-get; install the Debian packages ${missing[*]} by hand" >&2
+    exit 1
+  }
+  echo "install-test-deps: apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq || true
+  apt-get install -y -qq "${missing[@]}"
+fi
+
+if [ "$need_mpich5" = yes ]; then
+  echo "install-test-deps: MPICH $MPICH5_VERSION into a venv at $MPICH5"
+  if [ -e "$MPICH5" ] && [ ! -e "$MPICH5/pyvenv.cfg" ] && [ -n "$(ls -A "$MPICH5")" ]; then
+    echo "install-test-deps: $MPICH5 exists and is no venv; not touching it" >&2
+    exit 1
+  fi
+  # A venv left half made by an interrupted run is made again.
+  python3 -m venv --clear "$MPICH5"
+  "$MPICH5/bin/pip" install --quiet --disable-pip-version-check "mpich==$MPICH5_VERSION"
+  [ -x "$MPICH5/bin/mpicc" ] || {
+    echo "install-test-deps: the mpich wheel installed no $MPICH5/bin/mpicc" >&2
+    exit 1
+  }
+fi
+echo "install-test-deps: done"
