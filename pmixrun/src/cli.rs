@@ -98,6 +98,24 @@ struct Global {
     /// holding such a URI), shared with other runs; default $PMIXRS_NAMESERVER.
     #[arg(long, value_name = "URI")]
     nameserver_uri: Option<String>,
+    /// The process-management protocol the processes speak: `pmix` (this project's PMIx
+    /// client), `pmi1` (MPICH's simple PMI over an inherited socket, PMI_FD, as Hydra does) or
+    /// `pmi1-port` (simple PMI over loopback TCP, PMI_PORT and PMI_ID). Jobs the processes
+    /// spawn speak the same.
+    #[arg(long, value_enum, default_value_t = Pmi::Pmix, value_name = "PROTOCOL")]
+    pmi: Pmi,
+}
+
+/// The protocol a run's processes speak to pmixrun's server.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Pmi {
+    /// PMIx, through `pmix-client`.
+    Pmix,
+    /// MPICH's PMI-1 over an inherited socket.
+    Pmi1,
+    /// MPICH's PMI-1 over loopback TCP.
+    #[value(name = "pmi1-port")]
+    Pmi1Port,
 }
 
 /// `pmixrun --nameserver ...`: run a name server instead of a job.
@@ -205,6 +223,8 @@ pub(crate) struct Options {
     pub(crate) verbose: bool,
     /// The name server to use, as given (not yet resolved).
     pub(crate) nameserver_uri: Option<String>,
+    /// The protocol of the processes.
+    pub(crate) pmi: Pmi,
     /// The application contexts, in rank order.
     pub(crate) apps: Vec<App>,
 }
@@ -278,6 +298,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         timeout: first.global.timeout.map(Duration::from_secs),
         verbose: first.global.verbose,
         nameserver_uri: first.global.nameserver_uri,
+        pmi: first.global.pmi,
         apps,
     })
 }

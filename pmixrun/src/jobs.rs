@@ -9,9 +9,9 @@ use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use pmix_server::types::{Info, Nspace, Proc, Status};
-use pmix_server::{NameServerClient, Server};
+use pmix_server::{NameServerClient, PmiTransport, Server};
 
-use crate::cli::App;
+use crate::cli::{App, Pmi};
 use crate::host::Event;
 use crate::job::{self, Layout};
 use crate::launch::{self, LaunchError};
@@ -34,6 +34,8 @@ pub(crate) struct RunJobs<'a> {
     pub(crate) spawned: u32,
     pub(crate) events: Sender<Event>,
     pub(crate) lines: Sender<Line>,
+    /// The protocol every process of the run speaks.
+    pub(crate) pmi: Pmi,
 }
 
 impl RunJobs<'_> {
@@ -81,11 +83,22 @@ impl RunJobs<'_> {
         for rank in 0..layout.size {
             let proc = Proc::new(nspace.clone(), rank);
             let a = layout.app_of(rank);
-            let launched = self
-                .server
-                .setup_fork(&proc)
+            let setup = match self.pmi {
+                Pmi::Pmix => self.server.setup_fork(&proc).map(|env| (env, None)),
+                Pmi::Pmi1 | Pmi::Pmi1Port => {
+                    let transport = if self.pmi == Pmi::Pmi1 {
+                        PmiTransport::Fd
+                    } else {
+                        PmiTransport::Port
+                    };
+                    self.server
+                        .setup_fork_pmi1(&proc, transport)
+                        .map(|f| (f.env, f.fd))
+                }
+            };
+            let launched = setup
                 .map_err(|e| LaunchError::other(format!("cannot set up {proc}: {e}")))
-                .and_then(|pmix_env| {
+                .and_then(|(pmix_env, pmi_fd)| {
                     let spawn = launch::Spawn {
                         helper: &self.helper,
                         proc: &proc,
@@ -93,6 +106,7 @@ impl RunJobs<'_> {
                         app: &apps[a],
                         user_env: &user_env[a],
                         pmix_env,
+                        pmi_fd,
                         wdir: &wdirs[a],
                     };
                     launch::spawn(spawn, &self.events, &self.lines)

@@ -2,6 +2,7 @@
 //! for its end, each reporting over a channel.
 
 use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -68,6 +69,17 @@ pub(crate) fn app_env(app: &App) -> Vec<(OsString, OsString)> {
 /// The first argument that makes pmixrun the exec helper of [`exec_helper`].
 pub(crate) const EXEC_HELPER: &str = "--pmixrun-exec-helper";
 
+/// The same, for a PMI-1 process whose connection arrives as the helper's stdin.
+pub(crate) const EXEC_HELPER_PMI_FD: &str = "--pmixrun-exec-helper-pmi-fd";
+
+/// True for the variables a process must not inherit from pmixrun's own environment: those
+/// of a launcher pmixrun itself may run under. MPICH refuses to start when it sees both PMI
+/// and PMIx variables.
+fn launcher_variable(name: &OsStr) -> bool {
+    let n = name.as_encoded_bytes();
+    n.starts_with(b"PMI_") || n.starts_with(b"PMIX_") || n.starts_with(b"MPI_LOCAL")
+}
+
 /// The exit status a shell gives when it cannot start a program.
 fn exit_code_for(e: &std::io::Error) -> u8 {
     match e.kind() {
@@ -94,7 +106,16 @@ fn spawn_status_for(e: &std::io::Error) -> Status {
 /// `Command` does not reset it, and code between fork and exec needs `unsafe`. So every
 /// process starts as this helper, which unblocks them in safe code and then execs the program:
 /// same pid, same process group, same environment and directory.
-pub(crate) fn exec_helper(signals: &nix::sys::signal::SigSet, argv: &[OsString]) -> u8 {
+///
+/// With `pmi_fd`, its stdin is the process's PMI-1 connection (std's `Command` can pass a
+/// descriptor only as stdin, stdout or stderr, with close-on-exec everywhere else): the
+/// helper moves it to a descriptor that survives exec, names it in `PMI_FD`, and gives the
+/// program /dev/null as stdin like every other process.
+pub(crate) fn exec_helper(
+    signals: &nix::sys::signal::SigSet,
+    argv: &[OsString],
+    pmi_fd: bool,
+) -> u8 {
     use std::os::unix::process::CommandExt;
     let Some((program, args)) = argv.split_first() else {
         eprintln!("pmixrun: {EXEC_HELPER} needs a program");
@@ -104,7 +125,28 @@ pub(crate) fn exec_helper(signals: &nix::sys::signal::SigSet, argv: &[OsString])
         eprintln!("pmixrun: cannot unblock signals: {e}");
         return 1;
     }
-    let e = Command::new(program).args(args).exec();
+    let mut cmd = Command::new(program);
+    cmd.args(args);
+    if pmi_fd {
+        // dup() gives a descriptor without close-on-exec.
+        let moved = nix::unistd::dup(std::io::stdin()).and_then(|fd| {
+            let null = std::fs::File::open("/dev/null").map_err(|_| nix::errno::Errno::ENOENT)?;
+            nix::unistd::dup2_stdin(&null)?;
+            Ok(fd)
+        });
+        match moved {
+            Ok(fd) => {
+                cmd.env("PMI_FD", fd.as_raw_fd().to_string());
+                // It must stay open through exec.
+                std::mem::forget(fd);
+            }
+            Err(e) => {
+                eprintln!("pmixrun: cannot pass the PMI connection on: {e}");
+                return 1;
+            }
+        }
+    }
+    let e = cmd.exec();
     // The program was checked before this helper started, so this is rare (a race with the
     // file system, a program the kernel refuses): the message goes to the job's stderr.
     eprintln!(
@@ -187,8 +229,10 @@ pub(crate) struct Spawn<'a> {
     pub(crate) app: &'a App,
     /// The `-x` variables.
     pub(crate) user_env: &'a [(OsString, OsString)],
-    /// What `setup_fork` gave.
+    /// What `setup_fork` (or `setup_fork_pmi1`) gave.
     pub(crate) pmix_env: Vec<(String, String)>,
+    /// A PMI-1 process's end of its connection, to be inherited as `PMI_FD`.
+    pub(crate) pmi_fd: Option<OwnedFd>,
     pub(crate) wdir: &'a Path,
 }
 
@@ -202,14 +246,21 @@ pub(crate) fn spawn(
 ) -> Result<Pid, LaunchError> {
     check_app(s.app, s.wdir, s.user_env)?;
     let mut cmd = Command::new(s.helper);
-    cmd.arg(EXEC_HELPER)
+    let (helper_flag, stdin) = match s.pmi_fd {
+        Some(fd) => (EXEC_HELPER_PMI_FD, Stdio::from(fd)),
+        None => (EXEC_HELPER, Stdio::null()),
+    };
+    for (name, _) in std::env::vars_os().filter(|(k, _)| launcher_variable(k)) {
+        cmd.env_remove(name);
+    }
+    cmd.arg(helper_flag)
         .arg(&s.app.program)
         .args(&s.app.args)
         // The PMIx variables come last: a stray `-x PMIX_RANK=...` must not break the job.
         .envs(s.user_env.iter().map(|(k, v)| (k, v)))
         .envs(s.pmix_env)
         .current_dir(s.wdir)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);

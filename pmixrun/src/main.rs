@@ -220,6 +220,7 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
         spawned: 0,
         events: events_tx,
         lines: lines_tx,
+        pmi: opts.pmi,
     };
     jobs.register(&nspace, &opts.apps, &layout, Vec::new())?;
     let output_done = output::start_writer(opts.tag_output, lines)
@@ -251,7 +252,10 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     if argv.first().is_some_and(|a| a == launch::EXEC_HELPER) {
-        return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..]));
+        return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..], false));
+    }
+    if argv.first().is_some_and(|a| a == launch::EXEC_HELPER_PMI_FD) {
+        return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..], true));
     }
     let mode = match cli::parse_mode(argv) {
         Ok(m) => m,
