@@ -445,6 +445,11 @@ fn abort(m: &Mpich, pmi: &str, n: &str) {
     let r = run(m, pmi, &["-n", n, &m.program("abort"), "7"]);
     assert_eq!(r.code(), Some(7), "{}: {r:#?}", r.what);
     r.assert_has_line("rank 1 aborting with 7");
+    assert!(
+        r.stderr.contains("rank 1 called abort with status 7"),
+        "{}: pmixrun did not say why the job failed: {r:#?}",
+        r.what
+    );
     // MPICH's own message, on the aborting rank's stderr, forwarded.
     assert!(
         r.stderr
@@ -468,6 +473,12 @@ fn a_rank_exiting_without_mpi_finalize_fails_the_job() {
     let r = run(m, "pmi1", &["-n", "3", &prog, "1", "3"]);
     assert_eq!(r.code(), Some(3), "{}: {r:#?}", r.what);
     r.assert_has_line("rank 1 exiting with 3 without MPI_Finalize");
+    assert!(
+        r.stderr
+            .contains("rank 1 exited with status 3 without calling finalize"),
+        "{}: pmixrun did not say why the job failed: {r:#?}",
+        r.what
+    );
     // Status 0 without MPI_Finalize is a failure too.
     let r = run(m, "pmi1-port", &["-n", "3", &prog, "2", "0"]);
     assert!(
@@ -476,6 +487,12 @@ fn a_rank_exiting_without_mpi_finalize_fails_the_job() {
         r.what
     );
     r.assert_has_line("rank 2 exiting with 0 without MPI_Finalize");
+    assert!(
+        r.stderr
+            .contains("rank 2 exited with status 0 without calling finalize"),
+        "{}: pmixrun did not say why the job failed: {r:#?}",
+        r.what
+    );
     let m = mpich5();
     let r = run(m, "pmi1", &["-n", "2", &m.program("exit_early"), "0", "5"]);
     assert_eq!(r.code(), Some(5), "{}: {r:#?}", r.what);
