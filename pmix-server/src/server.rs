@@ -354,7 +354,11 @@ impl Server {
                 }
             };
             let p = proc.clone();
-            match self.call(|reply| Call::Pmi1Connect { proc: p, how, reply })? {
+            match self.call(|reply| Call::Pmi1Connect {
+                proc: p,
+                how,
+                reply,
+            })? {
                 Ok(Pmi1Endpoint::Fd(fd)) => return Ok(PmiFork { env, fd: Some(fd) }),
                 Ok(Pmi1Endpoint::Port(port)) => {
                     let Pmi1Way::Port(id) = how else {

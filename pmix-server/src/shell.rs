@@ -597,13 +597,10 @@ impl<H: Host> Shell<H> {
                 }
                 Step::Hello(proc) => {
                     match self.engine.client_secret(&proc) {
-                        Some(secret) => self.engine.handle_hello(
-                            conn,
-                            &proc.nspace,
-                            proc.rank,
-                            &secret,
-                            None,
-                        ),
+                        Some(secret) => {
+                            self.engine
+                                .handle_hello(conn, &proc.nspace, proc.rank, &secret, None)
+                        }
                         None => self.pmi_refuse(conn, Status::ERR_NOT_FOUND, "not registered"),
                     }
                     break;
@@ -639,7 +636,7 @@ impl<H: Host> Shell<H> {
     }
 
     /// Hands an engine answer to a PMI-1 connection; false if the connection is not one.
-    fn to_pmi(&mut self, conn: ConnId, f: impl FnOnce(&mut Pmi1Conn, &mut Vec<u8>)) -> bool {
+    fn deliver_pmi(&mut self, conn: ConnId, f: impl FnOnce(&mut Pmi1Conn, &mut Vec<u8>)) -> bool {
         let Some(c) = self.conns.get_mut(conn) else {
             return false;
         };
@@ -826,7 +823,7 @@ impl<H: Host> Shell<H> {
         while let Some(out) = self.engine.poll_output() {
             match out {
                 Output::Accept { conn, job } => {
-                    if self.to_pmi(conn, |p, out| p.accepted(job.clone(), out)) {
+                    if self.deliver_pmi(conn, |p, out| p.accepted(job.clone(), out)) {
                         continue;
                     }
                     if let Some(bytes) = self.welcome_bytes(&job) {
@@ -838,7 +835,7 @@ impl<H: Host> Shell<H> {
                     status,
                     reason,
                 } => {
-                    if self.to_pmi(conn, |p, out| p.refused(status, &reason, out)) {
+                    if self.deliver_pmi(conn, |p, out| p.refused(status, &reason, out)) {
                         self.close_after_flush(conn);
                         continue;
                     }
@@ -853,14 +850,14 @@ impl<H: Host> Shell<H> {
                     self.close_after_flush(conn);
                 }
                 Output::Reply { conn, id, reply } => {
-                    if !self.to_pmi(conn, |p, out| p.replied(id, &reply, out)) {
+                    if !self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out)) {
                         self.send(conn, &ServerMsg::Reply { id, reply })
                     }
                 }
                 Output::SharedReply { to, reply } => match SharedFrame::new(&reply) {
                     Ok(shared) => {
                         for (conn, id) in to {
-                            if self.to_pmi(conn, |p, out| p.replied(id, &reply, out)) {
+                            if self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out)) {
                                 continue;
                             }
                             let Some(c) = self.conns.get_mut(conn) else {

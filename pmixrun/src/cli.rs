@@ -102,13 +102,13 @@ struct Global {
     /// client), `pmi1` (MPICH's simple PMI over an inherited socket, PMI_FD, as Hydra does) or
     /// `pmi1-port` (simple PMI over loopback TCP, PMI_PORT and PMI_ID). Jobs the processes
     /// spawn speak the same.
-    #[arg(long, value_enum, default_value_t = Pmi::Pmix, value_name = "PROTOCOL")]
-    pmi: Pmi,
+    #[arg(long, value_enum, default_value_t = Protocol::Pmix, value_name = "PROTOCOL")]
+    pmi: Protocol,
 }
 
 /// The protocol a run's processes speak to pmixrun's server.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Pmi {
+pub(crate) enum Protocol {
     /// PMIx, through `pmix-client`.
     Pmix,
     /// MPICH's PMI-1 over an inherited socket.
@@ -224,7 +224,7 @@ pub(crate) struct Options {
     /// The name server to use, as given (not yet resolved).
     pub(crate) nameserver_uri: Option<String>,
     /// The protocol of the processes.
-    pub(crate) pmi: Pmi,
+    pub(crate) pmi: Protocol,
     /// The application contexts, in rank order.
     pub(crate) apps: Vec<App>,
 }

@@ -11,7 +11,7 @@ use nix::unistd::Pid;
 use pmix_server::types::{Info, Nspace, Proc, Status};
 use pmix_server::{NameServerClient, PmiTransport, Server};
 
-use crate::cli::{App, Pmi};
+use crate::cli::{App, Protocol};
 use crate::host::Event;
 use crate::job::{self, Layout};
 use crate::launch::{self, LaunchError};
@@ -35,7 +35,7 @@ pub(crate) struct RunJobs<'a> {
     pub(crate) events: Sender<Event>,
     pub(crate) lines: Sender<Line>,
     /// The protocol every process of the run speaks.
-    pub(crate) pmi: Pmi,
+    pub(crate) pmi: Protocol,
 }
 
 impl RunJobs<'_> {
@@ -84,9 +84,9 @@ impl RunJobs<'_> {
             let proc = Proc::new(nspace.clone(), rank);
             let a = layout.app_of(rank);
             let setup = match self.pmi {
-                Pmi::Pmix => self.server.setup_fork(&proc).map(|env| (env, None)),
-                Pmi::Pmi1 | Pmi::Pmi1Port => {
-                    let transport = if self.pmi == Pmi::Pmi1 {
+                Protocol::Pmix => self.server.setup_fork(&proc).map(|env| (env, None)),
+                Protocol::Pmi1 | Protocol::Pmi1Port => {
+                    let transport = if self.pmi == Protocol::Pmi1 {
                         PmiTransport::Fd
                     } else {
                         PmiTransport::Port

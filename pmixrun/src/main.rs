@@ -254,7 +254,10 @@ fn main() -> ExitCode {
     if argv.first().is_some_and(|a| a == launch::EXEC_HELPER) {
         return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..], false));
     }
-    if argv.first().is_some_and(|a| a == launch::EXEC_HELPER_PMI_FD) {
+    if argv
+        .first()
+        .is_some_and(|a| a == launch::EXEC_HELPER_PMI_FD)
+    {
         return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..], true));
     }
     let mode = match cli::parse_mode(argv) {

@@ -8,12 +8,18 @@ use pmix_types::{Info, Rank, Value, attr};
 use pmix_wire::JobData;
 
 fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
-    infos.iter().find(|i| i.key.as_str() == key).map(|i| &i.value)
+    infos
+        .iter()
+        .find(|i| i.key.as_str() == key)
+        .map(|i| &i.value)
 }
 
 fn proc_info(job: &JobData, rank: u32) -> &[Info] {
     // Derived job data lists the ranks in order; a host's own list may not.
-    let by_index = job.procs.get(rank as usize).filter(|p| p.rank == Rank(rank));
+    let by_index = job
+        .procs
+        .get(rank as usize)
+        .filter(|p| p.rank == Rank(rank));
     by_index
         .or_else(|| job.procs.iter().find(|p| p.rank == Rank(rank)))
         .map_or(&[][..], |p| &p.info)
@@ -73,7 +79,13 @@ pub(crate) fn process_mapping(job: &JobData, max_len: usize) -> String {
     let mut runs: Vec<(u32, u32)> = Vec::new(); // (node, consecutive ranks on it)
     for rank in 0..n {
         let Some(node) = node_of(job, rank) else {
-            return String::new();
+            // No node map: the job is on one node if all of it is local here.
+            let local = u32_of(find(&job.job, attr::LOCAL_SIZE));
+            return if local == Some(n) {
+                mapping_of_runs(&[(0, n)], max_len)
+            } else {
+                String::new()
+            };
         };
         match runs.last_mut() {
             Some((last, count)) if *last == node => *count += 1,

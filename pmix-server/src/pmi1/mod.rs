@@ -341,7 +341,7 @@ impl Pmi1Conn {
                     Pending::Abort,
                     Request::Abort {
                         status: Status(code),
-                        message: format!("MPI abort with exit code {code}"),
+                        message: String::new(),
                         procs: vec![],
                     },
                 )
@@ -351,7 +351,10 @@ impl Pmi1Conn {
                 Step::Idle
             }
             other => {
-                reply(out, &format!("cmd={other}_result rc=-1 msg=unknown_command"));
+                reply(
+                    out,
+                    &format!("cmd={other}_result rc=-1 msg=unknown_command"),
+                );
                 Step::Idle
             }
         }
@@ -778,7 +781,12 @@ struct SpawnBuilder {
 impl SpawnBuilder {
     /// Adds one block; true once the last block (`spawnssofar == totspawns`) is in.
     fn add(&mut self, block: &[(String, String)]) -> Result<bool, String> {
-        let get = |k: &str| block.iter().find(|(bk, _)| bk == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| {
+            block
+                .iter()
+                .find(|(bk, _)| bk == k)
+                .map(|(_, v)| v.as_str())
+        };
         let num = |k: &str| -> Result<u32, String> {
             get(k)
                 .ok_or_else(|| format!("spawn block without {k}"))?

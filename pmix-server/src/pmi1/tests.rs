@@ -102,7 +102,10 @@ fn put_get_and_barrier_go_to_the_engine_one_at_a_time() {
     );
     let mut out = Vec::new();
     let s = c.step(&mut out);
-    assert!(matches!(s, Step::Request(_, Request::Fence { .. })), "{s:?}");
+    assert!(
+        matches!(s, Step::Request(_, Request::Fence { .. })),
+        "{s:?}"
+    );
     assert_eq!(
         answer(&mut c, s, Reply::status(Status::SUCCESS)),
         "cmd=barrier_out rc=0\n"
