@@ -84,7 +84,7 @@ impl Mpich {
                     .args(["-O1", "-Wall", "-Wextra", "-Werror"])
                     .args(*extra)
                     .arg("-o")
-                    .arg(dir.join(exe))
+                    .arg(Self::fresh(&dir, exe))
                     .arg(src.join(source))
                     .stdin(Stdio::null())
                     .stdout(Stdio::piped())
@@ -105,8 +105,16 @@ impl Mpich {
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             );
+            std::fs::rename(Self::fresh(&dir, exe), dir.join(exe))
+                .unwrap_or_else(|e| panic!("{name}: renaming the new {exe}: {e}"));
         }
         Mpich { name, dir, env }
+    }
+
+    /// Where this process compiles `exe` before renaming it into place: another test process
+    /// of the same target directory may be running the previous one.
+    fn fresh(dir: &Path, exe: &str) -> PathBuf {
+        dir.join(format!("{exe}.new.{}", std::process::id()))
     }
 
     fn program(&self, exe: &str) -> String {
