@@ -99,16 +99,19 @@ struct Global {
     #[arg(long, value_name = "URI")]
     nameserver_uri: Option<String>,
     /// The process-management protocol the processes speak: `pmix` (this project's PMIx
-    /// client), `pmi1` (MPICH's simple PMI over an inherited socket, PMI_FD, as Hydra does) or
-    /// `pmi1-port` (simple PMI over loopback TCP, PMI_PORT and PMI_ID). Jobs the processes
-    /// spawn speak the same.
-    #[arg(long, value_enum, default_value_t = Protocol::Pmix, value_name = "PROTOCOL")]
+    /// client), `pmi1` (MPICH's simple PMI over an inherited socket, PMI_FD, as Hydra does),
+    /// `pmi1-port` (simple PMI over loopback TCP, PMI_PORT and PMI_ID), or `auto`: `pmi1`
+    /// when a program of the command line links MPICH's shared library, else `pmix`. Jobs
+    /// the processes spawn speak the same.
+    #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "PROTOCOL")]
     pmi: Protocol,
 }
 
 /// The protocol a run's processes speak to pmixrun's server.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Protocol {
+    /// Decided by looking at the programs.
+    Auto,
     /// PMIx, through `pmix-client`.
     Pmix,
     /// MPICH's PMI-1 over an inherited socket.

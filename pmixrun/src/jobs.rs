@@ -84,7 +84,9 @@ impl RunJobs<'_> {
             let proc = Proc::new(nspace.clone(), rank);
             let a = layout.app_of(rank);
             let setup = match self.pmi {
-                Protocol::Pmix => self.server.setup_fork(&proc).map(|env| (env, None)),
+                Protocol::Pmix | Protocol::Auto => {
+                    self.server.setup_fork(&proc).map(|env| (env, None))
+                }
                 Protocol::Pmi1 | Protocol::Pmi1Port => {
                     let transport = if self.pmi == Protocol::Pmi1 {
                         PmiTransport::Fd

@@ -3,7 +3,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use crossbeam_channel::Sender;
@@ -157,13 +157,13 @@ pub(crate) fn exec_helper(
     exit_code_for(&e)
 }
 
-/// Checks, as `execvp` will, that `program` can be started from `wdir`, so that a missing
+/// Finds, as `execvp` will, the program that `program` starts from `wdir`, so that a missing
 /// program is reported by pmixrun itself rather than as the exit status of a process.
-fn check_program(
+pub(crate) fn find_program(
     program: &OsStr,
     wdir: &Path,
     user_env: &[(OsString, OsString)],
-) -> std::io::Result<()> {
+) -> std::io::Result<PathBuf> {
     use std::io::{Error, ErrorKind};
     use std::os::unix::fs::PermissionsExt;
     let executable = |p: &Path| -> std::io::Result<()> {
@@ -175,7 +175,8 @@ fn check_program(
         }
     };
     if program.as_encoded_bytes().contains(&b'/') {
-        return executable(&wdir.join(program));
+        let p = wdir.join(program);
+        return executable(&p).map(|()| p);
     }
     // The program's PATH is pmixrun's unless `-x PATH=...` changes it.
     let path = user_env
@@ -187,8 +188,9 @@ fn check_program(
         .unwrap_or_else(|| "/usr/bin:/bin".into());
     let mut last = Error::from(ErrorKind::NotFound);
     for dir in std::env::split_paths(&path) {
-        match executable(&wdir.join(dir).join(program)) {
-            Ok(()) => return Ok(()),
+        let p = wdir.join(dir).join(program);
+        match executable(&p) {
+            Ok(()) => return Ok(p),
             Err(e) if e.kind() == ErrorKind::NotFound => {}
             Err(e) => last = e,
         }
@@ -207,15 +209,17 @@ pub(crate) fn check_app(
     wdir: &Path,
     user_env: &[(OsString, OsString)],
 ) -> Result<(), LaunchError> {
-    check_program(&app.program, wdir, user_env).map_err(|e| LaunchError {
-        message: format!(
-            "cannot start {}: {}",
-            app.program.to_string_lossy(),
-            describe(&e)
-        ),
-        code: exit_code_for(&e),
-        status: spawn_status_for(&e),
-    })
+    find_program(&app.program, wdir, user_env)
+        .map(drop)
+        .map_err(|e| LaunchError {
+            message: format!(
+                "cannot start {}: {}",
+                app.program.to_string_lossy(),
+                describe(&e)
+            ),
+            code: exit_code_for(&e),
+            status: spawn_status_for(&e),
+        })
 }
 
 /// Everything one process is started with.

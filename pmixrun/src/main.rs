@@ -7,6 +7,7 @@
 //! `pmixrun --help`.
 
 mod cli;
+mod detect;
 mod host;
 mod job;
 mod jobs;
@@ -189,6 +190,22 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
         }
     }
     let user_env: Vec<_> = opts.apps.iter().map(launch::app_env).collect();
+    let pmi = match opts.pmi {
+        cli::Protocol::Auto => {
+            // An MPICH program anywhere in the job makes it a PMI-1 job.
+            let mpich = opts.apps.iter().zip(&user_env).any(|(app, env)| {
+                launch::find_program(&app.program, &job::wdir_of(app, &cwd), env)
+                    .is_ok_and(|p| detect::protocol_of(&p) == cli::Protocol::Pmi1)
+            });
+            if mpich {
+                tracing::debug!("MPICH program: speaking PMI-1");
+                cli::Protocol::Pmi1
+            } else {
+                cli::Protocol::Pmix
+            }
+        }
+        p => p,
+    };
     let helper = std::env::current_exe()
         .map_err(|e| format!("cannot find pmixrun's executable: {}", launch::describe(&e)))?;
 
@@ -220,7 +237,7 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
         spawned: 0,
         events: events_tx,
         lines: lines_tx,
-        pmi: opts.pmi,
+        pmi,
     };
     jobs.register(&nspace, &opts.apps, &layout, Vec::new())?;
     let output_done = output::start_writer(opts.tag_output, lines)
