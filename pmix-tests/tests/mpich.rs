@@ -406,6 +406,8 @@ fn hello_and_allreduce_with_debian_mpich_4() {
         hello(m, "pmi1", n);
     }
     hello(m, "pmi1-port", 4);
+    // pmixrun recognises an MPICH program by the library it links.
+    hello(m, "auto", 2);
 }
 
 #[test]
@@ -417,6 +419,7 @@ fn hello_and_allreduce_with_mpich_5() {
         hello(m, "pmi1", n);
     }
     hello(m, "pmi1-port", 3);
+    hello(m, "auto", 2);
     hello(&mpich5_ofi(), "pmi1", 4);
 }
 
