@@ -5,9 +5,10 @@ use std::fs::File;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, killpg};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 /// How a run ended.
@@ -16,6 +17,8 @@ pub(crate) struct Outcome {
     pub(crate) stdout: String,
     /// Why the run failed, if it did.
     pub(crate) failure: Option<String>,
+    /// From just before the host was started to the moment its exit was seen.
+    pub(crate) elapsed: Duration,
 }
 
 /// The last lines of a log, for a failure message.
@@ -25,13 +28,21 @@ fn tail(path: &Path, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n    ")
 }
 
+/// How long a host has to end on SIGTERM at its deadline before its group gets SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(5);
+
 /// Runs `cmd` in a process group of its own, with stdout and stderr in `<logs>/<name>.out`
-/// and `.err`. At `deadline` the whole group (the host and every process it started) is
-/// killed and the run reported as failed.
+/// and `.err`. At `deadline` the host gets SIGTERM (a launcher passes it on to processes it
+/// put in groups of their own), then the whole group (the host and every process it started
+/// there) SIGKILL, and the run is reported as failed.
+///
+/// The exit is waited for on a thread of its own, so [`Outcome::elapsed`] is as precise as
+/// the clock: the launch rows time launchers that finish in tens of milliseconds.
 pub(crate) fn run(mut cmd: Command, deadline: Duration, logs: &Path, name: &str) -> Outcome {
     let fail = |why: String| Outcome {
         stdout: String::new(),
         failure: Some(why),
+        elapsed: Duration::ZERO,
     };
     if let Err(e) = std::fs::create_dir_all(logs) {
         return fail(format!("cannot create {}: {e}", logs.display()));
@@ -42,54 +53,60 @@ pub(crate) fn run(mut cmd: Command, deadline: Duration, logs: &Path, name: &str)
         (Ok(o), Ok(e)) => (o, e),
         (Err(e), _) | (_, Err(e)) => return fail(format!("cannot create the logs: {e}")),
     };
-    let mut child = match cmd
-        .stdin(Stdio::null())
+    cmd.stdin(Stdio::null())
         .stdout(out)
         .stderr(err)
-        .process_group(0)
-        .spawn()
-    {
+        .process_group(0);
+    let start = Instant::now();
+    let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => return fail(format!("cannot start {:?}: {e}", cmd.get_program())),
     };
-    let end = Instant::now() + deadline;
+    // The group id is the host's pid (process_group(0)); only what it started is in it.
+    let pid = i32::try_from(child.id()).ok().map(Pid::from_raw);
+    let (tx, rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let status = child.wait();
+        let _ = tx.send((status, Instant::now()));
+    });
     let mut failure = None;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if Instant::now() < end => std::thread::sleep(Duration::from_millis(50)),
-            Ok(None) => {
-                // The group id is the host's pid (process_group(0)); only what it started is in it.
-                if let Ok(pid) = i32::try_from(child.id()) {
-                    let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    let (status, end) = match rx.recv_timeout(deadline) {
+        Ok((status, end)) => (status.map_err(|e| e.to_string()), end),
+        Err(_) => {
+            if let Some(pid) = pid {
+                let _ = kill(pid, Signal::SIGTERM);
+                if rx.recv_timeout(TERM_GRACE).is_err() {
+                    let _ = killpg(pid, Signal::SIGKILL);
                 }
-                let _ = child.wait();
-                failure = Some(format!(
-                    "killed after its deadline of {}s; stderr ({}):\n    {}",
-                    deadline.as_secs(),
-                    err_path.display(),
-                    tail(&err_path, 8)
-                ));
-                break None;
+                // Whatever the leader left behind in its group.
+                let _ = killpg(pid, Signal::SIGKILL);
             }
-            Err(e) => {
-                failure = Some(format!("cannot wait for the host: {e}"));
-                break None;
-            }
+            failure = Some(format!(
+                "killed after its deadline of {}s; stderr ({}):\n    {}",
+                deadline.as_secs(),
+                err_path.display(),
+                tail(&err_path, 8)
+            ));
+            (Err(String::new()), Instant::now())
         }
     };
-    if let Some(status) = status {
-        if !status.success() {
+    let _ = waiter.join();
+    match status {
+        Ok(status) if !status.success() => {
             failure = Some(format!(
                 "host exited with {status}; stderr ({}):\n    {}",
                 err_path.display(),
                 tail(&err_path, 8)
             ));
         }
+        Ok(_) => {}
+        Err(e) if failure.is_none() => failure = Some(format!("cannot wait for the host: {e}")),
+        Err(_) => {}
     }
     Outcome {
         stdout: std::fs::read_to_string(&out_path).unwrap_or_default(),
         failure,
+        elapsed: end - start,
     }
 }
 
