@@ -12,16 +12,24 @@
 //! Next to the publish/lookup/unpublish rows it runs the platform floor, `xtask/c/floor.c`:
 //! the same number of round trips per process over a Unix socket, with no PMIx at all, which
 //! is the least any socket-based server can spend on one of those calls on this machine.
+//!
+//! The launch rows (`launch`) time a whole MPI job instead, from starting the launcher to its
+//! exit: an MPICH program under `pmixrun --pmi pmi1` and under MPICH's Hydra, one after the
+//! other in the same run, with the median and the minimum of `--runs` launches each.
 
 mod build;
 mod exec;
+mod launch;
 mod report;
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
 
+use build::{Bins, Floor, MpiHello};
 use exec::Sample;
+use launch::Mpich;
 use report::{Config, Measured, Stack};
 
 const USAGE: &str = "\
@@ -33,15 +41,19 @@ register_nspace of 10k/100k processes) on our stack and on OpenPMIx (Debian's li
 N processes pinned to one CPU and unpinned, and prints one table. With the
 publish/lookup/unpublish all-ranks rows it also runs the platform floor (xtask/c/floor.c:
 the same round trips over a socket without PMIx) and prints both sides divided by it.
+The launch rows ('MPI hello, launch to exit') time an MPICH program (xtask/c/mpi_hello.c)
+from launch to exit under pmixrun --pmi pmi1 and under Hydra, for Debian's MPICH and for
+MPICH 5 in $PMIXRS_MPICH5 (default /opt/mpich5); an MPICH not installed is skipped.
 
 options:
-    --quick            short run: N=2,8, fewer iterations, maps of 10k only
-    --n LIST           process counts, e.g. --n 2,8 (default 2,8,32,64)
+    --quick            short run: N=2,8 (launch rows 1,8), fewer iterations, maps of 10k
+                       only
+    --n LIST           process counts, e.g. --n 2,8 (default 2,8,32,64; launch rows 1,8,32)
     --filter TEXT      only the rows whose name contains TEXT (case-insensitive; several
                        alternatives separated by '|'); runs only what those rows need
-    --no-openpmix      our stack only
+    --no-openpmix      our stack only (the launch rows still run Hydra)
     --runs K           repeat every run K times and report the median (default 3,
-                       quick 1)
+                       quick 1); the launch rows also report the minimum
     --timeout SECS     deadline of one job run (default 150, quick 60)
     --out FILE         also write the report (machine, command, table, goals) as Markdown
     -h, --help         this text";
@@ -51,6 +63,8 @@ options:
 pub(crate) struct Options {
     pub(crate) quick: bool,
     pub(crate) ns: Vec<u32>,
+    /// The process counts of the launch rows: `--n`'s if given.
+    pub(crate) launch_ns: Vec<u32>,
     pub(crate) filter: Vec<String>,
     pub(crate) openpmix: bool,
     pub(crate) runs: u32,
@@ -63,6 +77,7 @@ impl Options {
         let mut o = Options {
             quick: false,
             ns: vec![2, 8, 32, 64],
+            launch_ns: vec![1, 8, 32],
             filter: Vec::new(),
             openpmix: true,
             runs: 1,
@@ -117,8 +132,11 @@ impl Options {
                 _ => return Err(format!("unknown option {a:?}")),
             }
         }
-        if o.quick && !ns_given {
+        if ns_given {
+            o.launch_ns = o.ns.clone();
+        } else if o.quick {
             o.ns = vec![2, 8];
+            o.launch_ns = vec![1, 8];
         }
         o.runs = runs.unwrap_or(if o.quick { 1 } else { 3 });
         o.timeout = timeout.unwrap_or(Duration::from_secs(if o.quick { 60 } else { 150 }));
@@ -191,86 +209,35 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     }
     let dirs = build::Dirs::new();
-    let ours = match build::ours(&dirs) {
-        Ok(b) => b,
+    let programs = match Programs::build(&opts, &plans, &dirs, &mut notes, &mut failures) {
+        Ok(p) => p,
         Err(e) => {
-            eprintln!("xtask bench: cannot build our benchmark: {e}");
+            eprintln!("xtask bench: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let theirs = if opts.openpmix {
-        match build::openpmix(&dirs) {
-            Ok(b) => Some(b),
-            Err(e) => {
-                notes.push(format!("OpenPMIx column not run: {e}"));
-                None
-            }
-        }
-    } else {
-        notes.push("OpenPMIx column not run (--no-openpmix)".into());
-        None
-    };
-
-    // The floor needs no PMIx: it runs with --no-openpmix too.
-    let floor = if plans.iter().any(|p| p.floor) {
-        match build::floor(&dirs) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                notes.push(format!("platform floor not run: {e}"));
-                None
-            }
-        }
-    } else {
-        None
-    };
 
     let mut measured = Measured::default();
-    let client_args = opts.client_args();
     for run in 1..=opts.runs {
         for plan in &plans {
             let config = &plan.config;
-            let stacks = [
-                Some(Stack::Ours),
-                theirs.as_ref().map(|_| Stack::OpenPmix),
-                floor.as_ref().filter(|_| plan.floor).map(|_| Stack::Floor),
-            ];
-            for stack in stacks.into_iter().flatten() {
-                let job_deadline = opts.timeout + Duration::from_secs(30);
-                let (cmd, deadline) = match (stack, config) {
-                    (Stack::Floor, Config::Job { n, pinned }) => match &floor {
-                        Some(f) => (
-                            f.command(*n, *pinned, opts.floor_round_trips()),
-                            job_deadline,
-                        ),
-                        None => continue,
-                    },
-                    (Stack::Floor, Config::Maps) => continue,
-                    (Stack::Ours | Stack::OpenPmix, _) => {
-                        let bins = match (stack, &theirs) {
-                            (Stack::OpenPmix, Some(b)) => b,
-                            (Stack::OpenPmix, None) => continue,
-                            _ => &ours,
-                        };
-                        match config {
-                            Config::Job { n, pinned } => (
-                                bins.job_command(
-                                    *n,
-                                    pinned.then_some(0),
-                                    opts.timeout,
-                                    &client_args,
-                                ),
-                                job_deadline,
-                            ),
-                            Config::Maps => {
-                                (bins.regex_command(opts.quick), Duration::from_secs(240))
-                            }
-                        }
-                    }
+            for stack in programs.stacks(plan, run) {
+                let Some((cmd, deadline)) = programs.command(&opts, stack, *config) else {
+                    continue;
                 };
                 let name = format!("{}-{}-run{run}", stack.slug(), config.slug());
                 let secs = started.elapsed().as_secs();
                 eprintln!("xtask bench: [{}:{:02}] {name}", secs / 60, secs % 60);
                 let outcome = exec::run(cmd, deadline, &dirs.logs, &name);
+                if let Config::Launch { n, .. } = config {
+                    match launch::sample(&outcome, *n) {
+                        Ok(sample) => measured.add(stack, *config, &sample),
+                        Err(f) => {
+                            failures.push(format!("{} {}: {f}", stack.name(), config.label()))
+                        }
+                    }
+                    continue;
+                }
                 let sample = Sample::parse(&outcome.stdout);
                 for note in &sample.notes {
                     let line = format!("{} {}: {note}", stack.name(), config.label());
@@ -312,5 +279,156 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// Everything the selected rows need, built; what could not be built is missing, with a note
+/// or a failure saying why.
+struct Programs {
+    ours: Option<Bins>,
+    theirs: Option<Bins>,
+    floor: Option<Floor>,
+    pmixrun: Option<PathBuf>,
+    hellos: BTreeMap<Mpich, MpiHello>,
+}
+
+impl Programs {
+    /// Builds what `plans` need. Fails only if our benchmark itself cannot be built; OpenPMIx,
+    /// the floor and an MPICH that are missing are notes, and a `pmixrun` that does not build
+    /// fails the launch rows but not the run.
+    fn build(
+        opts: &Options,
+        plans: &[report::Plan],
+        dirs: &build::Dirs,
+        notes: &mut Vec<String>,
+        failures: &mut Vec<String>,
+    ) -> Result<Programs, String> {
+        let launch = |p: &&report::Plan| matches!(p.config, Config::Launch { .. });
+        let jobs = plans.iter().any(|p| !launch(&p));
+        let mut programs = Programs {
+            ours: None,
+            theirs: None,
+            floor: None,
+            pmixrun: None,
+            hellos: BTreeMap::new(),
+        };
+        if jobs {
+            programs.ours =
+                Some(build::ours(dirs).map_err(|e| format!("cannot build our benchmark: {e}"))?);
+            if !opts.openpmix {
+                notes.push("OpenPMIx column not run (--no-openpmix)".into());
+            } else {
+                match build::openpmix(dirs) {
+                    Ok(b) => programs.theirs = Some(b),
+                    Err(e) => notes.push(format!("OpenPMIx column not run: {e}")),
+                }
+            }
+        }
+        // The floor needs no PMIx: it runs with --no-openpmix too.
+        if plans.iter().any(|p| p.floor) {
+            match build::floor(dirs) {
+                Ok(f) => programs.floor = Some(f),
+                Err(e) => notes.push(format!("platform floor not run: {e}")),
+            }
+        }
+        let mut mpichs: Vec<Mpich> = plans
+            .iter()
+            .filter_map(|p| match p.config {
+                Config::Launch { mpich, .. } => Some(mpich),
+                _ => None,
+            })
+            .collect();
+        mpichs.dedup();
+        if !mpichs.is_empty() {
+            match build::pmixrun(dirs) {
+                Ok(p) => programs.pmixrun = Some(p),
+                Err(e) => failures.push(format!("launch rows not run: cannot build pmixrun: {e}")),
+            }
+        }
+        for mpich in mpichs {
+            match build::mpi_hello(dirs, mpich) {
+                Ok(h) => {
+                    programs.hellos.insert(mpich, h);
+                }
+                Err(e) => notes.push(format!("{} launch rows not run: {e}", mpich.name())),
+            }
+        }
+        Ok(programs)
+    }
+
+    /// The sides to run `plan` on, in the order of the `run`-th repetition.
+    fn stacks(&self, plan: &report::Plan, run: u32) -> Vec<Stack> {
+        match plan.config {
+            Config::Launch { mpich, .. } => {
+                if self.pmixrun.is_none() || !self.hellos.contains_key(&mpich) {
+                    return Vec::new();
+                }
+                // Each launcher goes first every other run, so neither always starts on the
+                // caches the other left, and a drift of the machine's load hits both alike.
+                if run % 2 == 1 {
+                    vec![Stack::Ours, Stack::Hydra]
+                } else {
+                    vec![Stack::Hydra, Stack::Ours]
+                }
+            }
+            Config::Job { .. } | Config::Maps => [
+                self.ours.as_ref().map(|_| Stack::Ours),
+                self.theirs.as_ref().map(|_| Stack::OpenPmix),
+                self.floor
+                    .as_ref()
+                    .filter(|_| plan.floor)
+                    .map(|_| Stack::Floor),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        }
+    }
+
+    /// The command of one run of `stack` in `config`, and its deadline.
+    fn command(&self, opts: &Options, stack: Stack, config: Config) -> Option<(Command, Duration)> {
+        let job_deadline = opts.timeout + Duration::from_secs(30);
+        match (stack, config) {
+            (Stack::Floor, Config::Job { n, pinned }) => Some((
+                self.floor
+                    .as_ref()?
+                    .command(n, pinned, opts.floor_round_trips()),
+                job_deadline,
+            )),
+            (Stack::Ours, Config::Launch { mpich, n }) => Some((
+                launch::pmixrun_command(
+                    self.pmixrun.as_ref()?,
+                    self.hellos.get(&mpich)?,
+                    n,
+                    opts.timeout,
+                ),
+                job_deadline,
+            )),
+            (Stack::Hydra, Config::Launch { mpich, n }) => Some((
+                launch::hydra_command(self.hellos.get(&mpich)?, n, opts.timeout),
+                job_deadline,
+            )),
+            (Stack::Ours | Stack::OpenPmix, Config::Job { n, pinned }) => {
+                let bins = self.bins(stack)?;
+                let cmd =
+                    bins.job_command(n, pinned.then_some(0), opts.timeout, &opts.client_args());
+                Some((cmd, job_deadline))
+            }
+            (Stack::Ours | Stack::OpenPmix, Config::Maps) => Some((
+                self.bins(stack)?.regex_command(opts.quick),
+                Duration::from_secs(240),
+            )),
+            (Stack::Floor, _) | (Stack::Hydra, _) | (Stack::OpenPmix, Config::Launch { .. }) => {
+                None
+            }
+        }
+    }
+
+    fn bins(&self, stack: Stack) -> Option<&Bins> {
+        match stack {
+            Stack::Ours => self.ours.as_ref(),
+            Stack::OpenPmix => self.theirs.as_ref(),
+            Stack::Floor | Stack::Hydra => None,
+        }
     }
 }

@@ -1,10 +1,13 @@
 //! Building the two sides: `pmix-bench` with cargo (release), the OpenPMIx host and client with
-//! `cc` and `pkg-config pmix`, into the target directory; and the platform floor
-//! (`xtask/c/floor.c`, no PMIx) with `cc`.
+//! `cc` and `pkg-config pmix`, into the target directory; the platform floor
+//! (`xtask/c/floor.c`, no PMIx) with `cc`; and for the launch rows, `pmixrun` with cargo
+//! (release) and `xtask/c/mpi_hello.c` with each MPICH's `mpicc`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
+
+use super::launch::Mpich;
 
 /// Where the programs and the logs go.
 pub(crate) struct Dirs {
@@ -102,48 +105,112 @@ fn run_quiet(cmd: &mut Command, what: &str) -> Result<String, String> {
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-/// Builds `pmix-bench` in release mode (cargo's own output goes to our stderr).
-pub(crate) fn ours(dirs: &Dirs) -> Result<Bins, String> {
+/// Builds `bin` of `package` in release mode (cargo's own output goes to our stderr).
+fn cargo_release(dirs: &Dirs, package: &str, bin: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(crate::workspace_root())
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "pmix-tests",
-            "--bin",
-            "pmix-bench",
-        ])
+        .args(["build", "--release", "--quiet", "-p", package, "--bin", bin])
         .status()
         .map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
-        return Err(format!("cargo build of pmix-bench failed ({status})"));
+        return Err(format!("cargo build of {bin} failed ({status})"));
     }
-    let bench = dirs.target.join("release").join("pmix-bench");
-    if !bench.exists() {
-        return Err(format!("{} was not built", bench.display()));
+    let exe = dirs.target.join("release").join(bin);
+    if !exe.exists() {
+        return Err(format!("{} was not built", exe.display()));
     }
-    Ok(Bins::Ours { bench })
+    Ok(exe)
+}
+
+/// Builds `pmix-bench` in release mode.
+pub(crate) fn ours(dirs: &Dirs) -> Result<Bins, String> {
+    Ok(Bins::Ours {
+        bench: cargo_release(dirs, "pmix-tests", "pmix-bench")?,
+    })
+}
+
+/// Builds `pmixrun` in release mode, for the launch rows.
+pub(crate) fn pmixrun(dirs: &Dirs) -> Result<PathBuf, String> {
+    cargo_release(dirs, "pmixrun", "pmixrun")
 }
 
 /// Compiles `xtask/c/<name>.c` into `<target>/xtask-bench/<name>` with `cc -O2`.
 fn compile_c(dirs: &Dirs, name: &str, flags: &[&str]) -> Result<PathBuf, String> {
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    compile_with(dirs, Path::new(&cc), name, name, flags)
+}
+
+/// Compiles `xtask/c/<name>.c` into `<target>/xtask-bench/<exe>` with `cc -O2`.
+fn compile_with(
+    dirs: &Dirs,
+    cc: &Path,
+    name: &str,
+    exe: &str,
+    flags: &[&str],
+) -> Result<PathBuf, String> {
     std::fs::create_dir_all(&dirs.out)
         .map_err(|e| format!("cannot create {}: {e}", dirs.out.display()))?;
     let src = crate::workspace_root().join("xtask").join("c");
-    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
-    let exe = dirs.out.join(name);
+    let exe = dirs.out.join(exe);
     run_quiet(
-        Command::new(&cc)
+        Command::new(cc)
             .args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
             .arg(&exe)
             .arg(src.join(format!("{name}.c")))
             .args(flags),
-        &format!("cc {name}.c"),
+        &format!("{} {name}.c", cc.display()),
     )?;
     Ok(exe)
+}
+
+/// `xtask/c/mpi_hello.c` compiled with one MPICH, and that MPICH's Hydra.
+pub(crate) struct MpiHello {
+    pub(crate) exe: PathBuf,
+    pub(crate) mpiexec: PathBuf,
+}
+
+/// Compiles `mpi_hello.c` with `mpich`'s `mpicc`, if it and its `mpiexec` are installed.
+pub(crate) fn mpi_hello(dirs: &Dirs, mpich: Mpich) -> Result<MpiHello, String> {
+    let (mpicc, mpiexec) = (mpich.mpicc(), mpich.mpiexec());
+    for tool in [&mpicc, &mpiexec] {
+        if !tool.is_file() {
+            return Err(format!("{} not found; {}", tool.display(), mpich.install()));
+        }
+    }
+    let exe = compile_with(
+        dirs,
+        &mpicc,
+        "mpi_hello",
+        &format!("mpi_hello-{}", mpich.slug()),
+        &[],
+    )?;
+    Ok(MpiHello { exe, mpiexec })
+}
+
+/// The version of an MPICH, for the report: `mpichversion`'s, and Debian's package version.
+pub(crate) fn mpich_version(mpich: Mpich) -> Option<String> {
+    let text = run_quiet(&mut Command::new(mpich.mpichversion()), "mpichversion").ok()?;
+    let v = text
+        .lines()
+        .find_map(|l| l.strip_prefix("MPICH Version:"))
+        .map(str::trim)?;
+    let deb = match mpich {
+        Mpich::Debian => run_quiet(
+            Command::new("dpkg-query").args(["-W", "-f", "${Version}", "mpich"]),
+            "dpkg-query",
+        )
+        .ok(),
+        Mpich::Venv => None,
+    };
+    Some(match deb {
+        Some(d) => format!("{}: MPICH {v} (Debian package mpich {d})", mpich.name()),
+        None => format!(
+            "{}: MPICH {v} in {}",
+            mpich.name(),
+            mpich.prefix().display()
+        ),
+    })
 }
 
 /// The platform floor: `floor N ITERS` (see `xtask/c/floor.c`), which needs no PMIx.

@@ -1,6 +1,6 @@
 //! The rows of the table, the numbers measured for them, and the report: the table, the
-//! platform floor next to the publish/lookup/unpublish rows, the goals of issue 6 judged on
-//! them, and what went wrong.
+//! platform floor next to the publish/lookup/unpublish rows, the launch rows (their table is
+//! `launch`'s), the goals judged on them, and what went wrong.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use super::Options;
 use super::exec::Sample;
+use super::launch::{self, Mpich};
 
 /// Which implementation a number is of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -17,6 +18,8 @@ pub(crate) enum Stack {
     OpenPmix,
     /// `xtask/c/floor.c`: request/echo round trips over a socket, no PMIx.
     Floor,
+    /// MPICH's launcher, the reference of the launch rows (where `Ours` is `pmixrun`).
+    Hydra,
 }
 
 impl Stack {
@@ -25,6 +28,7 @@ impl Stack {
             Stack::Ours => "ours",
             Stack::OpenPmix => "openpmix",
             Stack::Floor => "floor",
+            Stack::Hydra => "hydra",
         }
     }
 
@@ -33,16 +37,18 @@ impl Stack {
             Stack::Ours => "ours",
             Stack::OpenPmix => "OpenPMIx",
             Stack::Floor => "floor",
+            Stack::Hydra => "Hydra",
         }
     }
 }
 
-/// One run's setting: a job of `n` processes (all on CPU 0 if `pinned`), or the map
-/// generation and big-registration run.
+/// One run's setting: a job of `n` processes (all on CPU 0 if `pinned`), the map
+/// generation and big-registration run, or the launch of an MPI job of `n` processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Config {
     Job { n: u32, pinned: bool },
     Maps,
+    Launch { mpich: Mpich, n: u32 },
 }
 
 impl Config {
@@ -51,6 +57,7 @@ impl Config {
             Config::Job { n, pinned: true } => format!("n{n}-pinned"),
             Config::Job { n, pinned: false } => format!("n{n}-unpinned"),
             Config::Maps => "maps".into(),
+            Config::Launch { mpich, n } => format!("{}-n{n}", mpich.slug()),
         }
     }
 
@@ -59,6 +66,7 @@ impl Config {
             Config::Job { n, pinned: true } => format!("N={n}, pinned"),
             Config::Job { n, pinned: false } => format!("N={n}, unpinned"),
             Config::Maps => "maps".into(),
+            Config::Launch { mpich, n } => format!("{}, N={n}", mpich.name()),
         }
     }
 }
@@ -109,12 +117,12 @@ fn k(n: u32) -> String {
 /// One row of the table.
 #[derive(Clone, Debug)]
 pub(crate) struct Row {
-    config: Config,
-    metric: String,
-    label: String,
+    pub(super) config: Config,
+    pub(super) metric: String,
+    pub(super) label: String,
 }
 
-/// Every row the options ask for, in table order.
+/// Every row of the main table the options ask for, in table order.
 fn rows(opts: &Options) -> Vec<Row> {
     let mut rows = Vec::new();
     for (metric, label) in JOB_ROWS {
@@ -176,6 +184,16 @@ fn rows(opts: &Options) -> Vec<Row> {
             format!("deregister_nspace, {p} processes: RSS still added after it (KiB)"),
         );
     }
+    filtered(opts, rows)
+}
+
+/// The launch rows the options ask for, in table order.
+fn launch_rows(opts: &Options) -> Vec<Row> {
+    filtered(opts, launch::rows(opts))
+}
+
+/// The rows `--filter` selects.
+fn filtered(opts: &Options, rows: Vec<Row>) -> Vec<Row> {
     if opts.filter.is_empty() {
         return rows;
     }
@@ -208,10 +226,15 @@ pub(crate) struct Plan {
 pub(crate) fn configs_needed(opts: &Options) -> Vec<Plan> {
     let rows = rows(opts);
     let floor = floor_configs(&rows);
-    let mut configs: Vec<Config> = rows.into_iter().map(|r| r.config).collect();
+    let mut configs: Vec<Config> = rows
+        .into_iter()
+        .chain(launch_rows(opts))
+        .map(|r| r.config)
+        .collect();
     configs.sort_by_key(|c| match *c {
-        Config::Job { n, pinned } => (0, n, !pinned),
-        Config::Maps => (1, 0, false),
+        Config::Job { n, pinned } => (0, None, n, !pinned),
+        Config::Launch { mpich, n } => (1, Some(mpich), n, false),
+        Config::Maps => (2, None, 0, false),
     });
     configs.dedup();
     configs
@@ -252,7 +275,7 @@ impl Measured {
     }
 
     /// The median of the runs.
-    fn get(&self, stack: Stack, config: Config, metric: &str) -> Option<f64> {
+    pub(super) fn get(&self, stack: Stack, config: Config, metric: &str) -> Option<f64> {
         let mut v = self
             .values
             .get(&(stack, config, metric.to_owned()))?
@@ -269,6 +292,15 @@ impl Measured {
         })
     }
 
+    /// The least of the runs.
+    pub(super) fn min(&self, stack: Stack, config: Config, metric: &str) -> Option<f64> {
+        self.values
+            .get(&(stack, config, metric.to_owned()))?
+            .iter()
+            .copied()
+            .min_by(f64::total_cmp)
+    }
+
     fn ratio(&self, config: Config, metric: &str) -> Option<f64> {
         let ours = self.get(Stack::Ours, config, metric)?;
         let theirs = self.get(Stack::OpenPmix, config, metric)?;
@@ -283,12 +315,17 @@ impl Measured {
     }
 
     fn ran(&self, stack: Stack) -> bool {
-        self.values.keys().any(|(s, _, _)| *s == stack)
+        self.ran_where(stack, |_| true)
+    }
+
+    /// Whether `stack` has a number in a setting `which` selects.
+    pub(super) fn ran_where(&self, stack: Stack, which: impl Fn(Config) -> bool) -> bool {
+        self.values.keys().any(|(s, c, _)| *s == stack && which(*c))
     }
 }
 
 /// Three significant digits (whole numbers from 1000 on), no exponent.
-fn sig3(v: f64) -> String {
+pub(super) fn sig3(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
@@ -486,6 +523,7 @@ fn judge(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
                     )
                 })
                 .collect(),
+            Config::Launch { .. } => Vec::new(),
         };
         for (before, after, place) in pairs {
             if let Some(g) = growth(Stack::Ours, config, &before, &after) {
@@ -530,7 +568,8 @@ fn first_line(cmd: &mut Command) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
-fn machine() -> Vec<String> {
+/// The machine and the versions compared; the MPICHs only if launch rows ran.
+fn machine(launch: bool) -> Vec<String> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -563,7 +602,19 @@ fn machine() -> Vec<String> {
         lines.push(format!("reference: {v}, default MCA settings"));
     }
     if let Some(v) = first_line(Command::new("rustc").arg("-V")) {
-        lines.push(format!("ours: pmix-bench built by {v}, release profile"));
+        lines.push(format!(
+            "ours: pmix-bench{} built by {v}, release profile",
+            if launch { " and pmixrun" } else { "" }
+        ));
+    }
+    if launch {
+        for mpich in Mpich::ALL {
+            if let Some(v) = super::build::mpich_version(mpich) {
+                lines.push(format!(
+                    "launch rows: {v}, with its Hydra and default settings"
+                ));
+            }
+        }
     }
     lines
 }
@@ -638,8 +689,11 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
     let rows = rows(opts);
     let theirs_ran = m.ran(Stack::OpenPmix);
     let mut table = String::new();
-    let _ = writeln!(table, "| metric | ours | OpenPMIx | ours/OpenPMIx |");
-    let _ = writeln!(table, "| --- | ---: | ---: | ---: |");
+    // A filter may select launch rows only.
+    if !rows.is_empty() {
+        let _ = writeln!(table, "| metric | ours | OpenPMIx | ours/OpenPMIx |");
+        let _ = writeln!(table, "| --- | ---: | ---: | ---: |");
+    }
     for r in &rows {
         let ours = m.get(Stack::Ours, r.config, &r.metric);
         let theirs = m.get(Stack::OpenPmix, r.config, &r.metric);
@@ -658,10 +712,14 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
         );
     }
     let floor = floor_table(opts, m, &rows);
+    let launches = launch_rows(opts);
+    let launch = launch::table(opts, m, &launches);
     let mut goals = String::new();
     let _ = writeln!(goals, "| goal | target | worst ratio (where) | verdict |");
     let _ = writeln!(goals, "| --- | --- | --- | --- |");
-    for [name, target, worst, verdict] in judge(m, &rows) {
+    let mut verdicts = judge(m, &rows);
+    verdicts.extend(launch::goals(m, &launches));
+    for [name, target, worst, verdict] in verdicts {
         let _ = writeln!(goals, "| {name} | {target} | {worst} | {verdict} |");
     }
     let mut tail = String::new();
@@ -688,16 +746,16 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
         cx.load[0], cx.load[1]
     );
     let terminal = format!(
-        "\n{table}{floor}\nGoals (issue 6), judged on this run:\n\n{goals}{tail}\nrun time: {took}; {load}\n"
+        "\n{table}{floor}{launch}\nGoals, judged on this run:\n\n{goals}{tail}\nrun time: {took}; {load}\n"
     );
     let date = first_line(Command::new("date").args(["-u", "+%Y-%m-%d"])).unwrap_or_default();
     let mut head = format!("- date: {date}\n- command: `{command}` (run time {took})\n");
-    for line in machine() {
+    for line in machine(!launches.is_empty()) {
         let _ = writeln!(head, "- {line}");
     }
     let _ = writeln!(head, "- {load}");
     let markdown =
-        format!("{head}\n{table}{floor}\nGoals of issue 6, judged on this run:\n\n{goals}{tail}");
+        format!("{head}\n{table}{floor}{launch}\nGoals, judged on this run:\n\n{goals}{tail}");
     Text { terminal, markdown }
 }
 
@@ -719,6 +777,7 @@ mod tests {
         Options {
             quick,
             ns: vec![2, 8],
+            launch_ns: vec![1, 8],
             filter: filter.iter().map(|s| s.to_string()).collect(),
             openpmix: true,
             runs: 1,
@@ -781,6 +840,46 @@ mod tests {
         let full = configs_needed(&opts(&[], false));
         assert_eq!(full.iter().filter(|p| p.floor).count(), 4);
         assert_eq!(full.last(), Some(&plan(Config::Maps, false)));
+        // The launch rows: after the jobs, each MPICH's counts together; none without them.
+        let launch = |mpich, n| plan(Config::Launch { mpich, n }, false);
+        assert_eq!(
+            full.iter()
+                .filter(|p| matches!(p.config, Config::Launch { .. }))
+                .count(),
+            4
+        );
+        assert_eq!(
+            configs_needed(&opts(&["mpi hello"], false)),
+            [
+                launch(Mpich::Debian, 1),
+                launch(Mpich::Debian, 8),
+                launch(Mpich::Venv, 1),
+                launch(Mpich::Venv, 8),
+            ]
+        );
+        assert_eq!(
+            configs_needed(&opts(&["debian mpich, n=8"], false)),
+            [launch(Mpich::Debian, 8)]
+        );
+        assert!(
+            barrier
+                .iter()
+                .all(|p| !matches!(p.config, Config::Launch { .. }))
+        );
+    }
+
+    #[test]
+    fn the_launch_rows_take_their_counts_from_n() {
+        let parse = |args: &[&str]| {
+            let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+            Options::parse(&args).map(|o| (o.ns, o.launch_ns))
+        };
+        assert_eq!(parse(&[]), Ok((vec![2, 8, 32, 64], vec![1, 8, 32])));
+        assert_eq!(parse(&["--quick"]), Ok((vec![2, 8], vec![1, 8])));
+        assert_eq!(
+            parse(&["--quick", "--n", "4,16"]),
+            Ok((vec![4, 16], vec![4, 16]))
+        );
     }
 
     #[test]
