@@ -233,7 +233,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                     match launch::sample(&outcome, *n) {
                         Ok(sample) => measured.add(stack, *config, &sample),
                         Err(f) => {
-                            failures.push(format!("{} {}: {f}", stack.name(), config.label()))
+                            failures.push(format!("{} {}: {f}", stack.name(), config.label()));
+                            measured.add(stack, *config, &Sample::default());
                         }
                     }
                     continue;

@@ -183,7 +183,19 @@ pub(crate) fn check_output(stdout: &str, n: u32) -> Result<(), String> {
 /// not otherwise.
 pub(crate) fn sample(outcome: &Outcome, n: u32) -> Result<Sample, String> {
     if let Some(f) = &outcome.failure {
-        return Err(f.clone());
+        // Hydra says why it gave up on stdout.
+        let said: Vec<&str> = outcome
+            .stdout
+            .lines()
+            .filter(|l| !l.starts_with("hello "))
+            .collect();
+        return Err(match said.as_slice() {
+            [] => f.clone(),
+            lines => format!(
+                "{f}\n    stdout: {}",
+                lines[lines.len().saturating_sub(4)..].join("\n    ")
+            ),
+        });
     }
     check_output(&outcome.stdout, n)?;
     let mut s = Sample::default();

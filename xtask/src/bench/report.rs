@@ -2,7 +2,7 @@
 //! platform floor next to the publish/lookup/unpublish rows, the launch rows (their table is
 //! `launch`'s), the goals judged on them, and what went wrong.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::process::Command;
 use std::time::Duration;
@@ -250,10 +250,14 @@ pub(crate) fn configs_needed(opts: &Options) -> Vec<Plan> {
 #[derive(Default)]
 pub(crate) struct Measured {
     values: BTreeMap<(Stack, Config, String), Vec<f64>>,
+    /// Every side and setting that was run, even if a run gave no number.
+    ran: BTreeSet<(Stack, Config)>,
 }
 
 impl Measured {
+    /// One run's numbers; an empty sample records a run that gave none.
     pub(crate) fn add(&mut self, stack: Stack, config: Config, sample: &Sample) {
+        self.ran.insert((stack, config));
         let mut put = |metric: &str, v: f64| {
             self.values
                 .entry((stack, config, metric.to_owned()))
@@ -318,9 +322,9 @@ impl Measured {
         self.ran_where(stack, |_| true)
     }
 
-    /// Whether `stack` has a number in a setting `which` selects.
+    /// Whether `stack` was run in a setting `which` selects.
     pub(super) fn ran_where(&self, stack: Stack, which: impl Fn(Config) -> bool) -> bool {
-        self.values.keys().any(|(s, c, _)| *s == stack && which(*c))
+        self.ran.iter().any(|(s, c)| *s == stack && which(*c))
     }
 }
 
