@@ -79,10 +79,12 @@ impl RunJobs<'_> {
         user_env: &[Vec<(OsString, OsString)>],
     ) -> (Vec<Pid>, Option<LaunchError>) {
         let wdirs: Vec<_> = apps.iter().map(|a| job::wdir_of(a, &self.cwd)).collect();
-        let mut pids = Vec::with_capacity(layout.size as usize);
+        // Every process's setup (a round trip to the server thread or two each) is done before
+        // the first process starts: once started, processes compete for the CPUs the server
+        // thread and this one need, and early MPI ranks spin waiting for the late ones.
+        let mut setups = Vec::with_capacity(layout.size as usize);
         for rank in 0..layout.size {
             let proc = Proc::new(nspace.clone(), rank);
-            let a = layout.app_of(rank);
             let setup = match self.pmi {
                 Protocol::Pmix | Protocol::Auto => {
                     self.server.setup_fork(&proc).map(|env| (env, None))
@@ -98,22 +100,28 @@ impl RunJobs<'_> {
                         .map(|f| (f.env, f.fd))
                 }
             };
-            let launched = setup
-                .map_err(|e| LaunchError::other(format!("cannot set up {proc}: {e}")))
-                .and_then(|(pmix_env, pmi_fd)| {
-                    let spawn = launch::Spawn {
-                        helper: &self.helper,
-                        proc: &proc,
-                        job: tag,
-                        app: &apps[a],
-                        user_env: &user_env[a],
-                        pmix_env,
-                        pmi_fd,
-                        wdir: &wdirs[a],
-                    };
-                    launch::spawn(spawn, &self.events, &self.lines)
-                });
-            match launched {
+            match setup {
+                Ok(s) => setups.push((proc, s)),
+                Err(e) => {
+                    let e = LaunchError::other(format!("cannot set up {proc}: {e}"));
+                    return (Vec::new(), Some(e));
+                }
+            }
+        }
+        let mut pids = Vec::with_capacity(layout.size as usize);
+        for (rank, (proc, (pmix_env, pmi_fd))) in (0..layout.size).zip(setups) {
+            let a = layout.app_of(rank);
+            let spawn = launch::Spawn {
+                helper: &self.helper,
+                proc: &proc,
+                job: tag,
+                app: &apps[a],
+                user_env: &user_env[a],
+                pmix_env,
+                pmi_fd,
+                wdir: &wdirs[a],
+            };
+            match launch::spawn(spawn, &self.events, &self.lines) {
                 Ok(pid) => {
                     tracing::debug!(%proc, %pid, "started");
                     pids.push(pid);
