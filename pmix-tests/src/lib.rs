@@ -265,3 +265,108 @@ pub fn run_jobs(
     assert_all_ok(&finished);
     finished
 }
+
+/// A `pmixrun --nameserver` process that separate runs share; killed (and its URI file
+/// removed) when dropped, so a failing test leaves nothing behind.
+#[derive(Debug)]
+pub struct NameServerProcess {
+    child: Option<std::process::Child>,
+    /// The URI it printed once listening (`unix:<path>`).
+    pub uri: String,
+    file: PathBuf,
+    dir: PathBuf,
+    deadline: Duration,
+}
+
+static NEXT_NS_DIR: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+impl NameServerProcess {
+    /// Starts one reporting its URI into a file of a fresh directory, and waits (at most
+    /// `deadline`) for the URI line it prints once listening; the file must agree.
+    pub fn start(pmixrun: &Path, deadline: Duration) -> NameServerProcess {
+        use std::io::BufRead;
+        let dir = std::env::temp_dir().join(format!(
+            "pmixrs-ns-test.{}.{}",
+            std::process::id(),
+            NEXT_NS_DIR.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ));
+        std::fs::create_dir(&dir).expect("creating a directory for the URI file");
+        let file = dir.join("ns.uri");
+        let mut child = Command::new(pmixrun)
+            .arg("--nameserver")
+            .arg("--report-uri")
+            .arg(&file)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("starting pmixrun --nameserver");
+        let out = child.stdout.take().expect("stdout");
+        let (tx, lines) = unbounded();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut ns = NameServerProcess {
+            child: Some(child),
+            uri: String::new(),
+            file,
+            dir,
+            deadline,
+        };
+        match lines.recv_timeout(deadline) {
+            Ok(uri) => ns.uri = uri,
+            Err(e) => panic!("the name server printed no URI within {deadline:?}: {e}"),
+        }
+        assert!(ns.uri.starts_with("unix:/"), "URI {:?}", ns.uri);
+        // Written before the URI is printed.
+        let reported = std::fs::read_to_string(&ns.file).expect("reading the URI file");
+        assert_eq!(reported.trim(), ns.uri, "the URI file and stdout disagree");
+        ns
+    }
+
+    /// `--nameserver-uri file:<the URI file>`.
+    pub fn file_spec(&self) -> String {
+        format!("file:{}", self.file.display())
+    }
+
+    /// SIGTERM; it must exit 0 before the deadline.
+    pub fn stop(mut self) {
+        use nix::sys::signal::{Signal, kill};
+        let mut child = self.child.take().expect("running");
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        kill(pid, Signal::SIGTERM).expect("signalling the name server");
+        let (tx, rx) = unbounded();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        match rx.recv_timeout(self.deadline) {
+            Ok(status) => {
+                let status = status.expect("waiting for the name server");
+                assert_eq!(status.code(), Some(0), "the name server exited {status:?}");
+            }
+            Err(_) => {
+                let _ = kill(pid, Signal::SIGKILL);
+                panic!(
+                    "the name server did not stop within {:?} of SIGTERM",
+                    self.deadline
+                );
+            }
+        }
+    }
+}
+
+impl Drop for NameServerProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let _ = std::fs::remove_file(&self.file);
+        let _ = std::fs::remove_dir(&self.dir);
+    }
+}

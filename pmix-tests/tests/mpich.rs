@@ -6,17 +6,16 @@
 //! them these tests fail, saying so. Every run is bounded by a deadline; the programs check
 //! their own results and the tests check exit statuses and the lines they print.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pmix_tests::{cargo_build, profile_dir};
+use pmix_tests::{NameServerProcess, cargo_build, profile_dir};
 
 /// For one run (or for the runs of one exchange); they take well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -295,96 +294,6 @@ fn run(m: &Mpich, pmi: &str, args: &[&str]) -> Run {
     )
 }
 
-// ---- a name server shared by runs ----------------------------------------------------
-
-/// A `pmixrun --nameserver` process; killed if a test fails before stopping it.
-struct NameServer {
-    child: Option<Child>,
-    file: PathBuf,
-    dir: PathBuf,
-}
-
-static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
-
-impl NameServer {
-    /// Starts one that reports its URI into a file of a fresh directory, and waits (at most
-    /// until the deadline) for the URI line it prints once listening.
-    fn start() -> NameServer {
-        let dir = std::env::temp_dir().join(format!(
-            "pmixrs-mpich-test.{}.{}",
-            std::process::id(),
-            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir).expect("creating a directory for the URI file");
-        let file = dir.join("ns.uri");
-        let mut child = Command::new(pmixrun_bin())
-            .arg("--nameserver")
-            .arg("--report-uri")
-            .arg(&file)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("starting pmixrun --nameserver");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, lines) = unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let ns = NameServer {
-            child: Some(child),
-            file,
-            dir,
-        };
-        if let Err(e) = lines.recv_timeout(DEADLINE) {
-            panic!("the name server printed no URI within {DEADLINE:?}: {e}");
-        }
-        ns
-    }
-
-    /// `file:<the URI file>`, for `--nameserver-uri`.
-    fn uri(&self) -> String {
-        format!("file:{}", self.file.display())
-    }
-
-    /// SIGTERM; it must exit 0 before the deadline.
-    fn stop(mut self) {
-        let mut child = self.child.take().expect("running");
-        let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
-        kill(pid, Signal::SIGTERM).expect("signalling the name server");
-        let (tx, rx) = unbounded();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-        });
-        match rx.recv_timeout(DEADLINE) {
-            Ok(status) => {
-                let status = status.expect("waiting for the name server");
-                assert_eq!(status.code(), Some(0), "the name server exited {status:?}");
-            }
-            Err(_) => {
-                let _ = kill(pid, Signal::SIGKILL);
-                panic!("the name server did not stop within {DEADLINE:?} of SIGTERM");
-            }
-        }
-    }
-}
-
-impl Drop for NameServer {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_file(&self.file);
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
-
 // ---- the tests ------------------------------------------------------------------------
 
 /// hello at `n` ranks: every rank checked its Allreduce and passed the barrier.
@@ -543,17 +452,17 @@ fn name_errors(m: &Mpich, pmi: &str, nameserver: Option<&str>) {
 fn unpublished_lookups_and_duplicate_publishes_fail_as_mpi_errors() {
     name_errors(debian(), "pmi1", None);
     name_errors(mpich5(), "pmi1-port", None);
-    let ns = NameServer::start();
-    name_errors(debian(), "pmi1-port", Some(&ns.uri()));
-    name_errors(mpich5(), "pmi1", Some(&ns.uri()));
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
+    name_errors(debian(), "pmi1-port", Some(&ns.file_spec()));
+    name_errors(mpich5(), "pmi1", Some(&ns.file_spec()));
     ns.stop();
 }
 
 #[test]
 fn names_published_by_one_run_are_found_by_another_through_a_name_server() {
     let m = debian();
-    let ns = NameServer::start();
-    let uri = ns.uri();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
+    let uri = ns.file_spec();
     let prog = m.program("names");
     let (svc, port) = ("pmixrs.mpich.xrun", "tag#0$connentry#7F000001[2]01[8]$");
     let (ack, ackport) = ("pmixrs.mpich.xrun.ack", "ack=from-b");
@@ -647,8 +556,8 @@ fn comm_spawn_and_spawn_multiple_with_mpich_5() {
 #[test]
 fn connect_and_accept_between_two_runs_with_mpich_5() {
     let m = mpich5_ofi();
-    let ns = NameServer::start();
-    let uri = ns.uri();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
+    let uri = ns.file_spec();
     let prog = m.program("connect");
     let svc = "pmixrs.mpich.connect";
     let end = Instant::now() + DEADLINE;

@@ -7,7 +7,6 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
@@ -15,7 +14,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pmix_server::NoHost;
 use pmix_tests::{
-    Finished, Started, TestHost, assert_all_ok, cargo_build, profile_dir, wait_all, workspace_bin,
+    Finished, NameServerProcess, Started, TestHost, assert_all_ok, cargo_build, profile_dir,
+    wait_all, workspace_bin,
 };
 use pmix_types::{Nspace, Proc};
 
@@ -262,98 +262,9 @@ fn scenarios_under_pmixrun() {
     }
 }
 
-/// A `pmixrun --nameserver` process; killed if a test fails before stopping it.
-struct NameServer {
-    child: Option<Child>,
-    uri: String,
-    file: PathBuf,
-    dir: PathBuf,
-}
-
-static NEXT_DIR: AtomicU32 = AtomicU32::new(0);
-
-impl NameServer {
-    /// Starts one reporting its URI into a file of a fresh directory, and waits (at most
-    /// until the deadline) for the URI line it prints once listening.
-    fn start() -> NameServer {
-        let dir = std::env::temp_dir().join(format!(
-            "pmixrs-names-test.{}.{}",
-            std::process::id(),
-            NEXT_DIR.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir(&dir).expect("creating a directory for the URI file");
-        let file = dir.join("ns.uri");
-        let mut cmd = pmixrun(&["--nameserver", "--report-uri"]);
-        cmd.arg(&file);
-        let mut child = cmd.spawn().expect("starting pmixrun --nameserver");
-        let out = child.stdout.take().expect("stdout");
-        let (tx, lines) = unbounded();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut ns = NameServer {
-            child: Some(child),
-            uri: String::new(),
-            file,
-            dir,
-        };
-        match lines.recv_timeout(DEADLINE) {
-            Ok(uri) => ns.uri = uri,
-            Err(e) => panic!("the name server printed no URI within {DEADLINE:?}: {e}"),
-        }
-        assert!(ns.uri.starts_with("unix:/"), "URI {:?}", ns.uri);
-        // Written before the URI is printed.
-        let reported = std::fs::read_to_string(&ns.file).expect("reading the URI file");
-        assert_eq!(reported.trim(), ns.uri, "the URI file and stdout disagree");
-        ns
-    }
-
-    /// `--nameserver-uri file:<the URI file>`.
-    fn file_spec(&self) -> String {
-        format!("file:{}", self.file.display())
-    }
-
-    /// SIGTERM; it must exit 0 before the deadline.
-    fn stop(mut self) {
-        let mut child = self.child.take().expect("running");
-        let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
-        kill(pid, Signal::SIGTERM).expect("signalling the name server");
-        let (tx, rx) = unbounded();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-        });
-        match rx.recv_timeout(DEADLINE) {
-            Ok(status) => {
-                let status = status.expect("waiting for the name server");
-                assert_eq!(status.code(), Some(0), "the name server exited {status:?}");
-            }
-            Err(_) => {
-                let _ = kill(pid, Signal::SIGKILL);
-                panic!("the name server did not stop within {DEADLINE:?} of SIGTERM");
-            }
-        }
-    }
-}
-
-impl Drop for NameServer {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-        let _ = std::fs::remove_file(&self.file);
-        let _ = std::fs::remove_dir(&self.dir);
-    }
-}
-
 #[test]
 fn scenarios_through_a_name_server() {
-    let ns = NameServer::start();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
     let client = names_client().display().to_string();
     for (scenario, n) in ONE_JOB_SCENARIOS {
         let r = run(
@@ -367,7 +278,7 @@ fn scenarios_through_a_name_server() {
 
 #[test]
 fn two_runs_share_global_names_through_a_name_server_and_keep_session_ones() {
-    let ns = NameServer::start();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
     let client = names_client().display().to_string();
     let end = Instant::now() + DEADLINE;
     // The first publishes and waits for a reply; the second finds it and replies. The second
@@ -419,7 +330,7 @@ fn two_runs_share_global_names_through_a_name_server_and_keep_session_ones() {
 
 #[test]
 fn a_lookup_whose_run_ended_consumes_nothing_on_the_name_server() {
-    let ns = NameServer::start();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
     let client = names_client().display().to_string();
     for scenario in ["abandon-wait", "first-read-after"] {
         let r = run(
@@ -434,7 +345,7 @@ fn a_lookup_whose_run_ended_consumes_nothing_on_the_name_server() {
 
 #[test]
 fn a_lookup_waiting_on_a_name_server_that_stops_fails_instead_of_hanging() {
-    let ns = NameServer::start();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
     let client = names_client().display().to_string();
     let end = Instant::now() + DEADLINE;
     let mut child = pmixrun(&["--nameserver-uri", &ns.uri, &client, "wait-lost"])
@@ -481,7 +392,7 @@ fn a_lookup_waiting_on_a_name_server_that_stops_fails_instead_of_hanging() {
 
 #[test]
 fn without_a_name_server_runs_do_not_share_names() {
-    let ns = NameServer::start();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
     let client = names_client().display().to_string();
     let rendezvous = rendezvous_bin();
     let service = "pmix-rs.example.rendezvous";
@@ -518,7 +429,7 @@ fn without_a_name_server_runs_do_not_share_names() {
 
 #[test]
 fn the_rendezvous_example_across_two_runs() {
-    let ns = NameServer::start();
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
     let bin = rendezvous_bin();
     let end = Instant::now() + DEADLINE;
     // As its doc says: the server in the background, then the client.
