@@ -370,3 +370,98 @@ impl Drop for NameServerProcess {
         let _ = std::fs::remove_dir(&self.dir);
     }
 }
+
+/// A command started with its stdout and stderr collected on threads.
+#[derive(Debug)]
+pub struct Running {
+    child: std::process::Child,
+    stdout: Receiver<String>,
+    stderr: Receiver<String>,
+}
+
+/// How a command ended and what it printed.
+#[derive(Debug)]
+pub struct Output {
+    /// Its exit status.
+    pub status: std::process::ExitStatus,
+    /// Everything it wrote on stdout.
+    pub stdout: String,
+    /// Everything it wrote on stderr.
+    pub stderr: String,
+}
+
+/// Collects a pipe's text on a thread.
+fn collect_text(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
+    let (tx, rx) = unbounded();
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_string(&mut s);
+        }
+        let _ = tx.send(s);
+    });
+    rx
+}
+
+impl Running {
+    /// Starts `cmd`, whose stdout and stderr must be piped; `what` names it in a failure.
+    pub fn start(mut cmd: Command, what: &str) -> Running {
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+        let stdout = collect_text(child.stdout.take());
+        let stderr = collect_text(child.stderr.take());
+        Running {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// A command already started whose stdout the caller reads itself and hands over as
+    /// `stdout` (the rest of its text); stderr is collected here.
+    pub fn with_stdout(mut child: std::process::Child, stdout: Receiver<String>) -> Running {
+        let stderr = collect_text(child.stderr.take());
+        Running {
+            child,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Waits for the command until `end`; past it, kills it (SIGTERM, which pmixrun passes on
+    /// to its job, then SIGKILL) and fails the test, naming it `what`.
+    pub fn finish(self, end: Instant, what: &str) -> Output {
+        use nix::sys::signal::{Signal, kill};
+        let Running {
+            mut child,
+            stdout,
+            stderr,
+        } = self;
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+        let (tx, rx) = unbounded();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let text =
+            |rx: &Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+        let status = match rx.recv_deadline(end) {
+            Ok(s) => s.expect("waiting for a command"),
+            Err(_) => {
+                let _ = kill(pid, Signal::SIGTERM);
+                let _ = rx.recv_timeout(Duration::from_secs(5));
+                let _ = kill(pid, Signal::SIGKILL);
+                panic!(
+                    "{what}: did not finish in time\nstdout: {}\nstderr: {}",
+                    text(&stdout),
+                    text(&stderr)
+                );
+            }
+        };
+        Output {
+            status,
+            stdout: text(&stdout),
+            stderr: text(&stderr),
+        }
+    }
+}

@@ -6,16 +6,12 @@
 //! them these tests fail, saying so. Every run is bounded by a deadline; the programs check
 //! their own results and the tests check exit statuses and the lines they print.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, unbounded};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
-use pmix_tests::{NameServerProcess, cargo_build, profile_dir};
+use pmix_tests::{NameServerProcess, Running, cargo_build, profile_dir};
 
 /// For one run (or for the runs of one exchange); they take well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -214,74 +210,26 @@ fn pmixrun(m: &Mpich, pmi: &str, args: &[&str]) -> Command {
     cmd
 }
 
-/// Collects a pipe's text on a thread.
-fn collect(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
-        }
-        let _ = tx.send(s);
-    });
-    rx
-}
-
-/// A started pmixrun.
-struct Running {
+/// A started pmixrun, with what names it in a failure.
+struct Started {
     what: String,
-    child: Child,
-    stdout: Receiver<String>,
-    stderr: Receiver<String>,
+    running: Running,
 }
 
-fn start(mut cmd: Command, what: String) -> Running {
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("{what}: starting pmixrun: {e}"));
-    let stdout = collect(child.stdout.take());
-    let stderr = collect(child.stderr.take());
-    Running {
-        what,
-        child,
-        stdout,
-        stderr,
-    }
+fn start(cmd: Command, what: String) -> Started {
+    let running = Running::start(cmd, &what);
+    Started { what, running }
 }
 
 /// Waits for a started pmixrun until `end`; past it, kills it (SIGTERM, which pmixrun passes
 /// on to its job, then SIGKILL) and fails the test, naming the run.
-fn finish(r: Running, end: Instant) -> Run {
-    let Running {
-        what,
-        mut child,
-        stdout,
-        stderr,
-    } = r;
-    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let text = |rx: &Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
-    let status = match rx.recv_deadline(end) {
-        Ok(s) => s.expect("waiting for pmixrun"),
-        Err(_) => {
-            let _ = kill(pid, Signal::SIGTERM);
-            let _ = rx.recv_timeout(Duration::from_secs(5));
-            let _ = kill(pid, Signal::SIGKILL);
-            panic!(
-                "{what}: pmixrun did not finish within {DEADLINE:?}\nstdout: {}\nstderr: {}",
-                text(&stdout),
-                text(&stderr)
-            );
-        }
-    };
+fn finish(s: Started, end: Instant) -> Run {
+    let o = s.running.finish(end, &s.what);
     Run {
-        what,
-        status,
-        stdout: text(&stdout),
-        stderr: text(&stderr),
+        what: s.what,
+        status: o.status,
+        stdout: o.stdout,
+        stderr: o.stderr,
     }
 }
 

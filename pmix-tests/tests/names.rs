@@ -3,19 +3,17 @@
 //! `pmixrun`, with and without a name server shared by separate runs, and the MPI-style
 //! rendezvous example. Every launch is bounded by a deadline.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, unbounded};
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
+use crossbeam_channel::unbounded;
 use pmix_server::NoHost;
 use pmix_tests::{
-    Finished, NameServerProcess, Started, TestHost, assert_all_ok, cargo_build, profile_dir,
-    wait_all, workspace_bin,
+    Finished, NameServerProcess, Running, Started, TestHost, assert_all_ok, cargo_build,
+    profile_dir, wait_all, workspace_bin,
 };
 use pmix_types::{Nspace, Proc};
 
@@ -170,68 +168,16 @@ fn pmixrun(args: &[&str]) -> Command {
     cmd
 }
 
-/// Collects a pipe's text on a thread.
-fn collect(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
-        }
-        let _ = tx.send(s);
-    });
-    rx
+fn spawn(cmd: Command) -> Running {
+    Running::start(cmd, "pmixrun")
 }
 
-/// A started pmixrun.
-struct Running {
-    child: Child,
-    stdout: Receiver<String>,
-    stderr: Receiver<String>,
-}
-
-fn spawn(mut cmd: Command) -> Running {
-    let mut child = cmd.spawn().expect("starting pmixrun");
-    let stdout = collect(child.stdout.take());
-    let stderr = collect(child.stderr.take());
-    Running {
-        child,
-        stdout,
-        stderr,
-    }
-}
-
-/// Waits for a started pmixrun until `end`; past it, kills it (SIGTERM, which pmixrun passes
-/// on to its job, then SIGKILL) and fails the test.
 fn finish(r: Running, end: Instant, what: &str) -> Run {
-    let Running {
-        mut child,
-        stdout,
-        stderr,
-    } = r;
-    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait());
-    });
-    let text = |rx: &Receiver<String>| rx.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
-    let status = match rx.recv_deadline(end) {
-        Ok(s) => s.expect("waiting for pmixrun"),
-        Err(_) => {
-            let _ = kill(pid, Signal::SIGTERM);
-            let _ = rx.recv_timeout(Duration::from_secs(5));
-            let _ = kill(pid, Signal::SIGKILL);
-            panic!(
-                "{what}: pmixrun did not finish in time\nstdout: {}\nstderr: {}",
-                text(&stdout),
-                text(&stderr)
-            );
-        }
-    };
+    let o = r.finish(end, what);
     Run {
-        status,
-        stdout: text(&stdout),
-        stderr: text(&stderr),
+        status: o.status,
+        stdout: o.stdout,
+        stderr: o.stderr,
     }
 }
 
@@ -377,16 +323,7 @@ fn a_lookup_waiting_on_a_name_server_that_stops_fails_instead_of_hanging() {
     std::thread::spawn(move || {
         let _ = tx.send(lines.iter().collect::<Vec<_>>().join("\n"));
     });
-    let stderr = collect(child.stderr.take());
-    let r = finish(
-        Running {
-            child,
-            stdout: rest,
-            stderr,
-        },
-        end,
-        "the waiting run",
-    );
+    let r = finish(Running::with_stdout(child, rest), end, "the waiting run");
     r.assert_ok("the waiting run");
 }
 
