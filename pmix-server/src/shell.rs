@@ -407,18 +407,10 @@ impl<H: Host> Shell<H> {
                     .map_err(Error::io("making a PMI-1 socket pair"))?;
                 ours.set_nonblocking(true)
                     .map_err(Error::io("making a PMI-1 socket non-blocking"))?;
-                let mut stream = Stream::Unix(UnixStream::from_std(ours));
-                let entry = self.conns.vacant_entry();
-                let conn = entry.key();
-                self.poll
-                    .registry()
-                    .register(&mut stream, Token(conn), Interest::READABLE)
+                let stream = Stream::Unix(UnixStream::from_std(ours));
+                let proto = Proto::Pmi1(Box::new(Pmi1Conn::with_fd(proc)));
+                self.add_conn(stream, proto, None)
                     .map_err(Error::io("registering a PMI-1 socket"))?;
-                entry.insert(ConnIo::new(
-                    stream,
-                    Proto::Pmi1(Box::new(Pmi1Conn::with_fd(proc))),
-                    None,
-                ));
                 Ok(Pmi1Endpoint::Fd(OwnedFd::from(theirs)))
             }
             Pmi1Way::Port(id) => {
@@ -457,6 +449,22 @@ impl<H: Host> Shell<H> {
             .port())
     }
 
+    /// Registers a new connection with the poll and keeps it.
+    fn add_conn(
+        &mut self,
+        mut stream: Stream,
+        proto: Proto,
+        creds: Option<PeerCreds>,
+    ) -> io::Result<ConnId> {
+        let entry = self.conns.vacant_entry();
+        let conn = entry.key();
+        self.poll
+            .registry()
+            .register(&mut stream, Token(conn), Interest::READABLE)?;
+        entry.insert(ConnIo::new(stream, proto, creds));
+        Ok(conn)
+    }
+
     fn accept_pmi(&mut self) {
         loop {
             let Some(l) = self.pmi_listener.as_ref() else {
@@ -465,22 +473,10 @@ impl<H: Host> Shell<H> {
             match l.accept() {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    let mut stream = Stream::Tcp(stream);
-                    let entry = self.conns.vacant_entry();
-                    let conn = entry.key();
-                    if let Err(e) =
-                        self.poll
-                            .registry()
-                            .register(&mut stream, Token(conn), Interest::READABLE)
-                    {
+                    let proto = Proto::Pmi1(Box::new(Pmi1Conn::with_port()));
+                    if let Err(e) = self.add_conn(Stream::Tcp(stream), proto, None) {
                         tracing::warn!("cannot register a PMI-1 connection: {e}");
-                        continue;
                     }
-                    entry.insert(ConnIo::new(
-                        stream,
-                        Proto::Pmi1(Box::new(Pmi1Conn::with_port())),
-                        None,
-                    ));
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -497,22 +493,13 @@ impl<H: Host> Shell<H> {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     let creds = peer_creds(&stream);
-                    let mut stream = Stream::Unix(stream);
-                    let entry = self.conns.vacant_entry();
-                    let conn = entry.key();
-                    if let Err(e) =
-                        self.poll
-                            .registry()
-                            .register(&mut stream, Token(conn), Interest::READABLE)
-                    {
-                        tracing::warn!("cannot register a new connection: {e}");
-                        continue;
-                    }
                     let proto = Proto::Native {
                         reader: FrameReader::new(self.decoder),
                         greeted: false,
                     };
-                    entry.insert(ConnIo::new(stream, proto, creds));
+                    if let Err(e) = self.add_conn(Stream::Unix(stream), proto, creds) {
+                        tracing::warn!("cannot register a new connection: {e}");
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
