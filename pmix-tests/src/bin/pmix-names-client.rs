@@ -853,8 +853,14 @@ fn xrun_first(c: &Client) -> Res {
         &only_me,
         &[found(format!("custom for {me}"), by)],
     )?;
-    // The second run ends (and its APP data with it) only once this is published.
-    publish(c, "x.done", "checked", &[range(DataRange::GLOBAL)])?;
+    // The second run ends (and its APP data with it) only once it has read this. FIRST_READ:
+    // this run may end (and with it its APP data) before the second run's lookup arrives.
+    publish(
+        c,
+        "x.done",
+        "checked",
+        &[range(DataRange::GLOBAL), persist(Persistence::FIRST_READ)],
+    )?;
     println!("first: {by} replied");
     Ok(())
 }
