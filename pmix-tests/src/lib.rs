@@ -390,8 +390,8 @@ pub struct Output {
     pub stderr: String,
 }
 
-/// Collects a pipe's text on a thread.
-fn collect_text(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
+/// Collects a pipe's text on a thread; the receiver gets all of it once the pipe closes.
+pub fn collect_text(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
     let (tx, rx) = unbounded();
     std::thread::spawn(move || {
         let mut s = String::new();

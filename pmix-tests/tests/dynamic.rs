@@ -5,7 +5,6 @@
 //! scenarios under `pmixrun`, and the `spawn_connect` example as its doc says to run it.
 //! Every launch is bounded by a deadline.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -16,7 +15,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pmix_server::NoHost;
 use pmix_tests::{
-    Finished, Started, TestHost, assert_all_ok, cargo_build, wait_all, workspace_bin,
+    Finished, Started, TestHost, assert_all_ok, cargo_build, collect_text, wait_all, workspace_bin,
 };
 use pmix_types::{Nspace, Proc};
 
@@ -217,19 +216,6 @@ impl Run {
     }
 }
 
-/// Collects a pipe's text on a thread.
-fn collect(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
-        }
-        let _ = tx.send(s);
-    });
-    rx
-}
-
 /// Runs pmixrun with `args`, at most [`DEADLINE`]; past it, kills it and fails the test.
 fn pmixrun(args: &[&str]) -> Run {
     let mut child = Command::new(&built().0)
@@ -240,8 +226,8 @@ fn pmixrun(args: &[&str]) -> Run {
         .spawn()
         .expect("starting pmixrun");
     let pid = child.id();
-    let stdout = collect(child.stdout.take());
-    let stderr = collect(child.stderr.take());
+    let stdout = collect_text(child.stdout.take());
+    let stderr = collect_text(child.stderr.take());
     let (tx, rx) = unbounded();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());

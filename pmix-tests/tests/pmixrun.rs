@@ -1,7 +1,7 @@
 //! `pmixrun` end to end: real launches of the scenario client (and of plain programs), each
 //! bounded by a deadline, checking exit statuses, forwarded output and the launcher's messages.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pmix_tests::{cargo_build, profile_dir, workspace_bin};
+use pmix_tests::{cargo_build, collect_text, profile_dir, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -62,23 +62,10 @@ fn pmixrun(args: &[&str]) -> Command {
     cmd
 }
 
-/// Collects a pipe's text on a thread.
-fn collect(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
-        }
-        let _ = tx.send(s);
-    });
-    rx
-}
-
 /// Waits for a started pmixrun, at most `deadline`; past it, kills it and fails the test.
 fn finish(mut child: Child, stdout: Receiver<String>, deadline: Duration) -> Run {
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
-    let stderr = collect(child.stderr.take());
+    let stderr = collect_text(child.stderr.take());
     let (tx, rx) = unbounded();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
@@ -104,7 +91,7 @@ fn finish(mut child: Child, stdout: Receiver<String>, deadline: Duration) -> Run
 
 fn run(args: &[&str]) -> Run {
     let mut child = pmixrun(args).spawn().expect("starting pmixrun");
-    let stdout = collect(child.stdout.take());
+    let stdout = collect_text(child.stdout.take());
     finish(child, stdout, DEADLINE)
 }
 
@@ -313,7 +300,7 @@ fn environment_working_directory_and_signal_mask_of_the_processes() {
     ]);
     cmd.env("PMIXRUN_T_FWD", "forwarded");
     let mut child = cmd.spawn().expect("starting pmixrun");
-    let stdout = collect(child.stdout.take());
+    let stdout = collect_text(child.stdout.take());
     let r = finish(child, stdout, DEADLINE);
     assert_eq!(r.code(), Some(0), "{r:?}");
     let lines = r.stdout_lines();

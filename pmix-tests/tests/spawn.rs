@@ -2,7 +2,6 @@
 //! itself (one and several application contexts), spawns that cannot start, and spawned
 //! processes that fail the run. Every run is bounded by a deadline.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
@@ -11,7 +10,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pmix_tests::{cargo_build, workspace_bin};
+use pmix_tests::{cargo_build, collect_text, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -51,19 +50,6 @@ impl Run {
     }
 }
 
-/// Collects a pipe's text on a thread.
-fn collect(pipe: Option<impl Read + Send + 'static>) -> Receiver<String> {
-    let (tx, rx) = unbounded();
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_string(&mut s);
-        }
-        let _ = tx.send(s);
-    });
-    rx
-}
-
 /// Runs pmixrun with `args`, at most [`DEADLINE`]; past it, kills it and fails the test.
 fn run(args: &[&str]) -> Run {
     let mut child = Command::new(pmixrun_bin())
@@ -74,8 +60,8 @@ fn run(args: &[&str]) -> Run {
         .spawn()
         .expect("starting pmixrun");
     let pid = child.id();
-    let stdout = collect(child.stdout.take());
-    let stderr = collect(child.stderr.take());
+    let stdout = collect_text(child.stdout.take());
+    let stderr = collect_text(child.stderr.take());
     let (tx, rx) = unbounded();
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
