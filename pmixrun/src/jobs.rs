@@ -23,8 +23,6 @@ use crate::supervise::{Jobs, SpawnFailed, Started};
 pub(crate) struct RunJobs<'a> {
     pub(crate) server: &'a Server,
     pub(crate) names: Option<Arc<NameServerClient>>,
-    /// pmixrun's own executable, the exec helper every process starts as.
-    pub(crate) helper: PathBuf,
     /// pmixrun's working directory, where relative working directories start.
     pub(crate) cwd: PathBuf,
     /// The first job's namespace; the `n`-th spawned job's is `<first>.<n>`.
@@ -79,6 +77,9 @@ impl RunJobs<'_> {
         user_env: &[Vec<(OsString, OsString)>],
     ) -> (Vec<Pid>, Option<LaunchError>) {
         let wdirs: Vec<_> = apps.iter().map(|a| job::wdir_of(a, &self.cwd)).collect();
+        // Each application context's program, found when its first process starts.
+        let mut paths: Vec<Option<PathBuf>> = vec![None; apps.len()];
+        let scrub = launch::launcher_variables();
         // Every process's setup (a round trip to the server thread or two each) is done before
         // the first process starts: once started, processes compete for the CPUs the server
         // thread and this one need, and early MPI ranks spin waiting for the late ones.
@@ -108,28 +109,56 @@ impl RunJobs<'_> {
                 }
             }
         }
-        let mut pids = Vec::with_capacity(layout.size as usize);
+        // For the same reason every process is started, back to back, before any is watched
+        // (three threads each): the last rank execs as early as it can.
+        let mut children = Vec::with_capacity(layout.size as usize);
+        let mut failed = None;
         for (rank, (proc, (pmix_env, pmi_fd))) in (0..layout.size).zip(setups) {
             let a = layout.app_of(rank);
+            if paths[a].is_none() {
+                match launch::check_app(&apps[a], &wdirs[a], &user_env[a]) {
+                    Ok(path) => paths[a] = Some(path),
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            let Some(path) = &paths[a] else { break };
             let spawn = launch::Spawn {
-                helper: &self.helper,
-                proc: &proc,
-                job: tag,
+                path,
                 app: &apps[a],
                 user_env: &user_env[a],
+                scrub: &scrub,
                 pmix_env,
                 pmi_fd,
                 wdir: &wdirs[a],
             };
-            match launch::spawn(spawn, &self.events, &self.lines) {
+            match launch::start(spawn) {
+                Ok(child) => children.push((proc, child)),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let mut pids = Vec::with_capacity(children.len());
+        let mut children = children.into_iter();
+        for (proc, child) in children.by_ref() {
+            match launch::watch(child, &proc, tag, &self.events, &self.lines) {
                 Ok(pid) => {
                     tracing::debug!(%proc, %pid, "started");
                     pids.push(pid);
                 }
-                Err(e) => return (pids, Some(e)),
+                Err(e) => {
+                    // Those of later ranks were started but are watched by nobody.
+                    failed = Some(e);
+                    break;
+                }
             }
         }
-        (pids, None)
+        children.for_each(|(_, child)| launch::abandon(child));
+        (pids, failed)
     }
 }
 

@@ -1,10 +1,12 @@
-//! Starting one process of the job and watching it: a thread per output pipe and one waiting
-//! for its end, each reporting over a channel.
+//! Starting the processes of a job ([`start`], straight from pmixrun: no helper process in
+//! between) and watching them ([`watch`]: a thread per output pipe and one waiting for its
+//! end, each reporting over a channel).
 
 use std::ffi::{OsStr, OsString};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 
 use crossbeam_channel::Sender;
 use nix::sys::signal::{Signal, killpg};
@@ -66,18 +68,21 @@ pub(crate) fn app_env(app: &App) -> Vec<(OsString, OsString)> {
         .collect()
 }
 
-/// The first argument that makes pmixrun the exec helper of [`exec_helper`].
-pub(crate) const EXEC_HELPER: &str = "--pmixrun-exec-helper";
-
-/// The same, for a PMI-1 process whose connection arrives as the helper's stdin.
-pub(crate) const EXEC_HELPER_PMI_FD: &str = "--pmixrun-exec-helper-pmi-fd";
-
 /// True for the variables a process must not inherit from pmixrun's own environment: those
 /// of a launcher pmixrun itself may run under. MPICH refuses to start when it sees both PMI
 /// and PMIx variables.
 fn launcher_variable(name: &OsStr) -> bool {
     let n = name.as_encoded_bytes();
     n.starts_with(b"PMI_") || n.starts_with(b"PMIX_") || n.starts_with(b"MPI_LOCAL")
+}
+
+/// The names of pmixrun's own [`launcher_variable`]s, which every process is started
+/// without.
+pub(crate) fn launcher_variables() -> Vec<OsString> {
+    std::env::vars_os()
+        .map(|(k, _)| k)
+        .filter(|k| launcher_variable(k))
+        .collect()
 }
 
 /// The exit status a shell gives when it cannot start a program.
@@ -96,65 +101,6 @@ fn spawn_status_for(e: &std::io::Error) -> Status {
         std::io::ErrorKind::PermissionDenied => Status::ERR_JOB_APP_NOT_EXECUTABLE,
         _ => Status::ERR_JOB_FAILED_TO_LAUNCH,
     }
-}
-
-/// pmixrun run as `pmixrun --pmixrun-exec-helper PROGRAM ARGS...` in a new process: becomes
-/// PROGRAM with the forwarded signals unblocked.
-///
-/// pmixrun blocks the signals it forwards in all its threads (one thread receives them with
-/// `sigwait`), and a process inherits its creator's signal mask through fork and exec; std's
-/// `Command` does not reset it, and code between fork and exec needs `unsafe`. So every
-/// process starts as this helper, which unblocks them in safe code and then execs the program:
-/// same pid, same process group, same environment and directory.
-///
-/// With `pmi_fd`, its stdin is the process's PMI-1 connection (std's `Command` can pass a
-/// descriptor only as stdin, stdout or stderr, with close-on-exec everywhere else): the
-/// helper moves it to a descriptor that survives exec, names it in `PMI_FD`, and gives the
-/// program /dev/null as stdin like every other process.
-pub(crate) fn exec_helper(
-    signals: &nix::sys::signal::SigSet,
-    argv: &[OsString],
-    pmi_fd: bool,
-) -> u8 {
-    use std::os::unix::process::CommandExt;
-    let Some((program, args)) = argv.split_first() else {
-        eprintln!("pmixrun: {EXEC_HELPER} needs a program");
-        return 127;
-    };
-    if let Err(e) = signals.thread_unblock() {
-        eprintln!("pmixrun: cannot unblock signals: {e}");
-        return 1;
-    }
-    let mut cmd = Command::new(program);
-    cmd.args(args);
-    if pmi_fd {
-        // dup() gives a descriptor without close-on-exec.
-        let moved = nix::unistd::dup(std::io::stdin()).and_then(|fd| {
-            let null = std::fs::File::open("/dev/null").map_err(|_| nix::errno::Errno::ENOENT)?;
-            nix::unistd::dup2_stdin(&null)?;
-            Ok(fd)
-        });
-        match moved {
-            Ok(fd) => {
-                cmd.env("PMI_FD", fd.as_raw_fd().to_string());
-                // It must stay open through exec.
-                std::mem::forget(fd);
-            }
-            Err(e) => {
-                eprintln!("pmixrun: cannot pass the PMI connection on: {e}");
-                return 1;
-            }
-        }
-    }
-    let e = cmd.exec();
-    // The program was checked before this helper started, so this is rare (a race with the
-    // file system, a program the kernel refuses): the message goes to the job's stderr.
-    eprintln!(
-        "pmixrun: cannot start {}: {}",
-        program.to_string_lossy(),
-        describe(&e)
-    );
-    exit_code_for(&e)
 }
 
 /// Finds, as `execvp` will, the program that `program` starts from `wdir`, so that a missing
@@ -201,38 +147,34 @@ pub(crate) fn find_program(
     Err(last)
 }
 
-/// Checks that the processes of `app` can be started from `wdir`, as `execvp` will find the
-/// program, so that a missing program is reported by pmixrun (or answers a spawn) rather than
-/// being the exit status of a process.
+/// Finds the program the processes of `app` start from `wdir`, as `execvp` would, so that a
+/// missing program is reported by pmixrun (or answers a spawn) rather than being the exit
+/// status of a process.
 pub(crate) fn check_app(
     app: &App,
     wdir: &Path,
     user_env: &[(OsString, OsString)],
-) -> Result<(), LaunchError> {
-    find_program(&app.program, wdir, user_env)
-        .map(drop)
-        .map_err(|e| LaunchError {
-            message: format!(
-                "cannot start {}: {}",
-                app.program.to_string_lossy(),
-                describe(&e)
-            ),
-            code: exit_code_for(&e),
-            status: spawn_status_for(&e),
-        })
+) -> Result<PathBuf, LaunchError> {
+    find_program(&app.program, wdir, user_env).map_err(|e| LaunchError {
+        message: format!(
+            "cannot start {}: {}",
+            app.program.to_string_lossy(),
+            describe(&e)
+        ),
+        code: exit_code_for(&e),
+        status: spawn_status_for(&e),
+    })
 }
 
 /// Everything one process is started with.
 pub(crate) struct Spawn<'a> {
-    /// pmixrun's own executable, run as the exec helper.
-    pub(crate) helper: &'a Path,
-    /// The process.
-    pub(crate) proc: &'a Proc,
-    /// Its job's number in tagged output (0: the first job, `n`: the `n`-th spawned one).
-    pub(crate) job: u32,
+    /// The program's file, as [`find_program`] found it.
+    pub(crate) path: &'a Path,
     pub(crate) app: &'a App,
     /// The `-x` variables.
     pub(crate) user_env: &'a [(OsString, OsString)],
+    /// pmixrun's own variables the process must not inherit ([`launcher_variables`]).
+    pub(crate) scrub: &'a [OsString],
     /// What `setup_fork` (or `setup_fork_pmi1`) gave.
     pub(crate) pmix_env: Vec<(String, String)>,
     /// A PMI-1 process's end of its connection, to be inherited as `PMI_FD`.
@@ -240,50 +182,129 @@ pub(crate) struct Spawn<'a> {
     pub(crate) wdir: &'a Path,
 }
 
-/// Starts one process, its output readers and its waiter. Returns its pid, which is also its
-/// process group: each process gets its own group so that a terminal's Ctrl-C reaches only
-/// pmixrun (which passes it on once), and so that signals reach whatever the process started.
-pub(crate) fn spawn(
-    s: Spawn<'_>,
+/// Held while a process is being created. A PMI-1 process's end of its connection must
+/// survive its exec, so its close-on-exec flag is cleared just before the spawn, and pmixrun's
+/// copy is closed right after it; every process created in that window would inherit it too.
+/// Processes are created only by [`start`] (pmixrun runs nothing else, and neither its server
+/// nor its libraries start processes), and [`start`] holds this lock from the clearing to the
+/// closing, so no other process can. (Today one thread, the supervisor's, starts every process;
+/// the lock keeps that reasoning true should that change.) Every other descriptor pmixrun
+/// makes is close-on-exec (std and mio open everything so), so nothing else leaks either.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// The `PMI_FD` descriptor made ready to be inherited: a number above stdin, stdout and
+/// stderr (which the spawn replaces; std keeps those three open in pmixrun, so this is only
+/// a guard), without close-on-exec. Call it with [`SPAWNING`] held.
+fn inheritable(fd: OwnedFd) -> std::io::Result<OwnedFd> {
+    use nix::fcntl::{FcntlArg, FdFlag, fcntl};
+    // std duplicates with F_DUPFD_CLOEXEC from 3 up.
+    let fd = if fd.as_raw_fd() <= 2 {
+        fd.try_clone()?
+    } else {
+        fd
+    };
+    fcntl(&fd, FcntlArg::F_SETFD(FdFlag::empty()))?;
+    Ok(fd)
+}
+
+/// Starts one process, directly: std's `Command` (posix_spawn or fork and exec) in its own
+/// process group, so that a terminal's Ctrl-C reaches only pmixrun (which passes it on once),
+/// and so that signals reach whatever the process started.
+///
+/// The process starts with an empty signal mask and every signal at its default action unless
+/// pmixrun's own parent had it ignored: pmixrun blocks no signal (`main` empties its mask and
+/// catches the signals it forwards with handlers, which exec resets), and std resets the
+/// SIGPIPE that Rust programs ignore. (glibc's posix_spawn, which std uses, leaves glibc's own
+/// two signals below SIGRTMIN, 32 and 33, ignored, as in every process started that way; no
+/// program sees them.) Its stdin is /dev/null; its stdout and stderr are pipes for [`watch`].
+pub(crate) fn start(mut s: Spawn<'_>) -> Result<Child, LaunchError> {
+    let pmi_fd = s.pmi_fd.take();
+    let failed = |e: std::io::Error| LaunchError {
+        message: format!(
+            "cannot start {}: {}",
+            s.app.program.to_string_lossy(),
+            describe(&e)
+        ),
+        code: exit_code_for(&e),
+        status: spawn_status_for(&e),
+    };
+    // A poisoned lock guards nothing broken: it holds no data.
+    let serial = SPAWNING.lock().unwrap_or_else(PoisonError::into_inner);
+    let inherited = match pmi_fd {
+        Some(fd) => Some(inheritable(fd).map_err(|e| {
+            LaunchError::other(format!(
+                "cannot pass the PMI connection on: {}",
+                describe(&e)
+            ))
+        })?),
+        None => None,
+    };
+    let pmi_fd = inherited.as_ref().map(AsRawFd::as_raw_fd);
+    let spawned = match command(&s, None, pmi_fd).spawn() {
+        // A file the kernel cannot execute: execvp, hence a shell and Hydra, run it with the
+        // shell (a script without `#!`); posix_spawn does not.
+        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOEXEC as i32) => {
+            command(&s, Some(Path::new("/bin/sh")), pmi_fd).spawn()
+        }
+        r => r,
+    };
+    // pmixrun's copy goes at once (the process has its own): the connection must close when
+    // the process ends, and no later process may inherit it.
+    drop(inherited);
+    drop(serial);
+    spawned.map_err(failed)
+}
+
+/// The command that starts `s`: its program, or `shell` running it as a script.
+fn command(s: &Spawn<'_>, shell: Option<&Path>, pmi_fd: Option<i32>) -> Command {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = match shell {
+        Some(sh) => {
+            let mut c = Command::new(sh);
+            c.arg(s.path);
+            c
+        }
+        None => Command::new(s.path),
+    };
+    // The program sees its name as given, as execvp would have shown it.
+    cmd.arg0(&s.app.program);
+    for name in s.scrub {
+        cmd.env_remove(name);
+    }
+    cmd.args(&s.app.args)
+        // The PMIx variables come last: a stray `-x PMIX_RANK=...` must not break the job.
+        .envs(s.user_env.iter().map(|(k, v)| (k, v)))
+        .envs(s.pmix_env.iter().map(|(k, v)| (k, v)))
+        .current_dir(s.wdir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    if let Some(fd) = pmi_fd {
+        cmd.env("PMI_FD", fd.to_string());
+    }
+    cmd
+}
+
+/// Watches a process [`start`] started as `proc` of the job tagged `job`: a thread per output
+/// pipe, and one waiting for its end, which it reports as [`Event::Exited`]. Returns its pid,
+/// which is also its process group. If a thread cannot be started, the process is killed.
+pub(crate) fn watch(
+    mut child: Child,
+    proc: &Proc,
+    job: u32,
     events: &Sender<Event>,
     lines: &Sender<Line>,
 ) -> Result<Pid, LaunchError> {
-    check_app(s.app, s.wdir, s.user_env)?;
-    let mut cmd = Command::new(s.helper);
-    let (helper_flag, stdin) = match s.pmi_fd {
-        Some(fd) => (EXEC_HELPER_PMI_FD, Stdio::from(fd)),
-        None => (EXEC_HELPER, Stdio::null()),
-    };
-    for (name, _) in std::env::vars_os().filter(|(k, _)| launcher_variable(k)) {
-        cmd.env_remove(name);
-    }
-    cmd.arg(helper_flag)
-        .arg(&s.app.program)
-        .args(&s.app.args)
-        // The PMIx variables come last: a stray `-x PMIX_RANK=...` must not break the job.
-        .envs(s.user_env.iter().map(|(k, v)| (k, v)))
-        .envs(s.pmix_env)
-        .current_dir(s.wdir)
-        .stdin(stdin)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let mut child = cmd.spawn().map_err(|e| LaunchError {
-        message: format!("cannot start {}: {}", s.helper.display(), describe(&e)),
-        code: exit_code_for(&e),
-        // pmixrun's own executable is missing, or the working directory went away.
-        status: Status::ERR_JOB_FAILED_TO_LAUNCH,
-    })?;
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-    let (job, rank) = (s.job, s.proc.rank.0);
+    let rank = proc.rank.0;
     let thread_failed = |e: std::io::Error| {
         LaunchError::other(format!(
-            "cannot start a thread for {}: {}",
-            s.proc,
+            "cannot start a thread for {proc}: {}",
             describe(&e)
         ))
     };
-    let mut watch = || -> std::io::Result<()> {
+    let mut readers = || -> std::io::Result<()> {
         if let Some(out) = child.stdout.take() {
             start_reader(job, rank, Stream::Stdout, out, lines.clone())?;
         }
@@ -292,13 +313,12 @@ pub(crate) fn spawn(
         }
         Ok(())
     };
-    if let Err(e) = watch() {
-        let _ = child.kill();
-        let _ = child.wait();
+    if let Err(e) = readers() {
+        abandon(child);
         return Err(thread_failed(e));
     }
     let events = events.clone();
-    let proc = s.proc.clone();
+    let proc = proc.clone();
     let waiter = std::thread::Builder::new()
         .name(format!("wait-{job}.{rank}"))
         .stack_size(SMALL_STACK)
@@ -316,7 +336,16 @@ pub(crate) fn spawn(
     }
 }
 
-/// Sends `sig` to the process group of a process started by [`spawn`].
+/// Kills a process [`start`] started and nobody watches (its group: it may have started
+/// others), and reaps it.
+pub(crate) fn abandon(mut child: Child) {
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let _ = killpg(pid, Signal::SIGKILL);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Sends `sig` to the process group of a process started by [`start`].
 pub(crate) fn signal(pid: Pid, sig: Signal) {
     match killpg(pid, sig) {
         Ok(()) | Err(nix::errno::Errno::ESRCH) => {}

@@ -25,6 +25,7 @@ use crossbeam_channel::{Sender, unbounded};
 use nix::sys::signal::{SigSet, Signal};
 use pmix_server::types::Nspace;
 use pmix_server::{NameServer, NameServerClient, NameService, Server, ServerOptions};
+use signal_hook::iterator::Signals;
 
 use crate::host::{Event, RunHost};
 use crate::jobs::RunJobs;
@@ -35,22 +36,34 @@ use crate::supervise::Supervisor;
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// The signals pmixrun passes on to the job.
-fn forwarded_signals() -> SigSet {
-    let mut set = SigSet::empty();
-    for s in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
-        set.add(s);
-    }
-    set
+const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
+
+/// Gets ready to receive the forwarded signals, which are queued from now on.
+///
+/// They are caught by handlers (signal-hook's, which write to a self-pipe that
+/// [`start_signal_thread`] reads), not blocked and waited for: a process inherits its creator's
+/// signal mask through fork and exec, and std's `Command` does not reset it, whereas handlers
+/// go back to the default action on exec. So pmixrun also empties the mask it inherited, and
+/// its processes start with an empty mask and default actions (std resets the SIGPIPE Rust
+/// ignores) without any code of pmixrun's running between fork and exec.
+fn catch_signals() -> Result<Signals, String> {
+    SigSet::empty()
+        .thread_set_mask()
+        .map_err(|e| format!("cannot unblock signals: {e}"))?;
+    Signals::new(FORWARDED.map(|s| s as i32))
+        .map_err(|e| format!("cannot catch signals: {}", launch::describe(&e)))
 }
 
-/// Receives the forwarded signals on a dedicated thread. They must be blocked in every other
-/// thread, hence before any thread is started: threads inherit the mask of their creator.
-fn start_signal_thread(set: SigSet, events: Sender<Event>) -> Result<(), String> {
+/// Receives the forwarded signals on a dedicated thread and passes them on as events.
+fn start_signal_thread(mut signals: Signals, events: Sender<Event>) -> Result<(), String> {
     std::thread::Builder::new()
         .name("signals".into())
         .stack_size(output::SMALL_STACK)
         .spawn(move || {
-            while let Ok(sig) = set.wait() {
+            for sig in signals.forever() {
+                let Ok(sig) = Signal::try_from(sig) else {
+                    continue;
+                };
                 if events.send(Event::Signal(sig)).is_err() {
                     break;
                 }
@@ -105,7 +118,7 @@ fn connect_nameserver(given: Option<&str>) -> Result<Option<Arc<NameServerClient
 }
 
 /// `pmixrun --nameserver`: serves names until SIGINT, SIGTERM or SIGHUP.
-fn run_nameserver(opts: &cli::NameServerOptions, signals: &SigSet) -> Result<u8, String> {
+fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result<u8, String> {
     let (path, dir) = match &opts.socket {
         Some(p) => (p.clone(), None),
         None => {
@@ -156,18 +169,8 @@ fn run_nameserver(opts: &cli::NameServerOptions, signals: &SigSet) -> Result<u8,
         let _ = writeln!(out, "{uri}");
         let _ = out.flush();
     }
-    loop {
-        match signals.wait() {
-            Ok(sig) => {
-                tracing::debug!(?sig, "name server stopping");
-                break;
-            }
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(e) => {
-                tracing::warn!("waiting for signals failed: {e}");
-                break;
-            }
-        }
+    if let Some(sig) = signals.forever().next() {
+        tracing::debug!(sig, "name server stopping");
     }
     server.stop();
     cleanup(opts.report_uri.as_ref());
@@ -175,7 +178,7 @@ fn run_nameserver(opts: &cli::NameServerOptions, signals: &SigSet) -> Result<u8,
 }
 
 /// Everything before the first process starts; an error here is a one-line message.
-fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
+fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     let layout = job::Layout::new(&opts.apps)?;
     let cwd = std::env::current_dir().map_err(|e| {
         format!(
@@ -206,8 +209,6 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
         }
         p => p,
     };
-    let helper = std::env::current_exe()
-        .map_err(|e| format!("cannot find pmixrun's executable: {}", launch::describe(&e)))?;
 
     let names = connect_nameserver(opts.nameserver_uri.as_deref())?;
     let (events_tx, events) = unbounded();
@@ -231,7 +232,6 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
     let jobs = RunJobs {
         server: &server,
         names,
-        helper,
         cwd,
         first: nspace.clone(),
         spawned: 0,
@@ -268,28 +268,21 @@ fn run(opts: cli::Options, signals: SigSet) -> Result<u8, String> {
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
-    if argv.first().is_some_and(|a| a == launch::EXEC_HELPER) {
-        return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..], false));
-    }
-    if argv
-        .first()
-        .is_some_and(|a| a == launch::EXEC_HELPER_PMI_FD)
-    {
-        return ExitCode::from(launch::exec_helper(&forwarded_signals(), &argv[1..], true));
-    }
     let mode = match cli::parse_mode(argv) {
         Ok(m) => m,
         Err(e) => e.exit(),
     };
-    let signals = forwarded_signals();
-    if let Err(e) = signals.thread_block() {
-        eprintln!("pmixrun: cannot block signals: {e}");
-        return ExitCode::FAILURE;
-    }
+    let signals = match catch_signals() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("pmixrun: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let result = match mode {
         cli::Mode::NameServer(o) => {
             init_logging(o.verbose);
-            run_nameserver(&o, &signals)
+            run_nameserver(&o, signals)
         }
         cli::Mode::Job(o) => {
             init_logging(o.verbose);

@@ -1,0 +1,302 @@
+//! What a process pmixrun starts inherits: its signal mask and dispositions, its descriptors
+//! (its own PMI-1 connection as `PMI_FD`, and nobody else's), its `argv[0]`. Each run is
+//! bounded by pmixrun's `--timeout` and by a deadline here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::Read;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+use crossbeam_channel::unbounded;
+use nix::sys::signal::{SigSet, Signal, kill};
+use nix::unistd::Pid;
+
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// What one run printed.
+#[derive(Debug)]
+struct Run {
+    status: ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `cmd` to its end, at most [`DEADLINE`]; past it, kills it and fails the test.
+fn run(mut cmd: Command) -> Run {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting the command");
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let text = |pipe: Option<Box<dyn Read + Send>>| {
+        let (tx, rx) = unbounded();
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_string(&mut s);
+            }
+            let _ = tx.send(s);
+        });
+        rx
+    };
+    let stdout = text(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = text(child.stderr.take().map(|p| Box::new(p) as _));
+    let (tx, done) = unbounded();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let status = match done.recv_timeout(DEADLINE) {
+        Ok(s) => s.expect("waiting for the command"),
+        Err(_) => {
+            // SIGTERM first: pmixrun passes it on, so the job's processes go too.
+            let _ = kill(pid, Signal::SIGTERM);
+            let _ = done.recv_timeout(Duration::from_secs(5));
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!("{cmd:?} did not finish within {DEADLINE:?}");
+        }
+    };
+    let collect = |rx: crossbeam_channel::Receiver<String>| {
+        rx.recv_timeout(Duration::from_secs(10))
+            .expect("output still open after the command ended")
+    };
+    Run {
+        status,
+        stdout: collect(stdout),
+        stderr: collect(stderr),
+    }
+}
+
+/// `pmixrun --timeout 50 ARGS...`.
+fn pmixrun(args: &[&str]) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_pmixrun"));
+    cmd.args(["--timeout", "50"]).args(args);
+    cmd
+}
+
+/// `pmixrun ARGS...`, successful: its stdout's lines.
+fn lines_of(cmd: Command) -> Vec<String> {
+    let r = run(cmd);
+    assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
+    r.stdout.lines().map(str::to_owned).collect()
+}
+
+/// The bit of `sig` in a /proc status signal set.
+fn bit(sig: Signal) -> u64 {
+    1 << (sig as u32 - 1)
+}
+
+/// The `SigBlk` and `SigIgn` lines of /proc/self/status (a `grep` of them as printed), as
+/// numbers.
+fn masks(lines: &[String]) -> (u64, u64) {
+    let field = |name: &str| {
+        let found: Vec<u64> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(name))
+            .map(|v| u64::from_str_radix(v.trim(), 16).expect("a hexadecimal signal set"))
+            .collect();
+        assert_eq!(found.len(), 1, "one {name} in {lines:?}");
+        found[0]
+    };
+    (field("SigBlk:"), field("SigIgn:"))
+}
+
+/// The signal sets of a process started directly by this test: the environment's.
+fn own_children_masks() -> (u64, u64) {
+    let mut cmd = Command::new("grep");
+    cmd.args(["-E", "^Sig(Blk|Ign):", "/proc/self/status"]);
+    masks(&lines_of(cmd))
+}
+
+/// glibc's own signals (SIGCANCEL, SIGSETXID, 32 and 33, below SIGRTMIN): glibc's posix_spawn,
+/// which std's `Command` uses, sets them to SIG_IGN in the new process before its exec, so any
+/// process started that way has them ignored, this test's own children too. No program sees
+/// them: glibc's SIGRTMIN is 34.
+const GLIBC_INTERNAL: u64 = 0b11 << 31;
+
+#[test]
+fn processes_start_with_no_signal_blocked_and_only_inherited_ones_ignored() {
+    // Blocked here, inherited by pmixrun (std's Command keeps the mask), unblocked by it.
+    let blocked = SigSet::from_iter([Signal::SIGUSR1, Signal::SIGINT, Signal::SIGTERM]);
+    blocked.thread_block().expect("blocking signals");
+    let grep = ["grep", "-E", "^Sig(Blk|Ign):", "/proc/self/status"];
+    let mut args = vec!["-n", "2", "--tag-output"];
+    args.extend(grep);
+    let lines = lines_of(pmixrun(&args));
+    // pmixrun started from a shell that ignores the signals it forwards (and SIGQUIT): it
+    // catches the former, so its processes have them back at their default actions.
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(r#"trap '' INT TERM HUP QUIT; exec "$@""#)
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_pmixrun"))
+        .args(["--timeout", "50", "-n", "1"])
+        .args(grep);
+    let ignoring = lines_of(sh);
+    blocked.thread_unblock().expect("unblocking signals");
+
+    let (_, env_ignored) = own_children_masks();
+    let forwarded = bit(Signal::SIGINT) | bit(Signal::SIGTERM) | bit(Signal::SIGHUP);
+    for rank in 0..2 {
+        let prefix = format!("[{rank}] ");
+        let mine: Vec<String> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .map(str::to_owned)
+            .collect();
+        let (blk, ign) = masks(&mine);
+        assert_eq!(blk, 0, "rank {rank}: blocked signals {blk:#x}");
+        assert_eq!(
+            ign & !GLIBC_INTERNAL,
+            env_ignored & !GLIBC_INTERNAL & !forwarded,
+            "rank {rank}: ignored signals {ign:#x}, where this test's children have \
+             {env_ignored:#x}"
+        );
+        assert_eq!(ign & (forwarded | bit(Signal::SIGPIPE)), 0, "rank {rank}");
+    }
+    let (blk, ign) = masks(&ignoring);
+    assert_eq!(blk, 0);
+    assert_eq!(
+        ign & !GLIBC_INTERNAL,
+        (env_ignored & !GLIBC_INTERNAL & !forwarded) | bit(Signal::SIGQUIT),
+        "{ign:#x}: SIGQUIT inherited, the forwarded signals at their defaults"
+    );
+}
+
+/// `ls -l /proc/self/fd` as printed: descriptor number to what it is.
+fn descriptors(lines: &[String]) -> BTreeMap<i32, String> {
+    lines
+        .iter()
+        .filter_map(|l| {
+            let (left, target) = l.split_once(" -> ")?;
+            let fd = left.split_whitespace().last()?.parse().ok()?;
+            Some((fd, target.to_owned()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_pmi1_process_inherits_its_own_connection_as_pmi_fd_and_nothing_else() {
+    // What this test's own children inherit, beyond stdio: descriptors the test was given
+    // (by cargo, a CI runner); pmixrun passes those on too.
+    let mut ls = Command::new("ls");
+    ls.args(["-l", "/proc/self/fd"]);
+    let env_fds: BTreeSet<i32> = descriptors(&lines_of(ls))
+        .into_iter()
+        .filter(|(fd, target)| *fd > 2 && !target.starts_with("/proc/"))
+        .map(|(fd, _)| fd)
+        .collect();
+
+    let lines = lines_of(pmixrun(&[
+        "--pmi",
+        "pmi1",
+        "--tag-output",
+        "-n",
+        "4",
+        "sh",
+        "-c",
+        r#"echo "PMI_FD=$PMI_FD"; exec ls -l /proc/self/fd"#,
+    ]));
+    let mut sockets = BTreeSet::new();
+    for rank in 0..4 {
+        let prefix = format!("[{rank}] ");
+        let mine: Vec<String> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .map(str::to_owned)
+            .collect();
+        let pmi_fd: i32 = mine
+            .iter()
+            .find_map(|l| l.strip_prefix("PMI_FD="))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("rank {rank}: no PMI_FD in {mine:?}"));
+        assert!(pmi_fd > 2, "rank {rank}: PMI_FD={pmi_fd}");
+        let fds = descriptors(&mine);
+        assert_eq!(
+            fds.get(&0).map(String::as_str),
+            Some("/dev/null"),
+            "{fds:?}"
+        );
+        for out in [1, 2] {
+            assert!(
+                fds.get(&out).is_some_and(|t| t.starts_with("pipe:")),
+                "{fds:?}"
+            );
+        }
+        let socket = fds.get(&pmi_fd).filter(|t| t.starts_with("socket:"));
+        let socket = socket.unwrap_or_else(|| panic!("rank {rank}: PMI_FD not a socket: {fds:?}"));
+        assert!(sockets.insert(socket.clone()), "{socket} given twice");
+        // Nothing else: not another rank's connection, nor any of pmixrun's own descriptors
+        // (ls's listing of the directory it reads aside).
+        let others: Vec<_> = fds
+            .iter()
+            .filter(|(fd, target)| {
+                **fd > 2 && **fd != pmi_fd && !env_fds.contains(fd) && !target.starts_with("/proc/")
+            })
+            .collect();
+        assert!(others.is_empty(), "rank {rank} inherited {others:?}");
+    }
+
+    // A PMIx process gets no descriptor at all (it connects to the server's socket itself).
+    let lines = lines_of(pmixrun(&[
+        "--pmi",
+        "pmix",
+        "--tag-output",
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        r#"echo "PMI_FD=${PMI_FD-unset}"; exec ls -l /proc/self/fd"#,
+    ]));
+    for rank in 0..2 {
+        let prefix = format!("[{rank}] ");
+        let mine: Vec<String> = lines
+            .iter()
+            .filter_map(|l| l.strip_prefix(&prefix))
+            .map(str::to_owned)
+            .collect();
+        assert!(mine.iter().any(|l| l == "PMI_FD=unset"), "{mine:?}");
+        let others: Vec<_> = descriptors(&mine)
+            .into_iter()
+            .filter(|(fd, target)| {
+                *fd > 2 && !env_fds.contains(fd) && !target.starts_with("/proc/")
+            })
+            .collect();
+        assert!(others.is_empty(), "rank {rank} inherited {others:?}");
+    }
+}
+
+#[test]
+fn the_program_sees_its_name_as_given_and_scripts_without_interpreter_line_run() {
+    // argv[0] is the name on the command line, not the file found in PATH.
+    let r = run(pmixrun(&["-n", "1", "cat", "/proc/self/cmdline"]));
+    assert_eq!(r.status.code(), Some(0), "{r:?}");
+    // (pmixrun ends the output's last line.)
+    assert_eq!(r.stdout, "cat\0/proc/self/cmdline\0\n");
+
+    // A script without `#!` runs with the shell, as execvp (and so a shell, or Hydra) runs it.
+    let dir = std::env::temp_dir().join(format!("pmixrun-children.{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let script = dir.join("plain-script");
+    std::fs::write(&script, "echo \"script $PMIX_RANK $1\"\n").expect("writing the script");
+    let mut perms = std::fs::metadata(&script)
+        .expect("the script's metadata")
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(&script, perms).expect("making the script executable");
+    let dir_arg = dir.to_str().expect("utf-8 temp dir");
+    let r = run(pmixrun(&[
+        "-n",
+        "2",
+        "--wdir",
+        dir_arg,
+        "./plain-script",
+        "arg",
+    ]));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
+    let mut lines: Vec<&str> = r.stdout.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(lines, ["script 0 arg", "script 1 arg"], "{r:?}");
+}
