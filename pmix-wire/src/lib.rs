@@ -5,6 +5,9 @@
 //! framing, the message enums of every request and reply, and the handshake with version
 //! negotiation. It never touches a socket: bytes in, messages out.
 //!
+//! [`openpmix`] is a second, independent wire format: OpenPMIx 4.2's, for hosting processes
+//! linked to the C `libpmix` and for talking to OpenPMIx servers.
+//!
 //! Host authors want `pmix-server`; application authors `pmix-client`.
 
 mod error;
@@ -13,6 +16,7 @@ mod frame;
 pub mod fuzzing;
 pub mod msg;
 pub mod names;
+pub mod openpmix;
 pub mod packed;
 mod scan;
 

@@ -1,0 +1,96 @@
+//! The OpenPMIx 4.2 client/server wire format, sans-IO: what a pmix-rs server needs to host
+//! processes linked to the C `libpmix` (Open MPI, python3-pmix, any libpmix program), and
+//! what a pmix-rs client needs to talk to a real OpenPMIx server.
+//!
+//! This module knows bytes, not policy: which job data to send, when to answer a fence, and
+//! what to do with a refused handshake are the front-end's. It shares the data model of
+//! `pmix-types` ([`Value`](pmix_types::Value), [`Info`](pmix_types::Info),
+//! [`Proc`], ...) and the [`App`](crate::App),
+//! [`Query`](crate::Query) and [`Published`](crate::Published) structs of the native
+//! protocol; nothing here depends on the native protocol's framing.
+//!
+//! # Layers
+//!
+//! * **Dialect** ([`Dialect`]): a connection's integer coder ([`Codec::V41`], flex128
+//!   varints; [`Codec::V3`], fixed-width big-endian) and buffer type
+//!   ([`BufferType::NonDesc`], [`BufferType::FullyDesc`]), both fixed by the client's
+//!   handshake for the whole session.
+//! * **Packing** ([`Packer`], [`Unpacker`], [`Item`]): top-level packs (`[count][items]`, with
+//!   type tags when fully described) and the inner encoding of every type that maps onto a
+//!   `pmix-types` value, plus [`Kval`], [`Size`], [`ByteObject`] and [`Buffer`].
+//! * **Framing** ([`Header`], [`MsgReader`], [`encode_message`]): 16-byte headers,
+//!   big-endian after the handshake, little-endian for the client's handshake message.
+//! * **Handshake** ([`ClientHandshake`], [`ServerReply`], [`ToolReply`]).
+//! * **Messages** ([`Cmd`] and the request and reply types): the payloads of the commands.
+//!
+//! # Example: a server reading a client
+//!
+//! ```
+//! use pmix_wire::openpmix::{
+//!     ClientHandshake, Dialect, Incoming, MsgReader, Nspace, Proc, ServerReply,
+//!     native_credential,
+//! };
+//!
+//! // What a libpmix client sends first.
+//! let hello = ClientHandshake::simple_client(
+//!     Proc::new(Nspace::new("job")?, 0),
+//!     native_credential(1000, 1000).to_vec(),
+//!     Dialect::V41,
+//!     "hash",
+//! );
+//! let mut bytes = Vec::new();
+//! hello.encode(&mut bytes)?;
+//!
+//! let mut reader = MsgReader::new(1 << 20);
+//! reader.feed(&bytes);
+//! let Some(Incoming::Handshake { body, .. }) = reader.next_message()? else { unreachable!() };
+//! let hs = ClientHandshake::decode(body)?;
+//! let dialect = hs.dialect()?; // every later message of this client is in its dialect
+//! assert_eq!(dialect, Dialect::V41);
+//!
+//! let mut answer = Vec::new();
+//! ServerReply::accepted(0).encode(&mut answer); // 8 raw bytes, no header
+//! assert_eq!(answer, [0, 0, 0, 0, 0, 0, 0, 0]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # What is refused
+//!
+//! Decoding fails with [`Error::Unsupported`](crate::Error::Unsupported) for value types that
+//! have no [`Value`](pmix_types::Value) variant (topology, cpuset, geometry, endpoint, device
+//! distance, coordinates, statistics, storage, `POINTER`), for the `v20` and `v12` codecs and
+//! for PMIx 2.0 handshakes; with [`Error::Truncated`](crate::Error::Truncated) when the bytes
+//! end inside an item; with [`Error::Malformed`](crate::Error::Malformed) for anything else
+//! that is not what the reference writes. No input makes a decoder panic, allocate more than
+//! the input justifies, or recurse more than [`MAX_NESTING`] levels.
+//!
+//! See `docs/OPENPMIX.md` for the wire format itself and the choices made here (float
+//! precision, the zlib regex form, NULL strings).
+
+mod cmd;
+mod dialect;
+mod flex;
+mod frame;
+mod handshake;
+mod item;
+mod pack;
+mod unpack;
+mod value;
+
+pub use cmd::Cmd;
+pub use dialect::{BufferType, Codec, Dialect};
+pub use frame::{
+    DEFAULT_MAX_MESSAGE, HEADER_LEN, Header, Incoming, MAX_HANDSHAKE_LEN, MsgReader,
+    PINDEX_HANDSHAKE, TAG_DYNAMIC, TAG_HANDSHAKE, TAG_HEARTBEAT, TAG_IOF, TAG_NOTIFY,
+    encode_handshake_message, encode_message, encode_message_with,
+};
+pub use handshake::{
+    ClientHandshake, Identity, NSPACE_FIELD_LEN, PeerFlag, ServerReply, ToolReply, VERSION,
+    native_credential, native_credential_ids,
+};
+pub use item::{BUFFER, Buffer, ByteObject, Item, Kval, Size};
+pub use pack::Packer;
+pub use unpack::{MAX_NESTING, Unpacker};
+
+// The data model, for convenience.
+pub use pmix_types::{Nspace, Proc, Rank};
