@@ -73,6 +73,7 @@ mod flex;
 mod frame;
 mod handshake;
 mod item;
+mod msg;
 mod pack;
 mod unpack;
 mod value;
@@ -89,6 +90,10 @@ pub use handshake::{
     native_credential, native_credential_ids,
 };
 pub use item::{BUFFER, Buffer, ByteObject, Item, Kval, Size};
+pub use msg::{
+    CommitPart, JobInfo, MAP_BLOB, Notification, PROC_BLOB, ProcKvals, Reply, Request,
+    decode_rank_blob, info_array, peek_cmd, proc_blob_kval, rank_blob,
+};
 pub use pack::Packer;
 pub use unpack::{MAX_NESTING, Unpacker};
 
