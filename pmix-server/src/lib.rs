@@ -15,10 +15,12 @@ mod engine;
 mod error;
 mod host;
 mod nameserver;
+mod openpmix;
 mod outbuf;
 mod pmi1;
 mod server;
 mod shell;
+mod tcp_peer;
 
 pub use error::Error;
 pub use host::{Completion, Host, NameService, NoHost, Outcome};

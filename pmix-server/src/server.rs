@@ -43,6 +43,10 @@ pub struct ServerOptions {
     pub max_frame: usize,
     /// Who answers publish/lookup/unpublish: the built-in name service (default) or the host.
     pub name_service: NameService,
+    /// Also serve processes linked to the C OpenPMIx client library (Open MPI, python3-pmix,
+    /// any libpmix program) on a loopback TCP port, and name it in [`Server::setup_fork`]'s
+    /// environment; default true.
+    pub openpmix: bool,
 }
 
 impl Default for ServerOptions {
@@ -56,6 +60,7 @@ impl Default for ServerOptions {
             hostname: None,
             max_frame: pmix_wire::DEFAULT_MAX_FRAME,
             name_service: NameService::BuiltIn,
+            openpmix: true,
         }
     }
 }
@@ -73,6 +78,8 @@ pub struct Server {
     nspace: Nspace,
     rank: Rank,
     hostname: String,
+    /// Where libpmix clients connect (`<nspace>.<rank>;tcp4://127.0.0.1:<port>`).
+    openpmix_uri: Option<String>,
 }
 
 impl std::fmt::Debug for Server {
@@ -143,6 +150,18 @@ impl Server {
                 mio::Waker::new(poll.registry(), mio::Token(usize::MAX - 2))
                     .map_err(Error::io("creating the waker"))?,
             );
+            let opx = if options.openpmix {
+                let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
+                    .map_err(Error::io("binding the OpenPMIx port"))?;
+                let port = l
+                    .local_addr()
+                    .map_err(Error::io("reading the OpenPMIx port"))?
+                    .port();
+                (Some(l), Some(port))
+            } else {
+                (None, None)
+            };
+            let (opx_listener, opx_port) = opx;
             let (tx, rx): (Sender<LoopMsg>, Receiver<LoopMsg>) = unbounded();
             let extras = vec![
                 Info::attr(attr::SERVER_NSPACE, nspace.as_str()),
@@ -161,14 +180,17 @@ impl Server {
                 waker.clone(),
                 options.max_frame,
                 cleanup.clone(),
+                opx_listener,
             )?;
             let thread = std::thread::Builder::new()
                 .name("pmix-server".into())
                 .spawn(move || shell.run())
                 .map_err(Error::io("starting the event-loop thread"))?;
-            Ok((tx, waker, thread))
+            let uri = opx_port
+                .map(|port| format!("{}.{};tcp4://127.0.0.1:{port}", nspace, options.rank.0));
+            Ok((tx, waker, thread, uri))
         })();
-        let (tx, waker, thread) = match result {
+        let (tx, waker, thread, openpmix_uri) = match result {
             Ok(v) => v,
             Err(e) => {
                 for p in cleanup.iter().rev() {
@@ -191,6 +213,7 @@ impl Server {
             nspace,
             rank: options.rank,
             hostname,
+            openpmix_uri,
         })
     }
 
@@ -291,11 +314,16 @@ impl Server {
     }
 
     /// The environment a registered client's process must be started with.
+    ///
+    /// It names this server for pmix-rs clients (`PMIXRS_*`) and, unless
+    /// [`ServerOptions::openpmix`] is off, for libpmix clients too (`PMIX_SERVER_URI41` and its
+    /// companions, `PMIX_GDS_MODULE=hash` among them: all job and peer data then travels over
+    /// the socket, see `docs/OPENPMIX.md`).
     pub fn setup_fork(&self, proc: &Proc) -> Result<Vec<(String, String)>, Error> {
         let p = proc.clone();
         let secret = self.call(|reply| Call::ClientSecret { proc: p, reply })?;
         let secret = secret.ok_or_else(|| Error::UnknownProc(proc.clone()))?;
-        Ok(vec![
+        let mut env: Vec<(String, String)> = vec![
             ("PMIX_NAMESPACE".into(), proc.nspace.to_string()),
             ("PMIX_RANK".into(), proc.rank.0.to_string()),
             (
@@ -312,7 +340,13 @@ impl Server {
                 "PMIX_SYSTEM_TMPDIR".into(),
                 self.system_tmpdir.display().to_string(),
             ),
-        ])
+        ];
+        if let Some(uri) = &self.openpmix_uri {
+            // Both families in one environment: our client prefers PMIXRS_SERVER_URI, a
+            // libpmix client reads only the PMIX_* ones.
+            env.extend(crate::openpmix::fork_env(uri, &self.hostname));
+        }
+        Ok(env)
     }
 
     /// How a registered client that speaks MPICH's PMI-1 ("simple PMI") reaches this server,

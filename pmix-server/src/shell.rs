@@ -28,11 +28,13 @@ use slab::Slab;
 use crate::Error;
 use crate::engine::{ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
 use crate::host::{Completion, Host};
+use crate::openpmix::{OpxConn, OpxStep};
 use crate::pmi1::{Pmi1Conn, Step};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
 const PMI_LISTENER: Token = Token(usize::MAX - 3);
+const OPX_LISTENER: Token = Token(usize::MAX - 4);
 
 /// Bytes read from a socket per `read` call.
 const READ_CHUNK: usize = 64 * 1024;
@@ -100,6 +102,9 @@ pub(crate) enum Pmi1Endpoint {
     /// The loopback TCP port to connect to.
     Port(u16),
 }
+
+/// A job record with its encoding, kept together so the record's address stays unique.
+type EncodedJob = (Arc<JobData>, Arc<[u8]>);
 
 pub(crate) type DmodexDone = Box<dyn FnOnce(Result<Vec<u8>, Status>) + Send>;
 
@@ -191,6 +196,8 @@ enum Proto {
     },
     /// MPICH's PMI-1 text lines.
     Pmi1(Box<Pmi1Conn>),
+    /// The OpenPMIx 4.2 wire protocol of libpmix clients.
+    Opx(Box<OpxConn>),
 }
 
 struct ConnIo {
@@ -246,10 +253,18 @@ pub(crate) struct Shell<H: Host> {
     pmi_listener: Option<TcpListener>,
     /// `PMI_ID`s handed out and not yet used, with their processes.
     pmi_ids: HashMap<u32, Proc>,
-    /// PMI-1 connections that may have lines to process (after input or an answer).
+    /// PMI-1 and libpmix connections that may have input to process (after input or an
+    /// answer).
     pmi_ready: VecDeque<ConnId>,
     /// The PMI-1 connections are being stepped (no nested stepping from inside).
     pmi_pumping: bool,
+    /// The loopback TCP listener of libpmix clients.
+    opx_listener: Option<TcpListener>,
+    /// Encoded job data (the answer to a libpmix client's first request), by job record and
+    /// dialect: every client of a namespace gets the same bytes.
+    opx_jobs: HashMap<(usize, pmix_wire::openpmix::Dialect), EncodedJob>,
+    /// The namespace directories made in the rendezvous directory.
+    nsdirs: HashMap<Nspace, PathBuf>,
     scratch: Vec<u8>,
 }
 
@@ -265,6 +280,7 @@ impl<H: Host> Shell<H> {
         waker: Arc<Waker>,
         max_frame: usize,
         cleanup: Vec<PathBuf>,
+        opx_listener: Option<std::net::TcpListener>,
     ) -> Result<Self, Error> {
         listener
             .set_nonblocking(true)
@@ -273,6 +289,18 @@ impl<H: Host> Shell<H> {
         poll.registry()
             .register(&mut listener, LISTENER, Interest::READABLE)
             .map_err(Error::io("registering the listener"))?;
+        let opx_listener = match opx_listener {
+            Some(l) => {
+                l.set_nonblocking(true)
+                    .map_err(Error::io("making the OpenPMIx port non-blocking"))?;
+                let mut l = TcpListener::from_std(l);
+                poll.registry()
+                    .register(&mut l, OPX_LISTENER, Interest::READABLE)
+                    .map_err(Error::io("registering the OpenPMIx port"))?;
+                Some(l)
+            }
+            None => None,
+        };
         Ok(Shell {
             poll,
             listener,
@@ -292,6 +320,9 @@ impl<H: Host> Shell<H> {
             pmi_ids: HashMap::new(),
             pmi_ready: VecDeque::new(),
             pmi_pumping: false,
+            opx_listener,
+            opx_jobs: HashMap::new(),
+            nsdirs: HashMap::new(),
             scratch: vec![0; READ_CHUNK],
         })
     }
@@ -315,6 +346,7 @@ impl<H: Host> Shell<H> {
                 match ev.token() {
                     LISTENER => self.accept(),
                     PMI_LISTENER => self.accept_pmi(),
+                    OPX_LISTENER => self.accept_opx(),
                     WAKER => {}
                     Token(conn) => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -355,13 +387,23 @@ impl<H: Host> Shell<H> {
                 info,
                 reply,
             } => {
-                let _ = reply.send(self.engine.register_nspace(nspace, nlocalprocs, &info));
+                let result = self
+                    .engine
+                    .register_nspace(nspace.clone(), nlocalprocs, &info);
+                if result.is_ok() {
+                    self.make_nsdir(&nspace);
+                }
+                let _ = reply.send(result);
             }
             Call::DeregisterNspace { nspace, reply } => {
                 self.engine
                     .deregister_nspace(nspace.as_str(), Instant::now());
+                if let Some(dir) = self.nsdirs.remove(&nspace) {
+                    remove_nsdir(&dir);
+                }
                 self.welcome_cache
                     .retain(|_, (job, _)| job.nspace != nspace);
+                self.opx_jobs.retain(|_, (job, _)| job.nspace != nspace);
                 release_free_memory();
                 let _ = reply.send(());
             }
@@ -393,6 +435,40 @@ impl<H: Host> Shell<H> {
             }
             Call::JobData { nspace, reply } => {
                 let _ = reply.send(self.engine.job_data(nspace.as_str()));
+            }
+        }
+    }
+
+    /// Creates the namespace's own directory (`NSDIR`) when it lies in the server's
+    /// rendezvous directory: libpmix clients (Open MPI) keep their session files there and
+    /// remove it when they end.
+    fn make_nsdir(&mut self, nspace: &Nspace) {
+        use std::os::unix::fs::DirBuilderExt;
+        let Some(job) = self.engine.job_data(nspace.as_str()) else {
+            return;
+        };
+        let Some(dir) = job
+            .job
+            .iter()
+            .find(|i| i.key.as_str() == pmix_types::attr::NSDIR)
+            .and_then(|i| i.value.as_str())
+            .map(PathBuf::from)
+        else {
+            return;
+        };
+        let Some(base) = self.cleanup.first() else {
+            return;
+        };
+        if dir.parent() != Some(base.as_path()) {
+            return;
+        }
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => {
+                self.nsdirs.insert(nspace.clone(), dir);
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => {
+                tracing::warn!(dir = %dir.display(), "cannot create the namespace directory: {e}")
             }
         }
     }
@@ -488,6 +564,35 @@ impl<H: Host> Shell<H> {
         }
     }
 
+    fn accept_opx(&mut self) {
+        loop {
+            let Some(l) = self.opx_listener.as_ref() else {
+                return;
+            };
+            match l.accept() {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    // The uid the kernel knows for the peer's socket, to hold its claimed
+                    // credentials against.
+                    let kernel_uid = stream
+                        .local_addr()
+                        .ok()
+                        .and_then(|ours| crate::tcp_peer::peer_uid(ours, peer));
+                    let proto = Proto::Opx(Box::new(OpxConn::new(kernel_uid)));
+                    if let Err(e) = self.add_conn(Stream::Tcp(stream), proto, None) {
+                        tracing::warn!("cannot register an OpenPMIx connection: {e}");
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    tracing::warn!("OpenPMIx accept failed: {e}");
+                    return;
+                }
+            }
+        }
+    }
+
     fn accept(&mut self) {
         loop {
             match self.listener.accept() {
@@ -525,6 +630,9 @@ impl<H: Host> Shell<H> {
                     Proto::Pmi1(p) => c.stream.read(&mut self.scratch).inspect(|&n| {
                         p.feed(&self.scratch[..n]);
                     }),
+                    Proto::Opx(o) => c.stream.read(&mut self.scratch).inspect(|&n| {
+                        o.feed(&self.scratch[..n]);
+                    }),
                 };
                 match got {
                     Ok(0) => {
@@ -553,6 +661,10 @@ impl<H: Host> Shell<H> {
         match self.conns.get(conn).map(|c| &c.proto) {
             Some(Proto::Native { .. }) => self.process_frames(conn),
             Some(Proto::Pmi1(_)) => {
+                self.pmi_ready.push_back(conn);
+                self.drain_engine();
+            }
+            Some(Proto::Opx(_)) => {
                 self.pmi_ready.push_back(conn);
                 self.drain_engine();
             }
@@ -611,6 +723,103 @@ impl<H: Host> Shell<H> {
             }
         }
         self.flush(conn);
+    }
+
+    /// Processes what a libpmix client has sent, up to the first message that must wait.
+    fn step_opx(&mut self, conn: ConnId) {
+        loop {
+            let Some(c) = self.conns.get_mut(conn) else {
+                return;
+            };
+            if c.closing {
+                return;
+            }
+            let Proto::Opx(o) = &mut c.proto else {
+                return;
+            };
+            match o.step(&mut c.wbuf) {
+                OpxStep::Idle => break,
+                OpxStep::Close => {
+                    self.close_after_flush(conn);
+                    return;
+                }
+                OpxStep::Hello { proc, creds } => match self.engine.client_secret(&proc) {
+                    Some(secret) => self.engine.handle_hello(
+                        conn,
+                        &proc.nspace,
+                        proc.rank,
+                        &secret,
+                        Some(creds),
+                    ),
+                    None => {
+                        tracing::info!(conn, %proc, "refusing a libpmix client: not registered");
+                        self.close(conn);
+                        return;
+                    }
+                },
+                OpxStep::JobData { tag, job, dialect } => {
+                    let bytes = self.opx_job_bytes(&job, dialect);
+                    if let Some(ConnIo {
+                        proto: Proto::Opx(o),
+                        wbuf,
+                        ..
+                    }) = self.conns.get_mut(conn)
+                    {
+                        o.send_job_data(tag, bytes.as_deref(), wbuf);
+                    }
+                }
+                OpxStep::Request(id, req) => {
+                    self.engine.handle_request(conn, id, req, Instant::now());
+                }
+            }
+            // Not drain_engine: this runs inside its pump.
+            self.drain_outputs();
+        }
+        self.flush(conn);
+    }
+
+    /// The encoded job data of `job` for a client speaking `dialect`; None if it cannot be
+    /// encoded (the client is then told so).
+    fn opx_job_bytes(
+        &mut self,
+        job: &Arc<JobData>,
+        dialect: pmix_wire::openpmix::Dialect,
+    ) -> Option<Arc<[u8]>> {
+        let key = (Arc::as_ptr(job) as usize, dialect);
+        if let Some((_, bytes)) = self.opx_jobs.get(&key) {
+            return Some(bytes.clone());
+        }
+        match crate::openpmix::encode_job_data(job, dialect) {
+            Ok(bytes) => {
+                let bytes: Arc<[u8]> = bytes.into();
+                // Keeping the Arc keeps the address from being reused by another record.
+                self.opx_jobs.insert(key, (job.clone(), bytes.clone()));
+                Some(bytes)
+            }
+            Err(e) => {
+                tracing::error!(nspace = %job.nspace, "cannot encode job data for libpmix: {e}");
+                None
+            }
+        }
+    }
+
+    /// Hands an engine answer to a libpmix connection; false if the connection is not one.
+    fn deliver_opx(&mut self, conn: ConnId, f: impl FnOnce(&mut OpxConn, &mut Vec<u8>)) -> bool {
+        let Some(c) = self.conns.get_mut(conn) else {
+            return false;
+        };
+        let Proto::Opx(o) = &mut c.proto else {
+            return false;
+        };
+        f(o, &mut c.wbuf);
+        // Messages may be waiting behind the one this answers (the handshake).
+        self.pmi_ready.push_back(conn);
+        if o.is_closing() {
+            self.close_after_flush(conn);
+        } else {
+            self.flush(conn);
+        }
+        true
     }
 
     fn pmi_refuse(&mut self, conn: ConnId, status: Status, reason: &str) {
@@ -800,7 +1009,11 @@ impl<H: Host> Shell<H> {
         }
         self.pmi_pumping = true;
         while let Some(conn) = self.pmi_ready.pop_front() {
-            self.step_pmi(conn);
+            match self.conns.get(conn).map(|c| &c.proto) {
+                Some(Proto::Pmi1(_)) => self.step_pmi(conn),
+                Some(Proto::Opx(_)) => self.step_opx(conn),
+                _ => {}
+            }
             self.drain_outputs();
         }
         self.pmi_pumping = false;
@@ -811,6 +1024,9 @@ impl<H: Host> Shell<H> {
             match out {
                 Output::Accept { conn, job } => {
                     if self.deliver_pmi(conn, |p, out| p.accepted(job.clone(), out)) {
+                        continue;
+                    }
+                    if self.deliver_opx(conn, |o, out| o.accepted(job.clone(), conn as u32, out)) {
                         continue;
                     }
                     if let Some(bytes) = self.welcome_bytes(&job) {
@@ -826,6 +1042,11 @@ impl<H: Host> Shell<H> {
                         self.close_after_flush(conn);
                         continue;
                     }
+                    if self.deliver_opx(conn, |o, _| o.refused()) {
+                        // The reference closes a refused libpmix client without a word.
+                        self.close(conn);
+                        continue;
+                    }
                     self.send(
                         conn,
                         &Welcome::Refused {
@@ -837,14 +1058,19 @@ impl<H: Host> Shell<H> {
                     self.close_after_flush(conn);
                 }
                 Output::Reply { conn, id, reply } => {
-                    if !self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out)) {
-                        self.send(conn, &ServerMsg::Reply { id, reply })
+                    if self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out))
+                        || self.deliver_opx(conn, |o, out| o.replied(id, &reply, out))
+                    {
+                        continue;
                     }
+                    self.send(conn, &ServerMsg::Reply { id, reply })
                 }
                 Output::SharedReply { to, reply } => match SharedFrame::new(&reply) {
                     Ok(shared) => {
                         for (conn, id) in to {
-                            if self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out)) {
+                            if self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out))
+                                || self.deliver_opx(conn, |o, out| o.replied(id, &reply, out))
+                            {
                                 continue;
                             }
                             let Some(c) = self.conns.get_mut(conn) else {
@@ -868,11 +1094,14 @@ impl<H: Host> Shell<H> {
                 }
                 Output::Event { conn, event } => {
                     // PMI-1 has no events (and its processes never register for any).
-                    if matches!(
-                        self.conns.get(conn).map(|c| &c.proto),
-                        Some(Proto::Native { .. })
-                    ) {
-                        self.send(conn, &ServerMsg::Event(Event::clone(&event)));
+                    match self.conns.get(conn).map(|c| &c.proto) {
+                        Some(Proto::Native { .. }) => {
+                            self.send(conn, &ServerMsg::Event(Event::clone(&event)))
+                        }
+                        Some(Proto::Opx(_)) => {
+                            self.deliver_opx(conn, |o, out| o.event(&event, out));
+                        }
+                        _ => {}
                     }
                 }
             }
@@ -959,6 +1188,9 @@ impl<H: Host> Shell<H> {
         for done in self.dmodex.drain().map(|(_, d)| d) {
             done(Err(Status::ERR_INIT));
         }
+        for (_, dir) in self.nsdirs.drain() {
+            remove_nsdir(&dir);
+        }
         // Remove what init created, innermost first, and nothing else.
         for path in self.cleanup.iter().rev() {
             let res = if path.is_dir() {
@@ -1027,6 +1259,18 @@ fn release_free_memory() {
     #[allow(unsafe_code)]
     unsafe {
         libc::malloc_trim(0);
+    }
+}
+
+/// Removes a namespace directory and what the job left in it (it may already be gone: Open
+/// MPI removes its own).
+fn remove_nsdir(dir: &std::path::Path) {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), "cannot remove the namespace directory: {e}")
+        }
     }
 }
 

@@ -249,6 +249,16 @@ fn join_ranks(ranks: &[Rank]) -> String {
     s
 }
 
+/// A server-wide job-level value as one namespace gets it: the namespace directory
+/// (`NSDIR`) is the server's directory joined with the namespace, so that a job that removes
+/// its directory at the end (Open MPI does) removes only its own.
+pub(crate) fn per_namespace(extra: &Info, nspace: &Nspace) -> Info {
+    match (extra.key.as_str(), extra.value.as_str()) {
+        (attr::NSDIR, Some(base)) => Info::attr(attr::NSDIR, format!("{base}/{nspace}")),
+        _ => extra.clone(),
+    }
+}
+
 /// Where this server runs, for deciding which ranks are local.
 pub(crate) struct Locale<'a> {
     /// This node's hostname.
@@ -374,7 +384,7 @@ pub(crate) fn register(
     }
     for extra in locale.job_extras {
         if !has(&lv.job, extra.key.as_str()) {
-            lv.job.push(extra.clone());
+            lv.job.push(per_namespace(extra, nspace));
         }
     }
     if !has(&lv.session, attr::UNIV_SIZE) && !has(&lv.job, attr::UNIV_SIZE) {

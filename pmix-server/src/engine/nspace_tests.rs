@@ -202,7 +202,7 @@ mod eager {
         }
         for extra in locale.job_extras {
             if !has(&lv.job, extra.key.as_str()) {
-                lv.job.push(extra.clone());
+                lv.job.push(per_namespace(extra, nspace));
             }
         }
         if !has(&lv.session, attr::UNIV_SIZE) && !has(&lv.job, attr::UNIV_SIZE) {

@@ -1,0 +1,515 @@
+//! One libpmix client's connection, sans-IO: bytes in, engine requests out, engine answers in,
+//! bytes out.
+//!
+//! The first message is the handshake; the client then sends requests tagged with numbers of
+//! its choosing and may have several outstanding (a fence and the gets behind it). Each
+//! request that needs the engine gets an engine id of this connection's own, remembered with
+//! the client's tag and with how the answer is to be laid out; the rest is answered here: the
+//! job data (`REQ`), cleanup registrations (`JOB_CONTROL`) and anything not supported, which
+//! gets a `NOT_SUPPORTED` status so that no client ever waits for nothing.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use pmix_types::{Info, Key, Proc, Scope, Status, Value};
+use pmix_wire::openpmix::{
+    ClientHandshake, CommitPart, Dialect, Identity, Incoming, Kval, MsgReader, Notification,
+    ProcKvals, Reply as OpxReply, Request as OpxRequest, ServerReply, encode_message_with,
+};
+use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
+
+use crate::engine::PeerCreds;
+
+/// Largest message accepted from a client after the handshake. Open MPI's largest (its
+/// shared-memory endpoint blob) is a few KiB; a job's worth of spawn data stays far below.
+const MAX_MESSAGE: usize = 64 << 20;
+
+/// What the shell is to do next for this connection.
+pub(crate) enum OpxStep {
+    /// Nothing until more bytes or an engine answer arrive.
+    Idle,
+    /// The connection is finished (an error was logged or the client said goodbye).
+    Close,
+    /// A simple client named itself: check it with the engine.
+    Hello { proc: Proc, creds: PeerCreds },
+    /// The client asks for its job data; the shell encodes it once per job and dialect.
+    JobData {
+        tag: u32,
+        job: Arc<JobData>,
+        dialect: Dialect,
+    },
+    /// A request for the engine, under this connection's engine id.
+    Request(u32, Request),
+}
+
+/// How an engine answer is laid out for the client.
+#[derive(Clone, Copy, Debug)]
+enum Answer {
+    /// A status alone.
+    Status,
+    /// A status, then the data of the processes asked about, one byte object each.
+    Get,
+    /// A status, then the found names.
+    Lookup,
+    /// A status and the new namespace.
+    Spawn,
+    /// A status, then the job data of the other namespaces.
+    Connect,
+    /// Nothing at all (`DEREGEVENTS` gets no reply).
+    Silent,
+    /// A status; the client closes after it.
+    Finalize,
+}
+
+enum State {
+    /// Waiting for the handshake.
+    Handshake,
+    /// The handshake is with the engine.
+    Checking { proc: Proc, dialect: Dialect },
+    /// Serving requests.
+    Ready {
+        proc: Proc,
+        dialect: Dialect,
+        job: Arc<JobData>,
+    },
+    /// Refused or failed: nothing more is read.
+    Done,
+}
+
+/// A libpmix client's connection.
+pub(crate) struct OpxConn {
+    reader: MsgReader,
+    state: State,
+    /// The uid the kernel reports for the peer's socket, when it can tell.
+    kernel_uid: Option<u32>,
+    /// Engine id -> the client's tag and the layout of the answer.
+    waiting: HashMap<u32, (u32, Answer)>,
+    next_id: u32,
+    closing: bool,
+}
+
+impl OpxConn {
+    pub(crate) fn new(kernel_uid: Option<u32>) -> Self {
+        OpxConn {
+            reader: MsgReader::new(MAX_MESSAGE),
+            state: State::Handshake,
+            kernel_uid,
+            waiting: HashMap::new(),
+            next_id: 1,
+            closing: false,
+        }
+    }
+
+    pub(crate) fn feed(&mut self, bytes: &[u8]) {
+        self.reader.feed(bytes);
+    }
+
+    /// True once the connection should be closed after its queued bytes are written.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing
+    }
+
+    fn who(&self) -> String {
+        match &self.state {
+            State::Ready { proc, .. } => proc.to_string(),
+            _ => "a libpmix client".into(),
+        }
+    }
+
+    /// Processes the next message, if one has arrived; replies it can give itself go to `out`.
+    pub(crate) fn step(&mut self, out: &mut Vec<u8>) -> OpxStep {
+        loop {
+            if self.closing {
+                return OpxStep::Idle;
+            }
+            if matches!(self.state, State::Checking { .. } | State::Done) {
+                return OpxStep::Idle;
+            }
+            let (tag, payload) = match self.reader.next_message() {
+                Ok(None) => return OpxStep::Idle,
+                Ok(Some(Incoming::Handshake { body, .. })) => {
+                    if !matches!(self.state, State::Handshake) {
+                        tracing::warn!(who = %self.who(), "closing a libpmix connection: a second handshake");
+                        self.state = State::Done;
+                        return OpxStep::Close;
+                    }
+                    return match ClientHandshake::decode(body) {
+                        Ok(hs) => self.handshake(hs),
+                        Err(e) => {
+                            tracing::warn!("closing a libpmix connection: bad handshake: {e}");
+                            self.state = State::Done;
+                            OpxStep::Close
+                        }
+                    };
+                }
+                Ok(Some(Incoming::Message { header, payload })) => (header.tag, payload.to_vec()),
+                Err(e) => {
+                    tracing::warn!(who = %self.who(), "closing a libpmix connection: {e}");
+                    self.state = State::Done;
+                    return OpxStep::Close;
+                }
+            };
+            if let Some(step) = self.message(tag, &payload, out) {
+                return step;
+            }
+        }
+    }
+
+    fn handshake(&mut self, hs: ClientHandshake) -> OpxStep {
+        let refuse = |this: &mut Self, why: String| {
+            // The reference closes the socket without a word; the log says why.
+            tracing::warn!("refusing a libpmix client: {why}");
+            this.state = State::Done;
+            OpxStep::Close
+        };
+        let proc = match &hs.identity {
+            Identity::Client(p) => p.clone(),
+            other => {
+                return refuse(
+                    self,
+                    format!(
+                        "only processes this server launched are served, not a peer of kind {:?}",
+                        other.flag()
+                    ),
+                );
+            }
+        };
+        let dialect = match hs.dialect() {
+            Ok(d) => d,
+            Err(e) => return refuse(self, format!("{proc}: {e}")),
+        };
+        if hs.gds != "hash" {
+            return refuse(
+                self,
+                format!(
+                    "{proc} chose the {:?} storage module; only \"hash\" is served",
+                    hs.gds
+                ),
+            );
+        }
+        let creds = (hs.psec == "native")
+            .then(|| pmix_wire::openpmix::native_credential_ids(&hs.credential))
+            .flatten();
+        let Some((uid, gid)) = creds else {
+            return refuse(
+                self,
+                format!(
+                    "{proc} sent no native credential (security module {:?})",
+                    hs.psec
+                ),
+            );
+        };
+        if let Some(k) = self.kernel_uid {
+            if k != uid {
+                return refuse(
+                    self,
+                    format!("{proc} claims uid {uid} but its socket belongs to uid {k}"),
+                );
+            }
+        }
+        self.state = State::Checking {
+            proc: proc.clone(),
+            dialect,
+        };
+        OpxStep::Hello {
+            proc,
+            creds: PeerCreds { uid, gid },
+        }
+    }
+
+    /// The engine accepted the client: answer the handshake with its peer index.
+    pub(crate) fn accepted(&mut self, job: Arc<JobData>, peer_index: u32, out: &mut Vec<u8>) {
+        let State::Checking { proc, dialect } = &self.state else {
+            return;
+        };
+        let (proc, dialect) = (proc.clone(), *dialect);
+        ServerReply::accepted(peer_index).encode(out);
+        self.state = State::Ready { proc, dialect, job };
+    }
+
+    /// The engine refused the client.
+    pub(crate) fn refused(&mut self) {
+        self.state = State::Done;
+        self.closing = true;
+    }
+
+    fn dialect(&self) -> Dialect {
+        match &self.state {
+            State::Checking { dialect, .. } | State::Ready { dialect, .. } => *dialect,
+            _ => Dialect::V41,
+        }
+    }
+
+    fn engine_request(&mut self, tag: u32, answer: Answer, req: Request) -> Option<OpxStep> {
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.waiting.insert(id, (tag, answer));
+        Some(OpxStep::Request(id, req))
+    }
+
+    /// Handles one request; None when it was answered here.
+    fn message(&mut self, tag: u32, payload: &[u8], out: &mut Vec<u8>) -> Option<OpxStep> {
+        let State::Ready { proc, dialect, job } = &self.state else {
+            return None;
+        };
+        let dialect = *dialect;
+        let req = match OpxRequest::decode(payload, dialect) {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(who = %proc, tag, "answering an unreadable request with an error: {e}");
+                send(tag, &OpxReply::Status(e.status()), dialect, out);
+                return None;
+            }
+        };
+        match req {
+            OpxRequest::Req => Some(OpxStep::JobData {
+                tag,
+                job: job.clone(),
+                dialect,
+            }),
+            OpxRequest::Commit { parts } => {
+                let kvs = merge_scopes(parts);
+                self.engine_request(tag, Answer::Status, Request::Commit { kvs })
+            }
+            OpxRequest::Fence { procs, info } => {
+                self.engine_request(tag, Answer::Status, Request::Fence { procs, info })
+            }
+            OpxRequest::Get { proc, key, info } => {
+                self.engine_request(tag, Answer::Get, Request::Get { proc, key, info })
+            }
+            OpxRequest::Finalize => self.engine_request(
+                tag,
+                Answer::Finalize,
+                Request::Finalize { info: Vec::new() },
+            ),
+            OpxRequest::Abort {
+                status,
+                message,
+                procs,
+            } => self.engine_request(
+                tag,
+                Answer::Status,
+                Request::Abort {
+                    status,
+                    message: message.unwrap_or_default(),
+                    procs,
+                },
+            ),
+            OpxRequest::Publish { info, .. } => {
+                // One list carries both the data and the directives; directives are the
+                // standard's attributes, which user keys may not look like (RFC0009).
+                let (info, data): (Vec<Info>, Vec<Info>) =
+                    info.into_iter().partition(|i| i.key.is_reserved());
+                self.engine_request(tag, Answer::Status, Request::Publish { data, info })
+            }
+            OpxRequest::Lookup { keys, info, .. } => {
+                self.engine_request(tag, Answer::Lookup, Request::Lookup { keys, info })
+            }
+            OpxRequest::Unpublish { keys, info, .. } => {
+                self.engine_request(tag, Answer::Status, Request::Unpublish { keys, info })
+            }
+            OpxRequest::RegisterEvents { codes, info } => {
+                self.engine_request(tag, Answer::Status, Request::RegisterEvents { codes, info })
+            }
+            OpxRequest::DeregisterEvents { codes } => {
+                self.engine_request(tag, Answer::Silent, Request::DeregisterEvents { codes })
+            }
+            OpxRequest::JobControl { .. } => {
+                // Open MPI registers its session directory and shared-memory files for
+                // removal at finalize. The reference deletes them recursively as the client's
+                // uid; this server leaves files to the host that made the directories.
+                let ack = OpxReply::Info {
+                    status: Status::SUCCESS,
+                    info: Vec::new(),
+                };
+                send(tag, &ack, dialect, out);
+                None
+            }
+            OpxRequest::Spawn { job_info, apps } => {
+                self.engine_request(tag, Answer::Spawn, Request::Spawn { job_info, apps })
+            }
+            OpxRequest::Connect { procs, info } => {
+                self.engine_request(tag, Answer::Connect, Request::Connect { procs, info })
+            }
+            OpxRequest::Disconnect { procs, info } => {
+                self.engine_request(tag, Answer::Status, Request::Disconnect { procs, info })
+            }
+            OpxRequest::Other { cmd, .. } => {
+                tracing::debug!(who = %proc, ?cmd, "not supported; answering NOT_SUPPORTED");
+                send(
+                    tag,
+                    &OpxReply::Status(Status::ERR_NOT_SUPPORTED),
+                    dialect,
+                    out,
+                );
+                None
+            }
+            other => {
+                // Client-raised events, queries: not wired to the engine yet.
+                tracing::debug!(who = %proc, cmd = ?other.cmd(), "not supported; answering NOT_SUPPORTED");
+                send(
+                    tag,
+                    &OpxReply::Status(Status::ERR_NOT_SUPPORTED),
+                    dialect,
+                    out,
+                );
+                None
+            }
+        }
+    }
+
+    /// Writes the job data (already encoded for this dialect) as the answer to `tag`.
+    pub(crate) fn send_job_data(&mut self, tag: u32, bytes: Option<&[u8]>, out: &mut Vec<u8>) {
+        let dialect = self.dialect();
+        match bytes {
+            Some(b) => {
+                let _ = pmix_wire::openpmix::encode_message(out, 0, tag, b);
+            }
+            None => send(
+                tag,
+                &OpxReply::Status(Status::ERR_PACK_FAILURE),
+                dialect,
+                out,
+            ),
+        }
+    }
+
+    /// An engine answer to the request with engine id `id`.
+    pub(crate) fn replied(&mut self, id: u32, reply: &Reply, out: &mut Vec<u8>) {
+        let Some((tag, answer)) = self.waiting.remove(&id) else {
+            return;
+        };
+        let dialect = self.dialect();
+        if let Err(e) = encode_answer(tag, answer, reply, dialect, out) {
+            tracing::error!(who = %self.who(), "cannot encode an answer: {e}");
+            send(tag, &OpxReply::Status(e.status()), dialect, out);
+        }
+        if matches!(answer, Answer::Finalize) {
+            // The client closes after the answer; nothing more is read.
+            self.state = State::Done;
+        }
+    }
+
+    /// An event the client registered for, sent on the reserved notification tag.
+    pub(crate) fn event(&mut self, event: &pmix_wire::Event, out: &mut Vec<u8>) {
+        if !matches!(self.state, State::Ready { .. }) {
+            return;
+        }
+        let n = Notification {
+            status: event.code,
+            source: event.source.clone(),
+            info: event.info.clone(),
+            range: None,
+        };
+        let dialect = self.dialect();
+        let r = encode_message_with(out, 0, pmix_wire::openpmix::TAG_NOTIFY, |o| {
+            n.encode(dialect, o)
+        });
+        if let Err(e) = r {
+            tracing::error!(who = %self.who(), "cannot encode an event: {e}");
+        }
+    }
+}
+
+/// Writes `reply` as the answer to `tag`.
+fn send(tag: u32, reply: &OpxReply, dialect: Dialect, out: &mut Vec<u8>) {
+    if let Err(e) = encode_message_with(out, 0, tag, |o| reply.encode(dialect, o)) {
+        tracing::error!(tag, "cannot encode a reply: {e}");
+    }
+}
+
+/// A commit's key/value pairs: the client sends what was put with a LOCAL or GLOBAL scope in
+/// the LOCAL part and what was put REMOTE or GLOBAL in the REMOTE part, so a key in both was
+/// GLOBAL.
+fn merge_scopes(parts: Vec<CommitPart>) -> Vec<Kv> {
+    let mut order: Vec<Key> = Vec::new();
+    let mut seen: HashMap<Key, (Scope, Value)> = HashMap::new();
+    for part in parts {
+        for kv in part.kvals {
+            match seen.get_mut(&kv.key) {
+                Some((s, v)) => {
+                    if *s != part.scope {
+                        *s = Scope::GLOBAL;
+                    }
+                    *v = kv.value;
+                }
+                None => {
+                    order.push(kv.key.clone());
+                    seen.insert(kv.key, (part.scope, kv.value));
+                }
+            }
+        }
+    }
+    order
+        .into_iter()
+        .filter_map(|key| {
+            let (scope, value) = seen.remove(&key)?;
+            Some(Kv { scope, key, value })
+        })
+        .collect()
+}
+
+fn proc_kvals(pk: &ProcKvs) -> ProcKvals {
+    ProcKvals {
+        proc: pk.proc.clone(),
+        kvals: pk
+            .kvs
+            .iter()
+            .map(|kv| Kval {
+                key: kv.key.clone(),
+                value: kv.value.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// The client's form of an engine answer.
+fn translate(
+    answer: Answer,
+    reply: &Reply,
+    dialect: Dialect,
+) -> Result<Option<OpxReply>, pmix_wire::Error> {
+    let status = reply.status;
+    let ok = status == Status::SUCCESS;
+    Ok(Some(match (answer, &reply.body) {
+        (Answer::Silent, _) => return Ok(None),
+        (Answer::Get, ReplyBody::Get { data, jobs }) if ok => {
+            let mut all = Vec::new();
+            for job in jobs {
+                all.extend(super::foreign_data(job));
+            }
+            all.extend(data.iter().map(proc_kvals));
+            OpxReply::Get { status, data: all }
+        }
+        (Answer::Lookup, ReplyBody::Lookup { found }) if ok => OpxReply::Lookup {
+            status,
+            found: found.clone(),
+        },
+        (Answer::Spawn, ReplyBody::Spawn { nspace }) => OpxReply::Spawn {
+            status,
+            nspace: Some(nspace.clone()),
+            job: Vec::new(),
+        },
+        (Answer::Connect, ReplyBody::Connect { jobs, .. }) if ok => OpxReply::Connect {
+            status,
+            jobs: jobs
+                .iter()
+                .map(|j| super::job_info(j, dialect))
+                .collect::<Result<_, _>>()?,
+        },
+        _ => OpxReply::Status(status),
+    }))
+}
+
+fn encode_answer(
+    tag: u32,
+    answer: Answer,
+    reply: &Reply,
+    dialect: Dialect,
+    out: &mut Vec<u8>,
+) -> Result<(), pmix_wire::Error> {
+    match translate(answer, reply, dialect)? {
+        Some(r) => encode_message_with(out, 0, tag, |o| r.encode(dialect, o)),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,115 @@
+//! The OpenPMIx 4.2 personality of the server: what lets processes linked to the C libpmix
+//! client (Open MPI, python3-pmix, any libpmix program) run under a pmix-rs server.
+//!
+//! The wire format itself is `pmix_wire::openpmix`; here is what the server makes of it: the
+//! environment a libpmix client needs ([`fork_env`]), the job data it is handed at init
+//! ([`job`]) and the translation of its requests into the engine's ([`conn`]). The engine
+//! serves these clients exactly as it serves native ones, so the two kinds share fences and
+//! each other's data.
+
+mod conn;
+pub(crate) mod job;
+
+pub(crate) use conn::{OpxConn, OpxStep};
+
+use pmix_types::{Info, Proc, Rank, Value};
+use pmix_wire::JobData;
+use pmix_wire::openpmix::{Dialect, JobInfo, Kval, ProcKvals, Reply, proc_blob_kval};
+
+/// The version this server claims in `PMIX_VERSION`. A libpmix client takes it for its
+/// server's and picks its compatibility paths by it: anything before 3.1.100 makes it expect
+/// older job-data layouts.
+pub(crate) const ADVERTISED_VERSION: &str = "4.2.2";
+
+/// The environment a libpmix client needs to find and talk to this server, `uri` being
+/// `<server nspace>.<rank>;tcp4://127.0.0.1:<port>`.
+///
+/// Only the URI variables of the protocol versions this server speaks are set: the client
+/// picks its codec by the first of `PMIX_SERVER_URI41`, `URI4`, `URI3`, `URI21`, `URI2` it
+/// finds. `PMIX_GDS_MODULE=hash` makes every datum travel over the socket (the other storage
+/// modules are shared-memory layouts, not a protocol).
+pub(crate) fn fork_env(uri: &str, hostname: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = [
+        "PMIX_SERVER_URI41",
+        "PMIX_SERVER_URI4",
+        "PMIX_SERVER_URI3",
+        "PMIX_SERVER_URI21",
+    ]
+    .into_iter()
+    .map(|k| (k.to_string(), uri.to_string()))
+    .collect();
+    env.extend(
+        [
+            ("PMIX_SECURITY_MODE", "native"),
+            ("PMIX_BFROP_BUFFER_TYPE", "PMIX_BFROP_BUFFER_NON_DESC"),
+            ("PMIX_GDS_MODULE", "hash"),
+            ("PMIX_VERSION", ADVERTISED_VERSION),
+            ("PMIX_HOSTNAME", hostname),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string())),
+    );
+    env
+}
+
+fn kvals(infos: &[Info]) -> Vec<Kval> {
+    infos
+        .iter()
+        .filter(|i| !matches!(i.value, Value::Regex(_)))
+        .map(|i| Kval {
+            key: i.key.clone(),
+            value: i.value.clone(),
+        })
+        .collect()
+}
+
+/// A namespace's job data as a libpmix client files it: the pairs [`job::layout`] arranges,
+/// then one `pmix.pblob` per rank (packed in the client's dialect). This is the answer to the
+/// client's `REQ`, and what a `CONNECTNB` answer carries for each other namespace.
+pub(crate) fn job_info(job: &JobData, dialect: Dialect) -> Result<JobInfo, pmix_wire::Error> {
+    let layout = job::layout(job);
+    let mut kvals: Vec<Kval> = layout
+        .top
+        .into_iter()
+        .map(|(key, value)| Kval { key, value })
+        .collect();
+    for (rank, infos) in layout.procs {
+        kvals.push(proc_blob_kval(rank, &self::kvals(infos), dialect)?);
+    }
+    Ok(JobInfo {
+        nspace: job.nspace.clone(),
+        kvals,
+    })
+}
+
+/// The encoded answer to a `REQ` (no header).
+pub(crate) fn encode_job_data(
+    job: &JobData,
+    dialect: Dialect,
+) -> Result<Vec<u8>, pmix_wire::Error> {
+    let mut out = Vec::new();
+    Reply::JobInfo(job_info(job, dialect)?).encode(dialect, &mut out)?;
+    Ok(out)
+}
+
+/// Another namespace's job data inside a `GETNB` answer, for a client asking about a process
+/// it has no job data for: the job level under rank `WILDCARD`, then each rank's own.
+pub(crate) fn foreign_data(job: &JobData) -> Vec<ProcKvals> {
+    let layout = job::layout(job);
+    let mut out = Vec::with_capacity(layout.procs.len() + 1);
+    out.push(ProcKvals {
+        proc: Proc::new(job.nspace.clone(), Rank::WILDCARD),
+        kvals: layout
+            .top
+            .into_iter()
+            .map(|(key, value)| Kval { key, value })
+            .collect(),
+    });
+    for (rank, infos) in layout.procs {
+        out.push(ProcKvals {
+            proc: Proc::new(job.nspace.clone(), rank),
+            kvals: kvals(infos),
+        });
+    }
+    out
+}
