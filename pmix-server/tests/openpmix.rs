@@ -1,0 +1,302 @@
+//! The OpenPMIx front-end over real sockets, with `pmix_wire::openpmix` playing the libpmix
+//! client: a job whose two ranks exchange data, and peers that misbehave (garbage, lies about
+//! who they are, oversized messages, unknown commands, unreadable payloads) while a good
+//! client keeps being served. (Real libpmix, python3-pmix and Open MPI programs under pmixrun
+//! are tested in pmix-tests.)
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use pmix_server::types::{Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
+use pmix_server::{NoHost, Server, ServerOptions};
+use pmix_wire::openpmix::{
+    ClientHandshake, Cmd, CommitPart, Dialect, HEADER_LEN, Header, Kval, Reply, Request,
+    ServerReply, encode_message, native_credential,
+};
+
+const DEADLINE: Duration = Duration::from_secs(10);
+
+fn ids() -> (u32, u32) {
+    (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    )
+}
+
+fn server_with_job(name: &str, size: u32) -> (Server, Nspace) {
+    let server = Server::init(NoHost, ServerOptions::default()).unwrap();
+    let ns = Nspace::new(name).unwrap();
+    server
+        .register_nspace(&ns, size, &[Info::attr(attr::JOB_SIZE, size)])
+        .unwrap();
+    let (uid, gid) = ids();
+    for r in 0..size {
+        server
+            .register_client(&Proc::new(ns.clone(), r), uid, gid)
+            .unwrap();
+    }
+    (server, ns)
+}
+
+/// The `host:port` libpmix clients of `server` are told to reach.
+fn address(server: &Server, ns: &Nspace) -> String {
+    let env = server.setup_fork(&Proc::new(ns.clone(), 0)).unwrap();
+    let uri = env
+        .iter()
+        .find(|(k, _)| k == "PMIX_SERVER_URI41")
+        .map(|(_, v)| v.clone())
+        .expect("PMIX_SERVER_URI41 in the environment");
+    for (k, v) in [
+        ("PMIX_GDS_MODULE", "hash"),
+        ("PMIX_SECURITY_MODE", "native"),
+    ] {
+        assert!(env.iter().any(|(a, b)| a == k && b == v), "{k}={v} missing");
+    }
+    uri.rsplit_once("tcp4://").expect("a tcp4 URI").1.to_owned()
+}
+
+/// A libpmix-like client over TCP.
+struct Peer {
+    s: TcpStream,
+    next_tag: u32,
+}
+
+impl Peer {
+    fn connect(addr: &str) -> Peer {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(DEADLINE)).unwrap();
+        Peer { s, next_tag: 101 }
+    }
+
+    fn hello_with(addr: &str, proc: Proc, uid: u32, gid: u32) -> (Peer, Option<ServerReply>) {
+        let mut p = Peer::connect(addr);
+        let hs = ClientHandshake::simple_client(
+            proc,
+            native_credential(uid, gid).to_vec(),
+            Dialect::V41,
+            "hash",
+        );
+        let mut out = Vec::new();
+        hs.encode(&mut out).unwrap();
+        p.s.write_all(&out).unwrap();
+        let mut b = [0u8; 8];
+        let answer = match p.s.read_exact(&mut b) {
+            Ok(()) => ServerReply::decode(&b).unwrap().map(|(r, _)| r),
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => None,
+            Err(e) => panic!("no handshake answer within {DEADLINE:?}: {e}"),
+        };
+        (p, answer)
+    }
+
+    fn hello(addr: &str, proc: Proc) -> Peer {
+        let (uid, gid) = ids();
+        let (p, answer) = Peer::hello_with(addr, proc, uid, gid);
+        let answer = answer.expect("an answer to the handshake");
+        assert_eq!(answer.status, Status::SUCCESS);
+        p
+    }
+
+    fn send_raw(&mut self, tag: u32, payload: &[u8]) {
+        let mut out = Vec::new();
+        encode_message(&mut out, 0, tag, payload).unwrap();
+        self.s.write_all(&out).unwrap();
+    }
+
+    fn send(&mut self, req: &Request) -> u32 {
+        let tag = self.next_tag;
+        self.next_tag += 1;
+        let mut payload = Vec::new();
+        req.encode(Dialect::V41, &mut payload).unwrap();
+        self.send_raw(tag, &payload);
+        tag
+    }
+
+    /// The next message: its tag and payload.
+    fn recv(&mut self) -> (u32, Vec<u8>) {
+        let mut h = [0u8; HEADER_LEN];
+        self.s
+            .read_exact(&mut h)
+            .unwrap_or_else(|e| panic!("no message within {DEADLINE:?}: {e}"));
+        let h = Header::decode(&h);
+        let mut payload = vec![0; h.nbytes as usize];
+        self.s.read_exact(&mut payload).unwrap();
+        (h.tag, payload)
+    }
+
+    fn ask(&mut self, req: &Request) -> Reply {
+        let tag = self.send(req);
+        let (got, payload) = self.recv();
+        assert_eq!(got, tag, "the answer carries the request's tag");
+        Reply::decode(req.cmd(), &payload, Dialect::V41).unwrap()
+    }
+
+    /// True if the server closed the connection (within the deadline).
+    fn closed(&mut self) -> bool {
+        let mut b = [0u8; 1];
+        matches!(self.s.read(&mut b), Ok(0))
+            || matches!(self.s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset)
+    }
+}
+
+fn key(s: &str) -> Key {
+    Key::new(s).unwrap()
+}
+
+fn commit(k: &str, v: Value) -> Request {
+    let kv = Kval::new(key(k), v);
+    Request::Commit {
+        parts: vec![
+            CommitPart {
+                scope: Scope::LOCAL,
+                kvals: vec![kv.clone()],
+            },
+            CommitPart {
+                scope: Scope::REMOTE,
+                kvals: vec![kv],
+            },
+        ],
+    }
+}
+
+#[test]
+fn two_ranks_get_job_data_fence_and_read_each_other() {
+    let (server, ns) = server_with_job("opx-job", 2);
+    let addr = address(&server, &ns);
+    std::thread::scope(|s| {
+        for rank in 0..2u32 {
+            let (ns, addr) = (ns.clone(), addr.clone());
+            s.spawn(move || {
+                let mut p = Peer::hello(&addr, Proc::new(ns.clone(), rank));
+                let Reply::JobInfo(job) = p.ask(&Request::Req) else {
+                    panic!("REQ answered with something else")
+                };
+                assert_eq!(job.nspace, ns);
+                let size = job
+                    .kvals
+                    .iter()
+                    .find(|k| k.key.as_str() == attr::JOB_SIZE)
+                    .map(|k| k.value.clone());
+                assert_eq!(size, Some(Value::Uint32(2)));
+                let blobs = job
+                    .kvals
+                    .iter()
+                    .filter(|k| k.key.as_str() == "pmix.pblob")
+                    .count();
+                assert_eq!(blobs, 2, "one rank blob per rank");
+
+                let mine = format!("value of {rank}");
+                let r = p.ask(&commit("t.k", Value::String(mine)));
+                assert_eq!(r.status(), Status::SUCCESS);
+                let r = p.ask(&Request::Fence {
+                    procs: vec![Proc::new(ns.clone(), Rank::WILDCARD)],
+                    info: vec![Info::attr(attr::COLLECT_DATA, true)],
+                });
+                assert_eq!(r.status(), Status::SUCCESS);
+
+                let peer = 1 - rank;
+                let r = p.ask(&Request::Get {
+                    proc: Proc::new(ns.clone(), peer),
+                    info: vec![],
+                    key: Some(key("t.k")),
+                });
+                let Reply::Get { status, data } = r else {
+                    panic!("GETNB answered with something else")
+                };
+                assert_eq!(status, Status::SUCCESS);
+                let theirs = data
+                    .iter()
+                    .find(|d| d.proc == Proc::new(ns.clone(), peer))
+                    .and_then(|d| d.kvals.iter().find(|k| k.key.as_str() == "t.k"))
+                    .map(|k| k.value.clone());
+                assert_eq!(theirs, Some(Value::String(format!("value of {peer}"))));
+
+                // DEREGEVENTS is never answered: the next message is FINALIZE's answer.
+                p.send(&Request::DeregisterEvents { codes: vec![] });
+                let fin = p.send(&Request::Finalize);
+                let (tag, payload) = p.recv();
+                assert_eq!(tag, fin);
+                let r = Reply::decode(Cmd::FINALIZE, &payload, Dialect::V41).unwrap();
+                assert_eq!(r.status(), Status::SUCCESS);
+            });
+        }
+    });
+}
+
+#[test]
+fn misbehaving_peers_are_cut_off_and_a_good_one_is_served() {
+    let (server, ns) = server_with_job("opx-bad", 1);
+    let addr = address(&server, &ns);
+    let (uid, gid) = ids();
+
+    // Garbage instead of a handshake.
+    let mut p = Peer::connect(&addr);
+    p.s.write_all(&[0xff; 64]).unwrap();
+    assert!(p.closed(), "garbage must close the connection");
+
+    // A process that was never registered, and a uid that is not the registered one.
+    let stranger = Proc::new(Nspace::new("not-a-job").unwrap(), 0);
+    let (mut p, answer) = Peer::hello_with(&addr, stranger, uid, gid);
+    assert!(answer.is_none(), "an unknown process gets no answer");
+    assert!(p.closed());
+    let (mut p, answer) = Peer::hello_with(&addr, Proc::new(ns.clone(), 0), uid + 1, gid);
+    assert!(answer.is_none(), "a false uid gets no answer");
+    assert!(p.closed());
+
+    // The real rank 0 then connects and is served; it misbehaves within the protocol.
+    let mut p = Peer::hello(&addr, Proc::new(ns.clone(), 0));
+    // An unknown command is answered NOT_SUPPORTED, and the connection goes on.
+    let mut alloc = Vec::new();
+    {
+        let mut pk = pmix_wire::openpmix::Packer::new(&mut alloc, Dialect::V41);
+        pk.pack_one(&Cmd::ALLOC).unwrap();
+    }
+    p.send_raw(900, &alloc);
+    let (tag, payload) = p.recv();
+    assert_eq!(tag, 900);
+    let r = Reply::decode(Cmd::ALLOC, &payload, Dialect::V41).unwrap();
+    assert_eq!(r.status(), Status::ERR_NOT_SUPPORTED);
+    // A COMMIT whose buffer is cut short gets an error status, and the connection goes on.
+    let mut bad = Vec::new();
+    Request::Commit {
+        parts: vec![CommitPart {
+            scope: Scope::GLOBAL,
+            kvals: vec![Kval::new(key("k"), Value::String("x".repeat(50)))],
+        }],
+    }
+    .encode(Dialect::V41, &mut bad)
+    .unwrap();
+    bad.truncate(bad.len() - 10);
+    p.send_raw(901, &bad);
+    let (tag, payload) = p.recv();
+    assert_eq!(tag, 901);
+    let r = Reply::decode(Cmd::COMMIT, &payload, Dialect::V41).unwrap();
+    assert_ne!(r.status(), Status::SUCCESS);
+    let r = p.ask(&commit("k", Value::Uint32(7)));
+    assert_eq!(r.status(), Status::SUCCESS, "a good commit after a bad one");
+
+    // A second connection claiming the connected rank is refused; the first goes on.
+    let (mut q, answer) = Peer::hello_with(&addr, Proc::new(ns.clone(), 0), uid, gid);
+    assert!(answer.is_none());
+    assert!(q.closed());
+    let r = p.ask(&Request::Get {
+        proc: Proc::new(ns.clone(), 0),
+        info: vec![],
+        key: Some(key("k")),
+    });
+    assert_eq!(r.status(), Status::SUCCESS);
+
+    // A header announcing a gigantic message ends the connection before anything is
+    // allocated for it.
+    let mut h = Header {
+        pindex: 0,
+        tag: 902,
+        nbytes: u32::MAX,
+    }
+    .encode()
+    .to_vec();
+    h.push(0);
+    p.s.write_all(&h).unwrap();
+    assert!(p.closed(), "an oversized message must close the connection");
+}
