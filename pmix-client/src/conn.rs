@@ -2,6 +2,15 @@
 //! reading of replies, and the failure path that completes every outstanding request when the
 //! connection dies.
 //!
+//! **Wire personality.** The rest of the client speaks native [`Request`]s and [`Reply`]s
+//! only. How they travel is the connection's [`Wire`], fixed at [`Conn::open`]: the native
+//! protocol (MessagePack frames over a Unix socket to a pmix-rs server, `docs/PROTOCOL.md`),
+//! or OpenPMIx 4.2 over loopback TCP to a libpmix-based server, where [`openpmix::Session`]
+//! translates each request into its OpenPMIx message and each answer back
+//! (`docs/OPENPMIX.md`, "The client"). The two differ in three places only: the handshake,
+//! how a request is written ([`Shared::send`]), and how what is read is cut up and dispatched
+//! ([`Input`], `dispatch_buffered`); reading roles, waiting and failure are shared.
+//!
 //! **Who reads.** Reading the socket is a role, held by whoever holds the `read` mutex. A
 //! blocking call takes it if it is free and reads on its own thread until its reply has come
 //! (dispatching any other reply it meets): a blocking round trip then costs no thread hand-off
@@ -14,7 +23,8 @@
 //! meanwhile, and on another CPU the reply is often there before a sleep and wake-up would end.
 
 use std::io::{self, Read, Write};
-use std::net::Shutdown;
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
@@ -24,6 +34,7 @@ use std::time::{Duration, Instant};
 use hashbrown::HashMap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmix_types::Status;
+use pmix_wire::openpmix::{Incoming, MsgReader};
 use pmix_wire::{
     ClientMsg, Decoded, FenceReplyRef, FrameDecoder, FrameReader, Hello, JobData, MAGIC,
     PROTOCOL_VERSION, Reply, ReplyBody, Request, ServerMsg, Welcome, decode_body, encode_frame,
@@ -31,8 +42,9 @@ use pmix_wire::{
 };
 
 use crate::Error;
-use crate::env::Rendezvous;
+use crate::env::{Rendezvous, Server};
 use crate::events::Events;
+use crate::openpmix::{self, Sent, Session};
 use crate::store::Store;
 
 /// What a request's completion receives.
@@ -67,10 +79,114 @@ struct Pending {
     listen: u32,
 }
 
+/// The protocol of a connection (see the module documentation).
+enum Wire {
+    /// pmix-rs's own: a request is a [`ClientMsg`] frame, answered by a [`ServerMsg`].
+    Native,
+    /// OpenPMIx 4.2: requests and answers translated by the session.
+    OpenPmix(Session),
+}
+
+/// The socket: a Unix stream to a pmix-rs server, TCP to an OpenPMIx server.
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+
+    fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.shutdown(how),
+            Stream::Tcp(s) => s.shutdown(how),
+        }
+    }
+
+    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.set_read_timeout(t),
+            Stream::Tcp(s) => s.set_read_timeout(t),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl AsFd for Stream {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            Stream::Unix(s) => s.as_fd(),
+            Stream::Tcp(s) => s.as_fd(),
+        }
+    }
+}
+
+impl AsRawFd for Stream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.as_fd().as_raw_fd()
+    }
+}
+
+/// What was read but not yet dispatched, cut up by the connection's protocol.
+enum Input {
+    /// Native frames.
+    Native(FrameReader),
+    /// OpenPMIx messages; `chunk` is what each read fills before it is fed to the reader.
+    OpenPmix { reader: MsgReader, chunk: Box<[u8]> },
+}
+
+impl Input {
+    /// Reads once from `src` (see [`FrameReader::read_from`]).
+    fn read_from(&mut self, src: &mut impl Read) -> io::Result<usize> {
+        match self {
+            Input::Native(r) => r.read_from(src),
+            Input::OpenPmix { reader, chunk } => {
+                let n = src.read(chunk)?;
+                reader.feed(chunk.get(..n).unwrap_or_default());
+                Ok(n)
+            }
+        }
+    }
+
+    /// Bytes read and not yet handed out.
+    fn buffered(&self) -> usize {
+        match self {
+            Input::Native(r) => r.buffered(),
+            Input::OpenPmix { reader, .. } => reader.buffered(),
+        }
+    }
+}
+
 /// The reading side of the socket and what was read but not yet dispatched.
 struct ReadSide {
-    stream: UnixStream,
-    reader: FrameReader,
+    stream: Stream,
+    input: Input,
 }
 
 /// What a blocking caller's turn at reading came to.
@@ -86,12 +202,13 @@ pub(crate) enum Turn {
 }
 
 struct Writer {
-    stream: UnixStream,
+    stream: Stream,
     buf: Vec<u8>,
 }
 
 /// State shared by the callers' threads and the reader thread.
 pub(crate) struct Shared {
+    wire: Wire,
     pub(crate) store: RwLock<Store>,
     pub(crate) events: Events,
     pending: Mutex<Pending>,
@@ -156,66 +273,102 @@ fn read_frame(
     }
 }
 
+/// The native handshake: hello, welcome. Returns the socket, what followed the welcome, and
+/// the job data.
+fn native_handshake(
+    rv: &Rendezvous,
+    socket: &std::path::Path,
+    secret: &[u8; 16],
+) -> Result<(UnixStream, Input, JobData), Error> {
+    let path = socket.display().to_string();
+    let mut stream = UnixStream::connect(socket).map_err(frame_io(&path))?;
+    stream
+        .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
+        .map_err(frame_io(&path))?;
+
+    let hello = Hello {
+        magic: MAGIC.to_owned(),
+        version: PROTOCOL_VERSION,
+        nspace: rv.proc.nspace.clone(),
+        rank: rv.proc.rank,
+        secret: secret.to_vec(),
+        pid: std::process::id(),
+    };
+    let mut out = Vec::with_capacity(256);
+    encode_frame(&hello, &mut out)?;
+    stream.write_all(&out).map_err(frame_io(&path))?;
+
+    let dec = FrameDecoder::default();
+    let mut inbuf = Vec::new();
+    let body = read_frame(&mut stream, &mut inbuf, &dec, &path)?;
+    let welcome: Welcome = decode_body(&body)?;
+    let job = match welcome {
+        Welcome::Refused {
+            status,
+            version,
+            reason,
+        } => {
+            if status == Status::ERR_NOT_SUPPORTED && version != PROTOCOL_VERSION {
+                return Err(Error::VersionMismatch {
+                    server: version,
+                    client: PROTOCOL_VERSION,
+                });
+            }
+            return Err(Error::Refused { status, reason });
+        }
+        Welcome::Accepted { version, job } => {
+            if version != PROTOCOL_VERSION {
+                return Err(Error::VersionMismatch {
+                    server: version,
+                    client: PROTOCOL_VERSION,
+                });
+            }
+            *job
+        }
+    };
+    if job.nspace != rv.proc.nspace {
+        return Err(Error::Protocol(format!(
+            "welcome carries the job data of {:?}, not of our namespace {:?}",
+            job.nspace, rv.proc.nspace
+        )));
+    }
+    stream.set_read_timeout(None).map_err(frame_io(&path))?;
+
+    let mut reader = FrameReader::new(dec);
+    // Whatever followed the welcome in the same read.
+    reader.extend(&inbuf);
+    Ok((stream, Input::Native(reader), job))
+}
+
 impl Conn {
     /// Connects, says hello, and starts the reader thread. Returns the job data of our
-    /// namespace from the welcome.
+    /// namespace from the welcome (the native protocol) or the job data request (OpenPMIx).
     pub(crate) fn open(rv: &Rendezvous) -> Result<(Conn, JobData), Error> {
-        let path = rv.socket.display().to_string();
-        let mut stream = UnixStream::connect(&rv.socket).map_err(frame_io(&path))?;
-        stream
-            .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-            .map_err(frame_io(&path))?;
-
-        let hello = Hello {
-            magic: MAGIC.to_owned(),
-            version: PROTOCOL_VERSION,
-            nspace: rv.proc.nspace.clone(),
-            rank: rv.proc.rank,
-            secret: rv.secret.to_vec(),
-            pid: std::process::id(),
-        };
-        let mut out = Vec::with_capacity(256);
-        encode_frame(&hello, &mut out)?;
-        stream.write_all(&out).map_err(frame_io(&path))?;
-
-        let dec = FrameDecoder::default();
-        let mut inbuf = Vec::new();
-        let body = read_frame(&mut stream, &mut inbuf, &dec, &path)?;
-        let welcome: Welcome = decode_body(&body)?;
-        let job = match welcome {
-            Welcome::Refused {
-                status,
-                version,
-                reason,
-            } => {
-                if status == Status::ERR_NOT_SUPPORTED && version != PROTOCOL_VERSION {
-                    return Err(Error::VersionMismatch {
-                        server: version,
-                        client: PROTOCOL_VERSION,
-                    });
-                }
-                return Err(Error::Refused { status, reason });
+        let (stream, wire, input, job, path) = match &rv.server {
+            Server::Native { socket, secret } => {
+                let (stream, input, job) = native_handshake(rv, socket, secret)?;
+                let path = socket.display().to_string();
+                (Stream::Unix(stream), Wire::Native, input, job, path)
             }
-            Welcome::Accepted { version, job } => {
-                if version != PROTOCOL_VERSION {
-                    return Err(Error::VersionMismatch {
-                        server: version,
-                        client: PROTOCOL_VERSION,
-                    });
-                }
-                *job
+            Server::OpenPmix(srv) => {
+                let c = openpmix::connect(&rv.proc, srv)?;
+                let input = Input::OpenPmix {
+                    reader: c.reader,
+                    chunk: vec![0; READ_CHUNK].into_boxed_slice(),
+                };
+                let path = srv.uri.clone();
+                (
+                    Stream::Tcp(c.stream),
+                    Wire::OpenPmix(c.session),
+                    input,
+                    c.job,
+                    path,
+                )
             }
         };
-        if job.nspace != rv.proc.nspace {
-            return Err(Error::Protocol(format!(
-                "welcome carries the job data of {:?}, not of our namespace {:?}",
-                job.nspace, rv.proc.nspace
-            )));
-        }
-        stream.set_read_timeout(None).map_err(frame_io(&path))?;
-
         let read_half = stream.try_clone().map_err(frame_io(&path))?;
         let shared = Arc::new(Shared {
+            wire,
             store: RwLock::new(Store::default()),
             events: Events::default(),
             pending: Mutex::new(Pending {
@@ -233,12 +386,7 @@ impl Conn {
             }),
             read: Mutex::new(ReadSide {
                 stream: read_half,
-                reader: {
-                    let mut r = FrameReader::new(dec);
-                    // Whatever followed the welcome in the same read.
-                    r.extend(&inbuf);
-                    r
-                },
+                input,
             }),
             reader_id: OnceLock::new(),
             caller_reading: Mutex::new(None),
@@ -422,22 +570,40 @@ impl Shared {
             p.waiting.insert(id, Waiter { done, whole });
             id
         };
-        if let Err(e) = self.send(ClientMsg { id, req }) {
-            // Taken out before calling: the completion may submit again.
-            let waiter = self.pending.lock().waiting.remove(&id);
-            if let Some(w) = waiter {
-                (w.done)(Err(e));
+        match self.send(id, req) {
+            Ok(None) => Some(id),
+            // Complete once sent: nothing will answer it.
+            Ok(Some(reply)) => {
+                self.complete(id, reply);
+                None
             }
-            return None;
+            Err(e) => {
+                // Taken out before calling: the completion may submit again.
+                let waiter = self.pending.lock().waiting.remove(&id);
+                if let Some(w) = waiter {
+                    (w.done)(Err(e));
+                }
+                None
+            }
         }
-        Some(id)
     }
 
-    fn send(&self, msg: ClientMsg) -> Result<(), Error> {
+    /// Writes request `id` as the connection's protocol has it. `Ok(Some(reply))` for a request
+    /// nothing will answer: that is its reply.
+    fn send(&self, id: u32, req: Request) -> Result<Option<Reply>, Error> {
         let mut w = self.writer.lock();
         let Writer { stream, buf } = &mut *w;
         buf.clear();
-        encode_frame(&msg, buf)?;
+        let done = match &self.wire {
+            Wire::Native => {
+                encode_frame(&ClientMsg { id, req }, buf)?;
+                None
+            }
+            Wire::OpenPmix(session) => match session.encode(id, req, buf)? {
+                Sent::AwaitReply => None,
+                Sent::Done(reply) => Some(reply),
+            },
+        };
         if let Err(e) = stream.write_all(buf) {
             tracing::warn!("pmix-client: writing to the server failed: {e}");
             // The reader will see the end of the stream and fail everything outstanding.
@@ -448,7 +614,7 @@ impl Shared {
         if buf.capacity() > 1 << 20 {
             *buf = Vec::with_capacity(4096);
         }
-        Ok(())
+        Ok(done)
     }
 
     /// Forgets a request the caller stopped waiting for; a late reply is then dropped.
@@ -518,6 +684,15 @@ impl Shared {
         match waiter {
             Some(w) => run_completion(w.done, Ok(reply)),
             None => tracing::debug!("pmix-client: reply to unknown or cancelled request {id}"),
+        }
+    }
+
+    /// Fails one request whose answer could not be read.
+    fn fail(&self, id: u32, e: Error) {
+        tracing::warn!("pmix-client: {e}");
+        let waiter = self.pending.lock().waiting.remove(&id);
+        if let Some(w) = waiter {
+            run_completion(w.done, Err(e));
         }
     }
 
@@ -621,9 +796,48 @@ fn reader_loop(shared: &Shared) {
     }
 }
 
-/// Dispatches every whole frame already buffered.
+/// Dispatches every whole frame (or message) already buffered.
 fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
-    while let Some(body) = rs.reader.next_frame()? {
+    match (&mut rs.input, &shared.wire) {
+        (Input::Native(reader), Wire::Native) => dispatch_native(shared, reader),
+        (Input::OpenPmix { reader, .. }, Wire::OpenPmix(session)) => {
+            dispatch_openpmix(shared, session, reader)
+        }
+        _ => Err(Error::Protocol(
+            "the reader and the writer speak different protocols".into(),
+        )),
+    }
+}
+
+/// Dispatches every OpenPMIx message already buffered: answers complete their requests (one
+/// that does not decode fails its request alone; the framing is intact), events go to the
+/// handlers.
+fn dispatch_openpmix(
+    shared: &Shared,
+    session: &Session,
+    reader: &mut MsgReader,
+) -> Result<(), Error> {
+    while let Some(m) = reader.next_message()? {
+        let Incoming::Message { header, payload } = m else {
+            return Err(Error::Protocol(
+                "a handshake message from the server".into(),
+            ));
+        };
+        if let Some((id, reply)) = session.take(header.tag, payload, |ev| {
+            shared.events.deliver(ev);
+        }) {
+            match reply {
+                Ok(reply) => shared.complete(id, reply),
+                Err(e) => shared.fail(id, e),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Dispatches every whole native frame already buffered.
+fn dispatch_native(shared: &Shared, reader: &mut FrameReader) -> Result<(), Error> {
+    while let Some(body) = reader.next_frame()? {
         if let Some(f) = peek_fence_reply(body) {
             if shared.complete_fence(&f)? {
                 continue;
@@ -641,11 +855,11 @@ fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
 
 /// Reads what the socket has (blocking until something comes). `Ok(false)`: end of stream.
 fn fill(rs: &mut ReadSide) -> io::Result<bool> {
-    let ReadSide { stream, reader } = rs;
+    let ReadSide { stream, input } = rs;
     loop {
-        match reader.read_from(stream) {
+        match input.read_from(stream) {
             Ok(0) => {
-                let pending = reader.buffered();
+                let pending = input.buffered();
                 if pending != 0 {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -665,11 +879,10 @@ fn fill(rs: &mut ReadSide) -> io::Result<bool> {
 const SPIN: Duration = Duration::from_micros(20);
 
 /// Reads whatever has arrived, without waiting.
-struct DontWait<'a>(&'a UnixStream);
+struct DontWait<'a>(&'a Stream);
 
 impl Read for DontWait<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        use std::os::fd::AsRawFd;
         nix::sys::socket::recv(
             self.0.as_raw_fd(),
             buf,
@@ -682,10 +895,10 @@ impl Read for DontWait<'_> {
 /// Looks for data for up to [`SPIN`], yielding the CPU between looks. `Ok(None)`: nothing
 /// came; `Ok(Some(false))`: end of stream.
 fn spin_fill(rs: &mut ReadSide) -> io::Result<Option<bool>> {
-    let ReadSide { stream, reader } = rs;
+    let ReadSide { stream, input } = rs;
     let start = Instant::now();
     loop {
-        match reader.read_from(&mut DontWait(stream)) {
+        match input.read_from(&mut DontWait(stream)) {
             Ok(0) => return Ok(Some(false)),
             Ok(_) => return Ok(Some(true)),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}

@@ -1,9 +1,12 @@
-//! Reading the rendezvous `setup_fork` left in the environment (`docs/PROTOCOL.md`).
+//! Reading the rendezvous the launcher left in the environment: a pmix-rs server's
+//! (`docs/PROTOCOL.md`) or an OpenPMIx server's (`docs/OPENPMIX.md`, "The client").
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use pmix_types::{Nspace, Proc, Rank};
 use pmix_wire::PROTOCOL_VERSION;
+use pmix_wire::openpmix::{BufferType, Codec, Dialect};
 
 use crate::Error;
 
@@ -11,8 +14,37 @@ use crate::Error;
 #[derive(Debug)]
 pub(crate) struct Rendezvous {
     pub(crate) proc: Proc,
-    pub(crate) socket: PathBuf,
-    pub(crate) secret: [u8; 16],
+    pub(crate) server: Server,
+}
+
+/// The server the launcher points at, and what reaching it takes.
+#[derive(Debug)]
+pub(crate) enum Server {
+    /// A pmix-rs server: its Unix socket and our per-client secret.
+    Native { socket: PathBuf, secret: [u8; 16] },
+    /// An OpenPMIx server (mpirun, PRRTE, any host on libpmix's server library).
+    OpenPmix(OpenPmixServer),
+}
+
+/// An OpenPMIx server's rendezvous (`PMIX_SERVER_URI*`).
+#[derive(Debug)]
+pub(crate) struct OpenPmixServer {
+    /// The variable the URI came from (it picks the codec, as it does for libpmix).
+    pub(crate) var: &'static str,
+    /// The URI as given, for messages.
+    pub(crate) uri: String,
+    /// The server's own identifier, from the URI.
+    pub(crate) server: Proc,
+    /// Its TCP address.
+    pub(crate) addr: SocketAddr,
+    /// The codec and buffer type this connection speaks.
+    pub(crate) dialect: Dialect,
+    /// The `bfrops` module name announced in the handshake (`v41`, `v4`, `v3`, `v21`).
+    pub(crate) bfrops: &'static str,
+    /// `PMIX_GDS_MODULE`, as the server offered it.
+    pub(crate) gds: Option<String>,
+    /// `PMIX_HOSTNAME`: the server's name for this node.
+    pub(crate) hostname: Option<String>,
 }
 
 pub(crate) const SERVER_URI: &str = "PMIXRS_SERVER_URI";
@@ -20,6 +52,22 @@ pub(crate) const NAMESPACE: &str = "PMIX_NAMESPACE";
 pub(crate) const RANK: &str = "PMIX_RANK";
 pub(crate) const SECRET: &str = "PMIXRS_SECRET";
 pub(crate) const PROTOCOL: &str = "PMIXRS_PROTOCOL";
+/// How an OpenPMIx server says packed buffers carry type tags.
+pub(crate) const BUFFER_TYPE: &str = "PMIX_BFROP_BUFFER_TYPE";
+/// The storage modules an OpenPMIx server offers its clients.
+pub(crate) const GDS_MODULE: &str = "PMIX_GDS_MODULE";
+/// An OpenPMIx server's name for this node.
+pub(crate) const HOSTNAME: &str = "PMIX_HOSTNAME";
+
+/// The URI variables of an OpenPMIx server, in the order libpmix looks for them, with the
+/// codec and `bfrops` name each one selects. (`PMIX_SERVER_URI2`, PMIx 2.0's `v20`, is not
+/// supported.)
+pub(crate) const OPENPMIX_URIS: [(&str, Codec, &str); 4] = [
+    ("PMIX_SERVER_URI41", Codec::V41, "v41"),
+    ("PMIX_SERVER_URI4", Codec::V41, "v4"),
+    ("PMIX_SERVER_URI3", Codec::V3, "v3"),
+    ("PMIX_SERVER_URI21", Codec::V3, "v21"),
+];
 
 fn bad(var: &'static str, reason: impl Into<String>) -> Error {
     Error::BadEnvironment {
@@ -28,10 +76,36 @@ fn bad(var: &'static str, reason: impl Into<String>) -> Error {
     }
 }
 
-/// Parses the environment; the server URI is checked first so that a process started by
+/// Parses the environment. A pmix-rs server (`PMIXRS_SERVER_URI`) is preferred; without one,
+/// an OpenPMIx server's URI. The server URI is checked first so that a process started by
 /// something else gets the one clear error rather than a complaint about a secret.
 pub(crate) fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Rendezvous, Error> {
-    let uri = get(SERVER_URI).ok_or(Error::NoServer)?;
+    if let Some(uri) = get(SERVER_URI) {
+        let socket = native_socket(get, &uri)?;
+        let proc = identity(get)?;
+        let hex = get(SECRET).ok_or_else(|| bad(SECRET, "not set"))?;
+        let secret =
+            parse_secret(&hex).ok_or_else(|| bad(SECRET, "expected 32 lowercase hex digits"))?;
+        return Ok(Rendezvous {
+            proc,
+            server: Server::Native { socket, secret },
+        });
+    }
+    let found = OPENPMIX_URIS
+        .iter()
+        .find_map(|&(var, codec, bfrops)| Some((var, get(var)?, codec, bfrops)));
+    let Some((var, uri, codec, bfrops)) = found else {
+        return Err(Error::NoServer);
+    };
+    let server = openpmix(get, var, uri, codec, bfrops)?;
+    Ok(Rendezvous {
+        proc: identity(get)?,
+        server: Server::OpenPmix(server),
+    })
+}
+
+/// The socket of `PMIXRS_SERVER_URI`, and the protocol version check.
+fn native_socket(get: &dyn Fn(&str) -> Option<String>, uri: &str) -> Result<PathBuf, Error> {
     let Some(path) = uri.strip_prefix("unix:") else {
         return Err(bad(SERVER_URI, format!("{uri:?} is not unix:<path>")));
     };
@@ -54,7 +128,11 @@ pub(crate) fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Rendezvous, 
             });
         }
     }
+    Ok(socket)
+}
 
+/// `PMIX_NAMESPACE` and `PMIX_RANK`: who we are, whichever server started us.
+fn identity(get: &dyn Fn(&str) -> Option<String>) -> Result<Proc, Error> {
     let ns = get(NAMESPACE).ok_or_else(|| bad(NAMESPACE, "not set"))?;
     let nspace = Nspace::new(&ns).map_err(|e| bad(NAMESPACE, e.to_string()))?;
     let rank = get(RANK).ok_or_else(|| bad(RANK, "not set"))?;
@@ -66,15 +144,50 @@ pub(crate) fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Rendezvous, 
     if !rank.is_valid() {
         return Err(bad(RANK, format!("{rank} does not name one process")));
     }
+    Ok(Proc::new(nspace, rank))
+}
 
-    let hex = get(SECRET).ok_or_else(|| bad(SECRET, "not set"))?;
-    let secret =
-        parse_secret(&hex).ok_or_else(|| bad(SECRET, "expected 32 lowercase hex digits"))?;
-
-    Ok(Rendezvous {
-        proc: Proc::new(nspace, rank),
-        socket,
-        secret,
+/// An OpenPMIx server URI: `<server nspace>.<server rank>;tcp4://<ip>:<port>` (or
+/// `tcp6://[<ip>]:<port>`); the server's rank follows the last dot of its identifier.
+fn openpmix(
+    get: &dyn Fn(&str) -> Option<String>,
+    var: &'static str,
+    uri: String,
+    codec: Codec,
+    bfrops: &'static str,
+) -> Result<OpenPmixServer, Error> {
+    let malformed = |why: &str| bad(var, format!("{uri:?} {why}"));
+    let (id, addr) = uri
+        .split_once(';')
+        .ok_or_else(|| malformed("is not <nspace>.<rank>;tcp4://<address>:<port>"))?;
+    let (ns, rank) = id
+        .rsplit_once('.')
+        .ok_or_else(|| malformed("names no server rank (<nspace>.<rank>)"))?;
+    let nspace = Nspace::new(ns).map_err(|e| malformed(&e.to_string()))?;
+    let rank: u32 = rank
+        .parse()
+        .map_err(|_| malformed("names no server rank (<nspace>.<rank>)"))?;
+    let hostport = addr
+        .strip_prefix("tcp4://")
+        .or_else(|| addr.strip_prefix("tcp6://"))
+        .ok_or_else(|| malformed("is not a tcp4:// or tcp6:// address"))?;
+    let addr: SocketAddr = hostport
+        .parse()
+        .map_err(|_| malformed("does not end in <address>:<port>"))?;
+    // libpmix takes anything but FULLY_DESC for the default, NON_DESC.
+    let buffer = match get(BUFFER_TYPE).as_deref() {
+        Some("PMIX_BFROP_BUFFER_FULLY_DESC") => BufferType::FullyDesc,
+        _ => BufferType::NonDesc,
+    };
+    Ok(OpenPmixServer {
+        var,
+        uri: uri.clone(),
+        server: Proc::new(nspace, rank),
+        addr,
+        dialect: Dialect::new(codec, buffer),
+        bfrops,
+        gds: get(GDS_MODULE),
+        hostname: get(HOSTNAME),
     })
 }
 

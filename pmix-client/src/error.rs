@@ -11,9 +11,13 @@ use pmix_types::Status;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The process was not started by a pmix-rs server: `PMIXRS_SERVER_URI` is not set.
-    /// Singletons are not supported yet, so this is fatal for init.
-    #[error("not started by a pmix-rs server: PMIXRS_SERVER_URI is not set")]
+    /// The process was not started by a PMIx server: neither `PMIXRS_SERVER_URI` (a pmix-rs
+    /// server) nor `PMIX_SERVER_URI41`/`4`/`3`/`21` (an OpenPMIx server) is set. Singletons are
+    /// not supported yet, so this is fatal for init.
+    #[error(
+        "not started by a PMIx server: neither PMIXRS_SERVER_URI (pmix-rs) nor \
+         PMIX_SERVER_URI41/4/3/21 (OpenPMIx) is set"
+    )]
     NoServer,
     /// The environment the server gave the process is incomplete or malformed; the launcher
     /// and the client disagree about the rendezvous, which no retry will fix.
@@ -100,6 +104,10 @@ pub enum Error {
     /// server is expected to enforce the timeout itself, this is the client's backstop.
     #[error("timed out waiting for the server")]
     Timeout,
+    /// The request cannot be expressed in the protocol the server speaks (an OpenPMIx
+    /// server has no counterpart for it); nothing was sent.
+    #[error("not supported by this server's protocol: {0}")]
+    NotSupported(String),
     /// A frame could not be encoded or decoded.
     #[error(transparent)]
     Wire(#[from] pmix_wire::Error),
@@ -112,7 +120,7 @@ impl Error {
             Error::NoServer | Error::BadEnvironment { .. } | Error::NotInitialized => {
                 Status::ERR_INIT
             }
-            Error::VersionMismatch { .. } => Status::ERR_NOT_SUPPORTED,
+            Error::VersionMismatch { .. } | Error::NotSupported(_) => Status::ERR_NOT_SUPPORTED,
             Error::Refused { status, .. } | Error::Server { status } => *status,
             Error::Connect { .. } => Status::ERR_UNREACH,
             Error::Protocol(_) => Status::ERR_UNPACK_FAILURE,

@@ -68,6 +68,7 @@ mod env;
 mod error;
 mod events;
 mod names;
+mod openpmix;
 mod store;
 
 pub use client::Client;
