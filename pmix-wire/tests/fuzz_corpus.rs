@@ -1,11 +1,14 @@
-//! Replays the `wire_decode` fuzz corpus on stable through the fuzz target's own checks, so
-//! that every input that once found a bug (and every seed) stays a regression test.
+//! Replays the `wire_decode` and `openpmix_decode` fuzz corpora on stable through the fuzz
+//! targets' own checks, so that every input that once found a bug (and every seed) stays a
+//! regression test.
 
 use std::path::Path;
 
-#[test]
-fn wire_decode_corpus_replays() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/wire_decode");
+/// Runs `check` on every file of the corpus `name`; returns how many there were.
+fn replay(name: &str, check: fn(&[u8])) -> usize {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(name);
     let mut replayed = 0;
     for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
         let path = entry
@@ -13,14 +16,26 @@ fn wire_decode_corpus_replays() {
             .path();
         if path.is_file() {
             let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            pmix_wire::fuzzing::check(&data);
+            check(&data);
             replayed += 1;
         }
     }
-    // The seeds are the golden frames (written by `PMIX_BLESS=1 cargo test --test golden`).
+    replayed
+}
+
+#[test]
+fn openpmix_decode_corpus_replays() {
+    // The seeds are messages cut from the captures of tests/data/openpmix.
+    let replayed = replay("openpmix_decode", pmix_wire::fuzzing::check_openpmix);
     assert!(
-        replayed >= 5,
-        "only {replayed} corpus files in {}",
-        dir.display()
+        replayed >= 10,
+        "only {replayed} openpmix_decode corpus files"
     );
+}
+
+#[test]
+fn wire_decode_corpus_replays() {
+    // The seeds are the golden frames (written by `PMIX_BLESS=1 cargo test --test golden`).
+    let replayed = replay("wire_decode", pmix_wire::fuzzing::check);
+    assert!(replayed >= 5, "only {replayed} wire_decode corpus files");
 }

@@ -400,3 +400,352 @@ fn refusals_are_explicit() {
         Err(Error::Truncated { .. }) | Err(Error::Malformed(_))
     ));
 }
+
+// ---- messages ----
+
+use pmix_types::{DataRange, Key, Proc, Rank, Scope};
+use pmix_wire::openpmix::{
+    Cmd, CommitPart, JobInfo, Notification, ProcKvals, Reply, Request, info_array,
+};
+use pmix_wire::{App, Published, Query};
+
+/// Strings a C string can carry.
+fn text() -> impl Strategy<Value = String> {
+    vec(any::<char>().prop_filter("no NUL", |&c| c != '\0'), 0..8).prop_map(String::from_iter)
+}
+
+/// A value that comes back exactly from a trip through `codec`.
+fn wire_value(codec: Codec) -> impl Strategy<Value = Value> {
+    strategies::small_value().prop_filter_map("not representable", move |v| {
+        wire_form(&exact_floats(v), codec)
+    })
+}
+
+fn wire_info(codec: Codec) -> impl Strategy<Value = Info> {
+    (key(), wire_value(codec), any::<u32>()).prop_map(|(key, value, flags)| Info {
+        key,
+        value,
+        flags: pmix_types::InfoFlags(flags),
+    })
+}
+
+fn wire_infos(codec: Codec) -> impl Strategy<Value = Vec<Info>> {
+    vec(wire_info(codec), 0..3)
+}
+
+fn wire_kvals(codec: Codec) -> impl Strategy<Value = Vec<Kval>> {
+    vec(
+        (key(), wire_value(codec)).prop_map(|(k, v)| Kval::new(k, v)),
+        0..3,
+    )
+}
+
+fn procs() -> impl Strategy<Value = Vec<Proc>> {
+    vec(proc_(), 0..3)
+}
+
+fn keys() -> impl Strategy<Value = Vec<Key>> {
+    vec(key(), 0..3)
+}
+
+fn statuses() -> impl Strategy<Value = Vec<Status>> {
+    vec(strategies::status(), 0..3)
+}
+
+fn app(codec: Codec) -> impl Strategy<Value = App> {
+    (
+        text(),
+        vec(text(), 0..3),
+        vec(text(), 0..3),
+        text(),
+        0..=i32::MAX as u32,
+        wire_infos(codec),
+    )
+        .prop_map(|(cmd, argv, env, cwd, maxprocs, info)| App {
+            cmd,
+            argv,
+            env,
+            cwd,
+            maxprocs,
+            info,
+        })
+}
+
+fn query(codec: Codec) -> impl Strategy<Value = Query> {
+    (keys(), wire_infos(codec)).prop_map(|(keys, qualifiers)| Query { keys, qualifiers })
+}
+
+fn request(codec: Codec) -> BoxedStrategy<Request> {
+    let infos = move || wire_infos(codec);
+    prop_oneof![
+        Just(Request::Req),
+        Just(Request::Finalize),
+        (strategies::status(), prop::option::of(text()), procs()).prop_map(
+            |(status, message, procs)| Request::Abort {
+                status,
+                message,
+                procs
+            }
+        ),
+        vec((any::<u8>(), wire_kvals(codec)), 0..3).prop_map(|parts| Request::Commit {
+            parts: parts
+                .into_iter()
+                .map(|(s, kvals)| CommitPart {
+                    scope: Scope(s),
+                    kvals
+                })
+                .collect()
+        }),
+        (procs(), infos()).prop_map(|(procs, info)| Request::Fence { procs, info }),
+        (proc_(), infos(), prop::option::of(key())).prop_map(|(proc, info, key)| Request::Get {
+            proc,
+            info,
+            key
+        }),
+        (any::<u32>(), infos()).prop_map(|(uid, info)| Request::Publish { uid, info }),
+        (any::<u32>(), keys(), infos()).prop_map(|(uid, keys, info)| Request::Lookup {
+            uid,
+            keys,
+            info
+        }),
+        (any::<u32>(), keys(), infos()).prop_map(|(uid, keys, info)| Request::Unpublish {
+            uid,
+            keys,
+            info
+        }),
+        (infos(), vec(app(codec), 0..3))
+            .prop_map(|(job_info, apps)| Request::Spawn { job_info, apps }),
+        (procs(), infos()).prop_map(|(procs, info)| Request::Connect { procs, info }),
+        (procs(), infos()).prop_map(|(procs, info)| Request::Disconnect { procs, info }),
+        (statuses(), infos()).prop_map(|(codes, info)| Request::RegisterEvents { codes, info }),
+        statuses().prop_map(|codes| Request::DeregisterEvents { codes }),
+        (strategies::status(), any::<u8>(), infos()).prop_map(|(status, r, info)| {
+            Request::Notify {
+                status,
+                range: DataRange(r),
+                info,
+            }
+        }),
+        vec(query(codec), 0..3).prop_map(|queries| Request::Query { queries }),
+        (procs(), infos()).prop_map(|(targets, directives)| Request::JobControl {
+            targets,
+            directives
+        }),
+        (prop_oneof![16u8..=17, 19u8..=255], vec(any::<u8>(), 0..16)).prop_map(|(c, payload)| {
+            Request::Other {
+                cmd: Cmd(c),
+                payload,
+            }
+        }),
+    ]
+    .boxed()
+}
+
+fn job_info(codec: Codec) -> impl Strategy<Value = JobInfo> {
+    (nspace(), wire_kvals(codec)).prop_map(|(nspace, kvals)| JobInfo { nspace, kvals })
+}
+
+/// A reply and the command of the request it answers.
+fn reply(codec: Codec) -> BoxedStrategy<(Cmd, Reply)> {
+    let st = || strategies::status();
+    prop_oneof![
+        (
+            prop::sample::select(vec![
+                Cmd::FENCENB,
+                Cmd::COMMIT,
+                Cmd::FINALIZE,
+                Cmd::ABORT,
+                Cmd(99)
+            ]),
+            st()
+        )
+            .prop_map(|(c, s)| (c, Reply::Status(s))),
+        job_info(codec).prop_map(|j| (Cmd::REQ, Reply::JobInfo(j))),
+        (
+            st(),
+            vec(
+                (proc_(), wire_kvals(codec)).prop_map(|(proc, kvals)| ProcKvals { proc, kvals }),
+                0..3
+            )
+        )
+            .prop_map(|(status, data)| (Cmd::GETNB, Reply::Get { status, data })),
+        (
+            st(),
+            vec(
+                (proc_(), key(), wire_value(codec)).prop_map(|(proc, key, value)| Published {
+                    proc,
+                    key,
+                    value
+                }),
+                0..3
+            )
+        )
+            .prop_map(|(status, found)| (Cmd::LOOKUPNB, Reply::Lookup { status, found })),
+        (st(), prop::option::of(nspace()), wire_kvals(codec)).prop_map(|(status, nspace, job)| (
+            Cmd::SPAWNNB,
+            Reply::Spawn {
+                status,
+                nspace,
+                job
+            }
+        )),
+        (st(), vec(job_info(codec), 0..3))
+            .prop_map(|(status, jobs)| (Cmd::CONNECTNB, Reply::Connect { status, jobs })),
+        (
+            prop::sample::select(vec![Cmd::JOB_CONTROL, Cmd::QUERY]),
+            st(),
+            wire_infos(codec)
+        )
+            .prop_map(|(c, status, info)| (c, Reply::Info { status, info })),
+    ]
+    .boxed()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    #[test]
+    fn requests_round_trip(
+        (d, req) in dialect().prop_flat_map(|d| (Just(d), request(d.codec))),
+    ) {
+        let mut out = Vec::new();
+        req.encode(d, &mut out).unwrap();
+        prop_assert_eq!(pmix_wire::openpmix::peek_cmd(&out, d).unwrap(), req.cmd());
+        let back = Request::decode(&out, d).unwrap();
+        prop_assert_eq!(&back, &req);
+        // Framed, split byte by byte.
+        let mut stream = Vec::new();
+        pmix_wire::openpmix::encode_message(&mut stream, 3, 101, &out).unwrap();
+        let mut r = MsgReader::after_handshake(1 << 20);
+        let mut got = None;
+        for b in &stream {
+            r.feed(std::slice::from_ref(b));
+            if let Some(pmix_wire::openpmix::Incoming::Message { header, payload }) = r.next_message().unwrap() {
+                prop_assert_eq!((header.pindex, header.tag), (3, 101));
+                got = Some(Request::decode(payload, d).unwrap());
+            }
+        }
+        prop_assert_eq!(got, Some(req));
+    }
+
+    #[test]
+    fn replies_round_trip(
+        (d, (cmd, rep)) in dialect().prop_flat_map(|d| (Just(d), reply(d.codec))),
+    ) {
+        let mut out = Vec::new();
+        rep.encode(d, &mut out).unwrap();
+        prop_assert_eq!(Reply::decode(cmd, &out, d).unwrap(), rep.clone());
+        // A status alone answers any request.
+        let mut status_only = Vec::new();
+        Reply::Status(rep.status()).encode(d, &mut status_only).unwrap();
+        if cmd != Cmd::REQ {
+            prop_assert_eq!(Reply::decode(cmd, &status_only, d).unwrap().status(), rep.status());
+        }
+    }
+
+    #[test]
+    fn notifications_round_trip(
+        d in dialect(),
+        status in strategies::status(),
+        source in proc_(),
+        info in vec(info(), 0..3),
+        range in prop::option::of(any::<u8>()),
+    ) {
+        let info: Vec<Info> = info
+            .into_iter()
+            .map(|i| Info { value: exact_floats(i.value), ..i })
+            .filter(|i| wire_form(&i.value, d.codec).as_ref() == Some(&i.value))
+            .collect();
+        let n = Notification { status, source, info, range: range.map(DataRange) };
+        let mut out = Vec::new();
+        n.encode(d, &mut out).unwrap();
+        prop_assert_eq!(Notification::decode(&out, d).unwrap(), n);
+    }
+
+    #[test]
+    fn rank_blobs_and_info_arrays_round_trip(
+        d in dialect(),
+        rank in strategies::rank(),
+        kvals in wire_kvals(Codec::V3),
+        infos in wire_infos(Codec::V3),
+        k in key(),
+    ) {
+        let blob = pmix_wire::openpmix::rank_blob(rank, &kvals, d).unwrap();
+        prop_assert_eq!(pmix_wire::openpmix::decode_rank_blob(&blob, d).unwrap(), (rank, kvals));
+        let infos: Vec<Info> = infos.into_iter().map(|i| Info { flags: pmix_types::InfoFlags::NONE, ..i }).collect();
+        let arr = info_array(k, infos.clone());
+        let Value::DataArray(a) = &arr.value else { panic!() };
+        let flags: Vec<_> = a.infos().map(|i| i.flags.contains(pmix_types::InfoFlags::ARRAY_END)).collect();
+        prop_assert_eq!(flags.iter().filter(|f| **f).count(), usize::from(!infos.is_empty()));
+        prop_assert!(flags.last().copied().unwrap_or(true));
+    }
+
+    /// The fuzz target's checks on random bytes and on mutated real messages.
+    #[test]
+    fn mutated_messages_never_panic_and_reach_a_fixed_point(
+        seed in prop::sample::select(seeds()),
+        edits in vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 0..6),
+    ) {
+        let mut data = seed;
+        for (at, byte, op) in &edits {
+            let i = at.index(data.len() + 1);
+            match op {
+                0 if i < data.len() => data[i] = *byte,
+                1 => data.insert(i, *byte),
+                _ if i < data.len() => {
+                    data.remove(i);
+                }
+                _ => {}
+            }
+        }
+        pmix_wire::fuzzing::check_openpmix(&data);
+    }
+
+    #[test]
+    fn random_bytes_never_panic_any_decoder(bytes in vec(any::<u8>(), 0..64)) {
+        pmix_wire::fuzzing::check_openpmix(&bytes);
+    }
+}
+
+/// The fuzz corpus seeds (messages cut from the captures).
+fn seeds() -> Vec<Vec<u8>> {
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/openpmix_decode");
+    let mut out: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn a_v3_fence_by_hand() {
+    // FENCENB in v3 NON_DESC, laid out from the reference's v3 module: every count an INT32
+    // of 4 bytes, SIZE a UINT64 tag and 8 bytes, ranks 4 bytes, strings with a 4-byte length.
+    let d = Dialect::new(Codec::V3, BufferType::NonDesc);
+    let mut want = Vec::new();
+    want.extend([0, 0, 0, 1, 3]); // one COMMAND: FENCENB
+    want.extend([0, 0, 0, 1, 0, 15, 0, 0, 0, 0, 0, 0, 0, 1]); // one SIZE: 1
+    want.extend([
+        0, 0, 0, 1, 0, 0, 0, 3, b'j', b'b', 0, 0xff, 0xff, 0xff, 0xfe,
+    ]); // PROC jb:WILDCARD
+    want.extend([0, 0, 0, 1, 0, 15, 0, 0, 0, 0, 0, 0, 0, 1]); // one SIZE: 1
+    want.extend([0, 0, 0, 1, 0, 0, 0, 2, b'k', 0, 0, 0, 0, 0, 0, 1, 1]); // INFO k, flags 0, BOOL true
+    let req = Request::Fence {
+        procs: vec![Proc::new(
+            pmix_types::Nspace::new("jb").unwrap(),
+            Rank::WILDCARD,
+        )],
+        info: vec![Info::new(Key::new("k").unwrap(), true)],
+    };
+    let mut out = Vec::new();
+    req.encode(d, &mut out).unwrap();
+    assert_eq!(out, want);
+    assert_eq!(Request::decode(&want, d).unwrap(), req);
+    // Fully described: INT32 tag before each count, the item type after it (2 bytes each).
+    let fd = Dialect::new(Codec::V3, BufferType::FullyDesc);
+    let mut out = Vec::new();
+    Request::Finalize.encode(fd, &mut out).unwrap();
+    assert_eq!(out, [0, 9, 0, 0, 0, 1, 0, 34, 5]);
+}

@@ -625,7 +625,7 @@ pub enum Reply {
     Lookup {
         /// The outcome.
         status: Status,
-        /// What was found (sent only with a success status).
+        /// What was found.
         found: Vec<Published>,
     },
     /// The answer to `SPAWNNB`: `STATUS`, `STRING` namespace (may be NULL), then on success
@@ -758,7 +758,7 @@ impl Reply {
                 }
             }
             Reply::Lookup { found, .. } => {
-                if ok {
+                if ok || !found.is_empty() {
                     put_counted(p, found, true)?;
                 }
             }
@@ -766,15 +766,11 @@ impl Reply {
                 if ok || nspace.is_some() || !job.is_empty() {
                     p.pack_one(&nspace.as_ref().map(|n| n.as_str().to_owned()))?;
                 }
-                if ok {
-                    put_kvals(p, job)?;
-                }
+                put_kvals(p, job)?;
             }
             Reply::Connect { jobs, .. } => {
-                if ok {
-                    for j in jobs {
-                        p.pack_one(&ByteObject(j.encode_blob(p.dialect())?))?;
-                    }
+                for j in jobs {
+                    p.pack_one(&ByteObject(j.encode_blob(p.dialect())?))?;
                 }
             }
             Reply::Info { info, .. } => {

@@ -283,6 +283,7 @@ impl Unpacker<'_> {
     }
 
     fn payload(&mut self, ty: DataType) -> Result<Value, Error> {
+        self.check_known(ty)?;
         Ok(match ty {
             DataType::UNDEF => Value::Undef,
             DataType::BOOL => Value::Bool(self.get_bool()?),
@@ -344,6 +345,20 @@ impl Unpacker<'_> {
         })
     }
 
+    /// Refuses a type the codec's reference module does not register (`v3` knows nothing
+    /// above `ENVAR`), as the reference would.
+    fn check_known(&self, ty: DataType) -> Result<(), Error> {
+        if self.dialect().codec.knows(ty) {
+            Ok(())
+        } else {
+            Err(Error::Unsupported(format!(
+                "a {ty:?} value from a {} peer (at byte {})",
+                self.dialect().codec.name(),
+                self.position()
+            )))
+        }
+    }
+
     /// A `PROC_INFO` (the exit code, not on the wire, reads as 0).
     pub fn get_proc_info(&mut self) -> Result<ProcInfo, Error> {
         Ok(ProcInfo {
@@ -361,6 +376,7 @@ impl Unpacker<'_> {
     pub fn get_data_array(&mut self) -> Result<DataArray, Error> {
         self.nested(|u| {
             let ty = u.get_data_type()?;
+            u.check_known(ty)?;
             let at = u.position();
             let n = u.get_size()?;
             if ty == DataType::UNDEF {
