@@ -1,8 +1,12 @@
-//! `--pmi auto`: which protocol a program speaks, judged from the shared libraries it links.
+//! What a program expects of its launcher, judged from the shared libraries it links.
 //!
-//! An MPICH program links `libmpi.so.12` (MPICH's ABI; Open MPI's is `libmpi.so.40`) or, for
-//! older builds, `libmpich.so`: it speaks PMI-1. Anything else is taken to speak PMIx. A
-//! statically linked MPICH program cannot be recognised this way; `--pmi pmi1` says it.
+//! `--pmi auto`: an MPICH program links `libmpi.so.12` (MPICH's ABI; Open MPI's is
+//! `libmpi.so.40`) or, for older builds, `libmpich.so`: it speaks PMI-1. Anything else is taken
+//! to speak PMIx. A statically linked MPICH program cannot be recognised this way; `--pmi
+//! pmi1` says it.
+//!
+//! An Open MPI 4 program (`libmpi.so.40`) speaks PMIx through libpmix, but only believes it
+//! was launched when it also recognises a resource manager (see [`open_mpi_env`]).
 
 use std::path::Path;
 
@@ -28,12 +32,34 @@ fn needed_libraries(data: &[u8]) -> Option<Vec<String>> {
     )
 }
 
+fn libraries_of(path: &Path) -> Vec<String> {
+    std::fs::read(path)
+        .ok()
+        .and_then(|data| needed_libraries(&data))
+        .unwrap_or_default()
+}
+
+/// True if the program at `path` links Open MPI 4 (`libmpi.so.40`).
+pub(crate) fn is_open_mpi(path: &Path) -> bool {
+    libraries_of(path).iter().any(|l| l == "libmpi.so.40")
+}
+
+/// What an Open MPI 4 process needs besides PMIx to run as part of a job rather than as a
+/// singleton. Open MPI 4.1 decides how it was started before it looks at PMIx: unless it sees
+/// its own launcher's daemon or a resource manager it knows, it starts alone ("0 of 1"). The
+/// Slurm variables of a job step are the smallest set it accepts; they also make it leave
+/// process binding to the launcher, which pmixrun does not do either.
+pub(crate) fn open_mpi_env(hostname: &str, job_id: u32) -> Vec<(String, String)> {
+    vec![
+        ("SLURM_JOBID".into(), job_id.to_string()),
+        ("SLURM_NODELIST".into(), hostname.into()),
+        ("SLURM_STEP_ID".into(), "0".into()),
+    ]
+}
+
 /// The protocol of the program at `path`, from its libraries.
 pub(crate) fn protocol_of(path: &Path) -> Protocol {
-    let Ok(data) = std::fs::read(path) else {
-        return Protocol::Pmix;
-    };
-    let libs = needed_libraries(&data).unwrap_or_default();
+    let libs = libraries_of(path);
     if libs
         .iter()
         .any(|l| l == "libmpi.so.12" || l.starts_with("libmpich.so"))
@@ -65,5 +91,6 @@ mod tests {
         let me = std::env::current_exe().unwrap_or_default();
         assert_eq!(protocol_of(&me), Protocol::Pmix);
         assert_eq!(protocol_of(Path::new("/nonexistent")), Protocol::Pmix);
+        assert!(!is_open_mpi(&me));
     }
 }

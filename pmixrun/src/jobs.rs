@@ -79,6 +79,8 @@ impl RunJobs<'_> {
         let wdirs: Vec<_> = apps.iter().map(|a| job::wdir_of(a, &self.cwd)).collect();
         // Each application context's program, found when its first process starts.
         let mut paths: Vec<Option<PathBuf>> = vec![None; apps.len()];
+        // Per application context: the extra variables an Open MPI program needs.
+        let mut ompi_env: Vec<Vec<(String, String)>> = vec![Vec::new(); apps.len()];
         let scrub = launch::launcher_variables();
         // Every process's setup (a round trip to the server thread or two each) is done before
         // the first process starts: once started, processes compete for the CPUs the server
@@ -113,11 +115,21 @@ impl RunJobs<'_> {
         // (three threads each): the last rank execs as early as it can.
         let mut children = Vec::with_capacity(layout.size as usize);
         let mut failed = None;
-        for (rank, (proc, (pmix_env, pmi_fd))) in (0..layout.size).zip(setups) {
+        for (rank, (proc, (mut pmix_env, pmi_fd))) in (0..layout.size).zip(setups) {
             let a = layout.app_of(rank);
             if paths[a].is_none() {
                 match launch::check_app(&apps[a], &wdirs[a], &user_env[a]) {
-                    Ok(path) => paths[a] = Some(path),
+                    Ok(path) => {
+                        if matches!(self.pmi, Protocol::Pmix | Protocol::Auto)
+                            && crate::detect::is_open_mpi(&path)
+                        {
+                            ompi_env[a] = crate::detect::open_mpi_env(
+                                self.server.hostname(),
+                                std::process::id(),
+                            );
+                        }
+                        paths[a] = Some(path)
+                    }
                     Err(e) => {
                         failed = Some(e);
                         break;
@@ -125,6 +137,7 @@ impl RunJobs<'_> {
                 }
             }
             let Some(path) = &paths[a] else { break };
+            pmix_env.extend(ompi_env[a].iter().cloned());
             let spawn = launch::Spawn {
                 path,
                 app: &apps[a],
