@@ -225,4 +225,103 @@ mod tests {
         assert_eq!(parse_secret("0001"), None);
         assert_eq!(parse_secret("zz0102030405060708090a0b0c0d0eff"), None);
     }
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let vars: Vec<(String, String)> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
+    }
+
+    const ID: [(&str, &str); 2] = [(NAMESPACE, "job.7"), (RANK, "3")];
+
+    fn openpmix_of(vars: &[(&str, &str)]) -> Result<OpenPmixServer, Error> {
+        let mut all = ID.to_vec();
+        all.extend_from_slice(vars);
+        let rv = parse(&env(&all))?;
+        assert_eq!(rv.proc.to_string(), "job.7:3");
+        match rv.server {
+            Server::OpenPmix(o) => Ok(o),
+            Server::Native { .. } => panic!("not an OpenPMIx rendezvous"),
+        }
+    }
+
+    #[test]
+    fn an_openpmix_uri_picks_the_codec_as_libpmix_does() {
+        let uri = "pmix-server.27233;tcp4://127.0.0.1:39345";
+        let o = openpmix_of(&[
+            ("PMIX_SERVER_URI21", uri),
+            ("PMIX_SERVER_URI41", uri),
+            ("PMIX_SERVER_URI3", uri),
+            (GDS_MODULE, "hash"),
+            (HOSTNAME, "vm"),
+        ])
+        .unwrap();
+        assert_eq!(o.var, "PMIX_SERVER_URI41");
+        assert_eq!((o.dialect, o.bfrops), (Dialect::V41, "v41"));
+        assert_eq!(o.server.to_string(), "pmix-server:27233");
+        assert_eq!(o.addr, "127.0.0.1:39345".parse().unwrap());
+        assert_eq!(o.gds.as_deref(), Some("hash"));
+        assert_eq!(o.hostname.as_deref(), Some("vm"));
+        let o = openpmix_of(&[("PMIX_SERVER_URI4", uri), ("PMIX_SERVER_URI3", uri)]).unwrap();
+        assert_eq!((o.dialect, o.bfrops), (Dialect::V41, "v4"));
+        let o = openpmix_of(&[
+            ("PMIX_SERVER_URI21", uri),
+            (BUFFER_TYPE, "PMIX_BFROP_BUFFER_FULLY_DESC"),
+        ])
+        .unwrap();
+        assert_eq!(
+            (o.dialect, o.bfrops),
+            (Dialect::new(Codec::V3, BufferType::FullyDesc), "v21")
+        );
+        // The server's rank follows the last dot; IPv6 in brackets.
+        let o =
+            openpmix_of(&[("PMIX_SERVER_URI3", "prterun-vm-1234@0.0;tcp6://[::1]:5000")]).unwrap();
+        assert_eq!(o.server.to_string(), "prterun-vm-1234@0:0");
+        assert_eq!(o.addr, "[::1]:5000".parse().unwrap());
+        assert_eq!(o.dialect.codec, Codec::V3);
+    }
+
+    #[test]
+    fn a_pmix_rs_server_comes_first() {
+        let rv = parse(&env(&[
+            (SERVER_URI, "unix:/tmp/s"),
+            (SECRET, "000102030405060708090a0b0c0d0eff"),
+            ("PMIX_SERVER_URI41", "srv.0;tcp4://127.0.0.1:1"),
+            ID[0],
+            ID[1],
+        ]))
+        .unwrap();
+        assert!(matches!(rv.server, Server::Native { .. }), "{rv:?}");
+    }
+
+    #[test]
+    fn bad_openpmix_uris_name_their_variable() {
+        for uri in [
+            "no-semicolon",
+            "nodot;tcp4://127.0.0.1:1",
+            "srv.x;tcp4://127.0.0.1:1",
+            "srv.0;usock:/tmp/s",
+            "srv.0;tcp4://127.0.0.1",
+        ] {
+            let e = openpmix_of(&[("PMIX_SERVER_URI41", uri)]).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    Error::BadEnvironment {
+                        var: "PMIX_SERVER_URI41",
+                        ..
+                    }
+                ),
+                "{uri}: {e:?}"
+            );
+        }
+        // No identity: named too.
+        let e = parse(&env(&[("PMIX_SERVER_URI41", "srv.0;tcp4://127.0.0.1:1")])).unwrap_err();
+        assert!(
+            matches!(e, Error::BadEnvironment { var: NAMESPACE, .. }),
+            "{e:?}"
+        );
+    }
 }

@@ -593,3 +593,5 @@ fn read_some(stream: &mut TcpStream, chunk: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+#[cfg(test)]
+mod tests;
