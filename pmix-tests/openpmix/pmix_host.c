@@ -33,6 +33,8 @@
  * (1 if that code is 0 or does not fit); 124 at the deadline; 143 if pmix_host was sent
  * SIGTERM or SIGINT; otherwise the first failing process's exit code (128 + signal if
  * killed), or 1 for a process that exited 0 without PMIx_Finalize; 3 for a setup failure.
+ * Only after a clean job does it call PMIx_server_finalize (bounded by a 10 s watchdog):
+ * after processes died without finalizing, libpmix 4.2.2's finalize sometimes hangs.
  *
  * Build: gcc -O1 -Wall -Wextra -o pmix_host pmix_host.c $(pkg-config --cflags --libs pmix)
  */
@@ -668,6 +670,49 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     return 0;
 }
 
+/* PMIx_server_finalize, bounded: it returns at once after a clean job, but should it hang
+ * (see the end of main) the watchdog ends pmix_host with `result` after 10 s. */
+static pthread_mutex_t finalize_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t finalize_cond = PTHREAD_COND_INITIALIZER;
+static bool finalize_done;
+static int finalize_result;
+
+static void *finalize_watchdog(void *arg)
+{
+    (void)arg;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&finalize_lock);
+    int rc = 0;
+    while (!finalize_done && rc != ETIMEDOUT)
+        rc = pthread_cond_timedwait(&finalize_cond, &finalize_lock, &until);
+    bool done = finalize_done;
+    pthread_mutex_unlock(&finalize_lock);
+    if (!done) {
+        say("PMIx_server_finalize did not return within 10 s; exiting without it");
+        fflush(NULL);
+        _exit(finalize_result);
+    }
+    return NULL;
+}
+
+static void finalize_server(int result)
+{
+    finalize_result = result;
+    pthread_t watchdog;
+    bool watched = pthread_create(&watchdog, NULL, finalize_watchdog, NULL) == 0;
+    pmix_status_t rc = PMIx_server_finalize();
+    if (rc != PMIX_SUCCESS)
+        say("PMIx_server_finalize: %s", PMIx_Error_string(rc));
+    pthread_mutex_lock(&finalize_lock);
+    finalize_done = true;
+    pthread_cond_signal(&finalize_cond);
+    pthread_mutex_unlock(&finalize_lock);
+    if (watched)
+        pthread_join(watchdog, NULL);
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: pmix_host [-n N] [-t SECONDS] [-s NSPACE] [-e] [-v] -- PROGRAM "
@@ -831,9 +876,15 @@ int main(int argc, char **argv)
     }
 
 out:
-    rc = PMIx_server_finalize();
-    if (rc != PMIX_SUCCESS)
-        say("PMIx_server_finalize: %s", PMIx_Error_string(rc));
     nftw(session_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (result != 0) {
+        /* Not PMIx_server_finalize: after processes died without finalizing (killed in a
+         * fence after an abort, say), libpmix 4.2.2's finalize now and then never returns
+         * (its progress thread blocks on a lock, ~10% of abort runs) or crashes. There is
+         * nothing left to tidy that exiting does not. */
+        fflush(NULL);
+        _exit(result);
+    }
+    finalize_server(result);
     return result;
 }
