@@ -465,3 +465,263 @@ impl Running {
         }
     }
 }
+
+// ---- C programs compiled by the tests ---------------------------------------------------
+//
+// The test programs in C (`pmix-tests/openpmix/`, `pmix-tests/mpi/`) are compiled by the test
+// run itself, once per test process, into `<target>/tmp/<kind>/`. They link system libraries
+// (libpmix, Open MPI, MPICH) that `bash scripts/install-test-deps.sh` installs; a missing one
+// fails the test that needs it with a message saying what to install.
+
+/// What to say when a compiler, a library or an interpreter the tests need is missing.
+pub const INSTALL_TEST_DEPS: &str = "install the test dependencies with \
+     `bash scripts/install-test-deps.sh` (as root; it installs the Debian packages libpmix-dev, \
+     python3-pmix, openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, pkg-config and MPICH 5)";
+
+/// Where the tests put programs they compile: `<target>/tmp/<kind>` (the directory Cargo
+/// names `CARGO_TARGET_TMPDIR` for integration tests; the library is not given it), created
+/// if need be.
+pub fn compiled_programs_dir(kind: &str) -> PathBuf {
+    let target = profile_dir()
+        .parent()
+        .expect("target directory")
+        .to_path_buf();
+    let dir = target.join("tmp").join(kind);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    dir
+}
+
+/// Compiles `source` into `dir/exe` with `compiler`: `cflags` before the source, `libs`
+/// after it. The program is written under a name of this process and then renamed into place,
+/// since another test process of the same target directory may be running the previous one.
+/// The error says which command failed and what it printed.
+pub fn compile_c(
+    compiler: &Path,
+    cflags: &[String],
+    source: &Path,
+    libs: &[String],
+    dir: &Path,
+    exe: &str,
+) -> Result<PathBuf, String> {
+    let fresh = dir.join(format!("{exe}.new.{}", std::process::id()));
+    let out = Command::new(compiler)
+        .args(cflags)
+        .arg("-o")
+        .arg(&fresh)
+        .arg(source)
+        .args(libs)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running {}: {e}; {INSTALL_TEST_DEPS}", compiler.display()))?;
+    if !out.status.success() {
+        let _ = std::fs::remove_file(&fresh);
+        return Err(format!(
+            "compiling {} with {} failed ({}):\n{}{}",
+            source.display(),
+            compiler.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let exe_path = dir.join(exe);
+    std::fs::rename(&fresh, &exe_path)
+        .map_err(|e| format!("renaming the new {} into place: {e}", exe_path.display()))?;
+    Ok(exe_path)
+}
+
+/// Runs `build` for `key` once per test process, every caller getting its result; callers
+/// for other keys are not held up meanwhile.
+fn build_once(
+    key: &str,
+    build: impl FnOnce() -> Result<PathBuf, String>,
+) -> Result<PathBuf, String> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex, OnceLock};
+    type Cell = Arc<OnceLock<Result<PathBuf, String>>>;
+    static BUILT: OnceLock<Mutex<HashMap<String, Cell>>> = OnceLock::new();
+    let cell = {
+        let mut built = BUILT
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(built.entry(key.to_owned()).or_default())
+    };
+    cell.get_or_init(build).clone()
+}
+
+/// The directory of the OpenPMIx test programs' sources (`pmix-tests/openpmix`).
+pub fn openpmix_sources() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("openpmix")
+}
+
+/// The compiler and linker flags of a library, from pkg-config.
+#[derive(Clone, Debug)]
+struct PkgFlags {
+    cflags: Vec<String>,
+    libs: Vec<String>,
+}
+
+/// The flags of the system libpmix (`pkg-config --cflags` / `--libs pmix`), asked once.
+fn pmix_flags() -> Result<PkgFlags, String> {
+    use std::sync::OnceLock;
+    static FLAGS: OnceLock<Result<PkgFlags, String>> = OnceLock::new();
+    FLAGS
+        .get_or_init(|| {
+            let ask = |what: &str| -> Result<Vec<String>, String> {
+                let out = Command::new("pkg-config")
+                    .args([what, "pmix"])
+                    .stdin(Stdio::null())
+                    .output()
+                    .map_err(|e| format!("running pkg-config: {e}; {INSTALL_TEST_DEPS}"))?;
+                if !out.status.success() {
+                    return Err(format!(
+                        "pkg-config {what} pmix failed (is libpmix-dev installed?): {}; \
+                         {INSTALL_TEST_DEPS}",
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ));
+                }
+                Ok(String::from_utf8_lossy(&out.stdout)
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect())
+            };
+            Ok(PkgFlags {
+                cflags: ask("--cflags")?,
+                libs: ask("--libs")?,
+            })
+        })
+        .clone()
+}
+
+/// Like [`openpmix_program`], with the failure as an error.
+pub fn try_openpmix_program(name: &str) -> Result<PathBuf, String> {
+    build_once(&format!("openpmix/{name}"), || {
+        let flags = pmix_flags()?;
+        let mut cflags: Vec<String> = ["-O1", "-Wall", "-Wextra", "-Werror"]
+            .map(String::from)
+            .to_vec();
+        cflags.extend(flags.cflags);
+        compile_c(
+            Path::new("gcc"),
+            &cflags,
+            &openpmix_sources().join(format!("{name}.c")),
+            &flags.libs,
+            &compiled_programs_dir("openpmix"),
+            name,
+        )
+    })
+}
+
+/// `pmix-tests/openpmix/<name>.c` compiled with gcc against the system libpmix (OpenPMIx 4.2
+/// on Debian 12), once per test process; panics saying what is missing if it cannot be built.
+pub fn openpmix_program(name: &str) -> PathBuf {
+    try_openpmix_program(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `pmix_host`: a one-node launcher on the real OpenPMIx server library
+/// (`pmix-tests/openpmix/pmix_host.c`; its header says how to use it).
+pub fn openpmix_host() -> PathBuf {
+    openpmix_program("pmix_host")
+}
+
+/// Open MPI's C compiler wrapper, by its full name: plain `mpicc` is a Debian alternative
+/// that may be MPICH's.
+pub const OPENMPI_MPICC: &str = "/usr/bin/mpicc.openmpi";
+
+/// Open MPI's launcher (`mpirun`, ORTE, with an OpenPMIx server inside), by its full name.
+pub const OPENMPI_MPIRUN: &str = "/usr/bin/mpirun.openmpi";
+
+/// Like [`openmpi_program`], with the failure as an error.
+pub fn try_openmpi_program(name: &str) -> Result<PathBuf, String> {
+    build_once(&format!("openmpi/{name}"), || {
+        let mpicc = Path::new(OPENMPI_MPICC);
+        if !mpicc.exists() {
+            return Err(format!(
+                "{OPENMPI_MPICC} is missing (Debian's libopenmpi-dev); {INSTALL_TEST_DEPS}"
+            ));
+        }
+        let cflags = ["-O1", "-Wall", "-Wextra", "-Werror"].map(String::from);
+        compile_c(
+            mpicc,
+            &cflags,
+            &openpmix_sources().join(format!("{name}.c")),
+            &[],
+            &compiled_programs_dir("openmpi"),
+            name,
+        )
+    })
+}
+
+/// `pmix-tests/openpmix/<name>.c` compiled with Open MPI 4.1's wrapper ([`OPENMPI_MPICC`]),
+/// once per test process; panics saying what is missing if it cannot be built.
+pub fn openmpi_program(name: &str) -> PathBuf {
+    try_openmpi_program(name).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Debian's python3, the interpreter python3-pmix is installed for (another `python3` on
+/// `PATH`, e.g. pyenv's, lacks the `pmix` module).
+pub const SYSTEM_PYTHON: &str = "/usr/bin/python3";
+
+/// The python3-pmix test client: (interpreter, script). Checks once that the interpreter
+/// imports `pmix`, and panics saying what to install if not.
+pub fn openpmix_python_client() -> (PathBuf, PathBuf) {
+    use std::sync::OnceLock;
+    static CHECKED: OnceLock<Result<(), String>> = OnceLock::new();
+    let checked = CHECKED.get_or_init(|| {
+        let out = Command::new(SYSTEM_PYTHON)
+            .args(["-c", "import pmix"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("running {SYSTEM_PYTHON}: {e}; {INSTALL_TEST_DEPS}"))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "{SYSTEM_PYTHON} cannot import pmix (python3-pmix): {}; {INSTALL_TEST_DEPS}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    });
+    if let Err(e) = checked {
+        panic!("{e}");
+    }
+    (
+        PathBuf::from(SYSTEM_PYTHON),
+        openpmix_sources().join("pmix_client.py"),
+    )
+}
+
+/// What Open MPI 4.1 needs in its environment to run as the ranks of a job that a launcher
+/// other than its own `mpirun` started (pmix_host, pmixrun): without a resource manager it
+/// recognises it runs every process as a singleton of size 1, so these Slurm variables make
+/// it take its job from PMIx (the values are not used); and the shared-memory transports only,
+/// so that no rank opens a TCP listener on every interface.
+pub fn openmpi_direct_launch_env() -> Vec<(&'static str, String)> {
+    let host = nix::unistd::gethostname()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "localhost".to_owned());
+    vec![
+        ("SLURM_JOBID", "1".to_owned()),
+        ("SLURM_NODELIST", host),
+        ("SLURM_STEP_ID", "0".to_owned()),
+        ("OMPI_MCA_btl", "self,vader".to_owned()),
+    ]
+}
+
+/// The lines of a test program's stdout that start with `word` (e.g. "OK", "job"), each
+/// parsed into its `key=value` fields.
+pub fn keyed_lines(stdout: &str, word: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            (fields.next() == Some(word)).then(|| {
+                fields
+                    .filter_map(|f| f.split_once('='))
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect()
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,300 @@
+//! The known-good programs of `pmix-tests/openpmix/` under the real OpenPMIx (Debian's libpmix
+//! 4.2) and the real Open MPI 4.1 launcher: `pmix_client` (libpmix) and `pmix_client.py`
+//! (python3-pmix) under `pmix_host` (a launcher on the OpenPMIx server library), and
+//! `mpi_hello_ompi` under Debian's `mpirun` and under `pmix_host`. These check the programs
+//! and the test harness themselves, so that the tests running them under pmix-rs (and pmix-rs
+//! clients under `pmix_host`) can trust them. `bash scripts/install-test-deps.sh` installs what
+//! they need; without it they fail, saying so. Every run is bounded by a deadline.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use pmix_tests::{
+    OPENMPI_MPIRUN, Output, Running, keyed_lines, openmpi_direct_launch_env, openmpi_program,
+    openpmix_host, openpmix_program, openpmix_python_client,
+};
+
+/// For one run; they take well under a second.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+/// pmix_host's own deadline for its job (`-t`), inside [`DEADLINE`]: at it pmix_host kills
+/// the job and says which ranks were still running.
+const HOST_DEADLINE_SECS: &str = "20";
+
+/// Every scenario of the client programs (publish and the split fence need 2 and 3 ranks).
+const ALL_SCENARIOS: [&str; 5] = ["job", "modex", "modex-direct", "fence", "publish"];
+
+/// A command with stdout and stderr piped and no PMIx, Open MPI or Slurm variables inherited
+/// from whatever started the tests.
+fn command(program: &Path) -> Command {
+    let mut cmd = Command::new(program);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if ["PMIX_", "OMPI_", "SLURM_"]
+            .iter()
+            .any(|p| k.starts_with(p))
+        {
+            cmd.env_remove(&*k);
+        }
+    }
+    cmd
+}
+
+/// Runs `cmd` to its end, at most [`DEADLINE`].
+fn run(cmd: Command, what: &str) -> Output {
+    Running::start(cmd, what).finish(Instant::now() + DEADLINE, what)
+}
+
+/// `pmix_host -n <n> -- <program> <args>`.
+fn under_pmix_host(n: u32, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = command(&openpmix_host());
+    cmd.args(["-n", &n.to_string(), "-t", HOST_DEADLINE_SECS, "--"])
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+fn assert_ok(out: &Output, what: &str) {
+    assert!(out.status.success(), "{what}: {out:#?}");
+}
+
+/// The stdout lines starting with `word`, sorted.
+fn sorted_lines<'a>(out: &'a Output, word: &str) -> Vec<&'a str> {
+    let mut lines: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(word))
+        .collect();
+    lines.sort_unstable();
+    lines
+}
+
+fn assert_lines(out: &Output, what: &str, word: &str, mut want: Vec<String>) {
+    want.sort_unstable();
+    assert_eq!(sorted_lines(out, word), want, "{what}: {out:#?}");
+}
+
+/// Checks what the scenarios of `pmix_client`/`pmix_client.py` printed for a job of `n`
+/// ranks, all on this node, launched by `pmix_host` (app 0, one node).
+fn check_client_output(out: &Output, what: &str, n: u32, scenarios: &[&str]) {
+    assert_ok(out, what);
+    let ranks = || 0..n;
+    if scenarios.contains(&"job") {
+        let jobs = keyed_lines(&out.stdout, "job");
+        assert_eq!(jobs.len(), n as usize, "{what}: job lines: {out:#?}");
+        let mut seen: Vec<u32> = Vec::new();
+        for job in &jobs {
+            let field = |k: &str| job.get(k).map(String::as_str).unwrap_or("(none)");
+            let rank: u32 = field("rank").parse().expect("rank");
+            seen.push(rank);
+            let want: BTreeMap<&str, String> = [
+                ("size", n.to_string()),
+                ("local_size", n.to_string()),
+                ("univ_size", n.to_string()),
+                ("num_nodes", "1".to_owned()),
+                ("nodeid", "0".to_owned()),
+                ("local_rank", rank.to_string()),
+                ("node_rank", rank.to_string()),
+                ("appnum", "0".to_owned()),
+            ]
+            .into_iter()
+            .collect();
+            for (k, v) in &want {
+                assert_eq!(field(k), v, "{what}: {k} of rank {rank}: {out:#?}");
+            }
+            assert_eq!(
+                field("nspace"),
+                jobs[0].get("nspace").map_or("(none)", String::as_str),
+                "{what}: ranks disagree on the namespace: {out:#?}"
+            );
+        }
+        seen.sort_unstable();
+        assert_eq!(seen, ranks().collect::<Vec<_>>(), "{what}: {out:#?}");
+    }
+    let mut modex = Vec::new();
+    for (scenario, collect) in [("modex", 1), ("modex-direct", 0)] {
+        if scenarios.contains(&scenario) {
+            modex.extend(ranks().map(|r| format!("modex rank={r} collect={collect} peers={n}")));
+        }
+    }
+    assert_lines(out, what, "modex", modex);
+    if scenarios.contains(&"fence") {
+        let fences = if n >= 3 { 5 } else { 3 };
+        let want = ranks()
+            .map(|r| format!("fence rank={r} fences={fences}"))
+            .collect();
+        assert_lines(out, what, "fence", want);
+    }
+    if scenarios.contains(&"publish") {
+        let want = ranks()
+            .map(|r| format!("publish rank={r} looked_up={}", if r == 0 { 0 } else { 2 }))
+            .collect();
+        assert_lines(out, what, "publish", want);
+    }
+    let ok = ranks().map(|r| format!("OK rank={r} size={n}")).collect();
+    assert_lines(out, what, "OK", ok);
+}
+
+#[test]
+fn libpmix_client_under_the_openpmix_server() {
+    let client = openpmix_program("pmix_client");
+    for n in [2, 4] {
+        let what = format!(
+            "pmix_host -n {n} -- pmix_client {}",
+            ALL_SCENARIOS.join(" ")
+        );
+        let out = run(under_pmix_host(n, &client, &ALL_SCENARIOS), &what);
+        check_client_output(&out, &what, n, &ALL_SCENARIOS);
+    }
+}
+
+#[test]
+fn libpmix_client_abort_ends_the_job_with_its_code() {
+    let client = openpmix_program("pmix_client");
+    let what = "pmix_host -n 3 -- pmix_client job abort 7";
+    let out = run(under_pmix_host(3, &client, &["job", "abort", "7"]), what);
+    assert_eq!(out.status.code(), Some(7), "{what}: {out:#?}");
+    assert_lines(
+        &out,
+        what,
+        "aborting",
+        vec!["aborting rank=1 code=7".to_owned()],
+    );
+    // Ranks 0 and 2 were waiting in a fence rank 1 never joined: killed, never finished.
+    assert_lines(&out, what, "OK", Vec::new());
+    assert!(
+        out.stderr.contains("called abort with status 7"),
+        "{what}: pmix_host did not report the abort: {out:#?}"
+    );
+}
+
+#[test]
+fn python_client_under_the_openpmix_server() {
+    let (python, script) = openpmix_python_client();
+    let what = format!(
+        "pmix_host -n 3 -- pmix_client.py {}",
+        ALL_SCENARIOS.join(" ")
+    );
+    let mut cmd = under_pmix_host(3, &python, &[]);
+    cmd.arg(&script).args(ALL_SCENARIOS);
+    let out = run(cmd, &what);
+    check_client_output(&out, &what, 3, &ALL_SCENARIOS);
+}
+
+/// `cmd` in a network namespace of its own, where only a loopback interface exists: Open
+/// MPI's `mpirun` listens on every interface and cannot be told otherwise
+/// (`oob_tcp_if_include` only picks the address it advertises). Needs `unshare` (util-linux)
+/// with user namespaces, and `ip` (iproute2) to bring the loopback interface up.
+fn in_private_network(program: &Path, args: &[&str]) -> Command {
+    let probe = Command::new("unshare")
+        .args(["--net", "--map-root-user", "true"])
+        .stdin(Stdio::null())
+        .output();
+    match probe {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "`unshare --net --map-root-user` fails here ({}): user namespaces are needed to \
+             run mpirun on loopback only: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        ),
+        Err(e) => panic!("running unshare (util-linux): {e}"),
+    }
+    let mut cmd = command(Path::new("unshare"));
+    cmd.args([
+        "--net",
+        "--map-root-user",
+        "sh",
+        "-c",
+        "PATH=$PATH:/usr/sbin:/sbin; ip link set lo up && exec \"$@\"",
+        "sh",
+    ])
+    .arg(program)
+    .args(args);
+    cmd
+}
+
+#[test]
+fn open_mpi_hello_under_debian_mpirun() {
+    let hello = openmpi_program("mpi_hello_ompi");
+    let mpirun = Path::new(OPENMPI_MPIRUN);
+    assert!(
+        mpirun.exists(),
+        "{OPENMPI_MPIRUN} is missing (openmpi-bin); {}",
+        pmix_tests::INSTALL_TEST_DEPS
+    );
+    let what = "mpirun.openmpi -n 2 mpi_hello_ompi 2";
+    let hello = hello.to_string_lossy();
+    // Root inside the namespace: mpirun wants to be told that is intended.
+    let cmd = in_private_network(
+        mpirun,
+        &[
+            "--allow-run-as-root",
+            "--oversubscribe",
+            "--mca",
+            "btl",
+            "self,vader",
+            "-n",
+            "2",
+            &hello,
+            "2",
+        ],
+    );
+    let out = run(cmd, what);
+    assert_ok(&out, what);
+    assert_lines(
+        &out,
+        what,
+        "OK",
+        vec![
+            "OK rank=0 size=2 sum=1".to_owned(),
+            "OK rank=1 size=2 sum=1".to_owned(),
+        ],
+    );
+}
+
+#[test]
+fn open_mpi_hello_under_the_openpmix_server() {
+    // What pmixrun has to do for Open MPI 4.1 too: a launcher that is not Open MPI's own,
+    // the Slurm variables so Open MPI takes its job from PMIx.
+    let hello = openmpi_program("mpi_hello_ompi");
+    let what = "pmix_host -n 2 -- mpi_hello_ompi 2 (Slurm variables set)";
+    let mut cmd = under_pmix_host(2, &hello, &["2"]);
+    cmd.envs(openmpi_direct_launch_env());
+    let out = run(cmd, what);
+    assert_ok(&out, what);
+    assert_lines(
+        &out,
+        what,
+        "OK",
+        vec![
+            "OK rank=0 size=2 sum=1".to_owned(),
+            "OK rank=1 size=2 sum=1".to_owned(),
+        ],
+    );
+}
+
+#[test]
+fn pmix_host_ends_a_job_at_its_deadline() {
+    // A process that never connects and never ends: pmix_host kills it at its -t.
+    let mut cmd = command(&openpmix_host());
+    cmd.args(["-n", "2", "-t", "0.5", "--", "sleep", "600"]);
+    let what = "pmix_host -t 0.5 -- sleep 600";
+    let started = Instant::now();
+    let out = run(cmd, what);
+    assert_eq!(out.status.code(), Some(124), "{what}: {out:#?}");
+    assert!(
+        out.stderr.contains("deadline of 0.5 s passed") && out.stderr.contains("never connected"),
+        "{what}: {out:#?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{what}: took {:?}",
+        started.elapsed()
+    );
+}
