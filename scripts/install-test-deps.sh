@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Installs what the tests need beyond Rust, and only what is missing (safe to run again):
-#   - Debian packages: OpenPMIx (libpmix-dev, the reference implementation the tests compare
-#     and interoperate with) and MPICH 4.0.2 (mpich, libmpich-dev: mpicc.mpich, Hydra);
+#   - Debian packages: OpenPMIx 4.2 (libpmix-dev, the reference implementation the tests
+#     compare and interoperate with; python3-pmix, its binding for /usr/bin/python3),
+#     Open MPI 4.1 (openmpi-bin, libopenmpi-dev: mpicc.openmpi, mpirun.openmpi), MPICH 4.0.2
+#     (mpich, libmpich-dev: mpicc.mpich, Hydra), pkg-config (libpmix's flags), iproute2 (`ip`,
+#     to run Open MPI's mpirun in a network namespace with only loopback). The tests name each
+#     MPI's tools by their full names (mpicc.mpich, mpicc.openmpi): the plain mpicc/mpirun
+#     alternatives point at whichever MPI was installed last;
 #   - MPICH 5.0.2 from PyPI in a venv at $PMIXRS_MPICH5 (default /opt/mpich5): the only MPICH
 #     here with dynamic processes (MPI_Comm_spawn, MPI_Comm_connect), for tests/mpich.rs.
 # As root it installs; otherwise it says what is missing and fails if anything is.
 set -euo pipefail
 
-PKGS=(libpmix-dev mpich libmpich-dev gcc python3 python3-venv)
+PKGS=(libpmix-dev python3-pmix openmpi-bin libopenmpi-dev mpich libmpich-dev gcc pkg-config
+  python3 python3-venv iproute2 util-linux)
 MPICH5="${PMIXRS_MPICH5:-/opt/mpich5}"
 MPICH5_VERSION=5.0.2
 
