@@ -365,6 +365,17 @@ fn refusals_are_explicit() {
         encode_value(&Value::Regex(b"raw:a".to_vec()), v3),
         Err(Error::Unsupported(_))
     ));
+    // ... and a v3 peer's bytes naming one are refused too, as its module would refuse them.
+    let mut bytes = Vec::new();
+    Packer::new(&mut bytes, Dialect::V41)
+        .put_value(&Value::Regex(b"raw:a".to_vec()))
+        .unwrap();
+    let mut v3_bytes = vec![0, 49];
+    v3_bytes.extend(&bytes[1..]);
+    assert!(matches!(
+        Unpacker::new(&v3_bytes, v3).get_value(),
+        Err(Error::Unsupported(_))
+    ));
     // Types with no Value variant.
     for ty in [
         DataType::TOPO,

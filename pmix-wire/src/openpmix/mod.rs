@@ -21,7 +21,9 @@
 //! * **Framing** ([`Header`], [`MsgReader`], [`encode_message`]): 16-byte headers,
 //!   big-endian after the handshake, little-endian for the client's handshake message.
 //! * **Handshake** ([`ClientHandshake`], [`ServerReply`], [`ToolReply`]).
-//! * **Messages** ([`Cmd`] and the request and reply types): the payloads of the commands.
+//! * **Messages** ([`Request`], [`Reply`], [`Notification`], keyed by [`Cmd`]): the payloads
+//!   of the commands, and building blocks for job data ([`JobInfo`], [`rank_blob`],
+//!   [`info_array`]).
 //!
 //! # Example: a server reading a client
 //!

@@ -126,9 +126,10 @@ impl<'a> Unpacker<'a> {
         self.items(n)
     }
 
-    /// Reads `n` items of an announced list: one pack of `n` when `n > 0`; when `n == 0` the
-    /// reference sometimes writes an empty pack and sometimes nothing, and both are accepted.
-    pub(crate) fn unpack_announced<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
+    /// Reads the items of a list whose length `n` was packed before it (as a `SIZE`): one pack
+    /// of `n` when `n > 0`; when `n == 0` the reference writes an empty pack for some lists
+    /// and nothing for others, and both are accepted.
+    pub fn unpack_announced<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
         if n == 0 {
             let mut peek = self.clone();
             if peek.unpack_header(T::TYPE).ok() == Some(0) {
