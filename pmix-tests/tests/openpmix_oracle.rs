@@ -6,14 +6,14 @@
 //! clients under `pmix_host`) can trust them. `bash scripts/install-test-deps.sh` installs what
 //! they need; without it they fail, saying so. Every run is bounded by a deadline.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
-    OPENMPI_MPIRUN, Output, Running, keyed_lines, openmpi_direct_launch_env, openmpi_program,
-    openpmix_host, openpmix_program, openpmix_python_client,
+    OPENMPI_MPIRUN, Output, Running, assert_lines, assert_ok, check_client_output,
+    openmpi_direct_launch_env, openmpi_program, openpmix_host, openpmix_program,
+    openpmix_python_client,
 };
 
 /// For one run; they take well under a second.
@@ -57,87 +57,6 @@ fn under_pmix_host(n: u32, program: &Path, args: &[&str]) -> Command {
         .arg(program)
         .args(args);
     cmd
-}
-
-fn assert_ok(out: &Output, what: &str) {
-    assert!(out.status.success(), "{what}: {out:#?}");
-}
-
-/// The stdout lines starting with `word`, sorted.
-fn sorted_lines<'a>(out: &'a Output, word: &str) -> Vec<&'a str> {
-    let mut lines: Vec<&str> = out
-        .stdout
-        .lines()
-        .filter(|l| l.split_whitespace().next() == Some(word))
-        .collect();
-    lines.sort_unstable();
-    lines
-}
-
-fn assert_lines(out: &Output, what: &str, word: &str, mut want: Vec<String>) {
-    want.sort_unstable();
-    assert_eq!(sorted_lines(out, word), want, "{what}: {out:#?}");
-}
-
-/// Checks what the scenarios of `pmix_client`/`pmix_client.py` printed for a job of `n`
-/// ranks, all on this node, launched by `pmix_host` (app 0, one node).
-fn check_client_output(out: &Output, what: &str, n: u32, scenarios: &[&str]) {
-    assert_ok(out, what);
-    let ranks = || 0..n;
-    if scenarios.contains(&"job") {
-        let jobs = keyed_lines(&out.stdout, "job");
-        assert_eq!(jobs.len(), n as usize, "{what}: job lines: {out:#?}");
-        let mut seen: Vec<u32> = Vec::new();
-        for job in &jobs {
-            let field = |k: &str| job.get(k).map(String::as_str).unwrap_or("(none)");
-            let rank: u32 = field("rank").parse().expect("rank");
-            seen.push(rank);
-            let want: BTreeMap<&str, String> = [
-                ("size", n.to_string()),
-                ("local_size", n.to_string()),
-                ("univ_size", n.to_string()),
-                ("num_nodes", "1".to_owned()),
-                ("nodeid", "0".to_owned()),
-                ("local_rank", rank.to_string()),
-                ("node_rank", rank.to_string()),
-                ("appnum", "0".to_owned()),
-            ]
-            .into_iter()
-            .collect();
-            for (k, v) in &want {
-                assert_eq!(field(k), v, "{what}: {k} of rank {rank}: {out:#?}");
-            }
-            assert_eq!(
-                field("nspace"),
-                jobs[0].get("nspace").map_or("(none)", String::as_str),
-                "{what}: ranks disagree on the namespace: {out:#?}"
-            );
-        }
-        seen.sort_unstable();
-        assert_eq!(seen, ranks().collect::<Vec<_>>(), "{what}: {out:#?}");
-    }
-    let mut modex = Vec::new();
-    for (scenario, collect) in [("modex", 1), ("modex-direct", 0)] {
-        if scenarios.contains(&scenario) {
-            modex.extend(ranks().map(|r| format!("modex rank={r} collect={collect} peers={n}")));
-        }
-    }
-    assert_lines(out, what, "modex", modex);
-    if scenarios.contains(&"fence") {
-        let fences = if n >= 3 { 5 } else { 3 };
-        let want = ranks()
-            .map(|r| format!("fence rank={r} fences={fences}"))
-            .collect();
-        assert_lines(out, what, "fence", want);
-    }
-    if scenarios.contains(&"publish") {
-        let want = ranks()
-            .map(|r| format!("publish rank={r} looked_up={}", if r == 0 { 0 } else { 2 }))
-            .collect();
-        assert_lines(out, what, "publish", want);
-    }
-    let ok = ranks().map(|r| format!("OK rank={r} size={n}")).collect();
-    assert_lines(out, what, "OK", ok);
 }
 
 #[test]

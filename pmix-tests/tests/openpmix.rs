@@ -1,0 +1,148 @@
+//! Unmodified libpmix programs under `pmixrun`: the known-good programs of
+//! `pmix-tests/openpmix/` (checked against the real OpenPMIx server in `openpmix_oracle.rs`),
+//! that is a libpmix C client, the same scenarios on python3-pmix, and an Open MPI 4.1 hello,
+//! now served by pmix-rs's OpenPMIx front-end; and a job mixing libpmix processes with
+//! pmix-rs ones (`pmix-oracle-client`), which fence together and read each other's data.
+//! `bash scripts/install-test-deps.sh` installs what they need; without it they fail, saying
+//! so. Every run is bounded by a deadline.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use pmix_tests::{
+    Output, Running, assert_lines, assert_ok, cargo_build, check_client_output, keyed_lines,
+    openmpi_program, openpmix_program, openpmix_python_client, profile_dir,
+};
+
+/// For one run; they take a second or two.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Every scenario of the client programs (publish and the split fence need 2 and 3 ranks).
+const ALL_SCENARIOS: [&str; 5] = ["job", "modex", "modex-direct", "fence", "publish"];
+
+fn pmixrun_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
+        profile_dir().join("pmixrun")
+    })
+}
+
+fn oracle_client() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmix-tests", "--bin", "pmix-oracle-client"]);
+        profile_dir().join("pmix-oracle-client")
+    })
+}
+
+/// `pmixrun <args>` with stdout and stderr piped. Open MPI's shared-memory and self transports
+/// only: its TCP one would listen on every interface.
+fn pmixrun(args: &[&std::ffi::OsStr]) -> Command {
+    let mut cmd = Command::new(pmixrun_bin());
+    cmd.args(args)
+        .env("OMPI_MCA_btl", "self,vader")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    s.as_ref()
+}
+
+/// `pmixrun -n <n> <program> <args>`.
+fn under_pmixrun(n: u32, program: &Path, args: &[&str]) -> Command {
+    let n = n.to_string();
+    let mut all = vec![os("-n"), os(&n), program.as_os_str()];
+    all.extend(args.iter().map(|a| os(a)));
+    pmixrun(&all)
+}
+
+fn run(cmd: Command, what: &str) -> Output {
+    Running::start(cmd, what).finish(Instant::now() + DEADLINE, what)
+}
+
+#[test]
+fn libpmix_client_under_pmixrun() {
+    let client = openpmix_program("pmix_client");
+    for n in [2, 4] {
+        let what = format!("pmixrun -n {n} pmix_client {}", ALL_SCENARIOS.join(" "));
+        let out = run(under_pmixrun(n, &client, &ALL_SCENARIOS), &what);
+        check_client_output(&out, &what, n, &ALL_SCENARIOS);
+    }
+}
+
+#[test]
+fn libpmix_abort_ends_the_job_with_its_code() {
+    let client = openpmix_program("pmix_client");
+    let what = "pmixrun -n 3 pmix_client job abort 7";
+    let out = run(under_pmixrun(3, &client, &["job", "abort", "7"]), what);
+    assert_eq!(out.status.code(), Some(7), "{what}: {out:#?}");
+    assert_lines(
+        &out,
+        what,
+        "aborting",
+        vec!["aborting rank=1 code=7".to_owned()],
+    );
+    // Ranks 0 and 2 were waiting in a fence rank 1 never joined: killed, never finished.
+    assert_lines(&out, what, "OK", Vec::new());
+}
+
+#[test]
+fn python_client_under_pmixrun() {
+    let (python, script) = openpmix_python_client();
+    let what = format!("pmixrun -n 3 pmix_client.py {}", ALL_SCENARIOS.join(" "));
+    let mut args = vec![os("-n"), os("3"), python.as_os_str(), script.as_os_str()];
+    args.extend(ALL_SCENARIOS.iter().map(|a| os(a)));
+    let out = run(pmixrun(&args), &what);
+    check_client_output(&out, &what, 3, &ALL_SCENARIOS);
+}
+
+#[test]
+fn open_mpi_hello_under_pmixrun() {
+    let hello = openmpi_program("mpi_hello_ompi");
+    for n in [2u32, 4, 8] {
+        let what = format!("pmixrun -n {n} mpi_hello_ompi");
+        let out = run(under_pmixrun(n, &hello, &[&n.to_string()]), &what);
+        assert_ok(&out, &what);
+        let sum: u32 = (0..n).sum();
+        let want = (0..n)
+            .map(|r| format!("OK rank={r} size={n} sum={sum}"))
+            .collect();
+        assert_lines(&out, &what, "OK", want);
+    }
+}
+
+#[test]
+fn libpmix_and_pmix_rs_processes_share_one_job() {
+    let c = openpmix_program("pmix_client");
+    let rs = oracle_client();
+    let scenarios = ["job", "modex", "modex-direct"];
+    let what = "pmixrun -n 2 pmix_client job modex modex-direct : -n 2 pmix-oracle-client \
+                job modex modex-direct";
+    let mut args = vec![os("-n"), os("2"), c.as_os_str()];
+    args.extend(scenarios.iter().map(|a| os(a)));
+    args.extend([os(":"), os("-n"), os("2"), rs.as_os_str()]);
+    args.extend(scenarios.iter().map(|a| os(a)));
+    let out = run(pmixrun(&args), what);
+    // Modex: every rank read every other's values, whichever library put them.
+    check_client_output(&out, what, 4, &["modex", "modex-direct"]);
+    let jobs = keyed_lines(&out.stdout, "job");
+    assert_eq!(jobs.len(), 4, "{what}: {out:#?}");
+    for job in &jobs {
+        let f = |k: &str| job.get(k).map(String::as_str).unwrap_or("(none)");
+        let rank: u32 = f("rank").parse().expect("rank");
+        assert_eq!(f("size"), "4", "{what}: {out:#?}");
+        assert_eq!(f("local_rank"), rank.to_string(), "{what}: {out:#?}");
+        assert_eq!(
+            f("appnum"),
+            if rank < 2 { "0" } else { "1" },
+            "{what}: {out:#?}"
+        );
+        assert_eq!(f("nspace"), jobs[0]["nspace"], "{what}: {out:#?}");
+    }
+}
