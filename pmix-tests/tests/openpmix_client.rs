@@ -376,3 +376,51 @@ fn rust_clients_under_open_mpi_mpirun() {
         per_rank(&|r| format!("OK rank={r} size=3")),
     );
 }
+
+#[test]
+fn rust_clients_speaking_openpmix_to_pmixrun() {
+    // pmixrun's server speaks both protocols and names both in the environment; without
+    // PMIXRS_SERVER_URI our client takes the OpenPMIx one, as a libpmix client would: the two
+    // sides of pmix-rs's OpenPMIx support, checked against each other. (pmix-server's
+    // OpenPMIx front-end does not take client-raised events yet: no `events` step.)
+    let profile = cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
+    let pmixrun = profile.join("pmixrun");
+    let cases = [
+        ("oracle", oracle(), SCENARIOS.to_vec()),
+        ("tour", tour(), vec!["job", "fetch", "names"]),
+    ];
+    for (name, program, args) in cases {
+        let wrapper = script(
+            &format!("openpmix-{name}.sh"),
+            &format!("exec env -u PMIXRS_SERVER_URI {} \"$@\"", sh(&program)),
+        );
+        let what = format!("pmixrun -n 3 {name} {} (over OpenPMIx)", args.join(" "));
+        let mut cmd = command(&pmixrun);
+        cmd.args(["-n", "3"]).arg(&wrapper).args(&args);
+        let out = run(cmd, &what);
+        if name == "oracle" {
+            check_scenarios(&out, &what, 3, &args);
+        } else {
+            assert_ok(&out, &what);
+            let per_rank = |f: &dyn Fn(u32) -> String| (0..3).map(f).collect::<Vec<_>>();
+            assert_lines(
+                &out,
+                &what,
+                "fetch",
+                per_rank(&|r| format!("fetch rank={r} peers=3")),
+            );
+            assert_lines(
+                &out,
+                &what,
+                "names",
+                per_rank(&|r| format!("names rank={r} found={}", u32::from(r != 0))),
+            );
+            assert_lines(
+                &out,
+                &what,
+                "OK",
+                per_rank(&|r| format!("OK rank={r} size=3")),
+            );
+        }
+    }
+}
