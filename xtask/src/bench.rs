@@ -13,6 +13,12 @@
 //! the same number of round trips per process over a Unix socket, with no PMIx at all, which
 //! is the least any socket-based server can spend on one of those calls on this machine.
 //!
+//! The libpmix rows run OpenPMIx's client program, `bench_client`, under our server too:
+//! `pmix-bench job --client` starts it with `setup_fork`'s environment, which names the
+//! server's OpenPMIx front-end, and collects its lines as `bench_host` does. Next to it the
+//! same client under `bench_host` with OpenPMIx's default storage module (the OpenPMIx column)
+//! and with `hash` (`PMIX_MCA_gds=hash`), the one our server tells libpmix clients to use.
+//!
 //! The launch rows (`launch`) time a whole MPI job instead, from starting the launcher to its
 //! exit: an MPICH program under `pmixrun --pmi pmi1` and under MPICH's Hydra, one after the
 //! other in the same run, with the median and the minimum of `--runs` launches each.
@@ -38,7 +44,10 @@ usage: cargo xtask bench [options]
 Runs the benchmark workloads (job-level get, put+commit, collecting fences, peer gets,
 barrier, publish/lookup/unpublish, init/finalize, server memory; map generation and
 register_nspace of 10k/100k processes) on our stack and on OpenPMIx (Debian's libpmix-dev),
-N processes pinned to one CPU and unpinned, and prints one table. With the
+N processes pinned to one CPU and unpinned, and prints one table. The libpmix rows ('libpmix
+clients, ...') run OpenPMIx's client program (xtask/c/bench_client.c) under our server
+(pmix-bench job --client) and under OpenPMIx's own, with its default storage (gds ds21)
+and with gds hash. With the
 publish/lookup/unpublish all-ranks rows it also runs the platform floor (xtask/c/floor.c:
 the same round trips over a socket without PMIx) and prints both sides divided by it.
 The launch rows ('MPI hello, launch to exit') time an MPICH program (xtask/c/mpi_hello.c)
@@ -51,7 +60,8 @@ options:
     --n LIST           process counts, e.g. --n 2,8 (default 2,8,32,64; launch rows 1,8,32)
     --filter TEXT      only the rows whose name contains TEXT (case-insensitive; several
                        alternatives separated by '|'); runs only what those rows need
-    --no-openpmix      our stack only (the launch rows still run Hydra)
+    --no-openpmix      our stack only (the launch rows still run Hydra; the libpmix rows
+                       still run the libpmix client under our server)
     --runs K           repeat every run K times and report the median (default 3,
                        quick 1); the launch rows also report the minimum
     --timeout SECS     deadline of one job run (default 150, quick 60)
@@ -288,6 +298,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
 struct Programs {
     ours: Option<Bins>,
     theirs: Option<Bins>,
+    /// OpenPMIx's client program, which the libpmix rows run under our server.
+    libpmix_client: Option<PathBuf>,
     floor: Option<Floor>,
     pmixrun: Option<PathBuf>,
     hellos: BTreeMap<Mpich, MpiHello>,
@@ -309,6 +321,7 @@ impl Programs {
         let mut programs = Programs {
             ours: None,
             theirs: None,
+            libpmix_client: None,
             floor: None,
             pmixrun: None,
             hellos: BTreeMap::new(),
@@ -316,11 +329,22 @@ impl Programs {
         if jobs {
             programs.ours =
                 Some(build::ours(dirs).map_err(|e| format!("cannot build our benchmark: {e}"))?);
+            // The libpmix rows need OpenPMIx's client even without its host.
+            let libpmix = plans.iter().any(|p| p.libpmix);
             if !opts.openpmix {
                 notes.push("OpenPMIx column not run (--no-openpmix)".into());
-            } else {
+            }
+            if opts.openpmix || libpmix {
                 match build::openpmix(dirs) {
-                    Ok(b) => programs.theirs = Some(b),
+                    Ok(b) => {
+                        programs.libpmix_client = b.libpmix_client().map(PathBuf::from);
+                        if opts.openpmix {
+                            programs.theirs = Some(b);
+                        }
+                    }
+                    Err(e) if libpmix => {
+                        notes.push(format!("OpenPMIx column and libpmix rows not run: {e}"))
+                    }
                     Err(e) => notes.push(format!("OpenPMIx column not run: {e}")),
                 }
             }
@@ -372,17 +396,21 @@ impl Programs {
                     vec![Stack::Hydra, Stack::Ours]
                 }
             }
-            Config::Job { .. } | Config::Maps => [
-                self.ours.as_ref().map(|_| Stack::Ours),
-                self.theirs.as_ref().map(|_| Stack::OpenPmix),
-                self.floor
-                    .as_ref()
-                    .filter(|_| plan.floor)
-                    .map(|_| Stack::Floor),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
+            Config::Job { .. } | Config::Maps => {
+                let ours = self.ours.is_some();
+                let theirs = self.theirs.is_some();
+                let libpmix = plan.libpmix && ours && self.libpmix_client.is_some();
+                [
+                    (Stack::Ours, plan.main && ours),
+                    (Stack::LibpmixOurs, libpmix),
+                    (Stack::OpenPmix, (plan.main || plan.libpmix) && theirs),
+                    (Stack::OpenPmixHash, plan.libpmix && theirs),
+                    (Stack::Floor, plan.floor && self.floor.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(stack, wanted)| wanted.then_some(stack))
+                .collect()
+            }
         }
     }
 
@@ -409,26 +437,45 @@ impl Programs {
                 launch::hydra_command(self.hellos.get(&mpich)?, n, opts.timeout),
                 job_deadline,
             )),
-            (Stack::Ours | Stack::OpenPmix, Config::Job { n, pinned }) => {
-                let bins = self.bins(stack)?;
-                let cmd =
-                    bins.job_command(n, pinned.then_some(0), opts.timeout, &opts.client_args());
+            (
+                Stack::Ours | Stack::OpenPmix | Stack::LibpmixOurs | Stack::OpenPmixHash,
+                Config::Job { n, pinned },
+            ) => {
+                let client = match stack {
+                    Stack::LibpmixOurs => Some(self.libpmix_client.as_deref()?),
+                    _ => None,
+                };
+                let mut cmd = self.bins(stack)?.job_command(
+                    n,
+                    pinned.then_some(0),
+                    opts.timeout,
+                    &opts.client_args(),
+                    client,
+                );
+                if stack == Stack::OpenPmixHash {
+                    // The server's storage module; it tells its clients (PMIX_GDS_MODULE).
+                    cmd.env("PMIX_MCA_gds", "hash");
+                }
                 Some((cmd, job_deadline))
             }
             (Stack::Ours | Stack::OpenPmix, Config::Maps) => Some((
                 self.bins(stack)?.regex_command(opts.quick),
                 Duration::from_secs(240),
             )),
-            (Stack::Floor, _) | (Stack::Hydra, _) | (Stack::OpenPmix, Config::Launch { .. }) => {
+            (Stack::Floor | Stack::Hydra, _)
+            | (Stack::LibpmixOurs | Stack::OpenPmixHash, Config::Maps)
+            | (Stack::OpenPmix | Stack::LibpmixOurs | Stack::OpenPmixHash, Config::Launch { .. }) => {
                 None
             }
         }
     }
 
+    /// The host programs a stack runs: ours for the libpmix client under our server,
+    /// OpenPMIx's for both of its storage modules.
     fn bins(&self, stack: Stack) -> Option<&Bins> {
         match stack {
-            Stack::Ours => self.ours.as_ref(),
-            Stack::OpenPmix => self.theirs.as_ref(),
+            Stack::Ours | Stack::LibpmixOurs => self.ours.as_ref(),
+            Stack::OpenPmix | Stack::OpenPmixHash => self.theirs.as_ref(),
             Stack::Floor | Stack::Hydra => None,
         }
     }

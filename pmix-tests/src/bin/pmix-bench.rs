@@ -3,11 +3,13 @@
 //! which runs the same workloads and prints the same lines.
 //!
 //! Modes:
-//! - `pmix-bench job --n N [--pin CPU] [--timeout SECS] [-- CLIENT-ARGS]`: the host. Starts a
-//!   server, registers one namespace of N local processes, starts N copies of itself in
-//!   `client` mode with `setup_fork`'s environment, waits for them (killing them all at the
-//!   deadline), then deregisters the namespace. `--pin` puts the host, its server thread and
-//!   every client on one CPU.
+//! - `pmix-bench job --n N [--pin CPU] [--timeout SECS] [--client PATH] [-- CLIENT-ARGS]`: the
+//!   host. Starts a server, registers one namespace of N local processes, starts N copies of
+//!   itself in `client` mode with `setup_fork`'s environment, waits for them (killing them all
+//!   at the deadline), then deregisters the namespace. `--pin` puts the host, its server thread
+//!   and every client on one CPU. `--client` starts that program with CLIENT-ARGS instead of
+//!   this one: `xtask/c/bench_client.c`, the libpmix client, prints the same lines, and finds
+//!   the server through the `PMIX_SERVER_URI41` family `setup_fork` adds for libpmix clients.
 //! - `pmix-bench client [--get G] [--peer W] [--fence F] [--barrier B] [--pub P]
 //!   [--pub-all A]`: one rank's workload; its numbers go to stdout, which the host reads.
 //! - `pmix-bench regex [--quick]`: node and process map generation, and the registration of
@@ -170,9 +172,30 @@ struct Running {
     status: Option<ExitStatus>,
 }
 
+/// Takes `--client PATH` out of the host's options (those before `--`), if it is there.
+fn take_client(args: &[String]) -> Res<(Option<String>, Vec<String>)> {
+    let mut rest = Vec::with_capacity(args.len());
+    let mut client = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--" {
+            rest.push(a.clone());
+            rest.extend(it.cloned());
+            break;
+        }
+        if a == "--client" {
+            client = Some(it.next().ok_or("--client needs a value")?.clone());
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok((client, rest))
+}
+
 fn job_main(args: &[String]) -> Res {
+    let (client, args) = take_client(args)?;
     let mut o = [("n", 2), ("pin", u64::MAX), ("timeout", 120)];
-    let client_args = parse_opts(args, &mut o)?;
+    let client_args = parse_opts(&args, &mut o)?;
     let n = u32::try_from(opt(&o, "n")).map_err(err("--n"))?;
     if n == 0 {
         return Err("--n must be at least 1".into());
@@ -206,7 +229,14 @@ fn job_main(args: &[String]) -> Res {
     drop(info);
     result("rss_reg_kb", rss_kb() as f64);
 
-    let exe = std::env::current_exe().map_err(err("own path"))?;
+    // This program in client mode, or the one `--client` names (its arguments are the same).
+    let (exe, client_mode) = match client {
+        Some(path) => (std::path::PathBuf::from(path), None),
+        None => (
+            std::env::current_exe().map_err(err("own path"))?,
+            Some("client"),
+        ),
+    };
     let uid = nix::unistd::getuid().as_raw();
     let gid = nix::unistd::getgid().as_raw();
     let mut children = Vec::new();
@@ -219,7 +249,7 @@ fn job_main(args: &[String]) -> Res {
             .map_err(err("register_client"))?;
         let env = server.setup_fork(&p).map_err(err("setup_fork"))?;
         let child = Command::new(&exe)
-            .arg("client")
+            .args(client_mode)
             .args(client_args)
             .envs(env)
             .stdin(Stdio::null())

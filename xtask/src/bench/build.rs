@@ -49,24 +49,28 @@ fn scrubbed(mut cmd: Command) -> Command {
 }
 
 impl Bins {
-    /// The host of a job of `n` processes, pinned to `pin` if given.
+    /// The host of a job of `n` processes, pinned to `pin` if given. Our host starts
+    /// `client` instead of itself if given (the libpmix client, `bench_client`); OpenPMIx's
+    /// always starts its own.
     pub(crate) fn job_command(
         &self,
         n: u32,
         pin: Option<u32>,
         timeout: Duration,
         client_args: &[String],
+        client: Option<&Path>,
     ) -> Command {
+        let client = match self {
+            Bins::Ours { .. } => client,
+            Bins::OpenPmix { client, .. } => Some(client.as_path()),
+        };
         let mut cmd = match self {
             Bins::Ours { bench } => scrubbed(Command::new(bench)),
-            Bins::OpenPmix { host, client } => {
-                let mut c = scrubbed(Command::new(host));
-                c.arg("job").arg("--client").arg(client);
-                c
-            }
+            Bins::OpenPmix { host, .. } => scrubbed(Command::new(host)),
         };
-        if let Bins::Ours { .. } = self {
-            cmd.arg("job");
+        cmd.arg("job");
+        if let Some(client) = client {
+            cmd.arg("--client").arg(client);
         }
         cmd.args(["--n", &n.to_string()])
             .args(["--timeout", &timeout.as_secs().to_string()]);
@@ -260,6 +264,16 @@ pub(crate) fn openpmix(dirs: &Dirs) -> Result<Bins, String> {
         dirs.out.display()
     );
     Ok(Bins::OpenPmix { host, client })
+}
+
+impl Bins {
+    /// The libpmix client program, on OpenPMIx's side.
+    pub(crate) fn libpmix_client(&self) -> Option<&Path> {
+        match self {
+            Bins::OpenPmix { client, .. } => Some(client),
+            Bins::Ours { .. } => None,
+        }
+    }
 }
 
 /// The version line of OpenPMIx's Debian package, for the report.

@@ -1,6 +1,7 @@
 //! The rows of the table, the numbers measured for them, and the report: the table, the
-//! platform floor next to the publish/lookup/unpublish rows, the launch rows (their table is
-//! `launch`'s), the goals judged on them, and what went wrong.
+//! platform floor next to the publish/lookup/unpublish rows, the libpmix clients under our
+//! server and under OpenPMIx's, the launch rows (their table is `launch`'s), the goals judged
+//! on them, and what went wrong.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -16,6 +17,12 @@ use super::launch::{self, Mpich};
 pub(crate) enum Stack {
     Ours,
     OpenPmix,
+    /// The libpmix client (`xtask/c/bench_client.c`) under our server (`pmix-bench job
+    /// --client`), through its OpenPMIx front-end.
+    LibpmixOurs,
+    /// `OpenPmix` with the server's storage module set to `hash` (`PMIX_MCA_gds=hash`), the
+    /// one our server tells libpmix clients to use.
+    OpenPmixHash,
     /// `xtask/c/floor.c`: request/echo round trips over a socket, no PMIx.
     Floor,
     /// MPICH's launcher, the reference of the launch rows (where `Ours` is `pmixrun`).
@@ -27,6 +34,8 @@ impl Stack {
         match self {
             Stack::Ours => "ours",
             Stack::OpenPmix => "openpmix",
+            Stack::LibpmixOurs => "libpmix-ours",
+            Stack::OpenPmixHash => "openpmix-hash",
             Stack::Floor => "floor",
             Stack::Hydra => "hydra",
         }
@@ -36,6 +45,8 @@ impl Stack {
         match self {
             Stack::Ours => "ours",
             Stack::OpenPmix => "OpenPMIx",
+            Stack::LibpmixOurs => "libpmix on ours",
+            Stack::OpenPmixHash => "OpenPMIx (gds hash)",
             Stack::Floor => "floor",
             Stack::Hydra => "Hydra",
         }
@@ -97,6 +108,19 @@ const JOB_ROWS: &[(&str, &str)] = &[
     ("rss_dereg_kb", "server RSS after deregister_nspace (KiB)"),
 ];
 
+/// The job rows the host measures, not the clients: the libpmix goal leaves them out.
+const HOST_METRICS: &[&str] = &[
+    "server_init_ms",
+    "register_nspace_ms",
+    "rss_init_kb",
+    "rss_reg_kb",
+    "rss_dereg_kb",
+];
+
+/// What the label of every row of the libpmix table starts with (`--filter libpmix` selects
+/// them all).
+const LIBPMIX: &str = "libpmix clients";
+
 /// The row the platform floor stands next to: one call of publish, lookup or unpublish, every
 /// rank at once. The floor runs in exactly the settings where this row is selected.
 const PUB_ALL: &str = "pub_all_op_us";
@@ -122,8 +146,8 @@ pub(crate) struct Row {
     pub(super) label: String,
 }
 
-/// Every row of the main table the options ask for, in table order.
-fn rows(opts: &Options) -> Vec<Row> {
+/// The job rows, each label starting with `prefix`.
+fn job_rows(opts: &Options, prefix: &str) -> Vec<Row> {
     let mut rows = Vec::new();
     for (metric, label) in JOB_ROWS {
         for &n in &opts.ns {
@@ -132,11 +156,23 @@ fn rows(opts: &Options) -> Vec<Row> {
                 rows.push(Row {
                     config,
                     metric: (*metric).to_owned(),
-                    label: format!("{label}, {}", config.label()),
+                    label: format!("{prefix}{label}, {}", config.label()),
                 });
             }
         }
     }
+    rows
+}
+
+/// The rows of the libpmix table the options ask for: the job rows, for the libpmix client
+/// under our server and under OpenPMIx's.
+fn libpmix_rows(opts: &Options) -> Vec<Row> {
+    filtered(opts, job_rows(opts, &format!("{LIBPMIX}, ")))
+}
+
+/// Every row of the main table the options ask for, in table order.
+fn rows(opts: &Options) -> Vec<Row> {
+    let mut rows = job_rows(opts, "");
     let sizes = map_sizes(opts.quick);
     let mut maps = |metric: String, label: String| {
         rows.push(Row {
@@ -215,10 +251,16 @@ fn floor_configs(rows: &[Row]) -> Vec<Config> {
         .collect()
 }
 
-/// One setting to run: both stacks, and the platform floor too if `floor`.
+/// One setting to run, and which stacks run there.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Plan {
     pub(crate) config: Config,
+    /// Rows of the main (or launch) table need it: ours and OpenPMIx (or the launchers).
+    pub(crate) main: bool,
+    /// Rows of the libpmix table need it: the libpmix client under our server and under
+    /// OpenPMIx's, with its default storage and with `hash`.
+    pub(crate) libpmix: bool,
+    /// The platform floor runs there too.
     pub(crate) floor: bool,
 }
 
@@ -226,11 +268,13 @@ pub(crate) struct Plan {
 pub(crate) fn configs_needed(opts: &Options) -> Vec<Plan> {
     let rows = rows(opts);
     let floor = floor_configs(&rows);
-    let mut configs: Vec<Config> = rows
+    let main: Vec<Config> = rows
         .into_iter()
         .chain(launch_rows(opts))
         .map(|r| r.config)
         .collect();
+    let libpmix: Vec<Config> = libpmix_rows(opts).into_iter().map(|r| r.config).collect();
+    let mut configs: Vec<Config> = main.iter().chain(&libpmix).copied().collect();
     configs.sort_by_key(|c| match *c {
         Config::Job { n, pinned } => (0, None, n, !pinned),
         Config::Launch { mpich, n } => (1, Some(mpich), n, false),
@@ -241,6 +285,8 @@ pub(crate) fn configs_needed(opts: &Options) -> Vec<Plan> {
         .into_iter()
         .map(|config| Plan {
             config,
+            main: main.contains(&config),
+            libpmix: libpmix.contains(&config),
             floor: floor.contains(&config),
         })
         .collect()
@@ -306,9 +352,14 @@ impl Measured {
     }
 
     fn ratio(&self, config: Config, metric: &str) -> Option<f64> {
-        let ours = self.get(Stack::Ours, config, metric)?;
-        let theirs = self.get(Stack::OpenPmix, config, metric)?;
-        (theirs != 0.0).then(|| ours / theirs)
+        self.ratio_of(Stack::Ours, Stack::OpenPmix, config, metric)
+    }
+
+    /// `a`'s median over `b`'s.
+    fn ratio_of(&self, a: Stack, b: Stack, config: Config, metric: &str) -> Option<f64> {
+        let a = self.get(a, config, metric)?;
+        let b = self.get(b, config, metric)?;
+        (b != 0.0).then(|| a / b)
     }
 
     /// A side's publish/lookup/unpublish call (all ranks) in units of the platform floor.
@@ -687,6 +738,96 @@ fn floor_table(opts: &Options, m: &Measured, rows: &[Row]) -> String {
     t
 }
 
+/// A cell of `stack`: its median, or why there is none ("not run": the stack ran nowhere in
+/// this run, and a note says why; "n/a": it ran, but gave no number here).
+fn cell(m: &Measured, stack: Stack, row: &Row) -> String {
+    match m.get(stack, row.config, &row.metric) {
+        Some(v) => sig3(v),
+        None if m.ran(stack) => "n/a".into(),
+        None => "not run".into(),
+    }
+}
+
+/// The libpmix table: the same client program under our server and under OpenPMIx's, with
+/// OpenPMIx's default storage module and with `hash`; empty if no row of it is selected.
+fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
+    if rows.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from(
+        "\nlibpmix clients: the OpenPMIx client program (`xtask/c/bench_client.c`, the same \
+         workloads) under our server (`pmix-bench job --client`: its OpenPMIx 4.2 front-end, \
+         loopback TCP, clients told PMIX_GDS_MODULE=hash) and under OpenPMIx's own \
+         (`bench_host.c`), with its default MCA settings (gds ds21, the OpenPMIx column above) \
+         and with PMIX_MCA_gds=hash.\n\n",
+    );
+    let _ = writeln!(
+        t,
+        "| metric | libpmix on ours | on OpenPMIx | ours/OpenPMIx | on OpenPMIx, gds hash | \
+         ours/hash |"
+    );
+    let _ = writeln!(t, "| --- | ---: | ---: | ---: | ---: | ---: |");
+    for r in rows {
+        let ratio = |b| {
+            m.ratio_of(Stack::LibpmixOurs, b, r.config, &r.metric)
+                .map_or("–".into(), sig3)
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} |",
+            r.label,
+            cell(m, Stack::LibpmixOurs, r),
+            cell(m, Stack::OpenPmix, r),
+            ratio(Stack::OpenPmix),
+            cell(m, Stack::OpenPmixHash, r),
+            ratio(Stack::OpenPmixHash),
+        );
+    }
+    t
+}
+
+/// The goal lines of the libpmix table: every client row (not the host's) faster under our
+/// server than under OpenPMIx's, with its default storage and with `hash`; judged on the
+/// largest ratio of the medians.
+fn libpmix_goals(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
+    [
+        (Stack::OpenPmix, "default MCA, gds ds21"),
+        (Stack::OpenPmixHash, "gds hash"),
+    ]
+    .into_iter()
+    .map(|(theirs, how)| {
+        let name = format!(
+            "libpmix clients faster under ours than under OpenPMIx ({how}), every client row"
+        );
+        let target = "< 1".to_owned();
+        let mut worst: Option<(f64, &Row)> = None;
+        let mut missing = 0;
+        for r in rows
+            .iter()
+            .filter(|r| !HOST_METRICS.contains(&r.metric.as_str()))
+        {
+            match m.ratio_of(Stack::LibpmixOurs, theirs, r.config, &r.metric) {
+                Some(x) if worst.is_none_or(|(w, _)| x > w) => worst = Some((x, r)),
+                Some(_) => {}
+                None => missing += 1,
+            }
+        }
+        match worst {
+            None => [name, target, "not measured".into(), "not judged".into()],
+            Some((x, r)) => {
+                let mut verdict = if x < 1.0 { "met" } else { "NOT met" }.to_owned();
+                if missing > 0 {
+                    verdict.push_str(&format!(" ({missing} rows without a ratio)"));
+                }
+                let label = r.label.strip_prefix(LIBPMIX).unwrap_or(&r.label);
+                let label = label.trim_start_matches(", ");
+                [name, target, format!("{} ({label})", sig3(x)), verdict]
+            }
+        }
+    })
+    .collect()
+}
+
 pub(crate) fn render(cx: &Context<'_>) -> Text {
     let (opts, m, notes, failures, args) = (cx.opts, cx.measured, cx.notes, cx.failures, cx.args);
     let elapsed = cx.elapsed;
@@ -716,12 +857,15 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
         );
     }
     let floor = floor_table(opts, m, &rows);
+    let libpmix = libpmix_rows(opts);
+    let libpmix_text = libpmix_table(m, &libpmix);
     let launches = launch_rows(opts);
     let launch = launch::table(opts, m, &launches);
     let mut goals = String::new();
     let _ = writeln!(goals, "| goal | target | worst ratio (where) | verdict |");
     let _ = writeln!(goals, "| --- | --- | --- | --- |");
     let mut verdicts = judge(m, &rows);
+    verdicts.extend(libpmix_goals(m, &libpmix));
     verdicts.extend(launch::goals(m, &launches));
     for [name, target, worst, verdict] in verdicts {
         let _ = writeln!(goals, "| {name} | {target} | {worst} | {verdict} |");
@@ -750,7 +894,7 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
         cx.load[0], cx.load[1]
     );
     let terminal = format!(
-        "\n{table}{floor}{launch}\nGoals, judged on this run:\n\n{goals}{tail}\nrun time: {took}; {load}\n"
+        "\n{table}{floor}{libpmix_text}{launch}\nGoals, judged on this run:\n\n{goals}{tail}\nrun time: {took}; {load}\n"
     );
     let date = first_line(Command::new("date").args(["-u", "+%Y-%m-%d"])).unwrap_or_default();
     let mut head = format!("- date: {date}\n- command: `{command}` (run time {took})\n");
@@ -758,8 +902,9 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
         let _ = writeln!(head, "- {line}");
     }
     let _ = writeln!(head, "- {load}");
-    let markdown =
-        format!("{head}\n{table}{floor}{launch}\nGoals, judged on this run:\n\n{goals}{tail}");
+    let markdown = format!(
+        "{head}\n{table}{floor}{libpmix_text}{launch}\nGoals, judged on this run:\n\n{goals}{tail}"
+    );
     Text { terminal, markdown }
 }
 
@@ -790,8 +935,15 @@ mod tests {
         }
     }
 
+    /// A setting the main (or launch) rows need; job settings are needed by the libpmix rows
+    /// too in these tests' filters, which match theirs as well.
     fn plan(config: Config, floor: bool) -> Plan {
-        Plan { config, floor }
+        Plan {
+            config,
+            main: true,
+            libpmix: matches!(config, Config::Job { .. }),
+            floor,
+        }
     }
 
     #[test]
@@ -992,5 +1144,91 @@ mod tests {
         assert_eq!(verdicts[2][2], "not measured");
         let memory = verdicts.last().map(|v| v[3].clone());
         assert_eq!(memory.as_deref(), Some("NOT met"));
+    }
+
+    #[test]
+    fn the_libpmix_filter_runs_only_the_libpmix_stacks() {
+        let only = configs_needed(&opts(&["libpmix"], false));
+        assert_eq!(only.len(), 4, "every job setting, no maps, no launch");
+        assert!(only.iter().all(|p| p.libpmix && !p.main && !p.floor));
+        assert!(rows(&opts(&["libpmix"], false)).is_empty());
+        assert!(launch_rows(&opts(&["libpmix"], false)).is_empty());
+        let barrier = libpmix_rows(&opts(&["libpmix clients, barrier"], false));
+        assert_eq!(barrier.len(), 4);
+        assert!(barrier.iter().all(|r| r.metric == "barrier_us"));
+        assert_eq!(
+            configs_needed(&opts(
+                &["libpmix clients, barrier: fence without data (µs), n=8, pinned"],
+                false
+            )),
+            [Plan {
+                config: Config::Job { n: 8, pinned: true },
+                main: false,
+                libpmix: true,
+                floor: false,
+            }]
+        );
+        // Without any libpmix row (the maps, the launch rows), none of its stacks runs.
+        let maps = configs_needed(&opts(&["register_nspace, 10k"], false));
+        assert!(maps.iter().all(|p| !p.libpmix));
+    }
+
+    #[test]
+    fn the_libpmix_table_and_its_goal_lines() {
+        let mut m = Measured::default();
+        let two = Config::Job { n: 2, pinned: true };
+        let add = |m: &mut Measured, stack, config, metric: &str, v: f64| {
+            let mut s = Sample::default();
+            s.values.insert(metric.into(), v);
+            m.add(stack, config, &s);
+        };
+        for (stack, barrier, init, server) in [
+            (Stack::LibpmixOurs, 50.0, 4.0, 1.0),
+            (Stack::OpenPmix, 100.0, 20.0, 0.5),
+            (Stack::OpenPmixHash, 80.0, 5.0, 0.5),
+        ] {
+            add(&mut m, stack, two, "barrier_us", barrier);
+            add(&mut m, stack, two, "init_ms", init);
+            add(&mut m, stack, two, "server_init_ms", server);
+        }
+        let o = opts(
+            &[
+                "libpmix clients, barrier",
+                "libpmix clients, init",
+                "libpmix clients, server init",
+            ],
+            false,
+        );
+        let rows = libpmix_rows(&o);
+        assert_eq!(rows.len(), 12);
+        let t = libpmix_table(&m, &rows);
+        assert!(
+            t.contains("| libpmix clients, barrier: fence without data (µs), N=2, pinned | 50.0 | 100 | 0.500 | 80.0 | 0.625 |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| libpmix clients, init (ms), N=8, unpinned | n/a | n/a | – | n/a | – |"),
+            "{t}"
+        );
+        let g = libpmix_goals(&m, &rows);
+        assert_eq!(g.len(), 2);
+        // The host's rows (server init, 2.0 here) are not judged; the clients' worst is init.
+        assert_eq!(
+            g[0][2],
+            "0.500 (barrier: fence without data (µs), N=2, pinned)"
+        );
+        assert_eq!(g[0][3], "met (6 rows without a ratio)");
+        assert_eq!(g[1][2], "0.800 (init (ms), N=2, pinned)");
+        assert!(g[1][0].contains("gds hash"), "{:?}", g[1]);
+        // Nothing of OpenPMIx ran: "not run", and the goals are not judged.
+        let mut ours_only = Measured::default();
+        add(&mut ours_only, Stack::LibpmixOurs, two, "barrier_us", 50.0);
+        let t = libpmix_table(&ours_only, &rows);
+        assert!(
+            t.contains("| libpmix clients, barrier: fence without data (µs), N=2, pinned | 50.0 | not run | – | not run | – |"),
+            "{t}"
+        );
+        assert_eq!(libpmix_goals(&ours_only, &rows)[0][3], "not judged");
+        assert_eq!(libpmix_table(&m, &[]), "");
     }
 }
