@@ -268,8 +268,10 @@ impl Client {
     /// Connects to the server that started this process, as its environment describes
     /// (`docs/PROTOCOL.md`, "Rendezvous"), and receives the job's data.
     ///
-    /// Fails with [`Error::NoServer`] (`ERR_INIT`) when the process was not started by a
-    /// pmix-rs server; singletons are not supported yet.
+    /// A pmix-rs server (`PMIXRS_SERVER_URI`) is preferred; without one, an OpenPMIx server
+    /// (`PMIX_SERVER_URI41`, `4`, `3` or `21`) is spoken to in its own protocol
+    /// (`docs/OPENPMIX.md`, "The client side"). Fails with [`Error::NoServer`] (`ERR_INIT`)
+    /// when the environment names neither; singletons are not supported yet.
     pub fn init() -> Result<Client, Error> {
         Client::init_with_env(|k| std::env::var(k).ok())
     }

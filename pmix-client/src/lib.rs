@@ -1,5 +1,6 @@
-//! The PMIx client library: what an application process links to talk to the pmix-rs server
-//! that launched it.
+//! The PMIx client library: what an application process links to talk to the PMIx server
+//! that launched it: a pmix-rs server, or a real OpenPMIx 4.2 one (Open MPI's `mpirun`, PRRTE,
+//! any host on libpmix's server library), whose own wire protocol it then speaks.
 //!
 //! [`Client::init`] connects to the server named in the environment the launcher prepared,
 //! receives the job's data, and from then on a process can [`put`](Client::put) values,
@@ -9,7 +10,9 @@
 //! process. A process can also [`publish`](Client::publish) data under a key for any process
 //! in a range to [`lookup`](Client::lookup) by the key alone, without knowing the publisher
 //! (MPI's name publishing), and [`unpublish`](Client::unpublish) it again. The contract with
-//! the server is `docs/PROTOCOL.md`.
+//! the server is `docs/PROTOCOL.md`; what changes under an OpenPMIx server (every datum travels
+//! over the socket, fences bring no data, the server must hand out the `hash` storage module)
+//! is in `docs/OPENPMIX.md`, "The client side".
 //!
 //! Jobs are not fixed: a process can [`spawn`](Client::spawn) a new job from application
 //! contexts ([`app`], [`App`]), [`connect`](Client::connect) with the processes of other jobs
