@@ -18,6 +18,8 @@
 //!   message); then each deregisters; prints `events rank=R got=G`.
 //! - `refused`: a spawn the server cannot do (`pmix_host` has no spawn) fails rather than
 //!   hangs; prints `refused rank=R status=S`.
+//! - `unknown`: the peers of a namespace nobody registered, and a key of one of its
+//!   processes, fail rather than hang; prints `unknown rank=R status=S`.
 //! - `abort`: after a fence rank 1 prints `aborting rank=1 code=7` and aborts the job with 7;
 //!   the others wait in a fence only the launcher can end.
 //!
@@ -206,6 +208,20 @@ fn refused(c: &Client) -> Res<()> {
     }
 }
 
+fn unknown(c: &Client) -> Res<()> {
+    let ns = pmix_client::Nspace::new("tour.no.such.job").map_err(|e| e.to_string())?;
+    let status = match c.resolve_peers(None, &ns) {
+        Ok(peers) => return Err(format!("peers of a job nobody started: {peers:?}")),
+        Err(e) => e.status(),
+    };
+    let timeout = [Info::attr(attr::TIMEOUT, WAIT.as_secs() as i32)];
+    if let Ok(v) = c.get(&Proc::new(ns, 0), "tour.global", &timeout) {
+        return Err(format!("a key of a job nobody started: {v:?}"));
+    }
+    println!("unknown rank={} status={status:?}", c.proc().rank.0);
+    Ok(())
+}
+
 fn abort(c: &Client) -> Res<()> {
     c.fence(&[], &[]).map_err(ctx("fence"))?;
     if c.proc().rank.0 == 1 {
@@ -228,10 +244,11 @@ fn run(c: &Client, steps: &[String]) -> Res<u32> {
             "names" => names(c)?,
             "events" => events(c)?,
             "refused" => refused(c)?,
+            "unknown" => unknown(c)?,
             "abort" => abort(c)?,
             other => {
                 return Err(format!(
-                    "unknown step {other} (job, fetch, names, events, refused, abort)"
+                    "unknown step {other} (job, fetch, names, events, refused, unknown, abort)"
                 ));
             }
         }

@@ -222,7 +222,7 @@ fn every_codec_and_buffer_type_the_server_offers() {
 
 #[test]
 fn every_call_under_the_openpmix_server() {
-    let steps = ["job", "fetch", "names", "events", "refused"];
+    let steps = ["job", "fetch", "names", "events", "refused", "unknown"];
     let what = format!("pmix_host -n 3 -- tour {}", steps.join(" "));
     let out = run(under_pmix_host(3, &tour(), &steps), &what);
     assert_ok(&out, &what);
@@ -257,6 +257,14 @@ fn every_call_under_the_openpmix_server() {
         &what,
         "refused",
         per_rank(&|r| format!("refused rank={r} status=ERR_NOT_SUPPORTED")),
+    );
+    // Nor does it know other namespaces: its direct-modex upcall refuses, and so do the
+    // server's answers to a job-data fetch and to a get.
+    assert_lines(
+        &out,
+        &what,
+        "unknown",
+        per_rank(&|r| format!("unknown rank={r} status=ERR_NOT_SUPPORTED")),
     );
     assert_lines(
         &out,
