@@ -7,7 +7,7 @@
 //! protocol (MessagePack frames over a Unix socket to a pmix-rs server, `docs/PROTOCOL.md`),
 //! or OpenPMIx 4.2 over loopback TCP to a libpmix-based server, where [`openpmix::Session`]
 //! translates each request into its OpenPMIx message and each answer back
-//! (`docs/OPENPMIX.md`, "The client"). The two differ in three places only: the handshake,
+//! (`docs/OPENPMIX.md`, "The client side"). The two differ in three places only: the handshake,
 //! how a request is written ([`Shared::send`]), and how what is read is cut up and dispatched
 //! ([`Input`], `dispatch_buffered`); reading roles, waiting and failure are shared.
 //!

@@ -1,5 +1,5 @@
 //! Reading the rendezvous the launcher left in the environment: a pmix-rs server's
-//! (`docs/PROTOCOL.md`) or an OpenPMIx server's (`docs/OPENPMIX.md`, "The client").
+//! (`docs/PROTOCOL.md`) or an OpenPMIx server's (`docs/OPENPMIX.md`, "The client side").
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
