@@ -114,7 +114,9 @@ fn hex(bytes: &[u8]) -> String {
 
 impl Server {
     /// Starts a server: creates a private rendezvous directory (mode 0700) holding the socket
-    /// (mode `socket_mode`), and the event-loop thread that serves it with `host`'s callbacks.
+    /// (mode `socket_mode`) and the session directory its clients are given as `PMIX_TMPDIR`
+    /// (each namespace's `PMIX_NSDIR` is made in it; the server removes both, and says so with
+    /// `PMIX_TDIR_RMCLEAN`), and the event-loop thread that serves it with `host`'s callbacks.
     pub fn init(host: impl Host, options: ServerOptions) -> Result<Server, Error> {
         let pid = std::process::id();
         let nspace = match options.nspace {
@@ -145,6 +147,15 @@ impl Server {
                 std::fs::Permissions::from_mode(options.socket_mode),
             )
             .map_err(Error::io("setting the socket's mode"))?;
+            // The session's temporary directory (`PMIX_TMPDIR`), private to this server: Open
+            // MPI removes the plain files at the top of the directory it is given there when
+            // it ends, so it must never be a shared one like /tmp.
+            let session = dir.join("session");
+            std::fs::DirBuilder::new()
+                .mode(0o700)
+                .create(&session)
+                .map_err(Error::io(format!("creating {}", session.display())))?;
+            cleanup.push(session.clone());
             let poll = mio::Poll::new().map_err(Error::io("creating the event loop"))?;
             let waker = Arc::new(
                 mio::Waker::new(poll.registry(), mio::Token(usize::MAX - 2))
@@ -166,8 +177,10 @@ impl Server {
             let extras = vec![
                 Info::attr(attr::SERVER_NSPACE, nspace.as_str()),
                 Info::attr(attr::SERVER_RANK, options.rank),
-                Info::attr(attr::TMPDIR, tmpdir.to_string_lossy().into_owned()),
-                Info::attr(attr::NSDIR, dir.to_string_lossy().into_owned()),
+                Info::attr(attr::TMPDIR, session.to_string_lossy().into_owned()),
+                Info::attr(attr::NSDIR, session.to_string_lossy().into_owned()),
+                // This server removes the session and namespace directories itself.
+                Info::attr(attr::TDIR_RMCLEAN, true),
             ];
             let engine = Engine::new(hostname.clone(), extras, options.name_service);
             let shell = Shell::new(
@@ -180,6 +193,7 @@ impl Server {
                 waker.clone(),
                 options.max_frame,
                 cleanup.clone(),
+                session.clone(),
                 opx_listener,
             )?;
             let thread = std::thread::Builder::new()

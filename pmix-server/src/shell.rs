@@ -247,6 +247,9 @@ pub(crate) struct Shell<H: Host> {
     /// Encoded welcome frames by job record: every client of a namespace gets the same bytes.
     welcome_cache: HashMap<usize, (Arc<JobData>, Arc<[u8]>)>,
     cleanup: Vec<PathBuf>,
+    /// The session directory (`PMIX_TMPDIR`), in `cleanup`; the namespace directories are
+    /// made in it.
+    session: PathBuf,
     running: bool,
     /// The loopback TCP listener of PMI-1 processes started with `PMI_PORT`, made on first
     /// need.
@@ -280,6 +283,7 @@ impl<H: Host> Shell<H> {
         waker: Arc<Waker>,
         max_frame: usize,
         cleanup: Vec<PathBuf>,
+        session: PathBuf,
         opx_listener: Option<std::net::TcpListener>,
     ) -> Result<Self, Error> {
         listener
@@ -315,6 +319,7 @@ impl<H: Host> Shell<H> {
             next_token: 1,
             welcome_cache: HashMap::new(),
             cleanup,
+            session,
             running: true,
             pmi_listener: None,
             pmi_ids: HashMap::new(),
@@ -456,10 +461,7 @@ impl<H: Host> Shell<H> {
         else {
             return;
         };
-        let Some(base) = self.cleanup.first() else {
-            return;
-        };
-        if dir.parent() != Some(base.as_path()) {
+        if dir.parent() != Some(self.session.as_path()) {
             return;
         }
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
@@ -1190,6 +1192,21 @@ impl<H: Host> Shell<H> {
         }
         for (_, dir) in self.nsdirs.drain() {
             remove_nsdir(&dir);
+        }
+        // What the jobs left at the top of the session directory (the namespace directories
+        // are gone by now); then the list below removes the directory itself.
+        if let Ok(entries) = std::fs::read_dir(&self.session) {
+            for e in entries.flatten() {
+                let p = e.path();
+                let r = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    std::fs::remove_dir_all(&p)
+                } else {
+                    std::fs::remove_file(&p)
+                };
+                if let Err(e) = r {
+                    tracing::warn!(path = %p.display(), "cannot remove: {e}");
+                }
+            }
         }
         // Remove what init created, innermost first, and nothing else.
         for path in self.cleanup.iter().rev() {

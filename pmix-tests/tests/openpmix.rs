@@ -105,16 +105,38 @@ fn python_client_under_pmixrun() {
 #[test]
 fn open_mpi_hello_under_pmixrun() {
     let hello = openmpi_program("mpi_hello_ompi");
+    // pmixrun's server works under $TMPDIR. Open MPI removes the plain files at the top of
+    // the session directory it is given when it ends: a file of ours there must survive.
+    let tmp = profile_dir()
+        .join("tmp")
+        .join(format!("ompi-tmpdir-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("a temporary directory");
+    let canary = tmp.join("canary");
+    std::fs::write(&canary, "still here").expect("the canary file");
     for n in [2u32, 4, 8] {
         let what = format!("pmixrun -n {n} mpi_hello_ompi");
-        let out = run(under_pmixrun(n, &hello, &[&n.to_string()]), &what);
+        let mut cmd = under_pmixrun(n, &hello, &[&n.to_string()]);
+        cmd.env("TMPDIR", &tmp);
+        let out = run(cmd, &what);
         assert_ok(&out, &what);
         let sum: u32 = (0..n).sum();
         let want = (0..n)
             .map(|r| format!("OK rank={r} size={n} sum={sum}"))
             .collect();
         assert_lines(&out, &what, "OK", want);
+        assert!(
+            canary.is_file(),
+            "{what}: a file in the server's TMPDIR was removed"
+        );
     }
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .expect("reading the temporary directory")
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != "canary")
+        .collect();
+    assert!(left.is_empty(), "left behind in TMPDIR: {left:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 #[test]
