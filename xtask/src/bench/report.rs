@@ -117,6 +117,11 @@ const HOST_METRICS: &[&str] = &[
     "rss_dereg_kb",
 ];
 
+/// The host's time from starting the first client to the last client's exit: the whole
+/// workload of every rank, the first row of the libpmix table.
+const JOB_MS: &str = "job_ms";
+const JOB_MS_LABEL: &str = "whole job, first start to last exit (ms)";
+
 /// What the label of every row of the libpmix table starts with (`--filter libpmix` selects
 /// them all).
 const LIBPMIX: &str = "libpmix clients";
@@ -167,7 +172,20 @@ fn job_rows(opts: &Options, prefix: &str) -> Vec<Row> {
 /// The rows of the libpmix table the options ask for: the job rows, for the libpmix client
 /// under our server and under OpenPMIx's.
 fn libpmix_rows(opts: &Options) -> Vec<Row> {
-    filtered(opts, job_rows(opts, &format!("{LIBPMIX}, ")))
+    let prefix = format!("{LIBPMIX}, ");
+    let mut rows = Vec::new();
+    for &n in &opts.ns {
+        for pinned in [true, false] {
+            let config = Config::Job { n, pinned };
+            rows.push(Row {
+                config,
+                metric: JOB_MS.to_owned(),
+                label: format!("{prefix}{JOB_MS_LABEL}, {}", config.label()),
+            });
+        }
+    }
+    rows.extend(job_rows(opts, &prefix));
+    filtered(opts, rows)
 }
 
 /// Every row of the main table the options ask for, in table order.
@@ -758,8 +776,9 @@ fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
         "\nlibpmix clients: the OpenPMIx client program (`xtask/c/bench_client.c`, the same \
          workloads) under our server (`pmix-bench job --client`: its OpenPMIx 4.2 front-end, \
          loopback TCP, clients told PMIX_GDS_MODULE=hash) and under OpenPMIx's own \
-         (`bench_host.c`), with its default MCA settings (gds ds21, the OpenPMIx column above) \
-         and with PMIX_MCA_gds=hash.\n\n",
+         (`bench_host.c`), with its default MCA settings (gds ds21; the runs of the main \
+         table's OpenPMIx column) and with PMIX_MCA_gds=hash. The whole job is the host's time \
+         from starting the first client to the last one's exit.\n\n",
     );
     let _ = writeln!(
         t,
@@ -786,46 +805,63 @@ fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
     t
 }
 
-/// The goal lines of the libpmix table: every client row (not the host's) faster under our
-/// server than under OpenPMIx's, with its default storage and with `hash`; judged on the
-/// largest ratio of the medians.
+/// The goal lines of the libpmix table: the libpmix clients faster under our server than
+/// under OpenPMIx's, with its default storage and with `hash`; as a whole job at every N, and
+/// in every client row (not the host's rows); judged on the largest ratio of the medians.
 fn libpmix_goals(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
-    [
+    let theirs = [
         (Stack::OpenPmix, "default MCA, gds ds21"),
         (Stack::OpenPmixHash, "gds hash"),
-    ]
-    .into_iter()
-    .map(|(theirs, how)| {
-        let name = format!(
-            "libpmix clients faster under ours than under OpenPMIx ({how}), every client row"
-        );
-        let target = "< 1".to_owned();
-        let mut worst: Option<(f64, &Row)> = None;
-        let mut missing = 0;
-        for r in rows
-            .iter()
-            .filter(|r| !HOST_METRICS.contains(&r.metric.as_str()))
-        {
-            match m.ratio_of(Stack::LibpmixOurs, theirs, r.config, &r.metric) {
-                Some(x) if worst.is_none_or(|(w, _)| x > w) => worst = Some((x, r)),
-                Some(_) => {}
-                None => missing += 1,
-            }
+    ];
+    fn whole(r: &&Row) -> bool {
+        r.metric == JOB_MS
+    }
+    fn each(r: &&Row) -> bool {
+        r.metric != JOB_MS && !HOST_METRICS.contains(&r.metric.as_str())
+    }
+    let mut out = Vec::new();
+    for (what, select) in [
+        ("whole job at every N", whole as fn(&&Row) -> bool),
+        ("every client row", each),
+    ] {
+        for (stack, how) in theirs {
+            let name =
+                format!("libpmix clients faster under ours than under OpenPMIx ({how}), {what}");
+            out.push(libpmix_goal(m, rows.iter().filter(select), stack, name));
         }
-        match worst {
-            None => [name, target, "not measured".into(), "not judged".into()],
-            Some((x, r)) => {
-                let mut verdict = if x < 1.0 { "met" } else { "NOT met" }.to_owned();
-                if missing > 0 {
-                    verdict.push_str(&format!(" ({missing} rows without a ratio)"));
-                }
-                let label = r.label.strip_prefix(LIBPMIX).unwrap_or(&r.label);
-                let label = label.trim_start_matches(", ");
-                [name, target, format!("{} ({label})", sig3(x)), verdict]
-            }
+    }
+    out
+}
+
+/// One goal line of the libpmix table: the worst of `rows`' ratios, ours over `theirs`.
+fn libpmix_goal<'a>(
+    m: &Measured,
+    rows: impl Iterator<Item = &'a Row>,
+    theirs: Stack,
+    name: String,
+) -> [String; 4] {
+    let target = "< 1".to_owned();
+    let mut worst: Option<(f64, &Row)> = None;
+    let mut missing = 0;
+    for r in rows {
+        match m.ratio_of(Stack::LibpmixOurs, theirs, r.config, &r.metric) {
+            Some(x) if worst.is_none_or(|(w, _)| x > w) => worst = Some((x, r)),
+            Some(_) => {}
+            None => missing += 1,
         }
-    })
-    .collect()
+    }
+    match worst {
+        None => [name, target, "not measured".into(), "not judged".into()],
+        Some((x, r)) => {
+            let mut verdict = if x < 1.0 { "met" } else { "NOT met" }.to_owned();
+            if missing > 0 {
+                verdict.push_str(&format!(" ({missing} rows without a ratio)"));
+            }
+            let label = r.label.strip_prefix(LIBPMIX).unwrap_or(&r.label);
+            let label = label.trim_start_matches(", ");
+            [name, target, format!("{} ({label})", sig3(x)), verdict]
+        }
+    }
 }
 
 pub(crate) fn render(cx: &Context<'_>) -> Text {
@@ -1211,15 +1247,55 @@ mod tests {
             "{t}"
         );
         let g = libpmix_goals(&m, &rows);
-        assert_eq!(g.len(), 2);
+        assert_eq!(g.len(), 4);
+        // No whole-job row selected: those lines are not judged.
+        assert!(
+            g[0][0].contains("whole job") && g[0][0].contains("ds21"),
+            "{:?}",
+            g[0]
+        );
+        assert_eq!(g[0][3], "not judged");
+        assert!(
+            g[1][0].contains("whole job") && g[1][0].contains("gds hash"),
+            "{:?}",
+            g[1]
+        );
         // The host's rows (server init, 2.0 here) are not judged; the clients' worst is init.
+        assert!(g[2][0].contains("every client row"), "{:?}", g[2]);
         assert_eq!(
-            g[0][2],
+            g[2][2],
             "0.500 (barrier: fence without data (µs), N=2, pinned)"
         );
-        assert_eq!(g[0][3], "met (6 rows without a ratio)");
-        assert_eq!(g[1][2], "0.800 (init (ms), N=2, pinned)");
-        assert!(g[1][0].contains("gds hash"), "{:?}", g[1]);
+        assert_eq!(g[2][3], "met (6 rows without a ratio)");
+        assert_eq!(g[3][2], "0.800 (init (ms), N=2, pinned)");
+        assert!(g[3][0].contains("gds hash"), "{:?}", g[3]);
+        // The whole job: its own rows, first in the table, judged on their own.
+        for (stack, v) in [
+            (Stack::LibpmixOurs, 900.0),
+            (Stack::OpenPmix, 1000.0),
+            (Stack::OpenPmixHash, 800.0),
+        ] {
+            add(&mut m, stack, two, JOB_MS, v);
+        }
+        let o = opts(
+            &["libpmix clients, whole job, first start to last exit (ms), n=2, pinned"],
+            false,
+        );
+        let whole = libpmix_rows(&o);
+        assert_eq!(whole.len(), 1);
+        let t = libpmix_table(&m, &whole);
+        assert!(t.contains("| 900 | 1000 | 0.900 | 800 | 1.13 |"), "{t}");
+        let g = libpmix_goals(&m, &whole);
+        assert_eq!(
+            g[0][2],
+            "0.900 (whole job, first start to last exit (ms), N=2, pinned)"
+        );
+        assert_eq!(g[0][3], "met");
+        assert_eq!(g[1][3], "NOT met");
+        assert_eq!(g[2][3], "not judged");
+        let all = libpmix_rows(&opts(&["libpmix"], false));
+        assert_eq!(all.len(), 4 * (JOB_ROWS.len() + 1));
+        assert_eq!(all[0].metric, JOB_MS);
         // Nothing of OpenPMIx ran: "not run", and the goals are not judged.
         let mut ours_only = Measured::default();
         add(&mut ours_only, Stack::LibpmixOurs, two, "barrier_us", 50.0);
@@ -1228,7 +1304,7 @@ mod tests {
             t.contains("| libpmix clients, barrier: fence without data (µs), N=2, pinned | 50.0 | not run | – | not run | – |"),
             "{t}"
         );
-        assert_eq!(libpmix_goals(&ours_only, &rows)[0][3], "not judged");
+        assert_eq!(libpmix_goals(&ours_only, &rows)[2][3], "not judged");
         assert_eq!(libpmix_table(&m, &[]), "");
     }
 }
