@@ -168,3 +168,24 @@ fn libpmix_and_pmix_rs_processes_share_one_job() {
         assert_eq!(f("nspace"), jobs[0]["nspace"], "{what}: {out:#?}");
     }
 }
+
+#[test]
+fn a_libpmix_process_spawns_a_job() {
+    let spawn = openpmix_program("pmix_spawn");
+    let what = "pmixrun -n 1 pmix_spawn 3";
+    let out = run(under_pmixrun(1, &spawn, &["3"]), what);
+    assert_ok(&out, what);
+    let parents = keyed_lines(&out.stdout, "parent");
+    assert_eq!(parents.len(), 1, "{what}: {out:#?}");
+    let (parent, child) = (&parents[0]["nspace"], &parents[0]["child_nspace"]);
+    assert_ne!(parent, child, "{what}: {out:#?}");
+    let children = keyed_lines(&out.stdout, "child");
+    let mut ranks: Vec<&str> = children.iter().map(|c| c["rank"].as_str()).collect();
+    ranks.sort_unstable();
+    assert_eq!(ranks, ["0", "1", "2"], "{what}: {out:#?}");
+    for c in &children {
+        assert_eq!(&c["nspace"], child, "{what}: {out:#?}");
+        assert_eq!(&c["parent"], parent, "{what}: {out:#?}");
+        assert_eq!(c["size"], "3", "{what}: {out:#?}");
+    }
+}
