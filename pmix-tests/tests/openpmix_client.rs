@@ -389,13 +389,12 @@ fn rust_clients_under_open_mpi_mpirun() {
 fn rust_clients_speaking_openpmix_to_pmixrun() {
     // pmixrun's server speaks both protocols and names both in the environment; without
     // PMIXRS_SERVER_URI our client takes the OpenPMIx one, as a libpmix client would: the two
-    // sides of pmix-rs's OpenPMIx support, checked against each other. (pmix-server's
-    // OpenPMIx front-end does not take client-raised events yet: no `events` step.)
+    // sides of pmix-rs's OpenPMIx support, checked against each other.
     let profile = cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
     let pmixrun = profile.join("pmixrun");
     let cases = [
         ("oracle", oracle(), SCENARIOS.to_vec()),
-        ("tour", tour(), vec!["job", "fetch", "names"]),
+        ("tour", tour(), vec!["job", "fetch", "names", "events"]),
     ];
     for (name, program, args) in cases {
         let wrapper = script(
@@ -422,6 +421,12 @@ fn rust_clients_speaking_openpmix_to_pmixrun() {
                 &what,
                 "names",
                 per_rank(&|r| format!("names rank={r} found={}", u32::from(r != 0))),
+            );
+            assert_lines(
+                &out,
+                &what,
+                "events",
+                per_rank(&|r| format!("events rank={r} got={}", u32::from(r != 0))),
             );
             assert_lines(
                 &out,

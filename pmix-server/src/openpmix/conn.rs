@@ -344,8 +344,22 @@ impl OpxConn {
                 );
                 None
             }
+            OpxRequest::Notify {
+                status,
+                range,
+                info,
+            } => {
+                // The engine puts the sender in as the source.
+                let event = pmix_wire::Event {
+                    code: status,
+                    source: proc.clone(),
+                    range,
+                    info,
+                };
+                self.engine_request(tag, Answer::Status, Request::Notify { event })
+            }
             other => {
-                // Client-raised events, queries: not wired to the engine yet.
+                // Queries: not wired to the engine yet.
                 tracing::debug!(who = %proc, cmd = ?other.cmd(), "not supported; answering NOT_SUPPORTED");
                 send(
                     tag,
