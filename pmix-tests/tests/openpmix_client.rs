@@ -6,15 +6,14 @@
 //! fence together and read each other's data. `bash scripts/install-test-deps.sh` installs what
 //! these need; without it they fail, saying so. Every run is bounded by a deadline.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
-    OPENMPI_MPIRUN, Output, Running, assert_lines, assert_ok, cargo_build, keyed_lines,
-    openpmix_host, openpmix_program, workspace_bin,
+    OPENMPI_MPIRUN, Output, Running, assert_lines, assert_ok, cargo_build, check_client_output,
+    clean_command, in_private_network, keyed_lines, openpmix_host, openpmix_program, workspace_bin,
 };
 
 /// For one run; they take well under a second.
@@ -27,25 +26,6 @@ const HOST_DEADLINE_SECS: &str = "40";
 /// The oracle's scenarios.
 const SCENARIOS: [&str; 3] = ["job", "modex", "modex-direct"];
 
-/// A command with stdout and stderr piped and no PMIx, Open MPI or Slurm variables inherited
-/// from whatever started the tests.
-fn command(program: &Path) -> Command {
-    let mut cmd = Command::new(program);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy();
-        if ["PMIX_", "PMIXRS_", "OMPI_", "SLURM_"]
-            .iter()
-            .any(|p| k.starts_with(p))
-        {
-            cmd.env_remove(&*k);
-        }
-    }
-    cmd
-}
-
 /// Runs `cmd` to its end, at most [`DEADLINE`].
 fn run(cmd: Command, what: &str) -> Output {
     Running::start(cmd, what).finish(Instant::now() + DEADLINE, what)
@@ -53,7 +33,7 @@ fn run(cmd: Command, what: &str) -> Output {
 
 /// `pmix_host -n <n> -- <program> <args>`.
 fn under_pmix_host(n: u32, program: &Path, args: &[&str]) -> Command {
-    let mut cmd = command(&openpmix_host());
+    let mut cmd = clean_command(&openpmix_host());
     cmd.args(["-n", &n.to_string(), "-t", HOST_DEADLINE_SECS, "--"])
         .arg(program)
         .args(args);
@@ -98,52 +78,6 @@ fn sh(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
-/// Checks what the oracle's (or `pmix_client`'s) scenarios printed for a job of `n` ranks on
-/// one node, one app: the fields both programs print (`pmix_tests::check_client_output` wants
-/// `pmix_client`'s others too).
-fn check_scenarios(out: &Output, what: &str, n: u32, scenarios: &[&str]) {
-    assert_ok(out, what);
-    if scenarios.contains(&"job") {
-        let jobs = keyed_lines(&out.stdout, "job");
-        assert_eq!(jobs.len(), n as usize, "{what}: job lines: {out:#?}");
-        let mut seen: Vec<u32> = Vec::new();
-        for job in &jobs {
-            let field = |k: &str| job.get(k).map(String::as_str).unwrap_or("(none)");
-            let rank: u32 = field("rank").parse().expect("rank");
-            seen.push(rank);
-            let want: BTreeMap<&str, String> = [
-                ("size", n.to_string()),
-                ("local_size", n.to_string()),
-                ("univ_size", n.to_string()),
-                ("nodeid", "0".to_owned()),
-                ("local_rank", rank.to_string()),
-                ("appnum", "0".to_owned()),
-            ]
-            .into_iter()
-            .collect();
-            for (k, v) in &want {
-                assert_eq!(field(k), v, "{what}: {k} of rank {rank}: {out:#?}");
-            }
-            assert_eq!(
-                field("nspace"),
-                jobs[0].get("nspace").map_or("(none)", String::as_str),
-                "{what}: ranks disagree on the namespace: {out:#?}"
-            );
-        }
-        seen.sort_unstable();
-        assert_eq!(seen, (0..n).collect::<Vec<_>>(), "{what}: {out:#?}");
-    }
-    let mut modex = Vec::new();
-    for (scenario, collect) in [("modex", 1), ("modex-direct", 0)] {
-        if scenarios.contains(&scenario) {
-            modex.extend((0..n).map(|r| format!("modex rank={r} collect={collect} peers={n}")));
-        }
-    }
-    assert_lines(out, what, "modex", modex);
-    let ok = (0..n).map(|r| format!("OK rank={r} size={n}")).collect();
-    assert_lines(out, what, "OK", ok);
-}
-
 #[test]
 fn rust_clients_under_the_openpmix_server() {
     let oracle = oracle();
@@ -153,7 +87,7 @@ fn rust_clients_under_the_openpmix_server() {
             SCENARIOS.join(" ")
         );
         let out = run(under_pmix_host(n, &oracle, &SCENARIOS), &what);
-        check_scenarios(&out, &what, n, &SCENARIOS);
+        check_client_output(&out, &what, n, &SCENARIOS);
     }
 }
 
@@ -176,7 +110,7 @@ fn rust_and_libpmix_clients_in_one_job() {
             SCENARIOS.join(" ")
         );
         let out = run(under_pmix_host(n, &mixed, &SCENARIOS), &what);
-        check_scenarios(&out, &what, n, &SCENARIOS);
+        check_client_output(&out, &what, n, &SCENARIOS);
         // Both kinds really ran: pmix_client's job line has fields the oracle's lacks.
         let libpmix_lines = keyed_lines(&out.stdout, "job")
             .into_iter()
@@ -216,7 +150,7 @@ fn every_codec_and_buffer_type_the_server_offers() {
         let wrapper = script(&format!("{name}.sh"), &body);
         let what = format!("pmix_host -n 3 -- pmix-oracle-client ({name})");
         let out = run(under_pmix_host(3, &wrapper, &SCENARIOS), &what);
-        check_scenarios(&out, &what, 3, &SCENARIOS);
+        check_client_output(&out, &what, 3, &SCENARIOS);
     }
 }
 
@@ -292,38 +226,6 @@ fn abort_under_the_openpmix_server_ends_the_job_with_its_code() {
     );
 }
 
-/// `cmd` in a network namespace of its own, where only a loopback interface exists: Open
-/// MPI's `mpirun` listens on every interface and cannot be told otherwise. Needs `unshare`
-/// (util-linux) with user namespaces, and `ip` (iproute2) to bring the loopback interface up.
-fn in_private_network(program: &Path, args: &[&str]) -> Command {
-    let probe = Command::new("unshare")
-        .args(["--net", "--map-root-user", "true"])
-        .stdin(Stdio::null())
-        .output();
-    match probe {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "`unshare --net --map-root-user` fails here ({}): user namespaces are needed to \
-             run mpirun on loopback only: {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => panic!("running unshare (util-linux): {e}"),
-    }
-    let mut cmd = command(Path::new("unshare"));
-    cmd.args([
-        "--net",
-        "--map-root-user",
-        "sh",
-        "-c",
-        "PATH=$PATH:/usr/sbin:/sbin; ip link set lo up && exec \"$@\"",
-        "sh",
-    ])
-    .arg(program)
-    .args(args);
-    cmd
-}
-
 /// Debian's `mpirun` starting `n` copies of `program`, its OpenPMIx server handing out the
 /// hash storage module (root inside the namespace: mpirun wants to be told that is meant).
 fn under_mpirun(n: u32, program: &Path, args: &[&str]) -> Command {
@@ -349,7 +251,7 @@ fn rust_clients_under_open_mpi_mpirun() {
         SCENARIOS.join(" ")
     );
     let out = run(under_mpirun(2, &oracle(), &SCENARIOS), &what);
-    check_scenarios(&out, &what, 2, &SCENARIOS);
+    check_client_output(&out, &what, 2, &SCENARIOS);
 
     // Publish/lookup through mpirun's name service, all of a peer's data, peers and nodes.
     // (Client-raised events do not reach the other ranks under Open MPI 4.1's mpirun, not
@@ -402,11 +304,11 @@ fn rust_clients_speaking_openpmix_to_pmixrun() {
             &format!("exec env -u PMIXRS_SERVER_URI {} \"$@\"", sh(&program)),
         );
         let what = format!("pmixrun -n 3 {name} {} (over OpenPMIx)", args.join(" "));
-        let mut cmd = command(&pmixrun);
+        let mut cmd = clean_command(&pmixrun);
         cmd.args(["-n", "3"]).arg(&wrapper).args(&args);
         let out = run(cmd, &what);
         if name == "oracle" {
-            check_scenarios(&out, &what, 3, &args);
+            check_client_output(&out, &what, 3, &args);
         } else {
             assert_ok(&out, &what);
             let per_rank = |f: &dyn Fn(u32) -> String| (0..3).map(f).collect::<Vec<_>>();

@@ -7,13 +7,13 @@
 //! they need; without it they fail, saying so. Every run is bounded by a deadline.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
-    OPENMPI_MPIRUN, Output, Running, assert_lines, assert_ok, check_client_output,
-    openmpi_direct_launch_env, openmpi_program, openpmix_host, openpmix_program,
-    openpmix_python_client,
+    OPENMPI_MPIRUN, Output, Running, assert_lines, assert_ok, check_client_output, clean_command,
+    in_private_network, openmpi_direct_launch_env, openmpi_program, openpmix_host,
+    openpmix_program, openpmix_python_client,
 };
 
 /// For one run; they take well under a second.
@@ -26,25 +26,6 @@ const HOST_DEADLINE_SECS: &str = "20";
 /// Every scenario of the client programs (publish and the split fence need 2 and 3 ranks).
 const ALL_SCENARIOS: [&str; 5] = ["job", "modex", "modex-direct", "fence", "publish"];
 
-/// A command with stdout and stderr piped and no PMIx, Open MPI or Slurm variables inherited
-/// from whatever started the tests.
-fn command(program: &Path) -> Command {
-    let mut cmd = Command::new(program);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy();
-        if ["PMIX_", "OMPI_", "SLURM_"]
-            .iter()
-            .any(|p| k.starts_with(p))
-        {
-            cmd.env_remove(&*k);
-        }
-    }
-    cmd
-}
-
 /// Runs `cmd` to its end, at most [`DEADLINE`].
 fn run(cmd: Command, what: &str) -> Output {
     Running::start(cmd, what).finish(Instant::now() + DEADLINE, what)
@@ -52,7 +33,7 @@ fn run(cmd: Command, what: &str) -> Output {
 
 /// `pmix_host -n <n> -- <program> <args>`.
 fn under_pmix_host(n: u32, program: &Path, args: &[&str]) -> Command {
-    let mut cmd = command(&openpmix_host());
+    let mut cmd = clean_command(&openpmix_host());
     cmd.args(["-n", &n.to_string(), "-t", HOST_DEADLINE_SECS, "--"])
         .arg(program)
         .args(args);
@@ -103,39 +84,6 @@ fn python_client_under_the_openpmix_server() {
     cmd.arg(&script).args(ALL_SCENARIOS);
     let out = run(cmd, &what);
     check_client_output(&out, &what, 3, &ALL_SCENARIOS);
-}
-
-/// `cmd` in a network namespace of its own, where only a loopback interface exists: Open
-/// MPI's `mpirun` listens on every interface and cannot be told otherwise
-/// (`oob_tcp_if_include` only picks the address it advertises). Needs `unshare` (util-linux)
-/// with user namespaces, and `ip` (iproute2) to bring the loopback interface up.
-fn in_private_network(program: &Path, args: &[&str]) -> Command {
-    let probe = Command::new("unshare")
-        .args(["--net", "--map-root-user", "true"])
-        .stdin(Stdio::null())
-        .output();
-    match probe {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "`unshare --net --map-root-user` fails here ({}): user namespaces are needed to \
-             run mpirun on loopback only: {}",
-            o.status,
-            String::from_utf8_lossy(&o.stderr).trim()
-        ),
-        Err(e) => panic!("running unshare (util-linux): {e}"),
-    }
-    let mut cmd = command(Path::new("unshare"));
-    cmd.args([
-        "--net",
-        "--map-root-user",
-        "sh",
-        "-c",
-        "PATH=$PATH:/usr/sbin:/sbin; ip link set lo up && exec \"$@\"",
-        "sh",
-    ])
-    .arg(program)
-    .args(args);
-    cmd
 }
 
 #[test]
@@ -201,7 +149,7 @@ fn open_mpi_hello_under_the_openpmix_server() {
 #[test]
 fn pmix_host_ends_a_job_at_its_deadline() {
     // A process that never connects and never ends: pmix_host kills it at its -t.
-    let mut cmd = command(&openpmix_host());
+    let mut cmd = clean_command(&openpmix_host());
     cmd.args(["-n", "2", "-t", "0.5", "--", "sleep", "600"]);
     let what = "pmix_host -t 0.5 -- sleep 600";
     let started = Instant::now();
