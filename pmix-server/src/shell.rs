@@ -186,6 +186,15 @@ impl Stream {
     }
 }
 
+/// Which loopback TCP listener a connection came to.
+#[derive(Clone, Copy, Debug)]
+enum TcpKind {
+    /// PMI-1 with `PMI_PORT`.
+    Pmi1,
+    /// libpmix clients.
+    OpenPmix,
+}
+
 /// The protocol personality of a connection.
 enum Proto {
     /// The native protocol: MessagePack frames.
@@ -350,8 +359,8 @@ impl<H: Host> Shell<H> {
             for ev in events.iter() {
                 match ev.token() {
                     LISTENER => self.accept(),
-                    PMI_LISTENER => self.accept_pmi(),
-                    OPX_LISTENER => self.accept_opx(),
+                    PMI_LISTENER => self.accept_tcp(TcpKind::Pmi1),
+                    OPX_LISTENER => self.accept_tcp(TcpKind::OpenPmix),
                     WAKER => {}
                     Token(conn) => {
                         if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
@@ -543,52 +552,40 @@ impl<H: Host> Shell<H> {
         Ok(conn)
     }
 
-    fn accept_pmi(&mut self) {
+    /// Accepts what a loopback TCP listener has: PMI-1 processes that were given `PMI_PORT`,
+    /// or libpmix clients.
+    fn accept_tcp(&mut self, kind: TcpKind) {
         loop {
-            let Some(l) = self.pmi_listener.as_ref() else {
-                return;
+            let listener = match kind {
+                TcpKind::Pmi1 => self.pmi_listener.as_ref(),
+                TcpKind::OpenPmix => self.opx_listener.as_ref(),
             };
-            match l.accept() {
-                Ok((stream, _)) => {
-                    let _ = stream.set_nodelay(true);
-                    let proto = Proto::Pmi1(Box::new(Pmi1Conn::with_port()));
-                    if let Err(e) = self.add_conn(Stream::Tcp(stream), proto, None) {
-                        tracing::warn!("cannot register a PMI-1 connection: {e}");
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    tracing::warn!("PMI-1 accept failed: {e}");
-                    return;
-                }
-            }
-        }
-    }
-
-    fn accept_opx(&mut self) {
-        loop {
-            let Some(l) = self.opx_listener.as_ref() else {
+            let Some(l) = listener else {
                 return;
             };
             match l.accept() {
                 Ok((stream, peer)) => {
                     let _ = stream.set_nodelay(true);
-                    // The uid the kernel knows for the peer's socket, to hold its claimed
-                    // credentials against.
-                    let kernel_uid = stream
-                        .local_addr()
-                        .ok()
-                        .and_then(|ours| crate::tcp_peer::peer_uid(ours, peer));
-                    let proto = Proto::Opx(Box::new(OpxConn::new(kernel_uid)));
+                    let proto = match kind {
+                        TcpKind::Pmi1 => Proto::Pmi1(Box::new(Pmi1Conn::with_port())),
+                        TcpKind::OpenPmix => {
+                            // The uid the kernel knows for the peer's socket, to hold its
+                            // claimed credentials against.
+                            let kernel_uid = stream
+                                .local_addr()
+                                .ok()
+                                .and_then(|ours| crate::tcp_peer::peer_uid(ours, peer));
+                            Proto::Opx(Box::new(OpxConn::new(kernel_uid)))
+                        }
+                    };
                     if let Err(e) = self.add_conn(Stream::Tcp(stream), proto, None) {
-                        tracing::warn!("cannot register an OpenPMIx connection: {e}");
+                        tracing::warn!("cannot register a {kind:?} connection: {e}");
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    tracing::warn!("OpenPMIx accept failed: {e}");
+                    tracing::warn!("{kind:?} accept failed: {e}");
                     return;
                 }
             }
