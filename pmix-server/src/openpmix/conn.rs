@@ -125,7 +125,8 @@ impl OpxConn {
             if matches!(self.state, State::Checking { .. } | State::Done) {
                 return OpxStep::Idle;
             }
-            let (tag, payload) = match self.reader.next_message() {
+            let dialect = self.dialect();
+            let (tag, decoded) = match self.reader.next_message() {
                 Ok(None) => return OpxStep::Idle,
                 Ok(Some(Incoming::Handshake { body, .. })) => {
                     if !matches!(self.state, State::Handshake) {
@@ -142,14 +143,17 @@ impl OpxConn {
                         }
                     };
                 }
-                Ok(Some(Incoming::Message { header, payload })) => (header.tag, payload.to_vec()),
+                // Decoded where it lies in the reader's buffer: no copy of the payload.
+                Ok(Some(Incoming::Message { header, payload })) => {
+                    (header.tag, OpxRequest::decode(payload, dialect))
+                }
                 Err(e) => {
                     tracing::warn!(who = %self.who(), "closing a libpmix connection: {e}");
                     self.state = State::Done;
                     return OpxStep::Close;
                 }
             };
-            if let Some(step) = self.message(tag, &payload, out) {
+            if let Some(step) = self.message(tag, decoded, out) {
                 return step;
             }
         }
@@ -248,12 +252,17 @@ impl OpxConn {
     }
 
     /// Handles one request; None when it was answered here.
-    fn message(&mut self, tag: u32, payload: &[u8], out: &mut Vec<u8>) -> Option<OpxStep> {
+    fn message(
+        &mut self,
+        tag: u32,
+        decoded: Result<OpxRequest, pmix_wire::Error>,
+        out: &mut Vec<u8>,
+    ) -> Option<OpxStep> {
         let State::Ready { proc, dialect, job } = &self.state else {
             return None;
         };
         let dialect = *dialect;
-        let req = match OpxRequest::decode(payload, dialect) {
+        let req = match decoded {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(who = %proc, tag, "answering an unreadable request with an error: {e}");
