@@ -308,7 +308,7 @@ fn environment_working_directory_and_signal_mask_of_the_processes() {
         let want = format!("{rank} a=b forwarded {dir}");
         assert!(lines.contains(&want.as_str()), "no {want:?} in {r:?}");
     }
-    // pmixrun blocks the signals it forwards; its processes must not inherit that.
+    // pmixrun catches the signals it forwards; its processes start with none blocked.
     let masks: Vec<&&str> = lines.iter().filter(|l| l.starts_with("SigBlk:")).collect();
     assert_eq!(masks.len(), 2, "{r:?}");
     assert!(
