@@ -211,6 +211,15 @@ fn two_ranks_get_job_data_fence_and_read_each_other() {
                     .and_then(|d| d.kvals.iter().find(|k| k.key.as_str() == "t.k"))
                     .map(|k| k.value.clone());
                 assert_eq!(theirs, Some(Value::String(format!("value of {peer}"))));
+                // The first answer after a collecting fence carries every participant's data,
+                // so the client's other gets stay local.
+                let mut procs: Vec<u32> = data.iter().map(|d| d.proc.rank.0).collect();
+                procs.sort_unstable();
+                assert_eq!(
+                    procs,
+                    [0, 1],
+                    "the first get after the fence brings all the data"
+                );
 
                 // DEREGEVENTS is never answered: the next message is FINALIZE's answer.
                 p.send(&Request::DeregisterEvents { codes: vec![] });

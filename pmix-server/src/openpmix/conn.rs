@@ -47,6 +47,8 @@ pub(crate) enum OpxStep {
 enum Answer {
     /// A status alone.
     Status,
+    /// A fence's status; its collected data is kept for the next `GETNB` answer.
+    Fence,
     /// A status, then the data of the processes asked about, one byte object each.
     Get,
     /// A status, then the found names.
@@ -86,6 +88,11 @@ pub(crate) struct OpxConn {
     waiting: HashMap<u32, (u32, Answer)>,
     next_id: u32,
     closing: bool,
+    /// The data a collecting fence brought that the client has not been sent yet. A libpmix
+    /// client's fence answer carries no data and it asks for each peer's afterwards; the
+    /// first such answer carries all of it (a `GETNB` answer may hold any number of
+    /// processes, and the client keeps them all), so the rest of its gets stay local.
+    collected: Vec<ProcKvs>,
 }
 
 impl OpxConn {
@@ -95,6 +102,7 @@ impl OpxConn {
             state: State::Handshake,
             kernel_uid,
             waiting: HashMap::new(),
+            collected: Vec::new(),
             next_id: 1,
             closing: false,
         }
@@ -281,7 +289,7 @@ impl OpxConn {
                 self.engine_request(tag, Answer::Status, Request::Commit { kvs })
             }
             OpxRequest::Fence { procs, info } => {
-                self.engine_request(tag, Answer::Status, Request::Fence { procs, info })
+                self.engine_request(tag, Answer::Fence, Request::Fence { procs, info })
             }
             OpxRequest::Get { proc, key, info } => {
                 self.engine_request(tag, Answer::Get, Request::Get { proc, key, info })
@@ -403,7 +411,17 @@ impl OpxConn {
             return;
         };
         let dialect = self.dialect();
-        if let Err(e) = encode_answer(tag, answer, reply, dialect, out) {
+        if let (Answer::Fence, ReplyBody::Fence { data }) = (answer, &reply.body) {
+            if reply.status == Status::SUCCESS && !data.is_empty() {
+                self.collected = data.clone();
+            }
+        }
+        let extra = if matches!(answer, Answer::Get) && reply.status == Status::SUCCESS {
+            std::mem::take(&mut self.collected)
+        } else {
+            Vec::new()
+        };
+        if let Err(e) = encode_answer(tag, answer, reply, &extra, dialect, out) {
             tracing::error!(who = %self.who(), "cannot encode an answer: {e}");
             send(tag, &OpxReply::Status(e.status()), dialect, out);
         }
@@ -486,10 +504,12 @@ fn proc_kvals(pk: &ProcKvs) -> ProcKvals {
     }
 }
 
-/// The client's form of an engine answer.
-fn translate(
+/// The client's form of an engine answer; a `GETNB` answer also carries `extra`, the data of
+/// other processes the client is sent ahead of its asking.
+fn translate_with(
     answer: Answer,
     reply: &Reply,
+    extra: &[ProcKvs],
     dialect: Dialect,
 ) -> Result<Option<OpxReply>, pmix_wire::Error> {
     let status = reply.status;
@@ -502,6 +522,13 @@ fn translate(
                 all.extend(super::foreign_data(job));
             }
             all.extend(data.iter().map(proc_kvals));
+            // The processes asked about come first and are not sent twice.
+            all.extend(
+                extra
+                    .iter()
+                    .filter(|pk| !data.iter().any(|d| d.proc == pk.proc))
+                    .map(proc_kvals),
+            );
             OpxReply::Get { status, data: all }
         }
         (Answer::Lookup, ReplyBody::Lookup { found }) if ok => OpxReply::Lookup {
@@ -528,10 +555,11 @@ fn encode_answer(
     tag: u32,
     answer: Answer,
     reply: &Reply,
+    extra: &[ProcKvs],
     dialect: Dialect,
     out: &mut Vec<u8>,
 ) -> Result<(), pmix_wire::Error> {
-    match translate(answer, reply, dialect)? {
+    match translate_with(answer, reply, extra, dialect)? {
         Some(r) => encode_message_with(out, 0, tag, |o| r.encode(dialect, o)),
         None => Ok(()),
     }
