@@ -78,6 +78,31 @@ fn sh(p: &Path) -> String {
     format!("'{}'", p.display().to_string().replace('\'', r"'\''"))
 }
 
+/// Checks the lines of the `tour` steps every three-rank run of it has: `fetch` (every peer's
+/// data), `names` (rank 0 publishes, the others find it) and `events` (rank 0 raises one, the
+/// others get it).
+fn check_tour_exchange(out: &Output, what: &str) {
+    let per_rank = |f: &dyn Fn(u32) -> String| (0..3).map(f).collect::<Vec<_>>();
+    assert_lines(
+        out,
+        what,
+        "fetch",
+        per_rank(&|r| format!("fetch rank={r} peers=3")),
+    );
+    assert_lines(
+        out,
+        what,
+        "names",
+        per_rank(&|r| format!("names rank={r} found={}", u32::from(r != 0))),
+    );
+    assert_lines(
+        out,
+        what,
+        "events",
+        per_rank(&|r| format!("events rank={r} got={}", u32::from(r != 0))),
+    );
+}
+
 #[test]
 fn rust_clients_under_the_openpmix_server() {
     let oracle = oracle();
@@ -167,24 +192,7 @@ fn every_call_under_the_openpmix_server() {
         "job",
         per_rank(&|r| format!("job rank={r} peers=3 nodes=1")),
     );
-    assert_lines(
-        &out,
-        &what,
-        "fetch",
-        per_rank(&|r| format!("fetch rank={r} peers=3")),
-    );
-    assert_lines(
-        &out,
-        &what,
-        "names",
-        per_rank(&|r| format!("names rank={r} found={}", u32::from(r != 0))),
-    );
-    assert_lines(
-        &out,
-        &what,
-        "events",
-        per_rank(&|r| format!("events rank={r} got={}", u32::from(r != 0))),
-    );
+    check_tour_exchange(&out, &what);
     // pmix_host has no spawn: the server refuses it, and nobody waits forever.
     assert_lines(
         &out,
@@ -312,24 +320,7 @@ fn rust_clients_speaking_openpmix_to_pmixrun() {
         } else {
             assert_ok(&out, &what);
             let per_rank = |f: &dyn Fn(u32) -> String| (0..3).map(f).collect::<Vec<_>>();
-            assert_lines(
-                &out,
-                &what,
-                "fetch",
-                per_rank(&|r| format!("fetch rank={r} peers=3")),
-            );
-            assert_lines(
-                &out,
-                &what,
-                "names",
-                per_rank(&|r| format!("names rank={r} found={}", u32::from(r != 0))),
-            );
-            assert_lines(
-                &out,
-                &what,
-                "events",
-                per_rank(&|r| format!("events rank={r} got={}", u32::from(r != 0))),
-            );
+            check_tour_exchange(&out, &what);
             assert_lines(
                 &out,
                 &what,
