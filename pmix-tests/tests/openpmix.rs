@@ -189,3 +189,44 @@ fn a_libpmix_process_spawns_a_job() {
         assert_eq!(c["size"], "3", "{what}: {out:#?}");
     }
 }
+
+#[test]
+fn libpmix_processes_connect_to_a_spawned_job_and_read_its_data() {
+    let spawn = openpmix_program("pmix_spawn");
+    let what = "pmixrun -n 1 pmix_spawn 2 connect";
+    let out = run(under_pmixrun(1, &spawn, &["2", "connect"]), what);
+    assert_ok(&out, what);
+    let parents = keyed_lines(&out.stdout, "parent");
+    assert_eq!(parents.len(), 1, "{what}: {out:#?}");
+    let (parent, child) = (&parents[0]["nspace"], &parents[0]["child_nspace"]);
+    // Every datum read across the connection, as (reader, owner, value, owner's job size):
+    // the parent reads both children's, each child the parent's.
+    let mut links: Vec<[String; 4]> = keyed_lines(&out.stdout, "link")
+        .into_iter()
+        .map(|l| {
+            [
+                format!("{}/{}", l["from"], l["rank"]),
+                format!("{}/{}", l["peer"], l["peer_rank"]),
+                l["value"].clone(),
+                l["peer_size"].clone(),
+            ]
+        })
+        .collect();
+    links.sort();
+    let link = |reader: String, owner: &str, rank: u32, role: &str, size: &str| {
+        [
+            reader,
+            format!("{owner}/{rank}"),
+            format!("{role}-{owner}-{rank}"),
+            size.to_owned(),
+        ]
+    };
+    let mut want = vec![
+        link(format!("{parent}/0"), child, 0, "child", "2"),
+        link(format!("{parent}/0"), child, 1, "child", "2"),
+        link(format!("{child}/0"), parent, 0, "parent", "1"),
+        link(format!("{child}/1"), parent, 0, "parent", "1"),
+    ];
+    want.sort();
+    assert_eq!(links, want, "{what}: {out:#?}");
+}
