@@ -249,7 +249,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                     }
                     continue;
                 }
-                let sample = Sample::parse(&outcome.stdout);
+                let mut sample = Sample::parse(&outcome.stdout);
+                if let Config::Job { n, .. } = config {
+                    sample.split_time(*n, &opts.counts());
+                }
                 for note in &sample.notes {
                     let line = format!("{} {}: {note}", stack.name(), config.label());
                     if note.starts_with("FAILED") || note.contains(" FAILED ") {

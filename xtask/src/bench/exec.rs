@@ -116,7 +116,14 @@ pub(crate) fn run(mut cmd: Command, deadline: Duration, logs: &Path, name: &str)
 pub(crate) struct Sample {
     pub(crate) values: BTreeMap<String, f64>,
     pub(crate) notes: Vec<String>,
+    /// Each client metric's sum over the ranks that reported it.
+    totals: BTreeMap<String, f64>,
 }
+
+/// The derived metric: every rank's time in the calls its server answers, summed.
+pub(crate) const SERVED_MS: &str = "served_ms";
+/// The derived metric: every rank's time in the get loops the client library answers itself.
+pub(crate) const LOCAL_MS: &str = "local_ms";
 
 impl Sample {
     /// Reads `RESULT <metric> <value>`, `CLIENT <rank> <metric> <value>` and `NOTE <text>`
@@ -146,9 +153,55 @@ impl Sample {
             }
         }
         for (metric, (sum, count)) in per_rank {
-            s.values.insert(metric, sum / f64::from(count));
+            s.values.insert(metric.clone(), sum / f64::from(count));
+            s.totals.insert(metric, sum);
         }
         s
+    }
+
+    /// Splits a job's client time in two, summed over its `n` ranks, from the timed steps and
+    /// the iteration counts the clients ran (`counts`: `--get` and the rest, as passed):
+    /// [`SERVED_MS`], the calls the server answers (init, put + commit, the fences, the first
+    /// pass of peer gets, barriers, publish/lookup/unpublish, finalize), and [`LOCAL_MS`],
+    /// the job-level gets and the repeated passes of peer gets, which the client library
+    /// answers from what it holds. Each is added only if every one of its steps was reported.
+    pub(crate) fn split_time(&mut self, n: u32, counts: &[(&str, u32)]) {
+        let count = |k: &str| f64::from(counts.iter().find(|(c, _)| *c == k).map_or(0, |c| c.1));
+        let n_f = f64::from(n.max(1));
+        let (get, peer) = (count("--get"), count("--peer"));
+        let all_gets = (get / n_f).floor().max(1000.0);
+        let passes = (peer / n_f).floor().max(1.0);
+        // (metric, how many times a reporting rank did it, per unit of the metric in ms)
+        let served: [(&str, f64, f64); 11] = [
+            ("init_ms", 1.0, 1.0),
+            ("put_commit_us", 1.0, 1e-3),
+            ("fence_first_us", 1.0, 1e-3),
+            ("get_peer_first_us", n_f, 1e-3),
+            ("fence_collect_us", count("--fence"), 1e-3),
+            ("barrier_us", count("--barrier"), 1e-3),
+            ("pub_solo_publish_us", count("--pub"), 1e-3),
+            ("pub_solo_lookup_us", count("--pub"), 1e-3),
+            ("pub_solo_unpublish_us", count("--pub"), 1e-3),
+            ("pub_all_op_us", 3.0 * count("--pub-all"), 1e-3),
+            ("finalize_ms", 1.0, 1.0),
+        ];
+        let local: [(&str, f64, f64); 3] = [
+            ("get_job_solo_us", get, 1e-3),
+            ("get_job_all_us", all_gets, 1e-3),
+            ("get_peer_warm_us", passes * n_f, 1e-3),
+        ];
+        let sum = |terms: &[(&str, f64, f64)]| -> Option<f64> {
+            terms
+                .iter()
+                .map(|(m, times, unit)| self.totals.get(*m).map(|t| t * times * unit))
+                .sum()
+        };
+        if let Some(v) = sum(&served) {
+            self.values.insert(SERVED_MS.to_owned(), v);
+        }
+        if let Some(v) = sum(&local) {
+            self.values.insert(LOCAL_MS.to_owned(), v);
+        }
     }
 }
 
@@ -197,5 +250,59 @@ mod tests {
         assert_eq!(s.values.get("barrier_us"), Some(&15.0));
         assert_eq!(s.values.get("get_job_solo_us"), Some(&0.5));
         assert_eq!(s.notes, ["rank 0: hello"]);
+    }
+
+    #[test]
+    fn a_jobs_client_time_splits_into_served_and_local() {
+        // Two ranks; rank 0 alone did the solo steps.
+        let mut text = String::new();
+        for r in 0..2 {
+            for (m, v) in [
+                ("init_ms", 2.0),
+                ("put_commit_us", 100.0),
+                ("fence_first_us", 50.0),
+                ("get_peer_first_us", 10.0),
+                ("fence_collect_us", 20.0),
+                ("barrier_us", 5.0),
+                ("pub_all_op_us", 30.0),
+                ("finalize_ms", 1.0),
+                ("get_job_all_us", 4.0),
+                ("get_peer_warm_us", 3.0),
+            ] {
+                text.push_str(&format!("CLIENT {r} {m} {v}\n"));
+            }
+        }
+        for (m, v) in [
+            ("pub_solo_publish_us", 40.0),
+            ("pub_solo_lookup_us", 41.0),
+            ("pub_solo_unpublish_us", 42.0),
+            ("get_job_solo_us", 2.0),
+        ] {
+            text.push_str(&format!("CLIENT 0 {m} {v}\n"));
+        }
+        let counts = [
+            ("--get", 4000),
+            ("--peer", 100),
+            ("--fence", 10),
+            ("--barrier", 100),
+            ("--pub", 20),
+            ("--pub-all", 5),
+        ];
+        let mut s = Sample::parse(&text);
+        s.split_time(2, &counts);
+        // Per rank: 2 + 0.1 + 0.05 + 2 × 0.01 + 10 × 0.02 + 100 × 0.005 + 15 × 0.03 + 1 ms;
+        // rank 0 also 20 × (40 + 41 + 42) µs.
+        let per_rank = 2.0 + 0.1 + 0.05 + 0.02 + 0.2 + 0.5 + 0.45 + 1.0;
+        let served = s.values[SERVED_MS];
+        assert!((served - (2.0 * per_rank + 2.46)).abs() < 1e-9, "{served}");
+        // 4000 × 2 µs by rank 0; each rank max(1000, 2000) × 4 µs and 50 passes × 2 × 3 µs.
+        let local = s.values[LOCAL_MS];
+        assert!((local - (8.0 + 2.0 * (8.0 + 0.3))).abs() < 1e-9, "{local}");
+
+        // A step nobody reported: no split at all, rather than a part of one.
+        let mut partial = Sample::parse("CLIENT 0 init_ms 2\nCLIENT 0 get_job_solo_us 1\n");
+        partial.split_time(1, &counts);
+        assert!(!partial.values.contains_key(SERVED_MS));
+        assert!(!partial.values.contains_key(LOCAL_MS));
     }
 }

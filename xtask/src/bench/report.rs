@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use super::Options;
-use super::exec::Sample;
+use super::exec::{LOCAL_MS, SERVED_MS, Sample};
 use super::launch::{self, Mpich};
 
 /// Which implementation a number is of.
@@ -122,6 +122,19 @@ const HOST_METRICS: &[&str] = &[
 const JOB_MS: &str = "job_ms";
 const JOB_MS_LABEL: &str = "whole job, first start to last exit (ms)";
 
+/// The libpmix table's second and third rows: the clients' time split into what their server
+/// answers and what libpmix answers itself (`exec::Sample::split_time`).
+const SPLIT_ROWS: [(&str, &str); 2] = [
+    (
+        SERVED_MS,
+        "all ranks' time in calls the server answers (ms)",
+    ),
+    (
+        LOCAL_MS,
+        "all ranks' time in gets libpmix answers itself (ms)",
+    ),
+];
+
 /// What the label of every row of the libpmix table starts with (`--filter libpmix` selects
 /// them all).
 const LIBPMIX: &str = "libpmix clients";
@@ -182,6 +195,18 @@ fn libpmix_rows(opts: &Options) -> Vec<Row> {
                 metric: JOB_MS.to_owned(),
                 label: format!("{prefix}{JOB_MS_LABEL}, {}", config.label()),
             });
+        }
+    }
+    for (metric, label) in SPLIT_ROWS {
+        for &n in &opts.ns {
+            for pinned in [true, false] {
+                let config = Config::Job { n, pinned };
+                rows.push(Row {
+                    config,
+                    metric: metric.to_owned(),
+                    label: format!("{prefix}{label}, {}", config.label()),
+                });
+            }
         }
     }
     rows.extend(job_rows(opts, &prefix));
@@ -778,7 +803,11 @@ fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
          loopback TCP, clients told PMIX_GDS_MODULE=hash) and under OpenPMIx's own \
          (`bench_host.c`), with its default MCA settings (gds ds21; the runs of the main \
          table's OpenPMIx column) and with PMIX_MCA_gds=hash. The whole job is the host's time \
-         from starting the first client to the last one's exit.\n\n",
+         from starting the first client to the last one's exit. The next rows split the \
+         clients' timed steps, summed over all ranks: the calls the server answers (init, put \
+         + commit, the fences, the first pass of peer gets, barriers, \
+         publish/lookup/unpublish, finalize) and the gets libpmix answers from what it holds \
+         (the job-level gets and the repeated passes of peer gets).\n\n",
     );
     let _ = writeln!(
         t,
@@ -816,12 +845,18 @@ fn libpmix_goals(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
     fn whole(r: &&Row) -> bool {
         r.metric == JOB_MS
     }
+    fn served(r: &&Row) -> bool {
+        r.metric == SERVED_MS
+    }
     fn each(r: &&Row) -> bool {
-        r.metric != JOB_MS && !HOST_METRICS.contains(&r.metric.as_str())
+        r.metric != JOB_MS
+            && !SPLIT_ROWS.iter().any(|(m, _)| *m == r.metric)
+            && !HOST_METRICS.contains(&r.metric.as_str())
     }
     let mut out = Vec::new();
     for (what, select) in [
         ("whole job at every N", whole as fn(&&Row) -> bool),
+        ("time in calls the server answers at every N", served),
         ("every client row", each),
     ] {
         for (stack, how) in theirs {
@@ -1247,7 +1282,7 @@ mod tests {
             "{t}"
         );
         let g = libpmix_goals(&m, &rows);
-        assert_eq!(g.len(), 4);
+        assert_eq!(g.len(), 6);
         // No whole-job row selected: those lines are not judged.
         assert!(
             g[0][0].contains("whole job") && g[0][0].contains("ds21"),
@@ -1260,15 +1295,17 @@ mod tests {
             "{:?}",
             g[1]
         );
+        assert!(g[2][0].contains("calls the server answers"), "{:?}", g[2]);
+        assert_eq!(g[2][3], "not judged");
         // The host's rows (server init, 2.0 here) are not judged; the clients' worst is init.
-        assert!(g[2][0].contains("every client row"), "{:?}", g[2]);
+        assert!(g[4][0].contains("every client row"), "{:?}", g[4]);
         assert_eq!(
-            g[2][2],
+            g[4][2],
             "0.500 (barrier: fence without data (µs), N=2, pinned)"
         );
-        assert_eq!(g[2][3], "met (6 rows without a ratio)");
-        assert_eq!(g[3][2], "0.800 (init (ms), N=2, pinned)");
-        assert!(g[3][0].contains("gds hash"), "{:?}", g[3]);
+        assert_eq!(g[4][3], "met (6 rows without a ratio)");
+        assert_eq!(g[5][2], "0.800 (init (ms), N=2, pinned)");
+        assert!(g[5][0].contains("gds hash"), "{:?}", g[5]);
         // The whole job: its own rows, first in the table, judged on their own.
         for (stack, v) in [
             (Stack::LibpmixOurs, 900.0),
@@ -1293,9 +1330,35 @@ mod tests {
         assert_eq!(g[0][3], "met");
         assert_eq!(g[1][3], "NOT met");
         assert_eq!(g[2][3], "not judged");
+        assert_eq!(g[4][3], "not judged");
+        // The time in calls the server answers: its own rows and goal lines, and not part of
+        // "every client row".
+        for (stack, v) in [
+            (Stack::LibpmixOurs, 300.0),
+            (Stack::OpenPmix, 250.0),
+            (Stack::OpenPmixHash, 400.0),
+        ] {
+            add(&mut m, stack, two, SERVED_MS, v);
+        }
+        let served = libpmix_rows(&opts(
+            &["calls the server answers (ms), n=2, pinned"],
+            false,
+        ));
+        assert_eq!(served.len(), 1, "{served:?}");
+        let g = libpmix_goals(&m, &served);
+        assert_eq!(g[2][3], "NOT met");
+        assert!(
+            g[2][2].starts_with("1.20 (all ranks' time in calls"),
+            "{:?}",
+            g[2]
+        );
+        assert_eq!(g[3][3], "met");
+        assert_eq!(g[4][3], "not judged");
         let all = libpmix_rows(&opts(&["libpmix"], false));
-        assert_eq!(all.len(), 4 * (JOB_ROWS.len() + 1));
+        assert_eq!(all.len(), 4 * (JOB_ROWS.len() + 3));
         assert_eq!(all[0].metric, JOB_MS);
+        assert_eq!(all[4].metric, SERVED_MS);
+        assert_eq!(all[8].metric, LOCAL_MS);
         // Nothing of OpenPMIx ran: "not run", and the goals are not judged.
         let mut ours_only = Measured::default();
         add(&mut ours_only, Stack::LibpmixOurs, two, "barrier_us", 50.0);
