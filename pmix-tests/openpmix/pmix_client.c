@@ -20,9 +20,11 @@
  *   peers         modex's puts, a fence with PMIX_COLLECT_DATA, then every peer's keys it may
  *                 see (and no get of a key it may not: no "not found" round trip to the
  *                 server); then each rank changes two values (one to a longer one), adds a
- *                 key, and after a second collecting fence every rank checks them all;
- *                 prints "peers rank=R peers=P rounds=2". Under a server with a shared-memory
- *                 store every get is answered from memory.
+ *                 key, and after a second collecting fence every rank checks the new key and
+ *                 the unchanged values, and counts the changed values it sees changed (with
+ *                 the hash store libpmix keeps what it fetched before: old values are
+ *                 accepted); prints "peers rank=R peers=P rounds=2 fresh=F". Under a server
+ *                 with a shared-memory store every get is answered from memory.
  *   fence         fences of every form: NULL procs, the wildcard proc with PMIX_COLLECT_DATA,
  *                 every rank listed, and (3 ranks or more) ranks 0 and 1 alone while the
  *                 others fence among themselves; prints "fence rank=R fences=F"
@@ -389,6 +391,8 @@ static void scenario_peers(void)
         pmix_proc_t p = proc_of(r);
         check_peer_keys(r, get_u32(&p, PMIX_NODEID) == my_node, false);
     }
+    /* No rank changes its values before every rank has read them. */
+    MUST(PMIx_Fence(NULL, 0, NULL, 0));
 
     char buf[256];
     round2_str(me.rank, buf, sizeof buf);
@@ -399,16 +403,22 @@ static void scenario_peers(void)
     put(PMIX_GLOBAL, "oracle.round2.u32", &u, PMIX_UINT32);
     MUST(PMIx_Commit());
     collect_fence();
+    unsigned fresh = 0;
     for (pmix_rank_t r = 0; r < job_size; r++) {
         pmix_proc_t p = proc_of(r);
-        char want[256];
+        char want[256], old[256];
         char *s = get_str(&p, K_GLOBAL_STR);
         round2_str(r, want, sizeof want);
-        if (strcmp(s, want) != 0)
+        global_str(r, old, sizeof old);
+        if (strcmp(s, want) == 0)
+            fresh++;
+        else if (r == me.rank || strcmp(s, old) != 0)
             fail("round 2: %s of rank %u is \"%s\", expected \"%s\"", K_GLOBAL_STR, r, s, want);
         free(s);
         pmix_value_t *v = get_typed(&p, K_GLOBAL_I64, PMIX_INT64);
-        if (v->data.int64 != round2_i64(r))
+        if (v->data.int64 == round2_i64(r))
+            fresh++;
+        else if (r == me.rank || v->data.int64 != global_i64(r))
             fail("round 2: %s of rank %u is %" PRId64, K_GLOBAL_I64, r, v->data.int64);
         PMIX_VALUE_RELEASE(v);
         if (get_u32(&p, "oracle.round2.u32") != round2_new(r))
@@ -419,7 +429,7 @@ static void scenario_peers(void)
             fail("round 2: %s of rank %u changed", K_GLOBAL_BOOL, r);
         PMIX_VALUE_RELEASE(v);
     }
-    printf("peers rank=%u peers=%u rounds=2\n", me.rank, job_size);
+    printf("peers rank=%u peers=%u rounds=2 fresh=%u\n", me.rank, job_size, fresh);
 }
 
 /* ---- fence ----------------------------------------------------------------------------- */

@@ -88,9 +88,11 @@ fn libpmix_peers_read_shared_memory_after_a_collecting_fence() {
         let mut cmd = under_pmixrun(n, &client, &["job", "peers"]);
         cmd.env("RUST_LOG", "pmix_server::openpmix=debug");
         let out = run(cmd, &what);
-        check_client_output(&out, &what, n, &["job"]);
+        check_client_output(&out, &what, n, &["job", "peers"]);
+        // Every changed value was seen changed: the segments were updated in place (same
+        // length) and by invalidation and appending (longer), not cached.
         let want = (0..n)
-            .map(|r| format!("peers rank={r} peers={n} rounds=2"))
+            .map(|r| format!("peers rank={r} peers={n} rounds=2 fresh={}", 2 * n))
             .collect();
         assert_lines(&out, &what, "peers", want);
         let ds21 = out
