@@ -107,7 +107,7 @@ impl Mapping {
             .then_some(p.cast::<libc::pthread_mutex_t>())
     }
 
-    /// Initialises a process-shared mutex at `off`.
+    /// Initialises a process-shared, robust mutex at `off`.
     pub(crate) fn init_mutex(&mut self, off: usize) -> io::Result<()> {
         let m = self
             .mutex_at(off)
@@ -124,6 +124,14 @@ impl Mapping {
             }
             let mut r =
                 libc::pthread_mutexattr_setpshared(attr.as_mut_ptr(), libc::PTHREAD_PROCESS_SHARED);
+            // Robust: when a client dies holding its lock, the next locker is told so instead
+            // of waiting for ever.
+            if r == 0 {
+                r = libc::pthread_mutexattr_setrobust(
+                    attr.as_mut_ptr(),
+                    libc::PTHREAD_MUTEX_ROBUST,
+                );
+            }
             if r == 0 {
                 r = libc::pthread_mutex_init(m, attr.as_ptr());
             }
@@ -135,8 +143,9 @@ impl Mapping {
         Ok(())
     }
 
-    /// Locks the mutex at `off`, giving up after `wait`: a client killed while holding its
-    /// read lock would otherwise stop this server for good.
+    /// Locks the mutex at `off`, giving up after `wait` (a client that holds its read lock
+    /// that long is stuck). A mutex whose holder died is taken over (the mutexes are robust): its
+    /// data is only ever written by this server, under all the locks.
     pub(crate) fn lock_mutex(&self, off: usize, wait: Duration) -> io::Result<()> {
         let m = self
             .mutex_at(off)
@@ -161,10 +170,16 @@ impl Mapping {
         // could corrupt the mutex; that can make this call fail or time out, and it touches no
         // memory but the mutex's own bytes.
         let r = unsafe { libc::pthread_mutex_timedlock(m, &deadline) };
-        if r != 0 {
-            return Err(io::Error::from_raw_os_error(r));
+        match r {
+            0 => Ok(()),
+            libc::EOWNERDEAD => {
+                // SAFETY: as above; this thread now holds the mutex, which is what
+                // pthread_mutex_consistent requires.
+                unsafe { libc::pthread_mutex_consistent(m) };
+                Ok(())
+            }
+            r => Err(io::Error::from_raw_os_error(r)),
         }
-        Ok(())
     }
 
     /// Unlocks the mutex at `off`, which this thread locked with [`Mapping::lock_mutex`].
