@@ -80,6 +80,9 @@ pub(crate) enum Ds21Error {
     /// A client held its read lock longer than the writer waits.
     #[error("a client holds its ds21 read lock: {0}")]
     Lock(io::Error),
+    /// A namespace whose name cannot be part of a file name (it has a `/`).
+    #[error("namespace {0} cannot name a ds21 segment file")]
+    Name(Nspace),
     /// A write computed outside a segment was refused (a bug, never memory corruption).
     #[error("a ds21 write fell outside its segment")]
     Bounds,
@@ -125,6 +128,14 @@ pub(crate) fn pack_value(v: &Value) -> Result<Vec<u8>, pmix_wire::Error> {
     let mut out = Vec::new();
     Packer::new(&mut out, Dialect::V41).pack_one(v)?;
     Ok(out)
+}
+
+/// The segment files are named after the namespace: a `/` would put them elsewhere.
+fn file_safe(nspace: &Nspace) -> Result<(), Ds21Error> {
+    if nspace.as_str().contains('/') {
+        return Err(Ds21Error::Name(nspace.clone()));
+    }
+    Ok(())
 }
 
 fn entry_len(key: &str, data: usize) -> usize {
@@ -229,6 +240,7 @@ impl Ds21 {
         if self.locks.contains_key(nspace) {
             return Ok(());
         }
+        file_safe(nspace)?;
         let n = local_size.max(1) as usize;
         let line = cache_line();
         let align = (std::mem::size_of::<libc::pthread_mutex_t>() / line + 1) * line;
@@ -299,7 +311,13 @@ impl Ds21 {
     ) -> Result<(), Ds21Error> {
         self.locked(|this| {
             for b in batches {
-                this.store_one(b)?;
+                match this.store_one(b) {
+                    // That namespace's data is served over the socket; the others' is here.
+                    Err(Ds21Error::Name(n)) => {
+                        tracing::warn!(nspace = %n, "not in the ds21 segments: its name has a '/'");
+                    }
+                    r => r?,
+                }
             }
             if let Some(ns) = job {
                 this.space(ns)?.job = true;
@@ -345,6 +363,7 @@ impl Ds21 {
     /// The namespace's segments, made (and entered in the namespace map) on first use.
     fn space(&mut self, nspace: &Nspace) -> Result<&mut NsSegs, Ds21Error> {
         if !self.spaces.contains_key(nspace) {
+            file_safe(nspace)?;
             let meta_path = self.dir.join(format!("smseg-{nspace}-0"));
             let data_path = self.dir.join(format!("smdataseg-{nspace}-0"));
             let meta = Mapping::create(&meta_path, META_SEG_SIZE)?;
@@ -946,6 +965,23 @@ mod tests {
             "an existing file is not reused"
         );
         drop(m);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_namespace_with_a_slash_names_no_file() {
+        let d = dir("slash");
+        let mut ds = Ds21::new(d.clone()).expect("store");
+        let bad = ns("../escape");
+        assert!(matches!(ds.add_nspace(&bad, 1), Err(Ds21Error::Name(_))));
+        let r = ds.store(
+            &[batch("../escape", Level::Job, &[("k", Value::Uint8(1))])],
+            None,
+        );
+        assert!(r.is_ok(), "{r:?}");
+        assert!(!d.join("..").join("escape").exists());
+        assert_eq!(read(&d, "../escape", Level::Job), None);
+        drop(ds);
         let _ = std::fs::remove_dir_all(&d);
     }
 
