@@ -47,6 +47,10 @@ pub struct ServerOptions {
     /// any libpmix program) on a loopback TCP port, and name it in [`Server::setup_fork`]'s
     /// environment; default true.
     pub openpmix: bool,
+    /// With [`ServerOptions::openpmix`], also offer libpmix clients the `ds21` storage module:
+    /// job data and collected data in shared memory they read in their own thread (see
+    /// `docs/OPENPMIX.md`); default true. Off, they use `hash`: everything over the socket.
+    pub ds21: bool,
 }
 
 impl Default for ServerOptions {
@@ -61,6 +65,7 @@ impl Default for ServerOptions {
             max_frame: pmix_wire::DEFAULT_MAX_FRAME,
             name_service: NameService::BuiltIn,
             openpmix: true,
+            ds21: true,
         }
     }
 }
@@ -80,6 +85,8 @@ pub struct Server {
     hostname: String,
     /// Where libpmix clients connect (`<nspace>.<rank>;tcp4://127.0.0.1:<port>`).
     openpmix_uri: Option<String>,
+    /// The ds21 segments' directory, when libpmix clients are offered ds21.
+    ds21_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for Server {
@@ -173,6 +180,29 @@ impl Server {
                 (None, None)
             };
             let (opx_listener, opx_port) = opx;
+            // The ds21 segments: in the rendezvous directory, not the session one, whose top
+            // Open MPI cleans when it ends.
+            let ds21 = if options.openpmix && options.ds21 {
+                let d = dir.join("ds21");
+                std::fs::DirBuilder::new()
+                    .mode(0o700)
+                    .create(&d)
+                    .map_err(Error::io(format!("creating {}", d.display())))?;
+                cleanup.push(d.clone());
+                match crate::openpmix::ds21::Ds21::new(d.clone()) {
+                    Ok(store) => Some((store, d)),
+                    Err(e) => {
+                        tracing::warn!("libpmix clients will not be offered ds21: {e}");
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let (ds21, ds21_dir) = match ds21 {
+                Some((s, d)) => (Some(s), Some(d)),
+                None => (None, None),
+            };
             let (tx, rx): (Sender<LoopMsg>, Receiver<LoopMsg>) = unbounded();
             let extras = vec![
                 Info::attr(attr::SERVER_NSPACE, nspace.as_str()),
@@ -195,6 +225,8 @@ impl Server {
                 cleanup.clone(),
                 session.clone(),
                 opx_listener,
+                ds21,
+                hostname.clone(),
             )?;
             let thread = std::thread::Builder::new()
                 .name("pmix-server".into())
@@ -202,9 +234,9 @@ impl Server {
                 .map_err(Error::io("starting the event-loop thread"))?;
             let uri = opx_port
                 .map(|port| format!("{}.{};tcp4://127.0.0.1:{port}", nspace, options.rank.0));
-            Ok((tx, waker, thread, uri))
+            Ok((tx, waker, thread, uri, ds21_dir))
         })();
-        let (tx, waker, thread, openpmix_uri) = match result {
+        let (tx, waker, thread, openpmix_uri, ds21_dir) = match result {
             Ok(v) => v,
             Err(e) => {
                 for p in cleanup.iter().rev() {
@@ -228,6 +260,7 @@ impl Server {
             rank: options.rank,
             hostname,
             openpmix_uri,
+            ds21_dir,
         })
     }
 
@@ -331,8 +364,8 @@ impl Server {
     ///
     /// It names this server for pmix-rs clients (`PMIXRS_*`) and, unless
     /// [`ServerOptions::openpmix`] is off, for libpmix clients too (`PMIX_SERVER_URI41` and its
-    /// companions, `PMIX_GDS_MODULE=hash` among them: all job and peer data then travels over
-    /// the socket, see `docs/OPENPMIX.md`).
+    /// companions; `PMIX_GDS_MODULE=ds21,hash` and the ds21 store's directory unless
+    /// [`ServerOptions::ds21`] is off, see `docs/OPENPMIX.md`).
     pub fn setup_fork(&self, proc: &Proc) -> Result<Vec<(String, String)>, Error> {
         let p = proc.clone();
         let secret = self.call(|reply| Call::ClientSecret { proc: p, reply })?;
@@ -358,7 +391,11 @@ impl Server {
         if let Some(uri) = &self.openpmix_uri {
             // Both families in one environment: our client prefers PMIXRS_SERVER_URI, a
             // libpmix client reads only the PMIX_* ones.
-            env.extend(crate::openpmix::fork_env(uri, &self.hostname));
+            env.extend(crate::openpmix::fork_env(
+                uri,
+                &self.hostname,
+                self.ds21_dir.as_deref(),
+            ));
         }
         Ok(env)
     }

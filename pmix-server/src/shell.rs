@@ -19,8 +19,8 @@ use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use pmix_types::{Info, Nspace, Proc, Status};
 use pmix_wire::{
-    ClientMsg, Event, FrameDecoder, FrameReader, JobData, PROTOCOL_VERSION, ServerMsg, Welcome,
-    decode_body, decode_hello, encode_frame,
+    ClientMsg, Event, FrameDecoder, FrameReader, JobData, PROTOCOL_VERSION, ReplyBody, ServerMsg,
+    Welcome, decode_body, decode_hello, encode_frame,
 };
 use serde::Serialize;
 use slab::Slab;
@@ -28,7 +28,8 @@ use slab::Slab;
 use crate::Error;
 use crate::engine::{ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
 use crate::host::{Completion, Host};
-use crate::openpmix::{OpxConn, OpxStep};
+use crate::openpmix::ds21::Ds21;
+use crate::openpmix::{Gds, OpxConn, OpxStep};
 use crate::pmi1::{Pmi1Conn, Step};
 
 const LISTENER: Token = Token(usize::MAX - 1);
@@ -274,7 +275,11 @@ pub(crate) struct Shell<H: Host> {
     opx_listener: Option<TcpListener>,
     /// Encoded job data (the answer to a libpmix client's first request), by job record and
     /// dialect: every client of a namespace gets the same bytes.
-    opx_jobs: HashMap<(usize, pmix_wire::openpmix::Dialect), EncodedJob>,
+    opx_jobs: HashMap<(usize, pmix_wire::openpmix::Dialect, Gds), EncodedJob>,
+    /// The ds21 shared-memory store offered to libpmix clients, when it is.
+    ds21: Option<Ds21>,
+    /// This node's name (the ds21 job level holds this node's keys).
+    hostname: String,
     /// The namespace directories made in the rendezvous directory.
     nsdirs: HashMap<Nspace, PathBuf>,
     scratch: Vec<u8>,
@@ -294,6 +299,8 @@ impl<H: Host> Shell<H> {
         cleanup: Vec<PathBuf>,
         session: PathBuf,
         opx_listener: Option<std::net::TcpListener>,
+        ds21: Option<Ds21>,
+        hostname: String,
     ) -> Result<Self, Error> {
         listener
             .set_nonblocking(true)
@@ -336,6 +343,8 @@ impl<H: Host> Shell<H> {
             pmi_pumping: false,
             opx_listener,
             opx_jobs: HashMap::new(),
+            ds21,
+            hostname,
             nsdirs: HashMap::new(),
             scratch: vec![0; READ_CHUNK],
         })
@@ -406,6 +415,13 @@ impl<H: Host> Shell<H> {
                     .register_nspace(nspace.clone(), nlocalprocs, &info);
                 if result.is_ok() {
                     self.make_nsdir(&nspace);
+                    if let Some(ds) = &mut self.ds21 {
+                        // Its clients take their lock at init: the segment exists before they
+                        // start. Without it they use the hash store.
+                        if let Err(e) = ds.add_nspace(&nspace, nlocalprocs) {
+                            tracing::warn!(%nspace, "no ds21 lock segment, libpmix clients will use hash: {e}");
+                        }
+                    }
                 }
                 let _ = reply.send(result);
             }
@@ -414,6 +430,9 @@ impl<H: Host> Shell<H> {
                     .deregister_nspace(nspace.as_str(), Instant::now());
                 if let Some(dir) = self.nsdirs.remove(&nspace) {
                     remove_nsdir(&dir);
+                }
+                if let Some(ds) = &mut self.ds21 {
+                    ds.del_nspace(&nspace);
                 }
                 self.welcome_cache
                     .retain(|_, (job, _)| job.nspace != nspace);
@@ -575,7 +594,7 @@ impl<H: Host> Shell<H> {
                                 .local_addr()
                                 .ok()
                                 .and_then(|ours| crate::tcp_peer::peer_uid(ours, peer));
-                            Proto::Opx(Box::new(OpxConn::new(kernel_uid)))
+                            Proto::Opx(Box::new(OpxConn::new(kernel_uid, self.ds21.is_some())))
                         }
                     };
                     if let Err(e) = self.add_conn(Stream::Tcp(stream), proto, None) {
@@ -756,8 +775,16 @@ impl<H: Host> Shell<H> {
                         return;
                     }
                 },
-                OpxStep::JobData { tag, job, dialect } => {
-                    let bytes = self.opx_job_bytes(&job, dialect);
+                OpxStep::JobData {
+                    tag,
+                    job,
+                    dialect,
+                    gds,
+                } => {
+                    if gds == Gds::Ds21 {
+                        self.ds21_job(&job);
+                    }
+                    let bytes = self.opx_job_bytes(&job, dialect, gds);
                     if let Some(ConnIo {
                         proto: Proto::Opx(o),
                         wbuf,
@@ -783,12 +810,22 @@ impl<H: Host> Shell<H> {
         &mut self,
         job: &Arc<JobData>,
         dialect: pmix_wire::openpmix::Dialect,
+        gds: Gds,
     ) -> Option<Arc<[u8]>> {
-        let key = (Arc::as_ptr(job) as usize, dialect);
+        let key = (Arc::as_ptr(job) as usize, dialect, gds);
         if let Some((_, bytes)) = self.opx_jobs.get(&key) {
             return Some(bytes.clone());
         }
-        match crate::openpmix::encode_job_data(job, dialect) {
+        let encoded = match gds {
+            Gds::Hash => crate::openpmix::encode_job_data(job, dialect),
+            Gds::Ds21 => {
+                let mut out = Vec::new();
+                pmix_wire::openpmix::Reply::JobInfo(crate::openpmix::ds21_job_info(job))
+                    .encode(dialect, &mut out)
+                    .map(|()| out)
+            }
+        };
+        match encoded {
             Ok(bytes) => {
                 let bytes: Arc<[u8]> = bytes.into();
                 // Keeping the Arc keeps the address from being reused by another record.
@@ -798,6 +835,57 @@ impl<H: Host> Shell<H> {
             Err(e) => {
                 tracing::error!(nspace = %job.nspace, "cannot encode job data for libpmix: {e}");
                 None
+            }
+        }
+    }
+
+    /// Puts a namespace's job data in the ds21 segments, once, before a ds21 client's `REQ` is
+    /// answered: done lazily because most namespaces never have a ds21 client (pmix-rs
+    /// clients use the socket), and their node and rank levels are derived only when needed.
+    /// On failure the client finds nothing there and asks over the socket.
+    fn ds21_job(&mut self, job: &JobData) {
+        let Some(ds) = &mut self.ds21 else {
+            return;
+        };
+        if ds.has_job(&job.nspace) {
+            return;
+        }
+        let r = crate::openpmix::ds21_job_batches(job, &self.hostname)
+            .map_err(crate::openpmix::ds21::Ds21Error::from)
+            .and_then(|b| ds.store(&b, Some(&job.nspace)));
+        if let Err(e) = r {
+            tracing::warn!(nspace = %job.nspace, "job data not in the ds21 segments: {e}");
+        }
+    }
+
+    /// Puts a collecting fence's data in the ds21 segments when one of the processes it
+    /// answers is a ds21 libpmix client, before any answer is sent: their gets of each other's
+    /// data are then served from memory. True when the data is there.
+    fn ds21_fence(&mut self, to: &[ConnId], reply: &pmix_wire::Reply) -> bool {
+        let ReplyBody::Fence { data } = &reply.body else {
+            return false;
+        };
+        if data.is_empty() || reply.status != Status::SUCCESS {
+            return false;
+        }
+        let wanted = to.iter().any(|&c| {
+            matches!(self.conns.get(c).map(|c| &c.proto),
+                Some(Proto::Opx(o)) if o.gds() == Some(Gds::Ds21))
+        });
+        let Some(ds) = &mut self.ds21 else {
+            return false;
+        };
+        if !wanted {
+            return false;
+        }
+        let r = crate::openpmix::ds21_fence_batches(data)
+            .map_err(crate::openpmix::ds21::Ds21Error::from)
+            .and_then(|b| ds.store(&b, None));
+        match r {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!("fence data not in the ds21 segments, served over the socket: {e}");
+                false
             }
         }
     }
@@ -1057,8 +1145,9 @@ impl<H: Host> Shell<H> {
                     self.close_after_flush(conn);
                 }
                 Output::Reply { conn, id, reply } => {
+                    let in_shm = self.ds21_fence(&[conn], &reply);
                     if self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out))
-                        || self.deliver_opx(conn, |o, out| o.replied(id, &reply, out))
+                        || self.deliver_opx(conn, |o, out| o.replied(id, &reply, in_shm, out))
                     {
                         continue;
                     }
@@ -1066,9 +1155,12 @@ impl<H: Host> Shell<H> {
                 }
                 Output::SharedReply { to, reply } => match SharedFrame::new(&reply) {
                     Ok(shared) => {
+                        let conns: Vec<ConnId> = to.iter().map(|&(c, _)| c).collect();
+                        let in_shm = self.ds21_fence(&conns, &reply);
                         for (conn, id) in to {
                             if self.deliver_pmi(conn, |p, out| p.replied(id, &reply, out))
-                                || self.deliver_opx(conn, |o, out| o.replied(id, &reply, out))
+                                || self
+                                    .deliver_opx(conn, |o, out| o.replied(id, &reply, in_shm, out))
                             {
                                 continue;
                             }
@@ -1177,6 +1269,8 @@ impl<H: Host> Shell<H> {
     }
 
     fn shutdown(&mut self) {
+        // Unmapped and its files removed before the directories go.
+        self.ds21 = None;
         let conns: Vec<ConnId> = self.conns.iter().map(|(k, _)| k).collect();
         for conn in conns {
             if let Some(mut c) = self.conns.try_remove(conn) {

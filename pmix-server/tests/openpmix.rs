@@ -12,8 +12,8 @@ use std::time::Duration;
 use pmix_server::types::{Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
 use pmix_server::{NoHost, Server, ServerOptions};
 use pmix_wire::openpmix::{
-    ClientHandshake, Cmd, CommitPart, Dialect, HEADER_LEN, Header, Kval, Reply, Request,
-    ServerReply, encode_message, native_credential,
+    BufferType, ClientHandshake, Cmd, Codec, CommitPart, Dialect, HEADER_LEN, Header, Kval, Reply,
+    Request, ServerReply, encode_message, native_credential,
 };
 
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -49,11 +49,22 @@ fn address(server: &Server, ns: &Nspace) -> String {
         .map(|(_, v)| v.clone())
         .expect("PMIX_SERVER_URI41 in the environment");
     for (k, v) in [
-        ("PMIX_GDS_MODULE", "hash"),
+        ("PMIX_GDS_MODULE", "ds21,hash"),
         ("PMIX_SECURITY_MODE", "native"),
+        ("SM_USE_LINEAR_SEARCH", "0"),
     ] {
         assert!(env.iter().any(|(a, b)| a == k && b == v), "{k}={v} missing");
     }
+    let store = env
+        .iter()
+        .find(|(k, _)| k == "PMIX_DSTORE_21_BASE_PATH")
+        .map(|(_, v)| std::path::PathBuf::from(v))
+        .expect("PMIX_DSTORE_21_BASE_PATH in the environment");
+    assert!(
+        store.join("initial-pmix_shared-segment-0").is_file(),
+        "no ds21 namespace map in {}",
+        store.display()
+    );
     uri.rsplit_once("tcp4://").expect("a tcp4 URI").1.to_owned()
 }
 
@@ -71,12 +82,23 @@ impl Peer {
     }
 
     fn hello_with(addr: &str, proc: Proc, uid: u32, gid: u32) -> (Peer, Option<ServerReply>) {
+        Peer::hello_gds(addr, proc, uid, gid, Dialect::V41, "hash")
+    }
+
+    fn hello_gds(
+        addr: &str,
+        proc: Proc,
+        uid: u32,
+        gid: u32,
+        dialect: Dialect,
+        gds: &str,
+    ) -> (Peer, Option<ServerReply>) {
         let mut p = Peer::connect(addr);
         let hs = ClientHandshake::simple_client(
             proc,
             native_credential(uid, gid).to_vec(),
-            Dialect::V41,
-            "hash",
+            dialect,
+            gds,
         );
         let mut out = Vec::new();
         hs.encode(&mut out).unwrap();
@@ -308,4 +330,91 @@ fn misbehaving_peers_are_cut_off_and_a_good_one_is_served() {
     h.push(0);
     p.s.write_all(&h).unwrap();
     assert!(p.closed(), "an oversized message must close the connection");
+}
+
+/// A client choosing `ds21` is served, and its job data answer is the short one: the
+/// namespace and the info arrays (the rest is in the segments); `ds21` in the `v3` codec, a
+/// module not offered (`ds12`), and `ds21` from a server that does not offer it are refused.
+#[test]
+fn ds21_clients_get_the_short_job_answer_and_other_stores_are_refused() {
+    let (server, ns) = server_with_job("opx-ds21", 4);
+    let addr = address(&server, &ns);
+    let (uid, gid) = ids();
+    let (mut p, answer) = Peer::hello_gds(
+        &addr,
+        Proc::new(ns.clone(), 0),
+        uid,
+        gid,
+        Dialect::V41,
+        "ds21",
+    );
+    assert_eq!(answer.map(|a| a.status), Some(Status::SUCCESS));
+    let Reply::JobInfo(job) = p.ask(&Request::Req) else {
+        panic!("REQ answered with something else")
+    };
+    assert_eq!(job.nspace, ns);
+    let keys: Vec<&str> = job.kvals.iter().map(|k| k.key.as_str()).collect();
+    assert!(!keys.is_empty());
+    assert!(
+        keys.iter().all(|k| [
+            attr::SESSION_INFO_ARRAY,
+            attr::NODE_INFO_ARRAY,
+            attr::APP_INFO_ARRAY
+        ]
+        .contains(k)),
+        "{keys:?}"
+    );
+    // The job data went into the segments before the answer.
+    let env = server.setup_fork(&Proc::new(ns.clone(), 0)).unwrap();
+    let store = env
+        .iter()
+        .find(|(k, _)| k == "PMIX_DSTORE_21_BASE_PATH")
+        .map(|(_, v)| std::path::PathBuf::from(v))
+        .unwrap();
+    assert!(store.join(format!("smdataseg-{ns}-0")).is_file());
+    assert!(store.join(format!("smlockseg-{ns}")).is_file());
+
+    let v3 = Dialect::new(Codec::V3, BufferType::NonDesc);
+    for (rank, dialect, gds) in [(1, v3, "ds21"), (2, Dialect::V41, "ds12")] {
+        let (mut p, answer) =
+            Peer::hello_gds(&addr, Proc::new(ns.clone(), rank), uid, gid, dialect, gds);
+        assert!(answer.is_none(), "{gds} in {dialect:?} was accepted");
+        assert!(p.closed());
+    }
+    drop(p);
+    server.deregister_nspace(&ns);
+    assert!(!store.join(format!("smdataseg-{ns}-0")).exists());
+    assert!(!store.join(format!("smlockseg-{ns}")).exists());
+    drop(server);
+    assert!(!store.exists(), "the store's directory outlived the server");
+
+    let off = ServerOptions {
+        ds21: false,
+        ..ServerOptions::default()
+    };
+    let server = Server::init(NoHost, off).unwrap();
+    let ns = Nspace::new("opx-no-ds21").unwrap();
+    server
+        .register_nspace(&ns, 1, &[Info::attr(attr::JOB_SIZE, 1u32)])
+        .unwrap();
+    server
+        .register_client(&Proc::new(ns.clone(), 0), uid, gid)
+        .unwrap();
+    let env = server.setup_fork(&Proc::new(ns.clone(), 0)).unwrap();
+    assert!(
+        env.iter()
+            .any(|(k, v)| k == "PMIX_GDS_MODULE" && v == "hash")
+    );
+    assert!(!env.iter().any(|(k, _)| k == "PMIX_DSTORE_21_BASE_PATH"));
+    let uri = env
+        .iter()
+        .find(|(k, _)| k == "PMIX_SERVER_URI41")
+        .map(|(_, v)| v.clone())
+        .unwrap();
+    let addr = uri.rsplit_once("tcp4://").unwrap().1;
+    let (_p, answer) = Peer::hello_gds(addr, Proc::new(ns, 0), uid, gid, Dialect::V41, "ds21");
+    assert!(
+        answer.is_none(),
+        "ds21 accepted by a server not offering it"
+    );
 }

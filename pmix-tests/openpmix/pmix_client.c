@@ -17,6 +17,14 @@
  *                 peer's data when it is asked for); prints "modex rank=R collect=0 peers=P"
  *                 Both also check that a peer on the same node does not see the REMOTE key
  *                 and that a key nobody put is not found.
+ *   peers         modex's puts, a fence with PMIX_COLLECT_DATA, then every peer's keys it may
+ *                 see (and no get of a key it may not: no "not found" round trip to the
+ *                 server); then each rank changes two values (one to a longer one), adds a
+ *                 key, and after a second collecting fence every rank checks the new key and
+ *                 the unchanged values, and counts the changed values it sees changed (with
+ *                 the hash store libpmix keeps what it fetched before: old values are
+ *                 accepted); prints "peers rank=R peers=P rounds=2 fresh=F". Under a server
+ *                 with a shared-memory store every get is answered from memory.
  *   fence         fences of every form: NULL procs, the wildcard proc with PMIX_COLLECT_DATA,
  *                 every rank listed, and (3 ranks or more) ranks 0 and 1 alone while the
  *                 others fence among themselves; prints "fence rank=R fences=F"
@@ -258,7 +266,14 @@ static void put_all(void)
 /* Gets and checks every key `r` put that this process may see: all of them from itself; the
  * LOCAL and GLOBAL ones from a peer on this node; the REMOTE and GLOBAL ones from a peer on
  * another node. */
+static void check_peer_keys(pmix_rank_t r, bool same_node, bool absent_too);
+
 static void check_peer(pmix_rank_t r, bool same_node)
+{
+    check_peer_keys(r, same_node, true);
+}
+
+static void check_peer_keys(pmix_rank_t r, bool same_node, bool absent_too)
 {
     pmix_proc_t p = proc_of(r);
     char want[256];
@@ -276,7 +291,7 @@ static void check_peer(pmix_rank_t r, bool same_node)
         uint32_t u = get_u32(&p, K_REMOTE_U32);
         if (u != remote_u32(r))
             fail("%s of rank %u is %u, expected %u", K_REMOTE_U32, r, u, remote_u32(r));
-    } else {
+    } else if (absent_too) {
         /* REMOTE data is for other nodes only: OpenPMIx answers a peer on the same node
          * "not found" at once. */
         v = NULL;
@@ -345,6 +360,76 @@ static void scenario_modex(bool collect)
         fail("get of a job-level key nobody put succeeded");
     PMIX_INFO_DESTRUCT(&immediate);
     printf("modex rank=%u collect=%d peers=%u\n", me.rank, collect ? 1 : 0, job_size);
+}
+
+/* ---- peers ----------------------------------------------------------------------------- */
+
+static void round2_str(pmix_rank_t r, char *buf, size_t len)
+{
+    snprintf(buf, len, "second round: a longer global string from rank %u", r);
+}
+static int64_t round2_i64(pmix_rank_t r) { return 77 + (int64_t)r; }
+static uint32_t round2_new(pmix_rank_t r) { return 900 + r; }
+
+static void collect_fence(void)
+{
+    pmix_proc_t wild = proc_of(PMIX_RANK_WILDCARD);
+    pmix_info_t info;
+    bool yes = true;
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    MUST(PMIx_Fence(&wild, 1, &info, 1));
+    PMIX_INFO_DESTRUCT(&info);
+}
+
+static void scenario_peers(void)
+{
+    put_all();
+    MUST(PMIx_Commit());
+    collect_fence();
+    uint32_t my_node = get_u32(&me, PMIX_NODEID);
+    for (pmix_rank_t r = 0; r < job_size; r++) {
+        pmix_proc_t p = proc_of(r);
+        check_peer_keys(r, get_u32(&p, PMIX_NODEID) == my_node, false);
+    }
+    /* No rank changes its values before every rank has read them. */
+    MUST(PMIx_Fence(NULL, 0, NULL, 0));
+
+    char buf[256];
+    round2_str(me.rank, buf, sizeof buf);
+    put(PMIX_GLOBAL, K_GLOBAL_STR, buf, PMIX_STRING);
+    int64_t i = round2_i64(me.rank);
+    put(PMIX_GLOBAL, K_GLOBAL_I64, &i, PMIX_INT64);
+    uint32_t u = round2_new(me.rank);
+    put(PMIX_GLOBAL, "oracle.round2.u32", &u, PMIX_UINT32);
+    MUST(PMIx_Commit());
+    collect_fence();
+    unsigned fresh = 0;
+    for (pmix_rank_t r = 0; r < job_size; r++) {
+        pmix_proc_t p = proc_of(r);
+        char want[256], old[256];
+        char *s = get_str(&p, K_GLOBAL_STR);
+        round2_str(r, want, sizeof want);
+        global_str(r, old, sizeof old);
+        if (strcmp(s, want) == 0)
+            fresh++;
+        else if (r == me.rank || strcmp(s, old) != 0)
+            fail("round 2: %s of rank %u is \"%s\", expected \"%s\"", K_GLOBAL_STR, r, s, want);
+        free(s);
+        pmix_value_t *v = get_typed(&p, K_GLOBAL_I64, PMIX_INT64);
+        if (v->data.int64 == round2_i64(r))
+            fresh++;
+        else if (r == me.rank || v->data.int64 != global_i64(r))
+            fail("round 2: %s of rank %u is %" PRId64, K_GLOBAL_I64, r, v->data.int64);
+        PMIX_VALUE_RELEASE(v);
+        if (get_u32(&p, "oracle.round2.u32") != round2_new(r))
+            fail("round 2: oracle.round2.u32 of rank %u is wrong", r);
+        /* The values that did not change are still there. */
+        v = get_typed(&p, K_GLOBAL_BOOL, PMIX_BOOL);
+        if (v->data.flag != global_bool(r))
+            fail("round 2: %s of rank %u changed", K_GLOBAL_BOOL, r);
+        PMIX_VALUE_RELEASE(v);
+    }
+    printf("peers rank=%u peers=%u rounds=2 fresh=%u\n", me.rank, job_size, fresh);
 }
 
 /* ---- fence ----------------------------------------------------------------------------- */
@@ -504,8 +589,8 @@ int main(int argc, char **argv)
             i++;
         } else if (strcmp(s, "job") != 0 && strcmp(s, "modex") != 0 &&
                    strcmp(s, "modex-direct") != 0 && strcmp(s, "fence") != 0 &&
-                   strcmp(s, "publish") != 0) {
-            fail("unknown scenario %s (job, modex, modex-direct, fence, publish, abort CODE)",
+                   strcmp(s, "publish") != 0 && strcmp(s, "peers") != 0) {
+            fail("unknown scenario %s (job, modex, modex-direct, peers, fence, publish, abort CODE)",
                  s);
         }
     }
@@ -524,6 +609,8 @@ int main(int argc, char **argv)
             scenario_modex(true);
         else if (strcmp(s, "modex-direct") == 0)
             scenario_modex(false);
+        else if (strcmp(s, "peers") == 0)
+            scenario_peers();
         else if (strcmp(s, "fence") == 0)
             scenario_fence();
         else if (strcmp(s, "publish") == 0) {

@@ -809,6 +809,24 @@ pub fn check_client_output(out: &Output, what: &str, n: u32, scenarios: &[&str])
             .collect();
         assert_lines(out, what, "fence", want);
     }
+    if scenarios.contains(&"peers") {
+        // How many changed values a rank sees changed depends on the store (see pmix_client.c).
+        let mut seen: Vec<u32> = keyed_lines(&out.stdout, "peers")
+            .iter()
+            .map(|l| {
+                let f = |k: &str| l.get(k).map(String::as_str).unwrap_or("(none)");
+                assert_eq!(f("peers"), n.to_string(), "{what}: {out:#?}");
+                assert_eq!(f("rounds"), "2", "{what}: {out:#?}");
+                f("rank").parse().expect("rank")
+            })
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(
+            seen,
+            ranks().collect::<Vec<_>>(),
+            "{what}: peers lines: {out:#?}"
+        );
+    }
     if scenarios.contains(&"publish") {
         let want = ranks()
             .map(|r| format!("publish rank={r} looked_up={}", if r == 0 { 0 } else { 2 }))

@@ -76,6 +76,46 @@ fn libpmix_client_under_pmixrun() {
     }
 }
 
+/// libpmix clients pick the `ds21` store pmixrun's server offers: job-level gets, and after a
+/// collecting fence every peer's data (twice, the second time with changed and new values), come
+/// from the shared-memory segments, so the server sees no `GETNB` at all. Its debug log names
+/// each client's storage module and each `GETNB` it receives.
+#[test]
+fn libpmix_peers_read_shared_memory_after_a_collecting_fence() {
+    let client = openpmix_program("pmix_client");
+    for n in [2, 4] {
+        let what = format!("pmixrun -n {n} pmix_client job peers");
+        let mut cmd = under_pmixrun(n, &client, &["job", "peers"]);
+        cmd.env("RUST_LOG", "pmix_server::openpmix=debug");
+        let out = run(cmd, &what);
+        check_client_output(&out, &what, n, &["job", "peers"]);
+        // Every changed value was seen changed: the segments were updated in place (same
+        // length) and by invalidation and appending (longer), not cached.
+        let want = (0..n)
+            .map(|r| format!("peers rank={r} peers={n} rounds=2 fresh={}", 2 * n))
+            .collect();
+        assert_lines(&out, &what, "peers", want);
+        let ds21 = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("chose its storage module") && l.contains("gds=Ds21"))
+            .count();
+        assert_eq!(
+            ds21, n as usize,
+            "{what}: not every client chose ds21: {out:#?}"
+        );
+        let getnb: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("GETNB request"))
+            .collect();
+        assert!(
+            getnb.is_empty(),
+            "{what}: gets went to the server: {getnb:#?}"
+        );
+    }
+}
+
 #[test]
 fn libpmix_abort_ends_the_job_with_its_code() {
     let client = openpmix_program("pmix_client");

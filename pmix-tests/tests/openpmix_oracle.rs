@@ -50,6 +50,10 @@ fn libpmix_client_under_the_openpmix_server() {
         );
         let out = run(under_pmix_host(n, &client, &ALL_SCENARIOS), &what);
         check_client_output(&out, &what, n, &ALL_SCENARIOS);
+        // The C client's scenario of pmix-rs's ds21 test, checked here to be known-good.
+        let what = format!("pmix_host -n {n} -- pmix_client job peers");
+        let out = run(under_pmix_host(n, &client, &["job", "peers"]), &what);
+        check_client_output(&out, &what, n, &["job", "peers"]);
     }
 }
 

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use pmix_types::{Info, Key, Proc, Scope, Status, Value};
 use pmix_wire::openpmix::{
-    ClientHandshake, CommitPart, Dialect, Identity, Incoming, Kval, MsgReader, Notification,
+    ClientHandshake, Codec, CommitPart, Dialect, Identity, Incoming, Kval, MsgReader, Notification,
     ProcKvals, Reply as OpxReply, Request as OpxRequest, ServerReply, encode_message_with,
 };
 use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
@@ -32,14 +32,26 @@ pub(crate) enum OpxStep {
     Close,
     /// A simple client named itself: check it with the engine.
     Hello { proc: Proc, creds: PeerCreds },
-    /// The client asks for its job data; the shell encodes it once per job and dialect.
+    /// The client asks for its job data; the shell encodes it once per job, dialect and
+    /// storage module (and, for `ds21`, puts the job data in the segments first).
     JobData {
         tag: u32,
         job: Arc<JobData>,
         dialect: Dialect,
+        gds: Gds,
     },
     /// A request for the engine, under this connection's engine id.
     Request(u32, Request),
+}
+
+/// The storage module a client chose in its handshake: how its job data and collected data
+/// reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Gds {
+    /// Everything over the socket.
+    Hash,
+    /// Job data and collected data in the shared-memory segments (`openpmix::ds21`).
+    Ds21,
 }
 
 /// How an engine answer is laid out for the client.
@@ -67,11 +79,16 @@ enum State {
     /// Waiting for the handshake.
     Handshake,
     /// The handshake is with the engine.
-    Checking { proc: Proc, dialect: Dialect },
+    Checking {
+        proc: Proc,
+        dialect: Dialect,
+        gds: Gds,
+    },
     /// Serving requests.
     Ready {
         proc: Proc,
         dialect: Dialect,
+        gds: Gds,
         job: Arc<JobData>,
     },
     /// Refused or failed: nothing more is read.
@@ -93,10 +110,12 @@ pub(crate) struct OpxConn {
     /// first such answer carries all of it (a `GETNB` answer may hold any number of
     /// processes, and the client keeps them all), so the rest of its gets stay local.
     collected: Vec<ProcKvs>,
+    /// The server offers the `ds21` store.
+    ds21: bool,
 }
 
 impl OpxConn {
-    pub(crate) fn new(kernel_uid: Option<u32>) -> Self {
+    pub(crate) fn new(kernel_uid: Option<u32>, ds21: bool) -> Self {
         OpxConn {
             reader: MsgReader::new(MAX_MESSAGE),
             state: State::Handshake,
@@ -105,6 +124,7 @@ impl OpxConn {
             collected: Vec::new(),
             next_id: 1,
             closing: false,
+            ds21,
         }
     }
 
@@ -190,15 +210,29 @@ impl OpxConn {
             Ok(d) => d,
             Err(e) => return refuse(self, format!("{proc}: {e}")),
         };
-        if hs.gds != "hash" {
-            return refuse(
-                self,
-                format!(
-                    "{proc} chose the {:?} storage module; only \"hash\" is served",
-                    hs.gds
-                ),
-            );
-        }
+        // ds21's segments hold values packed in the v4.1 codec, the only one a ds21 client of
+        // libpmix 4.x unpacks them with.
+        let gds = match hs.gds.as_str() {
+            "hash" => Gds::Hash,
+            super::ds21::MODULE
+                if self.ds21 && dialect.codec == Codec::V41 && !dialect.fully_described() =>
+            {
+                Gds::Ds21
+            }
+            other => {
+                return refuse(
+                    self,
+                    format!(
+                        "{proc} chose the {other:?} storage module; served are \"hash\"{}",
+                        if self.ds21 {
+                            " and \"ds21\" (v4 codecs, non-described buffers)"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+            }
+        };
         let creds = (hs.psec == "native")
             .then(|| pmix_wire::openpmix::native_credential_ids(&hs.credential))
             .flatten();
@@ -219,9 +253,11 @@ impl OpxConn {
                 );
             }
         }
+        tracing::debug!(%proc, ?gds, "a libpmix client chose its storage module");
         self.state = State::Checking {
             proc: proc.clone(),
             dialect,
+            gds,
         };
         OpxStep::Hello {
             proc,
@@ -231,18 +267,31 @@ impl OpxConn {
 
     /// The engine accepted the client: answer the handshake with its peer index.
     pub(crate) fn accepted(&mut self, job: Arc<JobData>, peer_index: u32, out: &mut Vec<u8>) {
-        let State::Checking { proc, dialect } = &self.state else {
+        let State::Checking { proc, dialect, gds } = &self.state else {
             return;
         };
-        let (proc, dialect) = (proc.clone(), *dialect);
+        let (proc, dialect, gds) = (proc.clone(), *dialect, *gds);
         ServerReply::accepted(peer_index).encode(out);
-        self.state = State::Ready { proc, dialect, job };
+        self.state = State::Ready {
+            proc,
+            dialect,
+            gds,
+            job,
+        };
     }
 
     /// The engine refused the client.
     pub(crate) fn refused(&mut self) {
         self.state = State::Done;
         self.closing = true;
+    }
+
+    /// The storage module of a client past its handshake.
+    pub(crate) fn gds(&self) -> Option<Gds> {
+        match &self.state {
+            State::Checking { gds, .. } | State::Ready { gds, .. } => Some(*gds),
+            _ => None,
+        }
     }
 
     fn dialect(&self) -> Dialect {
@@ -266,10 +315,16 @@ impl OpxConn {
         decoded: Result<OpxRequest, pmix_wire::Error>,
         out: &mut Vec<u8>,
     ) -> Option<OpxStep> {
-        let State::Ready { proc, dialect, job } = &self.state else {
+        let State::Ready {
+            proc,
+            dialect,
+            gds,
+            job,
+        } = &self.state
+        else {
             return None;
         };
-        let dialect = *dialect;
+        let (dialect, gds) = (*dialect, *gds);
         let req = match decoded {
             Ok(r) => r,
             Err(e) => {
@@ -283,6 +338,7 @@ impl OpxConn {
                 tag,
                 job: job.clone(),
                 dialect,
+                gds,
             }),
             OpxRequest::Commit { parts } => {
                 let kvs = merge_scopes(parts);
@@ -291,7 +347,15 @@ impl OpxConn {
             OpxRequest::Fence { procs, info } => {
                 self.engine_request(tag, Answer::Fence, Request::Fence { procs, info })
             }
-            OpxRequest::Get { proc, key, info } => {
+            OpxRequest::Get {
+                proc: asked,
+                key,
+                info,
+            } => {
+                // Tests count these: a ds21 client's peer gets after a collecting fence must
+                // not need one.
+                tracing::debug!(who = %proc, ?gds, %asked, ?key, "GETNB request");
+                let proc = asked;
                 self.engine_request(tag, Answer::Get, Request::Get { proc, key, info })
             }
             OpxRequest::Finalize => self.engine_request(
@@ -406,13 +470,19 @@ impl OpxConn {
     }
 
     /// An engine answer to the request with engine id `id`.
-    pub(crate) fn replied(&mut self, id: u32, reply: &Reply, out: &mut Vec<u8>) {
+    ///
+    /// `in_shm`: a fence's collected data is in the ds21 segments, so a ds21 client need not be
+    /// sent it with its next `GETNB` answer.
+    pub(crate) fn replied(&mut self, id: u32, reply: &Reply, in_shm: bool, out: &mut Vec<u8>) {
         let Some((tag, answer)) = self.waiting.remove(&id) else {
             return;
         };
         let dialect = self.dialect();
         if let (Answer::Fence, ReplyBody::Fence { data }) = (answer, &reply.body) {
-            if reply.status == Status::SUCCESS && !data.is_empty() {
+            if reply.status == Status::SUCCESS
+                && !data.is_empty()
+                && !(in_shm && self.gds() == Some(Gds::Ds21))
+            {
                 self.collected = data.clone();
             }
         }

@@ -8,9 +8,11 @@
 //! each other's data.
 
 mod conn;
+pub(crate) mod ds21;
 pub(crate) mod job;
+mod shm;
 
-pub(crate) use conn::{OpxConn, OpxStep};
+pub(crate) use conn::{Gds, OpxConn, OpxStep};
 
 use pmix_types::{Info, Proc, Rank, Value};
 use pmix_wire::JobData;
@@ -28,7 +30,11 @@ pub(crate) const ADVERTISED_VERSION: &str = "4.2.2";
 /// picks its codec by the first of `PMIX_SERVER_URI41`, `URI4`, `URI3`, `URI21`, `URI2` it
 /// finds. `PMIX_GDS_MODULE=hash` makes every datum travel over the socket (the other storage
 /// modules are shared-memory layouts, not a protocol).
-pub(crate) fn fork_env(uri: &str, hostname: &str) -> Vec<(String, String)> {
+pub(crate) fn fork_env(
+    uri: &str,
+    hostname: &str,
+    ds21_dir: Option<&std::path::Path>,
+) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = [
         "PMIX_SERVER_URI41",
         "PMIX_SERVER_URI4",
@@ -42,13 +48,23 @@ pub(crate) fn fork_env(uri: &str, hostname: &str) -> Vec<(String, String)> {
         [
             ("PMIX_SECURITY_MODE", "native"),
             ("PMIX_BFROP_BUFFER_TYPE", "PMIX_BFROP_BUFFER_NON_DESC"),
-            ("PMIX_GDS_MODULE", "hash"),
+            (
+                "PMIX_GDS_MODULE",
+                if ds21_dir.is_some() {
+                    "ds21,hash"
+                } else {
+                    "hash"
+                },
+            ),
             ("PMIX_VERSION", ADVERTISED_VERSION),
             ("PMIX_HOSTNAME", hostname),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string())),
     );
+    if let Some(dir) = ds21_dir {
+        env.extend(ds21::fork_env(dir));
+    }
     env
 }
 
@@ -112,4 +128,110 @@ pub(crate) fn foreign_data(job: &JobData) -> Vec<ProcKvals> {
         });
     }
     out
+}
+
+/// The answer to a `REQ` from a client on the `ds21` store: the namespace, then only the
+/// session, node and application arrays (the client files those in its own hash; the rest it
+/// reads from the segments).
+pub(crate) fn ds21_job_info(job: &JobData) -> JobInfo {
+    let arrays = [
+        pmix_types::attr::SESSION_INFO_ARRAY,
+        pmix_types::attr::NODE_INFO_ARRAY,
+        pmix_types::attr::APP_INFO_ARRAY,
+    ];
+    let kvals = job::layout(job)
+        .top
+        .into_iter()
+        .filter(|(k, _)| arrays.contains(&k.as_str()))
+        .map(|(key, value)| Kval { key, value })
+        .collect();
+    JobInfo {
+        nspace: job.nspace.clone(),
+        kvals,
+    }
+}
+
+/// A namespace's job data as the ds21 store holds it: the job level (job keys and this node's
+/// keys, the info arrays left out), then each rank's keys.
+pub(crate) fn ds21_job_batches(
+    job: &JobData,
+    hostname: &str,
+) -> Result<Vec<ds21::Batch>, pmix_wire::Error> {
+    use pmix_types::attr;
+    let layout = job::layout(job);
+    let skip = [
+        attr::SESSION_INFO_ARRAY,
+        attr::NODE_INFO_ARRAY,
+        attr::APP_INFO_ARRAY,
+        attr::JOB_INFO_ARRAY,
+    ];
+    let mut seen = std::collections::HashSet::new();
+    let mut pairs = Vec::new();
+    for (k, v) in &layout.top {
+        if skip.contains(&k.as_str()) || !seen.insert(k.as_str().to_owned()) {
+            continue;
+        }
+        pairs.push((k.clone(), ds21::pack_value(v)?));
+    }
+    // This node's keys at the job level, as the reference's store files them.
+    let here = job.nodes.iter().find(|n| {
+        n.info
+            .iter()
+            .any(|i| i.key.as_str() == attr::HOSTNAME && i.value.as_str() == Some(hostname))
+    });
+    if let Some(node) = here.or(if job.nodes.len() == 1 {
+        job.nodes.first()
+    } else {
+        None
+    }) {
+        for i in &node.info {
+            let k = i.key.as_str();
+            if [attr::HOSTNAME, attr::NODEID, attr::HOSTNAME_ALIASES].contains(&k)
+                || matches!(i.value, Value::Regex(_))
+                || !seen.insert(k.to_owned())
+            {
+                continue;
+            }
+            pairs.push((i.key.clone(), ds21::pack_value(&i.value)?));
+        }
+    }
+    let mut out = vec![ds21::Batch {
+        nspace: job.nspace.clone(),
+        level: ds21::Level::Job,
+        pairs,
+    }];
+    for (rank, infos) in layout.procs {
+        let pairs = infos
+            .iter()
+            .filter(|i| !matches!(i.value, Value::Regex(_)))
+            .map(|i| Ok((i.key.clone(), ds21::pack_value(&i.value)?)))
+            .collect::<Result<Vec<_>, pmix_wire::Error>>()?;
+        out.push(ds21::Batch {
+            nspace: job.nspace.clone(),
+            level: ds21::Level::Rank(rank),
+            pairs,
+        });
+    }
+    Ok(out)
+}
+
+/// A collecting fence's data as ds21 batches, one per process.
+pub(crate) fn ds21_fence_batches(
+    data: &[pmix_wire::ProcKvs],
+) -> Result<Vec<ds21::Batch>, pmix_wire::Error> {
+    data.iter()
+        .filter(|pk| pk.proc.rank.0 < Rank::INVALID.0 && !pk.kvs.is_empty())
+        .map(|pk| {
+            let pairs = pk
+                .kvs
+                .iter()
+                .map(|kv| Ok((kv.key.clone(), ds21::pack_value(&kv.value)?)))
+                .collect::<Result<Vec<_>, pmix_wire::Error>>()?;
+            Ok(ds21::Batch {
+                nspace: pk.proc.nspace.clone(),
+                level: ds21::Level::Rank(pk.proc.rank),
+                pairs,
+            })
+        })
+        .collect()
 }

@@ -10,6 +10,8 @@
 //!   and every client on one CPU. `--client` starts that program with CLIENT-ARGS instead of
 //!   this one: `xtask/c/bench_client.c`, the libpmix client, prints the same lines, and finds
 //!   the server through the `PMIX_SERVER_URI41` family `setup_fork` adds for libpmix clients.
+//!   `PMIX_BENCH_DS21=0` in the host's environment turns off the ds21 store offered to them
+//!   (`ServerOptions::ds21`), to compare with everything over the socket.
 //! - `pmix-bench client [--get G] [--peer W] [--fence F] [--barrier B] [--pub P]
 //!   [--pub-all A]`: one rank's workload; its numbers go to stdout, which the host reads.
 //! - `pmix-bench regex [--quick]`: node and process map generation, and the registration of
@@ -214,7 +216,11 @@ fn job_main(args: &[String]) -> Res {
     };
     let rss0 = rss_kb();
     let t = Instant::now();
-    let server = Server::init(host, ServerOptions::default()).map_err(err("server init"))?;
+    let options = ServerOptions {
+        ds21: std::env::var("PMIX_BENCH_DS21").map_or(true, |v| v != "0"),
+        ..ServerOptions::default()
+    };
+    let server = Server::init(host, options).map_err(err("server init"))?;
     result("server_init_ms", ms(t.elapsed()));
     result("rss_start_kb", rss0 as f64);
     result("rss_init_kb", rss_kb() as f64);
