@@ -800,7 +800,8 @@ fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
     let mut t = String::from(
         "\nlibpmix clients: the OpenPMIx client program (`xtask/c/bench_client.c`, the same \
          workloads) under our server (`pmix-bench job --client`: its OpenPMIx 4.2 front-end, \
-         loopback TCP, clients told PMIX_GDS_MODULE=hash) and under OpenPMIx's own \
+         loopback TCP, clients offered PMIX_GDS_MODULE=ds21,hash: they pick ds21, shared memory \
+         our server writes) and under OpenPMIx's own \
          (`bench_host.c`), with its default MCA settings (gds ds21; the runs of the main \
          table's OpenPMIx column) and with PMIX_MCA_gds=hash. The whole job is the host's time \
          from starting the first client to the last one's exit. The next rows split the \
