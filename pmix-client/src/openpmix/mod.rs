@@ -437,7 +437,10 @@ pub(crate) fn connect(me: &Proc, srv: &OpenPmixServer) -> Result<Connected, Erro
         path: srv.uri.clone(),
         source,
     };
-    if let Some(gds) = &srv.gds {
+    // A pmix-rs server (its default namespace names it) serves every client with the store it
+    // picked, so libpmix clients on ds21 and this client on hash share data there.
+    let pmix_rs = srv.server.nspace.as_str().starts_with("pmixrs-server-");
+    if let Some(gds) = srv.gds.as_ref().filter(|_| !pmix_rs) {
         if gds.split(',').next().map(str::trim) != Some("hash") {
             tracing::warn!(
                 "pmix-client: the OpenPMIx server offers {GDS_MODULE}={gds}: libpmix clients of \
