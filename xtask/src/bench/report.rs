@@ -166,8 +166,13 @@ pub(crate) struct Row {
 
 /// The job rows, each label starting with `prefix`.
 fn job_rows(opts: &Options, prefix: &str) -> Vec<Row> {
+    rows_of(opts, prefix, JOB_ROWS)
+}
+
+/// One row per job setting (each N, pinned and not) for each of `metrics` (metric, label).
+fn rows_of(opts: &Options, prefix: &str, metrics: &[(&str, &str)]) -> Vec<Row> {
     let mut rows = Vec::new();
-    for (metric, label) in JOB_ROWS {
+    for (metric, label) in metrics {
         for &n in &opts.ns {
             for pinned in [true, false] {
                 let config = Config::Job { n, pinned };
@@ -182,33 +187,13 @@ fn job_rows(opts: &Options, prefix: &str) -> Vec<Row> {
     rows
 }
 
-/// The rows of the libpmix table the options ask for: the job rows, for the libpmix client
-/// under our server and under OpenPMIx's.
+/// The rows of the libpmix table the options ask for: the whole job, the split of the
+/// clients' time, then the job rows, for the libpmix client under our server and under
+/// OpenPMIx's.
 fn libpmix_rows(opts: &Options) -> Vec<Row> {
     let prefix = format!("{LIBPMIX}, ");
-    let mut rows = Vec::new();
-    for &n in &opts.ns {
-        for pinned in [true, false] {
-            let config = Config::Job { n, pinned };
-            rows.push(Row {
-                config,
-                metric: JOB_MS.to_owned(),
-                label: format!("{prefix}{JOB_MS_LABEL}, {}", config.label()),
-            });
-        }
-    }
-    for (metric, label) in SPLIT_ROWS {
-        for &n in &opts.ns {
-            for pinned in [true, false] {
-                let config = Config::Job { n, pinned };
-                rows.push(Row {
-                    config,
-                    metric: metric.to_owned(),
-                    label: format!("{prefix}{label}, {}", config.label()),
-                });
-            }
-        }
-    }
+    let mut rows = rows_of(opts, &prefix, &[(JOB_MS, JOB_MS_LABEL)]);
+    rows.extend(rows_of(opts, &prefix, &SPLIT_ROWS));
     rows.extend(job_rows(opts, &prefix));
     filtered(opts, rows)
 }
