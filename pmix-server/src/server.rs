@@ -157,11 +157,7 @@ impl Server {
             // The session's temporary directory (`PMIX_TMPDIR`), private to this server: Open
             // MPI removes the plain files at the top of the directory it is given there when
             // it ends, so it must never be a shared one like /tmp.
-            let session = dir.join("session");
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&session)
-                .map_err(Error::io(format!("creating {}", session.display())))?;
+            let session = private_dir(dir.join("session"))?;
             cleanup.push(session.clone());
             let poll = mio::Poll::new().map_err(Error::io("creating the event loop"))?;
             let waker = Arc::new(
@@ -183,11 +179,7 @@ impl Server {
             // The ds21 segments: in the rendezvous directory, not the session one, whose top
             // Open MPI cleans when it ends.
             let ds21 = if options.openpmix && options.ds21 {
-                let d = dir.join("ds21");
-                std::fs::DirBuilder::new()
-                    .mode(0o700)
-                    .create(&d)
-                    .map_err(Error::io(format!("creating {}", d.display())))?;
+                let d = private_dir(dir.join("ds21"))?;
                 cleanup.push(d.clone());
                 match crate::openpmix::ds21::Ds21::new(d.clone()) {
                     Ok(store) => Some((store, d)),
@@ -520,4 +512,13 @@ pub struct PmiFork {
     /// With [`PmiTransport::Fd`]: the process's end of its connection, to be inherited by it
     /// and named in `PMI_FD`. Dropping it unused closes the connection.
     pub fd: Option<std::os::fd::OwnedFd>,
+}
+
+/// Creates `path`, a directory only this user may enter, which must not exist yet.
+fn private_dir(path: std::path::PathBuf) -> Result<std::path::PathBuf, Error> {
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&path)
+        .map_err(Error::io(format!("creating {}", path.display())))?;
+    Ok(path)
 }
