@@ -625,6 +625,36 @@ pub fn openpmix_host() -> PathBuf {
     openpmix_program("pmix_host")
 }
 
+/// `pmix_host -n <n> -t <host_deadline_secs> -- <program> <args>`, with a clean environment
+/// ([`clean_command`]): the host kills its clients after that many seconds.
+pub fn under_pmix_host(n: u32, host_deadline_secs: u32, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = clean_command(&openpmix_host());
+    cmd.args([
+        "-n",
+        &n.to_string(),
+        "-t",
+        &host_deadline_secs.to_string(),
+        "--",
+    ])
+    .arg(program)
+    .args(args);
+    cmd
+}
+
+/// Checks a `pmix_client job abort <code>` run of 3 ranks, whatever launched it: the job
+/// ended with `code`, rank 1 said it was aborting, and ranks 0 and 2 (waiting in a fence rank
+/// 1 never joined) were killed, never finished.
+pub fn check_abort_of_rank_1(out: &Output, what: &str, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "{what}: {out:#?}");
+    assert_lines(
+        out,
+        what,
+        "aborting",
+        vec![format!("aborting rank=1 code={code}")],
+    );
+    assert_lines(out, what, "OK", Vec::new());
+}
+
 /// Open MPI's C compiler wrapper, by its full name: plain `mpicc` is a Debian alternative
 /// that may be MPICH's.
 pub const OPENMPI_MPICC: &str = "/usr/bin/mpicc.openmpi";

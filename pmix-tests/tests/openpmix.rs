@@ -121,15 +121,7 @@ fn libpmix_abort_ends_the_job_with_its_code() {
     let client = openpmix_program("pmix_client");
     let what = "pmixrun -n 3 pmix_client job abort 7";
     let out = run(under_pmixrun(3, &client, &["job", "abort", "7"]), what);
-    assert_eq!(out.status.code(), Some(7), "{what}: {out:#?}");
-    assert_lines(
-        &out,
-        what,
-        "aborting",
-        vec!["aborting rank=1 code=7".to_owned()],
-    );
-    // Ranks 0 and 2 were waiting in a fence rank 1 never joined: killed, never finished.
-    assert_lines(&out, what, "OK", Vec::new());
+    pmix_tests::check_abort_of_rank_1(&out, what, 7);
 }
 
 #[test]

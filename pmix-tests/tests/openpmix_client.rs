@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use pmix_tests::{
     OPENMPI_MPIRUN, Output, Running, assert_lines, assert_ok, cargo_build, check_client_output,
-    clean_command, in_private_network, keyed_lines, openpmix_host, openpmix_program, workspace_bin,
+    clean_command, in_private_network, keyed_lines, openpmix_program, workspace_bin,
 };
 
 /// For one run; they take well under a second.
@@ -21,7 +21,7 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 /// pmix_host's own deadline for its job (`-t`), inside [`DEADLINE`]: at it pmix_host kills
 /// the job and says which ranks were still running.
-const HOST_DEADLINE_SECS: &str = "40";
+const HOST_DEADLINE_SECS: u32 = 40;
 
 /// The oracle's scenarios.
 const SCENARIOS: [&str; 3] = ["job", "modex", "modex-direct"];
@@ -33,11 +33,7 @@ fn run(cmd: Command, what: &str) -> Output {
 
 /// `pmix_host -n <n> -- <program> <args>`.
 fn under_pmix_host(n: u32, program: &Path, args: &[&str]) -> Command {
-    let mut cmd = clean_command(&openpmix_host());
-    cmd.args(["-n", &n.to_string(), "-t", HOST_DEADLINE_SECS, "--"])
-        .arg(program)
-        .args(args);
-    cmd
+    pmix_tests::under_pmix_host(n, HOST_DEADLINE_SECS, program, args)
 }
 
 fn oracle() -> PathBuf {

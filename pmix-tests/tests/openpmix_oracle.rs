@@ -21,7 +21,7 @@ const DEADLINE: Duration = Duration::from_secs(30);
 
 /// pmix_host's own deadline for its job (`-t`), inside [`DEADLINE`]: at it pmix_host kills
 /// the job and says which ranks were still running.
-const HOST_DEADLINE_SECS: &str = "20";
+const HOST_DEADLINE_SECS: u32 = 20;
 
 /// Every scenario of the client programs (publish and the split fence need 2 and 3 ranks).
 const ALL_SCENARIOS: [&str; 5] = ["job", "modex", "modex-direct", "fence", "publish"];
@@ -33,11 +33,7 @@ fn run(cmd: Command, what: &str) -> Output {
 
 /// `pmix_host -n <n> -- <program> <args>`.
 fn under_pmix_host(n: u32, program: &Path, args: &[&str]) -> Command {
-    let mut cmd = clean_command(&openpmix_host());
-    cmd.args(["-n", &n.to_string(), "-t", HOST_DEADLINE_SECS, "--"])
-        .arg(program)
-        .args(args);
-    cmd
+    pmix_tests::under_pmix_host(n, HOST_DEADLINE_SECS, program, args)
 }
 
 #[test]
@@ -62,15 +58,7 @@ fn libpmix_client_abort_ends_the_job_with_its_code() {
     let client = openpmix_program("pmix_client");
     let what = "pmix_host -n 3 -- pmix_client job abort 7";
     let out = run(under_pmix_host(3, &client, &["job", "abort", "7"]), what);
-    assert_eq!(out.status.code(), Some(7), "{what}: {out:#?}");
-    assert_lines(
-        &out,
-        what,
-        "aborting",
-        vec!["aborting rank=1 code=7".to_owned()],
-    );
-    // Ranks 0 and 2 were waiting in a fence rank 1 never joined: killed, never finished.
-    assert_lines(&out, what, "OK", Vec::new());
+    pmix_tests::check_abort_of_rank_1(&out, what, 7);
     assert!(
         out.stderr.contains("called abort with status 7"),
         "{what}: pmix_host did not report the abort: {out:#?}"
