@@ -83,6 +83,16 @@ fn lines_of(cmd: Command) -> Vec<String> {
 }
 
 /// The bit of `sig` in a /proc status signal set.
+/// What rank `rank` printed: the lines pmixrun tagged `[rank] `, without the tag.
+fn rank_lines(lines: &[String], rank: u32) -> Vec<String> {
+    let prefix = format!("[{rank}] ");
+    lines
+        .iter()
+        .filter_map(|l| l.strip_prefix(&prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
 fn bit(sig: Signal) -> u64 {
     1 << (sig as u32 - 1)
 }
@@ -139,12 +149,7 @@ fn processes_start_with_no_signal_blocked_and_only_inherited_ones_ignored() {
     let (_, env_ignored) = own_children_masks();
     let forwarded = bit(Signal::SIGINT) | bit(Signal::SIGTERM) | bit(Signal::SIGHUP);
     for rank in 0..2 {
-        let prefix = format!("[{rank}] ");
-        let mine: Vec<String> = lines
-            .iter()
-            .filter_map(|l| l.strip_prefix(&prefix))
-            .map(str::to_owned)
-            .collect();
+        let mine = rank_lines(&lines, rank);
         let (blk, ign) = masks(&mine);
         assert_eq!(blk, 0, "rank {rank}: blocked signals {blk:#x}");
         assert_eq!(
@@ -200,12 +205,7 @@ fn a_pmi1_process_inherits_its_own_connection_as_pmi_fd_and_nothing_else() {
     ]));
     let mut sockets = BTreeSet::new();
     for rank in 0..4 {
-        let prefix = format!("[{rank}] ");
-        let mine: Vec<String> = lines
-            .iter()
-            .filter_map(|l| l.strip_prefix(&prefix))
-            .map(str::to_owned)
-            .collect();
+        let mine = rank_lines(&lines, rank);
         let pmi_fd: i32 = mine
             .iter()
             .find_map(|l| l.strip_prefix("PMI_FD="))
@@ -250,12 +250,7 @@ fn a_pmi1_process_inherits_its_own_connection_as_pmi_fd_and_nothing_else() {
         r#"echo "PMI_FD=${PMI_FD-unset}"; exec ls -l /proc/self/fd"#,
     ]));
     for rank in 0..2 {
-        let prefix = format!("[{rank}] ");
-        let mine: Vec<String> = lines
-            .iter()
-            .filter_map(|l| l.strip_prefix(&prefix))
-            .map(str::to_owned)
-            .collect();
+        let mine = rank_lines(&lines, rank);
         assert!(mine.iter().any(|l| l == "PMI_FD=unset"), "{mine:?}");
         let others: Vec<_> = descriptors(&mine)
             .into_iter()
