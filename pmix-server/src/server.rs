@@ -181,7 +181,7 @@ impl Server {
             let ds21 = if options.openpmix && options.ds21 {
                 let d = private_dir(dir.join("ds21"))?;
                 cleanup.push(d.clone());
-                match crate::openpmix::ds21::Ds21::new(d.clone()) {
+                match crate::frontend::openpmix::ds21::Ds21::new(d.clone()) {
                     Ok(store) => Some((store, d)),
                     Err(e) => {
                         tracing::warn!("libpmix clients will not be offered ds21: {e}");
@@ -383,7 +383,7 @@ impl Server {
         if let Some(uri) = &self.openpmix_uri {
             // Both families in one environment: our client prefers PMIXRS_SERVER_URI, a
             // libpmix client reads only the PMIX_* ones.
-            env.extend(crate::openpmix::fork_env(
+            env.extend(crate::frontend::openpmix::fork_env(
                 uri,
                 &self.hostname,
                 self.ds21_dir.as_deref(),
@@ -411,14 +411,14 @@ impl Server {
             .call(|reply| Call::JobData { nspace, reply })?
             .ok_or_else(|| Error::UnknownProc(proc.clone()))?;
         let rank = proc.rank.0;
-        let (lrank, lsize) = crate::pmi1::job::local_rank_and_size(&job, rank);
+        let (lrank, lsize) = crate::frontend::pmi1::job::local_rank_and_size(&job, rank);
         let mut env: Vec<(String, String)> = vec![
             ("PMI_RANK".into(), rank.to_string()),
-            ("PMI_SIZE".into(), crate::pmi1::job::size(&job).to_string()),
+            ("PMI_SIZE".into(), crate::frontend::pmi1::job::size(&job).to_string()),
             ("MPI_LOCALNRANKS".into(), lsize.to_string()),
             ("MPI_LOCALRANKID".into(), lrank.to_string()),
         ];
-        if crate::pmi1::job::spawned(&job) {
+        if crate::frontend::pmi1::job::spawned(&job) {
             env.push(("PMI_SPAWNED".into(), "1".into()));
         }
         let mut tries = 0;

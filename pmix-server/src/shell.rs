@@ -28,9 +28,9 @@ use slab::Slab;
 use crate::Error;
 use crate::engine::{ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
 use crate::host::{Completion, Host};
-use crate::openpmix::ds21::Ds21;
-use crate::openpmix::{Gds, OpxConn, OpxStep};
-use crate::pmi1::{Pmi1Conn, Step};
+use crate::frontend::openpmix::ds21::Ds21;
+use crate::frontend::openpmix::{Gds, OpxConn, OpxStep};
+use crate::frontend::pmi1::{Pmi1Conn, Step};
 
 const LISTENER: Token = Token(usize::MAX - 1);
 const WAKER: Token = Token(usize::MAX - 2);
@@ -817,10 +817,10 @@ impl<H: Host> Shell<H> {
             return Some(bytes.clone());
         }
         let encoded = match gds {
-            Gds::Hash => crate::openpmix::encode_job_data(job, dialect),
+            Gds::Hash => crate::frontend::openpmix::encode_job_data(job, dialect),
             Gds::Ds21 => {
                 let mut out = Vec::new();
-                pmix_wire::openpmix::Reply::JobInfo(crate::openpmix::ds21_job_info(job))
+                pmix_wire::openpmix::Reply::JobInfo(crate::frontend::openpmix::ds21_job_info(job))
                     .encode(dialect, &mut out)
                     .map(|()| out)
             }
@@ -850,8 +850,8 @@ impl<H: Host> Shell<H> {
         if ds.has_job(&job.nspace) {
             return;
         }
-        let r = crate::openpmix::ds21_job_batches(job, &self.hostname)
-            .map_err(crate::openpmix::ds21::Ds21Error::from)
+        let r = crate::frontend::openpmix::ds21_job_batches(job, &self.hostname)
+            .map_err(crate::frontend::openpmix::ds21::Ds21Error::from)
             .and_then(|b| ds.store(&b, Some(&job.nspace)));
         if let Err(e) = r {
             tracing::warn!(nspace = %job.nspace, "job data not in the ds21 segments: {e}");
@@ -878,8 +878,8 @@ impl<H: Host> Shell<H> {
         if !wanted {
             return false;
         }
-        let r = crate::openpmix::ds21_fence_batches(data)
-            .map_err(crate::openpmix::ds21::Ds21Error::from)
+        let r = crate::frontend::openpmix::ds21_fence_batches(data)
+            .map_err(crate::frontend::openpmix::ds21::Ds21Error::from)
             .and_then(|b| ds.store(&b, None));
         match r {
             Ok(()) => true,

@@ -10,7 +10,6 @@
 mod conn;
 pub(crate) mod ds21;
 pub(crate) mod job;
-mod shm;
 
 pub(crate) use conn::{Gds, OpxConn, OpxStep};
 

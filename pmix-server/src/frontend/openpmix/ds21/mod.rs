@@ -30,6 +30,8 @@
 //! (where each key's value lies, where the rank's last extension slot is), and every write goes
 //! through [`Mapping`]'s bounds checks.
 
+mod shm;
+
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -38,7 +40,7 @@ use std::time::Duration;
 use pmix_types::{Key, Nspace, Rank, Value};
 use pmix_wire::openpmix::{Dialect, Packer};
 
-use super::shm::{Mapping, OutOfBounds, cache_line, page_size};
+use self::shm::{Mapping, OutOfBounds, cache_line, page_size};
 
 /// The module's name, as the client announces it in its handshake.
 pub(crate) const MODULE: &str = "ds21";
