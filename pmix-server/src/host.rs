@@ -9,8 +9,8 @@ use crossbeam_channel::Sender;
 use pmix_types::{DataRange, Info, Key, Nspace, Proc, Status};
 use pmix_wire::{App, Published, Query};
 
-use crate::engine::{HostOutcome, OpId};
-use crate::shell::LoopMsg;
+use crate::engine::{HostCall, HostOutcome, OpId};
+use crate::mailbox::LoopMsg;
 
 /// A type the host can answer a callback with.
 pub trait Outcome: Send + 'static + sealed::Sealed {
@@ -48,51 +48,158 @@ outcome! {
 /// Completing consumes the handle, so a callback is answered at most once. A handle dropped
 /// without being completed answers [`Status::ERROR`],
 /// so that no client waits forever on a host that forgot the request.
+///
+/// The server makes these for its callbacks; [`Completion::from_fn`] makes one that hands the
+/// answer to a function instead, for a host's own tests of its callbacks.
 pub struct Completion<T: Outcome> {
-    op: OpId,
-    tx: Option<(Sender<LoopMsg>, Arc<mio::Waker>)>,
+    sink: Option<Sink<T>>,
     _t: PhantomData<fn(T)>,
+}
+
+/// Where a [`Completion`]'s answer goes.
+enum Sink<T> {
+    /// The server's event loop, which wakes to take it.
+    Loop {
+        op: OpId,
+        tx: Sender<LoopMsg>,
+        waker: Arc<mio::Waker>,
+    },
+    /// A function of the host's choosing.
+    Fn(Box<dyn FnOnce(Result<T, Status>) + Send>),
 }
 
 impl<T: Outcome> Completion<T> {
     pub(crate) fn new(op: OpId, tx: Sender<LoopMsg>, waker: Arc<mio::Waker>) -> Self {
         Completion {
-            op,
-            tx: Some((tx, waker)),
+            sink: Some(Sink::Loop { op, tx, waker }),
+            _t: PhantomData,
+        }
+    }
+
+    /// A completion that calls `f` with the answer (with `Err(Status::ERROR)` if it is dropped
+    /// unanswered), as the server would receive it: lets a host test its callbacks, or
+    /// forward an answer through its own machinery, without a running server.
+    ///
+    /// ```
+    /// use pmix_server::types::{Nspace, Proc, Status};
+    /// use pmix_server::{Completion, Host};
+    ///
+    /// /// A host that refuses every abort.
+    /// struct Stubborn;
+    /// impl Host for Stubborn {
+    ///     fn abort(&mut self, _: &Proc, _: Status, _: &str, _: &[Proc], done: Completion<()>) {
+    ///         done.complete(Err(Status::ERR_NOT_SUPPORTED));
+    ///     }
+    /// }
+    ///
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// let me = Proc::new(Nspace::new("job").unwrap(), 0);
+    /// Stubborn.abort(&me, Status::ERROR, "bye", &[], Completion::from_fn(move |r| tx.send(r).unwrap()));
+    /// assert_eq!(rx.recv().unwrap(), Err(Status::ERR_NOT_SUPPORTED));
+    ///
+    /// // A completion dropped unanswered answers ERROR, as it would to a client.
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// drop(Completion::<()>::from_fn(move |r| tx.send(r).unwrap()));
+    /// assert_eq!(rx.recv().unwrap(), Err(Status::ERROR));
+    /// ```
+    pub fn from_fn(f: impl FnOnce(Result<T, Status>) + Send + 'static) -> Self {
+        Completion {
+            sink: Some(Sink::Fn(Box::new(f))),
             _t: PhantomData,
         }
     }
 
     /// Answers the callback.
     pub fn complete(mut self, result: Result<T, Status>) {
-        self.send(T::wrap(result));
+        self.send(result);
     }
 
-    fn send(&mut self, outcome: HostOutcome) {
-        if let Some((tx, waker)) = self.tx.take() {
-            // The server may already be gone; then nobody is waiting and there is nothing to do.
-            if tx.send(LoopMsg::HostDone(self.op, outcome)).is_ok() {
-                let _ = waker.wake();
+    fn send(&mut self, result: Result<T, Status>) {
+        match self.sink.take() {
+            Some(Sink::Loop { op, tx, waker }) => {
+                // The server may already be gone; then nobody is waiting and there is nothing
+                // to do.
+                let delivered = tx.send(LoopMsg::HostDone(op, T::wrap(result))).is_ok();
+                if delivered {
+                    let _ = waker.wake();
+                }
             }
+            Some(Sink::Fn(f)) => f(result),
+            None => {}
         }
     }
 }
 
 impl<T: Outcome> Drop for Completion<T> {
     fn drop(&mut self) {
-        if self.tx.is_some() {
-            tracing::warn!(
-                op = self.op,
-                "host dropped a callback without completing it"
-            );
-            self.send(T::wrap(Err(Status::ERROR)));
+        if self.sink.is_some() {
+            tracing::warn!(?self, "host dropped a callback without completing it");
+            self.send(Err(Status::ERROR));
         }
     }
 }
 
 impl<T: Outcome> std::fmt::Debug for Completion<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Completion").field("op", &self.op).finish()
+        let mut d = f.debug_struct("Completion");
+        if let Some(Sink::Loop { op, .. }) = &self.sink {
+            d.field("op", op);
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
+/// Makes the host call the engine asked for, with a completion that brings the answer back
+/// through the loop's channel. A host may answer at once: the answer is then in the channel
+/// when this returns, for the loop to take on its next turn.
+pub(crate) fn call_host<H: Host>(
+    host: &mut H,
+    op: OpId,
+    call: HostCall,
+    tx: &Sender<LoopMsg>,
+    waker: &Arc<mio::Waker>,
+) {
+    fn done<T: Outcome>(op: OpId, tx: &Sender<LoopMsg>, waker: &Arc<mio::Waker>) -> Completion<T> {
+        Completion::new(op, tx.clone(), waker.clone())
+    }
+    match call {
+        HostCall::ClientConnected { proc } => host.client_connected(&proc, done(op, tx, waker)),
+        HostCall::ClientFinalized { proc } => host.client_finalized(&proc, done(op, tx, waker)),
+        HostCall::Abort {
+            proc,
+            status,
+            message,
+            procs,
+        } => host.abort(&proc, status, &message, &procs, done(op, tx, waker)),
+        HostCall::FenceNb { procs, info, data } => {
+            host.fence_nb(&procs, &info, data, done(op, tx, waker))
+        }
+        HostCall::DirectModex { proc, info } => {
+            host.direct_modex(&proc, &info, done(op, tx, waker))
+        }
+        HostCall::Publish { proc, data, info } => {
+            host.publish(&proc, &data, &info, done(op, tx, waker))
+        }
+        HostCall::Lookup { proc, keys, info } => {
+            host.lookup(&proc, &keys, &info, done(op, tx, waker))
+        }
+        HostCall::Unpublish { proc, keys, info } => {
+            host.unpublish(&proc, &keys, &info, done(op, tx, waker))
+        }
+        HostCall::Spawn {
+            proc,
+            job_info,
+            apps,
+        } => host.spawn(&proc, &job_info, &apps, done(op, tx, waker)),
+        HostCall::Connect { procs, info } => host.connect(&procs, &info, done(op, tx, waker)),
+        HostCall::Disconnect { procs, info } => host.disconnect(&procs, &info, done(op, tx, waker)),
+        HostCall::NotifyEvent { event } => host.notify_event(
+            event.code,
+            &event.source,
+            event.range,
+            &event.info,
+            done(op, tx, waker),
+        ),
     }
 }
 
@@ -197,23 +304,6 @@ pub trait Host: Send + 'static {
     fn query(&mut self, proc: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }
-}
-
-/// Who answers clients' publish, lookup and unpublish requests.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum NameService {
-    /// The server's own name service: every range is served among this server's clients,
-    /// with the rules of the standard (ranges, persistence, `WAIT`, duplicates, uid
-    /// isolation; see `docs/ARCHITECTURE.md`). `SESSION` and `GLOBAL` then both mean "every
-    /// client of this server".
-    #[default]
-    BuiltIn,
-    /// The host's [`Host::publish`], [`Host::lookup`] and [`Host::unpublish`] callbacks, for
-    /// hosts that span nodes or share a name server. The server adds the caller's
-    /// `PMIX_USERID` and `PMIX_GRPID` to the directives; `WAIT` and `TIMEOUT` are the host's
-    /// to honour.
-    Host,
 }
 
 /// A host that implements nothing: every callback takes its default. Enough for a single-node

@@ -13,16 +13,19 @@
 
 mod engine;
 mod error;
-mod host;
-mod nameserver;
 mod frontend;
+mod host;
+mod mailbox;
+mod nameserver;
 mod outbuf;
 mod server;
 mod shell;
+mod shell_io;
 mod tcp_peer;
 
+pub use engine::NameService;
 pub use error::Error;
-pub use host::{Completion, Host, NameService, NoHost, Outcome};
+pub use host::{Completion, Host, NoHost, Outcome};
 pub use nameserver::{NameServer, NameServerClient};
 pub use pmix_regex::{generate_ppn, generate_regex};
 pub use pmix_types as types;

@@ -12,9 +12,13 @@ use parking_lot::Mutex;
 use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
 
 use crate::Error;
+use crate::NameService;
 use crate::engine::{Engine, SECRET_LEN};
-use crate::host::{Host, NameService};
-use crate::shell::{Call, LoopMsg, Pmi1Endpoint, Pmi1Way, Shell};
+use crate::frontend::{self, Frontends, Personality};
+use crate::host::Host;
+use crate::mailbox::{Call, LoopMsg, Pmi1Endpoint, Pmi1Way};
+use crate::shell::{Shell, ShellParts};
+use crate::shell_io::Listener;
 
 /// Environment variable naming the server's socket (`unix:<path>`).
 pub const ENV_SERVER_URI: &str = "PMIXRS_SERVER_URI";
@@ -161,7 +165,7 @@ impl Server {
             cleanup.push(session.clone());
             let poll = mio::Poll::new().map_err(Error::io("creating the event loop"))?;
             let waker = Arc::new(
-                mio::Waker::new(poll.registry(), mio::Token(usize::MAX - 2))
+                mio::Waker::new(poll.registry(), crate::shell::WAKER)
                     .map_err(Error::io("creating the waker"))?,
             );
             let opx = if options.openpmix {
@@ -205,21 +209,32 @@ impl Server {
                 Info::attr(attr::TDIR_RMCLEAN, true),
             ];
             let engine = Engine::new(hostname.clone(), extras, options.name_service);
-            let shell = Shell::new(
+            let mut listeners = vec![
+                Listener::unix(listener, Personality::Native)
+                    .map_err(Error::io("making the listener non-blocking"))?,
+            ];
+            if let Some(l) = opx_listener {
+                listeners.push(
+                    Listener::tcp(l, Personality::Openpmix)
+                        .map_err(Error::io("making the OpenPMIx port non-blocking"))?,
+                );
+            }
+            let frontends = Frontends {
+                native: frontend::native::Common::new(options.max_frame),
+                pmi1: frontend::pmi1::Common::default(),
+                openpmix: frontend::openpmix::Common::new(ds21, hostname.clone()),
+            };
+            let parts = ShellParts {
                 poll,
-                listener,
-                engine,
-                host,
+                listeners,
+                frontends,
                 rx,
-                tx.clone(),
-                waker.clone(),
-                options.max_frame,
-                cleanup.clone(),
-                session.clone(),
-                opx_listener,
-                ds21,
-                hostname.clone(),
-            )?;
+                tx: tx.clone(),
+                waker: waker.clone(),
+                cleanup: cleanup.clone(),
+                session: session.clone(),
+            };
+            let shell = Shell::new(parts, engine, host)?;
             let thread = std::thread::Builder::new()
                 .name("pmix-server".into())
                 .spawn(move || shell.run())
@@ -414,7 +429,10 @@ impl Server {
         let (lrank, lsize) = crate::frontend::pmi1::job::local_rank_and_size(&job, rank);
         let mut env: Vec<(String, String)> = vec![
             ("PMI_RANK".into(), rank.to_string()),
-            ("PMI_SIZE".into(), crate::frontend::pmi1::job::size(&job).to_string()),
+            (
+                "PMI_SIZE".into(),
+                crate::frontend::pmi1::job::size(&job).to_string(),
+            ),
             ("MPI_LOCALNRANKS".into(), lsize.to_string()),
             ("MPI_LOCALRANKID".into(), lrank.to_string()),
         ];

@@ -24,8 +24,8 @@ use self::fence::{FenceOp, FenceTable, Kind};
 use self::names::{Caller, LookupOutcome, NameStore};
 use self::store::{NsId, Store};
 use crate::Error;
-use crate::host::NameService;
 
+pub use self::names::NameService;
 pub(crate) use self::nspace::Locale;
 
 /// A connection, as the I/O shell numbers them.
@@ -139,6 +139,26 @@ pub(crate) enum Output {
     },
     /// Deliver an event to a client.
     Event { conn: ConnId, event: Arc<Event> },
+}
+
+/// What a front-end proved about a process that names itself, for [`Engine::handle_hello`].
+#[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
+pub(crate) enum Auth {
+    /// The process showed a secret, to be held against the one it was registered with (the
+    /// native protocol: the secret reaches the process through its environment).
+    Secret {
+        secret: Vec<u8>,
+        /// Who owns the peer's socket, when the operating system says so.
+        creds: Option<PeerCreds>,
+    },
+    /// The front-end vouches for the name: the connection was made for this one process (an
+    /// inherited socket), or the process presented a one-time id handed out for it, or the
+    /// front-end's protocol has no secret and the kernel confirmed the peer's uid.
+    Vouched {
+        /// Credentials to hold against the registration's.
+        creds: Option<PeerCreds>,
+    },
 }
 
 /// The credentials of a connecting peer, as the operating system reports them.
@@ -543,13 +563,19 @@ impl Engine {
         }
     }
 
-    /// The secret of a registered client (for `setup_fork`).
     /// The job data of a namespace, as its clients receive it (derived on first need).
     pub(crate) fn job_data(&self, nspace: &str) -> Option<Arc<JobData>> {
         let ns = self.ns_id(nspace)?;
         self.nspaces.get(&ns).map(|n| n.job.get().clone())
     }
 
+    /// True when `proc` is a registered client of this server.
+    pub(crate) fn is_registered(&self, proc: &Proc) -> bool {
+        self.ns_id(proc.nspace.as_str())
+            .is_some_and(|ns| self.clients.contains_key(&(ns, proc.rank)))
+    }
+
+    /// The secret of a registered client (for `setup_fork`).
     pub(crate) fn client_secret(&self, proc: &Proc) -> Option<[u8; SECRET_LEN]> {
         let ns = self.ns_id(proc.nspace.as_str())?;
         self.clients.get(&(ns, proc.rank)).map(|c| c.secret)
@@ -593,15 +619,14 @@ impl Engine {
 
     // ---- connections ----------------------------------------------------------------------
 
-    /// A client completed the protocol handshake and claims to be `(nspace, rank)`.
-    pub(crate) fn handle_hello(
-        &mut self,
-        conn: ConnId,
-        nspace: &Nspace,
-        rank: Rank,
-        secret: &[u8],
-        creds: Option<PeerCreds>,
-    ) {
+    /// A client completed its front-end's handshake, names itself `proc` and proved it as
+    /// `auth` says.
+    pub(crate) fn handle_hello(&mut self, conn: ConnId, proc: &Proc, auth: Auth) {
+        let (nspace, rank) = (&proc.nspace, proc.rank);
+        let (secret, creds) = match auth {
+            Auth::Secret { secret, creds } => (Some(secret), creds),
+            Auth::Vouched { creds } => (None, creds),
+        };
         let refuse = |eng: &mut Engine, status: Status, reason: String| {
             if status == Status::ERR_NOT_FOUND {
                 // Routine when a process's hello is read after its job was let go (it was
@@ -639,7 +664,7 @@ impl Engine {
                 return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
             }
         }
-        if !constant_time_eq(secret, &reg.secret) {
+        if secret.is_some_and(|s| !constant_time_eq(&s, &reg.secret)) {
             return refuse(
                 self,
                 Status::ERR_INVALID_CRED,
@@ -663,7 +688,7 @@ impl Engine {
         if let Some(reg) = self.clients.get_mut(&(ns, rank)) {
             reg.conn = Some(conn);
         }
-        let proc = Proc::new(nspace.clone(), rank);
+        let proc = proc.clone();
         self.conns.insert(
             conn,
             Conn {
@@ -1735,11 +1760,6 @@ impl Engine {
                 Timer::Fence { seq } => self.fail_fence(seq, Status::ERR_TIMEOUT),
             }
         }
-    }
-
-    /// The proc a connection authenticated as.
-    pub(crate) fn conn_proc(&self, conn: ConnId) -> Option<&Proc> {
-        self.conns.get(&conn).map(|c| &c.proc)
     }
 }
 

@@ -35,6 +35,24 @@ use std::time::{Duration, Instant};
 use pmix_types::{DataRange, Info, Key, Nspace, Persistence, Proc, Rank, Status, Value, attr};
 use pmix_wire::Published;
 
+/// Who answers clients' publish, lookup and unpublish requests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NameService {
+    /// The server's own name service: every range is served among this server's clients,
+    /// with the rules of the standard (ranges, persistence, `WAIT`, duplicates, uid
+    /// isolation; see `docs/ARCHITECTURE.md`). `SESSION` and `GLOBAL` then both mean "every
+    /// client of this server".
+    #[default]
+    BuiltIn,
+    /// The host's [`Host::publish`](crate::Host::publish), [`Host::lookup`](crate::Host::lookup)
+    /// and [`Host::unpublish`](crate::Host::unpublish) callbacks, for
+    /// hosts that span nodes or share a name server. The server adds the caller's
+    /// `PMIX_USERID` and `PMIX_GRPID` to the directives; `WAIT` and `TIMEOUT` are the host's
+    /// to honour.
+    Host,
+}
+
 /// Identifies a session: a server, or a launcher run attached to a name server.
 pub(crate) type SessionId = u64;
 

@@ -7,7 +7,7 @@ use pmix_types::{
 };
 use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
 
-use super::{ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
+use super::{Auth, ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
 
 const UID: u32 = 1000;
 const GID: u32 = 100;
@@ -140,13 +140,12 @@ impl Sim {
     /// Connects `conn` as `name:rank` when the host is answered by hand (`auto_host` off):
     /// answers the client_connected call itself.
     fn connect_answering_host(&mut self, conn: ConnId, name: &str, rank: u32) {
-        self.eng.handle_hello(
-            conn,
-            &ns(name),
-            Rank(rank),
-            &secret(name, rank),
-            Some(PeerCreds { uid: UID, gid: GID }),
-        );
+        let auth = Auth::Secret {
+            secret: secret(name, rank).to_vec(),
+            creds: Some(PeerCreds { uid: UID, gid: GID }),
+        };
+        self.eng
+            .handle_hello(conn, &Proc::new(ns(name), Rank(rank)), auth);
         self.pump();
         let (op, call) = self.host_calls.remove(0);
         assert!(
@@ -163,8 +162,12 @@ impl Sim {
     }
 
     fn hello(&mut self, conn: ConnId, name: &str, rank: u32, secret: &[u8], creds: PeerCreds) {
+        let auth = Auth::Secret {
+            secret: secret.to_vec(),
+            creds: Some(creds),
+        };
         self.eng
-            .handle_hello(conn, &ns(name), Rank(rank), secret, Some(creds));
+            .handle_hello(conn, &Proc::new(ns(name), Rank(rank)), auth);
         self.pump();
     }
 

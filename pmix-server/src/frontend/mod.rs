@@ -1,5 +1,248 @@
-//! The wire front-ends: each translates one wire personality into the engine's requests and
-//! the engine's answers back into its wire.
+//! The wire front-ends, behind one contract: each translates one wire personality into the
+//! engine's requests and the engine's answers back into its wire.
+//!
+//! A connection's personality is a [`Proto`]; the shell knows nothing more of it. It hands a
+//! connection's bytes to [`Proto::read_from`], asks [`Proto::step`] for what the engine must
+//! see ([`Step`]), and hands every engine output for the connection to the matching method
+//! (`accepted`, `refused`, `replied`, `replied_shared`, `event`), which appends what the
+//! client is to receive to the connection's write buffer. What the connections of one
+//! personality share across the server (encoded job data, `PMI_ID`s handed out, the ds21
+//! segments) lives in [`Frontends`], which every call is given.
+//!
+//! Sans-IO like the engine, except `openpmix/ds21/`, which writes shared-memory segments.
+//! Adding a personality is a folder here, a variant of [`Proto`] and of [`Personality`], and a
+//! listener in the shell.
 
+mod job_bytes;
+pub(crate) mod native;
 pub(crate) mod openpmix;
 pub(crate) mod pmi1;
+
+use std::cell::OnceCell;
+use std::io;
+use std::sync::Arc;
+
+use pmix_types::{Nspace, Proc, Status};
+use pmix_wire::{Event, JobData, Reply, Request};
+
+use self::native::NativeConn;
+use self::openpmix::OpenpmixConn;
+use self::pmi1::Pmi1Conn;
+use crate::engine::{Auth, ConnId, PeerCreds};
+
+/// What a connection's front-end wants done next.
+#[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
+pub(crate) enum Step {
+    /// Nothing until more bytes arrive or the engine answers.
+    Idle,
+    /// Close the connection once its queued bytes are written (the reason is logged).
+    Close,
+    /// The client named itself: authenticate it with the engine.
+    Hello { proc: Proc, auth: Auth },
+    /// Hand the engine request `id` (the id is the connection's own).
+    Request(u32, Request),
+}
+
+/// The kind of listener a connection arrived on, which decides its personality.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Personality {
+    /// pmix-rs clients, on the server's Unix socket.
+    Native,
+    /// MPICH's PMI-1 over the loopback port of `PMI_PORT`.
+    Pmi1,
+    /// libpmix clients over loopback TCP.
+    Openpmix,
+}
+
+impl Personality {
+    /// True when the front-end holds a TCP peer's claimed uid against the kernel's: only
+    /// then is the (not free) lookup of the socket's owner worth making.
+    pub(crate) fn checks_tcp_owner(self) -> bool {
+        matches!(self, Personality::Openpmix)
+    }
+}
+
+/// What the operating system tells about a new connection's peer.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Peer {
+    /// A Unix socket's peer credentials (`SO_PEERCRED`).
+    pub(crate) creds: Option<PeerCreds>,
+    /// The uid owning a loopback TCP peer's socket, when asked for and known.
+    pub(crate) tcp_owner: Option<u32>,
+}
+
+/// A connection's wire personality and its protocol state.
+pub(crate) enum Proto {
+    /// pmix-rs clients: MessagePack frames.
+    Native(NativeConn),
+    /// MPICH's PMI-1 text lines.
+    Pmi1(Box<Pmi1Conn>),
+    /// The OpenPMIx 4.2 wire protocol of libpmix clients.
+    Openpmix(Box<OpenpmixConn>),
+}
+
+/// What the front-ends keep across connections.
+pub(crate) struct Frontends {
+    pub(crate) native: native::Common,
+    pub(crate) pmi1: pmi1::Common,
+    pub(crate) openpmix: openpmix::Common,
+}
+
+impl Frontends {
+    /// A namespace was registered with `nlocalprocs` processes on this node.
+    pub(crate) fn nspace_registered(&mut self, nspace: &Nspace, nlocalprocs: u32) {
+        self.openpmix.nspace_registered(nspace, nlocalprocs);
+    }
+
+    /// The server stops: shared memory is unmapped and its files removed.
+    pub(crate) fn shutdown(&mut self) {
+        self.openpmix.shutdown();
+    }
+
+    /// A namespace was let go: what was kept for it goes too.
+    pub(crate) fn nspace_deregistered(&mut self, nspace: &Nspace) {
+        self.native.nspace_deregistered(nspace);
+        self.openpmix.nspace_deregistered(nspace);
+    }
+}
+
+/// An answer for several requests (a collecting fence's data), as each personality encodes
+/// it: once per answer, not once per request.
+pub(crate) struct SharedAnswer {
+    reply: Arc<Reply>,
+    native: OnceCell<Option<native::SharedFrame>>,
+    /// The data is in the ds21 segments (stored by the first ds21 client's answer).
+    in_ds21: OnceCell<bool>,
+}
+
+impl SharedAnswer {
+    pub(crate) fn new(reply: Arc<Reply>) -> Self {
+        SharedAnswer {
+            reply,
+            native: OnceCell::new(),
+            in_ds21: OnceCell::new(),
+        }
+    }
+
+    pub(crate) fn reply(&self) -> &Reply {
+        &self.reply
+    }
+}
+
+impl Proto {
+    /// The personality of a connection accepted on a listener of kind `kind`.
+    pub(crate) fn accepted_on(kind: Personality, peer: Peer, fe: &Frontends) -> Proto {
+        match kind {
+            Personality::Native => Proto::Native(NativeConn::new(fe.native.decoder(), peer.creds)),
+            Personality::Pmi1 => Proto::Pmi1(Box::new(Pmi1Conn::with_port())),
+            Personality::Openpmix => Proto::Openpmix(Box::new(OpenpmixConn::new(
+                peer.tcp_owner,
+                fe.openpmix.offers_ds21(),
+            ))),
+        }
+    }
+
+    /// A PMI-1 connection over a socket the server made for `proc`.
+    pub(crate) fn pmi1_for(proc: Proc) -> Proto {
+        Proto::Pmi1(Box::new(Pmi1Conn::with_fd(proc)))
+    }
+
+    /// Reads what `src` has ready into the connection's input: `Ok(0)` at the end of the
+    /// stream. `scratch` is a buffer the caller lends to front-ends that copy their input.
+    pub(crate) fn read_from(
+        &mut self,
+        src: &mut impl io::Read,
+        scratch: &mut [u8],
+    ) -> io::Result<usize> {
+        match self {
+            // Straight into the frame reader's buffer: no copy.
+            Proto::Native(n) => n.read_from(src),
+            Proto::Pmi1(p) => src.read(scratch).inspect(|&n| p.feed(&scratch[..n])),
+            Proto::Openpmix(o) => src.read(scratch).inspect(|&n| o.feed(&scratch[..n])),
+        }
+    }
+
+    /// The next thing the engine must see from this connection; replies the front-end gives
+    /// itself are appended to `out`. Called again until it says [`Step::Idle`].
+    pub(crate) fn step(&mut self, fe: &mut Frontends, out: &mut Vec<u8>) -> Step {
+        match self {
+            Proto::Native(n) => n.step(out),
+            Proto::Pmi1(p) => p.step(&mut fe.pmi1, out),
+            Proto::Openpmix(o) => o.step(&mut fe.openpmix, out),
+        }
+    }
+
+    /// The engine accepted the client (connection `conn`) into the job `job`.
+    pub(crate) fn accepted(
+        &mut self,
+        fe: &mut Frontends,
+        conn: ConnId,
+        job: &Arc<JobData>,
+        out: &mut Vec<u8>,
+    ) {
+        match self {
+            Proto::Native(n) => n.accepted(&mut fe.native, job, out),
+            Proto::Pmi1(p) => p.accepted(job.clone(), out),
+            Proto::Openpmix(o) => o.accepted(job.clone(), conn as u32, out),
+        }
+    }
+
+    /// The engine refused the client; the connection closes once this is written.
+    pub(crate) fn refused(&mut self, status: Status, reason: &str, out: &mut Vec<u8>) {
+        match self {
+            Proto::Native(n) => n.refused(status, reason, out),
+            Proto::Pmi1(p) => p.refused(status, reason, out),
+            Proto::Openpmix(o) => o.refused(),
+        }
+    }
+
+    /// The engine's answer to request `id`.
+    pub(crate) fn replied(&mut self, fe: &mut Frontends, id: u32, reply: Reply, out: &mut Vec<u8>) {
+        match self {
+            Proto::Native(n) => n.replied(id, reply, out),
+            Proto::Pmi1(p) => p.replied(id, &reply, out),
+            Proto::Openpmix(o) => o.replied(&mut fe.openpmix, id, &reply, None, out),
+        }
+    }
+
+    /// The engine's answer to request `id`, one of several requests that get the same one.
+    pub(crate) fn replied_shared(
+        &mut self,
+        fe: &mut Frontends,
+        id: u32,
+        answer: &SharedAnswer,
+        out: &mut Vec<u8>,
+    ) {
+        match self {
+            Proto::Native(n) => n.replied_shared(id, answer, out),
+            Proto::Pmi1(p) => p.replied(id, answer.reply(), out),
+            Proto::Openpmix(o) => o.replied(
+                &mut fe.openpmix,
+                id,
+                answer.reply(),
+                Some(&answer.in_ds21),
+                out,
+            ),
+        }
+    }
+
+    /// An event the client registered for.
+    pub(crate) fn event(&mut self, event: &Event, out: &mut Vec<u8>) {
+        match self {
+            Proto::Native(n) => n.event(event, out),
+            // PMI-1 has no events (and its processes never register for any).
+            Proto::Pmi1(_) => {}
+            Proto::Openpmix(o) => o.event(event, out),
+        }
+    }
+
+    /// True once the connection is to be closed when its queued bytes are written.
+    pub(crate) fn is_closing(&self) -> bool {
+        match self {
+            Proto::Native(n) => n.is_closing(),
+            Proto::Pmi1(p) => p.is_closing(),
+            Proto::Openpmix(o) => o.is_closing(),
+        }
+    }
+}

@@ -8,6 +8,7 @@
 //! job data (`REQ`), cleanup registrations (`JOB_CONTROL`) and anything not supported, which
 //! gets a `NOT_SUPPORTED` status so that no client ever waits for nothing.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -18,31 +19,13 @@ use pmix_wire::openpmix::{
 };
 use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
 
-use crate::engine::PeerCreds;
+use super::Common;
+use crate::engine::{Auth, PeerCreds};
+use crate::frontend::Step;
 
 /// Largest message accepted from a client after the handshake. Open MPI's largest (its
 /// shared-memory endpoint blob) is a few KiB; a job's worth of spawn data stays far below.
 const MAX_MESSAGE: usize = 64 << 20;
-
-/// What the shell is to do next for this connection.
-pub(crate) enum OpxStep {
-    /// Nothing until more bytes or an engine answer arrive.
-    Idle,
-    /// The connection is finished (an error was logged or the client said goodbye).
-    Close,
-    /// A simple client named itself: check it with the engine.
-    Hello { proc: Proc, creds: PeerCreds },
-    /// The client asks for its job data; the shell encodes it once per job, dialect and
-    /// storage module (and, for `ds21`, puts the job data in the segments first).
-    JobData {
-        tag: u32,
-        job: Arc<JobData>,
-        dialect: Dialect,
-        gds: Gds,
-    },
-    /// A request for the engine, under this connection's engine id.
-    Request(u32, Request),
-}
 
 /// The storage module a client chose in its handshake: how its job data and collected data
 /// reach it.
@@ -96,7 +79,7 @@ enum State {
 }
 
 /// A libpmix client's connection.
-pub(crate) struct OpxConn {
+pub(crate) struct OpenpmixConn {
     reader: MsgReader,
     state: State,
     /// The uid the kernel reports for the peer's socket, when it can tell.
@@ -114,9 +97,9 @@ pub(crate) struct OpxConn {
     ds21: bool,
 }
 
-impl OpxConn {
+impl OpenpmixConn {
     pub(crate) fn new(kernel_uid: Option<u32>, ds21: bool) -> Self {
-        OpxConn {
+        OpenpmixConn {
             reader: MsgReader::new(MAX_MESSAGE),
             state: State::Handshake,
             kernel_uid,
@@ -145,29 +128,29 @@ impl OpxConn {
     }
 
     /// Processes the next message, if one has arrived; replies it can give itself go to `out`.
-    pub(crate) fn step(&mut self, out: &mut Vec<u8>) -> OpxStep {
+    pub(crate) fn step(&mut self, common: &mut Common, out: &mut Vec<u8>) -> Step {
         loop {
             if self.closing {
-                return OpxStep::Idle;
+                return Step::Idle;
             }
             if matches!(self.state, State::Checking { .. } | State::Done) {
-                return OpxStep::Idle;
+                return Step::Idle;
             }
             let dialect = self.dialect();
             let (tag, decoded) = match self.reader.next_message() {
-                Ok(None) => return OpxStep::Idle,
+                Ok(None) => return Step::Idle,
                 Ok(Some(Incoming::Handshake { body, .. })) => {
                     if !matches!(self.state, State::Handshake) {
                         tracing::warn!(who = %self.who(), "closing a libpmix connection: a second handshake");
                         self.state = State::Done;
-                        return OpxStep::Close;
+                        return Step::Close;
                     }
                     return match ClientHandshake::decode(body) {
                         Ok(hs) => self.handshake(hs),
                         Err(e) => {
                             tracing::warn!("closing a libpmix connection: bad handshake: {e}");
                             self.state = State::Done;
-                            OpxStep::Close
+                            Step::Close
                         }
                     };
                 }
@@ -178,21 +161,21 @@ impl OpxConn {
                 Err(e) => {
                     tracing::warn!(who = %self.who(), "closing a libpmix connection: {e}");
                     self.state = State::Done;
-                    return OpxStep::Close;
+                    return Step::Close;
                 }
             };
-            if let Some(step) = self.message(tag, decoded, out) {
+            if let Some(step) = self.message(tag, decoded, common, out) {
                 return step;
             }
         }
     }
 
-    fn handshake(&mut self, hs: ClientHandshake) -> OpxStep {
+    fn handshake(&mut self, hs: ClientHandshake) -> Step {
         let refuse = |this: &mut Self, why: String| {
             // The reference closes the socket without a word; the log says why.
             tracing::warn!("refusing a libpmix client: {why}");
             this.state = State::Done;
-            OpxStep::Close
+            Step::Close
         };
         let proc = match &hs.identity {
             Identity::Client(p) => p.clone(),
@@ -259,9 +242,13 @@ impl OpxConn {
             dialect,
             gds,
         };
-        OpxStep::Hello {
+        // The kernel confirmed the uid (when it could tell); the engine holds both ids
+        // against the registration.
+        Step::Hello {
             proc,
-            creds: PeerCreds { uid, gid },
+            auth: Auth::Vouched {
+                creds: Some(PeerCreds { uid, gid }),
+            },
         }
     }
 
@@ -301,11 +288,11 @@ impl OpxConn {
         }
     }
 
-    fn engine_request(&mut self, tag: u32, answer: Answer, req: Request) -> Option<OpxStep> {
+    fn engine_request(&mut self, tag: u32, answer: Answer, req: Request) -> Option<Step> {
         let id = self.next_id;
         self.next_id = self.next_id.wrapping_add(1).max(1);
         self.waiting.insert(id, (tag, answer));
-        Some(OpxStep::Request(id, req))
+        Some(Step::Request(id, req))
     }
 
     /// Handles one request; None when it was answered here.
@@ -313,8 +300,9 @@ impl OpxConn {
         &mut self,
         tag: u32,
         decoded: Result<OpxRequest, pmix_wire::Error>,
+        common: &mut Common,
         out: &mut Vec<u8>,
-    ) -> Option<OpxStep> {
+    ) -> Option<Step> {
         let State::Ready {
             proc,
             dialect,
@@ -334,12 +322,11 @@ impl OpxConn {
             }
         };
         match req {
-            OpxRequest::Req => Some(OpxStep::JobData {
-                tag,
-                job: job.clone(),
-                dialect,
-                gds,
-            }),
+            OpxRequest::Req => {
+                let bytes = common.job_bytes(&job.clone(), dialect, gds);
+                send_job_data(tag, bytes.as_deref(), dialect, out);
+                None
+            }
             OpxRequest::Commit { parts } => {
                 let kvs = merge_scopes(parts);
                 self.engine_request(tag, Answer::Status, Request::Commit { kvs })
@@ -453,37 +440,33 @@ impl OpxConn {
         }
     }
 
-    /// Writes the job data (already encoded for this dialect) as the answer to `tag`.
-    pub(crate) fn send_job_data(&mut self, tag: u32, bytes: Option<&[u8]>, out: &mut Vec<u8>) {
-        let dialect = self.dialect();
-        match bytes {
-            Some(b) => {
-                let _ = pmix_wire::openpmix::encode_message(out, 0, tag, b);
-            }
-            None => send(
-                tag,
-                &OpxReply::Status(Status::ERR_PACK_FAILURE),
-                dialect,
-                out,
-            ),
-        }
-    }
-
     /// An engine answer to the request with engine id `id`.
     ///
-    /// `in_shm`: a fence's collected data is in the ds21 segments, so a ds21 client need not be
-    /// sent it with its next `GETNB` answer.
-    pub(crate) fn replied(&mut self, id: u32, reply: &Reply, in_shm: bool, out: &mut Vec<u8>) {
+    /// A fence's collected data goes into the ds21 segments for a ds21 client (`in_ds21`
+    /// remembers, for an answer several requests share, whether an earlier one put it there);
+    /// otherwise it is kept for the next `GETNB` answer.
+    pub(crate) fn replied(
+        &mut self,
+        common: &mut Common,
+        id: u32,
+        reply: &Reply,
+        in_ds21: Option<&OnceCell<bool>>,
+        out: &mut Vec<u8>,
+    ) {
         let Some((tag, answer)) = self.waiting.remove(&id) else {
             return;
         };
         let dialect = self.dialect();
         if let (Answer::Fence, ReplyBody::Fence { data }) = (answer, &reply.body) {
-            if reply.status == Status::SUCCESS
-                && !data.is_empty()
-                && !(in_shm && self.gds() == Some(Gds::Ds21))
-            {
-                self.collected = data.clone();
+            if reply.status == Status::SUCCESS && !data.is_empty() {
+                let in_shm = self.gds() == Some(Gds::Ds21)
+                    && match in_ds21 {
+                        Some(memo) => *memo.get_or_init(|| common.store_fence(reply)),
+                        None => common.store_fence(reply),
+                    };
+                if !in_shm {
+                    self.collected = data.clone();
+                }
             }
         }
         let extra = if matches!(answer, Answer::Get) && reply.status == Status::SUCCESS {
@@ -519,6 +502,21 @@ impl OpxConn {
         if let Err(e) = r {
             tracing::error!(who = %self.who(), "cannot encode an event: {e}");
         }
+    }
+}
+
+/// Writes the job data (already encoded for this dialect) as the answer to `tag`.
+fn send_job_data(tag: u32, bytes: Option<&[u8]>, dialect: Dialect, out: &mut Vec<u8>) {
+    match bytes {
+        Some(b) => {
+            let _ = pmix_wire::openpmix::encode_message(out, 0, tag, b);
+        }
+        None => send(
+            tag,
+            &OpxReply::Status(Status::ERR_PACK_FAILURE),
+            dialect,
+            out,
+        ),
     }
 }
 

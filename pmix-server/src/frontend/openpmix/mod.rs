@@ -7,11 +7,13 @@
 //! serves these clients exactly as it serves native ones, so the two kinds share fences and
 //! each other's data.
 
+mod common;
 mod conn;
 pub(crate) mod ds21;
 pub(crate) mod job;
 
-pub(crate) use conn::{Gds, OpxConn, OpxStep};
+pub(crate) use common::Common;
+pub(crate) use conn::{Gds, OpenpmixConn};
 
 use pmix_types::{Info, Proc, Rank, Value};
 use pmix_wire::JobData;

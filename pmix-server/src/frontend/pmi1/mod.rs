@@ -26,10 +26,14 @@ pub(crate) mod job;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
 use pmix_wire::{App, JobData, Kv, Reply, ReplyBody, Request};
+
+use super::Step;
+use crate::engine::Auth;
 
 /// Longest request line accepted. MPICH's own limit is 1024 bytes, newline included; a longer
 /// line is a broken or hostile peer.
@@ -56,20 +60,24 @@ pub(crate) enum Transport {
     Port,
 }
 
-/// What the shell must do next for a connection.
-#[derive(Debug, PartialEq)]
-pub(crate) enum Step {
-    /// Nothing until more bytes arrive or the engine answers.
-    Idle,
-    /// Authenticate this process with the engine (a native client's hello).
-    Hello(Proc),
-    /// Find the process that was given `PMI_ID` `id`, then call [`Pmi1Conn::bind`] (or
-    /// [`Pmi1Conn::refused`]).
-    Initack(u32),
-    /// Hand the engine request `id`.
-    Request(u32, Request),
-    /// Close once the replies queued are written.
-    Close,
+/// What the PMI-1 connections of a server share: the `PMI_ID`s handed out to processes that
+/// will connect to the PMI-1 port, each good for one connection.
+#[derive(Default)]
+pub(crate) struct Common {
+    ids: HashMap<u32, Proc>,
+}
+
+impl Common {
+    /// Hands `id` out to `proc` (a process started again under the same name loses its old
+    /// one); false if another process holds `id`.
+    pub(crate) fn hand_out(&mut self, id: u32, proc: Proc) -> bool {
+        if self.ids.contains_key(&id) {
+            return false;
+        }
+        self.ids.retain(|_, p| *p != proc);
+        self.ids.insert(id, proc);
+        true
+    }
 }
 
 /// Why the connection waits for the engine, and how its answer is put into words.
@@ -182,8 +190,8 @@ impl Pmi1Conn {
         Ok(Some(line))
     }
 
-    /// Processes what was fed, up to the first line that needs the engine or the shell.
-    pub(crate) fn step(&mut self, out: &mut Vec<u8>) -> Step {
+    /// Processes what was fed, up to the first line that needs the engine.
+    pub(crate) fn step(&mut self, common: &mut Common, out: &mut Vec<u8>) -> Step {
         if self.closing {
             return Step::Idle;
         }
@@ -196,9 +204,9 @@ impl Pmi1Conn {
             let step = if self.block.is_some() || line.trim() == "mcmd=spawn" {
                 self.spawn_line(&line, out)
             } else {
-                self.command(&line, out)
+                self.command(&line, common, out)
             };
-            if step != Step::Idle {
+            if !matches!(step, Step::Idle) {
                 return step;
             }
         }
@@ -229,7 +237,7 @@ impl Pmi1Conn {
         Step::Request(id, req)
     }
 
-    fn command(&mut self, line: &str, out: &mut Vec<u8>) -> Step {
+    fn command(&mut self, line: &str, common: &mut Common, out: &mut Vec<u8>) -> Step {
         let l = parse_line(line);
         if l.cmd.is_empty() {
             if line.trim().is_empty() {
@@ -238,7 +246,7 @@ impl Pmi1Conn {
             return self.fail(out, "a line without cmd=");
         }
         if let State::Fresh = self.state {
-            return self.first_command(&l, out);
+            return self.first_command(&l, common, out);
         }
         let Some(job) = self.job.clone() else {
             return self.fail(out, "no job data");
@@ -361,7 +369,7 @@ impl Pmi1Conn {
     }
 
     /// The first line: `init` over an inherited socket, `initack` over TCP.
-    fn first_command(&mut self, l: &Line<'_>, out: &mut Vec<u8>) -> Step {
+    fn first_command(&mut self, l: &Line<'_>, common: &mut Common, out: &mut Vec<u8>) -> Step {
         match (self.transport, l.cmd) {
             (Transport::Fd, "init") => {
                 if let Some(v) = l.arg("pmi_version").filter(|v| *v != "1") {
@@ -380,7 +388,7 @@ impl Pmi1Conn {
                 };
                 self.state = State::Attaching;
                 self.pending = Some((u32::MAX, Pending::Init));
-                Step::Hello(proc)
+                hello(proc)
             }
             (Transport::Port, "initack") => {
                 let Some(id) = l.arg("pmiid").and_then(|v| v.parse::<u32>().ok()) else {
@@ -390,7 +398,12 @@ impl Pmi1Conn {
                 };
                 self.state = State::Attaching;
                 self.pending = Some((u32::MAX, Pending::Initack));
-                Step::Initack(id)
+                let Some(proc) = common.ids.remove(&id) else {
+                    self.refused(Status::ERR_INVALID_CRED, "unknown pmiid", out);
+                    return Step::Close;
+                };
+                self.proc = Some(proc.clone());
+                hello(proc)
             }
             (Transport::Fd, cmd) => {
                 reply(out, &format!("cmd={cmd}_result rc=-1 msg=init_first"));
@@ -403,12 +416,6 @@ impl Pmi1Conn {
                 Step::Close
             }
         }
-    }
-
-    /// The process that `initack` named; the handshake with the engine comes next.
-    pub(crate) fn bind(&mut self, proc: Proc) -> Step {
-        self.proc = Some(proc.clone());
-        Step::Hello(proc)
     }
 
     /// The engine accepted the process.
@@ -430,7 +437,7 @@ impl Pmi1Conn {
         self.state = State::Ready;
     }
 
-    /// The engine (or the shell, for an unknown `PMI_ID`) refused the process.
+    /// The engine (or this front-end, for an unknown `PMI_ID`) refused the process.
     pub(crate) fn refused(&mut self, status: Status, reason: &str, out: &mut Vec<u8>) {
         tracing::warn!(proc = ?self.proc, ?status, "PMI-1 process refused: {reason}");
         match self.pending.take() {
@@ -663,6 +670,15 @@ fn max_value() -> usize {
 /// Room for the node map: what MPICH keeps of a value (its `vallen_max` after clamping).
 fn mapping_room() -> usize {
     VALLEN_MAX - KVSNAME_MAX - KEYLEN_MAX - 30
+}
+
+/// The handshake of a process this front-end vouches for: its socket was made for it, or it
+/// showed the one-time `PMI_ID` handed out for it.
+fn hello(proc: Proc) -> Step {
+    Step::Hello {
+        proc,
+        auth: Auth::Vouched { creds: None },
+    }
 }
 
 fn range_global() -> Info {

@@ -34,15 +34,22 @@ fn job(name: &str, size: u32) -> Arc<JobData> {
 fn run(c: &mut Pmi1Conn, input: &str) -> (Step, String) {
     c.feed(input.as_bytes());
     let mut out = Vec::new();
-    let step = c.step(&mut out);
+    let step = c.step(&mut Common::default(), &mut out);
     (step, String::from_utf8(out).unwrap())
+}
+
+fn vouched(proc: Proc) -> Step {
+    Step::Hello {
+        proc,
+        auth: Auth::Vouched { creds: None },
+    }
 }
 
 fn ready(rank: u32) -> Pmi1Conn {
     let me = Proc::new(ns("kvs"), rank);
     let mut c = Pmi1Conn::with_fd(me.clone());
     let (step, out) = run(&mut c, "cmd=init pmi_version=1 pmi_subversion=1\n");
-    assert_eq!(step, Step::Hello(me));
+    assert_eq!(step, vouched(me));
     assert_eq!(out, "");
     let mut out = Vec::new();
     c.accepted(job("kvs", 4), &mut out);
@@ -101,7 +108,7 @@ fn put_get_and_barrier_go_to_the_engine_one_at_a_time() {
         "cmd=put_result rc=0 msg=success\n"
     );
     let mut out = Vec::new();
-    let s = c.step(&mut out);
+    let s = c.step(&mut Common::default(), &mut out);
     assert!(
         matches!(s, Step::Request(_, Request::Fence { .. })),
         "{s:?}"
@@ -210,7 +217,7 @@ fn spawn_blocks_arrive_in_pieces_and_merge() {
     for b in all.as_bytes() {
         c.feed(&[*b]);
         let mut out = Vec::new();
-        step = c.step(&mut out);
+        step = c.step(&mut Common::default(), &mut out);
         assert!(out.is_empty());
         if step != Step::Idle {
             break;
@@ -235,10 +242,15 @@ fn spawn_blocks_arrive_in_pieces_and_merge() {
 #[test]
 fn port_mode_starts_with_initack() {
     let mut c = Pmi1Conn::with_port();
-    let (s, _) = run(&mut c, "cmd=initack pmiid=77\n");
-    assert_eq!(s, Step::Initack(77));
     let me = Proc::new(ns("kvs"), 2);
-    assert_eq!(c.bind(me.clone()), Step::Hello(me));
+    let mut common = Common::default();
+    assert!(common.hand_out(77, me.clone()));
+    assert!(
+        !common.hand_out(77, Proc::new(ns("kvs"), 3)),
+        "an id in use"
+    );
+    c.feed(b"cmd=initack pmiid=77\n");
+    assert_eq!(c.step(&mut common, &mut Vec::new()), vouched(me));
     let mut out = Vec::new();
     c.accepted(job("kvs", 4), &mut out);
     assert_eq!(
@@ -271,6 +283,24 @@ fn bad_input_gets_an_answer_and_never_a_panic() {
     assert!(out.starts_with("cmd=response_to_init rc=-1"), "{out}");
 }
 
+#[test]
+fn a_pmi_id_serves_one_connection() {
+    let mut common = Common::default();
+    let me = Proc::new(ns("kvs"), 0);
+    assert!(common.hand_out(5, me.clone()));
+    let mut first = Pmi1Conn::with_port();
+    first.feed(b"cmd=initack pmiid=5\n");
+    assert_eq!(first.step(&mut common, &mut Vec::new()), vouched(me));
+    let mut second = Pmi1Conn::with_port();
+    second.feed(b"cmd=initack pmiid=5\n");
+    let mut out = Vec::new();
+    assert_eq!(second.step(&mut common, &mut out), Step::Close);
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.starts_with("cmd=initack rc=-"), "{out}");
+    assert!(out.contains("unknown_pmiid"), "{out}");
+    assert!(second.is_closing());
+}
+
 proptest::proptest! {
     #[test]
     fn arbitrary_bytes_never_panic(input in proptest::collection::vec(proptest::num::u8::ANY, 0..3000)) {
@@ -278,7 +308,7 @@ proptest::proptest! {
         c.feed(&input);
         let mut out = Vec::new();
         for _ in 0..64 {
-            match c.step(&mut out) {
+            match c.step(&mut Common::default(), &mut out) {
                 Step::Request(id, _) => c.replied(id, &Reply::status(Status::SUCCESS), &mut out),
                 Step::Idle | Step::Close => break,
                 _ => {}

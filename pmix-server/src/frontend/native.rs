@@ -1,0 +1,248 @@
+//! The native front-end: pmix-rs clients' length-prefixed MessagePack frames
+//! (`docs/PROTOCOL.md`), the one wire whose requests are the engine's own.
+//!
+//! A connection's first frame is the hello (namespace, rank, the secret from the client's
+//! environment); nothing more is read until the engine has answered it. Every later frame is a
+//! request, handed to the engine as it is. The job data a client is welcomed with is encoded
+//! once per job record and the same bytes go to every client of the namespace.
+
+use std::io;
+use std::sync::Arc;
+
+use pmix_types::{Nspace, Proc, Status};
+use pmix_wire::{
+    ClientMsg, Event, FrameDecoder, FrameReader, JobData, PROTOCOL_VERSION, Reply, ServerMsg,
+    Welcome, decode_body, decode_hello, encode_frame,
+};
+use serde::Serialize;
+
+use super::job_bytes::JobBytes;
+use super::{SharedAnswer, Step};
+use crate::engine::{Auth, PeerCreds};
+
+/// What the native connections of a server share.
+pub(crate) struct Common {
+    decoder: FrameDecoder,
+    /// Encoded welcome frames: every client of a namespace gets the same bytes.
+    welcomes: JobBytes<()>,
+}
+
+impl Common {
+    /// Frames up to `max_frame` bytes are accepted.
+    pub(crate) fn new(max_frame: usize) -> Self {
+        Common {
+            decoder: FrameDecoder::new(max_frame),
+            welcomes: JobBytes::new(),
+        }
+    }
+
+    pub(crate) fn decoder(&self) -> FrameDecoder {
+        self.decoder
+    }
+
+    pub(crate) fn nspace_deregistered(&mut self, nspace: &Nspace) {
+        self.welcomes.forget(nspace);
+    }
+
+    /// The welcome frame of `job`, encoded on first need.
+    fn welcome(&mut self, job: &Arc<JobData>) -> Option<Arc<[u8]>> {
+        self.welcomes.get_or_encode(job, (), |job| {
+            let mut out = Vec::new();
+            let welcome = WelcomeRef::Accepted {
+                version: PROTOCOL_VERSION,
+                job,
+            };
+            encode_frame(&welcome, &mut out).map(|()| out)
+        })
+    }
+}
+
+enum State {
+    /// Waiting for the hello.
+    Fresh,
+    /// The hello is with the engine: nothing more is read until it answers.
+    Greeting(Proc),
+    /// Serving requests.
+    Ready(Proc),
+    /// Refused or broken: nothing more is read.
+    Done,
+}
+
+/// One pmix-rs client's connection.
+pub(crate) struct NativeConn {
+    reader: FrameReader,
+    /// The peer's credentials as the kernel reports them, held against the registration's.
+    creds: Option<PeerCreds>,
+    state: State,
+    closing: bool,
+}
+
+impl NativeConn {
+    pub(crate) fn new(decoder: FrameDecoder, creds: Option<PeerCreds>) -> Self {
+        NativeConn {
+            reader: FrameReader::new(decoder),
+            creds,
+            state: State::Fresh,
+            closing: false,
+        }
+    }
+
+    pub(crate) fn read_from(&mut self, src: &mut impl io::Read) -> io::Result<usize> {
+        self.reader.read_from(src)
+    }
+
+    pub(crate) fn is_closing(&self) -> bool {
+        self.closing
+    }
+
+    fn who(&self) -> String {
+        match &self.state {
+            State::Greeting(p) | State::Ready(p) => p.to_string(),
+            _ => "an unauthenticated peer".into(),
+        }
+    }
+
+    pub(crate) fn step(&mut self, out: &mut Vec<u8>) -> Step {
+        if self.closing || matches!(self.state, State::Greeting(_) | State::Done) {
+            return Step::Idle;
+        }
+        let body = match self.reader.next_frame() {
+            Ok(Some(body)) => body,
+            Ok(None) => return Step::Idle,
+            Err(e) => return self.broken(&e),
+        };
+        if matches!(self.state, State::Ready(_)) {
+            return match decode_body::<ClientMsg>(body) {
+                Ok(msg) => Step::Request(msg.id, msg.req),
+                Err(e) => self.broken(&e),
+            };
+        }
+        match decode_hello(body) {
+            Ok(hello) => {
+                let proc = Proc::new(hello.nspace, hello.rank);
+                self.state = State::Greeting(proc.clone());
+                Step::Hello {
+                    proc,
+                    auth: Auth::Secret {
+                        secret: hello.secret,
+                        creds: self.creds,
+                    },
+                }
+            }
+            Err(e) => {
+                tracing::warn!("refusing a handshake: {e}");
+                self.refused(e.status(), &e.to_string(), out);
+                Step::Close
+            }
+        }
+    }
+
+    /// A frame that cannot be read: the stream cannot be trusted past it.
+    fn broken(&mut self, e: &pmix_wire::Error) -> Step {
+        tracing::warn!(who = %self.who(), "closing connection after a bad frame: {e}");
+        self.state = State::Done;
+        self.closing = true;
+        Step::Close
+    }
+
+    pub(crate) fn accepted(&mut self, common: &mut Common, job: &Arc<JobData>, out: &mut Vec<u8>) {
+        let State::Greeting(proc) = &self.state else {
+            return;
+        };
+        self.state = State::Ready(proc.clone());
+        match common.welcome(job) {
+            Some(bytes) => out.extend_from_slice(&bytes),
+            // The client waits for a welcome that cannot come: better it learns now.
+            None => self.refused(Status::ERR_PACK_FAILURE, "cannot encode the job data", out),
+        }
+    }
+
+    pub(crate) fn refused(&mut self, status: Status, reason: &str, out: &mut Vec<u8>) {
+        let refusal = Welcome::Refused {
+            status,
+            version: PROTOCOL_VERSION,
+            reason: reason.to_owned(),
+        };
+        if let Err(e) = encode_frame(&refusal, out) {
+            tracing::error!("cannot encode a refusal: {e}");
+        }
+        self.state = State::Done;
+        self.closing = true;
+    }
+
+    pub(crate) fn replied(&mut self, id: u32, reply: Reply, out: &mut Vec<u8>) {
+        if let Err(e) = encode_frame(&ServerMsg::Reply { id, reply }, out) {
+            tracing::error!(who = %self.who(), "cannot encode a reply: {e}");
+        }
+    }
+
+    pub(crate) fn replied_shared(&mut self, id: u32, answer: &SharedAnswer, out: &mut Vec<u8>) {
+        let shared = answer
+            .native
+            .get_or_init(|| match SharedFrame::new(answer.reply()) {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    tracing::error!("cannot encode a shared reply: {e}");
+                    None
+                }
+            });
+        let Some(shared) = shared else {
+            return;
+        };
+        if let Err(e) = shared.write(id, out) {
+            tracing::error!(who = %self.who(), "cannot encode a reply: {e}");
+        }
+    }
+
+    pub(crate) fn event(&mut self, event: &Event, out: &mut Vec<u8>) {
+        if let Err(e) = encode_frame(&ServerMsg::Event(event.clone()), out) {
+            tracing::error!(who = %self.who(), "cannot encode an event: {e}");
+        }
+    }
+}
+
+/// Encodes `Welcome::Accepted` from a shared job record without cloning it: the same bytes as
+/// serializing the owned enum (checked by a test).
+#[derive(Serialize)]
+enum WelcomeRef<'a> {
+    Accepted { version: u16, job: &'a JobData },
+}
+
+/// A reply encoded once and sent to several requests, each frame differing only in the id.
+///
+/// MessagePack encodes a struct's fields one after the other, and the reply is the last field
+/// of `ServerMsg::Reply`, so a frame is "everything up to the reply" (small, per id) followed by
+/// the reply's bytes (large, shared). A test checks this against the plain encoding.
+pub(crate) struct SharedFrame {
+    body: Vec<u8>,
+    /// Encoding of the placeholder reply used to find where the reply starts.
+    placeholder_len: usize,
+}
+
+impl SharedFrame {
+    fn new(reply: &Reply) -> Result<Self, pmix_wire::Error> {
+        let body = rmp_serde::to_vec(reply).map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
+        let placeholder = rmp_serde::to_vec(&Reply::status(Status::SUCCESS))
+            .map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
+        Ok(SharedFrame {
+            body,
+            placeholder_len: placeholder.len(),
+        })
+    }
+
+    fn write(&self, id: u32, out: &mut Vec<u8>) -> Result<(), pmix_wire::Error> {
+        let head = rmp_serde::to_vec(&ServerMsg::Reply {
+            id,
+            reply: Reply::status(Status::SUCCESS),
+        })
+        .map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
+        let head = &head[..head.len() - self.placeholder_len];
+        let len = u32::try_from(head.len() + self.body.len())
+            .map_err(|_| pmix_wire::Error::Encode("reply too large for one frame".into()))?;
+        out.reserve(4 + len as usize);
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(head);
+        out.extend_from_slice(&self.body);
+        Ok(())
+    }
+}

@@ -1,0 +1,87 @@
+//! The messages into the event loop: calls from the host's side of the API ([`Call`], sent by
+//! `server.rs` and answered on a channel of their own) and host completions ([`LoopMsg::HostDone`],
+//! sent by `host.rs`'s `Completion`). Kept apart from the loop itself so that the API and the
+//! host-facing types depend on the loop's inbox, not on the loop.
+
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use crossbeam_channel::Sender;
+use pmix_types::{Info, Nspace, Proc, Status};
+use pmix_wire::JobData;
+
+use crate::Error;
+use crate::engine::{HostOutcome, OpId, SECRET_LEN};
+
+/// A call from the host's side of the API.
+pub(crate) enum Call {
+    RegisterNspace {
+        nspace: Nspace,
+        nlocalprocs: u32,
+        info: Vec<Info>,
+        reply: Sender<Result<(), Error>>,
+    },
+    DeregisterNspace {
+        nspace: Nspace,
+        reply: Sender<()>,
+    },
+    RegisterClient {
+        proc: Proc,
+        uid: u32,
+        gid: u32,
+        secret: [u8; SECRET_LEN],
+        reply: Sender<Result<(), Error>>,
+    },
+    DeregisterClient {
+        proc: Proc,
+        reply: Sender<()>,
+    },
+    ClientSecret {
+        proc: Proc,
+        reply: Sender<Option<[u8; SECRET_LEN]>>,
+    },
+    Dmodex {
+        proc: Proc,
+        done: DmodexDone,
+    },
+    Notify {
+        event: pmix_wire::Event,
+    },
+    /// Make the way a PMI-1 process will reach the server.
+    Pmi1Connect {
+        proc: Proc,
+        how: Pmi1Way,
+        reply: Sender<Result<Pmi1Endpoint, Error>>,
+    },
+    /// The job data of a namespace, as its clients receive it.
+    JobData {
+        nspace: Nspace,
+        reply: Sender<Option<Arc<JobData>>>,
+    },
+}
+
+/// How a PMI-1 process is to reach the server.
+#[derive(Clone, Copy)]
+pub(crate) enum Pmi1Way {
+    /// An inherited socket.
+    Fd,
+    /// TCP to the server's PMI-1 port, naming itself with this id.
+    Port(u32),
+}
+
+/// Where a PMI-1 process reaches the server.
+pub(crate) enum Pmi1Endpoint {
+    /// The process's end of a connected socket pair.
+    Fd(OwnedFd),
+    /// The loopback TCP port to connect to.
+    Port(u16),
+}
+
+pub(crate) type DmodexDone = Box<dyn FnOnce(Result<Vec<u8>, Status>) + Send>;
+
+/// Messages into the event loop.
+pub(crate) enum LoopMsg {
+    HostDone(OpId, HostOutcome),
+    Call(Call),
+    Shutdown,
+}
