@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 use pmix_types::{DataRange, Info, Proc, Status};
-use pmix_wire::{Event, Reply, Request};
+use pmix_wire::{Event, Request};
 
-use crate::client::{timeout_of, wait};
+use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::conn::Shared;
 use crate::{Client, Error};
 
@@ -161,13 +161,6 @@ fn unregister_locally(shared: &Shared, id: u64) {
     }
 }
 
-fn status_result(reply: &Reply) -> Result<(), Error> {
-    match reply.status {
-        Status::SUCCESS => Ok(()),
-        status => Err(Error::from_status(status)),
-    }
-}
-
 impl Client {
     /// Registers `handler` for events with one of `codes` (every code when empty)
     /// (`PMIx_Register_event_handler`), and tells the server, which then sends them.
@@ -195,13 +188,11 @@ impl Client {
         handler: impl Fn(&Event) + Send + Sync + 'static,
     ) -> Result<HandlerId, Error> {
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_register(codes, info, Arc::new(handler), move |r| {
-            let _ = tx.send(r);
-        });
         // No backstop: a timeout would leave the handler registered under an id nobody
         // knows, and the server answers a registration at once.
-        wait(self.shared(), &rx, id, None)
+        blocking(self.shared(), None, |done| {
+            self.send_register(codes, info, Arc::new(handler), done)
+        })
     }
 
     /// [`Client::register_event_handler`] completing through `done`, which runs on the
@@ -270,14 +261,9 @@ impl Client {
             self.shared().submit(req, Box::new(|_| {}));
             return Ok(());
         }
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let rid = self.shared().submit(
-            req,
-            Box::new(move |r| {
-                let _ = tx.send(r.and_then(|reply| status_result(&reply)));
-            }),
-        );
-        match wait(self.shared(), &rx, rid, None) {
+        match blocking(self.shared(), None, |done| {
+            self.shared().submit(req, on_status(done))
+        }) {
             Err(Error::LostConnection) => Ok(()),
             r => r,
         }
@@ -300,11 +286,9 @@ impl Client {
             return Ok(());
         }
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_notify(code, range, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.send_notify(code, range, info, done)
+        })
     }
 
     /// [`Client::notify_event`] completing through `done` (`PMIx_Notify_event` with a
@@ -348,7 +332,7 @@ impl Client {
             Request::Notify {
                 event: self.event(code, range, info),
             },
-            Box::new(move |r| done(r.and_then(|reply| status_result(&reply)))),
+            on_status(done),
         )
     }
 

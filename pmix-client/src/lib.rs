@@ -64,6 +64,7 @@
 //! # }
 //! ```
 
+mod call;
 mod client;
 mod conn;
 mod dynamic;
