@@ -70,6 +70,7 @@ mod conn;
 mod dynamic;
 mod env;
 mod error;
+mod event_registry;
 mod events;
 mod names;
 mod openpmix;
