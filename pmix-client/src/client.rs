@@ -2,21 +2,17 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
 use hashbrown::HashMap;
 use parking_lot::Mutex;
 use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
 use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
-use crate::conn::{Conn, Shared, Turn};
+use crate::call::{blocking, on_status, status_result, timeout_of};
+use crate::conn::{Conn, Shared};
 use crate::store::{LevelSel, Lookup, Qualifiers};
 use crate::{Error, env};
-
-/// How much longer than the caller's `TIMEOUT` a blocking call waits for the server's own
-/// `ERR_TIMEOUT` before giving up on its side.
-const TIMEOUT_MARGIN: Duration = Duration::from_secs(1);
 
 /// How long finalize waits for the server's acknowledgement before closing anyway.
 const FINALIZE_WAIT: Duration = Duration::from_secs(30);
@@ -100,16 +96,6 @@ struct GetDirectives<'a> {
 
 fn bool_directive(info: &Info) -> bool {
     info.flag().unwrap_or(false)
-}
-
-/// `TIMEOUT` in seconds; zero or negative means none, as in the standard.
-pub(crate) fn timeout_of(info: &[Info]) -> Option<Duration> {
-    let t = info
-        .iter()
-        .rev()
-        .find(|i| i.key.as_str() == attr::TIMEOUT)?;
-    let secs = t.value.as_i64()?;
-    (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
 }
 
 impl<'a> GetDirectives<'a> {
@@ -215,53 +201,6 @@ fn resolve_local(
         return Local::Done(Err(not_found(proc, Some(key))));
     }
     Local::AskServer
-}
-
-/// Waits for a completion, with the client's backstop when the caller gave a `TIMEOUT`.
-pub(crate) fn wait<T>(
-    shared: &Shared,
-    rx: &Receiver<Result<T, Error>>,
-    id: Option<u32>,
-    timeout: Option<Duration>,
-) -> Result<T, Error> {
-    let deadline = timeout.map(|t| Instant::now() + t + TIMEOUT_MARGIN);
-    let timed_out = || {
-        if let Some(id) = id {
-            shared.cancel(id);
-        }
-        // The reply may have raced the cancel.
-        rx.try_recv().unwrap_or(Err(Error::Timeout))
-    };
-    loop {
-        if let Ok(r) = rx.try_recv() {
-            return r;
-        }
-        // Read the reply on this thread if nobody else is reading.
-        match shared.read_until(&|| !rx.is_empty(), deadline) {
-            Turn::Done => {}
-            Turn::Lost => return rx.try_recv().unwrap_or(Err(Error::LostConnection)),
-            Turn::TimedOut => return timed_out(),
-            Turn::Busy => {
-                let got = match deadline {
-                    None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                    Some(d) => rx.recv_deadline(d),
-                };
-                return match got {
-                    Ok(r) => r,
-                    Err(RecvTimeoutError::Timeout) => timed_out(),
-                    Err(RecvTimeoutError::Disconnected) => Err(Error::LostConnection),
-                };
-            }
-        }
-    }
-}
-
-fn status_result(reply: &Reply) -> Result<(), Error> {
-    if reply.status == Status::SUCCESS {
-        Ok(())
-    } else {
-        Err(Error::from_status(reply.status))
-    }
 }
 
 impl Client {
@@ -392,20 +331,14 @@ impl Client {
     /// retry.
     pub fn commit(&self) -> Result<(), Error> {
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = {
+        blocking(self.shared(), None, |done| {
             // Held while sending so that two commits reach the server in the order their data
             // was taken.
             let mut puts = self.inner.puts.lock();
             let kvs = puts.take();
-            self.shared().submit(
-                Request::Commit { kvs },
-                Box::new(move |r| {
-                    let _ = tx.send(r.and_then(|reply| status_result(&reply)));
-                }),
-            )
-        };
-        wait(self.shared(), &rx, id, None)
+            self.shared()
+                .submit(Request::Commit { kvs }, on_status(done))
+        })
     }
 
     /// Retrieves the value of `key` published by `proc` (`PMIx_Get`).
@@ -451,11 +384,9 @@ impl Client {
             return r;
         }
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.server_get(proc, key, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, d.timeout)
+        blocking(self.shared(), d.timeout, |done| {
+            self.server_get(proc, key, info, done)
+        })
     }
 
     /// [`Client::get`] (or, with no key, [`Client::get_all`]) completing through `done`
@@ -568,11 +499,9 @@ impl Client {
     /// up one second later on its own.
     pub fn fence(&self, procs: &[Proc], info: &[Info]) -> Result<(), Error> {
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.start_fence(procs, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.start_fence(procs, info, done)
+        })
     }
 
     /// [`Client::fence`] completing through `done` (`PMIx_Fence_nb`); `done` runs on the
@@ -644,11 +573,7 @@ impl Client {
     /// calls.
     pub fn request(&self, req: Request) -> Result<Reply, Error> {
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.request_nb_inner(req, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, None)
+        blocking(self.shared(), None, |done| self.request_nb_inner(req, done))
     }
 
     /// [`Client::request`] completing through `done`, on the reader thread.
@@ -704,14 +629,9 @@ impl Inner {
             shared.submit(Request::Finalize { info: Vec::new() }, Box::new(|_| {}));
             Ok(())
         } else {
-            let (tx, rx) = crossbeam_channel::bounded(1);
-            let id = shared.submit(
-                Request::Finalize { info: Vec::new() },
-                Box::new(move |r| {
-                    let _ = tx.send(r.and_then(|reply| status_result(&reply)));
-                }),
-            );
-            wait(shared, &rx, id, Some(FINALIZE_WAIT))
+            blocking(shared, Some(FINALIZE_WAIT), |done| {
+                shared.submit(Request::Finalize { info: Vec::new() }, on_status(done))
+            })
         };
         self.conn.close();
         result

@@ -43,7 +43,7 @@ use pmix_wire::{
 
 use crate::Error;
 use crate::env::{Rendezvous, Server};
-use crate::events::Events;
+use crate::event_registry::Events;
 use crate::openpmix::{self, Sent, Session};
 use crate::store::Store;
 

@@ -10,7 +10,7 @@
 use pmix_types::{Info, Nspace, Proc, Rank, Status, attr};
 use pmix_wire::{App, Reply, ReplyBody, Request};
 
-use crate::client::{timeout_of, wait};
+use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::{Client, Error};
 
 /// An application context of one process of `cmd`, its argv `[cmd]`, in the parent's working
@@ -131,13 +131,6 @@ fn spawn_result(reply: Reply) -> Result<Nspace, Error> {
     }
 }
 
-fn status_result(reply: &Reply) -> Result<(), Error> {
-    match reply.status {
-        Status::SUCCESS => Ok(()),
-        status => Err(Error::from_status(status)),
-    }
-}
-
 impl Client {
     /// Starts a new job of the application contexts `apps` (`PMIx_Spawn`) and returns its
     /// namespace once the host has launched it (not when it ends).
@@ -155,11 +148,9 @@ impl Client {
     pub fn spawn(&self, job_info: &[Info], apps: &[App]) -> Result<Nspace, Error> {
         self.check_blocking()?;
         check_apps(apps)?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_spawn(job_info, apps, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, spawn_timeout(job_info))
+        blocking(self.shared(), spawn_timeout(job_info), |done| {
+            self.send_spawn(job_info, apps, done)
+        })
     }
 
     /// [`Client::spawn`] completing through `done` (`PMIx_Spawn_nb`); `done` runs on the
@@ -212,11 +203,9 @@ impl Client {
     pub fn connect(&self, procs: &[Proc], info: &[Info]) -> Result<(), Error> {
         self.check_blocking()?;
         check_procs("connect", procs)?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_connect(procs, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.send_connect(procs, info, done)
+        })
     }
 
     /// [`Client::connect`] completing through `done` (`PMIx_Connect_nb`); `done` runs on the
@@ -265,11 +254,9 @@ impl Client {
     pub fn disconnect(&self, procs: &[Proc], info: &[Info]) -> Result<(), Error> {
         self.check_blocking()?;
         check_procs("disconnect", procs)?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_disconnect(procs, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.send_disconnect(procs, info, done)
+        })
     }
 
     /// [`Client::disconnect`] completing through `done` (`PMIx_Disconnect_nb`); `done` runs
@@ -299,7 +286,7 @@ impl Client {
                 procs: procs.to_vec(),
                 info: info.to_vec(),
             },
-            Box::new(move |r| done(r.and_then(|reply| status_result(&reply)))),
+            on_status(done),
         )
     }
 
@@ -375,22 +362,22 @@ impl Client {
     fn fetch_job(&self, nspace: &Nspace) -> Result<(), Error> {
         self.check_blocking()?;
         let shared = self.shared_arc();
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.shared().submit(
-            Request::Get {
-                proc: Proc::new(nspace.clone(), Rank::WILDCARD),
-                key: None,
-                info: Vec::new(),
-            },
-            Box::new(move |r| {
-                let _ = tx.send(r.map(|reply| {
-                    let status = reply.status;
-                    shared.ingest(reply);
-                    status
-                }));
-            }),
-        );
-        let status = wait(self.shared(), &rx, id, None)?;
+        let status = blocking(self.shared(), None, |done| {
+            self.shared().submit(
+                Request::Get {
+                    proc: Proc::new(nspace.clone(), Rank::WILDCARD),
+                    key: None,
+                    info: Vec::new(),
+                },
+                Box::new(move |r| {
+                    done(r.map(|reply| {
+                        let status = reply.status;
+                        shared.ingest(reply);
+                        status
+                    }))
+                }),
+            )
+        })?;
         if self
             .shared()
             .has_job(&Proc::new(nspace.clone(), Rank::WILDCARD))

@@ -2,169 +2,38 @@
 //! `PMIx_Notify_event`): handlers registered for status codes, run for every event the server
 //! pushes (`ServerMsg::Event`) whose code they asked for.
 //!
-//! The registry lives here; the reader thread hands every event to [`Events::deliver`], which
-//! runs the matching handlers in registration order. While any handler is registered the
-//! reader thread reads all the time ([`Shared::listen`]), so an event is delivered when it
-//! arrives, not when the next reply happens to be read. Registrations are mirrored to the
-//! server, which counts them per code (`RegisterEvents` adds one, `DeregisterEvents` with the
-//! same codes removes one) and sends only events some registration wants.
+//! This is the API; the handlers themselves live in the connection's registry
+//! ([`event_registry`](crate::event_registry)), to which the reader thread hands every event.
+//! While any handler is registered the reader thread reads all the time ([`Shared::listen`]),
+//! so an event is delivered when it arrives, not when the next reply happens to be read.
+//! Registrations are mirrored to the server, which counts them per code (`RegisterEvents`
+//! adds one, `DeregisterEvents` with the same codes removes one) and sends only events some
+//! registration wants.
 //!
 //! Events that no handler took wait in a small bounded backlog for [`Client::take_events`]:
 //! they come from registrations made with [`Client::request`], or arrive for a handler
 //! deregistered while they were on the way.
 
-use std::collections::VecDeque;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use parking_lot::Mutex;
-use pmix_types::{DataRange, Info, Proc, Status};
-use pmix_wire::{Event, Reply, Request};
+use pmix_types::{DataRange, Info, Status};
+use pmix_wire::{Event, Request};
 
-use crate::client::{timeout_of, wait};
+use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::conn::Shared;
+use crate::event_registry::HandlerFn;
 use crate::{Client, Error};
-
-/// How many undelivered events are kept; older ones are dropped (and logged) beyond that.
-const BACKLOG: usize = 64;
 
 /// A registered event handler, as [`Client::register_event_handler`] returns it, for
 /// [`Client::deregister_event_handler`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HandlerId(u64);
 
-type HandlerFn = dyn Fn(&Event) + Send + Sync + 'static;
-
-struct Handler {
-    id: u64,
-    /// Empty: every code.
-    codes: Vec<Status>,
-    f: Arc<HandlerFn>,
-    /// Cleared on deregistration, so that a handler removed while an event is being
-    /// dispatched is not called for it afterwards.
-    active: Arc<AtomicBool>,
-}
-
-impl Handler {
-    fn wants(&self, code: Status) -> bool {
-        self.codes.is_empty() || self.codes.contains(&code)
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct Events {
-    backlog: Mutex<VecDeque<Event>>,
-    /// In registration order.
-    handlers: Mutex<Vec<Handler>>,
-    next_id: AtomicU64,
-}
-
-/// Runs one handler. A panicking handler must not take the reader thread down: every
-/// outstanding request would then wait forever.
-fn run(f: &HandlerFn, ev: &Event) {
-    if panic::catch_unwind(AssertUnwindSafe(|| f(ev))).is_err() {
-        tracing::error!(
-            "pmix-client: an event handler panicked on {:?}; the client carries on",
-            ev.code
-        );
-    }
-}
-
-impl Events {
-    /// Runs every handler whose codes match, in registration order; keeps the event for
-    /// [`Client::take_events`] if none does. Called by whichever thread reads the socket.
-    pub(crate) fn deliver(&self, ev: Event) {
-        tracing::debug!("pmix-client: event {:?} from {}", ev.code, ev.source);
-        if !self.dispatch(&ev) {
-            let mut q = self.backlog.lock();
-            if q.len() == BACKLOG {
-                if let Some(old) = q.pop_front() {
-                    tracing::warn!("pmix-client: no handler for event {:?}; dropped", old.code);
-                }
-            }
-            q.push_back(ev);
-        }
-    }
-
-    /// Runs the matching handlers; false if there were none.
-    fn dispatch(&self, ev: &Event) -> bool {
-        // Called without the lock held: a handler may register or deregister handlers.
-        let matching: Vec<(Arc<HandlerFn>, Arc<AtomicBool>)> = self
-            .handlers
-            .lock()
-            .iter()
-            .filter(|h| h.wants(ev.code))
-            .map(|h| (Arc::clone(&h.f), Arc::clone(&h.active)))
-            .collect();
-        for (f, active) in &matching {
-            if active.load(Ordering::Acquire) {
-                run(f.as_ref(), ev);
-            }
-        }
-        !matching.is_empty()
-    }
-
-    /// The connection is gone: the handlers that want `ERR_LOST_CONNECTION` hear of it from
-    /// this process itself (the server cannot tell them). Not kept when none does.
-    pub(crate) fn connection_lost(&self, me: Proc) {
-        let ev = Event {
-            code: Status::ERR_LOST_CONNECTION,
-            source: me,
-            range: DataRange::PROC_LOCAL,
-            info: Vec::new(),
-        };
-        self.dispatch(&ev);
-    }
-
-    fn add(&self, codes: Vec<Status>, f: Arc<HandlerFn>) -> u64 {
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.handlers.lock().push(Handler {
-            id,
-            codes,
-            f,
-            active: Arc::new(AtomicBool::new(true)),
-        });
-        id
-    }
-
-    /// Takes a handler out; the caller drops it, outside the lock (the closure may own the
-    /// last handle of the client).
-    fn remove(&self, id: u64) -> Option<Handler> {
-        let mut hs = self.handlers.lock();
-        let at = hs.iter().position(|h| h.id == id)?;
-        let h = hs.remove(at);
-        h.active.store(false, Ordering::Release);
-        Some(h)
-    }
-
-    /// Takes every handler out (finalize).
-    pub(crate) fn clear(&self) -> usize {
-        let all = std::mem::take(&mut *self.handlers.lock());
-        for h in &all {
-            h.active.store(false, Ordering::Release);
-        }
-        all.len()
-    }
-
-    /// Takes the events that arrived with no handler to take them.
-    pub(crate) fn take_backlog(&self) -> Vec<Event> {
-        self.backlog.lock().drain(..).collect()
-    }
-}
-
 /// Removes a handler whose registration failed, and the reason to listen it added.
 fn unregister_locally(shared: &Shared, id: u64) {
     if let Some(h) = shared.events.remove(id) {
         shared.listen(false);
         drop(h);
-    }
-}
-
-fn status_result(reply: &Reply) -> Result<(), Error> {
-    match reply.status {
-        Status::SUCCESS => Ok(()),
-        status => Err(Error::from_status(status)),
     }
 }
 
@@ -195,13 +64,11 @@ impl Client {
         handler: impl Fn(&Event) + Send + Sync + 'static,
     ) -> Result<HandlerId, Error> {
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_register(codes, info, Arc::new(handler), move |r| {
-            let _ = tx.send(r);
-        });
         // No backstop: a timeout would leave the handler registered under an id nobody
         // knows, and the server answers a registration at once.
-        wait(self.shared(), &rx, id, None)
+        blocking(self.shared(), None, |done| {
+            self.send_register(codes, info, Arc::new(handler), done)
+        })
     }
 
     /// [`Client::register_event_handler`] completing through `done`, which runs on the
@@ -270,14 +137,9 @@ impl Client {
             self.shared().submit(req, Box::new(|_| {}));
             return Ok(());
         }
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let rid = self.shared().submit(
-            req,
-            Box::new(move |r| {
-                let _ = tx.send(r.and_then(|reply| status_result(&reply)));
-            }),
-        );
-        match wait(self.shared(), &rx, rid, None) {
+        match blocking(self.shared(), None, |done| {
+            self.shared().submit(req, on_status(done))
+        }) {
             Err(Error::LostConnection) => Ok(()),
             r => r,
         }
@@ -300,11 +162,9 @@ impl Client {
             return Ok(());
         }
         self.check_blocking()?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_notify(code, range, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.send_notify(code, range, info, done)
+        })
     }
 
     /// [`Client::notify_event`] completing through `done` (`PMIx_Notify_event` with a
@@ -348,7 +208,7 @@ impl Client {
             Request::Notify {
                 event: self.event(code, range, info),
             },
-            Box::new(move |r| done(r.and_then(|reply| status_result(&reply)))),
+            on_status(done),
         )
     }
 

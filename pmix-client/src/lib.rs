@@ -64,11 +64,13 @@
 //! # }
 //! ```
 
+mod call;
 mod client;
 mod conn;
 mod dynamic;
 mod env;
 mod error;
+mod event_registry;
 mod events;
 mod names;
 mod openpmix;

@@ -10,7 +10,7 @@ use hashbrown::{HashMap, HashSet};
 use pmix_types::{Info, Key, Proc, Status, Value};
 use pmix_wire::{Reply, ReplyBody, Request};
 
-use crate::client::{timeout_of, wait};
+use crate::call::{blocking, timeout_of};
 use crate::{Client, Error};
 
 /// One key's result of a [`Client::lookup`] (`pmix_pdata_t`): the value and the process that
@@ -162,11 +162,9 @@ impl Client {
     pub fn publish(&self, data: &[Info], info: &[Info]) -> Result<(), Error> {
         self.check_blocking()?;
         check_publish(data)?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_publish(data, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.send_publish(data, info, done)
+        })
     }
 
     /// [`Client::publish`] completing through `done` (`PMIx_Publish_nb`); `done` runs on the
@@ -214,11 +212,9 @@ impl Client {
     pub fn lookup(&self, keys: &[&str], info: &[Info]) -> Result<Vec<Pdata>, Error> {
         self.check_blocking()?;
         let keys = lookup_keys(keys)?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_lookup(keys, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.send_lookup(keys, info, done)
+        })
     }
 
     /// [`Client::lookup`] completing through `done` (`PMIx_Lookup_nb`); `done` runs on the
@@ -265,11 +261,9 @@ impl Client {
     pub fn unpublish(&self, keys: &[&str], info: &[Info]) -> Result<(), Error> {
         self.check_blocking()?;
         let keys = parse_keys("unpublish", keys)?;
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let id = self.send_unpublish(keys, info, move |r| {
-            let _ = tx.send(r);
-        });
-        wait(self.shared(), &rx, id, timeout_of(info))
+        blocking(self.shared(), timeout_of(info), |done| {
+            self.send_unpublish(keys, info, done)
+        })
     }
 
     /// [`Client::unpublish`] completing through `done` (`PMIx_Unpublish_nb`); `done` runs on
