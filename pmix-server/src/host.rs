@@ -200,6 +200,7 @@ pub(crate) fn call_host<H: Host>(
             &event.info,
             done(op, tx, waker),
         ),
+        HostCall::Query { proc, queries } => host.query(&proc, &queries, done(op, tx, waker)),
     }
 }
 
@@ -300,7 +301,9 @@ pub trait Host: Send + 'static {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }
 
-    /// Answer queries the server cannot answer itself.
+    /// Answer a client's queries (`PMIx_Query_info`): one [`Info`] per key answered. Every
+    /// query reaches the host today (the server answers none from its own tables yet); the
+    /// client receives the host's status, or what it answered.
     fn query(&mut self, proc: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }

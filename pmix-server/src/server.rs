@@ -168,7 +168,7 @@ impl Server {
                 mio::Waker::new(poll.registry(), crate::shell::WAKER)
                     .map_err(Error::io("creating the waker"))?,
             );
-            let opx = if options.openpmix {
+            let openpmix = if options.openpmix {
                 let l = std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0))
                     .map_err(Error::io("binding the OpenPMIx port"))?;
                 let port = l
@@ -179,7 +179,7 @@ impl Server {
             } else {
                 (None, None)
             };
-            let (opx_listener, opx_port) = opx;
+            let (openpmix_listener, openpmix_port) = openpmix;
             // The ds21 segments: in the rendezvous directory, not the session one, whose top
             // Open MPI cleans when it ends.
             let ds21 = if options.openpmix && options.ds21 {
@@ -213,7 +213,7 @@ impl Server {
                 Listener::unix(listener, Personality::Native)
                     .map_err(Error::io("making the listener non-blocking"))?,
             ];
-            if let Some(l) = opx_listener {
+            if let Some(l) = openpmix_listener {
                 listeners.push(
                     Listener::tcp(l, Personality::Openpmix)
                         .map_err(Error::io("making the OpenPMIx port non-blocking"))?,
@@ -239,7 +239,7 @@ impl Server {
                 .name("pmix-server".into())
                 .spawn(move || shell.run())
                 .map_err(Error::io("starting the event-loop thread"))?;
-            let uri = opx_port
+            let uri = openpmix_port
                 .map(|port| format!("{}.{};tcp4://127.0.0.1:{port}", nspace, options.rank.0));
             Ok((tx, waker, thread, uri, ds21_dir))
         })();

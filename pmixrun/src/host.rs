@@ -14,35 +14,7 @@ use std::sync::Arc;
 
 use pmix_server::types::{Info, Key, Nspace, Proc, Status};
 use pmix_server::{App, Published};
-use pmix_server::{Completion, Host, NameServerClient, Outcome};
-
-/// The answer to a callback, given by the supervisor: a [`Completion`] in pmixrun, anything
-/// in the supervisor's tests (which cannot make a `Completion`).
-pub(crate) struct Answer<T>(Box<dyn FnOnce(Result<T, Status>) + Send>);
-
-impl<T> Answer<T> {
-    /// An answer that calls `f`.
-    pub(crate) fn new(f: impl FnOnce(Result<T, Status>) + Send + 'static) -> Answer<T> {
-        Answer(Box::new(f))
-    }
-
-    /// Gives the answer.
-    pub(crate) fn send(self, result: Result<T, Status>) {
-        (self.0)(result);
-    }
-}
-
-impl<T: Outcome> From<Completion<T>> for Answer<T> {
-    fn from(done: Completion<T>) -> Answer<T> {
-        Answer::new(move |r| done.complete(r))
-    }
-}
-
-impl<T> std::fmt::Debug for Answer<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Answer")
-    }
-}
+use pmix_server::{Completion, Host, NameServerClient};
 
 /// Something the supervisor must know about. Processes are named by their [`Proc`]: every
 /// namespace of the run (the first job's and each spawned one's) is pmixrun's.
@@ -57,7 +29,7 @@ pub(crate) enum Event {
         proc: Proc,
         status: Status,
         message: String,
-        done: Answer<()>,
+        done: Completion<()>,
     },
     /// A process asked for a new job; `done` answers with its namespace once every process
     /// of it started.
@@ -65,7 +37,7 @@ pub(crate) enum Event {
         parent: Proc,
         job_info: Vec<Info>,
         apps: Vec<App>,
-        done: Answer<Nspace>,
+        done: Completion<Nspace>,
     },
     /// A process ended (`Err` when waiting for it failed).
     Exited {
@@ -143,11 +115,11 @@ impl Host for RunHost {
             proc: proc.clone(),
             status,
             message: message.to_owned(),
-            done: done.into(),
+            done,
         };
         if let Err(crossbeam_channel::SendError(Event::Abort { done, .. })) = self.events.send(ev) {
             // The supervisor is gone: the run is ending anyway.
-            done.send(Ok(()));
+            done.complete(Ok(()));
         }
     }
 
@@ -158,10 +130,10 @@ impl Host for RunHost {
             parent: proc.clone(),
             job_info: job_info.to_vec(),
             apps: apps.to_vec(),
-            done: done.into(),
+            done,
         };
         if let Err(crossbeam_channel::SendError(Event::Spawn { done, .. })) = self.events.send(ev) {
-            done.send(Err(Status::ERR_JOB_CANCELED));
+            done.complete(Err(Status::ERR_JOB_CANCELED));
         }
     }
 }

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use pmix_server::App;
+use pmix_server::{App, Completion};
 use pmix_types::{Info, Nspace, Proc, Status};
 
-use crate::host::{Answer, Event};
+use crate::host::Event;
 
 /// How long processes get between SIGTERM (or a forwarded signal) and SIGKILL.
 pub(crate) const GRACE: Duration = Duration::from_secs(2);
@@ -300,16 +300,16 @@ impl<J: Jobs> Supervisor<J> {
 
     /// Starts the job `parent` asked for and answers it; a failure is the parent's to handle,
     /// not the run's.
-    fn spawn(&mut self, parent: &Proc, job_info: &[Info], apps: &[App], done: Answer<Nspace>) {
+    fn spawn(&mut self, parent: &Proc, job_info: &[Info], apps: &[App], done: Completion<Nspace>) {
         if self.stopping.is_some() {
-            return done.send(Err(Status::ERR_JOB_CANCELED));
+            return done.complete(Err(Status::ERR_JOB_CANCELED));
         }
         match self.jobs.spawn(parent, job_info, apps) {
             Ok(started) => {
                 let nspace = started.nspace.clone();
                 tracing::debug!(%parent, %nspace, n = started.pids.len(), "spawned");
                 self.add_started(started);
-                done.send(Ok(nspace));
+                done.complete(Ok(nspace));
             }
             Err(failed) => {
                 let who = self.who(parent);
@@ -322,7 +322,7 @@ impl<J: Jobs> Supervisor<J> {
                         self.jobs.signal(pid, Signal::SIGKILL);
                     }
                 }
-                done.send(Err(failed.status));
+                done.complete(Err(failed.status));
             }
         }
     }
@@ -356,7 +356,7 @@ impl<J: Jobs> Supervisor<J> {
                 self.fail(exit_code_of_abort(status.0), reason);
                 // Answered once the run is being stopped: what the caller does after its abort
                 // returns can no longer change the outcome.
-                done.send(Ok(()));
+                done.complete(Ok(()));
             }
             Event::Spawn {
                 parent,
@@ -456,8 +456,8 @@ impl<J: Jobs> Supervisor<J> {
         // dropped.
         while let Ok(ev) = events.try_recv() {
             match ev {
-                Event::Abort { done, .. } => done.send(Ok(())),
-                Event::Spawn { done, .. } => done.send(Err(Status::ERR_JOB_CANCELED)),
+                Event::Abort { done, .. } => done.complete(Ok(())),
+                Event::Spawn { done, .. } => done.complete(Err(Status::ERR_JOB_CANCELED)),
                 _ => {}
             }
         }
@@ -562,7 +562,7 @@ mod tests {
             parent,
             job_info: vec![],
             apps: vec![],
-            done: Answer::new(move |r| {
+            done: Completion::from_fn(move |r| {
                 let _ = tx.send(r);
             }),
         };
@@ -691,7 +691,7 @@ mod tests {
             proc: p("job.1", 0),
             status: Status(7),
             message: "bye".into(),
-            done: Answer::new(move |r| {
+            done: Completion::from_fn(move |r| {
                 let _ = tx.send(r);
             }),
         };

@@ -28,7 +28,7 @@ pub(crate) struct Waiter {
 
 pub(crate) struct FenceOp {
     pub(crate) kind: Kind,
-    pub(crate) spec: Vec<Proc>,
+    pub(crate) participants: Vec<Proc>,
     pub(crate) info: Vec<Info>,
     /// Local participants, sorted.
     pub(crate) local: Vec<(NsId, Rank)>,
@@ -59,17 +59,17 @@ impl FenceOp {
 pub(crate) struct FenceTable {
     ops: HashMap<u64, FenceOp>,
     /// Operations by participant list, oldest first.
-    by_spec: HashMap<(Kind, Vec<Proc>), Vec<u64>>,
+    by_participants: HashMap<(Kind, Vec<Proc>), Vec<u64>>,
     next: u64,
 }
 
 impl FenceTable {
-    /// Enters `who` into the oldest fence over `spec` it has not entered yet; returns its id.
+    /// Enters `who` into the oldest fence over `participants` it has not entered yet; returns its id.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn join(
         &mut self,
         kind: Kind,
-        spec: Vec<Proc>,
+        participants: Vec<Proc>,
         local: Vec<(NsId, Rank)>,
         remote: bool,
         info: &[Info],
@@ -78,7 +78,10 @@ impl FenceTable {
         id: u32,
         collect: bool,
     ) -> u64 {
-        let queue = self.by_spec.entry((kind, spec.clone())).or_default();
+        let queue = self
+            .by_participants
+            .entry((kind, participants.clone()))
+            .or_default();
         let existing = queue
             .iter()
             .copied()
@@ -93,7 +96,7 @@ impl FenceTable {
                     seq,
                     FenceOp {
                         kind,
-                        spec,
+                        participants,
                         info: info.to_vec(),
                         local,
                         remote,
@@ -129,11 +132,11 @@ impl FenceTable {
 
     pub(crate) fn remove(&mut self, seq: u64) -> Option<FenceOp> {
         let op = self.ops.remove(&seq)?;
-        let key = (op.kind, op.spec.clone());
-        if let Some(q) = self.by_spec.get_mut(&key) {
+        let key = (op.kind, op.participants.clone());
+        if let Some(q) = self.by_participants.get_mut(&key) {
             q.retain(|s| *s != seq);
             if q.is_empty() {
-                self.by_spec.remove(&key);
+                self.by_participants.remove(&key);
             }
         }
         Some(op)

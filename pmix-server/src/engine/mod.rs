@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, attr};
-use pmix_wire::{App, Event, JobData, Kv, ProcKvs, Published, Reply, ReplyBody, Request};
+use pmix_wire::{App, Event, JobData, Kv, ProcKvs, Published, Query, Reply, ReplyBody, Request};
 
 use self::fence::{FenceOp, FenceTable, Kind};
 use self::names::{Caller, LookupOutcome, NameStore};
@@ -107,6 +107,10 @@ pub(crate) enum HostCall {
     },
     NotifyEvent {
         event: Event,
+    },
+    Query {
+        proc: Proc,
+        queries: Vec<Query>,
     },
 }
 
@@ -206,7 +210,7 @@ struct Conn {
     has_jobs: HashSet<NsId>,
     /// The event codes it registered for.
     events: EventReg,
-    /// By participant list (numbered in `Engine::spec_ids`): the commit sequence number up to
+    /// By participant list (numbered in `Engine::participant_ids`): the commit sequence number up to
     /// which this client received every participant's data from a collecting fence. The next
     /// collecting fence over the list sends it only what was committed since: it holds the
     /// rest in its store.
@@ -296,6 +300,10 @@ enum PendingHost {
         conn: ConnId,
         id: u32,
     },
+    Query {
+        conn: ConnId,
+        id: u32,
+    },
     /// A connect or disconnect spanning nodes, completed by the host.
     Collective {
         seq: u64,
@@ -327,7 +335,7 @@ pub(crate) struct Engine {
     /// Counts commits: the sequence number of the latest.
     commit_seq: u64,
     /// Participant lists of collecting fences, numbered (see `Conn::collected`).
-    spec_ids: HashMap<Vec<Proc>, u32>,
+    participant_ids: HashMap<Vec<Proc>, u32>,
     /// Local processes whose connection ended, with the status to give whoever waits for them.
     gone: HashMap<(NsId, Rank), Status>,
     gets: HashMap<(NsId, Rank), Vec<PendingGet>>,
@@ -393,7 +401,7 @@ impl Engine {
             store: Store::default(),
             committed: HashMap::new(),
             commit_seq: 0,
-            spec_ids: HashMap::new(),
+            participant_ids: HashMap::new(),
             gone: HashMap::new(),
             gets: HashMap::new(),
             dmodex_inflight: HashSet::new(),
@@ -860,6 +868,16 @@ impl Engine {
             Request::Publish { data, info } => self.publish(conn, id, me, data, info),
             Request::Lookup { keys, info } => self.lookup(conn, id, me, keys, info, now),
             Request::Unpublish { keys, info } => self.unpublish(conn, id, me, keys, info),
+            Request::Query { queries } => {
+                if queries.is_empty() || queries.iter().any(|q| q.keys.is_empty()) {
+                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                }
+                // Nothing is answered here yet: every query goes to the host.
+                self.host_call(
+                    PendingHost::Query { conn, id },
+                    HostCall::Query { proc: me, queries },
+                );
+            }
             _ => self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED),
         }
     }
@@ -1206,18 +1224,18 @@ impl Engine {
         info: &[Info],
         now: Instant,
     ) {
-        let mut spec = if procs.is_empty() {
+        let mut participants = if procs.is_empty() {
             vec![Proc::new(me.nspace.clone(), Rank::WILDCARD)]
         } else {
             procs
         };
-        spec.sort();
-        spec.dedup();
+        participants.sort();
+        participants.dedup();
         // Expand into the local participants, and notice participants elsewhere.
         let mut local = Vec::new();
         let mut remote = false;
         let mut includes_me = false;
-        for p in &spec {
+        for p in &participants {
             let Some(ns) = self.ns_id(p.nspace.as_str()) else {
                 return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
             };
@@ -1251,7 +1269,7 @@ impl Engine {
         let deadline = info_timeout(info).map(|d| now + d);
         let seq = self.fences.join(
             kind,
-            spec,
+            participants,
             local,
             remote,
             info,
@@ -1298,7 +1316,7 @@ impl Engine {
         }
         if op.remote && op.kind != Kind::Fence {
             // Participants elsewhere: the host connects (or disconnects) the nodes.
-            let procs = op.spec.clone();
+            let procs = op.participants.clone();
             let info = op.info.clone();
             let call = if op.kind == Kind::Connect {
                 HostCall::Connect { procs, info }
@@ -1325,7 +1343,7 @@ impl Engine {
             if let Err(e) = pmix_wire::encode_frame(&contrib, &mut data) {
                 return self.finish_fence(seq, Err(e.status()));
             }
-            let procs = op.spec.clone();
+            let procs = op.participants.clone();
             let info = op.info.clone();
             if let Some(op) = self.fences.get_mut(seq) {
                 op.at_host = true;
@@ -1376,7 +1394,7 @@ impl Engine {
                 return;
             }
             Kind::Disconnect => {
-                let nss: Vec<NsId> = Self::spec_nspaces(&op)
+                let nss: Vec<NsId> = Self::participant_nspaces(&op)
                     .iter()
                     .filter_map(|n| self.ns_id(n.as_str()))
                     .collect();
@@ -1396,15 +1414,18 @@ impl Engine {
         // share one reply: built, and encoded, once.
         let (collectors, others): (Vec<_>, Vec<_>) = op.waiters.iter().partition(|w| w.collect);
         if !collectors.is_empty() {
-            let next = u32::try_from(self.spec_ids.len()).unwrap_or(u32::MAX);
-            let spec_id = *self.spec_ids.entry(op.spec.clone()).or_insert(next);
+            let next = u32::try_from(self.participant_ids.len()).unwrap_or(u32::MAX);
+            let participants_id = *self
+                .participant_ids
+                .entry(op.participants.clone())
+                .or_insert(next);
             let now = self.commit_seq;
             let mut by_mark: BTreeMap<u64, Vec<(ConnId, u32)>> = BTreeMap::new();
             for w in &collectors {
                 let Some(c) = self.conns.get_mut(&w.conn) else {
                     continue;
                 };
-                let mark = c.collected.insert(spec_id, now).unwrap_or(0);
+                let mark = c.collected.insert(participants_id, now).unwrap_or(0);
                 by_mark.entry(mark).or_default().push((w.conn, w.id));
             }
             for (mark, to) in by_mark {
@@ -1443,8 +1464,8 @@ impl Engine {
     }
 
     /// The namespaces a collective's participant list names.
-    fn spec_nspaces(op: &FenceOp) -> Vec<Nspace> {
-        let mut v: Vec<Nspace> = op.spec.iter().map(|p| p.nspace.clone()).collect();
+    fn participant_nspaces(op: &FenceOp) -> Vec<Nspace> {
+        let mut v: Vec<Nspace> = op.participants.iter().map(|p| p.nspace.clone()).collect();
         v.sort();
         v.dedup();
         v
@@ -1453,7 +1474,7 @@ impl Engine {
     /// Completes a connect: every participant gets the job data of the other namespaces and
     /// the data of every participant, and the namespaces are connected from now on.
     fn finish_connect(&mut self, op: &FenceOp, remote: Vec<ProcKvs>) {
-        let nss: Vec<NsId> = Self::spec_nspaces(op)
+        let nss: Vec<NsId> = Self::participant_nspaces(op)
             .iter()
             .filter_map(|n| self.ns_id(n.as_str()))
             .collect();
@@ -1589,7 +1610,7 @@ impl Engine {
     }
 
     fn fail_fences_with(&mut self, pred: impl Fn(&Proc) -> bool, status: Status) {
-        for seq in self.fences.matching(|op| op.spec.iter().any(&pred)) {
+        for seq in self.fences.matching(|op| op.participants.iter().any(&pred)) {
             self.fail_fence(seq, status);
         }
     }
@@ -1623,13 +1644,6 @@ impl Engine {
                 "host completed an unknown or already completed callback"
             );
             return;
-        };
-        let status_of = |o: &HostOutcome| match o {
-            HostOutcome::Unit(r) => r.err().unwrap_or(Status::SUCCESS),
-            HostOutcome::Bytes(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-            HostOutcome::Lookup(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-            HostOutcome::Nspace(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-            HostOutcome::Infos(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
         };
         match pending {
             PendingHost::Connect { conn } => {
@@ -1672,14 +1686,15 @@ impl Engine {
             }
             PendingHost::Spawn { conn, id } => {
                 let reply = match outcome {
-                    HostOutcome::Nspace(Ok(nspace)) => Reply {
-                        status: Status::SUCCESS,
-                        body: ReplyBody::Spawn { nspace },
-                    },
-                    other => Reply::status(match status_of(&other) {
-                        s if s.is_success() => Status::ERR_BAD_PARAM,
-                        s => s,
-                    }),
+                    HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),
+                    other => Reply::status(failure_of(&other)),
+                };
+                self.reply(conn, id, reply);
+            }
+            PendingHost::Query { conn, id } => {
+                let reply = match outcome {
+                    HostOutcome::Infos(Ok(results)) => success(ReplyBody::Query { results }),
+                    other => Reply::status(failure_of(&other)),
                 };
                 self.reply(conn, id, reply);
             }
@@ -1694,10 +1709,7 @@ impl Engine {
             PendingHost::Lookup { conn, id } => {
                 let result = match outcome {
                     HostOutcome::Lookup(r) => r,
-                    other => Err(match status_of(&other) {
-                        s if s.is_success() => Status::ERR_BAD_PARAM,
-                        s => s,
-                    }),
+                    other => Err(failure_of(&other)),
                 };
                 self.reply_lookup(conn, id, result);
             }
@@ -1760,6 +1772,33 @@ impl Engine {
                 Timer::Fence { seq } => self.fail_fence(seq, Status::ERR_TIMEOUT),
             }
         }
+    }
+}
+
+/// The status a host answered with.
+fn status_of(o: &HostOutcome) -> Status {
+    match o {
+        HostOutcome::Unit(r) => r.err().unwrap_or(Status::SUCCESS),
+        HostOutcome::Bytes(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+        HostOutcome::Lookup(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+        HostOutcome::Nspace(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+        HostOutcome::Infos(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
+    }
+}
+
+/// The status for a client when the host did not answer with the value its request needs: its
+/// error, or `ERR_BAD_PARAM` for a success of the wrong kind.
+fn failure_of(o: &HostOutcome) -> Status {
+    match status_of(o) {
+        s if s.is_success() => Status::ERR_BAD_PARAM,
+        s => s,
+    }
+}
+
+fn success(body: ReplyBody) -> Reply {
+    Reply {
+        status: Status::SUCCESS,
+        body,
     }
 }
 

@@ -273,6 +273,88 @@ fn handshake_refusals_have_their_statuses() {
 }
 
 #[test]
+fn a_vouched_identity_needs_no_secret_but_still_its_registration_and_credentials() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    let me = |rank| Proc::new(ns("a"), Rank(rank));
+    let vouched = |creds| Auth::Vouched { creds };
+    let good = PeerCreds { uid: UID, gid: GID };
+    let other_gid = PeerCreds {
+        uid: UID,
+        gid: GID + 1,
+    };
+    s.eng.handle_hello(1, &me(0), vouched(None));
+    s.eng.handle_hello(2, &me(1), vouched(Some(good)));
+    s.eng.handle_hello(3, &me(2), vouched(Some(other_gid)));
+    s.eng.handle_hello(4, &me(9), vouched(None));
+    s.eng.handle_hello(5, &me(0), vouched(None));
+    s.pump();
+    assert_eq!(s.accepted, vec![1, 2]);
+    assert_eq!(
+        s.refused,
+        vec![
+            (3, Status::ERR_NO_PERMISSIONS),
+            (4, Status::ERR_NOT_FOUND),
+            (5, Status::ERR_EXISTS),
+        ]
+    );
+}
+
+#[test]
+fn queries_go_to_the_host_and_its_answer_back() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    let query = |keys: &[&str]| pmix_wire::Query {
+        keys: keys.iter().map(|k| Key::new(*k).unwrap()).collect(),
+        qualifiers: vec![],
+    };
+    let asked = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(&[attr::QUERY_NAMESPACES])],
+        },
+    );
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::Query { proc, queries } = call else {
+        panic!("expected a query, got {call:?}");
+    };
+    assert_eq!(proc, Proc::new(ns("a"), Rank(0)));
+    assert_eq!(queries, vec![query(&[attr::QUERY_NAMESPACES])]);
+    let results = vec![Info::attr(attr::QUERY_NAMESPACES, "a")];
+    s.eng
+        .handle_host_done(op, HostOutcome::Infos(Ok(results.clone())), s.now);
+    s.pump();
+    assert_eq!(
+        s.reply(1, asked),
+        Reply {
+            status: Status::SUCCESS,
+            body: ReplyBody::Query { results },
+        }
+    );
+    // A host that cannot answer: its status reaches the client.
+    let refused = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(&[attr::QUERY_NAMESPACES])],
+        },
+    );
+    let (op, _) = s.host_calls.remove(0);
+    s.eng.handle_host_done(
+        op,
+        HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)),
+        s.now,
+    );
+    s.pump();
+    assert_eq!(s.reply(1, refused).status, Status::ERR_NOT_SUPPORTED);
+    // An empty query is the client's mistake; the host never sees it.
+    let empty = s.send(1, Request::Query { queries: vec![] });
+    assert_eq!(s.reply(1, empty).status, Status::ERR_BAD_PARAM);
+    assert!(s.host_calls.is_empty());
+}
+
+#[test]
 fn host_can_refuse_a_client() {
     let mut s = Sim::new();
     s.job("a", 1);

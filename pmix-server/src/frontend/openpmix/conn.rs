@@ -52,6 +52,8 @@ enum Answer {
     Spawn,
     /// A status, then the job data of the other namespaces.
     Connect,
+    /// A status, then the answers found.
+    Query,
     /// Nothing at all (`DEREGEVENTS` gets no reply).
     Silent,
     /// A status; the client closes after it.
@@ -402,6 +404,9 @@ impl OpenpmixConn {
             OpxRequest::Disconnect { procs, info } => {
                 self.engine_request(tag, Answer::Status, Request::Disconnect { procs, info })
             }
+            OpxRequest::Query { queries } => {
+                self.engine_request(tag, Answer::Query, Request::Query { queries })
+            }
             OpxRequest::Other { cmd, .. } => {
                 tracing::debug!(who = %proc, ?cmd, "not supported; answering NOT_SUPPORTED");
                 send(
@@ -614,6 +619,10 @@ fn translate_with(
                 .iter()
                 .map(|j| super::job_info(j, dialect))
                 .collect::<Result<_, _>>()?,
+        },
+        (Answer::Query, ReplyBody::Query { results }) if ok => OpxReply::Info {
+            status,
+            info: results.clone(),
         },
         _ => OpxReply::Status(status),
     }))
