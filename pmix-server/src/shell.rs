@@ -258,7 +258,7 @@ impl<H: Host> Shell<H> {
     }
 
     /// Creates the namespace's own directory (`NSDIR`) when it lies in the server's
-    /// rendezvous directory: libpmix clients (Open MPI) keep their session files there and
+    /// rendezvous directory: clients (Open MPI) keep their session files there and
     /// remove it when they end.
     fn make_nsdir(&mut self, nspace: &Nspace) {
         use std::os::unix::fs::DirBuilderExt;

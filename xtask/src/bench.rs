@@ -406,8 +406,8 @@ impl Programs {
                 [
                     (Stack::Ours, plan.main && ours),
                     (Stack::LibpmixOurs, libpmix),
-                    (Stack::OpenPmix, (plan.main || plan.libpmix) && theirs),
-                    (Stack::OpenPmixHash, plan.libpmix && theirs),
+                    (Stack::Openpmix, (plan.main || plan.libpmix) && theirs),
+                    (Stack::OpenpmixHash, plan.libpmix && theirs),
                     (Stack::Floor, plan.floor && self.floor.is_some()),
                 ]
                 .into_iter()
@@ -441,7 +441,7 @@ impl Programs {
                 job_deadline,
             )),
             (
-                Stack::Ours | Stack::OpenPmix | Stack::LibpmixOurs | Stack::OpenPmixHash,
+                Stack::Ours | Stack::Openpmix | Stack::LibpmixOurs | Stack::OpenpmixHash,
                 Config::Job { n, pinned },
             ) => {
                 let client = match stack {
@@ -455,19 +455,19 @@ impl Programs {
                     &opts.client_args(),
                     client,
                 );
-                if stack == Stack::OpenPmixHash {
+                if stack == Stack::OpenpmixHash {
                     // The server's storage module; it tells its clients (PMIX_GDS_MODULE).
                     cmd.env("PMIX_MCA_gds", "hash");
                 }
                 Some((cmd, job_deadline))
             }
-            (Stack::Ours | Stack::OpenPmix, Config::Maps) => Some((
+            (Stack::Ours | Stack::Openpmix, Config::Maps) => Some((
                 self.bins(stack)?.regex_command(opts.quick),
                 Duration::from_secs(240),
             )),
             (Stack::Floor | Stack::Hydra, _)
-            | (Stack::LibpmixOurs | Stack::OpenPmixHash, Config::Maps)
-            | (Stack::OpenPmix | Stack::LibpmixOurs | Stack::OpenPmixHash, Config::Launch { .. }) => {
+            | (Stack::LibpmixOurs | Stack::OpenpmixHash, Config::Maps)
+            | (Stack::Openpmix | Stack::LibpmixOurs | Stack::OpenpmixHash, Config::Launch { .. }) => {
                 None
             }
         }
@@ -478,7 +478,7 @@ impl Programs {
     fn bins(&self, stack: Stack) -> Option<&Bins> {
         match stack {
             Stack::Ours | Stack::LibpmixOurs => self.ours.as_ref(),
-            Stack::OpenPmix | Stack::OpenPmixHash => self.theirs.as_ref(),
+            Stack::Openpmix | Stack::OpenpmixHash => self.theirs.as_ref(),
             Stack::Floor | Stack::Hydra => None,
         }
     }

@@ -34,7 +34,7 @@ pub(crate) enum Bins {
     /// `pmix-bench` (host, client and maps in one program).
     Ours { bench: PathBuf },
     /// `bench_host` and `bench_client` on OpenPMIx.
-    OpenPmix { host: PathBuf, client: PathBuf },
+    Openpmix { host: PathBuf, client: PathBuf },
 }
 
 /// Environment variables neither host may inherit: a surrounding PMIx job's (were this run
@@ -62,11 +62,11 @@ impl Bins {
     ) -> Command {
         let client = match self {
             Bins::Ours { .. } => client,
-            Bins::OpenPmix { client, .. } => Some(client.as_path()),
+            Bins::Openpmix { client, .. } => Some(client.as_path()),
         };
         let mut cmd = match self {
             Bins::Ours { bench } => scrubbed(Command::new(bench)),
-            Bins::OpenPmix { host, .. } => scrubbed(Command::new(host)),
+            Bins::Openpmix { host, .. } => scrubbed(Command::new(host)),
         };
         cmd.arg("job");
         if let Some(client) = client {
@@ -85,7 +85,7 @@ impl Bins {
     pub(crate) fn regex_command(&self, quick: bool) -> Command {
         let mut cmd = match self {
             Bins::Ours { bench } => scrubbed(Command::new(bench)),
-            Bins::OpenPmix { host, .. } => scrubbed(Command::new(host)),
+            Bins::Openpmix { host, .. } => scrubbed(Command::new(host)),
         };
         cmd.arg("regex");
         if quick {
@@ -263,14 +263,14 @@ pub(crate) fn openpmix(dirs: &Dirs) -> Result<Bins, String> {
         "xtask bench: OpenPMIx {version}: built {}",
         dirs.out.display()
     );
-    Ok(Bins::OpenPmix { host, client })
+    Ok(Bins::Openpmix { host, client })
 }
 
 impl Bins {
     /// The libpmix client program, on OpenPMIx's side.
     pub(crate) fn libpmix_client(&self) -> Option<&Path> {
         match self {
-            Bins::OpenPmix { client, .. } => Some(client),
+            Bins::Openpmix { client, .. } => Some(client),
             Bins::Ours { .. } => None,
         }
     }

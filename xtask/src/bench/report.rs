@@ -16,13 +16,13 @@ use super::launch::{self, Mpich};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Stack {
     Ours,
-    OpenPmix,
+    Openpmix,
     /// The libpmix client (`xtask/c/bench_client.c`) under our server (`pmix-bench job
     /// --client`), through its OpenPMIx front-end.
     LibpmixOurs,
-    /// `OpenPmix` with the server's storage module set to `hash` (`PMIX_MCA_gds=hash`), the
+    /// `Openpmix` with the server's storage module set to `hash` (`PMIX_MCA_gds=hash`), the
     /// one our server tells libpmix clients to use.
-    OpenPmixHash,
+    OpenpmixHash,
     /// `xtask/c/floor.c`: request/echo round trips over a socket, no PMIx.
     Floor,
     /// MPICH's launcher, the reference of the launch rows (where `Ours` is `pmixrun`).
@@ -33,9 +33,9 @@ impl Stack {
     pub(crate) fn slug(self) -> &'static str {
         match self {
             Stack::Ours => "ours",
-            Stack::OpenPmix => "openpmix",
+            Stack::Openpmix => "openpmix",
             Stack::LibpmixOurs => "libpmix-ours",
-            Stack::OpenPmixHash => "openpmix-hash",
+            Stack::OpenpmixHash => "openpmix-hash",
             Stack::Floor => "floor",
             Stack::Hydra => "hydra",
         }
@@ -44,9 +44,9 @@ impl Stack {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Stack::Ours => "ours",
-            Stack::OpenPmix => "OpenPMIx",
+            Stack::Openpmix => "OpenPMIx",
             Stack::LibpmixOurs => "libpmix on ours",
-            Stack::OpenPmixHash => "OpenPMIx (gds hash)",
+            Stack::OpenpmixHash => "OpenPMIx (gds hash)",
             Stack::Floor => "floor",
             Stack::Hydra => "Hydra",
         }
@@ -380,7 +380,7 @@ impl Measured {
     }
 
     fn ratio(&self, config: Config, metric: &str) -> Option<f64> {
-        self.ratio_of(Stack::Ours, Stack::OpenPmix, config, metric)
+        self.ratio_of(Stack::Ours, Stack::Openpmix, config, metric)
     }
 
     /// `a`'s median over `b`'s.
@@ -506,7 +506,7 @@ fn floor_line(m: &Measured, rows: &[Row], g: &Goal) -> [String; 4] {
     let mut worst: Option<(f64, Config)> = None;
     for config in floor_configs(rows) {
         let floor = m.get(Stack::Floor, config, FLOOR);
-        let theirs = m.get(Stack::OpenPmix, config, PUB_ALL);
+        let theirs = m.get(Stack::Openpmix, config, PUB_ALL);
         if let (Some(f), Some(t)) = (floor, theirs) {
             let x = f / t;
             if t != 0.0 && worst.is_none_or(|(w, _)| x > w) {
@@ -612,7 +612,7 @@ fn judge(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
             if let Some(g) = growth(Stack::Ours, config, &before, &after) {
                 if worst.as_ref().is_none_or(|(w, _)| g > *w) {
                     worst = Some((g, place));
-                    theirs = growth(Stack::OpenPmix, config, &before, &after);
+                    theirs = growth(Stack::Openpmix, config, &before, &after);
                 }
             }
         }
@@ -730,7 +730,7 @@ fn floor_table(opts: &Options, m: &Measured, rows: &[Row]) -> String {
         return String::new();
     }
     let floor_ran = m.ran(Stack::Floor);
-    let theirs_ran = m.ran(Stack::OpenPmix);
+    let theirs_ran = m.ran(Stack::Openpmix);
     let mut t = format!(
         "\nPlatform floor (`xtask/c/floor.c`, no PMIx): N clients and one epoll server, each \
          client doing {} blocking 64-byte request/echo round trips over a Unix socketpair, all \
@@ -745,7 +745,7 @@ fn floor_table(opts: &Options, m: &Measured, rows: &[Row]) -> String {
     for config in configs {
         let floor = m.get(Stack::Floor, config, FLOOR);
         let ours = m.over_floor(Stack::Ours, config);
-        let theirs = m.over_floor(Stack::OpenPmix, config);
+        let theirs = m.over_floor(Stack::Openpmix, config);
         let _ = writeln!(
             t,
             "| {} | {} | {} | {} |",
@@ -811,10 +811,10 @@ fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
             "| {} | {} | {} | {} | {} | {} |",
             r.label,
             cell(m, Stack::LibpmixOurs, r),
-            cell(m, Stack::OpenPmix, r),
-            ratio(Stack::OpenPmix),
-            cell(m, Stack::OpenPmixHash, r),
-            ratio(Stack::OpenPmixHash),
+            cell(m, Stack::Openpmix, r),
+            ratio(Stack::Openpmix),
+            cell(m, Stack::OpenpmixHash, r),
+            ratio(Stack::OpenpmixHash),
         );
     }
     t
@@ -825,8 +825,8 @@ fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
 /// in every client row (not the host's rows); judged on the largest ratio of the medians.
 fn libpmix_goals(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
     let theirs = [
-        (Stack::OpenPmix, "default MCA, gds ds21"),
-        (Stack::OpenPmixHash, "gds hash"),
+        (Stack::Openpmix, "default MCA, gds ds21"),
+        (Stack::OpenpmixHash, "gds hash"),
     ];
     fn whole(r: &&Row) -> bool {
         r.metric == JOB_MS
@@ -889,7 +889,7 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
     let (opts, m, notes, failures, args) = (cx.opts, cx.measured, cx.notes, cx.failures, cx.args);
     let elapsed = cx.elapsed;
     let rows = rows(opts);
-    let theirs_ran = m.ran(Stack::OpenPmix);
+    let theirs_ran = m.ran(Stack::Openpmix);
     let mut table = String::new();
     // A filter may select launch rows only.
     if !rows.is_empty() {
@@ -898,7 +898,7 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
     }
     for r in &rows {
         let ours = m.get(Stack::Ours, r.config, &r.metric);
-        let theirs = m.get(Stack::OpenPmix, r.config, &r.metric);
+        let theirs = m.get(Stack::Openpmix, r.config, &r.metric);
         let ratio = m.ratio(r.config, &r.metric);
         let _ = writeln!(
             table,
@@ -1110,7 +1110,7 @@ mod tests {
         ] {
             for (stack, metric, v) in [
                 (Stack::Ours, PUB_ALL, ours),
-                (Stack::OpenPmix, PUB_ALL, theirs),
+                (Stack::Openpmix, PUB_ALL, theirs),
             ] {
                 let mut s = Sample::default();
                 s.values.insert(metric.into(), v);
@@ -1187,7 +1187,7 @@ mod tests {
     fn medians_ratios_and_goals() {
         let mut m = Measured::default();
         let job = Config::Job { n: 2, pinned: true };
-        for (stack, v) in [(Stack::Ours, 0.05), (Stack::OpenPmix, 10.0)] {
+        for (stack, v) in [(Stack::Ours, 0.05), (Stack::Openpmix, 10.0)] {
             let mut s = Sample::default();
             s.values.insert("get_job_solo_us".into(), v);
             s.values.insert("rss_init_kb".into(), 1000.0);
@@ -1241,8 +1241,8 @@ mod tests {
         };
         for (stack, barrier, init, server) in [
             (Stack::LibpmixOurs, 50.0, 4.0, 1.0),
-            (Stack::OpenPmix, 100.0, 20.0, 0.5),
-            (Stack::OpenPmixHash, 80.0, 5.0, 0.5),
+            (Stack::Openpmix, 100.0, 20.0, 0.5),
+            (Stack::OpenpmixHash, 80.0, 5.0, 0.5),
         ] {
             add(&mut m, stack, two, "barrier_us", barrier);
             add(&mut m, stack, two, "init_ms", init);
@@ -1295,8 +1295,8 @@ mod tests {
         // The whole job: its own rows, first in the table, judged on their own.
         for (stack, v) in [
             (Stack::LibpmixOurs, 900.0),
-            (Stack::OpenPmix, 1000.0),
-            (Stack::OpenPmixHash, 800.0),
+            (Stack::Openpmix, 1000.0),
+            (Stack::OpenpmixHash, 800.0),
         ] {
             add(&mut m, stack, two, JOB_MS, v);
         }
@@ -1321,8 +1321,8 @@ mod tests {
         // "every client row".
         for (stack, v) in [
             (Stack::LibpmixOurs, 300.0),
-            (Stack::OpenPmix, 250.0),
-            (Stack::OpenPmixHash, 400.0),
+            (Stack::Openpmix, 250.0),
+            (Stack::OpenpmixHash, 400.0),
         ] {
             add(&mut m, stack, two, SERVED_MS, v);
         }
