@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pmix_types::{Info, Key, Proc, Scope, Status, Value};
+use pmix_wire::openpmix::job::{to_job_info, to_proc_kvals};
 use pmix_wire::openpmix::{
     ClientHandshake, Codec, CommitPart, Dialect, Identity, Incoming, Kval, MsgReader, Notification,
     ProcKvals, Reply as OpxReply, Request as OpxRequest, ServerReply, encode_message_with,
@@ -589,7 +590,7 @@ fn translate_with(
         (Answer::Get, ReplyBody::Get { data, jobs }) if ok => {
             let mut all = Vec::new();
             for job in jobs {
-                all.extend(super::foreign_data(job));
+                all.extend(to_proc_kvals(job));
             }
             all.extend(data.iter().map(proc_kvals));
             // The processes asked about come first and are not sent twice.
@@ -614,7 +615,7 @@ fn translate_with(
             status,
             jobs: jobs
                 .iter()
-                .map(|j| super::job_info(j, dialect))
+                .map(|j| to_job_info(j, dialect))
                 .collect::<Result<_, _>>()?,
         },
         _ => OpxReply::Status(status),
