@@ -38,6 +38,10 @@ use crate::Error;
 use crate::env::{GDS_MODULE, OpenPmixServer};
 
 /// How an answer is read and what native reply it becomes.
+///
+/// The server's OpenPMIx front-end has an `Answer` of its own, the other direction (a native
+/// reply written as an OpenPMIx one, with the server's duties); the payload both read and
+/// write is `pmix_wire::openpmix::Reply`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Answer {
     /// A status alone.

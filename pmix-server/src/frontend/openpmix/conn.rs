@@ -56,6 +56,12 @@ pub(crate) enum Gds {
 }
 
 /// How an engine answer is laid out for the client.
+///
+/// The client crate has an `Answer` of the same name and much the same variants, kept apart on
+/// purpose: that one reads an OpenPMIx reply into a native one, this one writes a native reply
+/// as an OpenPMIx one and carries this side's duties (a fence's data kept for the next
+/// `GETNB`, no reply at all, closing after `FINALIZE`). What both sides share, the payload of
+/// each command's reply, is `pmix_wire::openpmix::Reply`.
 #[derive(Clone, Copy, Debug)]
 enum Answer {
     /// A status alone.
