@@ -1,9 +1,10 @@
 //! Framing: a 4-byte big-endian body length, then a MessagePack body.
 
+use pmix_types::Status;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::msg::{Hello, MAGIC, PROTOCOL_VERSION};
+use crate::msg::{Hello, JobData, MAGIC, PROTOCOL_VERSION, Reply, ServerMsg};
 use crate::{Error, scan};
 
 /// Bytes of the length prefix.
@@ -191,6 +192,99 @@ pub fn encode_frame<T: Serialize>(msg: &T, out: &mut Vec<u8>) -> Result<(), Erro
     };
     out[start..start + HEADER_LEN].copy_from_slice(&len32.to_be_bytes());
     Ok(())
+}
+
+/// `Welcome::Accepted` with the job record borrowed: serde encodes an enum by its variant's
+/// name and fields, so this spells the same bytes as the owned message without a clone of
+/// what may be megabytes of job data.
+#[derive(Serialize)]
+enum WelcomeRef<'a> {
+    Accepted { version: u16, job: &'a JobData },
+}
+
+/// Appends the frame accepting a client into `job`'s namespace: the same bytes as
+/// [`encode_frame`] of [`Welcome::Accepted`](crate::Welcome::Accepted) with
+/// [`PROTOCOL_VERSION`] and a copy of `job`, without making the copy.
+///
+/// A server that welcomes many clients of one namespace encodes this once and sends the bytes
+/// to each.
+pub fn encode_welcome(job: &JobData, out: &mut Vec<u8>) -> Result<(), Error> {
+    encode_frame(
+        &WelcomeRef::Accepted {
+            version: PROTOCOL_VERSION,
+            job,
+        },
+        out,
+    )
+}
+
+/// A reply encoded once and framed for several requests, each frame differing only in the
+/// request id: a collecting fence answers every participant with the same, possibly large,
+/// data.
+///
+/// [`write`](SharedReply::write) appends exactly what [`encode_frame`] of
+/// [`ServerMsg::Reply`] would. This relies on MessagePack writing a struct variant's fields
+/// one after the other with the reply last, so a frame is the small per-id part up to the
+/// reply followed by the shared reply bytes; `write` checks that assumption on every call
+/// rather than trusting it.
+#[derive(Clone, Debug)]
+pub struct SharedReply {
+    /// The reply's MessagePack encoding.
+    body: Vec<u8>,
+    /// The encoding of [`SharedReply::placeholder`], which `write` encodes in the reply's
+    /// place to learn where the reply starts.
+    placeholder: Vec<u8>,
+}
+
+impl SharedReply {
+    /// Encodes `reply` once.
+    pub fn new(reply: &Reply) -> Result<Self, Error> {
+        let encode = |r: &Reply| rmp_serde::to_vec(r).map_err(|e| Error::Encode(e.to_string()));
+        Ok(SharedReply {
+            body: encode(reply)?,
+            placeholder: encode(&Self::placeholder())?,
+        })
+    }
+
+    /// The smallest reply there is, so the per-id head costs next to nothing to encode.
+    fn placeholder() -> Reply {
+        Reply::status(Status::SUCCESS)
+    }
+
+    /// Appends the frame answering request `id` with the reply to `out`.
+    pub fn write(&self, id: u32, out: &mut Vec<u8>) -> Result<(), Error> {
+        let start = out.len();
+        // The head is a few bytes; one reservation spares the copy of a big body on growth.
+        out.reserve(HEADER_LEN + 16 + self.body.len());
+        let head = ServerMsg::Reply {
+            id,
+            reply: Self::placeholder(),
+        };
+        encode_frame(&head, out)?;
+        let Some(reply_at) = out.len().checked_sub(self.placeholder.len()) else {
+            out.truncate(start);
+            return Err(Error::Encode(
+                "the reply head is shorter than its reply".into(),
+            ));
+        };
+        if reply_at < start + HEADER_LEN || out[reply_at..] != self.placeholder[..] {
+            out.truncate(start);
+            return Err(Error::Encode(
+                "the reply is not the last thing in its message; cannot share it".into(),
+            ));
+        }
+        out.truncate(reply_at);
+        let len = out.len() - start - HEADER_LEN + self.body.len();
+        let Ok(len32) = u32::try_from(len) else {
+            out.truncate(start);
+            return Err(Error::Encode(format!(
+                "reply of {len} bytes is too large for one frame"
+            )));
+        };
+        out.extend_from_slice(&self.body);
+        out[start..start + HEADER_LEN].copy_from_slice(&len32.to_be_bytes());
+        Ok(())
+    }
 }
 
 /// Deepest nesting of MessagePack arrays and maps that [`decode_body`] accepts.

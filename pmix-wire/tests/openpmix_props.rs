@@ -15,27 +15,7 @@ use pmix_wire::openpmix::{
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
-use strategies::{info, key, nspace, proc_, value};
-
-const DIALECTS: [Dialect; 4] = [
-    Dialect::V41,
-    Dialect {
-        codec: Codec::V41,
-        buffer: BufferType::FullyDesc,
-    },
-    Dialect {
-        codec: Codec::V3,
-        buffer: BufferType::NonDesc,
-    },
-    Dialect {
-        codec: Codec::V3,
-        buffer: BufferType::FullyDesc,
-    },
-];
-
-fn dialect() -> impl Strategy<Value = Dialect> {
-    prop::sample::select(DIALECTS.to_vec())
-}
+use strategies::{dialect, info, key, nspace, proc_, value};
 
 /// Replaces floats by ones six decimals represent exactly (their loss is tested apart).
 fn exact_floats(v: Value) -> Value {

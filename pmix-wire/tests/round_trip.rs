@@ -1,5 +1,7 @@
 //! Every value and every message survives encode -> frame split -> decode, whether the bytes
-//! arrive at once, one by one, or in arbitrary chunks.
+//! arrive at once, one by one, or in arbitrary chunks; and the frames a server builds without
+//! the owned message (a borrowed welcome, a reply shared by several requests) are the bytes of
+//! the plain encoding.
 
 #![allow(clippy::unwrap_used)]
 
@@ -8,10 +10,11 @@ mod strategies;
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
-use pmix_types::{Info, Key, Value};
+use pmix_types::{Info, Key, Nspace, Proc, Scope, Status, Value};
 use pmix_wire::{
-    Decoded, Error, FrameDecoder, FrameReader, HEADER_LEN, Hello, MAGIC, PROTOCOL_VERSION,
-    ReplyBody, ServerMsg, decode_body, decode_hello, decode_kvs, encode_frame, peek_fence_reply,
+    Decoded, Error, FrameDecoder, FrameReader, HEADER_LEN, Hello, JobData, Kv, MAGIC,
+    PROTOCOL_VERSION, ProcKvs, Reply, ReplyBody, ServerMsg, SharedReply, Welcome, decode_body,
+    decode_hello, decode_kvs, encode_frame, encode_welcome, peek_fence_reply,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -200,6 +203,36 @@ proptest! {
     }
 
     #[test]
+    fn borrowed_welcomes_encode_like_owned_ones(job in job_data()) {
+        let mut a = vec![7];
+        encode_welcome(&job, &mut a).unwrap();
+        let mut b = vec![7];
+        let owned = Welcome::Accepted { version: PROTOCOL_VERSION, job: Box::new(job) };
+        encode_frame(&owned, &mut b).unwrap();
+        prop_assert_eq!(a, b);
+    }
+
+    /// Appended after whatever `out` held, a shared reply's frame for any id is the plain
+    /// frame of that reply.
+    #[test]
+    fn shared_replies_frame_like_plain_ones(
+        status in status(),
+        body in reply_body(),
+        ids in vec(any::<u32>(), 1..4),
+        before in vec(any::<u8>(), 0..3),
+    ) {
+        let reply = Reply { status, body };
+        let shared = SharedReply::new(&reply).unwrap();
+        for id in ids {
+            let mut a = before.clone();
+            shared.write(id, &mut a).unwrap();
+            let mut b = before.clone();
+            encode_frame(&ServerMsg::Reply { id, reply: reply.clone() }, &mut b).unwrap();
+            prop_assert_eq!(a, b, "id {}", id);
+        }
+    }
+
+    #[test]
     fn name_server_msgs_round_trip(
         m in ns_msg(),
         r in ns_reply(),
@@ -246,6 +279,71 @@ proptest! {
             prop_assert!(matches!(decode_hello(&other_shape), Err(Error::Malformed(_))));
         }
     }
+}
+
+/// Ids around each MessagePack integer width, where the per-id head changes length.
+#[test]
+fn shared_reply_frames_equal_plain_ones() {
+    let kv = Kv {
+        scope: Scope::GLOBAL,
+        key: Key::new("k").unwrap(),
+        value: Value::Uint64(u64::MAX),
+    };
+    let data = vec![ProcKvs {
+        proc: Proc::new(Nspace::new("n").unwrap(), 3),
+        kvs: vec![kv; 5],
+    }];
+    let reply = Reply {
+        status: Status::SUCCESS,
+        body: ReplyBody::Fence { data },
+    };
+    let shared = SharedReply::new(&reply).unwrap();
+    for id in [0u32, 1, 127, 128, 255, 256, 65535, 65536, u32::MAX] {
+        let mut a = Vec::new();
+        shared.write(id, &mut a).unwrap();
+        let mut b = Vec::new();
+        encode_frame(
+            &ServerMsg::Reply {
+                id,
+                reply: reply.clone(),
+            },
+            &mut b,
+        )
+        .unwrap();
+        assert_eq!(a, b, "id {id}");
+        let back: ServerMsg = decode_body(&a[HEADER_LEN..]).unwrap();
+        assert_eq!(
+            back,
+            ServerMsg::Reply {
+                id,
+                reply: reply.clone()
+            }
+        );
+    }
+}
+
+#[test]
+fn borrowed_welcome_encodes_like_the_owned_one() {
+    let job = JobData {
+        nspace: Nspace::new("ns").unwrap(),
+        session: vec![],
+        job: vec![Info::attr("pmix.job.size", 4u32)],
+        apps: vec![],
+        nodes: vec![],
+        procs: vec![],
+    };
+    let mut a = Vec::new();
+    encode_welcome(&job, &mut a).unwrap();
+    let mut b = Vec::new();
+    encode_frame(
+        &Welcome::Accepted {
+            version: PROTOCOL_VERSION,
+            job: Box::new(job),
+        },
+        &mut b,
+    )
+    .unwrap();
+    assert_eq!(a, b);
 }
 
 fn rmp_encode<T: Serialize>(msg: &T, out: &mut Vec<u8>) {

@@ -3,7 +3,8 @@
 //!
 //! The wire format is `pmix_wire::openpmix`; here is what the client makes of it. [`connect`]
 //! does the TCP handshake as a libpmix client of the `hash` storage module would and asks for
-//! the job data (`REQ`), which [`job`] turns into the [`JobData`] the store files. From then on
+//! the job data (`REQ`), which `pmix_wire::openpmix::job` turns into the [`JobData`] the store
+//! files. From then on
 //! [`Session`] translates each native [`Request`] the client sends into its OpenPMIx request
 //! (one tag per request, from 101 on, mapped back to the request's id when the answer comes)
 //! and each answer into the native [`Reply`] the waiting call expects, so that the rest of the
@@ -18,15 +19,14 @@
 //! - `DEREGEVENTS` is never answered: it completes once sent;
 //! - what has no OpenPMIx request fails with [`Error::NotSupported`] before anything is sent.
 
-pub(crate) mod job;
-
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use pmix_types::{DataRange, Info, Proc, Rank, Scope, Status, is_reserved_key};
+use pmix_types::{DataRange, Info, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
+use pmix_wire::openpmix::job::{Here, from_job_info, from_kvals};
 use pmix_wire::openpmix::{
     ClientHandshake, Cmd, CommitPart, DEFAULT_MAX_MESSAGE, Dialect, Incoming, Kval, MsgReader,
     Notification, ProcKvals, Reply as OpxReply, Request as OpxRequest, ServerReply, TAG_DYNAMIC,
@@ -36,9 +36,12 @@ use pmix_wire::{Event, JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
 
 use crate::Error;
 use crate::env::{GDS_MODULE, OpenPmixServer};
-use job::Here;
 
 /// How an answer is read and what native reply it becomes.
+///
+/// The server's OpenPMIx front-end has an `Answer` of its own, the other direction (a native
+/// reply written as an OpenPMIx one, with the server's duties); the payload both read and
+/// write is `pmix_wire::openpmix::Reply`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Answer {
     /// A status alone.
@@ -204,7 +207,7 @@ fn get_body(data: Vec<ProcKvals>, cx: &Context) -> Result<ReplyBody, pmix_wire::
     let mut jobs: Vec<JobData> = Vec::with_capacity(wild.len());
     for pk in wild {
         let here = cx.here(pk.proc.nspace.as_str());
-        let job = job::job_data_of(pk.proc.nspace, pk.kvals, cx.dialect, here)?;
+        let job = from_kvals(pk.proc.nspace, pk.kvals, cx.dialect, here)?;
         match jobs.iter_mut().find(|j| j.nspace == job.nspace) {
             // Twice in one answer: the later one is as good.
             Some(j) => *j = job,
@@ -274,7 +277,7 @@ pub(crate) fn inbound(
                 .into_iter()
                 .map(|j| {
                     let here = cx.here(j.nspace.as_str());
-                    job::job_data(j, cx.dialect, here)
+                    from_job_info(j, cx.dialect, here)
                 })
                 .collect::<Result<_, _>>()?,
             data: Vec::new(),
@@ -566,10 +569,8 @@ pub(crate) fn connect(me: &Proc, srv: &OpenPmixServer) -> Result<Connected, Erro
         rank: Some(me.rank),
         hostname: env_host.as_deref(),
     };
-    let job = job::job_data(info, srv.dialect, here)?;
-    let hostname = job::hostname_of(&job, me.rank)
-        .map(str::to_owned)
-        .or(env_host);
+    let job = from_job_info(info, srv.dialect, here)?;
+    let hostname = hostname_of(&job, me.rank).map(str::to_owned).or(env_host);
     Ok(Connected {
         stream,
         session: Session {
@@ -585,6 +586,23 @@ pub(crate) fn connect(me: &Proc, srv: &OpenPmixServer) -> Result<Connected, Erro
         reader,
         job,
     })
+}
+
+/// The hostname a rank's job data names, if any: its own `HOSTNAME`, else its node's.
+pub(crate) fn hostname_of(job: &JobData, rank: Rank) -> Option<&str> {
+    fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
+        infos
+            .iter()
+            .find(|i| i.key.as_str() == key)
+            .map(|i| &i.value)
+    }
+    let p = job.procs.iter().find(|p| p.rank == rank)?;
+    if let Some(h) = find(&p.info, attr::HOSTNAME).and_then(Value::as_str) {
+        return Some(h);
+    }
+    let node = find(&p.info, attr::NODEID).and_then(Value::as_u32)?;
+    let n = job.nodes.iter().find(|n| n.id == node)?;
+    find(&n.info, attr::HOSTNAME).and_then(Value::as_str)
 }
 
 fn read_some(stream: &mut TcpStream, chunk: &mut [u8]) -> io::Result<usize> {

@@ -15,7 +15,6 @@ use pmix_wire::openpmix::{
 };
 use pmix_wire::{Event, JobData, Kv, Published, Reply, ReplyBody, Request};
 
-use super::job::{Here, job_data};
 use super::*;
 
 fn key(s: &str) -> Key {
@@ -94,7 +93,7 @@ fn the_real_servers_job_data_becomes_job_data() {
         rank: Some(Rank(1)),
         hostname: None,
     };
-    let job = job_data(info, Dialect::V41, here).unwrap();
+    let job = from_job_info(info, Dialect::V41, here).unwrap();
     assert_eq!(job.nspace, ns("testjob"));
     // Session: the array, flags dropped.
     assert_eq!(
@@ -138,7 +137,7 @@ fn the_real_servers_job_data_becomes_job_data() {
 }
 
 fn hostname_of(job: &JobData) -> Option<&str> {
-    job::hostname_of(job, Rank(1))
+    super::hostname_of(job, Rank(1))
 }
 
 fn array(k: &str, infos: Vec<Info>) -> Kval {
@@ -229,7 +228,7 @@ fn levels_are_sorted_out_in_every_dialect() {
             rank: None,
             hostname: Some("n1"),
         };
-        let job = job_data(info, dialect, here).unwrap();
+        let job = from_job_info(info, dialect, here).unwrap();
         assert_eq!(job.nspace, ns("other"));
         assert_eq!(
             find(&job.session, attr::SESSION_ID),
@@ -283,7 +282,7 @@ fn rank_data_as_info_arrays_is_read_too() {
             DataArray::from_infos([i(attr::NODEID, 0u32)]),
         ),
     ];
-    let job = job::job_data_of(ns("j"), kvals, Dialect::V41, Here::default()).unwrap();
+    let job = from_kvals(ns("j"), kvals, Dialect::V41, Here::default()).unwrap();
     let ranks: Vec<u32> = job.procs.iter().map(|p| p.rank.0).collect();
     assert_eq!(ranks, [0, 1]);
     assert_eq!(job.procs[0].info, vec![i(attr::NODEID, 0u32)]);
@@ -292,9 +291,9 @@ fn rank_data_as_info_arrays_is_read_too() {
 #[test]
 fn a_rank_blob_that_is_not_bytes_or_does_not_decode_is_an_error() {
     let not_bytes = vec![Kval::new(key(PROC_BLOB), Value::Uint32(1))];
-    assert!(job::job_data_of(ns("j"), not_bytes, Dialect::V41, Here::default()).is_err());
+    assert!(from_kvals(ns("j"), not_bytes, Dialect::V41, Here::default()).is_err());
     let truncated = vec![Kval::new(key(PROC_BLOB), Value::ByteObject(vec![0x02]))];
-    assert!(job::job_data_of(ns("j"), truncated, Dialect::V41, Here::default()).is_err());
+    assert!(from_kvals(ns("j"), truncated, Dialect::V41, Here::default()).is_err());
 }
 
 // ---- requests ---------------------------------------------------------------------------

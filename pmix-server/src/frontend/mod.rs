@@ -111,7 +111,7 @@ impl Frontends {
 /// it: once per answer, not once per request.
 pub(crate) struct SharedAnswer {
     reply: Arc<Reply>,
-    native: OnceCell<Option<native::SharedFrame>>,
+    native: OnceCell<Option<pmix_wire::SharedReply>>,
     /// The data is in the ds21 segments (stored by the first ds21 client's answer).
     in_ds21: OnceCell<bool>,
 }

@@ -12,9 +12,8 @@ use std::sync::Arc;
 use pmix_types::{Nspace, Proc, Status};
 use pmix_wire::{
     ClientMsg, Event, FrameDecoder, FrameReader, JobData, PROTOCOL_VERSION, Reply, ServerMsg,
-    Welcome, decode_body, decode_hello, encode_frame,
+    SharedReply, Welcome, decode_body, decode_hello, encode_frame, encode_welcome,
 };
-use serde::Serialize;
 
 use super::job_bytes::JobBytes;
 use super::{SharedAnswer, Step};
@@ -48,11 +47,7 @@ impl Common {
     fn welcome(&mut self, job: &Arc<JobData>) -> Option<Arc<[u8]>> {
         self.welcomes.get_or_encode(job, (), |job| {
             let mut out = Vec::new();
-            let welcome = WelcomeRef::Accepted {
-                version: PROTOCOL_VERSION,
-                job,
-            };
-            encode_frame(&welcome, &mut out).map(|()| out)
+            encode_welcome(job, &mut out).map(|()| out)
         })
     }
 }
@@ -179,7 +174,7 @@ impl NativeConn {
     pub(crate) fn replied_shared(&mut self, id: u32, answer: &SharedAnswer, out: &mut Vec<u8>) {
         let shared = answer
             .native
-            .get_or_init(|| match SharedFrame::new(answer.reply()) {
+            .get_or_init(|| match SharedReply::new(answer.reply()) {
                 Ok(s) => Some(s),
                 Err(e) => {
                     tracing::error!("cannot encode a shared reply: {e}");
@@ -198,51 +193,5 @@ impl NativeConn {
         if let Err(e) = encode_frame(&ServerMsg::Event(event.clone()), out) {
             tracing::error!(who = %self.who(), "cannot encode an event: {e}");
         }
-    }
-}
-
-/// Encodes `Welcome::Accepted` from a shared job record without cloning it: the same bytes as
-/// serializing the owned enum (checked by a test).
-#[derive(Serialize)]
-enum WelcomeRef<'a> {
-    Accepted { version: u16, job: &'a JobData },
-}
-
-/// A reply encoded once and sent to several requests, each frame differing only in the id.
-///
-/// MessagePack encodes a struct's fields one after the other, and the reply is the last field
-/// of `ServerMsg::Reply`, so a frame is "everything up to the reply" (small, per id) followed by
-/// the reply's bytes (large, shared). A test checks this against the plain encoding.
-pub(crate) struct SharedFrame {
-    body: Vec<u8>,
-    /// Encoding of the placeholder reply used to find where the reply starts.
-    placeholder_len: usize,
-}
-
-impl SharedFrame {
-    fn new(reply: &Reply) -> Result<Self, pmix_wire::Error> {
-        let body = rmp_serde::to_vec(reply).map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
-        let placeholder = rmp_serde::to_vec(&Reply::status(Status::SUCCESS))
-            .map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
-        Ok(SharedFrame {
-            body,
-            placeholder_len: placeholder.len(),
-        })
-    }
-
-    fn write(&self, id: u32, out: &mut Vec<u8>) -> Result<(), pmix_wire::Error> {
-        let head = rmp_serde::to_vec(&ServerMsg::Reply {
-            id,
-            reply: Reply::status(Status::SUCCESS),
-        })
-        .map_err(|e| pmix_wire::Error::Encode(e.to_string()))?;
-        let head = &head[..head.len() - self.placeholder_len];
-        let len = u32::try_from(head.len() + self.body.len())
-            .map_err(|_| pmix_wire::Error::Encode("reply too large for one frame".into()))?;
-        out.reserve(4 + len as usize);
-        out.extend_from_slice(&len.to_be_bytes());
-        out.extend_from_slice(head);
-        out.extend_from_slice(&self.body);
-        Ok(())
     }
 }

@@ -24,6 +24,8 @@
 //! * **Messages** ([`Request`], [`Reply`], [`Notification`], keyed by [`Cmd`]): the payloads
 //!   of the commands, and building blocks for job data ([`JobInfo`], [`rank_blob`],
 //!   [`info_array`]).
+//! * **Job data** ([`job`]): a namespace's [`JobData`](crate::JobData) laid out as libpmix
+//!   clients file it, and read back from that layout.
 //!
 //! # Example: a server reading a client
 //!
@@ -75,6 +77,7 @@ mod flex;
 mod frame;
 mod handshake;
 mod item;
+pub mod job;
 mod msg;
 mod pack;
 mod unpack;

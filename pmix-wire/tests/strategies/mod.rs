@@ -1,4 +1,5 @@
-//! proptest strategies for the data model and every native-protocol message.
+//! proptest strategies for the data model, every native-protocol message and the OpenPMIx
+//! dialects.
 //!
 //! Trees are kept small (a few levels, a few items per list) so that ten thousand cases of a
 //! whole message run in seconds in a debug build; breadth comes from the number of cases.
@@ -11,6 +12,7 @@ use pmix_types::{
     Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, Scope, Status,
     Timeval, Value,
 };
+use pmix_wire::openpmix::{BufferType, Codec, Dialect};
 use pmix_wire::{
     App, ClientMsg, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs, ProcRealm,
     Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
@@ -538,4 +540,25 @@ pub(crate) fn ns_hello() -> impl Strategy<Value = pmix_wire::NsHello> {
             host,
         }
     })
+}
+
+/// Every OpenPMIx dialect the codec speaks.
+pub(crate) const DIALECTS: [Dialect; 4] = [
+    Dialect::V41,
+    Dialect {
+        codec: Codec::V41,
+        buffer: BufferType::FullyDesc,
+    },
+    Dialect {
+        codec: Codec::V3,
+        buffer: BufferType::NonDesc,
+    },
+    Dialect {
+        codec: Codec::V3,
+        buffer: BufferType::FullyDesc,
+    },
+];
+
+pub(crate) fn dialect() -> impl Strategy<Value = Dialect> {
+    prop::sample::select(DIALECTS.to_vec())
 }

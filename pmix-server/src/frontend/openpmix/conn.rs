@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pmix_types::{Info, Key, Proc, Scope, Status, Value};
+use pmix_wire::openpmix::job::{to_job_info, to_proc_kvals};
 use pmix_wire::openpmix::{
     ClientHandshake, Codec, CommitPart, Dialect, Identity, Incoming, Kval, MsgReader, Notification,
     ProcKvals, Reply as OpxReply, Request as OpxRequest, ServerReply, encode_message_with,
@@ -38,6 +39,12 @@ pub(crate) enum Gds {
 }
 
 /// How an engine answer is laid out for the client.
+///
+/// The client crate has an `Answer` of the same name and much the same variants, kept apart on
+/// purpose: that one reads an OpenPMIx reply into a native one, this one writes a native reply
+/// as an OpenPMIx one and carries this side's duties (a fence's data kept for the next
+/// `GETNB`, no reply at all, closing after `FINALIZE`). What both sides share, the payload of
+/// each command's reply, is `pmix_wire::openpmix::Reply`.
 #[derive(Clone, Copy, Debug)]
 enum Answer {
     /// A status alone.
@@ -592,7 +599,7 @@ fn translate_with(
         (Answer::Get, ReplyBody::Get { data, jobs }) if ok => {
             let mut all = Vec::new();
             for job in jobs {
-                all.extend(super::foreign_data(job));
+                all.extend(to_proc_kvals(job));
             }
             all.extend(data.iter().map(proc_kvals));
             // The processes asked about come first and are not sent twice.
@@ -617,7 +624,7 @@ fn translate_with(
             status,
             jobs: jobs
                 .iter()
-                .map(|j| super::job_info(j, dialect))
+                .map(|j| to_job_info(j, dialect))
                 .collect::<Result<_, _>>()?,
         },
         (Answer::Query, ReplyBody::Query { results }) if ok => OpxReply::Info {

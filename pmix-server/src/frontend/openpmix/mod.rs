@@ -3,21 +3,21 @@
 //!
 //! The wire format itself is `pmix_wire::openpmix`; here is what the server makes of it: the
 //! environment a libpmix client needs ([`fork_env`]), the job data it is handed at init
-//! ([`job`]) and the translation of its requests into the engine's ([`conn`]). The engine
+//! (laid out by `pmix_wire::openpmix::job`) and the translation of its requests into the engine's ([`conn`]). The engine
 //! serves these clients exactly as it serves native ones, so the two kinds share fences and
 //! each other's data.
 
 mod common;
 mod conn;
 pub(crate) mod ds21;
-pub(crate) mod job;
 
 pub(crate) use common::Common;
 pub(crate) use conn::{Gds, OpenpmixConn};
 
-use pmix_types::{Info, Proc, Rank, Value};
+use pmix_types::{Rank, Value};
 use pmix_wire::JobData;
-use pmix_wire::openpmix::{Dialect, JobInfo, Kval, ProcKvals, Reply, proc_blob_kval};
+use pmix_wire::openpmix::job::{layout, to_job_info};
+use pmix_wire::openpmix::{Dialect, JobInfo, Kval, Reply};
 
 /// The version this server claims in `PMIX_VERSION`. A libpmix client takes it for its
 /// server's and picks its compatibility paths by it: anything before 3.1.100 makes it expect
@@ -69,66 +69,14 @@ pub(crate) fn fork_env(
     env
 }
 
-fn kvals(infos: &[Info]) -> Vec<Kval> {
-    infos
-        .iter()
-        .filter(|i| !matches!(i.value, Value::Regex(_)))
-        .map(|i| Kval {
-            key: i.key.clone(),
-            value: i.value.clone(),
-        })
-        .collect()
-}
-
-/// A namespace's job data as a libpmix client files it: the pairs [`job::layout`] arranges,
-/// then one `pmix.pblob` per rank (packed in the client's dialect). This is the answer to the
-/// client's `REQ`, and what a `CONNECTNB` answer carries for each other namespace.
-pub(crate) fn job_info(job: &JobData, dialect: Dialect) -> Result<JobInfo, pmix_wire::Error> {
-    let layout = job::layout(job);
-    let mut kvals: Vec<Kval> = layout
-        .top
-        .into_iter()
-        .map(|(key, value)| Kval { key, value })
-        .collect();
-    for (rank, infos) in layout.procs {
-        kvals.push(proc_blob_kval(rank, &self::kvals(infos), dialect)?);
-    }
-    Ok(JobInfo {
-        nspace: job.nspace.clone(),
-        kvals,
-    })
-}
-
 /// The encoded answer to a `REQ` (no header).
 pub(crate) fn encode_job_data(
     job: &JobData,
     dialect: Dialect,
 ) -> Result<Vec<u8>, pmix_wire::Error> {
     let mut out = Vec::new();
-    Reply::JobInfo(job_info(job, dialect)?).encode(dialect, &mut out)?;
+    Reply::JobInfo(to_job_info(job, dialect)?).encode(dialect, &mut out)?;
     Ok(out)
-}
-
-/// Another namespace's job data inside a `GETNB` answer, for a client asking about a process
-/// it has no job data for: the job level under rank `WILDCARD`, then each rank's own.
-pub(crate) fn foreign_data(job: &JobData) -> Vec<ProcKvals> {
-    let layout = job::layout(job);
-    let mut out = Vec::with_capacity(layout.procs.len() + 1);
-    out.push(ProcKvals {
-        proc: Proc::new(job.nspace.clone(), Rank::WILDCARD),
-        kvals: layout
-            .top
-            .into_iter()
-            .map(|(key, value)| Kval { key, value })
-            .collect(),
-    });
-    for (rank, infos) in layout.procs {
-        out.push(ProcKvals {
-            proc: Proc::new(job.nspace.clone(), rank),
-            kvals: kvals(infos),
-        });
-    }
-    out
 }
 
 /// The answer to a `REQ` from a client on the `ds21` store: the namespace, then only the
@@ -140,11 +88,10 @@ pub(crate) fn ds21_job_info(job: &JobData) -> JobInfo {
         pmix_types::attr::NODE_INFO_ARRAY,
         pmix_types::attr::APP_INFO_ARRAY,
     ];
-    let kvals = job::layout(job)
+    let kvals = layout(job)
         .top
         .into_iter()
-        .filter(|(k, _)| arrays.contains(&k.as_str()))
-        .map(|(key, value)| Kval { key, value })
+        .filter(|kv| arrays.contains(&kv.key.as_str()))
         .collect();
     JobInfo {
         nspace: job.nspace.clone(),
@@ -159,7 +106,7 @@ pub(crate) fn ds21_job_batches(
     hostname: &str,
 ) -> Result<Vec<ds21::Batch>, pmix_wire::Error> {
     use pmix_types::attr;
-    let layout = job::layout(job);
+    let layout = layout(job);
     let skip = [
         attr::SESSION_INFO_ARRAY,
         attr::NODE_INFO_ARRAY,
@@ -168,11 +115,11 @@ pub(crate) fn ds21_job_batches(
     ];
     let mut seen = std::collections::HashSet::new();
     let mut pairs = Vec::new();
-    for (k, v) in &layout.top {
-        if skip.contains(&k.as_str()) || !seen.insert(k.as_str().to_owned()) {
+    for Kval { key, value } in &layout.top {
+        if skip.contains(&key.as_str()) || !seen.insert(key.as_str().to_owned()) {
             continue;
         }
-        pairs.push((k.clone(), ds21::pack_value(v)?));
+        pairs.push((key.clone(), ds21::pack_value(value)?));
     }
     // This node's keys at the job level, as the reference's store files them.
     let here = job.nodes.iter().find(|n| {

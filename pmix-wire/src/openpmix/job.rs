@@ -1,0 +1,478 @@
+//! A namespace's job data as the OpenPMIx wire carries it, both ways: [`layout`] and
+//! [`to_job_info`] arrange a [`JobData`] the way a libpmix client's `hash` storage module
+//! files it (what a pmix-rs server hands libpmix clients), and [`from_job_info`] turns such a
+//! layout, from a pmix-rs server or a real OpenPMIx one, back into a [`JobData`] (what a
+//! pmix-rs client makes of it). The two directions live in one file so that a change to one
+//! is seen next to the other, and a property test (`tests/openpmix_job.rs`) holds them to
+//! each other.
+//!
+//! # The layout
+//!
+//! A flat list of key/value pairs ([`Kval`]):
+//!
+//! - the job-level keys alone, plus `NODE_LIST` (the hostnames by node id) when the host gave
+//!   none;
+//! - `pmix.ssn.arr`, an info array of the session-level keys, opening with `SESSION_ID`
+//!   (`u32::MAX` when the job has no session: the client files a session array only under its
+//!   id);
+//! - one `pmix.node.arr` per node and one `pmix.app.arr` per application, each an info array
+//!   opening with the node's `NODEID` or the application's `APPNUM` when it lacks one, its
+//!   last entry flagged `ARRAY_END` as the reference flags the arrays it builds;
+//! - per rank, a `pmix.pblob` byte object ([`PROC_BLOB`]: a `PROC_RANK`, then the rank's
+//!   pairs, packed in the connection's dialect).
+//!
+//! Left out on purpose: `PMIX_REGEX` values (node and process maps), which the levels already
+//! spell out (the reference server does not forward them to `hash` clients either), and
+//! job-level info arrays that the levels replace.
+//!
+//! # Reading it back
+//!
+//! [`from_kvals`] also reads what a real OpenPMIx server sends beyond this layout: a node
+//! array may name its node by `HOSTNAME` only, a rank's data may come as a `pmix.pdata` info
+//! array whose first entry is `pmix.rank` (a `GETNB` of rank `WILDCARD`; one naming no rank is
+//! ignored), the per-node process lists of `pmix.mblob` repeat the rank data and are skipped,
+//! and a later array of a level already seen only adds the keys the first lacks.
+//!
+//! One more step makes the result read the way a pmix-rs server's job data does: the node the
+//! reading process runs on ([`Here`]) has its node-level keys (`LOCAL_SIZE`, `LOCAL_PEERS`,
+//! ...) also at the job level, where a Get of rank `WILDCARD` finds them (libpmix answers such
+//! a Get from this node's array).
+
+use pmix_types::{Info, Key, Nspace, Proc, Rank, Value, attr};
+
+use super::{
+    Dialect, JobInfo, Kval, MAP_BLOB, PROC_BLOB, ProcKvals, decode_rank_blob, info_array,
+    proc_blob_kval,
+};
+use crate::{Error, JobData, ProcRealm, Realm};
+
+/// The session id the reference uses when a job has none.
+pub const NO_SESSION: u32 = u32::MAX;
+
+/// Keys whose values are levels of their own here; a host that also gave them as job-level
+/// arrays would otherwise have them twice, once in a layout the client reads differently.
+const LEVEL_ARRAYS: [&str; 5] = [
+    attr::SESSION_INFO_ARRAY,
+    attr::JOB_INFO_ARRAY,
+    attr::APP_INFO_ARRAY,
+    attr::NODE_INFO_ARRAY,
+    attr::PROC_DATA,
+];
+
+/// A namespace's job data laid out for a libpmix client, before the ranks are packed.
+#[derive(Debug)]
+pub struct JobLayout<'a> {
+    /// Top-level pairs, in order: job keys, then the session, node and application arrays.
+    pub top: Vec<Kval>,
+    /// Each rank's own keys, for its [`PROC_BLOB`] (or its entry of a `GETNB` answer).
+    pub procs: Vec<(Rank, &'a [Info])>,
+}
+
+fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
+    infos
+        .iter()
+        .find(|i| i.key.as_str() == key)
+        .map(|i| &i.value)
+}
+
+fn key(s: &str) -> Option<Key> {
+    Key::new(s).ok()
+}
+
+fn is_map(i: &Info) -> bool {
+    matches!(i.value, Value::Regex(_))
+}
+
+/// The level array `array` of `infos`, with `id` in front when `infos` lacks its key.
+fn level_array(array: &str, id: Info, infos: &[Info]) -> Option<Kval> {
+    let array = key(array)?;
+    let mut items: Vec<Info> = Vec::with_capacity(infos.len() + 1);
+    if find(infos, id.key.as_str()).is_none() {
+        items.push(id);
+    }
+    items.extend(infos.iter().filter(|i| !is_map(i)).cloned());
+    Some(info_array(array, items))
+}
+
+/// Lays `job` out for a libpmix client (see the module's documentation).
+pub fn layout(job: &JobData) -> JobLayout<'_> {
+    let mut top: Vec<Kval> = job
+        .job
+        .iter()
+        .filter(|i| !is_map(i) && !LEVEL_ARRAYS.contains(&i.key.as_str()))
+        .map(|i| Kval::new(i.key.clone(), i.value.clone()))
+        .collect();
+
+    if find(&job.job, attr::NODE_LIST).is_none() {
+        let mut nodes: Vec<&Realm> = job.nodes.iter().collect();
+        nodes.sort_by_key(|r| r.id);
+        let names: Vec<&str> = nodes
+            .iter()
+            .filter_map(|r| find(&r.info, attr::HOSTNAME).and_then(Value::as_str))
+            .collect();
+        if let (false, Some(k)) = (names.is_empty(), key(attr::NODE_LIST)) {
+            top.push(Kval::new(k, Value::String(names.join(","))));
+        }
+    }
+
+    // The client files a session array only under its id, and a node or application array
+    // only under its id or number: each gets one even when the host named none.
+    let session_id = find(&job.session, attr::SESSION_ID)
+        .cloned()
+        .unwrap_or(Value::Uint32(NO_SESSION));
+    if let Some(id) = key(attr::SESSION_ID) {
+        top.extend(level_array(
+            attr::SESSION_INFO_ARRAY,
+            Info::new(id, session_id),
+            &job.session,
+        ));
+    }
+    let realms = [
+        (attr::NODE_INFO_ARRAY, attr::NODEID, &job.nodes),
+        (attr::APP_INFO_ARRAY, attr::APPNUM, &job.apps),
+    ];
+    for (array, id_key, realms) in realms {
+        if let Some(id) = key(id_key) {
+            for r in realms {
+                top.extend(level_array(array, Info::new(id.clone(), r.id), &r.info));
+            }
+        }
+    }
+
+    let procs = job
+        .procs
+        .iter()
+        .map(|p| (p.rank, p.info.as_slice()))
+        .collect();
+    JobLayout { top, procs }
+}
+
+/// A rank's keys as pairs, maps left out.
+fn kvals(infos: &[Info]) -> Vec<Kval> {
+    infos
+        .iter()
+        .filter(|i| !is_map(i))
+        .map(|i| Kval::new(i.key.clone(), i.value.clone()))
+        .collect()
+}
+
+/// `job` as a libpmix client files it: the [`layout`]'s pairs, then one [`PROC_BLOB`] per rank
+/// packed in `dialect`. This is the answer to a client's `REQ`, and what a `CONNECTNB`
+/// answer carries for each other namespace.
+pub fn to_job_info(job: &JobData, dialect: Dialect) -> Result<JobInfo, Error> {
+    let layout = layout(job);
+    let mut pairs = layout.top;
+    pairs.reserve(layout.procs.len());
+    for (rank, infos) in layout.procs {
+        pairs.push(proc_blob_kval(rank, &kvals(infos), dialect)?);
+    }
+    Ok(JobInfo {
+        nspace: job.nspace.clone(),
+        kvals: pairs,
+    })
+}
+
+/// `job` inside a `GETNB` answer, for a client asking about a process it has no job data for:
+/// the [`layout`]'s pairs under rank `WILDCARD`, then each rank's own keys under that rank.
+pub fn to_proc_kvals(job: &JobData) -> Vec<ProcKvals> {
+    let layout = layout(job);
+    let mut out = Vec::with_capacity(layout.procs.len() + 1);
+    out.push(ProcKvals {
+        proc: Proc::new(job.nspace.clone(), Rank::WILDCARD),
+        kvals: layout.top,
+    });
+    for (rank, infos) in layout.procs {
+        out.push(ProcKvals {
+            proc: Proc::new(job.nspace.clone(), rank),
+            kvals: kvals(infos),
+        });
+    }
+    out
+}
+
+/// Where the reading process runs, to find "this node" among a job's nodes: the node of its
+/// rank when the job data is its own namespace's and names the rank's `NODEID`, else the node
+/// whose `HOSTNAME` is `hostname`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Here<'a> {
+    /// The reader's rank, when the job data is its own namespace's.
+    pub rank: Option<Rank>,
+    /// The reader's node name.
+    pub hostname: Option<&'a str>,
+}
+
+/// A node array before its id is known.
+struct NodeArray {
+    id: Option<u32>,
+    hostname: Option<String>,
+    info: Vec<Info>,
+}
+
+/// The entries of an info array, without the flags (`ARRAY_END`) the sender marked them with.
+fn entries(v: &Value) -> Option<Vec<Info>> {
+    match v {
+        Value::DataArray(a) => Some(
+            a.infos()
+                .map(|i| Info::new(i.key.clone(), i.value.clone()))
+                .collect(),
+        ),
+        _ => None,
+    }
+}
+
+/// Adds `more` to `to`, each key only if `to` does not have it yet.
+fn add_missing(to: &mut Vec<Info>, more: impl IntoIterator<Item = Info>) {
+    for i in more {
+        if find(to, i.key.as_str()).is_none() {
+            to.push(i);
+        }
+    }
+}
+
+fn infos_of(kvals: Vec<Kval>) -> Vec<Info> {
+    kvals
+        .into_iter()
+        .map(|kv| Info::new(kv.key, kv.value))
+        .collect()
+}
+
+/// `info` as [`JobData`]; `dialect` is the connection's (rank blobs are packed in it).
+pub fn from_job_info(info: JobInfo, dialect: Dialect, here: Here<'_>) -> Result<JobData, Error> {
+    from_kvals(info.nspace, info.kvals, dialect, here)
+}
+
+/// [`from_job_info`] from the namespace and the pairs (the rank `WILDCARD` entry of a `GETNB`
+/// answer has no [`JobInfo`] around it).
+pub fn from_kvals(
+    nspace: Nspace,
+    kvals: Vec<Kval>,
+    dialect: Dialect,
+    here: Here<'_>,
+) -> Result<JobData, Error> {
+    let mut session: Option<Vec<Info>> = None;
+    let mut job: Vec<Info> = Vec::new();
+    let mut nodes: Vec<NodeArray> = Vec::new();
+    let mut apps: Vec<(Option<u32>, Vec<Info>)> = Vec::new();
+    let mut procs: Vec<ProcRealm> = Vec::new();
+    let mut add_proc = |rank: Rank, info: Vec<Info>| match procs.iter_mut().find(|p| p.rank == rank)
+    {
+        Some(p) => add_missing(&mut p.info, info),
+        None => procs.push(ProcRealm { rank, info }),
+    };
+
+    for Kval { key, value } in kvals {
+        match (key.as_str(), entries(&value)) {
+            (attr::SESSION_INFO_ARRAY, Some(infos)) => match &mut session {
+                Some(s) => add_missing(s, infos),
+                None => session = Some(infos),
+            },
+            (attr::NODE_INFO_ARRAY, Some(info)) => nodes.push(NodeArray {
+                id: find(&info, attr::NODEID).and_then(Value::as_u32),
+                hostname: find(&info, attr::HOSTNAME)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                info,
+            }),
+            (attr::APP_INFO_ARRAY, Some(info)) => {
+                apps.push((find(&info, attr::APPNUM).and_then(Value::as_u32), info));
+            }
+            (attr::PROC_INFO_ARRAY, Some(mut info)) => {
+                let rank = match info.first() {
+                    Some(first) if first.key.as_str() == attr::RANK => match &first.value {
+                        Value::Rank(r) => Some(*r),
+                        v => v.as_u32().map(Rank),
+                    },
+                    _ => None,
+                };
+                // An array naming no rank belongs to nobody; the rest of the data still does.
+                if let Some(rank) = rank {
+                    info.remove(0);
+                    add_proc(rank, info);
+                }
+            }
+            (PROC_BLOB, _) => match &value {
+                Value::ByteObject(bytes) => {
+                    let (rank, kvals) = decode_rank_blob(bytes, dialect)?;
+                    add_proc(rank, infos_of(kvals));
+                }
+                other => {
+                    return Err(Error::Malformed(format!(
+                        "{PROC_BLOB} of {nspace} is a {:?}, not a byte object",
+                        other.data_type()
+                    )));
+                }
+            },
+            // The per-node process lists of the map blob say again what the rank data says.
+            (MAP_BLOB, _) => {}
+            _ => job.push(Info::new(key, value)),
+        }
+    }
+
+    // Node ids: the array's own, else the id of a rank on that host, else a new one.
+    let known: Vec<(String, u32)> = procs
+        .iter()
+        .filter_map(|p| {
+            let host = find(&p.info, attr::HOSTNAME)?.as_str()?;
+            let id = find(&p.info, attr::NODEID)?.as_u32()?;
+            Some((host.to_owned(), id))
+        })
+        .collect();
+    let mut next_id = nodes
+        .iter()
+        .filter_map(|n| n.id)
+        .chain(known.iter().map(|(_, id)| *id))
+        .max()
+        .map_or(0, |m| m.saturating_add(1));
+    let mut realms: Vec<Realm> = Vec::with_capacity(nodes.len());
+    for n in nodes {
+        let id =
+            n.id.or_else(|| {
+                let host = n.hostname.as_deref()?;
+                known.iter().find(|(h, _)| h == host).map(|(_, id)| *id)
+            })
+            .unwrap_or_else(|| {
+                let id = next_id;
+                next_id = next_id.saturating_add(1);
+                id
+            });
+        match realms.iter_mut().find(|r| r.id == id) {
+            Some(r) => add_missing(&mut r.info, n.info),
+            None => realms.push(Realm { id, info: n.info }),
+        }
+    }
+    realms.sort_by_key(|r| r.id);
+
+    let mut next_app = apps
+        .iter()
+        .filter_map(|(id, _)| *id)
+        .max()
+        .map_or(0, |m| m.saturating_add(1));
+    let mut app_realms: Vec<Realm> = Vec::with_capacity(apps.len());
+    for (id, info) in apps {
+        let id = id.unwrap_or_else(|| {
+            let id = next_app;
+            next_app = next_app.saturating_add(1);
+            id
+        });
+        match app_realms.iter_mut().find(|r| r.id == id) {
+            Some(r) => add_missing(&mut r.info, info),
+            None => app_realms.push(Realm { id, info }),
+        }
+    }
+    app_realms.sort_by_key(|r| r.id);
+    procs.sort_by_key(|p| p.rank);
+
+    if let Some(node) = this_node(&realms, &procs, here) {
+        add_missing(&mut job, node.info.iter().cloned());
+    }
+
+    Ok(JobData {
+        nspace,
+        session: session.unwrap_or_default(),
+        job,
+        apps: app_realms,
+        nodes: realms,
+        procs,
+    })
+}
+
+/// The node `here` names among `nodes` (see [`Here`]).
+fn this_node<'a>(nodes: &'a [Realm], procs: &[ProcRealm], here: Here<'_>) -> Option<&'a Realm> {
+    let by_rank = here
+        .rank
+        .and_then(|r| procs.iter().find(|p| p.rank == r))
+        .and_then(|p| find(&p.info, attr::NODEID))
+        .and_then(Value::as_u32)
+        .and_then(|id| nodes.iter().find(|r| r.id == id));
+    by_rank.or_else(|| {
+        let host = here.hostname?;
+        nodes
+            .iter()
+            .find(|r| find(&r.info, attr::HOSTNAME).and_then(Value::as_str) == Some(host))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmix_types::InfoFlags;
+
+    fn info(k: &'static str, v: impl Into<Value>) -> Info {
+        Info::attr(k, v)
+    }
+
+    fn job() -> JobData {
+        JobData {
+            nspace: Nspace::new("j").unwrap(),
+            session: vec![info(attr::UNIV_SIZE, 4u32)],
+            job: vec![
+                info(attr::JOB_SIZE, 2u32),
+                info(attr::NODE_MAP, Value::Regex(b"raw:n0\0".to_vec())),
+                info(attr::LOCAL_SIZE, 2u32),
+            ],
+            apps: vec![Realm {
+                id: 0,
+                info: vec![info(attr::APP_SIZE, 2u32)],
+            }],
+            nodes: vec![Realm {
+                id: 0,
+                info: vec![info(attr::NODEID, 0u32), info(attr::HOSTNAME, "n0")],
+            }],
+            procs: (0..2)
+                .map(|r| ProcRealm {
+                    rank: Rank(r),
+                    info: vec![info(attr::LOCAL_RANK, r as u16)],
+                })
+                .collect(),
+        }
+    }
+
+    fn array_of<'a>(l: &'a JobLayout<'_>, k: &str) -> Vec<&'a Info> {
+        l.top
+            .iter()
+            .filter(|kv| kv.key.as_str() == k)
+            .flat_map(|kv| match &kv.value {
+                Value::DataArray(a) => a.infos().collect::<Vec<_>>(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn maps_are_left_out_and_levels_become_arrays() {
+        let j = job();
+        let l = layout(&j);
+        let keys: Vec<&str> = l.top.iter().map(|kv| kv.key.as_str()).collect();
+        assert!(!keys.contains(&attr::NODE_MAP), "{keys:?}");
+        assert!(keys.contains(&attr::JOB_SIZE));
+        assert_eq!(
+            l.top
+                .iter()
+                .find(|kv| kv.key.as_str() == attr::NODE_LIST)
+                .map(|kv| kv.value.clone()),
+            Some(Value::String("n0".into()))
+        );
+
+        let session = array_of(&l, attr::SESSION_INFO_ARRAY);
+        assert_eq!(session[0].key.as_str(), attr::SESSION_ID);
+        assert_eq!(session[0].value, Value::Uint32(u32::MAX));
+        assert_eq!(session[1].key.as_str(), attr::UNIV_SIZE);
+        assert!(session[1].flags.contains(InfoFlags::ARRAY_END));
+        assert!(!session[0].flags.contains(InfoFlags::ARRAY_END));
+
+        // The node realm has its id already: not added twice.
+        let node = array_of(&l, attr::NODE_INFO_ARRAY);
+        assert_eq!(
+            node.iter()
+                .filter(|i| i.key.as_str() == attr::NODEID)
+                .count(),
+            1
+        );
+        let app = array_of(&l, attr::APP_INFO_ARRAY);
+        assert_eq!(app[0].key.as_str(), attr::APPNUM);
+        assert_eq!(app[0].value, Value::Uint32(0));
+
+        assert_eq!(l.procs.len(), 2);
+        assert_eq!(l.procs[1].0, Rank(1));
+    }
+}
