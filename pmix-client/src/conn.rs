@@ -84,7 +84,7 @@ enum Wire {
     /// pmix-rs's own: a request is a [`ClientMsg`] frame, answered by a [`ServerMsg`].
     Native,
     /// OpenPMIx 4.2: requests and answers translated by the session.
-    OpenPmix(Session),
+    Openpmix(Session),
 }
 
 /// The socket: a Unix stream to a pmix-rs server, TCP to an OpenPMIx server.
@@ -158,7 +158,7 @@ enum Input {
     /// Native frames.
     Native(FrameReader),
     /// OpenPMIx messages; `chunk` is what each read fills before it is fed to the reader.
-    OpenPmix { reader: MsgReader, chunk: Box<[u8]> },
+    Openpmix { reader: MsgReader, chunk: Box<[u8]> },
 }
 
 impl Input {
@@ -166,7 +166,7 @@ impl Input {
     fn read_from(&mut self, src: &mut impl Read) -> io::Result<usize> {
         match self {
             Input::Native(r) => r.read_from(src),
-            Input::OpenPmix { reader, chunk } => {
+            Input::Openpmix { reader, chunk } => {
                 let n = src.read(chunk)?;
                 reader.feed(chunk.get(..n).unwrap_or_default());
                 Ok(n)
@@ -178,7 +178,7 @@ impl Input {
     fn buffered(&self) -> usize {
         match self {
             Input::Native(r) => r.buffered(),
-            Input::OpenPmix { reader, .. } => reader.buffered(),
+            Input::Openpmix { reader, .. } => reader.buffered(),
         }
     }
 }
@@ -350,16 +350,16 @@ impl Conn {
                 let path = socket.display().to_string();
                 (Stream::Unix(stream), Wire::Native, input, job, path)
             }
-            Server::OpenPmix(srv) => {
+            Server::Openpmix(srv) => {
                 let c = openpmix::connect(&rv.proc, srv)?;
-                let input = Input::OpenPmix {
+                let input = Input::Openpmix {
                     reader: c.reader,
                     chunk: vec![0; READ_CHUNK].into_boxed_slice(),
                 };
                 let path = srv.uri.clone();
                 (
                     Stream::Tcp(c.stream),
-                    Wire::OpenPmix(c.session),
+                    Wire::Openpmix(c.session),
                     input,
                     c.job,
                     path,
@@ -599,7 +599,7 @@ impl Shared {
                 encode_frame(&ClientMsg { id, req }, buf)?;
                 None
             }
-            Wire::OpenPmix(session) => match session.encode(id, req, buf)? {
+            Wire::Openpmix(session) => match session.encode(id, req, buf)? {
                 Sent::AwaitReply => None,
                 Sent::Done(reply) => Some(reply),
             },
@@ -800,7 +800,7 @@ fn reader_loop(shared: &Shared) {
 fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
     match (&mut rs.input, &shared.wire) {
         (Input::Native(reader), Wire::Native) => dispatch_native(shared, reader),
-        (Input::OpenPmix { reader, .. }, Wire::OpenPmix(session)) => {
+        (Input::Openpmix { reader, .. }, Wire::Openpmix(session)) => {
             dispatch_openpmix(shared, session, reader)
         }
         _ => Err(Error::Protocol(

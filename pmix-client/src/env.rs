@@ -23,12 +23,12 @@ pub(crate) enum Server {
     /// A pmix-rs server: its Unix socket and our per-client secret.
     Native { socket: PathBuf, secret: [u8; 16] },
     /// An OpenPMIx server (mpirun, PRRTE, any host on libpmix's server library).
-    OpenPmix(OpenPmixServer),
+    Openpmix(OpenpmixServer),
 }
 
 /// An OpenPMIx server's rendezvous (`PMIX_SERVER_URI*`).
 #[derive(Debug)]
-pub(crate) struct OpenPmixServer {
+pub(crate) struct OpenpmixServer {
     /// The variable the URI came from (it picks the codec, as it does for libpmix).
     pub(crate) var: &'static str,
     /// The URI as given, for messages.
@@ -100,7 +100,7 @@ pub(crate) fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Rendezvous, 
     let server = openpmix(get, var, uri, codec, bfrops)?;
     Ok(Rendezvous {
         proc: identity(get)?,
-        server: Server::OpenPmix(server),
+        server: Server::Openpmix(server),
     })
 }
 
@@ -155,7 +155,7 @@ fn openpmix(
     uri: String,
     codec: Codec,
     bfrops: &'static str,
-) -> Result<OpenPmixServer, Error> {
+) -> Result<OpenpmixServer, Error> {
     let malformed = |why: &str| bad(var, format!("{uri:?} {why}"));
     let (id, addr) = uri
         .split_once(';')
@@ -179,7 +179,7 @@ fn openpmix(
         Some("PMIX_BFROP_BUFFER_FULLY_DESC") => BufferType::FullyDesc,
         _ => BufferType::NonDesc,
     };
-    Ok(OpenPmixServer {
+    Ok(OpenpmixServer {
         var,
         uri: uri.clone(),
         server: Proc::new(nspace, rank),
@@ -236,13 +236,13 @@ mod tests {
 
     const ID: [(&str, &str); 2] = [(NAMESPACE, "job.7"), (RANK, "3")];
 
-    fn openpmix_of(vars: &[(&str, &str)]) -> Result<OpenPmixServer, Error> {
+    fn openpmix_of(vars: &[(&str, &str)]) -> Result<OpenpmixServer, Error> {
         let mut all = ID.to_vec();
         all.extend_from_slice(vars);
         let rv = parse(&env(&all))?;
         assert_eq!(rv.proc.to_string(), "job.7:3");
         match rv.server {
-            Server::OpenPmix(o) => Ok(o),
+            Server::Openpmix(o) => Ok(o),
             Server::Native { .. } => panic!("not an OpenPMIx rendezvous"),
         }
     }

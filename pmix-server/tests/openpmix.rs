@@ -184,7 +184,7 @@ fn commit(k: &str, v: Value) -> Request {
 
 #[test]
 fn two_ranks_get_job_data_fence_and_read_each_other() {
-    let (server, ns) = server_with_job("opx-job", 2);
+    let (server, ns) = server_with_job("openpmix-job", 2);
     let addr = address(&server, &ns);
     std::thread::scope(|s| {
         for rank in 0..2u32 {
@@ -257,7 +257,7 @@ fn two_ranks_get_job_data_fence_and_read_each_other() {
 
 #[test]
 fn misbehaving_peers_are_cut_off_and_a_good_one_is_served() {
-    let (server, ns) = server_with_job("opx-bad", 1);
+    let (server, ns) = server_with_job("openpmix-bad", 1);
     let addr = address(&server, &ns);
     let (uid, gid) = ids();
 
@@ -337,7 +337,7 @@ fn misbehaving_peers_are_cut_off_and_a_good_one_is_served() {
 /// module not offered (`ds12`), and `ds21` from a server that does not offer it are refused.
 #[test]
 fn ds21_clients_get_the_short_job_answer_and_other_stores_are_refused() {
-    let (server, ns) = server_with_job("opx-ds21", 4);
+    let (server, ns) = server_with_job("openpmix-ds21", 4);
     let addr = address(&server, &ns);
     let (uid, gid) = ids();
     let (mut p, answer) = Peer::hello_gds(
@@ -393,7 +393,7 @@ fn ds21_clients_get_the_short_job_answer_and_other_stores_are_refused() {
         ..ServerOptions::default()
     };
     let server = Server::init(NoHost, off).unwrap();
-    let ns = Nspace::new("opx-no-ds21").unwrap();
+    let ns = Nspace::new("openpmix-no-ds21").unwrap();
     server
         .register_nspace(&ns, 1, &[Info::attr(attr::JOB_SIZE, 1u32)])
         .unwrap();

@@ -104,40 +104,40 @@ pub fn check_packed(body: &[u8]) {
 /// the same bytes (the first trip may normalise: floats to six decimals, NULL strings to
 /// empty ones, bytes that are not UTF-8 to U+FFFD).
 pub fn check_openpmix(data: &[u8]) {
-    use crate::openpmix as opx;
+    use crate::openpmix;
 
     check_handshake(data);
-    if let Ok(Some((hs, _))) = opx::ClientHandshake::decode_message(data) {
+    if let Ok(Some((hs, _))) = openpmix::ClientHandshake::decode_message(data) {
         check_handshake(&hs.encode_body().unwrap_or_default());
     }
-    if let Ok(Some((r, _))) = opx::ServerReply::decode(data) {
+    if let Ok(Some((r, _))) = openpmix::ServerReply::decode(data) {
         let mut out = Vec::new();
         r.encode(&mut out);
         assert_eq!(
-            opx::ServerReply::decode(&out).ok().flatten(),
+            openpmix::ServerReply::decode(&out).ok().flatten(),
             Some((r, out.len()))
         );
     }
     for needs_id in [false, true] {
-        if let Ok(Some((r, used))) = opx::ToolReply::decode(data, needs_id) {
+        if let Ok(Some((r, used))) = openpmix::ToolReply::decode(data, needs_id) {
             let mut out = Vec::new();
             r.encode(&mut out).expect("a decoded tool reply encodes");
             assert_eq!(out.len(), used);
-            let again = opx::ToolReply::decode(&out, needs_id).ok().flatten();
+            let again = openpmix::ToolReply::decode(&out, needs_id).ok().flatten();
             assert_eq!(again, Some((r, used)));
         }
     }
-    let mut reader = opx::MsgReader::new(1 << 16);
+    let mut reader = openpmix::MsgReader::new(1 << 16);
     reader.feed(data);
     while let Ok(Some(m)) = reader.next_message() {
         match m {
-            opx::Incoming::Handshake { body, .. } => check_handshake(body),
-            opx::Incoming::Message { payload, .. } => check_payload(payload),
+            openpmix::Incoming::Handshake { body, .. } => check_handshake(body),
+            openpmix::Incoming::Message { payload, .. } => check_payload(payload),
         }
     }
-    let mut reader = opx::MsgReader::after_handshake(1 << 16);
+    let mut reader = openpmix::MsgReader::after_handshake(1 << 16);
     reader.feed(data);
-    while let Ok(Some(opx::Incoming::Message { payload, .. })) = reader.next_message() {
+    while let Ok(Some(openpmix::Incoming::Message { payload, .. })) = reader.next_message() {
         check_payload(payload);
     }
     check_payload(data);

@@ -29,13 +29,13 @@ use pmix_types::{DataRange, Info, Proc, Rank, Scope, Status, Value, attr, is_res
 use pmix_wire::openpmix::job::{Here, from_job_info, from_kvals};
 use pmix_wire::openpmix::{
     ClientHandshake, Cmd, CommitPart, DEFAULT_MAX_MESSAGE, Dialect, Incoming, Kval, MsgReader,
-    Notification, ProcKvals, Reply as OpxReply, Request as OpxRequest, ServerReply, TAG_DYNAMIC,
-    TAG_NOTIFY, encode_message_with, native_credential,
+    Notification, ProcKvals, Reply as OpenpmixReply, Request as OpenpmixRequest, ServerReply,
+    TAG_DYNAMIC, TAG_NOTIFY, encode_message_with, native_credential,
 };
 use pmix_wire::{Event, JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
 
 use crate::Error;
-use crate::env::{GDS_MODULE, OpenPmixServer};
+use crate::env::{GDS_MODULE, OpenpmixServer};
 
 /// How an answer is read and what native reply it becomes.
 ///
@@ -64,9 +64,9 @@ pub(crate) enum Answer {
 #[derive(Debug, PartialEq)]
 pub(crate) enum Outbound {
     /// Send it; its answer reads as the [`Answer`] says.
-    Send(OpxRequest, Answer),
+    Send(OpenpmixRequest, Answer),
     /// Send it; it gets no answer (`DEREGEVENTS`), so it is complete once sent.
-    Unanswered(OpxRequest),
+    Unanswered(OpenpmixRequest),
     /// There is no such request in the OpenPMIx protocol.
     Unsupported(String),
 }
@@ -74,7 +74,7 @@ pub(crate) enum Outbound {
 /// The request of a commit: what was put `LOCAL` or `GLOBAL` in the `LOCAL` part, what was put
 /// `REMOTE` or `GLOBAL` in the `REMOTE` part, as libpmix sends them (a part only when it has
 /// pairs; nothing at all for an empty commit, which still tells the server we committed).
-fn commit(kvs: Vec<Kv>) -> OpxRequest {
+fn commit(kvs: Vec<Kv>) -> OpenpmixRequest {
     let mut local = Vec::new();
     let mut remote = Vec::new();
     for Kv { scope, key, value } in kvs {
@@ -99,7 +99,7 @@ fn commit(kvs: Vec<Kv>) -> OpxRequest {
         .filter(|(_, kvals)| !kvals.is_empty())
         .map(|(scope, kvals)| CommitPart { scope, kvals })
         .collect();
-    OpxRequest::Commit { parts }
+    OpenpmixRequest::Commit { parts }
 }
 
 /// Translates a native request. `me` is this process, `uid` the uid publish and lookup claim.
@@ -114,7 +114,7 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             } else {
                 procs
             };
-            Send(OpxRequest::Fence { procs, info }, Answer::Fence)
+            Send(OpenpmixRequest::Fence { procs, info }, Answer::Fence)
         }
         Request::Get { proc, key, info } => {
             // Rank WILDCARD is asked for a namespace's job data: without a key the server sends
@@ -124,55 +124,59 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             } else {
                 key
             };
-            Send(OpxRequest::Get { proc, info, key }, Answer::Get)
+            Send(OpenpmixRequest::Get { proc, info, key }, Answer::Get)
         }
         Request::Publish { data, info } => {
             // One list carries both; the server tells directives by their reserved keys.
             let mut all = data;
             all.extend(info);
-            Send(OpxRequest::Publish { uid, info: all }, Answer::Status)
+            Send(OpenpmixRequest::Publish { uid, info: all }, Answer::Status)
         }
         Request::Lookup { keys, info } => {
-            Send(OpxRequest::Lookup { uid, keys, info }, Answer::Lookup)
+            Send(OpenpmixRequest::Lookup { uid, keys, info }, Answer::Lookup)
         }
-        Request::Unpublish { keys, info } => {
-            Send(OpxRequest::Unpublish { uid, keys, info }, Answer::Status)
-        }
+        Request::Unpublish { keys, info } => Send(
+            OpenpmixRequest::Unpublish { uid, keys, info },
+            Answer::Status,
+        ),
         Request::Spawn { job_info, apps } => {
-            Send(OpxRequest::Spawn { job_info, apps }, Answer::Spawn)
+            Send(OpenpmixRequest::Spawn { job_info, apps }, Answer::Spawn)
         }
         Request::Connect { procs, info } => {
-            Send(OpxRequest::Connect { procs, info }, Answer::Connect)
+            Send(OpenpmixRequest::Connect { procs, info }, Answer::Connect)
         }
         Request::Disconnect { procs, info } => {
-            Send(OpxRequest::Disconnect { procs, info }, Answer::Status)
+            Send(OpenpmixRequest::Disconnect { procs, info }, Answer::Status)
         }
         Request::Abort {
             status,
             message,
             procs,
         } => Send(
-            OpxRequest::Abort {
+            OpenpmixRequest::Abort {
                 status,
                 message: (!message.is_empty()).then_some(message),
                 procs,
             },
             Answer::Status,
         ),
-        Request::RegisterEvents { codes, info } => {
-            Send(OpxRequest::RegisterEvents { codes, info }, Answer::Status)
+        Request::RegisterEvents { codes, info } => Send(
+            OpenpmixRequest::RegisterEvents { codes, info },
+            Answer::Status,
+        ),
+        Request::DeregisterEvents { codes } => {
+            Unanswered(OpenpmixRequest::DeregisterEvents { codes })
         }
-        Request::DeregisterEvents { codes } => Unanswered(OpxRequest::DeregisterEvents { codes }),
         Request::Notify { event } => Send(
-            OpxRequest::Notify {
+            OpenpmixRequest::Notify {
                 status: event.code,
                 range: event.range,
                 info: event.info,
             },
             Answer::Status,
         ),
-        Request::Query { queries } => Send(OpxRequest::Query { queries }, Answer::Query),
-        Request::Finalize { .. } => Send(OpxRequest::Finalize, Answer::Status),
+        Request::Query { queries } => Send(OpenpmixRequest::Query { queries }, Answer::Query),
+        Request::Finalize { .. } => Send(OpenpmixRequest::Finalize, Answer::Status),
         other => Unsupported(format!("{other:?}")),
     }
 }
@@ -259,20 +263,20 @@ pub(crate) fn inbound(
     payload: &[u8],
     cx: &Context,
 ) -> Result<Reply, pmix_wire::Error> {
-    let reply = OpxReply::decode(cmd, payload, cx.dialect)?;
+    let reply = OpenpmixReply::decode(cmd, payload, cx.dialect)?;
     let status = reply.status();
     let body = match (answer, reply) {
         (Answer::Fence, _) => ReplyBody::Fence { data: Vec::new() },
-        (Answer::Get, OpxReply::Get { data, .. }) => get_body(data, cx)?,
-        (Answer::Lookup, OpxReply::Lookup { found, .. }) => ReplyBody::Lookup { found },
+        (Answer::Get, OpenpmixReply::Get { data, .. }) => get_body(data, cx)?,
+        (Answer::Lookup, OpenpmixReply::Lookup { found, .. }) => ReplyBody::Lookup { found },
         (
             Answer::Spawn,
-            OpxReply::Spawn {
+            OpenpmixReply::Spawn {
                 nspace: Some(nspace),
                 ..
             },
         ) => ReplyBody::Spawn { nspace },
-        (Answer::Connect, OpxReply::Connect { jobs, .. }) => ReplyBody::Connect {
+        (Answer::Connect, OpenpmixReply::Connect { jobs, .. }) => ReplyBody::Connect {
             jobs: jobs
                 .into_iter()
                 .map(|j| {
@@ -282,7 +286,7 @@ pub(crate) fn inbound(
                 .collect::<Result<_, _>>()?,
             data: Vec::new(),
         },
-        (Answer::Query, OpxReply::Info { info, .. }) => ReplyBody::Query { results: info },
+        (Answer::Query, OpenpmixReply::Info { info, .. }) => ReplyBody::Query { results: info },
         _ => ReplyBody::None,
     };
     Ok(Reply { status, body })
@@ -426,7 +430,7 @@ pub(crate) struct Connected {
 }
 
 /// What this process calls itself on the network, for "this node".
-fn local_hostname(srv: &OpenPmixServer) -> Option<String> {
+fn local_hostname(srv: &OpenpmixServer) -> Option<String> {
     srv.hostname.clone().or_else(|| {
         nix::unistd::gethostname()
             .ok()
@@ -435,7 +439,7 @@ fn local_hostname(srv: &OpenPmixServer) -> Option<String> {
 }
 
 /// Connects to the OpenPMIx server, says who we are and receives our job's data.
-pub(crate) fn connect(me: &Proc, srv: &OpenPmixServer) -> Result<Connected, Error> {
+pub(crate) fn connect(me: &Proc, srv: &OpenpmixServer) -> Result<Connected, Error> {
     let io = |source: io::Error| Error::Connect {
         path: srv.uri.clone(),
         source,
@@ -515,7 +519,7 @@ pub(crate) fn connect(me: &Proc, srv: &OpenPmixServer) -> Result<Connected, Erro
     let tag = tags.fresh();
     out.clear();
     encode_message_with(&mut out, pindex, tag, |o| {
-        OpxRequest::Req.encode(srv.dialect, o)
+        OpenpmixRequest::Req.encode(srv.dialect, o)
     })?;
     stream.write_all(&out).map_err(io)?;
     let info = loop {
@@ -523,7 +527,7 @@ pub(crate) fn connect(me: &Proc, srv: &OpenPmixServer) -> Result<Connected, Erro
         while let Some(m) = reader.next_message()? {
             match m {
                 Incoming::Message { header, payload } if header.tag == tag => {
-                    got = Some(OpxReply::decode(Cmd::REQ, payload, srv.dialect));
+                    got = Some(OpenpmixReply::decode(Cmd::REQ, payload, srv.dialect));
                     break;
                 }
                 other => tracing::debug!("pmix-client: before the job data, ignoring {other:?}"),
@@ -531,7 +535,7 @@ pub(crate) fn connect(me: &Proc, srv: &OpenPmixServer) -> Result<Connected, Erro
         }
         if let Some(r) = got {
             match r {
-                Ok(OpxReply::JobInfo(info)) => break info,
+                Ok(OpenpmixReply::JobInfo(info)) => break info,
                 Ok(other) => {
                     return Err(Error::Protocol(format!(
                         "the server answered the job data request with {other:?}"

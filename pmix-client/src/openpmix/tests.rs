@@ -10,8 +10,8 @@ use pmix_types::{
     DataArray, DataRange, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value, attr,
 };
 use pmix_wire::openpmix::{
-    BufferType, Codec, Dialect, JobInfo, Kval, PROC_BLOB, ProcKvals, Reply as OpxReply,
-    Request as OpxRequest, encode_message_with, proc_blob_kval,
+    BufferType, Codec, Dialect, JobInfo, Kval, PROC_BLOB, ProcKvals, Reply as OpenpmixReply,
+    Request as OpenpmixRequest, encode_message_with, proc_blob_kval,
 };
 use pmix_wire::{Event, JobData, Kv, Published, Reply, ReplyBody, Request};
 
@@ -86,7 +86,9 @@ fn find<'a>(infos: &'a [Info], k: &str) -> Option<&'a Value> {
 fn the_real_servers_job_data_becomes_job_data() {
     let bytes = hex(CAP2_REQ_REPLY);
     assert_eq!(bytes.len(), 664);
-    let OpxReply::JobInfo(info) = OpxReply::decode(Cmd::REQ, &bytes, Dialect::V41).unwrap() else {
+    let OpenpmixReply::JobInfo(info) =
+        OpenpmixReply::decode(Cmd::REQ, &bytes, Dialect::V41).unwrap()
+    else {
         panic!("not job data");
     };
     let here = Here {
@@ -373,7 +375,7 @@ fn requests_are_what_libpmix_sends() {
     );
 }
 
-fn opx(req: Request) -> Outbound {
+fn translated(req: Request) -> Outbound {
     outbound(req, &me(), 1000)
 }
 
@@ -393,7 +395,7 @@ fn commits_split_by_scope_and_keep_internal_values_home() {
             kv(Scope::INTERNAL, "i"),
         ],
     };
-    let Outbound::Send(OpxRequest::Commit { parts }, Answer::Status) = opx(req) else {
+    let Outbound::Send(OpenpmixRequest::Commit { parts }, Answer::Status) = translated(req) else {
         panic!("not a commit");
     };
     let keys = |n: usize| -> (Scope, Vec<&str>) {
@@ -407,8 +409,8 @@ fn commits_split_by_scope_and_keep_internal_values_home() {
     assert_eq!(keys(1), (Scope::REMOTE, vec!["r", "g", "u"]));
     // Nothing put: the command alone.
     assert_eq!(
-        opx(Request::Commit { kvs: vec![] }),
-        Outbound::Send(OpxRequest::Commit { parts: vec![] }, Answer::Status)
+        translated(Request::Commit { kvs: vec![] }),
+        Outbound::Send(OpenpmixRequest::Commit { parts: vec![] }, Answer::Status)
     );
 }
 
@@ -428,7 +430,7 @@ fn every_native_request_has_its_openpmix_request() {
                 info: vec![],
             },
             Outbound::Send(
-                OpxRequest::Get {
+                OpenpmixRequest::Get {
                     proc: wild.clone(),
                     info: vec![],
                     key: None,
@@ -442,7 +444,7 @@ fn every_native_request_has_its_openpmix_request() {
                 info: info.clone(),
             },
             Outbound::Send(
-                OpxRequest::Publish {
+                OpenpmixRequest::Publish {
                     uid: 1000,
                     info: vec![data[0].clone(), info[0].clone()],
                 },
@@ -455,7 +457,7 @@ fn every_native_request_has_its_openpmix_request() {
                 info: info.clone(),
             },
             Outbound::Send(
-                OpxRequest::Lookup {
+                OpenpmixRequest::Lookup {
                     uid: 1000,
                     keys: k.clone(),
                     info: info.clone(),
@@ -469,7 +471,7 @@ fn every_native_request_has_its_openpmix_request() {
                 info: vec![],
             },
             Outbound::Send(
-                OpxRequest::Unpublish {
+                OpenpmixRequest::Unpublish {
                     uid: 1000,
                     keys: k.clone(),
                     info: vec![],
@@ -484,7 +486,7 @@ fn every_native_request_has_its_openpmix_request() {
                 procs: vec![],
             },
             Outbound::Send(
-                OpxRequest::Abort {
+                OpenpmixRequest::Abort {
                     status: Status(7),
                     message: None,
                     procs: vec![],
@@ -499,7 +501,7 @@ fn every_native_request_has_its_openpmix_request() {
                 procs: vec![p.clone()],
             },
             Outbound::Send(
-                OpxRequest::Abort {
+                OpenpmixRequest::Abort {
                     status: Status(7),
                     message: Some("bye".into()),
                     procs: vec![p.clone()],
@@ -513,7 +515,7 @@ fn every_native_request_has_its_openpmix_request() {
                 info: vec![],
             },
             Outbound::Send(
-                OpxRequest::RegisterEvents {
+                OpenpmixRequest::RegisterEvents {
                     codes: vec![Status(-101)],
                     info: vec![],
                 },
@@ -524,7 +526,7 @@ fn every_native_request_has_its_openpmix_request() {
             Request::DeregisterEvents {
                 codes: vec![Status(-101)],
             },
-            Outbound::Unanswered(OpxRequest::DeregisterEvents {
+            Outbound::Unanswered(OpenpmixRequest::DeregisterEvents {
                 codes: vec![Status(-101)],
             }),
         ),
@@ -538,7 +540,7 @@ fn every_native_request_has_its_openpmix_request() {
                 },
             },
             Outbound::Send(
-                OpxRequest::Notify {
+                OpenpmixRequest::Notify {
                     status: Status(-101),
                     range: DataRange::NAMESPACE,
                     info: info.clone(),
@@ -552,7 +554,7 @@ fn every_native_request_has_its_openpmix_request() {
                 info: vec![],
             },
             Outbound::Send(
-                OpxRequest::Connect {
+                OpenpmixRequest::Connect {
                     procs: vec![wild.clone()],
                     info: vec![],
                 },
@@ -565,7 +567,7 @@ fn every_native_request_has_its_openpmix_request() {
                 info: vec![],
             },
             Outbound::Send(
-                OpxRequest::Disconnect {
+                OpenpmixRequest::Disconnect {
                     procs: vec![wild.clone()],
                     info: vec![],
                 },
@@ -578,7 +580,7 @@ fn every_native_request_has_its_openpmix_request() {
                 apps: vec![],
             },
             Outbound::Send(
-                OpxRequest::Spawn {
+                OpenpmixRequest::Spawn {
                     job_info: info.clone(),
                     apps: vec![],
                 },
@@ -587,11 +589,11 @@ fn every_native_request_has_its_openpmix_request() {
         ),
         (
             Request::Query { queries: vec![] },
-            Outbound::Send(OpxRequest::Query { queries: vec![] }, Answer::Query),
+            Outbound::Send(OpenpmixRequest::Query { queries: vec![] }, Answer::Query),
         ),
     ];
     for (req, want) in cases {
-        assert_eq!(opx(req.clone()), want, "{req:?}");
+        assert_eq!(translated(req.clone()), want, "{req:?}");
     }
 }
 
@@ -639,7 +641,7 @@ fn tags_wrap_past_the_reserved_ones_and_skip_those_in_use() {
 
 /// Encodes `reply` as the server would, then reads it as the session does for the request
 /// of id 5 sent as `req`.
-fn answered(s: &Session, req: Request, reply: &OpxReply) -> Result<Reply, Error> {
+fn answered(s: &Session, req: Request, reply: &OpenpmixReply) -> Result<Reply, Error> {
     let (tag, _, _) = written(s, 5, req);
     let mut msg = Vec::new();
     encode_message_with(&mut msg, 0, tag, |o| reply.encode(s.cx.dialect, o)).unwrap();
@@ -686,7 +688,7 @@ fn another_namespaces_data_brings_its_job_data() {
     let s = session(Dialect::V41);
     let target = Proc::new(ns("other"), 2);
     let job = two_node_job(Dialect::V41);
-    let answer = OpxReply::Get {
+    let answer = OpenpmixReply::Get {
         status: Status::SUCCESS,
         data: vec![
             ProcKvals {
@@ -732,7 +734,7 @@ fn another_namespaces_data_brings_its_job_data() {
 #[test]
 fn a_status_alone_answers_anything() {
     let s = session(Dialect::V41);
-    let refused = OpxReply::Status(Status::ERR_NOT_SUPPORTED);
+    let refused = OpenpmixReply::Status(Status::ERR_NOT_SUPPORTED);
     let reqs = [
         Request::Get {
             proc: Proc::new(ns("testjob"), 0),
@@ -770,7 +772,7 @@ fn answers_become_native_replies() {
             procs: vec![],
             info: vec![Info::attr(attr::COLLECT_DATA, true)],
         },
-        &OpxReply::Status(Status::SUCCESS),
+        &OpenpmixReply::Status(Status::SUCCESS),
     )
     .unwrap();
     assert_eq!(
@@ -791,7 +793,7 @@ fn answers_become_native_replies() {
             keys: vec![key("svc")],
             info: vec![],
         },
-        &OpxReply::Lookup {
+        &OpenpmixReply::Lookup {
             status: Status::SUCCESS,
             found: found.clone(),
         },
@@ -805,7 +807,7 @@ fn answers_become_native_replies() {
     let r = answered(
         &s,
         spawn.clone(),
-        &OpxReply::Spawn {
+        &OpenpmixReply::Spawn {
             status: Status::SUCCESS,
             nspace: Some(ns("child")),
             job: vec![],
@@ -822,7 +824,7 @@ fn answers_become_native_replies() {
     let r = answered(
         &s,
         spawn,
-        &OpxReply::Spawn {
+        &OpenpmixReply::Spawn {
             status: Status::SUCCESS,
             nspace: None,
             job: vec![],
@@ -836,7 +838,7 @@ fn answers_become_native_replies() {
             procs: vec![Proc::new(ns("other"), Rank::WILDCARD)],
             info: vec![],
         },
-        &OpxReply::Connect {
+        &OpenpmixReply::Connect {
             status: Status::SUCCESS,
             jobs: vec![two_node_job(s.cx.dialect)],
         },
@@ -852,7 +854,7 @@ fn answers_become_native_replies() {
     let r = answered(
         &s,
         Request::Query { queries: vec![] },
-        &OpxReply::Info {
+        &OpenpmixReply::Info {
             status: Status::SUCCESS,
             info: results.clone(),
         },

@@ -16,7 +16,8 @@ use pmix_types::{Info, Key, Proc, Scope, Status, Value};
 use pmix_wire::openpmix::job::{to_job_info, to_proc_kvals};
 use pmix_wire::openpmix::{
     ClientHandshake, Codec, CommitPart, Dialect, Identity, Incoming, Kval, MsgReader, Notification,
-    ProcKvals, Reply as OpxReply, Request as OpxRequest, ServerReply, encode_message_with,
+    ProcKvals, Reply as OpenpmixReply, Request as OpenpmixRequest, ServerReply,
+    encode_message_with,
 };
 use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
 
@@ -165,7 +166,7 @@ impl OpenpmixConn {
                 }
                 // Decoded where it lies in the reader's buffer: no copy of the payload.
                 Ok(Some(Incoming::Message { header, payload })) => {
-                    (header.tag, OpxRequest::decode(payload, dialect))
+                    (header.tag, OpenpmixRequest::decode(payload, dialect))
                 }
                 Err(e) => {
                     tracing::warn!(who = %self.who(), "closing a libpmix connection: {e}");
@@ -308,7 +309,7 @@ impl OpenpmixConn {
     fn message(
         &mut self,
         tag: u32,
-        decoded: Result<OpxRequest, pmix_wire::Error>,
+        decoded: Result<OpenpmixRequest, pmix_wire::Error>,
         common: &mut Common,
         out: &mut Vec<u8>,
     ) -> Option<Step> {
@@ -326,24 +327,24 @@ impl OpenpmixConn {
             Ok(r) => r,
             Err(e) => {
                 tracing::warn!(who = %proc, tag, "answering an unreadable request with an error: {e}");
-                send(tag, &OpxReply::Status(e.status()), dialect, out);
+                send(tag, &OpenpmixReply::Status(e.status()), dialect, out);
                 return None;
             }
         };
         match req {
-            OpxRequest::Req => {
+            OpenpmixRequest::Req => {
                 let bytes = common.job_bytes(&job.clone(), dialect, gds);
                 send_job_data(tag, bytes.as_deref(), dialect, out);
                 None
             }
-            OpxRequest::Commit { parts } => {
+            OpenpmixRequest::Commit { parts } => {
                 let kvs = merge_scopes(parts);
                 self.engine_request(tag, Answer::Status, Request::Commit { kvs })
             }
-            OpxRequest::Fence { procs, info } => {
+            OpenpmixRequest::Fence { procs, info } => {
                 self.engine_request(tag, Answer::Fence, Request::Fence { procs, info })
             }
-            OpxRequest::Get {
+            OpenpmixRequest::Get {
                 proc: asked,
                 key,
                 info,
@@ -354,12 +355,12 @@ impl OpenpmixConn {
                 let proc = asked;
                 self.engine_request(tag, Answer::Get, Request::Get { proc, key, info })
             }
-            OpxRequest::Finalize => self.engine_request(
+            OpenpmixRequest::Finalize => self.engine_request(
                 tag,
                 Answer::Finalize,
                 Request::Finalize { info: Vec::new() },
             ),
-            OpxRequest::Abort {
+            OpenpmixRequest::Abort {
                 status,
                 message,
                 procs,
@@ -372,59 +373,59 @@ impl OpenpmixConn {
                     procs,
                 },
             ),
-            OpxRequest::Publish { info, .. } => {
+            OpenpmixRequest::Publish { info, .. } => {
                 // One list carries both the data and the directives; directives are the
                 // standard's attributes, which user keys may not look like (RFC0009).
                 let (info, data): (Vec<Info>, Vec<Info>) =
                     info.into_iter().partition(|i| i.key.is_reserved());
                 self.engine_request(tag, Answer::Status, Request::Publish { data, info })
             }
-            OpxRequest::Lookup { keys, info, .. } => {
+            OpenpmixRequest::Lookup { keys, info, .. } => {
                 self.engine_request(tag, Answer::Lookup, Request::Lookup { keys, info })
             }
-            OpxRequest::Unpublish { keys, info, .. } => {
+            OpenpmixRequest::Unpublish { keys, info, .. } => {
                 self.engine_request(tag, Answer::Status, Request::Unpublish { keys, info })
             }
-            OpxRequest::RegisterEvents { codes, info } => {
+            OpenpmixRequest::RegisterEvents { codes, info } => {
                 self.engine_request(tag, Answer::Status, Request::RegisterEvents { codes, info })
             }
-            OpxRequest::DeregisterEvents { codes } => {
+            OpenpmixRequest::DeregisterEvents { codes } => {
                 self.engine_request(tag, Answer::Silent, Request::DeregisterEvents { codes })
             }
-            OpxRequest::JobControl { .. } => {
+            OpenpmixRequest::JobControl { .. } => {
                 // Open MPI registers its session directory and shared-memory files for
                 // removal at finalize. The reference deletes them recursively as the client's
                 // uid; this server leaves files to the host that made the directories.
-                let ack = OpxReply::Info {
+                let ack = OpenpmixReply::Info {
                     status: Status::SUCCESS,
                     info: Vec::new(),
                 };
                 send(tag, &ack, dialect, out);
                 None
             }
-            OpxRequest::Spawn { job_info, apps } => {
+            OpenpmixRequest::Spawn { job_info, apps } => {
                 self.engine_request(tag, Answer::Spawn, Request::Spawn { job_info, apps })
             }
-            OpxRequest::Connect { procs, info } => {
+            OpenpmixRequest::Connect { procs, info } => {
                 self.engine_request(tag, Answer::Connect, Request::Connect { procs, info })
             }
-            OpxRequest::Disconnect { procs, info } => {
+            OpenpmixRequest::Disconnect { procs, info } => {
                 self.engine_request(tag, Answer::Status, Request::Disconnect { procs, info })
             }
-            OpxRequest::Query { queries } => {
+            OpenpmixRequest::Query { queries } => {
                 self.engine_request(tag, Answer::Query, Request::Query { queries })
             }
-            OpxRequest::Other { cmd, .. } => {
+            OpenpmixRequest::Other { cmd, .. } => {
                 tracing::debug!(who = %proc, ?cmd, "not supported; answering NOT_SUPPORTED");
                 send(
                     tag,
-                    &OpxReply::Status(Status::ERR_NOT_SUPPORTED),
+                    &OpenpmixReply::Status(Status::ERR_NOT_SUPPORTED),
                     dialect,
                     out,
                 );
                 None
             }
-            OpxRequest::Notify {
+            OpenpmixRequest::Notify {
                 status,
                 range,
                 info,
@@ -443,7 +444,7 @@ impl OpenpmixConn {
                 tracing::debug!(who = %proc, cmd = ?other.cmd(), "not supported; answering NOT_SUPPORTED");
                 send(
                     tag,
-                    &OpxReply::Status(Status::ERR_NOT_SUPPORTED),
+                    &OpenpmixReply::Status(Status::ERR_NOT_SUPPORTED),
                     dialect,
                     out,
                 );
@@ -488,7 +489,7 @@ impl OpenpmixConn {
         };
         if let Err(e) = encode_answer(tag, answer, reply, &extra, dialect, out) {
             tracing::error!(who = %self.who(), "cannot encode an answer: {e}");
-            send(tag, &OpxReply::Status(e.status()), dialect, out);
+            send(tag, &OpenpmixReply::Status(e.status()), dialect, out);
         }
         if matches!(answer, Answer::Finalize) {
             // The client closes after the answer; nothing more is read.
@@ -525,7 +526,7 @@ fn send_job_data(tag: u32, bytes: Option<&[u8]>, dialect: Dialect, out: &mut Vec
         }
         None => send(
             tag,
-            &OpxReply::Status(Status::ERR_PACK_FAILURE),
+            &OpenpmixReply::Status(Status::ERR_PACK_FAILURE),
             dialect,
             out,
         ),
@@ -533,7 +534,7 @@ fn send_job_data(tag: u32, bytes: Option<&[u8]>, dialect: Dialect, out: &mut Vec
 }
 
 /// Writes `reply` as the answer to `tag`.
-fn send(tag: u32, reply: &OpxReply, dialect: Dialect, out: &mut Vec<u8>) {
+fn send(tag: u32, reply: &OpenpmixReply, dialect: Dialect, out: &mut Vec<u8>) {
     if let Err(e) = encode_message_with(out, 0, tag, |o| reply.encode(dialect, o)) {
         tracing::error!(tag, "cannot encode a reply: {e}");
     }
@@ -591,7 +592,7 @@ fn translate_with(
     reply: &Reply,
     extra: &[ProcKvs],
     dialect: Dialect,
-) -> Result<Option<OpxReply>, pmix_wire::Error> {
+) -> Result<Option<OpenpmixReply>, pmix_wire::Error> {
     let status = reply.status;
     let ok = status == Status::SUCCESS;
     Ok(Some(match (answer, &reply.body) {
@@ -609,29 +610,29 @@ fn translate_with(
                     .filter(|pk| !data.iter().any(|d| d.proc == pk.proc))
                     .map(proc_kvals),
             );
-            OpxReply::Get { status, data: all }
+            OpenpmixReply::Get { status, data: all }
         }
-        (Answer::Lookup, ReplyBody::Lookup { found }) if ok => OpxReply::Lookup {
+        (Answer::Lookup, ReplyBody::Lookup { found }) if ok => OpenpmixReply::Lookup {
             status,
             found: found.clone(),
         },
-        (Answer::Spawn, ReplyBody::Spawn { nspace }) => OpxReply::Spawn {
+        (Answer::Spawn, ReplyBody::Spawn { nspace }) => OpenpmixReply::Spawn {
             status,
             nspace: Some(nspace.clone()),
             job: Vec::new(),
         },
-        (Answer::Connect, ReplyBody::Connect { jobs, .. }) if ok => OpxReply::Connect {
+        (Answer::Connect, ReplyBody::Connect { jobs, .. }) if ok => OpenpmixReply::Connect {
             status,
             jobs: jobs
                 .iter()
                 .map(|j| to_job_info(j, dialect))
                 .collect::<Result<_, _>>()?,
         },
-        (Answer::Query, ReplyBody::Query { results }) if ok => OpxReply::Info {
+        (Answer::Query, ReplyBody::Query { results }) if ok => OpenpmixReply::Info {
             status,
             info: results.clone(),
         },
-        _ => OpxReply::Status(status),
+        _ => OpenpmixReply::Status(status),
     }))
 }
 
