@@ -86,7 +86,7 @@ fn libpmix_peers_read_shared_memory_after_a_collecting_fence() {
     for n in [2, 4] {
         let what = format!("pmixrun -n {n} pmix_client job peers");
         let mut cmd = under_pmixrun(n, &client, &["job", "peers"]);
-        cmd.env("RUST_LOG", "pmix_server::openpmix=debug");
+        cmd.env("RUST_LOG", "pmix_server::frontend::openpmix=debug");
         let out = run(cmd, &what);
         check_client_output(&out, &what, n, &["job", "peers"]);
         // Every changed value was seen changed: the segments were updated in place (same
