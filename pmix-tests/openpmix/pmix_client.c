@@ -58,26 +58,13 @@
 static pmix_proc_t me;        /* this process, from PMIx_Init */
 static uint32_t job_size;     /* PMIX_JOB_SIZE */
 
-/* Prints "FAIL rank=R: <message>" on stderr and exits 2 (distinct from an abort code). */
-static void fail(const char *fmt, ...)
+/* The rank "FAIL" lines name (pmix_fail.h). */
+static int fail_rank(void)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "FAIL rank=%d: ", me.rank == PMIX_RANK_UNDEF ? -1 : (int)me.rank);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    fflush(stderr);
-    exit(2);
+    return me.rank == PMIX_RANK_UNDEF ? -1 : (int)me.rank;
 }
 
-/* A PMIx call that must succeed. */
-#define MUST(call)                                                                      \
-    do {                                                                                \
-        pmix_status_t must_rc_ = (call);                                                \
-        if (must_rc_ != PMIX_SUCCESS)                                                   \
-            fail("%s returned %s (%d)", #call, PMIx_Error_string(must_rc_), must_rc_); \
-    } while (0)
+#include "pmix_fail.h"
 
 /* ---- gets ------------------------------------------------------------------------------ */
 

@@ -95,15 +95,7 @@ fn libpmix_peers_read_shared_memory_after_a_collecting_fence() {
             .map(|r| format!("peers rank={r} peers={n} rounds=2 fresh={}", 2 * n))
             .collect();
         assert_lines(&out, &what, "peers", want);
-        let ds21 = out
-            .stderr
-            .lines()
-            .filter(|l| l.contains("chose its storage module") && l.contains("gds=Ds21"))
-            .count();
-        assert_eq!(
-            ds21, n as usize,
-            "{what}: not every client chose ds21: {out:#?}"
-        );
+        assert_all_chose_ds21(&out, &what, n);
         let getnb: Vec<&str> = out
             .stderr
             .lines()
@@ -112,6 +104,50 @@ fn libpmix_peers_read_shared_memory_after_a_collecting_fence() {
         assert!(
             getnb.is_empty(),
             "{what}: gets went to the server: {getnb:#?}"
+        );
+    }
+}
+
+/// Every one of the `n` clients of a run logged at `pmix_server::frontend::openpmix=debug` chose ds21.
+fn assert_all_chose_ds21(out: &Output, what: &str, n: u32) {
+    let ds21 = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("chose its storage module") && l.contains("gds=Ds21"))
+        .count();
+    assert_eq!(
+        ds21, n as usize,
+        "{what}: not every client chose ds21: {out:#?}"
+    );
+}
+
+/// A rank of the job attacking the ds21 lock segment harms only itself (issue 18, items 1
+/// and 6): scribbling over the robust-list words of every mutex while the server writes the
+/// segments must not crash the server, and keeping its read lock must not stall the server
+/// (the honest ranks fail any round slower than 1 s; `pmix_ds21_hostile.c` says how).
+#[test]
+fn a_rank_attacking_the_ds21_lock_segment_harms_only_itself() {
+    let program = openpmix_program("pmix_ds21_hostile");
+    let n = 3;
+    for (mode, rounds) in [("scribble", 300), ("hold", 5)] {
+        let rounds = rounds.to_string();
+        let what = format!("pmixrun -n {n} pmix_ds21_hostile {mode} {rounds}");
+        let mut cmd = under_pmixrun(n, &program, &[mode, &rounds]);
+        cmd.env("RUST_LOG", "pmix_server::frontend::openpmix=debug");
+        let out = run(cmd, &what);
+        assert_ok(&out, &what);
+        assert_all_chose_ds21(&out, &what, n);
+        assert_lines(
+            &out,
+            &what,
+            "OK",
+            (0..n).map(|r| format!("OK rank={r} size={n}")).collect(),
+        );
+        let honest = keyed_lines(&out.stdout, "honest");
+        assert_eq!(honest.len(), n as usize - 1, "{what}: {out:#?}");
+        assert!(
+            honest.iter().all(|h| h.get("rounds") == Some(&rounds)),
+            "{what}: {out:#?}"
         );
     }
 }

@@ -26,6 +26,13 @@
 //!   (any namespace) under its own namespace's lock: signal mutex, main mutex, signal released;
 //!   the writer takes every signal mutex then every main mutex of every lock segment.
 //!
+//! Clients map the lock segment writable, so the writer trusts none of its bytes: the mutexes
+//! are plain process-shared ones (as libpmix's own server makes them), and the writer never
+//! calls into pthreads on them; it takes and releases them by their lock word alone
+//! ([`Mapping::try_lock`]) and never sleeps on one: a lock still taken after [`LOCK_SPIN`] of
+//! retrying makes the write fail, and what it was to hold is then served over the socket. A client can
+//! thus stop its job's data from reaching the segments, never stop or crash the server.
+//!
 //! The writer never reads a segment back: [`Ds21`] keeps its own index of every rank's entries
 //! (where each key's value lies, where the rank's last extension slot is), and every write goes
 //! through [`Mapping`]'s bounds checks.
@@ -35,7 +42,7 @@ mod shm;
 use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pmix_types::{Key, Nspace, Rank, Value};
 use pmix_wire::openpmix::{Dialect, Packer};
@@ -69,8 +76,10 @@ const EXT_FLAG: u64 = 1 << 63;
 const INVALID_FLAG: u64 = 1 << 62;
 /// An extension slot: size, hash, the empty key's NUL, an offset.
 const EXT_LEN: usize = 2 * WORD + 1 + WORD;
-/// How long the writer waits for a reader to let go of its lock.
-const LOCK_WAIT: Duration = Duration::from_secs(2);
+/// How long the writer retries a busy lock before it gives the write up: a reader keeps its
+/// lock for one lookup (microseconds), and the event loop, which writes, must not wait on a
+/// lock a client may keep for ever.
+const LOCK_SPIN: Duration = Duration::from_micros(50);
 
 /// What cannot be put into the segments. The caller logs it; the clients then ask for the data
 /// over the socket, as if it had never been offered in memory.
@@ -79,9 +88,9 @@ pub(crate) enum Ds21Error {
     /// A segment file could not be made.
     #[error("cannot create a ds21 segment: {0}")]
     Io(#[from] io::Error),
-    /// A client held its read lock longer than the writer waits.
-    #[error("a client holds its ds21 read lock: {0}")]
-    Lock(io::Error),
+    /// A client held its read lock (or its lock word said so) for longer than [`LOCK_SPIN`].
+    #[error("a client holds its ds21 read lock")]
+    Busy,
     /// A namespace whose name cannot be part of a file name (it has a `/`).
     #[error("namespace {0} cannot name a ds21 segment file")]
     Name(Nspace),
@@ -178,11 +187,9 @@ struct LockSeg {
 }
 
 impl Drop for LockSeg {
+    /// The mutexes are not destroyed (that would call into pthreads on bytes clients can
+    /// write, and needs nothing freed): the file goes, the mapping with it.
     fn drop(&mut self) {
-        for &(a, b) in &self.mutexes {
-            self.map.destroy_mutex(a);
-            self.map.destroy_mutex(b);
-        }
         let _ = std::fs::remove_file(&self.path);
     }
 }
@@ -267,10 +274,7 @@ impl Ds21 {
             let a = hdr + align * 2 * i;
             let b = a + align;
             seg.map.init_mutex(a)?;
-            if let Err(e) = seg.map.init_mutex(b) {
-                seg.map.destroy_mutex(a);
-                return Err(e.into());
-            }
+            seg.map.init_mutex(b)?;
             seg.mutexes.push((a, b));
         }
         self.locks.insert(nspace.clone(), seg);
@@ -329,34 +333,36 @@ impl Ds21 {
     }
 
     /// Runs `f` holding the write lock of every lock segment (a client reads any namespace
-    /// under its own namespace's lock).
+    /// under its own namespace's lock); [`Ds21Error::Busy`], with nothing written, when a lock
+    /// stays taken for [`LOCK_SPIN`].
     fn locked<T>(
         &mut self,
         f: impl FnOnce(&mut Self) -> Result<T, Ds21Error>,
     ) -> Result<T, Ds21Error> {
         let mut held: Vec<(Nspace, usize)> = Vec::new();
-        let mut failed = None;
+        let mut busy = false;
+        let give_up = Instant::now() + LOCK_SPIN;
         // Signal mutexes first, so that readers arriving now wait there; then the main ones,
         // which readers still reading hold.
         'outer: for phase in 0..2 {
             for (ns, seg) in &self.locks {
                 for &(a, b) in &seg.mutexes {
                     let m = if phase == 0 { a } else { b };
-                    if let Err(e) = seg.map.lock_mutex(m, LOCK_WAIT) {
-                        failed = Some(e);
-                        break 'outer;
+                    while !seg.map.try_lock(m) {
+                        if Instant::now() >= give_up {
+                            busy = true;
+                            break 'outer;
+                        }
+                        std::hint::spin_loop();
                     }
                     held.push((ns.clone(), m));
                 }
             }
         }
-        let result = match failed {
-            Some(e) => Err(Ds21Error::Lock(e)),
-            None => f(self),
-        };
+        let result = if busy { Err(Ds21Error::Busy) } else { f(self) };
         for (ns, m) in held.iter().rev() {
             if let Some(seg) = self.locks.get(ns) {
-                seg.map.unlock_mutex(*m);
+                seg.map.unlock(*m);
             }
         }
         result
@@ -983,6 +989,36 @@ mod tests {
         assert!(r.is_ok(), "{r:?}");
         assert!(!d.join("..").join("escape").exists());
         assert_eq!(read(&d, "../escape", Level::Job), None);
+        drop(ds);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_kept_read_lock_makes_a_write_fail_at_once_and_only_while_kept() {
+        let d = dir("busy");
+        let mut ds = Ds21::new(d.clone()).expect("store");
+        ds.add_nspace(&ns("job"), 2).expect("lock segment");
+        let pairs = [("k", Value::Uint8(1))];
+        // A reader keeps the main mutex of the second lock (a client faking it writes the
+        // same word).
+        let (_, main) = ds.locks[&ns("job")].mutexes[1];
+        assert!(ds.locks[&ns("job")].map.try_lock(main));
+        let t = Instant::now();
+        let r = ds.store(&[batch("job", Level::Job, &pairs)], Some(&ns("job")));
+        assert!(matches!(r, Err(Ds21Error::Busy)), "{r:?}");
+        assert!(
+            t.elapsed() < Duration::from_millis(500),
+            "waited {:?}",
+            t.elapsed()
+        );
+        assert!(!ds.has_job(&ns("job")));
+        assert_eq!(read(&d, "job", Level::Job), None, "nothing written");
+        // Every lock the writer took on the way was let go: once the reader lets go too, the
+        // write goes through.
+        ds.locks[&ns("job")].map.unlock(main);
+        ds.store(&[batch("job", Level::Job, &pairs)], Some(&ns("job")))
+            .expect("store");
+        assert_eq!(read(&d, "job", Level::Job), Some(packed(&pairs)));
         drop(ds);
         let _ = std::fs::remove_dir_all(&d);
     }
