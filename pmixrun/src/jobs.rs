@@ -234,6 +234,10 @@ impl Jobs for RunJobs<'_> {
         launch::signal(pid, sig);
     }
 
+    fn has_ended(&mut self, pid: Pid) -> bool {
+        launch::has_ended(pid)
+    }
+
     fn proc_ended(&mut self, proc: &Proc) {
         // What a process published to last as long as it does goes when it ends.
         if let Some(ns) = &self.names {

@@ -345,6 +345,19 @@ pub(crate) fn abandon(mut child: Child) {
     let _ = child.wait();
 }
 
+/// True if the process `pid`, started by [`start`], ended: a zombie its waiter has not reaped
+/// yet, or reaped already (then it is no child of pmixrun's any more, even if its pid was
+/// taken again). It is not reaped here.
+pub(crate) fn has_ended(pid: Pid) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(pid), flags) {
+        Ok(WaitStatus::StillAlive) => false,
+        Ok(_) | Err(nix::errno::Errno::ECHILD) => true,
+        Err(_) => false,
+    }
+}
+
 /// Sends `sig` to the process group of a process started by [`start`].
 pub(crate) fn signal(pid: Pid, sig: Signal) {
     match killpg(pid, sig) {
