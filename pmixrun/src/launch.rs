@@ -166,6 +166,48 @@ pub(crate) fn check_app(
     })
 }
 
+/// The descriptors pmixrun keeps per process: the read ends of its stdout and stderr pipes,
+/// and the server's end of its connection.
+const FDS_PER_PROCESS: u64 = 3;
+
+/// Descriptors kept free beyond those: what starting one process takes for a moment (its ends
+/// of the pipes, std's error pipe, a PMI-1 socket pair) and what pmixrun itself may still open.
+const FDS_SPARE: u64 = 16;
+
+/// Checks that `n` more processes fit within pmixrun's descriptor limit, before any of them
+/// is started: a job is started whole or not at all.
+pub(crate) fn check_descriptors(n: u32) -> Result<(), LaunchError> {
+    use nix::sys::resource::{Resource, getrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return Ok(());
+    };
+    // Those open now (less the one reading the directory).
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Ok(());
+    };
+    let open = (dir.count() as u64).saturating_sub(1);
+    let need = FDS_PER_PROCESS * u64::from(n) + FDS_SPARE;
+    if open + need <= soft {
+        return Ok(());
+    }
+    let fits = soft.saturating_sub(open + FDS_SPARE) / FDS_PER_PROCESS;
+    let want = open + need;
+    let remedy = if want <= hard {
+        format!("raise it with `ulimit -n {want}` (the hard limit is {hard})")
+    } else {
+        format!("the hard limit is {hard}: ask for more, or start fewer processes")
+    };
+    Err(LaunchError {
+        message: format!(
+            "not enough file descriptors for {n} processes: pmixrun keeps about \
+             {FDS_PER_PROCESS} per process and may open {soft} (`ulimit -n`), {open} of them \
+             open already, so {fits} more processes fit; {remedy}"
+        ),
+        code: 1,
+        status: Status::ERR_OUT_OF_RESOURCE,
+    })
+}
+
 /// Everything one process is started with.
 pub(crate) struct Spawn<'a> {
     /// The program's file, as [`find_program`] found it.
