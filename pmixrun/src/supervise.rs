@@ -667,6 +667,14 @@ mod tests {
         }
     }
 
+    /// `rank` of `nspace` killed by signal `sig`.
+    fn signalled(nspace: &str, rank: u32, sig: i32) -> Event {
+        Event::Exited {
+            proc: p(nspace, rank),
+            status: Ok(ExitStatus::from_raw(sig)),
+        }
+    }
+
     fn pids(ns: &str, first: i32, n: i32) -> Started {
         Started {
             nspace: self::ns(ns),
@@ -740,29 +748,18 @@ mod tests {
         use Event::*;
         let fake = Fake::default();
         fake.0.borrow_mut().ended = vec![100, 101];
-        let killed = Exited {
-            proc: p("job", 0),
-            status: Ok(ExitStatus::from_raw(9)),
-        };
-        let events = vec![
-            Connected(p("job", 0)),
-            Connected(p("job", 1)),
-            Connected(p("job", 2)),
+        let mut events: Vec<Event> = (0..3).map(|r| Connected(p("job", r))).collect();
+        events.extend([
             exited("job", 1, 1),
-            killed,
+            signalled("job", 0, 9),
             exited("job", 2, 143),
-        ];
+        ]);
         assert_eq!(run_with(&fake, 3, events), 137);
         let log = fake.0.borrow();
-        assert_eq!(
-            log.said,
-            ["rank 0 was killed by SIGKILL without calling finalize; killing the job"]
-        );
-        assert_eq!(
-            log.signals,
-            [(102, nix::sys::signal::SIGTERM)],
-            "only rank 2 is left"
-        );
+        let blamed = "rank 0 was killed by SIGKILL without calling finalize; killing the job";
+        assert_eq!(log.said, [blamed]);
+        let left = [(102, nix::sys::signal::SIGTERM)];
+        assert_eq!(log.signals, left, "only rank 2 is left");
 
         // Ended on its own, with nobody else ended: blamed at once, as before.
         let fake = Fake::default();

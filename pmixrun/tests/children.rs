@@ -342,15 +342,14 @@ impl Drop for Reap {
 /// A started command's stdout, line by line.
 fn stdout_lines(child: &mut std::process::Child) -> crossbeam_channel::Receiver<String> {
     use std::io::BufRead;
-    let out = child.stdout.take().expect("stdout");
+    let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
     let (tx, lines) = unbounded();
     std::thread::spawn(move || {
-        for line in std::io::BufReader::new(out).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
+        // Until the pipe closes, or nobody listens any more.
+        let _ = out
+            .lines()
+            .map_while(Result::ok)
+            .try_for_each(|l| tx.send(l));
     });
     lines
 }

@@ -331,8 +331,7 @@ fn a_get_in_an_unknown_kvs_names_the_kvs_not_the_key() {
     // The engine's "not found" does not say what was not found: the front-end asks whether
     // the KVS exists before it answers.
     assert_eq!(answer(&mut c, s, Reply::status(Status::ERR_NOT_FOUND)), "");
-    let mut out = Vec::new();
-    let s = c.step(&mut Common::default(), &mut out);
+    let (s, _) = run(&mut c, "");
     let Step::Request(_, Request::Get { proc, key, .. }) = &s else {
         panic!("{s:?}")
     };
@@ -345,8 +344,7 @@ fn a_get_in_an_unknown_kvs_names_the_kvs_not_the_key() {
     // A KVS that exists but lacks the key: the key is what is unknown.
     let (s, _) = run(&mut c, "cmd=get kvsname=other key=k\n");
     assert_eq!(answer(&mut c, s, Reply::status(Status::ERR_NOT_FOUND)), "");
-    let mut out = Vec::new();
-    let s = c.step(&mut Common::default(), &mut out);
+    let (s, _) = run(&mut c, "");
     assert_eq!(
         answer(&mut c, s, Reply::status(Status::SUCCESS)),
         "cmd=get_result rc=-1 msg=key_k_not_found\n"
