@@ -18,6 +18,7 @@ mod host;
 mod mailbox;
 mod nameserver;
 mod outbuf;
+pub mod rendezvous;
 mod server;
 mod shell;
 mod shell_io;

@@ -4,7 +4,6 @@ use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
@@ -102,7 +101,12 @@ impl std::fmt::Debug for Server {
     }
 }
 
-static INSTANCE: AtomicU64 = AtomicU64::new(0);
+/// How the rendezvous directories are named: `pmixrs.<pid>.<random>` (see
+/// [`crate::rendezvous`]).
+const RENDEZVOUS_PREFIX: &str = "pmixrs";
+
+/// The server's socket in its rendezvous directory.
+const SOCKET_NAME: &str = "server.sock";
 
 fn system_hostname() -> String {
     nix::unistd::gethostname()
@@ -111,7 +115,7 @@ fn system_hostname() -> String {
         .unwrap_or_else(|| "localhost".into())
 }
 
-fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
     let mut buf = [0u8; N];
     std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
@@ -119,12 +123,14 @@ fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
     Ok(buf)
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Server {
-    /// Starts a server: creates a private rendezvous directory (mode 0700) holding the socket
+    /// Starts a server: creates a private rendezvous directory (mode 0700, named
+    /// `pmixrs.<pid>.<random>` in `tmpdir`; directories so named that servers which are gone
+    /// left there are removed first, see [`crate::rendezvous`]) holding the socket
     /// (mode `socket_mode`) and the session directory its clients are given as `PMIX_TMPDIR`
     /// (each namespace's `PMIX_NSDIR` is made in it; the server removes both, and says so with
     /// `PMIX_TDIR_RMCLEAN`), and the event-loop thread that serves it with `host`'s callbacks.
@@ -138,16 +144,10 @@ impl Server {
         let tmpdir = options.tmpdir.unwrap_or_else(std::env::temp_dir);
         let system_tmpdir = options.system_tmpdir.unwrap_or_else(|| tmpdir.clone());
         let hostname = options.hostname.unwrap_or_else(system_hostname);
-        let n = INSTANCE.fetch_add(1, Ordering::Relaxed);
-        let dir = tmpdir.join(format!("pmixrs.{pid}.{n}"));
-        std::fs::DirBuilder::new()
-            .mode(0o700)
-            .create(&dir)
-            .map_err(Error::io(format!(
-                "creating the rendezvous directory {}",
-                dir.display()
-            )))?;
-        let socket = dir.join("server.sock");
+        // Those of servers killed before they could remove theirs go first.
+        crate::rendezvous::remove_stale_dirs(&tmpdir, RENDEZVOUS_PREFIX, SOCKET_NAME);
+        let dir = crate::rendezvous::create_private_dir(&tmpdir, RENDEZVOUS_PREFIX)?;
+        let socket = dir.join(SOCKET_NAME);
         let mut cleanup = vec![dir.clone()];
         let result = (|| {
             let listener = std::os::unix::net::UnixListener::bind(&socket)

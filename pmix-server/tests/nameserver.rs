@@ -11,11 +11,23 @@ use pmix_wire::Published;
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
-fn socket_path(tag: &str) -> PathBuf {
+/// A directory of the test's own, removed with everything in it when dropped: also when the
+/// test fails part way.
+struct TestDir(PathBuf);
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A socket path in a fresh directory, which goes when the returned guard does.
+fn socket_path(tag: &str) -> (TestDir, PathBuf) {
     let dir = std::env::temp_dir().join(format!("pmixrs-ns-test-{}-{tag}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir.join("ns.sock")
+    let path = dir.join("ns.sock");
+    (TestDir(dir), path)
 }
 
 fn proc(ns: &str, rank: u32) -> Proc {
@@ -81,7 +93,7 @@ fn global() -> Info {
 
 #[test]
 fn two_sessions_share_global_names_and_sessions_end_cleanly() {
-    let path = socket_path("share");
+    let (_dir, path) = socket_path("share");
     let server = NameServer::start(&path, 0o600).unwrap();
     let a = NameServerClient::connect(server.uri(), "node-a").unwrap();
     let b = NameServerClient::connect(server.uri(), "node-b").unwrap();
@@ -137,7 +149,7 @@ fn two_sessions_share_global_names_and_sessions_end_cleanly() {
 
 #[test]
 fn a_launcher_cannot_speak_for_another_user_and_timeouts_fire() {
-    let path = socket_path("uid");
+    let (_dir, path) = socket_path("uid");
     let server = NameServer::start(&path, 0o600).unwrap();
     let a = NameServerClient::connect(server.uri(), "node-a").unwrap();
     let p = proc("job", 0);
@@ -179,7 +191,7 @@ fn a_launcher_cannot_speak_for_another_user_and_timeouts_fire() {
 #[test]
 fn garbage_on_the_socket_does_not_hurt_other_sessions() {
     use std::io::{Read, Write};
-    let path = socket_path("garbage");
+    let (_dir, path) = socket_path("garbage");
     let server = NameServer::start(&path, 0o600).unwrap();
     let good = NameServerClient::connect(server.uri(), "n").unwrap();
     let mut bad = std::os::unix::net::UnixStream::connect(&path).unwrap();

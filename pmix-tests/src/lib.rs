@@ -266,8 +266,9 @@ pub fn run_jobs(
     finished
 }
 
-/// A `pmixrun --nameserver` process that separate runs share; killed (and its URI file
-/// removed) when dropped, so a failing test leaves nothing behind.
+/// A `pmixrun --nameserver` process that separate runs share; killed (and its directory, which
+/// holds its URI file and, as its `TMPDIR`, its socket's, removed) when dropped, so a failing
+/// test leaves nothing behind.
 #[derive(Debug)]
 pub struct NameServerProcess {
     child: Option<std::process::Child>,
@@ -292,15 +293,21 @@ impl NameServerProcess {
         ));
         std::fs::create_dir(&dir).expect("creating a directory for the URI file");
         let file = dir.join("ns.uri");
+        // Its default socket directory goes into the test's: a name server killed before it
+        // could remove it leaves nothing elsewhere.
         let mut child = Command::new(pmixrun)
             .arg("--nameserver")
             .arg("--report-uri")
             .arg(&file)
+            .env("TMPDIR", &dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .expect("starting pmixrun --nameserver");
+            .unwrap_or_else(|e| {
+                let _ = std::fs::remove_dir_all(&dir);
+                panic!("starting pmixrun --nameserver: {e}")
+            });
         let out = child.stdout.take().expect("stdout");
         let (tx, lines) = unbounded();
         std::thread::spawn(move || {
@@ -366,8 +373,7 @@ impl Drop for NameServerProcess {
             let _ = child.kill();
             let _ = child.wait();
         }
-        let _ = std::fs::remove_file(&self.file);
-        let _ = std::fs::remove_dir(&self.dir);
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -66,8 +66,9 @@ impl RunJobs<'_> {
 
     /// Starts the processes of a registered job in rank order, each with the environment
     /// `setup_fork` gives plus its application context's `user_env`, tagging their output
-    /// with `tag`. Stops at the first that cannot start: returns the pids of those started
-    /// (ranks 0, 1, ...) and why the next one could not.
+    /// with `tag`. Starts none if their descriptors would not fit within pmixrun's limit, and
+    /// stops at the first that cannot start: returns the pids of those started (ranks 0, 1,
+    /// ...) and why the next one could not.
     pub(crate) fn start(
         &self,
         nspace: &Nspace,
@@ -76,6 +77,9 @@ impl RunJobs<'_> {
         layout: &Layout,
         user_env: &[Vec<(OsString, OsString)>],
     ) -> (Vec<Pid>, Option<LaunchError>) {
+        if let Err(e) = launch::check_descriptors(layout.size) {
+            return (Vec::new(), Some(e));
+        }
         let wdirs: Vec<_> = apps.iter().map(|a| job::wdir_of(a, &self.cwd)).collect();
         // Each application context's program, found when its first process starts.
         let mut paths: Vec<Option<PathBuf>> = vec![None; apps.len()];
@@ -232,6 +236,10 @@ impl Jobs for RunJobs<'_> {
 
     fn signal(&mut self, pid: Pid, sig: Signal) {
         launch::signal(pid, sig);
+    }
+
+    fn has_ended(&mut self, pid: Pid) -> bool {
+        launch::has_ended(pid)
     }
 
     fn proc_ended(&mut self, proc: &Proc) {

@@ -166,6 +166,48 @@ pub(crate) fn check_app(
     })
 }
 
+/// The descriptors pmixrun keeps per process: the read ends of its stdout and stderr pipes,
+/// and the server's end of its connection.
+const FDS_PER_PROCESS: u64 = 3;
+
+/// Descriptors kept free beyond those: what starting one process takes for a moment (its ends
+/// of the pipes, std's error pipe, a PMI-1 socket pair) and what pmixrun itself may still open.
+const FDS_SPARE: u64 = 16;
+
+/// Checks that `n` more processes fit within pmixrun's descriptor limit, before any of them
+/// is started: a job is started whole or not at all.
+pub(crate) fn check_descriptors(n: u32) -> Result<(), LaunchError> {
+    use nix::sys::resource::{Resource, getrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return Ok(());
+    };
+    // Those open now (less the one reading the directory).
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return Ok(());
+    };
+    let open = (dir.count() as u64).saturating_sub(1);
+    let need = FDS_PER_PROCESS * u64::from(n) + FDS_SPARE;
+    if open + need <= soft {
+        return Ok(());
+    }
+    let fits = soft.saturating_sub(open + FDS_SPARE) / FDS_PER_PROCESS;
+    let want = open + need;
+    let remedy = if want <= hard {
+        format!("raise it with `ulimit -n {want}` (the hard limit is {hard})")
+    } else {
+        format!("the hard limit is {hard}: ask for more, or start fewer processes")
+    };
+    Err(LaunchError {
+        message: format!(
+            "not enough file descriptors for {n} processes: pmixrun keeps about \
+             {FDS_PER_PROCESS} per process and may open {soft} (`ulimit -n`), {open} of them \
+             open already, so {fits} more processes fit; {remedy}"
+        ),
+        code: 1,
+        status: Status::ERR_OUT_OF_RESOURCE,
+    })
+}
+
 /// Everything one process is started with.
 pub(crate) struct Spawn<'a> {
     /// The program's file, as [`find_program`] found it.
@@ -207,17 +249,40 @@ fn inheritable(fd: OwnedFd) -> std::io::Result<OwnedFd> {
     Ok(fd)
 }
 
-/// Starts one process, directly: std's `Command` (posix_spawn or fork and exec) in its own
-/// process group, so that a terminal's Ctrl-C reaches only pmixrun (which passes it on once),
-/// and so that signals reach whatever the process started.
+/// The first argument of pmixrun started by itself as a process of a job, before it execs the
+/// job's program: [`exec_program`].
+pub(crate) const EXEC_MARKER: &str = "--pmixrun-internal-exec";
+
+/// pmixrun's own program, as the kernel knows it (also when its file was replaced since).
+const SELF: &str = "/proc/self/exe";
+
+/// Starts one process: std's `Command` (posix_spawn or fork and exec) runs pmixrun's own
+/// program again ([`EXEC_MARKER`]), which asks for SIGKILL should pmixrun die
+/// (`PR_SET_PDEATHSIG`, kept across exec) and execs the job's program in place, same process,
+/// same pid ([`exec_program`]); so no process of a job outlives pmixrun, even killed with
+/// SIGKILL or crashed. The process is in its own process group, so that a terminal's Ctrl-C
+/// reaches only pmixrun (which passes it on once), and so that signals reach whatever the
+/// process started.
+///
+/// The parent-death signal is sent when the *thread* that created the process ends, not the
+/// process: every process is created here, on pmixrun's main thread (the supervisor's), which
+/// lives as long as pmixrun. The kernel clears it on the exec of a set-user-ID or set-group-ID
+/// program (or one with file capabilities), which then does not die with pmixrun. Processes
+/// the process itself starts are its own to end.
 ///
 /// The process starts with an empty signal mask and every signal at its default action unless
 /// pmixrun's own parent had it ignored: pmixrun blocks no signal (`main` empties its mask and
 /// catches the signals it forwards with handlers, which exec resets), and std resets the
-/// SIGPIPE that Rust programs ignore. (glibc's posix_spawn, which std uses, leaves glibc's own
-/// two signals below SIGRTMIN, 32 and 33, ignored, as in every process started that way; no
-/// program sees them.) Its stdin is /dev/null; its stdout and stderr are pipes for [`watch`].
+/// SIGPIPE that Rust programs ignore (at each exec). (glibc's posix_spawn, which std uses,
+/// leaves glibc's own two signals below SIGRTMIN, 32 and 33, ignored, as in every process
+/// started that way; no program sees them.) Its stdin is /dev/null; its stdout and stderr are
+/// pipes for [`watch`].
 pub(crate) fn start(mut s: Spawn<'_>) -> Result<Child, LaunchError> {
+    debug_assert_eq!(
+        std::thread::current().name(),
+        Some("main"),
+        "the parent-death signal follows the thread that creates a process"
+    );
     let pmi_fd = s.pmi_fd.take();
     let failed = |e: std::io::Error| LaunchError {
         message: format!(
@@ -240,14 +305,7 @@ pub(crate) fn start(mut s: Spawn<'_>) -> Result<Child, LaunchError> {
         None => None,
     };
     let pmi_fd = inherited.as_ref().map(AsRawFd::as_raw_fd);
-    let spawned = match command(&s, None, pmi_fd).spawn() {
-        // A file the kernel cannot execute: execvp, hence a shell and Hydra, run it with the
-        // shell (a script without `#!`); posix_spawn does not.
-        Err(e) if e.raw_os_error() == Some(nix::errno::Errno::ENOEXEC as i32) => {
-            command(&s, Some(Path::new("/bin/sh")), pmi_fd).spawn()
-        }
-        r => r,
-    };
+    let spawned = command(&s, pmi_fd).spawn();
     // pmixrun's copy goes at once (the process has its own): the connection must close when
     // the process ends, and no later process may inherit it.
     drop(inherited);
@@ -255,25 +313,22 @@ pub(crate) fn start(mut s: Spawn<'_>) -> Result<Child, LaunchError> {
     spawned.map_err(failed)
 }
 
-/// The command that starts `s`: its program, or `shell` running it as a script.
-fn command(s: &Spawn<'_>, shell: Option<&Path>, pmi_fd: Option<i32>) -> Command {
+/// The command that starts `s`: pmixrun's own program, which [`exec_program`]s it.
+fn command(s: &Spawn<'_>, pmi_fd: Option<i32>) -> Command {
     use std::os::unix::process::CommandExt;
-    let mut cmd = match shell {
-        Some(sh) => {
-            let mut c = Command::new(sh);
-            c.arg(s.path);
-            c
-        }
-        None => Command::new(s.path),
-    };
-    // The program sees its name as given, as execvp would have shown it.
-    cmd.arg0(&s.app.program);
+    let mut cmd = Command::new(SELF);
+    cmd.arg0("pmixrun")
+        .arg(EXEC_MARKER)
+        .arg(std::process::id().to_string())
+        .arg(s.path)
+        // The program sees its name as given, as execvp would have shown it.
+        .arg(&s.app.program)
+        .args(&s.app.args);
     for name in s.scrub {
         cmd.env_remove(name);
     }
-    cmd.args(&s.app.args)
-        // The PMIx variables come last: a stray `-x PMIX_RANK=...` must not break the job.
-        .envs(s.user_env.iter().map(|(k, v)| (k, v)))
+    // The PMIx variables come last: a stray `-x PMIX_RANK=...` must not break the job.
+    cmd.envs(s.user_env.iter().map(|(k, v)| (k, v)))
         .envs(s.pmix_env.iter().map(|(k, v)| (k, v)))
         .current_dir(s.wdir)
         .stdin(Stdio::null())
@@ -284,6 +339,45 @@ fn command(s: &Spawn<'_>, shell: Option<&Path>, pmi_fd: Option<i32>) -> Command 
         cmd.env("PMI_FD", fd.to_string());
     }
     cmd
+}
+
+/// pmixrun started by [`start`] with `args` (those after [`EXEC_MARKER`]: pmixrun's pid, the
+/// program's file, its `argv[0]`, its arguments): asks to be killed when pmixrun's thread that
+/// started it ends and execs the program. Returns only if that fails, with the exit status a
+/// shell gives, after saying why on stderr (the process's, which pmixrun forwards).
+pub(crate) fn exec_program(args: &[OsString]) -> u8 {
+    use std::os::unix::process::CommandExt;
+    let [parent, path, arg0, rest @ ..] = args else {
+        eprintln!("pmixrun: {EXEC_MARKER} is pmixrun's own; not for use");
+        return 2;
+    };
+    if let Err(e) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
+        eprintln!("pmixrun: cannot ask to die with pmixrun: {}", e.desc());
+        return 1;
+    }
+    // pmixrun may have died before that; then no signal will come.
+    let parent: Option<i32> = parent.to_str().and_then(|p| p.parse().ok());
+    if parent != Some(nix::unistd::getppid().as_raw()) {
+        return 1;
+    }
+    let e = Command::new(path).arg0(arg0).args(rest).exec();
+    // A file the kernel cannot execute: execvp, hence a shell and Hydra, run it with the
+    // shell (a script without `#!`).
+    let e = if e.raw_os_error() == Some(nix::errno::Errno::ENOEXEC as i32) {
+        Command::new("/bin/sh")
+            .arg0(arg0)
+            .arg(path)
+            .args(rest)
+            .exec()
+    } else {
+        e
+    };
+    eprintln!(
+        "pmixrun: cannot start {}: {}",
+        arg0.to_string_lossy(),
+        describe(&e)
+    );
+    exit_code_for(&e)
 }
 
 /// Watches a process [`start`] started as `proc` of the job tagged `job`: a thread per output
@@ -343,6 +437,19 @@ pub(crate) fn abandon(mut child: Child) {
     let _ = killpg(pid, Signal::SIGKILL);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+/// True if the process `pid`, started by [`start`], ended: a zombie its waiter has not reaped
+/// yet, or reaped already (then it is no child of pmixrun's any more, even if its pid was
+/// taken again). It is not reaped here.
+pub(crate) fn has_ended(pid: Pid) -> bool {
+    use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(pid), flags) {
+        Ok(WaitStatus::StillAlive) => false,
+        Ok(_) | Err(nix::errno::Errno::ECHILD) => true,
+        Err(_) => false,
+    }
 }
 
 /// Sends `sig` to the process group of a process started by [`start`].

@@ -15,7 +15,6 @@ mod launch;
 mod output;
 mod supervise;
 
-use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -117,19 +116,24 @@ fn connect_nameserver(given: Option<&str>) -> Result<Option<Arc<NameServerClient
         .map_err(|e| format!("cannot use the name server {uri}: {e}"))
 }
 
+/// The name server's default directory, `pmixrs-ns.<pid>.<random>` under $TMPDIR.
+const NAMESERVER_PREFIX: &str = "pmixrs-ns";
+
+/// The name server's socket in its default directory.
+const NAMESERVER_SOCKET: &str = "names.sock";
+
 /// `pmixrun --nameserver`: serves names until SIGINT, SIGTERM or SIGHUP.
 fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result<u8, String> {
     let (path, dir) = match &opts.socket {
         Some(p) => (p.clone(), None),
         None => {
-            let dir = std::env::temp_dir().join(format!("pmixrs-ns.{}", std::process::id()));
-            std::fs::DirBuilder::new()
-                .mode(0o700)
-                .create(&dir)
-                .map_err(|e| {
-                    format!("cannot create {}: {}", dir.display(), launch::describe(&e))
-                })?;
-            (dir.join("names.sock"), Some(dir))
+            // Unpredictable, so that nobody can take it first; those of name servers killed
+            // before they could remove theirs go first.
+            let tmp = std::env::temp_dir();
+            pmix_server::rendezvous::remove_stale_dirs(&tmp, NAMESERVER_PREFIX, NAMESERVER_SOCKET);
+            let dir = pmix_server::rendezvous::create_private_dir(&tmp, NAMESERVER_PREFIX)
+                .map_err(|e| format!("cannot make the name server's directory: {e}"))?;
+            (dir.join(NAMESERVER_SOCKET), Some(dir))
         }
     };
     let cleanup = |report: Option<&PathBuf>| {
@@ -268,6 +272,9 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    if argv.first().is_some_and(|a| a == launch::EXEC_MARKER) {
+        return ExitCode::from(launch::exec_program(&argv[1..]));
+    }
     let mode = match cli::parse_mode(argv) {
         Ok(m) => m,
         Err(e) => e.exit(),

@@ -31,6 +31,10 @@ pub(crate) const GRACE: Duration = Duration::from_secs(2);
 /// process stuck in the kernel cannot be killed at all).
 const AFTER_KILL: Duration = Duration::from_secs(5);
 
+/// How long a failure waits for the reports of processes that had already ended when it was
+/// reported (their waiter threads report within microseconds; this only bounds a lost one).
+const SETTLE: Duration = Duration::from_secs(1);
+
 /// The exit status of a run that exceeded `--timeout`, as `timeout(1)` uses.
 pub(crate) const TIMEOUT_STATUS: u8 = 124;
 
@@ -45,6 +49,8 @@ pub(crate) trait Jobs {
     ) -> Result<Started, SpawnFailed>;
     /// Sends `sig` to the process group `pid`.
     fn signal(&mut self, pid: Pid, sig: Signal);
+    /// True if the process `pid` ended, whether or not its end was reported yet.
+    fn has_ended(&mut self, pid: Pid) -> bool;
     /// A process ended.
     fn proc_ended(&mut self, proc: &Proc);
     /// Every process of `nspace` ended (or will never start): let the namespace go.
@@ -94,6 +100,29 @@ struct Job {
     ended: bool,
 }
 
+/// Why a process's end fails the run.
+#[derive(Debug)]
+struct Failure {
+    status: u8,
+    reason: String,
+    /// Killed by a signal (nobody in the run sent one yet: the run was not stopping).
+    by_signal: bool,
+}
+
+/// The first failure reported, held until the ends of the processes that had ended with it
+/// are reported too: the waiter threads report in no particular order, so the failure
+/// reported first need not be the first that happened. A rank killed while another fences
+/// with it is the typical case: the other's fence fails, it exits with an error, and its
+/// waiter may well report before the killed rank's does.
+#[derive(Debug)]
+struct Settling {
+    /// The failures reported so far, in the order they were.
+    failures: Vec<Failure>,
+    /// The processes that had ended when the first was reported, not reported yet.
+    waiting: Vec<Proc>,
+    give_up_at: Instant,
+}
+
 #[derive(Debug, Clone, Copy)]
 struct Stopping {
     /// When the remaining processes get SIGKILL, unless that happened already.
@@ -112,6 +141,8 @@ pub(crate) struct Supervisor<J: Jobs> {
     index: HashMap<Nspace, usize>,
     /// The exit status, set by the first failure.
     status: Option<u8>,
+    /// A failure waiting for the reports of processes that ended with it.
+    settling: Option<Settling>,
     stopping: Option<Stopping>,
     /// `--timeout` and its deadline.
     timeout: Option<(Duration, Instant)>,
@@ -125,6 +156,53 @@ fn signal_name(sig: i32) -> String {
     Signal::try_from(sig)
         .map(|s| s.as_str().to_owned())
         .unwrap_or_else(|_| format!("signal {sig}"))
+}
+
+/// Why `who`'s end with `status` fails the run, if it does; `unfinalized` if it connected and
+/// never finalized.
+fn failure_of(
+    who: &str,
+    status: std::io::Result<ExitStatus>,
+    unfinalized: bool,
+) -> Option<Failure> {
+    let fail = |status, reason| {
+        Some(Failure {
+            status,
+            reason,
+            by_signal: false,
+        })
+    };
+    let status = match status {
+        Ok(s) => s,
+        Err(e) => {
+            return fail(
+                1,
+                format!("cannot wait for {who}: {}", crate::launch::describe(&e)),
+            );
+        }
+    };
+    let without = if unfinalized {
+        " without calling finalize"
+    } else {
+        ""
+    };
+    match (status.code(), status.signal()) {
+        (Some(0), _) if unfinalized => fail(
+            1,
+            format!("{who} exited with status 0 without calling finalize"),
+        ),
+        (Some(0), _) => None,
+        (Some(code), _) => fail(
+            u8::try_from(code).unwrap_or(1),
+            format!("{who} exited with status {code}{without}"),
+        ),
+        (None, Some(sig)) => Some(Failure {
+            status: u8::try_from(128 + sig).unwrap_or(255),
+            reason: format!("{who} was killed by {}{without}", signal_name(sig)),
+            by_signal: true,
+        }),
+        (None, None) => fail(1, format!("{who} ended with {status}")),
+    }
 }
 
 /// The process groups of the processes still running.
@@ -144,6 +222,7 @@ impl<J: Jobs> Supervisor<J> {
             table: Vec::new(),
             index: HashMap::new(),
             status: None,
+            settling: None,
             stopping: None,
             timeout: timeout.map(|t| (t, Instant::now() + t)),
         }
@@ -248,6 +327,7 @@ impl<J: Jobs> Supervisor<J> {
         if self.status.is_some() {
             return;
         }
+        self.settling = None;
         let others = alive(&self.table).next().is_some();
         let tail = if others { "; killing the job" } else { "" };
         self.jobs.say(&format!("{reason}{tail}"));
@@ -268,33 +348,55 @@ impl<J: Jobs> Supervisor<J> {
             return;
         }
         let who = self.who(proc);
-        let status = match status {
-            Ok(s) => s,
-            Err(e) => {
-                let reason = format!("cannot wait for {who}: {}", crate::launch::describe(&e));
-                return self.fail(1, reason);
+        let failure = failure_of(&who, status, unfinalized);
+        if let Some(settling) = &mut self.settling {
+            settling.waiting.retain(|w| w != proc);
+            settling.failures.extend(failure);
+            if settling.waiting.is_empty() {
+                self.settle();
             }
+            return;
+        }
+        let Some(failure) = failure else { return };
+        if self.status.is_some() {
+            return;
+        }
+        // Processes that ended too, whose reports are still on their way.
+        let mut waiting = Vec::new();
+        for job in self.table.iter().filter(|j| !j.doomed) {
+            for (rank, p) in (0u32..).zip(&job.procs) {
+                match p.pid {
+                    Some(pid) if !p.gone && self.jobs.has_ended(pid) => {
+                        waiting.push(Proc::new(job.nspace.clone(), rank));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if waiting.is_empty() {
+            return self.fail(failure.status, failure.reason);
+        }
+        tracing::debug!(?waiting, "a failure waits for the ends reported after it");
+        self.settling = Some(Settling {
+            failures: vec![failure],
+            waiting,
+            give_up_at: Instant::now() + SETTLE,
+        });
+    }
+
+    /// Decides between failures that happened together: a process killed by a signal cannot
+    /// have been reacting to another's end (nobody in the run signalled it), whereas one that
+    /// exited with an error status may have been (its fence or get failed because a peer was
+    /// gone), so the first killed process is blamed, or else the first reported.
+    fn settle(&mut self) {
+        let Some(settling) = self.settling.take() else {
+            return;
         };
-        let without = if unfinalized {
-            " without calling finalize"
-        } else {
-            ""
-        };
-        match (status.code(), status.signal()) {
-            (Some(0), _) if unfinalized => self.fail(
-                1,
-                format!("{who} exited with status 0 without calling finalize"),
-            ),
-            (Some(0), _) => {}
-            (Some(code), _) => {
-                let reason = format!("{who} exited with status {code}{without}");
-                self.fail(u8::try_from(code).unwrap_or(1), reason);
-            }
-            (None, Some(sig)) => {
-                let reason = format!("{who} was killed by {}{without}", signal_name(sig));
-                self.fail(u8::try_from(128 + sig).unwrap_or(255), reason);
-            }
-            (None, None) => self.fail(1, format!("{who} ended with {status}")),
+        let mut failures = settling.failures;
+        let first = failures.iter().position(|f| f.by_signal).unwrap_or(0);
+        if first < failures.len() {
+            let f = failures.swap_remove(first);
+            self.fail(f.status, f.reason);
         }
     }
 
@@ -347,6 +449,8 @@ impl<J: Jobs> Supervisor<J> {
                 message,
                 done,
             } => {
+                // A failure that happened before is decided first.
+                self.settle();
                 let who = self.who(&proc);
                 let reason = if message.is_empty() {
                     format!("{who} called abort with status {}", status.0)
@@ -365,6 +469,7 @@ impl<J: Jobs> Supervisor<J> {
                 done,
             } => self.spawn(&parent, &job_info, &apps, done),
             Event::Signal(sig) => {
+                self.settle();
                 if self.stopping.is_some() {
                     // A second Ctrl-C, or one while the run is already going: no more grace.
                     self.jobs
@@ -394,6 +499,9 @@ impl<J: Jobs> Supervisor<J> {
 
     /// The next instant at which something must happen without an event.
     fn deadline(&self) -> Option<Instant> {
+        if let Some(s) = &self.settling {
+            return Some(s.give_up_at);
+        }
         match self.stopping {
             Some(s) => s.kill_at.or(s.give_up_at),
             None => self.timeout.map(|(_, at)| at),
@@ -401,6 +509,11 @@ impl<J: Jobs> Supervisor<J> {
     }
 
     fn on_deadline(&mut self) -> bool {
+        if self.settling.is_some() {
+            tracing::warn!("processes that ended were never reported; deciding without them");
+            self.settle();
+            return true;
+        }
         match self.stopping {
             Some(Stopping {
                 kill_at: Some(_), ..
@@ -447,6 +560,7 @@ impl<J: Jobs> Supervisor<J> {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
+        self.settle();
         // Namespaces of processes left behind go too: pmixrun is ending.
         for job in self.table.iter_mut().filter(|j| !j.ended) {
             job.ended = true;
@@ -488,6 +602,8 @@ mod tests {
         /// The answers `spawn` gives, in order; a spawn beyond them is refused.
         outcomes: VecDeque<Result<Started, SpawnFailed>>,
         spawned_by: Vec<Proc>,
+        /// The processes that ended, for `has_ended`, whether or not their ends were reported.
+        ended: Vec<i32>,
         signals: Vec<(i32, Signal)>,
         procs_ended: Vec<Proc>,
         jobs_ended: Vec<String>,
@@ -518,6 +634,9 @@ mod tests {
         fn signal(&mut self, pid: Pid, sig: Signal) {
             self.0.borrow_mut().signals.push((pid.as_raw(), sig));
         }
+        fn has_ended(&mut self, pid: Pid) -> bool {
+            self.0.borrow().ended.contains(&pid.as_raw())
+        }
         fn proc_ended(&mut self, proc: &Proc) {
             self.0.borrow_mut().procs_ended.push(proc.clone());
         }
@@ -545,6 +664,14 @@ mod tests {
         Event::Exited {
             proc: p(nspace, rank),
             status: exit(code),
+        }
+    }
+
+    /// `rank` of `nspace` killed by signal `sig`.
+    fn signalled(nspace: &str, rank: u32, sig: i32) -> Event {
+        Event::Exited {
+            proc: p(nspace, rank),
+            status: Ok(ExitStatus::from_raw(sig)),
         }
     }
 
@@ -611,6 +738,38 @@ mod tests {
         };
         assert_eq!(run(1, vec![killed]), 137);
         assert_eq!(run(1, vec![Signal(nix::sys::signal::SIGINT), ok(0)]), 130);
+    }
+
+    /// Rank 0 is killed while rank 1 fences with it; rank 1's fence fails and it exits with
+    /// status 1. Its waiter reports first, but rank 0 had already ended then: rank 0 is
+    /// blamed, with its status.
+    #[test]
+    fn a_killed_rank_is_blamed_even_when_the_rank_it_failed_reports_first() {
+        use Event::*;
+        let fake = Fake::default();
+        fake.0.borrow_mut().ended = vec![100, 101];
+        let mut events: Vec<Event> = (0..3).map(|r| Connected(p("job", r))).collect();
+        events.extend([
+            exited("job", 1, 1),
+            signalled("job", 0, 9),
+            exited("job", 2, 143),
+        ]);
+        assert_eq!(run_with(&fake, 3, events), 137);
+        let log = fake.0.borrow();
+        let blamed = "rank 0 was killed by SIGKILL without calling finalize; killing the job";
+        assert_eq!(log.said, [blamed]);
+        let left = [(102, nix::sys::signal::SIGTERM)];
+        assert_eq!(log.signals, left, "only rank 2 is left");
+
+        // Ended on its own, with nobody else ended: blamed at once, as before.
+        let fake = Fake::default();
+        fake.0.borrow_mut().ended = vec![101];
+        let events = vec![exited("job", 1, 1), exited("job", 0, 143)];
+        assert_eq!(run_with(&fake, 2, events), 1);
+        assert_eq!(
+            fake.0.borrow().said,
+            ["rank 1 exited with status 1; killing the job"]
+        );
     }
 
     #[test]

@@ -1,9 +1,11 @@
 //! What a process pmixrun starts inherits: its signal mask and dispositions, its descriptors
-//! (its own PMI-1 connection as `PMI_FD`, and nobody else's), its `argv[0]`. Each run is
-//! bounded by pmixrun's `--timeout` and by a deadline here.
+//! (its own PMI-1 connection as `PMI_FD`, and nobody else's), its `argv[0]`; that it dies with
+//! pmixrun; what pmixrun leaves in its temporary directory, and what it starts when
+//! descriptors are short. Each run is bounded by pmixrun's `--timeout` and by a deadline here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
+use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -65,6 +67,37 @@ fn run(mut cmd: Command) -> Run {
         status,
         stdout: collect(stdout),
         stderr: collect(stderr),
+    }
+}
+
+/// A directory of the test's own, removed with what it holds when dropped, also when the test
+/// fails.
+struct TestDir(std::path::PathBuf);
+
+impl TestDir {
+    fn new(tag: &str) -> TestDir {
+        let dir =
+            std::env::temp_dir().join(format!("pmixrun-children.{}.{tag}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).expect("a temporary directory");
+        TestDir(dir)
+    }
+
+    /// The names in it that start with `prefix`.
+    fn entries(&self, prefix: &str) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("reading the test directory")
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with(prefix))
+            .collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -271,8 +304,8 @@ fn the_program_sees_its_name_as_given_and_scripts_without_interpreter_line_run()
     assert_eq!(r.stdout, "cat\0/proc/self/cmdline\0\n");
 
     // A script without `#!` runs with the shell, as execvp (and so a shell, or Hydra) runs it.
-    let dir = std::env::temp_dir().join(format!("pmixrun-children.{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary directory");
+    let dir = TestDir::new("script");
+    let dir = &dir.0;
     let script = dir.join("plain-script");
     std::fs::write(&script, "echo \"script $PMIX_RANK $1\"\n").expect("writing the script");
     let mut perms = std::fs::metadata(&script)
@@ -289,9 +322,223 @@ fn the_program_sees_its_name_as_given_and_scripts_without_interpreter_line_run()
         "./plain-script",
         "arg",
     ]));
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
     let mut lines: Vec<&str> = r.stdout.lines().collect();
     lines.sort_unstable();
     assert_eq!(lines, ["script 0 arg", "script 1 arg"], "{r:?}");
+}
+
+/// Processes this test must kill should it fail (they would otherwise outlive it).
+struct Reap(Vec<Pid>);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        for pid in &self.0 {
+            let _ = kill(*pid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// A started command's stdout, line by line.
+fn stdout_lines(child: &mut std::process::Child) -> crossbeam_channel::Receiver<String> {
+    use std::io::BufRead;
+    let out = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+    let (tx, lines) = unbounded();
+    std::thread::spawn(move || {
+        // Until the pipe closes, or nobody listens any more.
+        let _ = out
+            .lines()
+            .map_while(Result::ok)
+            .try_for_each(|l| tx.send(l));
+    });
+    lines
+}
+
+/// Waits for `child` at most [`DEADLINE`]; past it, kills it and fails the test.
+fn wait(mut child: std::process::Child, what: &str) -> ExitStatus {
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let (tx, done) = unbounded();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    match done.recv_timeout(DEADLINE) {
+        Ok(s) => s.expect("waiting"),
+        Err(_) => {
+            let _ = kill(pid, Signal::SIGKILL);
+            panic!("{what} did not end within {DEADLINE:?}");
+        }
+    }
+}
+
+/// Starts `pmixrun --nameserver` with `TMPDIR` `tmp` and waits for the URI it prints.
+fn start_nameserver(mut cmd: Command, tmp: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = cmd
+        .env("TMPDIR", tmp)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("starting pmixrun --nameserver");
+    let lines = stdout_lines(&mut child);
+    match lines.recv_timeout(DEADLINE) {
+        Ok(uri) => (child, uri),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the name server printed no URI within {DEADLINE:?}: {e}")
+        }
+    }
+}
+
+#[test]
+fn a_killed_pmixrun_takes_its_processes_along_and_its_leftovers_go() {
+    use std::os::fd::AsFd;
+    let tmp = TestDir::new("kill");
+    // Each rank holds the FIFO open for writing; reading it ends when every rank has ended.
+    let fifo = tmp.0.join("alive");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let reader = std::fs::File::options()
+        .read(true)
+        .custom_flags(libc_o_nonblock())
+        .open(&fifo)
+        .expect("opening the FIFO");
+    let mut cmd = pmixrun(&[
+        "-n",
+        "2",
+        "sh",
+        "-c",
+        r#"exec 3>"$1"; echo "ready $$"; exec sleep 600"#,
+        "sh",
+    ]);
+    cmd.arg(&fifo)
+        .env("TMPDIR", &tmp.0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let mut child = cmd.spawn().expect("starting pmixrun");
+    let pmixrun_pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let mut ranks = Reap(vec![pmixrun_pid]);
+    let lines = stdout_lines(&mut child);
+    while ranks.0.len() < 3 {
+        match lines.recv_timeout(DEADLINE) {
+            Ok(l) => {
+                let pid = l.strip_prefix("ready ").and_then(|p| p.parse().ok());
+                let pid = pid.unwrap_or_else(|| panic!("unexpected output {l:?}"));
+                ranks.0.push(Pid::from_raw(pid));
+            }
+            Err(e) => panic!("the ranks never got ready: {e}"),
+        }
+    }
+    assert_eq!(tmp.entries("pmixrs.").len(), 1, "one rendezvous directory");
+    kill(pmixrun_pid, Signal::SIGKILL).expect("killing pmixrun");
+    let status = wait(child, "pmixrun after SIGKILL");
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+
+    // Every rank is gone once the FIFO has no writer left.
+    nix::fcntl::fcntl(
+        reader.as_fd(),
+        nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::empty()),
+    )
+    .expect("making the FIFO blocking");
+    let (tx, eof) = unbounded();
+    std::thread::spawn(move || {
+        let mut reader = reader;
+        let mut buf = [0u8; 16];
+        let _ = tx.send(reader.read(&mut buf));
+    });
+    match eof.recv_timeout(Duration::from_secs(10)) {
+        Ok(Ok(0)) => {}
+        Ok(r) => panic!("reading the FIFO: {r:?}"),
+        Err(_) => panic!(
+            "the ranks {:?} outlived pmixrun by 10 s (killed now)",
+            &ranks.0[1..]
+        ),
+    }
+
+    // The rendezvous directory it could not remove goes with the next pmixrun's start.
+    assert_eq!(tmp.entries("pmixrs.").len(), 1, "left behind by SIGKILL");
+    let mut next = pmixrun(&["-n", "1", "true"]);
+    next.env("TMPDIR", &tmp.0);
+    let r = run(next);
+    assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
+    assert_eq!(tmp.entries("pmixrs."), Vec::<String>::new());
+
+    // The same for the name server's default directory.
+    let mut ns = Command::new(env!("CARGO_BIN_EXE_pmixrun"));
+    ns.arg("--nameserver");
+    let (mut first, _) = start_nameserver(ns, &tmp.0);
+    first.kill().expect("killing the name server");
+    let _ = wait(first, "the name server after SIGKILL");
+    assert_eq!(tmp.entries("pmixrs-ns.").len(), 1, "left behind by SIGKILL");
+    let mut ns = Command::new(env!("CARGO_BIN_EXE_pmixrun"));
+    ns.arg("--nameserver");
+    let (second, uri) = start_nameserver(ns, &tmp.0);
+    let second_pid = Pid::from_raw(i32::try_from(second.id()).expect("pid"));
+    let _reap = Reap(vec![second_pid]);
+    assert_eq!(
+        tmp.entries("pmixrs-ns.").len(),
+        1,
+        "only the second's: {uri}"
+    );
+    kill(second_pid, Signal::SIGTERM).expect("stopping the name server");
+    let status = wait(second, "the name server after SIGTERM");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(tmp.entries("pmixrs-ns."), Vec::<String>::new());
+}
+
+/// O_NONBLOCK, for opening a FIFO's read end before any writer.
+fn libc_o_nonblock() -> i32 {
+    nix::fcntl::OFlag::O_NONBLOCK.bits()
+}
+
+#[test]
+fn names_taken_in_advance_stop_neither_pmixrun_nor_its_name_server() {
+    let tmp = TestDir::new("taken");
+    // `$$` is pmixrun's pid once the shell execs it: the names a predictable scheme would use
+    // (`pmixrs.<pid>.0`, `pmixrs-ns.<pid>`) are taken before pmixrun starts.
+    let take = r#"mkdir "$TMPDIR/pmixrs.$$.0" "$TMPDIR/pmixrs-ns.$$" && exec "$0" "$@""#;
+    let mut job = Command::new("sh");
+    job.args(["-c", take, env!("CARGO_BIN_EXE_pmixrun")])
+        .args(["--timeout", "50", "-n", "1", "true"])
+        .env("TMPDIR", &tmp.0);
+    let r = run(job);
+    assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
+
+    let mut ns = Command::new("sh");
+    ns.args(["-c", take, env!("CARGO_BIN_EXE_pmixrun"), "--nameserver"]);
+    let (child, uri) = start_nameserver(ns, &tmp.0);
+    let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let _reap = Reap(vec![pid]);
+    assert!(uri.starts_with("unix:/"), "{uri}");
+    kill(pid, Signal::SIGTERM).expect("stopping the name server");
+    assert_eq!(wait(child, "the name server").code(), Some(0));
+    // Only the names taken in advance are left, two per run (the test's to remove).
+    assert_eq!(tmp.entries("pmixrs").len(), 4, "{:?}", tmp.entries(""));
+}
+
+#[test]
+fn a_job_needing_more_descriptors_than_allowed_is_not_started() {
+    let limited = |n: &str| {
+        let mut cmd = Command::new("sh");
+        cmd.args([
+            "-c",
+            r#"ulimit -n 64 && exec "$0" "$@""#,
+            env!("CARGO_BIN_EXE_pmixrun"),
+        ])
+        .args(["--timeout", "50", "-n", n, "sh", "-c", "echo started"]);
+        run(cmd)
+    };
+    let r = limited("40");
+    assert_eq!(r.status.code(), Some(1), "{r:?}");
+    assert_eq!(r.stdout, "", "no process started: {r:?}");
+    assert!(
+        r.stderr.contains("ulimit -n") && r.stderr.contains("64") && r.stderr.contains("40"),
+        "the message names the limit and the remedy: {r:?}"
+    );
+    let r = limited("4");
+    assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
+    assert_eq!(r.stdout.lines().count(), 4, "{r:?}");
 }

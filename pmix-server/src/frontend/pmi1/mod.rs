@@ -87,8 +87,17 @@ enum Pending {
     Initack,
     Put,
     Barrier,
-    Get(Key),
-    Mapping,
+    /// A key of a KVS.
+    Get {
+        key: Key,
+        kvs: Nspace,
+    },
+    /// A key of another KVS was not found: does that KVS exist at all?
+    KvsExists {
+        key: Key,
+        kvs: Nspace,
+    },
+    Mapping(Nspace),
     Publish,
     Unpublish,
     Lookup(Key),
@@ -118,6 +127,8 @@ pub(crate) struct Pmi1Conn {
     /// Bytes of `input` already consumed.
     consumed: usize,
     pending: Option<(u32, Pending)>,
+    /// A request to make, before the next line is read, to word a reply.
+    follow_up: Option<(Pending, Request)>,
     next_id: u32,
     spawn: Option<SpawnBuilder>,
     /// The current `mcmd=spawn` block, line by line.
@@ -145,6 +156,7 @@ impl Pmi1Conn {
             input: Vec::new(),
             consumed: 0,
             pending: None,
+            follow_up: None,
             next_id: 0,
             spawn: None,
             block: None,
@@ -194,6 +206,11 @@ impl Pmi1Conn {
     pub(crate) fn step(&mut self, common: &mut Common, out: &mut Vec<u8>) -> Step {
         if self.closing {
             return Step::Idle;
+        }
+        if self.pending.is_none() {
+            if let Some((pending, req)) = self.follow_up.take() {
+                return self.request(pending, req);
+            }
         }
         while self.pending.is_none() && matches!(self.state, State::Fresh | State::Ready) {
             let line = match self.next_line() {
@@ -481,25 +498,38 @@ impl Pmi1Conn {
                     reply(out, &format!("cmd=barrier_out rc={rc}{}", msg(r.status)));
                 }
             }
-            Pending::Get(key) => match found_value(r, &key) {
+            Pending::Get { key, kvs } => match found_value(r, &key) {
                 Some(Ok(v)) => value_reply(out, &v),
                 Some(Err(why)) => reply(out, &format!("cmd=get_result rc=-1 msg={why}")),
-                None => reply(
-                    out,
-                    &format!(
-                        "cmd=get_result rc=-1 msg=key_{}_not_found",
-                        word(key.as_str())
-                    ),
-                ),
+                // Not found: in another KVS, the KVS itself may be what is unknown, which the
+                // engine's answer does not tell apart; ask it.
+                None if r.status == Status::ERR_NOT_FOUND
+                    && self.proc.as_ref().is_some_and(|me| me.nspace != kvs) =>
+                {
+                    let req = Request::Get {
+                        proc: Proc::new(kvs.clone(), Rank::WILDCARD),
+                        key: None,
+                        info: vec![],
+                    };
+                    self.follow_up = Some((Pending::KvsExists { key, kvs }, req));
+                }
+                None => key_not_found(out, &key),
             },
-            Pending::Mapping => {
+            Pending::KvsExists { key, kvs } => {
+                if ok {
+                    key_not_found(out, &key);
+                } else {
+                    kvs_not_found(out, kvs.as_str());
+                }
+            }
+            Pending::Mapping(kvs) => {
                 let job = match &r.body {
                     ReplyBody::Get { jobs, .. } if ok => jobs.first(),
                     _ => None,
                 };
                 match job {
                     Some(job) => value_reply(out, &job::process_mapping(job, mapping_room())),
-                    None => reply(out, "cmd=get_result rc=-1 msg=kvs_not_found"),
+                    None => kvs_not_found(out, kvs.as_str()),
                 }
             }
             Pending::Publish => {
@@ -582,7 +612,7 @@ impl Pmi1Conn {
             return Step::Idle;
         };
         let Ok(nspace) = Nspace::new(kvs) else {
-            reply(out, "cmd=get_result rc=-1 msg=kvs_not_found");
+            kvs_not_found(out, kvs);
             return Step::Idle;
         };
         if key == PROCESS_MAPPING {
@@ -591,7 +621,7 @@ impl Pmi1Conn {
                 return Step::Idle;
             }
             return self.request(
-                Pending::Mapping,
+                Pending::Mapping(nspace.clone()),
                 Request::Get {
                     proc: Proc::new(nspace, Rank::WILDCARD),
                     key: None,
@@ -604,7 +634,10 @@ impl Pmi1Conn {
             return Step::Idle;
         };
         self.request(
-            Pending::Get(key.clone()),
+            Pending::Get {
+                key: key.clone(),
+                kvs: nspace.clone(),
+            },
             Request::Get {
                 proc: Proc::new(nspace, Rank::UNDEF),
                 key: Some(key),
@@ -703,6 +736,24 @@ fn value_reply(out: &mut Vec<u8>, v: &str) {
 }
 
 /// ` msg=<status name>` for a failure.
+/// The answer to `cmd=get` of a key its KVS does not hold.
+fn key_not_found(out: &mut Vec<u8>, key: &Key) {
+    let key = word(key.as_str());
+    reply(
+        out,
+        &format!("cmd=get_result rc=-1 msg=key_{key}_not_found"),
+    );
+}
+
+/// The answer to `cmd=get` in a KVS the server does not know.
+fn kvs_not_found(out: &mut Vec<u8>, kvs: &str) {
+    let kvs = word(kvs);
+    reply(
+        out,
+        &format!("cmd=get_result rc=-1 msg=kvs_{kvs}_not_found"),
+    );
+}
+
 fn msg(status: Status) -> String {
     if status == Status::SUCCESS {
         " msg=success".into()

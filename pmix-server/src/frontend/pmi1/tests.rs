@@ -319,3 +319,54 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn a_get_in_an_unknown_kvs_names_the_kvs_not_the_key() {
+    let mut c = ready(0);
+    let (s, _) = run(&mut c, "cmd=get kvsname=nope key=k\n");
+    let Step::Request(_, Request::Get { proc, .. }) = &s else {
+        panic!("{s:?}")
+    };
+    assert_eq!(proc.nspace, ns("nope"));
+    // The engine's "not found" does not say what was not found: the front-end asks whether
+    // the KVS exists before it answers.
+    assert_eq!(answer(&mut c, s, Reply::status(Status::ERR_NOT_FOUND)), "");
+    let (s, _) = run(&mut c, "");
+    let Step::Request(_, Request::Get { proc, key, .. }) = &s else {
+        panic!("{s:?}")
+    };
+    assert_eq!((proc, key), (&Proc::new(ns("nope"), Rank::WILDCARD), &None));
+    assert_eq!(
+        answer(&mut c, s, Reply::status(Status::ERR_NOT_FOUND)),
+        "cmd=get_result rc=-1 msg=kvs_nope_not_found\n"
+    );
+
+    // A KVS that exists but lacks the key: the key is what is unknown.
+    let (s, _) = run(&mut c, "cmd=get kvsname=other key=k\n");
+    assert_eq!(answer(&mut c, s, Reply::status(Status::ERR_NOT_FOUND)), "");
+    let (s, _) = run(&mut c, "");
+    assert_eq!(
+        answer(&mut c, s, Reply::status(Status::SUCCESS)),
+        "cmd=get_result rc=-1 msg=key_k_not_found\n"
+    );
+
+    // Its own KVS exists: no second question.
+    let (s, _) = run(&mut c, "cmd=get kvsname=kvs key=k\n");
+    assert_eq!(
+        answer(&mut c, s, Reply::status(Status::ERR_NOT_FOUND)),
+        "cmd=get_result rc=-1 msg=key_k_not_found\n"
+    );
+    // A name no KVS can have, and the process mapping of an unknown KVS.
+    let long = "x".repeat(300);
+    let (s, out) = run(&mut c, &format!("cmd=get kvsname={long} key=k\n"));
+    assert_eq!(s, Step::Idle);
+    assert_eq!(
+        out,
+        format!("cmd=get_result rc=-1 msg=kvs_{}_not_found\n", &long[..200])
+    );
+    let (s, _) = run(&mut c, "cmd=get kvsname=nope key=PMI_process_mapping\n");
+    assert_eq!(
+        answer(&mut c, s, Reply::status(Status::ERR_NOT_FOUND)),
+        "cmd=get_result rc=-1 msg=kvs_nope_not_found\n"
+    );
+}
