@@ -11,13 +11,13 @@ use parking_lot::Mutex;
 use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
 
 use crate::Error;
-use crate::NameService;
 use crate::engine::{Engine, SECRET_LEN};
 use crate::frontend::{self, Frontends, Personality};
 use crate::host::Host;
 use crate::mailbox::{Call, LoopMsg, Pmi1Endpoint, Pmi1Way};
 use crate::shell::{Shell, ShellParts};
 use crate::shell_io::Listener;
+use crate::{Limits, NameService};
 
 /// Environment variable naming the server's socket (`unix:<path>`).
 pub const ENV_SERVER_URI: &str = "PMIXRS_SERVER_URI";
@@ -54,6 +54,8 @@ pub struct ServerOptions {
     /// job data and collected data in shared memory they read in their own thread (see
     /// `docs/OPENPMIX.md`); default true. Off, they use `hash`: everything over the socket.
     pub ds21: bool,
+    /// Bounds on what one connection may cost the server.
+    pub limits: Limits,
 }
 
 impl Default for ServerOptions {
@@ -69,6 +71,7 @@ impl Default for ServerOptions {
             name_service: NameService::BuiltIn,
             openpmix: true,
             ds21: true,
+            limits: Limits::default(),
         }
     }
 }
@@ -233,6 +236,7 @@ impl Server {
                 waker: waker.clone(),
                 cleanup: cleanup.clone(),
                 session: session.clone(),
+                limits: options.limits.clone(),
             };
             let shell = Shell::new(parts, engine, host)?;
             let thread = std::thread::Builder::new()

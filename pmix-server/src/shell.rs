@@ -10,12 +10,13 @@
 //! connection's interest is re-derived from its state: readable always, writable only while
 //! output is queued.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
 use mio::net::UnixStream;
@@ -23,18 +24,21 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use pmix_types::{Nspace, Proc, Status};
 use slab::Slab;
 
-use crate::Error;
 use crate::engine::{ConnId, Engine, Output};
 use crate::frontend::{Frontends, Peer, Personality, Proto, SharedAnswer, Step};
 use crate::host::{Host, call_host};
 use crate::mailbox::{Call, DmodexDone, LoopMsg, Pmi1Endpoint, Pmi1Way};
 use crate::shell_io::{Listener, Stream};
+use crate::{Error, Limits};
 
 /// The waker's token; listeners count down from below it, connections up from 0.
 pub(crate) const WAKER: Token = Token(usize::MAX);
 
 /// Bytes read from a socket per `read` call.
 const READ_CHUNK: usize = 64 * 1024;
+
+/// How soon to try accepting again after the process ran out of descriptors.
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
 fn listener_token(index: usize) -> Token {
     Token(usize::MAX - 1 - index)
@@ -51,6 +55,26 @@ struct ConnIo {
     /// output still queued for it reaches a new connection given the same number.
     gone: bool,
     writable_interest: bool,
+    /// Tells this connection from an earlier one that had the same slot (for timers).
+    serial: u64,
+    /// Accepted on a listener and not yet authenticated: the peer uid it counts against.
+    unauthenticated: Option<Option<u32>>,
+    /// Reading stopped before the socket was drained (the front-end held a whole unit of
+    /// input, or output was backed up): read again once that clears.
+    more_to_read: bool,
+    /// The peer closed its end (or failed): read to the end when reading again.
+    read_closed: bool,
+    /// Requests are held back until the client reads its output.
+    held: bool,
+    /// Since when output over the limit has waited with none of it written.
+    stalled_since: Option<Instant>,
+}
+
+impl ConnIo {
+    /// Output queued and not yet written.
+    fn queued(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
 }
 
 pub(crate) struct Shell<H: Host> {
@@ -78,6 +102,15 @@ pub(crate) struct Shell<H: Host> {
     /// The namespace directories made in the rendezvous directory.
     nsdirs: HashMap<Nspace, PathBuf>,
     scratch: Vec<u8>,
+    limits: Limits,
+    /// Connections not yet authenticated, by peer uid.
+    unauthenticated: HashMap<Option<u32>, usize>,
+    /// When to look at a connection again (handshake deadline, stalled output), with its
+    /// serial; entries of connections gone or changed since are skipped.
+    timers: BinaryHeap<Reverse<(Instant, ConnId, u64)>>,
+    next_serial: u64,
+    /// The process ran out of descriptors while accepting: when to try the listeners again.
+    accept_retry: Option<Instant>,
 }
 
 /// What the shell is started with, besides the engine and the host.
@@ -91,6 +124,7 @@ pub(crate) struct ShellParts {
     /// What init created, removed in reverse order at shutdown.
     pub(crate) cleanup: Vec<PathBuf>,
     pub(crate) session: PathBuf,
+    pub(crate) limits: Limits,
 }
 
 impl<H: Host> Shell<H> {
@@ -104,6 +138,7 @@ impl<H: Host> Shell<H> {
             waker,
             cleanup,
             session,
+            limits,
         } = parts;
         for (i, l) in listeners.iter_mut().enumerate() {
             l.register(poll.registry(), listener_token(i))
@@ -128,6 +163,11 @@ impl<H: Host> Shell<H> {
             running: true,
             nsdirs: HashMap::new(),
             scratch: vec![0; READ_CHUNK],
+            limits,
+            unauthenticated: HashMap::new(),
+            timers: BinaryHeap::new(),
+            next_serial: 0,
+            accept_retry: None,
         })
     }
 
@@ -135,10 +175,15 @@ impl<H: Host> Shell<H> {
     pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(256);
         while self.running {
-            let timeout = self
-                .engine
-                .poll_timeout()
-                .map(|t| t.saturating_duration_since(Instant::now()));
+            let next = [
+                self.engine.poll_timeout(),
+                self.timers.peek().map(|Reverse((t, ..))| *t),
+                self.accept_retry,
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            let timeout = next.map(|t| t.saturating_duration_since(Instant::now()));
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -162,10 +207,57 @@ impl<H: Host> Shell<H> {
                     },
                 }
             }
-            self.engine.handle_timeout(Instant::now());
+            let now = Instant::now();
+            self.engine.handle_timeout(now);
+            self.expire(now);
+            if self.accept_retry.is_some_and(|t| t <= now) {
+                self.accept_retry = None;
+                for index in 0..self.listeners.len() {
+                    self.accept(index);
+                }
+            }
             self.pump();
         }
         self.shutdown();
+    }
+
+    /// Closes the connections whose time is up: no handshake within the limit, or output
+    /// over the limit that the client has not read for too long.
+    fn expire(&mut self, now: Instant) {
+        while let Some(&Reverse((at, conn, serial))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(c) = self
+                .conns
+                .get(conn)
+                .filter(|c| !c.gone && c.serial == serial)
+            else {
+                continue;
+            };
+            if c.unauthenticated.is_some() {
+                tracing::warn!(
+                    conn,
+                    "closing a connection that did not complete its handshake within {:?}",
+                    self.limits.handshake_timeout
+                );
+                self.close(conn);
+            } else if let Some(since) = c.stalled_since {
+                let due = since + self.limits.stall_timeout;
+                if due <= now {
+                    tracing::warn!(
+                        conn,
+                        queued = c.queued(),
+                        "closing a client that has read none of its output for {:?}",
+                        self.limits.stall_timeout
+                    );
+                    self.close(conn);
+                } else {
+                    self.timers.push(Reverse((due, conn, serial)));
+                }
+            }
+        }
     }
 
     /// Settles everything that can move now, in one flat loop: messages from the channel,
@@ -340,6 +432,7 @@ impl<H: Host> Shell<H> {
         self.poll
             .registry()
             .register(&mut stream, Token(conn), Interest::READABLE)?;
+        self.next_serial += 1;
         entry.insert(ConnIo {
             stream,
             proto,
@@ -348,6 +441,12 @@ impl<H: Host> Shell<H> {
             closing: false,
             gone: false,
             writable_interest: false,
+            serial: self.next_serial,
+            unauthenticated: None,
+            more_to_read: false,
+            read_closed: false,
+            held: false,
+            stalled_since: None,
         });
         Ok(conn)
     }
@@ -369,6 +468,18 @@ impl<H: Host> Shell<H> {
                 Ok((stream, peer)) => self.accepted(stream, kind, peer),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if is_out_of_descriptors(&e) => {
+                    // The connections stay queued in the kernel; with an edge-triggered
+                    // listener nothing would say so again, so try again shortly.
+                    if self.accept_retry.is_none() {
+                        tracing::warn!(
+                            "out of file descriptors: connections wait until some are free \
+                             (raise `ulimit -n`)"
+                        );
+                    }
+                    self.accept_retry = Some(Instant::now() + ACCEPT_RETRY);
+                    return;
+                }
                 Err(e) => {
                     tracing::warn!("{kind:?} accept failed: {e}");
                     return;
@@ -378,9 +489,40 @@ impl<H: Host> Shell<H> {
     }
 
     fn accepted(&mut self, stream: Stream, kind: Personality, peer: Peer) {
+        let uid = peer.creds.map(|c| c.uid).or(peer.tcp_owner);
+        let trying = self.unauthenticated.entry(uid).or_default();
+        if *trying >= self.limits.unauthenticated_per_uid {
+            tracing::warn!(
+                ?uid,
+                "refusing a {kind:?} connection: {trying} of this uid have not completed \
+                 their handshake yet"
+            );
+            return;
+        }
+        *trying += 1;
         let proto = Proto::accepted_on(kind, peer, &self.frontends);
-        if let Err(e) = self.add_conn(stream, proto) {
-            tracing::warn!("cannot register a {kind:?} connection: {e}");
+        match self.add_conn(stream, proto) {
+            Ok(conn) => {
+                if let Some(c) = self.conns.get_mut(conn) {
+                    c.unauthenticated = Some(uid);
+                    let at = Instant::now() + self.limits.handshake_timeout;
+                    self.timers.push(Reverse((at, conn, c.serial)));
+                }
+            }
+            Err(e) => {
+                self.authenticated(uid);
+                tracing::warn!("cannot register a {kind:?} connection: {e}");
+            }
+        }
+    }
+
+    /// A connection of peer uid `uid` no longer counts as trying to authenticate.
+    fn authenticated(&mut self, uid: Option<u32>) {
+        if let Some(n) = self.unauthenticated.get_mut(&uid) {
+            *n -= 1;
+            if *n == 0 {
+                self.unauthenticated.remove(&uid);
+            }
         }
     }
 
@@ -390,13 +532,27 @@ impl<H: Host> Shell<H> {
     }
 
     /// Reads what the connection has. `to_end`: the peer closed or failed, so read until the
-    /// end of the stream is seen.
+    /// end of the stream is seen. Reading stops early while the front-end holds a whole unit
+    /// of input it has not taken, or while the client's output is backed up: its requests
+    /// then wait in the kernel, and reading resumes when that clears.
     fn read(&mut self, conn: ConnId, to_end: bool) {
+        let limit = self.limits.output_queue;
         let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone) else {
             return;
         };
+        c.read_closed |= to_end;
+        let to_end = c.read_closed;
         let mut closed = false;
         loop {
+            if c.queued() > limit {
+                c.held = true;
+                c.more_to_read = true;
+                break;
+            }
+            if !c.proto.wants_input() {
+                c.more_to_read = true;
+                break;
+            }
             match c.proto.read_from(&mut c.stream, &mut self.scratch) {
                 Ok(0) => {
                     closed = true;
@@ -421,6 +577,7 @@ impl<H: Host> Shell<H> {
             }
         }
         if closed {
+            c.more_to_read = false;
             // What arrived before the end is served, and its answers written, first.
             self.step(conn);
             self.drain_outputs();
@@ -430,12 +587,18 @@ impl<H: Host> Shell<H> {
         }
     }
 
-    /// Hands the engine what the connection's front-end has for it.
+    /// Hands the engine what the connection's front-end has for it, one request at a time
+    /// while the client's output stays under the limit.
     fn step(&mut self, conn: ConnId) {
         loop {
+            let limit = self.limits.output_queue;
             let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone && !c.closing) else {
                 return;
             };
+            if c.queued() > limit {
+                c.held = true;
+                break;
+            }
             match c.proto.step(&mut self.frontends, &mut c.wbuf) {
                 Step::Idle => break,
                 Step::Close => {
@@ -443,10 +606,23 @@ impl<H: Host> Shell<H> {
                     return;
                 }
                 Step::Hello { proc, auth } => self.engine.handle_hello(conn, &proc, auth),
-                Step::Request(id, req) => self.engine.handle_request(conn, id, req, Instant::now()),
+                Step::Request(id, req) => {
+                    self.engine.handle_request(conn, id, req, Instant::now());
+                    // Its answer is in the write buffer before the next request is taken,
+                    // so the limit above sees it.
+                    self.drain_outputs();
+                }
             }
         }
         self.flush(conn);
+        let limit = self.limits.output_queue;
+        let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone) else {
+            return;
+        };
+        if c.more_to_read && !c.held && c.proto.wants_input() && c.queued() <= limit {
+            c.more_to_read = false;
+            self.read(conn, false);
+        }
     }
 
     /// Delivers the engine's outputs; true if there were any.
@@ -461,9 +637,16 @@ impl<H: Host> Shell<H> {
 
     fn output(&mut self, out: Output) {
         match out {
-            Output::Accept { conn, job } => self.deliver(conn, |p, fe, out| {
-                p.accepted(fe, conn, &job, out);
-            }),
+            Output::Accept { conn, job } => {
+                let uid = self
+                    .conns
+                    .get_mut(conn)
+                    .and_then(|c| c.unauthenticated.take());
+                if let Some(uid) = uid {
+                    self.authenticated(uid);
+                }
+                self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, out));
+            }
             Output::Refuse {
                 conn,
                 status,
@@ -498,6 +681,15 @@ impl<H: Host> Shell<H> {
             return;
         };
         f(&mut c.proto, &mut self.frontends, &mut c.wbuf);
+        if c.stalled_since.is_some() && c.queued() > self.limits.output_queue_hard {
+            tracing::warn!(
+                conn,
+                queued = c.queued(),
+                "closing a client that does not read its output"
+            );
+            self.close(conn);
+            return;
+        }
         if c.proto.is_closing() {
             self.close_after_flush(conn);
         } else {
@@ -510,9 +702,28 @@ impl<H: Host> Shell<H> {
         let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone) else {
             return;
         };
+        let before = c.queued();
         let dead = !crate::outbuf::write_queued(&mut c.stream, &mut c.wbuf, &mut c.wpos);
         if c.wbuf.is_empty() && c.wbuf.capacity() > 1 << 20 {
             c.wbuf.shrink_to(64 * 1024);
+        }
+        if c.queued() > self.limits.output_queue {
+            // Backed up: the stall clock runs from the last write that made progress.
+            if c.stalled_since.is_none() || c.queued() < before {
+                let now = Instant::now();
+                if c.stalled_since.is_none() {
+                    let at = now + self.limits.stall_timeout;
+                    self.timers.push(Reverse((at, conn, c.serial)));
+                }
+                c.stalled_since = Some(now);
+            }
+        } else {
+            c.stalled_since = None;
+            if c.held {
+                // The client caught up: take its requests (and read its bytes) again.
+                c.held = false;
+                self.ready.push_back(conn);
+            }
         }
         let want_write = !c.wbuf.is_empty();
         let done_closing = c.closing && c.wbuf.is_empty();
@@ -551,7 +762,11 @@ impl<H: Host> Shell<H> {
         c.gone = true;
         let _ = self.poll.registry().deregister(&mut c.stream);
         c.stream.shutdown();
+        let unauthenticated = c.unauthenticated.take();
         self.gone.push(conn);
+        if let Some(uid) = unauthenticated {
+            self.authenticated(uid);
+        }
         self.engine.handle_closed(conn, Instant::now());
     }
 
@@ -599,6 +814,14 @@ impl<H: Host> Shell<H> {
             }
         }
     }
+}
+
+/// True for `accept` failing because the process or the system has no descriptor left.
+fn is_out_of_descriptors(e: &io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(code) if code == libc::EMFILE || code == libc::ENFILE
+    )
 }
 
 /// Gives the memory a deregistered namespace freed back to the system. glibc keeps freed

@@ -101,7 +101,12 @@ fn uid_gid() -> (u32, u32) {
 impl TestHost {
     /// Starts a server with `host`'s callbacks.
     pub fn start(host: impl Host) -> TestHost {
-        let server = Server::init(host, ServerOptions::default()).expect("server init");
+        Self::start_with(host, ServerOptions::default())
+    }
+
+    /// Starts a server with `host`'s callbacks and `options`.
+    pub fn start_with(host: impl Host, options: ServerOptions) -> TestHost {
+        let server = Server::init(host, options).expect("server init");
         TestHost { server }
     }
 

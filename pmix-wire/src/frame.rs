@@ -133,8 +133,12 @@ impl FrameReader {
 
     /// Reads once from `src` straight into the buffer (no copy, no zeroing of the room each
     /// time); returns what `read` returned (`Ok(0)`: end of stream).
+    ///
+    /// The room offered grows with what has arrived, never with what a header announces: at
+    /// most as much again as is buffered (and 64 KiB at least), so a peer that
+    /// announces a large frame and sends little costs little.
     pub fn read_from(&mut self, src: &mut impl std::io::Read) -> std::io::Result<usize> {
-        let room = READ_ROOM.max(self.needed());
+        let room = READ_ROOM.max(self.needed().min(self.buffered()));
         self.reserve(room);
         let n = src.read(&mut self.buf[self.end..])?;
         self.end += n;
@@ -172,6 +176,26 @@ impl FrameReader {
     /// Bytes received and not yet handed out as frames.
     pub fn buffered(&self) -> usize {
         self.end - self.start
+    }
+
+    /// True when a whole frame is buffered (or the next header is over the maximum, which
+    /// [`FrameReader::next_frame`] reports): nothing more need be read before it is taken.
+    pub fn has_frame(&self) -> bool {
+        !matches!(
+            self.decoder.decode(&self.buf[self.start..self.end]),
+            Ok(Decoded::NeedMore(_))
+        )
+    }
+
+    /// Bytes of storage the reader holds (received or room for the next read).
+    pub fn held(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Changes the largest frame accepted from now on (a server accepts only a small frame
+    /// before a peer has authenticated, its full maximum after).
+    pub fn set_decoder(&mut self, decoder: FrameDecoder) {
+        self.decoder = decoder;
     }
 }
 

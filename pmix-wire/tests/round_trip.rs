@@ -144,6 +144,55 @@ fn read_from_grows_for_big_frames_and_gives_the_room_back() {
     assert_eq!(reader.buffered(), 0);
 }
 
+proptest! {
+    /// A peer that announces a large frame and then sends little makes the reader hold about
+    /// what arrived, never what was announced.
+    #[test]
+    fn an_announced_length_never_sizes_the_buffer(
+        announced in 1u32..=(256 << 20),
+        sent in 0usize..300_000,
+        chunks in vec(512usize..70_000, 1..6),
+    ) {
+        let mut stream = announced.to_be_bytes().to_vec();
+        stream.resize(4 + sent.min(announced as usize), 0xa5);
+        let mut src = Chunked { data: &stream, chunks, next: 0 };
+        let mut reader = FrameReader::new(pmix_wire::FrameDecoder::new(256 << 20));
+        let mut received = 0;
+        loop {
+            let n = reader.read_from(&mut src).unwrap();
+            if n == 0 {
+                break;
+            }
+            received += n;
+            prop_assert!(
+                reader.held() <= 2 * received + (64 << 10),
+                "{} bytes held after {received} received", reader.held()
+            );
+        }
+        prop_assert_eq!(received, stream.len());
+    }
+}
+
+#[test]
+fn a_small_maximum_refuses_before_anything_big_is_held() {
+    // As a server reads a hello: a small maximum first, the full one after.
+    let mut reader = FrameReader::new(pmix_wire::FrameDecoder::new(1024));
+    let mut src: &[u8] = &[0, 0x10, 0, 0, 1, 2, 3];
+    reader.read_from(&mut src).unwrap();
+    assert!(
+        reader.has_frame(),
+        "an oversized header must be reported, not waited on"
+    );
+    assert!(reader.next_frame().is_err());
+    assert!(reader.held() <= 64 << 10);
+    let mut reader = FrameReader::new(pmix_wire::FrameDecoder::new(1024));
+    reader.set_decoder(pmix_wire::FrameDecoder::new(1 << 20));
+    let mut src: &[u8] = &[0, 0x10, 0, 0, 1, 2, 3];
+    reader.read_from(&mut src).unwrap();
+    assert!(!reader.has_frame());
+    assert!(reader.next_frame().unwrap().is_none());
+}
+
 fn chunks() -> impl Strategy<Value = Vec<usize>> {
     vec(1usize..48, 1..8)
 }

@@ -237,6 +237,17 @@ impl Proto {
         }
     }
 
+    /// False while the front-end holds a whole unit of input (frame, line, message) it has
+    /// not taken: the shell then reads no more, so what a peer sends ahead of its answers
+    /// waits in the kernel, not in the server.
+    pub(crate) fn wants_input(&self) -> bool {
+        match self {
+            Proto::Native(n) => n.wants_input(),
+            Proto::Pmi1(p) => p.wants_input(),
+            Proto::Openpmix(o) => o.wants_input(),
+        }
+    }
+
     /// True once the connection is to be closed when its queued bytes are written.
     pub(crate) fn is_closing(&self) -> bool {
         match self {

@@ -19,6 +19,10 @@ use super::job_bytes::JobBytes;
 use super::{SharedAnswer, Step};
 use crate::engine::{Auth, PeerCreds};
 
+/// The largest hello accepted: a peer that has not authenticated may make the server hold
+/// only this much of a frame (a hello is a namespace, a rank and a secret: well under 1 KiB).
+const MAX_HELLO: usize = 4096;
+
 /// What the native connections of a server share.
 pub(crate) struct Common {
     decoder: FrameDecoder,
@@ -66,6 +70,8 @@ enum State {
 /// One pmix-rs client's connection.
 pub(crate) struct NativeConn {
     reader: FrameReader,
+    /// The frame limit once the client is accepted (before, [`MAX_HELLO`]).
+    full: FrameDecoder,
     /// The peer's credentials as the kernel reports them, held against the registration's.
     creds: Option<PeerCreds>,
     state: State,
@@ -74,12 +80,19 @@ pub(crate) struct NativeConn {
 
 impl NativeConn {
     pub(crate) fn new(decoder: FrameDecoder, creds: Option<PeerCreds>) -> Self {
+        let hello = FrameDecoder::new(MAX_HELLO.min(decoder.max()));
         NativeConn {
-            reader: FrameReader::new(decoder),
+            reader: FrameReader::new(hello),
+            full: decoder,
             creds,
             state: State::Fresh,
             closing: false,
         }
+    }
+
+    /// False while a whole frame waits to be taken: reading more would only buffer it.
+    pub(crate) fn wants_input(&self) -> bool {
+        !self.reader.has_frame()
     }
 
     pub(crate) fn read_from(&mut self, src: &mut impl io::Read) -> io::Result<usize> {
@@ -145,6 +158,7 @@ impl NativeConn {
             return;
         };
         self.state = State::Ready(proc.clone());
+        self.reader.set_decoder(self.full);
         match common.welcome(job) {
             Some(bytes) => out.extend_from_slice(&bytes),
             // The client waits for a welcome that cannot come: better it learns now.

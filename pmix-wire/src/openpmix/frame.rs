@@ -230,23 +230,37 @@ impl MsgReader {
         self.buf.len() - self.start
     }
 
-    /// The next complete message, or `None` until more bytes arrive.
-    pub fn next_message(&mut self) -> Result<Option<Incoming<'_>>, Error> {
-        let start = self.start;
-        let Some(head) = self
+    /// The header of the next message with the largest body allowed for it, once a header
+    /// has arrived.
+    fn next_header(&self) -> Option<(Header, usize)> {
+        let head = self
             .buf
-            .get(start..)
-            .and_then(|rest| rest.first_chunk::<HEADER_LEN>())
-        else {
-            return Ok(None);
-        };
-        let (header, max) = if self.expect_handshake {
+            .get(self.start..)
+            .and_then(|rest| rest.first_chunk::<HEADER_LEN>())?;
+        Some(if self.expect_handshake {
             (
                 Header::decode_handshake(head),
                 self.max.min(MAX_HANDSHAKE_LEN),
             )
         } else {
             (Header::decode(head), self.max)
+        })
+    }
+
+    /// True when a whole message is buffered (or the next header is over the maximum, which
+    /// [`MsgReader::next_message`] reports): nothing more need be read before it is taken.
+    pub fn has_message(&self) -> bool {
+        self.next_header().is_some_and(|(header, max)| {
+            let len = header.nbytes as usize;
+            len > max || self.buffered() >= HEADER_LEN + len
+        })
+    }
+
+    /// The next complete message, or `None` until more bytes arrive.
+    pub fn next_message(&mut self) -> Result<Option<Incoming<'_>>, Error> {
+        let start = self.start;
+        let Some((header, max)) = self.next_header() else {
+            return Ok(None);
         };
         let len = header.nbytes as usize;
         if len > max {

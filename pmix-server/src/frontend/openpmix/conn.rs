@@ -125,6 +125,11 @@ impl OpenpmixConn {
         self.reader.feed(bytes);
     }
 
+    /// False while a whole message waits to be taken: reading more would only buffer it.
+    pub(crate) fn wants_input(&self) -> bool {
+        !self.reader.has_message()
+    }
+
     /// True once the connection should be closed after its queued bytes are written.
     pub(crate) fn is_closing(&self) -> bool {
         self.closing

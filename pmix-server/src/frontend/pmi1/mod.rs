@@ -178,6 +178,13 @@ impl Pmi1Conn {
         self.input.extend_from_slice(bytes);
     }
 
+    /// False while a whole line (or more than a line may hold) waits to be taken: reading
+    /// more would only buffer it, so input stays bounded while a request is with the engine.
+    pub(crate) fn wants_input(&self) -> bool {
+        let rest = &self.input[self.consumed..];
+        rest.len() <= MAX_LINE && !rest.contains(&b'\n')
+    }
+
     /// The next complete line, without its newline. `Err` when a line is longer than
     /// [`MAX_LINE`].
     fn next_line(&mut self) -> Result<Option<String>, String> {
