@@ -11,7 +11,7 @@ use pmix_types::{Info, Nspace, Proc, Status};
 use pmix_wire::JobData;
 
 use crate::Error;
-use crate::engine::{HostOutcome, OpId, SECRET_LEN};
+use crate::engine::{HostOutcome, OpId, Proofs};
 
 /// A call from the host's side of the API.
 pub(crate) enum Call {
@@ -29,7 +29,9 @@ pub(crate) enum Call {
         proc: Proc,
         uid: u32,
         gid: u32,
-        secret: [u8; SECRET_LEN],
+        /// The client's secret and whether a bare uid claims it (named `secret` for the
+        /// shell's match, which predates the second half).
+        secret: Proofs,
         reply: Sender<Result<(), Error>>,
     },
     DeregisterClient {
@@ -38,7 +40,7 @@ pub(crate) enum Call {
     },
     ClientSecret {
         proc: Proc,
-        reply: Sender<Option<[u8; SECRET_LEN]>>,
+        reply: Sender<Option<Proofs>>,
     },
     Dmodex {
         proc: Proc,
