@@ -30,12 +30,17 @@ fn secret(ns: &str, rank: u32) -> [u8; SECRET_LEN] {
     s
 }
 
-/// What `name:rank` is registered with: its secret; any client library may claim it.
-fn proofs(ns: &str, rank: u32) -> Proofs {
+/// What `name:rank` is registered with: its secret, and whether a bare uid claims it.
+fn proofs_by(ns: &str, rank: u32, by_uid: bool) -> Proofs {
     Proofs {
         secret: secret(ns, rank),
-        by_uid: true,
+        by_uid,
     }
+}
+
+/// What `name:rank` is registered with by default: any client library may claim it.
+fn proofs(ns: &str, rank: u32) -> Proofs {
+    proofs_by(ns, rank, true)
 }
 
 /// A harness around one engine: host calls are answered with success unless a test takes them.
@@ -309,26 +314,26 @@ fn a_vouched_identity_needs_no_secret_but_still_its_registration_and_credentials
     s.eng.handle_hello(4, &me(9), vouched(None));
     s.eng.handle_hello(5, &me(0), vouched(None));
     s.pump();
-    assert_eq!(s.accepted, vec![1, 2]);
-    assert_eq!(
-        s.refused,
-        vec![
-            (3, Status::ERR_NO_PERMISSIONS),
-            (4, Status::ERR_NOT_FOUND),
-            (5, Status::ERR_EXISTS),
-        ]
-    );
+    let refused = [
+        (3, Status::ERR_NO_PERMISSIONS),
+        (4, Status::ERR_NOT_FOUND),
+        (5, Status::ERR_EXISTS),
+    ];
+    assert_hellos(&s, &[1, 2], &refused);
 }
 
 /// Registers `name:rank` again, saying whether a claim by uid alone may take it.
 fn register_by_uid(s: &mut Sim, name: &str, rank: u32, by_uid: bool) {
-    let proofs = Proofs {
-        secret: secret(name, rank),
-        by_uid,
-    };
+    let proofs = proofs_by(name, rank, by_uid);
     s.eng
         .register_client(&Proc::new(ns(name), Rank(rank)), UID, GID, proofs)
         .unwrap();
+}
+
+/// Asserts which hellos were accepted and which refused, with what.
+fn assert_hellos(s: &Sim, accepted: &[ConnId], refused: &[(ConnId, Status)]) {
+    assert_eq!(s.accepted, accepted);
+    assert_eq!(s.refused, refused, "{:?}", s.reasons);
 }
 
 #[test]
@@ -347,14 +352,11 @@ fn a_uid_claim_takes_only_a_client_registered_for_it() {
     s.eng.handle_hello(3, &me(3), uid(GID + 1));
     s.eng.handle_hello(4, &me(2), Auth::Vouched { creds: None });
     s.pump();
-    assert_eq!(s.accepted, vec![2, 4]);
-    assert_eq!(
-        s.refused,
-        vec![
-            (1, Status::ERR_NO_PERMISSIONS),
-            (3, Status::ERR_NO_PERMISSIONS)
-        ]
-    );
+    let refused = [
+        (1, Status::ERR_NO_PERMISSIONS),
+        (3, Status::ERR_NO_PERMISSIONS),
+    ];
+    assert_hellos(&s, &[2, 4], &refused);
     assert!(
         s.reasons[0].contains("a:0") && s.reasons[0].contains("uid alone"),
         "{:?}",
