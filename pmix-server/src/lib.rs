@@ -35,5 +35,6 @@ pub use pmix_types as types;
 /// Types that appear in [`Host`] callbacks.
 pub use pmix_wire::{App, Published, Query};
 pub use server::{
-    ENV_PROTOCOL, ENV_SECRET, ENV_SERVER_URI, PmiFork, PmiTransport, Server, ServerOptions,
+    ClientOptions, ENV_PROTOCOL, ENV_SECRET, ENV_SERVER_URI, PmiFork, PmiTransport, Server,
+    ServerOptions,
 };

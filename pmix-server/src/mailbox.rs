@@ -11,7 +11,7 @@ use pmix_types::{Info, Nspace, Proc, Status};
 use pmix_wire::JobData;
 
 use crate::Error;
-use crate::engine::{HostOutcome, OpId, SECRET_LEN};
+use crate::engine::{HostOutcome, OpId, Proofs};
 
 /// A call from the host's side of the API.
 pub(crate) enum Call {
@@ -29,16 +29,18 @@ pub(crate) enum Call {
         proc: Proc,
         uid: u32,
         gid: u32,
-        secret: [u8; SECRET_LEN],
+        /// What may claim the client's name: its secret, and whether a bare uid may.
+        proofs: Proofs,
         reply: Sender<Result<(), Error>>,
     },
     DeregisterClient {
         proc: Proc,
         reply: Sender<()>,
     },
-    ClientSecret {
+    /// What a registered client's name may be claimed with (for `setup_fork`).
+    ClientProofs {
         proc: Proc,
-        reply: Sender<Option<[u8; SECRET_LEN]>>,
+        reply: Sender<Option<Proofs>>,
     },
     Dmodex {
         proc: Proc,

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
 
 use crate::Error;
-use crate::engine::{Engine, SECRET_LEN};
+use crate::engine::{Engine, Proofs, SECRET_LEN};
 use crate::frontend::{self, Frontends, Personality};
 use crate::host::Host;
 use crate::mailbox::{Call, LoopMsg, Pmi1Endpoint, Pmi1Way};
@@ -73,6 +73,25 @@ impl Default for ServerOptions {
             ds21: true,
             limits: Limits::default(),
         }
+    }
+}
+
+/// How a registered client's name may be claimed: [`Server::register_client_with`].
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    /// Whether a libpmix client on the OpenPMIx port may claim the name. That protocol carries
+    /// no secret: the claim rests on the peer's uid (and gid), which the kernel confirms, and
+    /// on being first. Off, only what the launcher handed the process claims it: the secret
+    /// of [`Server::setup_fork`] (a pmix-rs client) or the socket or `PMI_ID` of
+    /// [`Server::setup_fork_pmi1`]; `setup_fork` then leaves the OpenPMIx variables out.
+    /// Default true (any client library), as for [`Server::register_client`]: a host that
+    /// does not know what its process links (a script, a wrapper) must leave it on.
+    pub openpmix: bool,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions { openpmix: true }
     }
 }
 
@@ -349,18 +368,37 @@ impl Server {
         Ok(())
     }
 
-    /// Registers a local client that will connect with the given user and group ids.
+    /// Registers a local client that will connect with the given user and group ids, with the
+    /// default [`ClientOptions`]: any client library may claim it (see
+    /// [`Server::register_client_with`]).
     ///
     /// A host that needs per-client state keeps it itself, keyed by the [`Proc`] every
     /// callback receives.
     pub fn register_client(&self, proc: &Proc, uid: u32, gid: u32) -> Result<(), Error> {
-        let secret = random_bytes::<SECRET_LEN>()?;
+        self.register_client_with(proc, uid, gid, &ClientOptions::default())
+    }
+
+    /// Registers a local client as [`Server::register_client`] does, saying with `options`
+    /// what may claim its name: a host that knows its process is a pmix-rs or PMI-1 client
+    /// turns [`ClientOptions::openpmix`] off, and no other process of the user can take the
+    /// name through the OpenPMIx port (see `docs/SECURITY.md`).
+    pub fn register_client_with(
+        &self,
+        proc: &Proc,
+        uid: u32,
+        gid: u32,
+        options: &ClientOptions,
+    ) -> Result<(), Error> {
+        let proofs = Proofs {
+            secret: random_bytes::<SECRET_LEN>()?,
+            by_uid: options.openpmix,
+        };
         let proc = proc.clone();
         self.call(|reply| Call::RegisterClient {
             proc,
             uid,
             gid,
-            secret,
+            proofs,
             reply,
         })?
     }
@@ -374,13 +412,15 @@ impl Server {
     /// The environment a registered client's process must be started with.
     ///
     /// It names this server for pmix-rs clients (`PMIXRS_*`) and, unless
-    /// [`ServerOptions::openpmix`] is off, for libpmix clients too (`PMIX_SERVER_URI41` and its
+    /// [`ServerOptions::openpmix`] is off or the client was registered with
+    /// [`ClientOptions::openpmix`] off, for libpmix clients too (`PMIX_SERVER_URI41` and its
     /// companions; `PMIX_GDS_MODULE=ds21,hash` and the ds21 store's directory unless
     /// [`ServerOptions::ds21`] is off, see `docs/OPENPMIX.md`).
     pub fn setup_fork(&self, proc: &Proc) -> Result<Vec<(String, String)>, Error> {
         let p = proc.clone();
-        let secret = self.call(|reply| Call::ClientSecret { proc: p, reply })?;
-        let secret = secret.ok_or_else(|| Error::UnknownProc(proc.clone()))?;
+        let proofs = self.call(|reply| Call::ClientProofs { proc: p, reply })?;
+        let proofs = proofs.ok_or_else(|| Error::UnknownProc(proc.clone()))?;
+        let secret = proofs.secret;
         let mut env: Vec<(String, String)> = vec![
             ("PMIX_NAMESPACE".into(), proc.nspace.to_string()),
             ("PMIX_RANK".into(), proc.rank.0.to_string()),
@@ -399,7 +439,7 @@ impl Server {
                 self.system_tmpdir.display().to_string(),
             ),
         ];
-        if let Some(uri) = &self.openpmix_uri {
+        if let Some(uri) = self.openpmix_uri.as_ref().filter(|_| proofs.by_uid) {
             // Both families in one environment: our client prefers PMIXRS_SERVER_URI, a
             // libpmix client reads only the PMIX_* ones.
             env.extend(crate::frontend::openpmix::fork_env(

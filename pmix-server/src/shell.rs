@@ -321,17 +321,17 @@ impl<H: Host> Shell<H> {
                 proc,
                 uid,
                 gid,
-                secret,
+                proofs,
                 reply,
             } => {
-                let _ = reply.send(self.engine.register_client(&proc, uid, gid, secret));
+                let _ = reply.send(self.engine.register_client(&proc, uid, gid, proofs));
             }
             Call::DeregisterClient { proc, reply } => {
                 self.engine.deregister_client(&proc, Instant::now());
                 let _ = reply.send(());
             }
-            Call::ClientSecret { proc, reply } => {
-                let _ = reply.send(self.engine.client_secret(&proc));
+            Call::ClientProofs { proc, reply } => {
+                let _ = reply.send(self.engine.client_proofs(&proc));
             }
             Call::Dmodex { proc, done } => {
                 let token = self.next_token;

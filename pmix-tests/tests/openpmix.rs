@@ -298,3 +298,38 @@ fn libpmix_processes_connect_to_a_spawned_job_and_read_its_data() {
     want.sort();
     assert_eq!(links, want, "{what}: {out:#?}");
 }
+
+#[test]
+fn a_pmix_rs_rank_cannot_be_claimed_through_the_openpmix_port() {
+    // A job of two: rank 0 a pmix-rs client (registered so), rank 1 possibly a libpmix one.
+    // Another process of the user, libpmix's client given rank 1's environment, names itself
+    // rank 0 before the real rank 0 starts: it must be refused, and rank 0 must then run.
+    let h = pmix_tests::TestHost::start(pmix_server::NoHost);
+    let ns = h.job("claimed", 2);
+    let rank0 = pmix_server::types::Proc::new(ns.clone(), 0);
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let pmix_rs = pmix_server::ClientOptions { openpmix: false };
+    h.server
+        .register_client_with(&rank0, uid.as_raw(), gid.as_raw(), &pmix_rs)
+        .expect("register_client_with");
+    let env = h
+        .server
+        .setup_fork(&pmix_server::types::Proc::new(ns, 1))
+        .expect("setup_fork");
+    let what = "libpmix's pmix_client claiming rank 0 of a pmix-rs job";
+    let mut cmd = Command::new(openpmix_program("pmix_client"));
+    cmd.env_clear()
+        .envs(env)
+        .env("PMIX_RANK", "0")
+        .arg("job")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
+    assert!(
+        !out.status.success() && out.stderr.contains("FAIL rank=0: PMIx_Init"),
+        "{what}: it was not refused at PMIx_Init: {out:#?}"
+    );
+    let started = h.spawn(&rank0, &["jobinfo"], &[]);
+    pmix_tests::assert_all_ok(&pmix_tests::wait_all(vec![started], DEADLINE));
+}

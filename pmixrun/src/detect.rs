@@ -7,6 +7,9 @@
 //!
 //! An Open MPI 4 program (`libmpi.so.40`) speaks PMIx through libpmix, but only believes it
 //! was launched when it also recognises a resource manager (see [`open_mpi_env`]).
+//!
+//! A pmix-rs client ([`is_pmix_rs_client`]) is registered so that only its secret claims its
+//! rank, not a bare uid on the OpenPMIx port (`docs/SECURITY.md`).
 
 use std::path::Path;
 
@@ -37,6 +40,31 @@ fn libraries_of(path: &Path) -> Vec<String> {
         .ok()
         .and_then(|data| needed_libraries(&data))
         .unwrap_or_default()
+}
+
+/// The name of the variable a pmix-rs client reads its secret from: in the read-only data of
+/// every program that can prove its rank to a pmix-rs server.
+const PMIX_RS_MARK: &[u8] = b"PMIXRS_SECRET";
+
+/// True if the program at `path` is a pmix-rs client: an ELF executable that holds
+/// [`PMIX_RS_MARK`] in its read-only data and does not link libpmix. Anything else may be a
+/// libpmix client, known or not: a program linking `libpmix.so`, one that loads it later (Open
+/// MPI's, through a plug-in; python3 with python3-pmix), a script.
+pub(crate) fn is_pmix_rs_client(path: &Path) -> bool {
+    use object::{Object, ObjectSection};
+    let Ok(data) = std::fs::read(path) else {
+        return false;
+    };
+    let Ok(file) = ElfFile64::<Endianness>::parse(&*data) else {
+        return false;
+    };
+    // A static executable has no dynamic section, hence no libraries.
+    let libs = needed_libraries(&data).unwrap_or_default();
+    if libs.iter().any(|l| l.starts_with("libpmix.so")) {
+        return false;
+    }
+    let rodata = file.section_by_name(".rodata").and_then(|s| s.data().ok());
+    rodata.is_some_and(|d| d.windows(PMIX_RS_MARK.len()).any(|w| w == PMIX_RS_MARK))
 }
 
 /// True if the program at `path` links Open MPI 4 (`libmpi.so.40`).
@@ -92,5 +120,7 @@ mod tests {
         assert_eq!(protocol_of(&me), Protocol::Pmix);
         assert_eq!(protocol_of(Path::new("/nonexistent")), Protocol::Pmix);
         assert!(!is_open_mpi(&me));
+        assert!(!is_pmix_rs_client(Path::new("/nonexistent")));
+        assert!(!is_pmix_rs_client(Path::new("/bin/sh")));
     }
 }

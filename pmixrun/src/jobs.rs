@@ -9,7 +9,7 @@ use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use pmix_server::types::{Info, Nspace, Proc, Status};
-use pmix_server::{NameServerClient, PmiTransport, Server};
+use pmix_server::{ClientOptions, NameServerClient, PmiTransport, Server};
 
 use crate::cli::{App, Protocol};
 use crate::host::Event;
@@ -55,13 +55,29 @@ impl RunJobs<'_> {
         }
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
+        let options: Vec<ClientOptions> = apps.iter().map(|a| self.client_options(a)).collect();
         for rank in 0..layout.size {
             let p = Proc::new(nspace.clone(), rank);
             self.server
-                .register_client(&p, uid, gid)
+                .register_client_with(&p, uid, gid, &options[layout.app_of(rank)])
                 .map_err(|e| format!("cannot register {p}: {e}"))?;
         }
         Ok(())
+    }
+
+    /// What may claim the ranks of `app`: a bare uid on the OpenPMIx port only when they may
+    /// be libpmix clients, that is unless they speak PMI-1 or the program is a pmix-rs client
+    /// (see `detect.rs`; a program that cannot be found yet fails later, at its start).
+    fn client_options(&self, app: &App) -> ClientOptions {
+        let openpmix = match self.pmi {
+            Protocol::Pmi1 | Protocol::Pmi1Port => false,
+            Protocol::Pmix | Protocol::Auto => {
+                let env = launch::app_env(app);
+                !launch::find_program(&app.program, &job::wdir_of(app, &self.cwd), &env)
+                    .is_ok_and(|p| crate::detect::is_pmix_rs_client(&p))
+            }
+        };
+        ClientOptions { openpmix }
     }
 
     /// Starts the processes of a registered job in rank order, each with the environment

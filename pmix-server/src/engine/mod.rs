@@ -146,6 +146,9 @@ pub(crate) enum Output {
 }
 
 /// What a front-end proved about a process that names itself, for [`Engine::handle_hello`].
+///
+/// The variants are what the proof rests on, not which personality made it: the engine
+/// decides by that, and a new personality picks the variant of its proof.
 #[derive(Debug)]
 #[cfg_attr(test, derive(PartialEq))]
 pub(crate) enum Auth {
@@ -156,13 +159,54 @@ pub(crate) enum Auth {
         /// Who owns the peer's socket, when the operating system says so.
         creds: Option<PeerCreds>,
     },
-    /// The front-end vouches for the name: the connection was made for this one process (an
-    /// inherited socket), or the process presented a one-time id handed out for it, or the
-    /// front-end's protocol has no secret and the kernel confirmed the peer's uid.
+    /// The front-end vouches for the name with a way in the server made for this one process:
+    /// an inherited socket, or a one-time id handed out for it (PMI-1).
     Vouched {
         /// Credentials to hold against the registration's.
         creds: Option<PeerCreds>,
     },
+    /// Nothing but the peer's uid and gid, as the kernel confirmed them: the protocol has no
+    /// secret (OpenPMIx). Claims only a client registered with [`Proofs::by_uid`], and never
+    /// one already claimed with a secret or a way made for it.
+    Uid { creds: PeerCreds },
+}
+
+impl Auth {
+    /// How the claim was made, as a refusal names it.
+    fn claim(&self) -> Claim {
+        match self {
+            Auth::Secret { .. } => Claim::Secret,
+            Auth::Vouched { .. } => Claim::Vouched,
+            Auth::Uid { .. } => Claim::Uid,
+        }
+    }
+}
+
+/// How a registered client's name was claimed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Claim {
+    Secret,
+    Vouched,
+    Uid,
+}
+
+impl std::fmt::Display for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Claim::Secret => "with its secret",
+            Claim::Vouched => "through the way made for it (PMI-1)",
+            Claim::Uid => "by uid alone (the OpenPMIx port)",
+        })
+    }
+}
+
+/// What a client is registered with besides its ids: what may claim its name.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Proofs {
+    /// The secret `setup_fork` hands out (the native protocol).
+    pub(crate) secret: [u8; SECRET_LEN],
+    /// Whether a claim by uid alone ([`Auth::Uid`], a libpmix client) may take the name.
+    pub(crate) by_uid: bool,
 }
 
 /// The credentials of a connecting peer, as the operating system reports them.
@@ -189,8 +233,11 @@ impl Namespace {
 struct ClientReg {
     uid: u32,
     gid: u32,
-    secret: [u8; SECRET_LEN],
+    proofs: Proofs,
     conn: Option<ConnId>,
+    /// How the name was last claimed: a name once claimed with a secret or a way made for
+    /// it is not taken by uid alone afterwards (a reconnection), even where that was allowed.
+    claimed: Option<Claim>,
     finalized: bool,
 }
 
@@ -532,7 +579,7 @@ impl Engine {
         proc: &Proc,
         uid: u32,
         gid: u32,
-        secret: [u8; SECRET_LEN],
+        proofs: Proofs,
     ) -> Result<(), Error> {
         let ns = self
             .ns_id(proc.nspace.as_str())
@@ -550,8 +597,9 @@ impl Engine {
             ClientReg {
                 uid,
                 gid,
-                secret,
+                proofs,
                 conn: None,
+                claimed: None,
                 finalized: false,
             },
         );
@@ -583,10 +631,11 @@ impl Engine {
             .is_some_and(|ns| self.clients.contains_key(&(ns, proc.rank)))
     }
 
-    /// The secret of a registered client (for `setup_fork`).
-    pub(crate) fn client_secret(&self, proc: &Proc) -> Option<[u8; SECRET_LEN]> {
+    /// What may claim a registered client (for `setup_fork`: its secret, and whether to name
+    /// the OpenPMIx port).
+    pub(crate) fn client_proofs(&self, proc: &Proc) -> Option<Proofs> {
         let ns = self.ns_id(proc.nspace.as_str())?;
-        self.clients.get(&(ns, proc.rank)).map(|c| c.secret)
+        self.clients.get(&(ns, proc.rank)).map(|c| c.proofs)
     }
 
     /// A host asks for the data of a local process on behalf of another node.
@@ -631,9 +680,11 @@ impl Engine {
     /// `auth` says.
     pub(crate) fn handle_hello(&mut self, conn: ConnId, proc: &Proc, auth: Auth) {
         let (nspace, rank) = (&proc.nspace, proc.rank);
+        let claim = auth.claim();
         let (secret, creds) = match auth {
             Auth::Secret { secret, creds } => (Some(secret), creds),
             Auth::Vouched { creds } => (None, creds),
+            Auth::Uid { creds } => (None, Some(creds)),
         };
         let refuse = |eng: &mut Engine, status: Status, reason: String| {
             if status == Status::ERR_NOT_FOUND {
@@ -672,18 +723,33 @@ impl Engine {
                 return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
             }
         }
-        if secret.is_some_and(|s| !constant_time_eq(&s, &reg.secret)) {
+        if secret.is_some_and(|s| !constant_time_eq(&s, &reg.proofs.secret)) {
             return refuse(
                 self,
                 Status::ERR_INVALID_CRED,
                 format!("wrong secret for {nspace}:{rank}"),
             );
         }
+        if claim == Claim::Uid && !reg.proofs.by_uid {
+            let reason = format!(
+                "{nspace}:{rank} was set up as a pmix-rs or PMI-1 client: its name is not \
+                 claimed by uid alone (the OpenPMIx port), only with what its launcher gave it"
+            );
+            return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
+        }
+        if claim == Claim::Uid && reg.claimed.is_some_and(|c| c != Claim::Uid) {
+            let reason = format!(
+                "{nspace}:{rank} was claimed {} before: it is not claimed by uid alone now",
+                reg.claimed.map_or(String::new(), |c| c.to_string())
+            );
+            return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
+        }
         if reg.conn.is_some() {
+            let how = reg.claimed.map_or(String::new(), |c| format!(" ({c})"));
             return refuse(
                 self,
                 Status::ERR_EXISTS,
-                format!("{nspace}:{rank} is already connected"),
+                format!("{nspace}:{rank} is already connected{how}"),
             );
         }
         if reg.finalized {
@@ -695,6 +761,7 @@ impl Engine {
         }
         if let Some(reg) = self.clients.get_mut(&(ns, rank)) {
             reg.conn = Some(conn);
+            reg.claimed = Some(claim);
         }
         let proc = proc.clone();
         self.conns.insert(

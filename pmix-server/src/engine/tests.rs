@@ -7,7 +7,9 @@ use pmix_types::{
 };
 use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
 
-use super::{Auth, ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, SECRET_LEN};
+use super::{
+    Auth, ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, Proofs, SECRET_LEN,
+};
 
 const UID: u32 = 1000;
 const GID: u32 = 100;
@@ -28,6 +30,19 @@ fn secret(ns: &str, rank: u32) -> [u8; SECRET_LEN] {
     s
 }
 
+/// What `name:rank` is registered with: its secret, and whether a bare uid claims it.
+fn proofs_by(ns: &str, rank: u32, by_uid: bool) -> Proofs {
+    Proofs {
+        secret: secret(ns, rank),
+        by_uid,
+    }
+}
+
+/// What `name:rank` is registered with by default: any client library may claim it.
+fn proofs(ns: &str, rank: u32) -> Proofs {
+    proofs_by(ns, rank, true)
+}
+
 /// A harness around one engine: host calls are answered with success unless a test takes them.
 struct Sim {
     eng: Engine,
@@ -35,6 +50,8 @@ struct Sim {
     replies: Vec<(ConnId, u32, Reply)>,
     accepted: Vec<ConnId>,
     refused: Vec<(ConnId, Status)>,
+    /// The reasons of `refused`, in the same order.
+    reasons: Vec<String>,
     closed: Vec<ConnId>,
     host_calls: Vec<(OpId, HostCall)>,
     dmodex: Vec<(u64, Result<Vec<u8>, Status>)>,
@@ -51,6 +68,7 @@ impl Sim {
             replies: vec![],
             accepted: vec![],
             refused: vec![],
+            reasons: vec![],
             closed: vec![],
             host_calls: vec![],
             dmodex: vec![],
@@ -73,7 +91,7 @@ impl Sim {
         self.eng.register_nspace(ns(name), size, &info).unwrap();
         for r in 0..size {
             self.eng
-                .register_client(&Proc::new(ns(name), r), UID, GID, secret(name, r))
+                .register_client(&Proc::new(ns(name), r), UID, GID, proofs(name, r))
                 .unwrap();
         }
     }
@@ -85,7 +103,14 @@ impl Sim {
                 progressed = true;
                 match out {
                     Output::Accept { conn, .. } => self.accepted.push(conn),
-                    Output::Refuse { conn, status, .. } => self.refused.push((conn, status)),
+                    Output::Refuse {
+                        conn,
+                        status,
+                        reason,
+                    } => {
+                        self.refused.push((conn, status));
+                        self.reasons.push(reason);
+                    }
                     Output::Reply { conn, id, reply } => self.replies.push((conn, id, reply)),
                     Output::SharedReply { to, reply } => {
                         for (conn, id) in to {
@@ -289,15 +314,90 @@ fn a_vouched_identity_needs_no_secret_but_still_its_registration_and_credentials
     s.eng.handle_hello(4, &me(9), vouched(None));
     s.eng.handle_hello(5, &me(0), vouched(None));
     s.pump();
-    assert_eq!(s.accepted, vec![1, 2]);
+    let refused = [
+        (3, Status::ERR_NO_PERMISSIONS),
+        (4, Status::ERR_NOT_FOUND),
+        (5, Status::ERR_EXISTS),
+    ];
+    assert_hellos(&s, &[1, 2], &refused);
+}
+
+/// Registers `name:rank` again, saying whether a claim by uid alone may take it.
+fn register_by_uid(s: &mut Sim, name: &str, rank: u32, by_uid: bool) {
+    let proofs = proofs_by(name, rank, by_uid);
+    s.eng
+        .register_client(&Proc::new(ns(name), Rank(rank)), UID, GID, proofs)
+        .unwrap();
+}
+
+/// Asserts which hellos were accepted and which refused, with what.
+fn assert_hellos(s: &Sim, accepted: &[ConnId], refused: &[(ConnId, Status)]) {
+    assert_eq!(s.accepted, accepted);
+    assert_eq!(s.refused, refused, "{:?}", s.reasons);
+}
+
+#[test]
+fn a_uid_claim_takes_only_a_client_registered_for_it() {
+    let mut s = Sim::new();
+    s.job("a", 4);
+    // Ranks 0 and 2 are pmix-rs and PMI-1 clients; 1 and 3 may be libpmix ones.
+    register_by_uid(&mut s, "a", 0, false);
+    register_by_uid(&mut s, "a", 2, false);
+    let me = |rank| Proc::new(ns("a"), Rank(rank));
+    let uid = |gid| Auth::Uid {
+        creds: PeerCreds { uid: UID, gid },
+    };
+    s.eng.handle_hello(1, &me(0), uid(GID));
+    s.eng.handle_hello(2, &me(1), uid(GID));
+    s.eng.handle_hello(3, &me(3), uid(GID + 1));
+    s.eng.handle_hello(4, &me(2), Auth::Vouched { creds: None });
+    s.pump();
+    let refused = [
+        (1, Status::ERR_NO_PERMISSIONS),
+        (3, Status::ERR_NO_PERMISSIONS),
+    ];
+    assert_hellos(&s, &[2, 4], &refused);
+    assert!(
+        s.reasons[0].contains("a:0") && s.reasons[0].contains("uid alone"),
+        "{:?}",
+        s.reasons
+    );
+    // The real rank 0, with its secret, is not kept out by the refused claim.
+    s.connect(5, "a", 0);
+}
+
+#[test]
+fn a_name_claimed_with_its_secret_is_not_taken_by_uid_alone_after() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    let me = |rank| Proc::new(ns("a"), Rank(rank));
+    let uid = || Auth::Uid {
+        creds: PeerCreds { uid: UID, gid: GID },
+    };
+    s.connect(1, "a", 0);
+    s.eng.handle_hello(2, &me(0), uid());
+    s.pump();
+    // Its connection goes without a finalize: the name is still not the uid's to take, but
+    // the secret still claims it.
+    s.eng.handle_closed(1, s.now);
+    s.eng.handle_hello(3, &me(0), uid());
+    s.pump();
     assert_eq!(
         s.refused,
         vec![
-            (3, Status::ERR_NO_PERMISSIONS),
-            (4, Status::ERR_NOT_FOUND),
-            (5, Status::ERR_EXISTS),
+            (2, Status::ERR_NO_PERMISSIONS),
+            (3, Status::ERR_NO_PERMISSIONS)
         ]
     );
+    assert!(s.reasons[1].contains("with its secret"), "{:?}", s.reasons);
+    s.connect(4, "a", 0);
+    // Where the uid came first, the real rank is refused, and told how the name was taken.
+    s.eng.handle_hello(5, &me(1), uid());
+    s.pump();
+    assert!(s.accepted.contains(&5));
+    s.hello(6, "a", 1, &secret("a", 1), PeerCreds { uid: UID, gid: GID });
+    assert_eq!(s.refused[2], (6, Status::ERR_EXISTS));
+    assert!(s.reasons[2].contains("by uid alone"), "{:?}", s.reasons);
 }
 
 #[test]
@@ -676,7 +776,7 @@ fn fence_with_remote_participants_goes_through_the_host() {
     s.eng.register_nspace(ns("m"), 2, &info).unwrap();
     for r in 0..2 {
         s.eng
-            .register_client(&Proc::new(ns("m"), r), UID, GID, secret("m", r))
+            .register_client(&Proc::new(ns("m"), r), UID, GID, proofs("m", r))
             .unwrap();
         s.connect(r as ConnId, "m", r);
         let c = s.send(
@@ -739,7 +839,7 @@ fn direct_modex_for_a_remote_process_asks_the_host_once() {
     ];
     s.eng.register_nspace(ns("m"), 1, &info).unwrap();
     s.eng
-        .register_client(&Proc::new(ns("m"), 0), UID, GID, secret("m", 0))
+        .register_client(&Proc::new(ns("m"), 0), UID, GID, proofs("m", 0))
         .unwrap();
     s.connect(0, "m", 0);
     let remote = Proc::new(ns("m"), 1);
@@ -1135,7 +1235,7 @@ fn another_users_process_never_sees_published_data() {
     sim.job("a", 2);
     // Rank 1 runs as another user.
     sim.eng
-        .register_client(&Proc::new(ns("a"), 1), UID + 1, GID, secret("a", 1))
+        .register_client(&Proc::new(ns("a"), 1), UID + 1, GID, proofs("a", 1))
         .unwrap();
     sim.connect(1, "a", 0);
     sim.hello(

@@ -258,11 +258,11 @@ impl OpenpmixConn {
             gds,
         };
         // The kernel confirmed the uid (when it could tell); the engine holds both ids
-        // against the registration.
+        // against the registration, and whether a bare uid may claim it at all.
         Step::Hello {
             proc,
-            auth: Auth::Vouched {
-                creds: Some(PeerCreds { uid, gid }),
+            auth: Auth::Uid {
+                creds: PeerCreds { uid, gid },
             },
         }
     }
