@@ -1,25 +1,34 @@
 /*
- * pmix_ds21_hostile.c - a libpmix job in which one rank attacks the ds21 lock segment while the
+ * pmix_ds21_hostile.c - a libpmix job in which one rank attacks the ds21 segments while the
  * others keep working: it exists to show that such a rank cannot crash or stall the server
  * (issue 18, items 1 and 6). Run under pmix-rs's pmixrun only (it needs the ds21 store).
  *
  *   pmix_ds21_hostile MODE ROUNDS        3 ranks or more, all on this node
  *
  * Rank 0 is the hostile one. It initialises first (the others wait, before PMIx_Init, until
- * lock 0's in-use flag is set), so the lock libpmix claims for it is lock 0. Then:
+ * lock 0's in-use flag is set), so the lock libpmix claims for it is lock 0. Then, in MODE:
  *   scribble  it maps the lock segment read-write and, on a thread, keeps overwriting the
  *             robust-list words of glibc's pthread_mutex_t (__data.__list) of every mutex,
  *             every lock's, with addresses nothing is mapped at;
  *   hold      it takes its read lock the way libpmix does (signal mutex, main mutex, signal
- *             released) and keeps it.
- * Either way the attack runs from before a fence of all ranks until after a second one; in
- * between the honest ranks run ROUNDS rounds among themselves: put a value whose length
+ *             released) and keeps it;
+ *   truncate  on a thread, it keeps trying to change the size of every file it finds in the
+ *             ds21 directory (segments and lock segment, through whatever links lead there):
+ *             ftruncate(2) to twice the size and then to 0, open with O_TRUNC, truncate(2).
+ *             Rank 0 joins a further fence before the rounds only once it has been over
+ *             every file once. It prints "attack truncated=N refused=M" when it stops: how
+ *             many of those calls succeeded, how many failed.
+ * The attack runs until after a second fence of all ranks, from before the first one (from
+ * just after it for truncate: the honest ranks are then past their own look at the lock
+ * segment, which they map before PMIx_Init); in between the honest ranks run ROUNDS rounds among themselves: put a value whose length
  * changes every round, commit, fence with PMIX_COLLECT_DATA, get every honest peer's value and
- * check it is that peer's of this round (or of an earlier one: data that did not reach the
- * shared memory comes over the socket, and libpmix keeps what it fetched). A round longer than ROUND_MAX_MS is a failure (the server must not
- * wait on a lock a client holds).
+ * check it is that peer's of this round (or, for data that did not reach the shared memory and
+ * comes over the socket, of an earlier round or the next one: libpmix keeps what it fetched,
+ * and a peer may be a round ahead). A round longer than ROUND_MAX_MS is a failure (the server
+ * must not wait on a lock a client holds).
  *
- * Prints "hostile rank=0 mode=M", "honest rank=R rounds=K max_ms=T", then "OK rank=R size=N".
+ * Prints "hostile rank=0 mode=M" (for truncate, later "attack truncated=N refused=M"),
+ * "honest rank=R rounds=K max_ms=T", then "OK rank=R size=N".
  * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2.
  *
  * Build: gcc -O1 -Wall -Wextra -o pmix_ds21_hostile pmix_ds21_hostile.c $(pkg-config
@@ -30,8 +39,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -48,6 +59,8 @@
 #define ROUND_MAX_MS 1000
 /* How long an honest rank waits for rank 0 to claim lock 0 before its own PMIx_Init. */
 #define CLAIM_WAIT_MS 20000
+/* How long rank 0 waits for its truncating thread's first pass over the directory. */
+#define FIRST_PASS_WAIT_MS 20000
 
 static int my_rank = -1;
 
@@ -161,6 +174,57 @@ static void *scribble(void *arg)
     return NULL;
 }
 
+static atomic_bool stop_truncating;
+static unsigned long truncated, refused;
+/* Posted once the truncating thread went over every file of the directory once. */
+static sem_t first_pass;
+
+/* Counts one attempt to change a segment's size. */
+static void count(int rc)
+{
+    if (rc == 0)
+        truncated++;
+    else
+        refused++;
+}
+
+/* Keeps trying to change the size of every file of the ds21 directory until told to stop. */
+static void *truncate_all(void *arg)
+{
+    const char *dir = arg;
+    while (!atomic_load_explicit(&stop_truncating, memory_order_relaxed)) {
+        DIR *d = opendir(dir);
+        if (d == NULL)
+            fail("opendir %s: %s", dir, strerror(errno));
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            /* Grown first, so that what is left is a file of size 0. */
+            int fd = open(path, O_RDWR);
+            struct stat st;
+            if (fd >= 0 && fstat(fd, &st) == 0) {
+                count(ftruncate(fd, 2 * st.st_size + 4096));
+                count(ftruncate(fd, 0));
+            }
+            if (fd >= 0)
+                close(fd);
+            fd = open(path, O_RDWR | O_TRUNC);
+            count(fd < 0 ? -1 : 0);
+            if (fd >= 0)
+                close(fd);
+            count(truncate(path, 0));
+        }
+        closedir(d);
+        int posted;
+        if (sem_getvalue(&first_pass, &posted) == 0 && posted == 0)
+            sem_post(&first_pass);
+    }
+    return NULL;
+}
+
 /* ---- the honest ranks' rounds -------------------------------------------------------- */
 
 static void round_value(pmix_rank_t r, int round, char *buf, size_t len)
@@ -193,16 +257,20 @@ static void honest_rounds(const pmix_proc_t *me, uint32_t size, int rounds)
         for (size_t i = 0; i < n; i++) {
             pmix_value_t *got = NULL;
             MUST(PMIx_Get(&procs[i], "hostile.test.v", NULL, 0, &got));
-            /* This round's, or (data served over the socket: libpmix keeps what it fetched,
-             * as with its hash store) an earlier round's. */
+            /* This round's, or, for data served over the socket, an earlier round's (libpmix
+             * keeps what it fetched, as with its hash store) or the next one's (a peer done
+             * with this round may have committed its next value already, and the server
+             * answers with the latest). */
             bool known = false;
-            for (int k = round; k >= 0 && !known && got->type == PMIX_STRING; k--) {
+            for (int k = round + 1; k >= 0 && !known && got->type == PMIX_STRING; k--) {
                 char want[64];
                 round_value(procs[i].rank, k, want, sizeof want);
                 known = strcmp(got->data.string, want) == 0;
             }
             if (!known)
-                fail("round %d: rank %u's value is no round's value of it", round, procs[i].rank);
+                fail("round %d: rank %u's value is no round's value of it: type %d, \"%s\"", round,
+                     procs[i].rank, got->type,
+                     got->type == PMIX_STRING && got->data.string != NULL ? got->data.string : "");
             PMIX_VALUE_RELEASE(got);
         }
         double took = now_ms() - start;
@@ -222,8 +290,9 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *r = getenv("PMIX_RANK");
     my_rank = r != NULL ? atoi(r) : -1;
-    if (argc != 3 || (strcmp(argv[1], "scribble") != 0 && strcmp(argv[1], "hold") != 0))
-        fail("usage: pmix_ds21_hostile scribble|hold ROUNDS");
+    if (argc != 3 || (strcmp(argv[1], "scribble") != 0 && strcmp(argv[1], "hold") != 0 &&
+                      strcmp(argv[1], "truncate") != 0))
+        fail("usage: pmix_ds21_hostile scribble|hold|truncate ROUNDS");
     const char *mode = argv[1];
     int rounds = atoi(argv[2]);
     if (my_rank != 0)
@@ -240,9 +309,12 @@ int main(int argc, char **argv)
     if (size < 3)
         fail("needs 3 ranks or more, not %u", size);
 
+    bool truncating = strcmp(mode, "truncate") == 0;
     struct lockseg seg = {0};
-    pthread_t scribbler;
-    if (me.rank == 0) {
+    pthread_t scribbler, truncator;
+    if (me.rank == 0 && truncating) {
+        printf("hostile rank=0 mode=%s\n", mode);
+    } else if (me.rank == 0) {
         seg = map_lockseg(me.nspace, true);
         if (seg.base == NULL)
             fail("no lock segment for %s", me.nspace);
@@ -259,10 +331,31 @@ int main(int argc, char **argv)
         printf("hostile rank=0 mode=%s\n", mode);
     }
     MUST(PMIx_Fence(NULL, 0, NULL, 0));
+    if (me.rank == 0 && truncating) {
+        char *dir = getenv("PMIX_DSTORE_21_BASE_PATH");
+        if (dir == NULL)
+            fail("PMIX_DSTORE_21_BASE_PATH is not set: the server offers no ds21 store");
+        if (sem_init(&first_pass, 0, 0) != 0 ||
+            pthread_create(&truncator, NULL, truncate_all, dir) != 0)
+            fail("sem_init or pthread_create: %s", strerror(errno));
+        struct timespec end;
+        clock_gettime(CLOCK_REALTIME, &end);
+        end.tv_sec += FIRST_PASS_WAIT_MS / 1000;
+        while (sem_timedwait(&first_pass, &end) != 0)
+            if (errno != EINTR)
+                fail("no pass over %s within %d ms: %s", dir, FIRST_PASS_WAIT_MS, strerror(errno));
+    }
+    /* The attack is under way before any round starts. */
+    if (truncating)
+        MUST(PMIx_Fence(NULL, 0, NULL, 0));
     if (me.rank != 0)
         honest_rounds(&me, size, rounds);
     MUST(PMIx_Fence(NULL, 0, NULL, 0));
-    if (me.rank == 0) {
+    if (me.rank == 0 && truncating) {
+        atomic_store(&stop_truncating, true);
+        pthread_join(truncator, NULL);
+        printf("attack truncated=%lu refused=%lu\n", truncated, refused);
+    } else if (me.rank == 0) {
         if (strcmp(mode, "scribble") == 0) {
             atomic_store(&stop_scribbling, true);
             pthread_join(scribbler, NULL);

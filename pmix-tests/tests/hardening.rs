@@ -17,6 +17,15 @@ use pmix_wire::{
     Welcome, decode_body, encode_frame,
 };
 
+/// The tests measure this process's memory: one at a time, so that none counts another's.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// This process's resident memory, in bytes.
 fn rss() -> usize {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
@@ -108,6 +117,7 @@ fn closed_by_server(s: &mut UnixStream, deadline: Duration) -> bool {
 
 #[test]
 fn an_announced_frame_costs_only_the_bytes_that_arrive() {
+    let _serial = one_at_a_time();
     let host = TestHost::start(NoHost);
     let ns = host.job("announce", 5);
     let rank = |r| Proc::new(ns.clone(), Rank(r));
@@ -144,6 +154,7 @@ fn an_announced_frame_costs_only_the_bytes_that_arrive() {
 
 #[test]
 fn a_client_that_reads_no_answers_is_held_back_then_closed() {
+    let _serial = one_at_a_time();
     let options = ServerOptions {
         limits: Limits {
             stall_timeout: Duration::from_secs(2),
@@ -203,6 +214,7 @@ fn a_client_that_reads_no_answers_is_held_back_then_closed() {
 
 #[test]
 fn connections_that_never_say_who_they_are_are_bounded_and_timed_out() {
+    let _serial = one_at_a_time();
     let options = ServerOptions {
         limits: Limits {
             handshake_timeout: Duration::from_secs(1),
@@ -233,6 +245,7 @@ fn connections_that_never_say_who_they_are_are_bounded_and_timed_out() {
 
 #[test]
 fn pmi1_input_stays_bounded_while_a_request_waits() {
+    let _serial = one_at_a_time();
     let host = TestHost::start(NoHost);
     let ns = host.job("pmiflood", 2);
     let fork = host

@@ -121,15 +121,17 @@ fn assert_all_chose_ds21(out: &Output, what: &str, n: u32) {
     );
 }
 
-/// A rank of the job attacking the ds21 lock segment harms only itself (issue 18, items 1
-/// and 6): scribbling over the robust-list words of every mutex while the server writes the
-/// segments must not crash the server, and keeping its read lock must not stall the server
-/// (the honest ranks fail any round slower than 1 s; `pmix_ds21_hostile.c` says how).
+/// A rank of the job attacking the ds21 segments harms only itself (issue 18, items 1 and 6):
+/// scribbling over the robust-list words of every mutex while the server writes the segments
+/// must not crash the server, keeping its read lock must not stall the server (the honest
+/// ranks fail any round slower than 1 s; `pmix_ds21_hostile.c` says how), and trying to
+/// truncate (or grow) every segment while the others fence and read must not kill the server
+/// with SIGBUS: the kernel refuses every one of those calls.
 #[test]
 fn a_rank_attacking_the_ds21_lock_segment_harms_only_itself() {
     let program = openpmix_program("pmix_ds21_hostile");
     let n = 3;
-    for (mode, rounds) in [("scribble", 300), ("hold", 5)] {
+    for (mode, rounds) in [("truncate", 100), ("scribble", 300), ("hold", 5)] {
         let rounds = rounds.to_string();
         let what = format!("pmixrun -n {n} pmix_ds21_hostile {mode} {rounds}");
         let mut cmd = under_pmixrun(n, &program, &[mode, &rounds]);
@@ -149,6 +151,19 @@ fn a_rank_attacking_the_ds21_lock_segment_harms_only_itself() {
             honest.iter().all(|h| h.get("rounds") == Some(&rounds)),
             "{what}: {out:#?}"
         );
+        if mode == "truncate" {
+            let tried = keyed_lines(&out.stdout, "attack");
+            let [t] = tried.as_slice() else {
+                panic!("{what}: no single attack line: {out:#?}");
+            };
+            let refused: u64 = t.get("refused").and_then(|v| v.parse().ok()).unwrap_or(0);
+            assert_eq!(
+                t.get("truncated").map(String::as_str),
+                Some("0"),
+                "{what}: a segment's size changed: {out:#?}"
+            );
+            assert!(refused > 0, "{what}: nothing was tried: {out:#?}");
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 //! it: job data and collected data in memory-mapped files that the clients map and search in
 //! their own thread, so that a get of a peer's data needs no message to this server.
 //!
-//! All files live in one directory (`PMIX_DSTORE_21_BASE_PATH`):
+//! All files live in one directory (`PMIX_DSTORE_21_BASE_PATH`), each a symbolic link to a
+//! memory file of the server's, sealed at its size (see [`shm`]: no one can truncate a segment
+//! under the server's mapping); clients open them by these names:
 //!
 //! * `initial-pmix_shared-segment-<k>` (`INITIAL_SEG_SIZE` bytes): the namespace map, a
 //!   `size_t` count, a `size_t` "full" flag (the client then attaches segment `k + 1`), and
@@ -231,8 +233,10 @@ pub(crate) struct Batch {
 
 impl Ds21 {
     /// A store in `dir` (which exists and is private to this server): makes the first
-    /// initial segment, which every client attaches at init.
+    /// initial segment, which every client attaches at init. Fails where clients could not
+    /// reach the segments, or the kernel cannot seal them (see `shm`).
     pub(crate) fn new(dir: PathBuf) -> Result<Ds21, Ds21Error> {
+        shm::fds_reachable()?;
         let seg = Mapping::create(&dir.join("initial-pmix_shared-segment-0"), INITIAL_SEG_SIZE)?;
         Ok(Ds21 {
             dir,

@@ -1,5 +1,5 @@
-//! The one module of the server with `unsafe` code: file-backed shared-memory mappings (the
-//! ds21 segments libpmix clients map) and the process-shared pthread mutexes in them.
+//! The one module of the server with `unsafe` code: shared-memory mappings (the ds21 segments
+//! libpmix clients map) and the process-shared pthread mutexes in them.
 //!
 //! Everything above this module sees offsets and byte slices: every write is checked against
 //! the mapping's length here, so no offset computed elsewhere (or derived from anything a
@@ -18,16 +18,37 @@
 //! with `FUTEX_WAKE` on the word): a compare-and-swap and a swap on four bytes of the
 //! mapping, and a wake-up of whoever sleeps on that address. Any value a client writes there
 //! only makes the lock look busy or free; the server never waits on it (`try_lock`), so a
-//! client keeping or faking its lock delays only its own job's use of the segments. What the
-//! server cannot prevent: a process of the job's user truncating a segment file (its mapping
-//! then faults), which is no more than that user's signals and ptrace can do already.
+//! client keeping or faking its lock delays only its own job's use of the segments.
+//!
+//! The segments' sizes are out of clients' reach too. A mapping of a file faults (SIGBUS) where
+//! it lies past the file's end, and a segment kept as a plain file in the server's directory
+//! could be truncated by any process of the job's user. So a segment is a memory file
+//! (`memfd_create`) that the server sizes and then seals against shrinking and growing
+//! (`F_SEAL_SHRINK`, `F_SEAL_GROW`, then `F_SEAL_SEAL`, so that no one can add or change seals,
+//! `F_SEAL_WRITE` included, whose absence the lock segment needs). The kernel refuses every
+//! `ftruncate`, `truncate` and `O_TRUNC` on it from then on, whoever tries, through whichever
+//! descriptor: every page of the server's mapping stays backed for as long as it exists. (A hole
+//! punched with `fallocate` is read back as zeros, never a fault; the server never reads
+//! anything back, so that changes what clients see, nothing more.) Being memory, not a file in
+//! `$TMPDIR`, a segment also cannot fault because that file system is full.
+//!
+//! libpmix opens a segment by path. The path, in the server's directory, is a symbolic link to
+//! `/proc/<server pid>/fd/<n>`, the descriptor the server keeps open as long as the mapping;
+//! opening it opens that same memory file, for processes with the server's uid and gid while
+//! the server is dumpable (the kernel's ptrace read check, which Yama does not restrict: Yama
+//! only restricts attaching). The server maps the descriptor itself, never the path: whatever
+//! is later made of the link (removed, pointed elsewhere) misleads only the clients that follow
+//! it, which are that user's own processes. The descriptor is close-on-exec, so no process
+//! the server starts inherits it.
 
 #![allow(unsafe_code)]
 
-use std::fs::OpenOptions;
+use std::ffi::CString;
+use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -40,10 +61,21 @@ const GLIBC_LOCK_WORD: usize = 0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OutOfBounds;
 
-/// A shared, writable mapping of a whole file this server created.
+/// Every seal a segment gets: its size is fixed for good.
+const SEALS: nix::fcntl::SealFlag = nix::fcntl::SealFlag::F_SEAL_SHRINK
+    .union(nix::fcntl::SealFlag::F_SEAL_GROW)
+    .union(nix::fcntl::SealFlag::F_SEAL_SEAL);
+
+/// The longest memory-file name Linux takes (249 bytes) is more than any segment needs; longer
+/// names (long namespaces) are cut, the name being for people reading `/proc` only.
+const MEMFD_NAME_MAX: usize = 200;
+
+/// A shared, writable mapping of a whole memory file this server created.
 pub(crate) struct Mapping {
     ptr: NonNull<u8>,
     len: usize,
+    /// The memory file, open as long as the mapping: the path clients open leads to it.
+    fd: OwnedFd,
 }
 
 // SAFETY: the mapping is plain memory owned by this value; nothing in it is tied to the thread
@@ -51,34 +83,53 @@ pub(crate) struct Mapping {
 unsafe impl Send for Mapping {}
 
 impl Mapping {
-    /// Creates `path` (which must not exist; mode 0600), sizes it to `len` bytes (zeros, a
-    /// sparse file) and maps all of it shared and writable.
+    /// Makes a memory file of `len` bytes (zeros), sealed at that size, maps all of it shared
+    /// and writable, and creates `path` (which must not exist) as a symbolic link through which
+    /// other processes of this uid open the same memory file. Fails, making nothing, where the
+    /// kernel has no sealed memory files or the link does not lead back to the file.
     pub(crate) fn create(path: &Path, len: usize) -> io::Result<Mapping> {
         if len == 0 {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty segment"));
         }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(path)?;
-        file.set_len(len as u64)?;
-        Self::map(&file, len)
+        let name = path.file_name().map_or(&[][..], |n| n.as_bytes());
+        let name = CString::new(&name[..name.len().min(MEMFD_NAME_MAX)])
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in a segment name"))?;
+        let fd = sealed_memfd(&name, len)?;
+        let map = Self::map(fd, len)?;
+        let link = format!("/proc/{}/fd/{}", std::process::id(), map.fd.as_raw_fd());
+        std::os::unix::fs::symlink(&link, path)?;
+        // A /proc that is not mounted, or not this pid namespace's, would give clients another
+        // file or none.
+        let (ours, theirs) = (
+            File::from(map.fd.try_clone()?).metadata()?,
+            std::fs::metadata(path),
+        );
+        match theirs {
+            Ok(m) if (m.dev(), m.ino()) == (ours.dev(), ours.ino()) => Ok(map),
+            other => {
+                let _ = std::fs::remove_file(path);
+                Err(io::Error::other(format!(
+                    "{} does not lead to the segment ({link}): {}",
+                    path.display(),
+                    other.map_or_else(|e| e.to_string(), |_| "another file".into())
+                )))
+            }
+        }
     }
 
-    /// Maps the first `len` bytes of `file` shared and writable.
-    fn map(file: &std::fs::File, len: usize) -> io::Result<Mapping> {
+    /// Maps the first `len` bytes of `fd` shared and writable; the mapping keeps `fd`.
+    fn map(fd: OwnedFd, len: usize) -> io::Result<Mapping> {
         // SAFETY: a fresh mapping chosen by the kernel (no address hint, so nothing existing is
-        // replaced) of a file at least `len` bytes long; the descriptor may be closed
-        // afterwards, the mapping keeps the file.
+        // replaced) of a file at least `len` bytes long. That its pages stay backed, so that
+        // the accesses below never fault, is the seals' doing (`create`): a mapping of an
+        // unsealed file faults (SIGBUS) where another process truncated it.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                file.as_raw_fd(),
+                fd.as_raw_fd(),
                 0,
             )
         };
@@ -87,7 +138,7 @@ impl Mapping {
         }
         let ptr = NonNull::new(p.cast::<u8>())
             .ok_or_else(|| io::Error::other("mmap returned a null mapping"))?;
-        Ok(Mapping { ptr, len })
+        Ok(Mapping { ptr, len, fd })
     }
 
     fn check(&self, off: usize, n: usize) -> Result<(), OutOfBounds> {
@@ -101,7 +152,8 @@ impl Mapping {
     pub(crate) fn write(&mut self, off: usize, bytes: &[u8]) -> Result<(), OutOfBounds> {
         self.check(off, bytes.len())?;
         // SAFETY: `off + bytes.len() <= len` was checked, so the destination lies inside the
-        // mapping, which lives as long as `self`; `bytes` is ordinary memory of ours, so the two
+        // mapping, which lives as long as `self` and whose file no one can shrink (sealed in
+        // `create`), so the copy cannot fault; `bytes` is ordinary memory of ours, so the two
         // do not overlap. Other processes may read the bytes concurrently only when the ds21
         // lock protocol lets them (the caller holds the write lock), and they cannot write
         // them (they map data segments read-only).
@@ -135,8 +187,8 @@ impl Mapping {
     fn lock_word(&self, off: usize) -> Option<&AtomicI32> {
         let m = self.mutex_at(off)?;
         // SAFETY: `m` is in bounds and aligned for a `pthread_mutex_t`, so its first 4 bytes
-        // are in bounds and aligned for an `i32`; the reference lives no longer than `self`,
-        // hence than the mapping. Other processes access these bytes too: clients' glibc with
+        // are in bounds (of a file sealed at the mapping's size: never a fault) and aligned for
+        // an `i32`; the reference lives no longer than `self`, hence than the mapping. Other processes access these bytes too: clients' glibc with
         // atomic instructions, and a broken client possibly with plain stores, which Rust's
         // memory model does not describe but which at the machine level only ever leave some
         // 32-bit value there; the callers accept every value (they only compare and swap).
@@ -221,6 +273,38 @@ impl Drop for Mapping {
     }
 }
 
+/// A memory file of `len` bytes (zeros), close-on-exec, whose size no one can change any more:
+/// sealed with [`SEALS`], which are read back.
+fn sealed_memfd(name: &std::ffi::CStr, len: usize) -> io::Result<OwnedFd> {
+    use nix::fcntl::{FcntlArg, SealFlag, fcntl};
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING)?;
+    let file = File::from(fd);
+    file.set_len(len as u64)?;
+    fcntl(&file, FcntlArg::F_ADD_SEALS(SEALS))?;
+    let seals = SealFlag::from_bits_truncate(fcntl(&file, FcntlArg::F_GET_SEALS)?);
+    if !seals.contains(SEALS) {
+        return Err(io::Error::other(format!(
+            "a memory file sealed {seals:?} only"
+        )));
+    }
+    Ok(file.into())
+}
+
+/// Whether processes of this uid can open this process's descriptors through `/proc` (the
+/// kernel refuses it while the process is not dumpable: set-user-ID, capabilities, or
+/// `PR_SET_DUMPABLE` 0), which is how libpmix clients reach the segments. (A client that cannot
+/// open its lock segment at init uses `hash`, so a case missed here costs speed.)
+pub(crate) fn fds_reachable() -> io::Result<()> {
+    match nix::sys::prctl::get_dumpable() {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(io::Error::other(
+            "this process is not dumpable: other processes cannot open its /proc/<pid>/fd",
+        )),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// The system's page size.
 pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no memory effects.
@@ -238,6 +322,7 @@ pub(crate) fn cache_line() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
     use std::path::PathBuf;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
@@ -268,7 +353,7 @@ mod tests {
                 .write(true)
                 .open(&path)
                 .expect("open");
-            let client = Mapping::map(&file, 4096).expect("client mapping");
+            let client = Mapping::map(file.into(), 4096).expect("client mapping");
             Segment {
                 dir,
                 server,
@@ -306,6 +391,68 @@ mod tests {
     fn client_unlock(m: usize) -> i32 {
         // SAFETY: as in `client_lock`; the caller's thread holds it.
         unsafe { libc::pthread_mutex_unlock(m as *mut libc::pthread_mutex_t) }
+    }
+
+    #[test]
+    fn no_one_can_change_a_segments_size_and_the_path_only_leads_to_it() {
+        let mut s = Segment::new("sealed");
+        let path = s.dir.join("smlockseg-test");
+        // The path is a link to the server's descriptor, which no exec inherits.
+        let target = std::fs::read_link(&path).expect("a link");
+        let fd = s.server.fd.as_raw_fd();
+        assert_eq!(
+            target,
+            PathBuf::from(format!("/proc/{}/fd/{fd}", std::process::id()))
+        );
+        let flags =
+            nix::fcntl::fcntl(&s.server.fd, nix::fcntl::FcntlArg::F_GETFD).expect("F_GETFD");
+        assert_ne!(flags & libc::FD_CLOEXEC, 0, "inherited by children");
+        // Every way of changing the size, through the path as a client would, is refused.
+        let refused = |r: io::Result<()>, what: &str| {
+            let e = r.expect_err(what);
+            assert_eq!(e.raw_os_error(), Some(libc::EPERM), "{what}: {e}");
+        };
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .expect("open");
+        refused(file.set_len(0), "shrink");
+        refused(file.set_len(4095), "shrink by a byte");
+        refused(file.set_len(8192), "grow");
+        refused(
+            OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&path)
+                .map(drop),
+            "O_TRUNC",
+        );
+        refused(
+            nix::fcntl::fcntl(
+                &file,
+                nix::fcntl::FcntlArg::F_ADD_SEALS(nix::fcntl::SealFlag::F_SEAL_WRITE),
+            )
+            .map(drop)
+            .map_err(io::Error::from),
+            "another seal",
+        );
+        assert_eq!(file.metadata().expect("stat").len(), 4096);
+        // The segment is the same memory for both sides, to its last byte.
+        s.server.write(4095, &[0x5a]).expect("in bounds");
+        let client = Mapping::map(file.into(), 4096).expect("client mapping");
+        // SAFETY: byte 4095 of a live 4096-byte mapping.
+        assert_eq!(unsafe { *client.ptr.as_ptr().add(4095) }, 0x5a);
+        // Whatever replaces the link, the server's mapping is its own.
+        std::fs::remove_file(&path).expect("unlink");
+        std::fs::write(&path, b"").expect("a file in its place");
+        s.server.write(4095, &[0xa5]).expect("in bounds");
+        // SAFETY: as above.
+        assert_eq!(unsafe { *client.ptr.as_ptr().add(4095) }, 0xa5);
+        assert!(
+            Mapping::create(&path, 4096).is_err(),
+            "an existing path is not reused"
+        );
     }
 
     #[test]
