@@ -174,10 +174,31 @@ const FDS_PER_PROCESS: u64 = 3;
 /// of the pipes, std's error pipe, a PMI-1 socket pair) and what pmixrun itself may still open.
 const FDS_SPARE: u64 = 16;
 
+/// The soft descriptor limit pmixrun raises itself to at start (within the hard limit): a
+/// server of a few thousand processes needs more than the usual 1024, and its processes
+/// inherit a limit that is common anyway.
+const FDS_AT_START: u64 = 65536;
+
+/// Raises the soft descriptor limit towards the hard one, to [`FDS_AT_START`] (a running
+/// server that runs out of descriptors waits for some to free up; better it never does).
+pub(crate) fn raise_descriptor_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return;
+    };
+    let want = FDS_AT_START.min(hard);
+    if want > soft {
+        if let Err(e) = setrlimit(Resource::RLIMIT_NOFILE, want, hard) {
+            tracing::debug!("cannot raise the descriptor limit from {soft} to {want}: {e}");
+        }
+    }
+}
+
 /// Checks that `n` more processes fit within pmixrun's descriptor limit, before any of them
-/// is started: a job is started whole or not at all.
+/// is started: a job is started whole or not at all. The soft limit is raised as far as the
+/// hard one allows when that makes them fit.
 pub(crate) fn check_descriptors(n: u32) -> Result<(), LaunchError> {
-    use nix::sys::resource::{Resource, getrlimit};
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
         return Ok(());
     };
@@ -188,6 +209,9 @@ pub(crate) fn check_descriptors(n: u32) -> Result<(), LaunchError> {
     let open = (dir.count() as u64).saturating_sub(1);
     let need = FDS_PER_PROCESS * u64::from(n) + FDS_SPARE;
     if open + need <= soft {
+        return Ok(());
+    }
+    if open + need <= hard && setrlimit(Resource::RLIMIT_NOFILE, open + need, hard).is_ok() {
         return Ok(());
     }
     let fits = soft.saturating_sub(open + FDS_SPARE) / FDS_PER_PROCESS;

@@ -275,6 +275,7 @@ fn main() -> ExitCode {
     if argv.first().is_some_and(|a| a == launch::EXEC_MARKER) {
         return ExitCode::from(launch::exec_program(&argv[1..]));
     }
+    launch::raise_descriptor_limit();
     let mode = match cli::parse_mode(argv) {
         Ok(m) => m,
         Err(e) => e.exit(),

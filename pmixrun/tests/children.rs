@@ -542,3 +542,30 @@ fn a_job_needing_more_descriptors_than_allowed_is_not_started() {
     assert!(r.status.success() && r.stderr.is_empty(), "{r:?}");
     assert_eq!(r.stdout.lines().count(), 4, "{r:?}");
 }
+
+#[test]
+fn pmixrun_raises_its_soft_descriptor_limit_within_the_hard_one() {
+    let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+        .expect("getrlimit");
+    let mut cmd = Command::new("sh");
+    cmd.args([
+        "-c",
+        r#"ulimit -Sn 64 && exec "$0" "$@""#,
+        env!("CARGO_BIN_EXE_pmixrun"),
+    ])
+    .args(["--timeout", "50", "-n", "40", "sh", "-c", "ulimit -Sn"]);
+    let r = run(cmd);
+    assert!(
+        r.status.success(),
+        "40 processes under a soft limit of 64: {r:?}"
+    );
+    let want = hard.min(65536).to_string();
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 40, "{r:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.trim() == want || hard == nix::libc::RLIM_INFINITY),
+        "each process inherits the raised soft limit {want}: {lines:?}"
+    );
+}
