@@ -1,5 +1,6 @@
-//! What the `wire_decode` fuzz target checks, kept here so that `tests/fuzz_corpus.rs` replays
-//! its corpus on stable through exactly the same code. Not part of the API.
+//! What the fuzz targets check (`wire_decode`, `openpmix_decode`, `readers_bounded`), kept here
+//! so that `tests/fuzz_corpus.rs` replays their corpora on stable through exactly the same
+//! code. Not part of the API.
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -279,6 +280,66 @@ fn check_payload(payload: &[u8]) {
                     Packer::new(&mut out, d).pack(v).map(|()| out)
                 },
             );
+        }
+    }
+}
+
+/// Feeds `data` to the stream readers of both wires, in pieces whose sizes come from the data
+/// itself, and panics if a reader holds more than the bytes that arrived allow (at most as
+/// much again, plus a 64 KiB read window) or if `has_frame`/`has_message` disagree with what
+/// the next read of a frame or message gives.
+pub fn check_readers(data: &[u8]) {
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    // Small maximums, so that the fuzzer also reaches the size checks.
+    let piece = usize::from(first).max(1) * 97;
+    let mut frames = crate::FrameReader::new(FrameDecoder::new(1 << 20));
+    let mut messages = crate::openpmix::MsgReader::new(1 << 20);
+    let mut received = 0;
+    let mut src = rest;
+    while !src.is_empty() {
+        let mut chunk = &src[..piece.min(src.len())];
+        let n = frames.read_from(&mut chunk).unwrap_or(0);
+        messages.feed(&src[..n]);
+        src = &src[n..];
+        received += n;
+        assert!(
+            frames.held() <= 2 * received + (64 << 10),
+            "the frame reader holds {} bytes after {received} arrived",
+            frames.held()
+        );
+        assert!(messages.buffered() <= received);
+        loop {
+            let announced = frames.has_frame();
+            match frames.next_frame() {
+                Ok(Some(_)) => assert!(announced, "has_frame said no, next_frame gave one"),
+                Ok(None) => {
+                    assert!(!announced, "has_frame said yes, next_frame gave none");
+                    break;
+                }
+                Err(_) => {
+                    assert!(announced, "has_frame must report a frame over the maximum");
+                    return;
+                }
+            }
+        }
+        loop {
+            let announced = messages.has_message();
+            match messages.next_message() {
+                Ok(Some(_)) => assert!(announced, "has_message said no, next_message gave one"),
+                Ok(None) => {
+                    assert!(!announced, "has_message said yes, next_message gave none");
+                    break;
+                }
+                Err(_) => {
+                    assert!(
+                        announced,
+                        "has_message must report a message over the maximum"
+                    );
+                    return;
+                }
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Replays the `wire_decode` and `openpmix_decode` fuzz corpora on stable through the fuzz
+//! Replays the `wire_decode`, `openpmix_decode` and `readers_bounded` fuzz corpora on stable through the fuzz
 //! targets' own checks, so that every input that once found a bug (and every seed) stays a
 //! regression test.
 
@@ -38,4 +38,14 @@ fn wire_decode_corpus_replays() {
     // The seeds are the golden frames (written by `PMIX_BLESS=1 cargo test --test golden`).
     let replayed = replay("wire_decode", pmix_wire::fuzzing::check);
     assert!(replayed >= 5, "only {replayed} wire_decode corpus files");
+}
+
+#[test]
+fn readers_bounded_corpus_replays() {
+    // The seeds: big announcements trickled in, frames and messages back to back, garbage.
+    let replayed = replay("readers_bounded", pmix_wire::fuzzing::check_readers);
+    assert!(
+        replayed >= 4,
+        "only {replayed} readers_bounded corpus files"
+    );
 }

@@ -310,3 +310,24 @@ fn oversized_frames_are_refused_from_the_header() {
         }
     );
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Whatever arrives, in whatever pieces, the stream readers hold no more than it allows and
+    /// say truthfully whether a whole frame or message is there.
+    #[test]
+    fn stream_readers_stay_bounded_and_truthful(
+        head in prop_oneof![
+            Just(Vec::new()),
+            (0u32..=(256 << 20)).prop_map(|n| n.to_be_bytes().to_vec()),
+        ],
+        data in vec(any::<u8>(), 0..20_000),
+        piece in any::<u8>(),
+    ) {
+        let mut input = vec![piece];
+        input.extend(head);
+        input.extend(data);
+        pmix_wire::fuzzing::check_readers(&input);
+    }
+}

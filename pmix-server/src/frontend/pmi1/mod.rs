@@ -185,6 +185,12 @@ impl Pmi1Conn {
         rest.len() <= MAX_LINE && !rest.contains(&b'\n')
     }
 
+    /// Bytes received and not yet taken as lines.
+    #[cfg(test)]
+    pub(crate) fn buffered(&self) -> usize {
+        self.input.len() - self.consumed
+    }
+
     /// The next complete line, without its newline. `Err` when a line is longer than
     /// [`MAX_LINE`].
     fn next_line(&mut self) -> Result<Option<String>, String> {

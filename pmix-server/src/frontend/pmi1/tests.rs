@@ -302,6 +302,31 @@ fn a_pmi_id_serves_one_connection() {
 }
 
 proptest::proptest! {
+    /// Fed only while it wants input, as the shell feeds it, a connection whose request waits
+    /// holds at most a line and one read's worth, whatever the peer sends.
+    #[test]
+    fn input_stays_bounded_while_a_request_waits(
+        reads in proptest::collection::vec(
+            proptest::collection::vec(proptest::num::u8::ANY, 1..20_000),
+            1..40,
+        ),
+    ) {
+        let mut c = ready(0);
+        let mut out = Vec::new();
+        c.feed(b"cmd=barrier_in\n");
+        let waiting = c.step(&mut Common::default(), &mut out);
+        proptest::prop_assert!(matches!(waiting, Step::Request(..)), "{waiting:?}");
+        for read in &reads {
+            if !c.wants_input() {
+                break;
+            }
+            c.feed(read);
+            let step = c.step(&mut Common::default(), &mut out);
+            proptest::prop_assert!(matches!(step, Step::Idle), "{step:?}");
+            proptest::prop_assert!(c.buffered() <= MAX_LINE + 1 + read.len());
+        }
+    }
+
     #[test]
     fn arbitrary_bytes_never_panic(input in proptest::collection::vec(proptest::num::u8::ANY, 0..3000)) {
         let mut c = ready(1);
