@@ -21,7 +21,8 @@ pub struct Limits {
     /// How long an accepted connection has to complete its handshake; default 10 s.
     pub handshake_timeout: Duration,
     /// Connections that have not completed their handshake allowed at once per peer uid
-    /// (peers whose uid the kernel does not tell count as one uid); default 1024.
+    /// (peers whose uid the kernel does not tell count as one uid); default 4096, above the
+    /// connections a node's whole job makes at once when it starts.
     pub unauthenticated_per_uid: usize,
 }
 
@@ -32,7 +33,7 @@ impl Default for Limits {
             stall_timeout: Duration::from_secs(60),
             output_queue_hard: 256 << 20,
             handshake_timeout: Duration::from_secs(10),
-            unauthenticated_per_uid: 1024,
+            unauthenticated_per_uid: 4096,
         }
     }
 }

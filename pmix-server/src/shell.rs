@@ -675,7 +675,6 @@ impl<H: Host> Shell<H> {
     }
 
     /// Hands an engine output to the connection's front-end, then writes what it produced.
-    /// The connection is stepped again: its front-end may have held input back for this.
     fn deliver(&mut self, conn: ConnId, f: impl FnOnce(&mut Proto, &mut Frontends, &mut Vec<u8>)) {
         let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone) else {
             return;
@@ -693,7 +692,10 @@ impl<H: Host> Shell<H> {
         if c.proto.is_closing() {
             self.close_after_flush(conn);
         } else {
-            self.ready.push_back(conn);
+            // Stepped again if the front-end may have held input back for this answer.
+            if c.more_to_read || !c.proto.wants_input() {
+                self.ready.push_back(conn);
+            }
             self.flush(conn);
         }
     }
