@@ -51,8 +51,7 @@ struct ConnIo {
     wpos: usize,
     /// Close once the write buffer is empty.
     closing: bool,
-    /// Closed and told to the engine; the slot is freed when the pump is done, so that no
-    /// output still queued for it reaches a new connection given the same number.
+    /// Closed and told to the engine; the slot is freed when the pump is done.
     gone: bool,
     writable_interest: bool,
     /// Tells this connection from an earlier one that had the same slot (for timers).
@@ -599,15 +598,17 @@ impl<H: Host> Shell<H> {
                 c.held = true;
                 break;
             }
+            let engine_conn = engine_id(conn, c.serial);
             match c.proto.step(&mut self.frontends, &mut c.wbuf) {
                 Step::Idle => break,
                 Step::Close => {
                     self.close_after_flush(conn);
                     return;
                 }
-                Step::Hello { proc, auth } => self.engine.handle_hello(conn, &proc, auth),
+                Step::Hello { proc, auth } => self.engine.handle_hello(engine_conn, &proc, auth),
                 Step::Request(id, req) => {
-                    self.engine.handle_request(conn, id, req, Instant::now());
+                    self.engine
+                        .handle_request(engine_conn, id, req, Instant::now());
                     // Its answer is in the write buffer before the next request is taken,
                     // so the limit above sees it.
                     self.drain_outputs();
@@ -638,6 +639,9 @@ impl<H: Host> Shell<H> {
     fn output(&mut self, out: Output) {
         match out {
             Output::Accept { conn, job } => {
+                let Some(conn) = self.slot_of(conn) else {
+                    return;
+                };
                 let uid = self
                     .conns
                     .get_mut(conn)
@@ -651,18 +655,34 @@ impl<H: Host> Shell<H> {
                 conn,
                 status,
                 reason,
-            } => self.deliver(conn, |p, _, out| p.refused(status, &reason, out)),
+            } => {
+                if let Some(conn) = self.slot_of(conn) {
+                    self.deliver(conn, |p, _, out| p.refused(status, &reason, out));
+                }
+            }
             Output::Reply { conn, id, reply } => {
-                self.deliver(conn, |p, fe, out| p.replied(fe, id, reply, out))
+                if let Some(conn) = self.slot_of(conn) {
+                    self.deliver(conn, |p, fe, out| p.replied(fe, id, reply, out));
+                }
             }
             Output::SharedReply { to, reply } => {
                 let answer = SharedAnswer::new(reply);
                 for (conn, id) in to {
-                    self.deliver(conn, |p, fe, out| p.replied_shared(fe, id, &answer, out));
+                    if let Some(conn) = self.slot_of(conn) {
+                        self.deliver(conn, |p, fe, out| p.replied_shared(fe, id, &answer, out));
+                    }
                 }
             }
-            Output::Event { conn, event } => self.deliver(conn, |p, _, out| p.event(&event, out)),
-            Output::Close { conn } => self.close_after_flush(conn),
+            Output::Event { conn, event } => {
+                if let Some(conn) = self.slot_of(conn) {
+                    self.deliver(conn, |p, _, out| p.event(&event, out));
+                }
+            }
+            Output::Close { conn } => {
+                if let Some(conn) = self.slot_of(conn) {
+                    self.close_after_flush(conn);
+                }
+            }
             Output::Host { op, call } => {
                 call_host(&mut self.host, op, call, &self.tx, &self.waker);
             }
@@ -672,6 +692,16 @@ impl<H: Host> Shell<H> {
                 }
             }
         }
+    }
+
+    /// The slot of the live connection the engine calls `conn` (see [`engine_id`]); None for
+    /// a connection gone, even if a newer one has its slot.
+    fn slot_of(&self, conn: ConnId) -> Option<usize> {
+        let slot = conn & SLOT_MASK;
+        self.conns
+            .get(slot)
+            .filter(|c| !c.gone && engine_id(slot, c.serial) == conn)
+            .map(|_| slot)
     }
 
     /// Hands an engine output to the connection's front-end, then writes what it produced.
@@ -765,11 +795,12 @@ impl<H: Host> Shell<H> {
         let _ = self.poll.registry().deregister(&mut c.stream);
         c.stream.shutdown();
         let unauthenticated = c.unauthenticated.take();
+        let engine_conn = engine_id(conn, c.serial);
         self.gone.push(conn);
         if let Some(uid) = unauthenticated {
             self.authenticated(uid);
         }
-        self.engine.handle_closed(conn, Instant::now());
+        self.engine.handle_closed(engine_conn, Instant::now());
     }
 
     fn shutdown(&mut self) {
@@ -816,6 +847,21 @@ impl<H: Host> Shell<H> {
             }
         }
     }
+}
+
+/// The slot bits of an engine connection id; the rest is the connection's serial.
+const SLOT_MASK: usize = 0xffff_ffff;
+const _: () = assert!(
+    usize::BITS == 64,
+    "engine connection ids pack a slot and a serial"
+);
+
+/// What the engine calls the connection in `slot`: the slot and the connection's serial, so
+/// that what the engine still has for a connection gone (a host's late answer to its
+/// handshake, say) never reaches a later connection given the same slot.
+fn engine_id(slot: usize, serial: u64) -> ConnId {
+    // Serials wrap after 2^32 connections; the slot bits stay exact.
+    slot | ((serial as usize) << 32)
 }
 
 /// True for `accept` failing because the process or the system has no descriptor left.

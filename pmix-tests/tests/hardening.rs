@@ -10,7 +10,7 @@ use std::os::unix::net::UnixStream;
 use std::time::{Duration, Instant};
 
 use pmix_server::types::{Key, Proc, Rank, Scope, Status, Value};
-use pmix_server::{Limits, NoHost, PmiTransport, ServerOptions};
+use pmix_server::{Completion, Host, Limits, NoHost, PmiTransport, ServerOptions};
 use pmix_tests::TestHost;
 use pmix_wire::{
     ClientMsg, FrameDecoder, FrameReader, Hello, Kv, MAGIC, PROTOCOL_VERSION, Request, ServerMsg,
@@ -291,4 +291,65 @@ fn pmi1_input_stays_bounded_while_a_request_waits() {
         "the server took {} MiB of one PMI-1 connection's input while its barrier waited",
         accepted >> 20
     );
+}
+
+/// A host that holds every handshake for the test to answer.
+struct Gatekeeper(crossbeam_channel::Sender<(Proc, Completion<()>)>);
+
+impl Host for Gatekeeper {
+    fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
+        let _ = self.0.send((proc.clone(), done));
+    }
+}
+
+fn say_hello(host: &TestHost, proc: &Proc) -> UnixStream {
+    let env = host.server.setup_fork(proc).expect("setup_fork");
+    let hex = env_of(&env, "PMIXRS_SECRET");
+    let secret = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect();
+    let mut s = connect(host, proc);
+    let hello = Hello {
+        magic: MAGIC.into(),
+        version: PROTOCOL_VERSION,
+        nspace: proc.nspace.clone(),
+        rank: proc.rank,
+        secret,
+        pid: std::process::id(),
+    };
+    let mut out = Vec::new();
+    encode_frame(&hello, &mut out).unwrap();
+    s.write_all(&out).unwrap();
+    s
+}
+
+#[test]
+fn a_late_answer_for_a_connection_gone_never_reaches_the_next_one() {
+    let _serial = one_at_a_time();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let host = TestHost::start(Gatekeeper(tx));
+    let ns = host.job("late", 2);
+    let wait = |what: &str| {
+        rx.recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("the host was not asked about {what}"))
+    };
+    // Rank 0 says hello and leaves before the host has answered.
+    let first = say_hello(&host, &Proc::new(ns.clone(), Rank(0)));
+    let (_, first_done) = wait("rank 0");
+    drop(first);
+    // A call through the loop: by its answer the loop has seen rank 0 leave.
+    host.server
+        .setup_fork(&Proc::new(ns.clone(), Rank(1)))
+        .unwrap();
+    // Rank 1 comes in (into the slot rank 0 had), and the host refuses rank 0, late.
+    let mut second = say_hello(&host, &Proc::new(ns.clone(), Rank(1)));
+    let (who, second_done) = wait("rank 1");
+    assert_eq!(who.rank, Rank(1));
+    first_done.complete(Err(Status::ERR_NO_PERMISSIONS));
+    second_done.complete(Ok(()));
+    match next_frame::<Welcome>(&mut second) {
+        Welcome::Accepted { .. } => {}
+        refused => panic!("rank 1 got the answer meant for rank 0: {refused:?}"),
+    }
 }
