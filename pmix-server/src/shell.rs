@@ -174,6 +174,7 @@ impl<H: Host> Shell<H> {
     pub(crate) fn run(mut self) {
         let mut events = Events::with_capacity(256);
         while self.running {
+            self.forget_idle_timers();
             let next = [
                 self.engine.poll_timeout(),
                 self.timers.peek().map(|Reverse((t, ..))| *t),
@@ -220,6 +221,23 @@ impl<H: Host> Shell<H> {
         self.shutdown();
     }
 
+    /// Drops the timers at the front that no longer have anything to watch (the connection
+    /// authenticated, caught up or went): without them the loop need not wake, nor read the
+    /// clock, for nothing.
+    fn forget_idle_timers(&mut self) {
+        while let Some(&Reverse((_, conn, serial))) = self.timers.peek() {
+            let watching = self.conns.get(conn).is_some_and(|c| {
+                !c.gone
+                    && c.serial == serial
+                    && (c.unauthenticated.is_some() || c.stalled_since.is_some())
+            });
+            if watching {
+                break;
+            }
+            self.timers.pop();
+        }
+    }
+
     /// Closes the connections whose time is up: no handshake within the limit, or output
     /// over the limit that the client has not read for too long.
     fn expire(&mut self, now: Instant) {
@@ -264,7 +282,10 @@ impl<H: Host> Shell<H> {
     fn pump(&mut self) {
         loop {
             let mut moved = false;
-            while let Ok(msg) = self.rx.try_recv() {
+            // Most rounds find the channel empty: asking is cheaper than trying.
+            while !self.rx.is_empty()
+                && let Ok(msg) = self.rx.try_recv()
+            {
                 moved = true;
                 match msg {
                     LoopMsg::HostDone(op, outcome) => {
@@ -615,8 +636,14 @@ impl<H: Host> Shell<H> {
                 }
             }
         }
-        self.flush(conn);
         let limit = self.limits.output_queue;
+        let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone) else {
+            return;
+        };
+        // What the front-end answered itself; the engine's answers were written as delivered.
+        if c.queued() > 0 || c.closing {
+            self.flush(conn);
+        }
         let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone) else {
             return;
         };
