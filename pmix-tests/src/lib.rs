@@ -196,6 +196,41 @@ impl TestHost {
     }
 }
 
+/// The value of `key` in `setup_fork`'s environment `env`.
+pub fn env_value<'a>(env: &'a [(String, String)], key: &str) -> &'a str {
+    env.iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or_else(|| panic!("{key} not in setup_fork's environment"))
+}
+
+/// The server's Unix socket named in `setup_fork`'s environment.
+pub fn native_socket(env: &[(String, String)]) -> PathBuf {
+    let uri = env_value(env, pmix_server::ENV_SERVER_URI);
+    PathBuf::from(uri.strip_prefix("unix:").expect("a unix: server URI"))
+}
+
+/// The frame a pmix-rs client of `proc` opens with, with the secret of `setup_fork`'s
+/// environment `env`: for tests that play a client byte by byte.
+pub fn native_hello(proc: &Proc, env: &[(String, String)]) -> Vec<u8> {
+    let hex = env_value(env, pmix_server::ENV_SECRET);
+    let secret = (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("a hex secret"))
+        .collect();
+    let hello = pmix_wire::Hello {
+        magic: pmix_wire::MAGIC.into(),
+        version: pmix_wire::PROTOCOL_VERSION,
+        nspace: proc.nspace.clone(),
+        rank: proc.rank,
+        secret,
+        pid: std::process::id(),
+    };
+    let mut out = Vec::new();
+    pmix_wire::encode_frame(&hello, &mut out).expect("encoding a hello");
+    out
+}
+
 /// Waits for every process, at most `deadline` in all. On timeout, kills those still running
 /// and panics naming them.
 pub fn wait_all(started: Vec<Started>, deadline: Duration) -> Vec<Finished> {

@@ -14,15 +14,8 @@ use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::socket::{AddressFamily, SockFlag, SockType, UnixAddr, connect, socket};
 use pmix_server::NoHost;
 use pmix_server::types::{Proc, Rank};
-use pmix_tests::TestHost;
-use pmix_wire::{Hello, MAGIC, PROTOCOL_VERSION, Welcome, decode_body, encode_frame};
-
-fn env_of(env: &[(String, String)], key: &str) -> String {
-    env.iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| panic!("{key} not in setup_fork's environment"))
-}
+use pmix_tests::{TestHost, native_hello, native_socket};
+use pmix_wire::{Welcome, decode_body};
 
 fn open_descriptors() -> u64 {
     std::fs::read_dir("/proc/self/fd")
@@ -36,15 +29,7 @@ fn a_client_that_connects_while_the_server_is_out_of_descriptors_gets_in_once_th
     let ns = host.job("fds", 1);
     let me = Proc::new(ns.clone(), Rank(0));
     let env = host.server.setup_fork(&me).expect("setup_fork");
-    let path = env_of(&env, "PMIXRS_SERVER_URI")
-        .strip_prefix("unix:")
-        .expect("unix: URI")
-        .to_owned();
-    let hex = env_of(&env, "PMIXRS_SECRET");
-    let secret: Vec<u8> = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect();
+    let path = native_socket(&env);
     // The client's socket exists before the descriptors run out; connecting needs none.
     let client: OwnedFd = socket(
         AddressFamily::Unix,
@@ -64,7 +49,7 @@ fn a_client_that_connects_while_the_server_is_out_of_descriptors_gets_in_once_th
             Err(e) => panic!("opening /dev/null: {e}"),
         }
     }
-    connect(client.as_raw_fd(), &UnixAddr::new(path.as_str()).unwrap()).expect("connect");
+    connect(client.as_raw_fd(), &UnixAddr::new(&path).unwrap()).expect("connect");
     // A call through the server's loop: by its answer the loop has seen the connection and
     // failed to accept it.
     host.server
@@ -75,17 +60,7 @@ fn a_client_that_connects_while_the_server_is_out_of_descriptors_gets_in_once_th
     // Now the server must take the connection without being told again.
     let mut s = UnixStream::from(client);
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let hello = Hello {
-        magic: MAGIC.into(),
-        version: PROTOCOL_VERSION,
-        nspace: ns,
-        rank: Rank(0),
-        secret,
-        pid: std::process::id(),
-    };
-    let mut out = Vec::new();
-    encode_frame(&hello, &mut out).unwrap();
-    s.write_all(&out).unwrap();
+    s.write_all(&native_hello(&me, &env)).unwrap();
     let mut len = [0u8; 4];
     s.read_exact(&mut len).unwrap_or_else(|e| {
         panic!("no welcome 10 s after descriptors were free again: the server never took the connection ({e})")

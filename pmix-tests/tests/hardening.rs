@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use pmix_server::types::{Key, Proc, Rank, Scope, Status, Value};
 use pmix_server::{Completion, Host, Limits, NoHost, PmiTransport, ServerOptions};
-use pmix_tests::TestHost;
+use pmix_tests::{TestHost, native_hello, native_socket};
 use pmix_wire::{
-    ClientMsg, FrameDecoder, FrameReader, Hello, Kv, MAGIC, PROTOCOL_VERSION, Request, ServerMsg,
-    Welcome, decode_body, encode_frame,
+    ClientMsg, FrameDecoder, FrameReader, Kv, Request, ServerMsg, Welcome, decode_body,
+    encode_frame,
 };
 
 /// The tests measure this process's memory: one at a time, so that none counts another's.
@@ -37,43 +37,25 @@ fn rss() -> usize {
     kib * 1024
 }
 
-fn env_of(env: &[(String, String)], key: &str) -> String {
-    env.iter()
-        .find(|(k, _)| k == key)
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| panic!("{key} not in setup_fork's environment"))
-}
-
 /// A connection to the server's native socket, not yet greeted.
 fn connect(host: &TestHost, proc: &Proc) -> UnixStream {
     let env = host.server.setup_fork(proc).expect("setup_fork");
-    let uri = env_of(&env, "PMIXRS_SERVER_URI");
-    let path = uri.strip_prefix("unix:").expect("unix: URI");
-    let s = UnixStream::connect(path).expect("connect to the server");
+    let s = UnixStream::connect(native_socket(&env)).expect("connect to the server");
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s
+}
+
+/// A connection of `proc` that has sent its hello (and not read the answer).
+fn say_hello(host: &TestHost, proc: &Proc) -> UnixStream {
+    let env = host.server.setup_fork(proc).expect("setup_fork");
+    let mut s = connect(host, proc);
+    s.write_all(&native_hello(proc, &env)).unwrap();
     s
 }
 
 /// A native client of `proc`, greeted and welcomed: what a pmix-rs client does at init.
 fn greeted(host: &TestHost, proc: &Proc) -> UnixStream {
-    let env = host.server.setup_fork(proc).expect("setup_fork");
-    let hex = env_of(&env, "PMIXRS_SECRET");
-    let secret = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect();
-    let mut s = connect(host, proc);
-    let hello = Hello {
-        magic: MAGIC.into(),
-        version: PROTOCOL_VERSION,
-        nspace: proc.nspace.clone(),
-        rank: proc.rank,
-        secret,
-        pid: std::process::id(),
-    };
-    let mut out = Vec::new();
-    encode_frame(&hello, &mut out).unwrap();
-    s.write_all(&out).unwrap();
+    let mut s = say_hello(host, proc);
     match next_frame::<Welcome>(&mut s) {
         Welcome::Accepted { .. } => s,
         refused => panic!("{proc} refused: {refused:?}"),
@@ -300,28 +282,6 @@ impl Host for Gatekeeper {
     fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
         let _ = self.0.send((proc.clone(), done));
     }
-}
-
-fn say_hello(host: &TestHost, proc: &Proc) -> UnixStream {
-    let env = host.server.setup_fork(proc).expect("setup_fork");
-    let hex = env_of(&env, "PMIXRS_SECRET");
-    let secret = (0..hex.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
-        .collect();
-    let mut s = connect(host, proc);
-    let hello = Hello {
-        magic: MAGIC.into(),
-        version: PROTOCOL_VERSION,
-        nspace: proc.nspace.clone(),
-        rank: proc.rank,
-        secret,
-        pid: std::process::id(),
-    };
-    let mut out = Vec::new();
-    encode_frame(&hello, &mut out).unwrap();
-    s.write_all(&out).unwrap();
-    s
 }
 
 #[test]
