@@ -48,6 +48,12 @@
 //! against the same limits and against what its compressed size can justify, and its
 //! decompressed length must match the declaration exactly.
 //!
+//! # Slurm's hostlists
+//!
+//! The module [`hostlist`] reads and writes Slurm's own compact forms, which pmixrun meets
+//! inside an allocation: hostlist expressions (`SLURM_JOB_NODELIST`, `node[01-04,7],login1`)
+//! and `SLURM_TASKS_PER_NODE` (`2(x3),1`), under the same untrusted-input rules.
+//!
 //! # Example
 //!
 //! ```
@@ -69,6 +75,7 @@
 mod blob;
 mod error;
 mod generate;
+pub mod hostlist;
 mod num;
 mod parse;
 

@@ -281,7 +281,12 @@ pub(crate) fn number(
 }
 
 /// Reads `a` or `a-b` at `i`; returns the range and the index after it.
-fn range(b: &[u8], i: usize, base: usize, max: u64) -> Result<(u64, u64, usize), ParseError> {
+pub(crate) fn range(
+    b: &[u8],
+    i: usize,
+    base: usize,
+    max: u64,
+) -> Result<(u64, u64, usize), ParseError> {
     let (start, j) = number(b, i, base, max)?;
     if b.get(j) != Some(&b'-') {
         return Ok((start, start, j));
