@@ -283,9 +283,10 @@ impl<H: Host> Shell<H> {
         loop {
             let mut moved = false;
             // Most rounds find the channel empty: asking is cheaper than trying.
-            while !self.rx.is_empty()
-                && let Ok(msg) = self.rx.try_recv()
-            {
+            while !self.rx.is_empty() {
+                let Ok(msg) = self.rx.try_recv() else {
+                    break;
+                };
                 moved = true;
                 match msg {
                     LoopMsg::HostDone(op, outcome) => {
