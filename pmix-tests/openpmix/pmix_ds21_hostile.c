@@ -55,8 +55,10 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A round slower than this means the server waited on the hostile rank's lock. */
-#define ROUND_MAX_MS 1000
+/* A round slower than this means the server waited on the hostile rank's lock (it used to
+ * wait 2 s per write); the margin below that is for a loaded machine, where the attacking
+ * thread spins on one of the CPUs. */
+#define ROUND_MAX_MS 1500
 /* How long an honest rank waits for rank 0 to claim lock 0 before its own PMIx_Init. */
 #define CLAIM_WAIT_MS 20000
 /* How long rank 0 waits for its truncating thread's first pass over the directory. */
