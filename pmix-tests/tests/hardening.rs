@@ -12,10 +12,7 @@ use std::time::{Duration, Instant};
 use pmix_server::types::{Key, Proc, Rank, Scope, Status, Value};
 use pmix_server::{Completion, Host, Limits, NoHost, PmiTransport, ServerOptions};
 use pmix_tests::{TestHost, native_hello, native_socket};
-use pmix_wire::{
-    ClientMsg, FrameDecoder, FrameReader, Kv, Request, ServerMsg, Welcome, decode_body,
-    encode_frame,
-};
+use pmix_wire::{ClientMsg, Kv, Request, ServerMsg, Welcome, decode_body, encode_frame};
 
 /// The tests measure this process's memory: one at a time, so that none counts another's.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -62,17 +59,16 @@ fn greeted(host: &TestHost, proc: &Proc) -> UnixStream {
     }
 }
 
+/// The next frame from the server, read exactly (a frame's bytes and no more, so that the
+/// next call finds the next frame).
 fn next_frame<T: serde::de::DeserializeOwned>(s: &mut UnixStream) -> T {
-    let mut reader = FrameReader::new(FrameDecoder::new(1 << 30));
-    loop {
-        if let Some(body) = reader.next_frame().unwrap() {
-            return decode_body(body).unwrap();
-        }
-        let n = reader
-            .read_from(s)
-            .expect("the server answered within the deadline");
-        assert!(n > 0, "the server closed the connection");
-    }
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)
+        .expect("the server answered within the deadline");
+    let mut body = vec![0; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body)
+        .expect("the server sent the whole frame");
+    decode_body(&body).unwrap()
 }
 
 fn send(s: &mut UnixStream, id: u32, req: Request) {
@@ -311,5 +307,39 @@ fn a_late_answer_for_a_connection_gone_never_reaches_the_next_one() {
     match next_frame::<Welcome>(&mut second) {
         Welcome::Accepted { .. } => {}
         refused => panic!("rank 1 got the answer meant for rank 0: {refused:?}"),
+    }
+}
+
+#[test]
+fn requests_sent_before_the_welcome_are_served_after_it() {
+    let _serial = one_at_a_time();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let host = TestHost::start(Gatekeeper(tx));
+    let ns = host.job("eager", 1);
+    let me = Proc::new(ns.clone(), Rank(0));
+    // The hello and a commit in one write, before any answer.
+    let mut c = say_hello(&host, &me);
+    let kvs = vec![Kv {
+        scope: Scope::GLOBAL,
+        key: Key::new("early").unwrap(),
+        value: Value::Uint32(7),
+    }];
+    send(&mut c, 1, Request::Commit { kvs });
+    // The host takes its time; only then is the client in.
+    let (_, done) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the host was asked about the client");
+    done.complete(Ok(()));
+    match next_frame::<Welcome>(&mut c) {
+        Welcome::Accepted { .. } => {}
+        refused => panic!("refused: {refused:?}"),
+    }
+    match next_frame::<ServerMsg>(&mut c) {
+        ServerMsg::Reply { id: 1, reply } => assert_eq!(
+            reply.status,
+            Status::SUCCESS,
+            "a request sent ahead of the welcome must be served, not refused for want of init"
+        ),
+        other => panic!("expected the commit's answer, got {other:?}"),
     }
 }
