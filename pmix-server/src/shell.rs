@@ -531,14 +531,15 @@ impl<H: Host> Shell<H> {
                 }
             }
             Err(e) => {
-                self.authenticated(uid);
+                self.handshake_over(uid);
                 tracing::warn!("cannot register a {kind:?} connection: {e}");
             }
         }
     }
 
-    /// A connection of peer uid `uid` no longer counts as trying to authenticate.
-    fn authenticated(&mut self, uid: Option<u32>) {
+    /// A connection of peer uid `uid` no longer counts as trying to authenticate (it did, or
+    /// it went).
+    fn handshake_over(&mut self, uid: Option<u32>) {
         if let Some(n) = self.unauthenticated.get_mut(&uid) {
             *n -= 1;
             if *n == 0 {
@@ -675,7 +676,7 @@ impl<H: Host> Shell<H> {
                     .get_mut(conn)
                     .and_then(|c| c.unauthenticated.take());
                 if let Some(uid) = uid {
-                    self.authenticated(uid);
+                    self.handshake_over(uid);
                 }
                 self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, out));
             }
@@ -826,7 +827,7 @@ impl<H: Host> Shell<H> {
         let engine_conn = engine_id(conn, c.serial);
         self.gone.push(conn);
         if let Some(uid) = unauthenticated {
-            self.authenticated(uid);
+            self.handshake_over(uid);
         }
         self.engine.handle_closed(engine_conn, Instant::now());
     }

@@ -8,6 +8,7 @@
 //! clients. Protocol front-ends translate their clients' messages into the [`Request`]s it
 //! takes.
 
+mod auth;
 mod fence;
 pub(crate) mod names;
 pub(crate) mod nspace;
@@ -25,6 +26,8 @@ use self::names::{Caller, LookupOutcome, NameStore};
 use self::store::{NsId, Store};
 use crate::Error;
 
+pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
+use self::auth::{Claim, constant_time_eq};
 pub use self::names::NameService;
 pub(crate) use self::nspace::Locale;
 
@@ -33,9 +36,6 @@ pub(crate) type ConnId = usize;
 
 /// A host callback in flight.
 pub(crate) type OpId = u64;
-
-/// Length of the per-client secret.
-pub(crate) const SECRET_LEN: usize = 16;
 
 /// What the host answered, by callback kind.
 #[derive(Debug)]
@@ -143,77 +143,6 @@ pub(crate) enum Output {
     },
     /// Deliver an event to a client.
     Event { conn: ConnId, event: Arc<Event> },
-}
-
-/// What a front-end proved about a process that names itself, for [`Engine::handle_hello`].
-///
-/// The variants are what the proof rests on, not which personality made it: the engine
-/// decides by that, and a new personality picks the variant of its proof.
-#[derive(Debug)]
-#[cfg_attr(test, derive(PartialEq))]
-pub(crate) enum Auth {
-    /// The process showed a secret, to be held against the one it was registered with (the
-    /// native protocol: the secret reaches the process through its environment).
-    Secret {
-        secret: Vec<u8>,
-        /// Who owns the peer's socket, when the operating system says so.
-        creds: Option<PeerCreds>,
-    },
-    /// The front-end vouches for the name with a way in the server made for this one process:
-    /// an inherited socket, or a one-time id handed out for it (PMI-1).
-    Vouched {
-        /// Credentials to hold against the registration's.
-        creds: Option<PeerCreds>,
-    },
-    /// Nothing but the peer's uid and gid, as the kernel confirmed them: the protocol has no
-    /// secret (OpenPMIx). Claims only a client registered with [`Proofs::by_uid`], and never
-    /// one already claimed with a secret or a way made for it.
-    Uid { creds: PeerCreds },
-}
-
-impl Auth {
-    /// How the claim was made, as a refusal names it.
-    fn claim(&self) -> Claim {
-        match self {
-            Auth::Secret { .. } => Claim::Secret,
-            Auth::Vouched { .. } => Claim::Vouched,
-            Auth::Uid { .. } => Claim::Uid,
-        }
-    }
-}
-
-/// How a registered client's name was claimed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Claim {
-    Secret,
-    Vouched,
-    Uid,
-}
-
-impl std::fmt::Display for Claim {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Claim::Secret => "with its secret",
-            Claim::Vouched => "through the way made for it (PMI-1)",
-            Claim::Uid => "by uid alone (the OpenPMIx port)",
-        })
-    }
-}
-
-/// What a client is registered with besides its ids: what may claim its name.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Proofs {
-    /// The secret `setup_fork` hands out (the native protocol).
-    pub(crate) secret: [u8; SECRET_LEN],
-    /// Whether a claim by uid alone ([`Auth::Uid`], a libpmix client) may take the name.
-    pub(crate) by_uid: bool,
-}
-
-/// The credentials of a connecting peer, as the operating system reports them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct PeerCreds {
-    pub(crate) uid: u32,
-    pub(crate) gid: u32,
 }
 
 struct Namespace {
@@ -1917,14 +1846,6 @@ fn decode_blobs(mut bytes: &[u8]) -> Result<Vec<ProcKvs>, Status> {
         }
     }
     Ok(all)
-}
-
-/// Compares secrets without leaking, through timing, how long a prefix matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

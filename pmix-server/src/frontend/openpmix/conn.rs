@@ -338,7 +338,7 @@ impl OpenpmixConn {
         };
         match req {
             OpenpmixRequest::Req => {
-                let bytes = common.job_bytes(&job.clone(), dialect, gds);
+                let bytes = common.job_bytes(job, dialect, gds);
                 send_job_data(tag, bytes.as_deref(), dialect, out);
                 None
             }
@@ -420,16 +420,6 @@ impl OpenpmixConn {
             OpenpmixRequest::Query { queries } => {
                 self.engine_request(tag, Answer::Query, Request::Query { queries })
             }
-            OpenpmixRequest::Other { cmd, .. } => {
-                tracing::debug!(who = %proc, ?cmd, "not supported; answering NOT_SUPPORTED");
-                send(
-                    tag,
-                    &OpenpmixReply::Status(Status::ERR_NOT_SUPPORTED),
-                    dialect,
-                    out,
-                );
-                None
-            }
             OpenpmixRequest::Notify {
                 status,
                 range,
@@ -445,7 +435,8 @@ impl OpenpmixConn {
                 self.engine_request(tag, Answer::Status, Request::Notify { event })
             }
             other => {
-                // Queries: not wired to the engine yet.
+                // Commands this server does not serve (`Other`, and those decoded but not
+                // translated yet).
                 tracing::debug!(who = %proc, cmd = ?other.cmd(), "not supported; answering NOT_SUPPORTED");
                 send(
                     tag,
