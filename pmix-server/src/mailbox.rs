@@ -49,6 +49,11 @@ pub(crate) enum Call {
     Notify {
         event: pmix_wire::Event,
     },
+    /// A process of another node ended.
+    ProcEndedElsewhere {
+        proc: Proc,
+        status: Status,
+    },
     /// Make the way a PMI-1 process will reach the server.
     Pmi1Connect {
         proc: Proc,

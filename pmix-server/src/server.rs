@@ -368,6 +368,23 @@ impl Server {
         Ok(())
     }
 
+    /// Tells the server that `proc`, a process of another node, ended with `status`: what waits
+    /// for it here fails at once with `status` (gets of its data not yet here, fences and
+    /// connects it takes part in, including those this node already handed to the host), and so
+    /// does what asks for it later; its namespace's local processes get a `status` event naming
+    /// it (`PMIX_EVENT_AFFECTED_PROC`). A multi-node host calls this when another node reports
+    /// a process that ended without finalize (`ERR_PROC_TERM_WO_SYNC`), or loses a node
+    /// (`ERR_LOST_CONNECTION` for each of its processes). Idempotent; unknown processes are
+    /// ignored.
+    pub fn proc_ended_elsewhere(&self, proc: &Proc, status: Status) -> Result<(), Error> {
+        let proc = proc.clone();
+        self.tx
+            .send(LoopMsg::Call(Call::ProcEndedElsewhere { proc, status }))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        Ok(())
+    }
+
     /// Registers a local client that will connect with the given user and group ids, with the
     /// default [`ClientOptions`]: any client library may claim it (see
     /// [`Server::register_client_with`]).

@@ -361,6 +361,9 @@ impl<H: Host> Shell<H> {
                 self.engine.dmodex_request(&proc, token, Instant::now());
             }
             Call::Notify { event } => self.engine.host_notify(&event),
+            Call::ProcEndedElsewhere { proc, status } => {
+                self.engine.proc_ended_elsewhere(&proc, status)
+            }
             Call::Pmi1Connect { proc, how, reply } => {
                 let _ = reply.send(self.pmi1_connect(proc, how));
             }

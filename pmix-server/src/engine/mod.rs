@@ -284,6 +284,16 @@ enum PendingHost {
     Collective {
         seq: u64,
     },
+    /// Nobody waits for the answer.
+    Nothing,
+}
+
+/// Whether an event of this range may concern processes of other nodes.
+fn reaches_other_nodes(range: DataRange) -> bool {
+    !matches!(
+        range,
+        DataRange::PROC_LOCAL | DataRange::LOCAL | DataRange::RM
+    )
 }
 
 /// The session id of this server in its built-in name service.
@@ -752,24 +762,57 @@ impl Engine {
             }
             let gone = c.proc.clone();
             self.fail_fences_pending_on(&gone, term_wo_sync);
-            // Tell its job, and the jobs connected to it, that it is gone.
-            let event = Event {
-                code: term_wo_sync,
-                source: self.me.clone(),
-                range: DataRange::NAMESPACE,
-                info: vec![
-                    Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),
-                    Info::attr(
-                        attr::EVENT_TEXT_MESSAGE,
-                        format!("{gone} ended without calling finalize"),
-                    ),
-                ],
-            };
-            let ns = c.ns;
-            self.deliver(&event, |eng, other| {
-                other.ns == ns || eng.connected.contains(&(ns, other.ns))
-            });
+            self.announce_gone(c.ns, &gone, term_wo_sync);
         }
+    }
+
+    /// Tells the job of `gone`, and the jobs connected to it, that it ended with `status`.
+    fn announce_gone(&mut self, ns: NsId, gone: &Proc, status: Status) {
+        let text = if status == Status::ERR_LOST_CONNECTION {
+            format!("{gone} was lost with its node")
+        } else {
+            format!("{gone} ended without calling finalize")
+        };
+        let event = Event {
+            code: status,
+            source: self.me.clone(),
+            range: DataRange::NAMESPACE,
+            info: vec![
+                Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),
+                Info::attr(attr::EVENT_TEXT_MESSAGE, text),
+            ],
+        };
+        self.deliver(&event, |eng, other| {
+            other.ns == ns || eng.connected.contains(&(ns, other.ns))
+        });
+    }
+
+    /// A process of another node ended (the host learned it from that node): fail what
+    /// waits for it here, now and later, as if it were a local client gone. `status` is what
+    /// they fail with (`ERR_PROC_TERM_WO_SYNC` for an end without finalize, or
+    /// `ERR_LOST_CONNECTION` when its node is lost). Unlike a local end, fences waiting on
+    /// other nodes for it fail too: its node will never contribute.
+    pub(crate) fn proc_ended_elsewhere(&mut self, proc: &Proc, status: Status) {
+        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
+            return;
+        };
+        let key = (ns, proc.rank);
+        if self.gone.contains_key(&key) {
+            return;
+        }
+        self.gone.insert(key, status);
+        if !self.committed.contains_key(&key) {
+            self.fail_gets(key, status);
+        }
+        let involved = self.fences.matching(|op: &FenceOp| {
+            op.participants.iter().any(|p| {
+                p.nspace == proc.nspace && (p.rank == proc.rank || p.rank == Rank::WILDCARD)
+            })
+        });
+        for seq in involved {
+            self.fail_fence(seq, status);
+        }
+        self.announce_gone(ns, proc, status);
     }
 
     /// A request from an authenticated client.
@@ -835,6 +878,11 @@ impl Engine {
                     );
                 }
                 self.notify(&event, Some(conn));
+                if reaches_other_nodes(event.range) {
+                    // Other nodes' processes are the host's to reach; the notifier does not
+                    // wait for them (nor learn whether the host could).
+                    self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
+                }
                 self.reply_status(conn, id, Status::SUCCESS);
             }
             Request::Abort {
@@ -1297,10 +1345,33 @@ impl Engine {
                     .copied()
             }
         });
-        if let Some(status) = departed {
+        if let Some(status) = departed.or_else(|| self.remote_departed(seq)) {
             return self.fail_fence(seq, status);
         }
         self.try_finish_fence(seq);
+    }
+
+    /// The status of a participant of another node that is known to have ended
+    /// ([`Engine::proc_ended_elsewhere`]), if any.
+    fn remote_departed(&self, seq: u64) -> Option<Status> {
+        let op = self.fences.get(seq)?;
+        if !op.remote || self.gone.is_empty() {
+            return None;
+        }
+        op.participants.iter().find_map(|p| {
+            let ns = self.ns_id(p.nspace.as_str())?;
+            let local = self.nspaces.get(&ns)?;
+            if p.rank == Rank::WILDCARD {
+                self.gone
+                    .iter()
+                    .find(|((n, r), _)| *n == ns && !local.is_local(*r))
+                    .map(|(_, s)| *s)
+            } else if local.is_local(p.rank) {
+                None
+            } else {
+                self.gone.get(&(ns, p.rank)).copied()
+            }
+        })
     }
 
     fn try_finish_fence(&mut self, seq: u64) {
@@ -1680,6 +1751,7 @@ impl Engine {
             PendingHost::Abort { conn, id } | PendingHost::Status { conn, id } => {
                 self.reply_status(conn, id, status_of(&outcome));
             }
+            PendingHost::Nothing => {}
             PendingHost::Spawn { conn, id } => {
                 let reply = match outcome {
                     HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),

@@ -1682,3 +1682,49 @@ fn repeated_collecting_fences_send_only_what_changed() {
         );
     }
 }
+
+#[test]
+fn a_process_ended_on_another_node_fails_what_waits_for_it_here() {
+    let mut s = Sim::new();
+    // Ranks 0,1 here on node0; ranks 2,3 on node1.
+    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[vec![0u32, 1], vec![2, 3]]).unwrap();
+    let info = vec![
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+    ];
+    s.eng.register_nspace(ns("m"), 4, &info).unwrap();
+    for r in 0..2 {
+        s.eng
+            .register_client(&Proc::new(ns("m"), r), UID, GID, proofs("m", r))
+            .unwrap();
+        s.connect(r as ConnId, "m", r);
+    }
+    // A job-wide fence already handed to the host, and a get of rank 3's data.
+    let a = s.send(0, fence(vec![], true));
+    let b = s.send(1, fence(vec![], true));
+    let g = s.send(0, get(Proc::new(ns("m"), 3), "v", vec![]));
+    let calls: Vec<HostCall> = s.host_calls.drain(..).map(|(_, c)| c).collect();
+    assert!(
+        calls.iter().any(|c| matches!(c, HostCall::FenceNb { .. })),
+        "{calls:?}"
+    );
+    assert!(s.replies.is_empty());
+    s.eng
+        .proc_ended_elsewhere(&Proc::new(ns("m"), 3), Status::ERR_PROC_TERM_WO_SYNC);
+    s.pump();
+    for (c, id) in [(0, a), (1, b), (0, g)] {
+        assert_eq!(s.reply(c, id).status, Status::ERR_PROC_TERM_WO_SYNC);
+    }
+    // Later ones fail at once, and a rank that is not gone is still asked for.
+    let g = s.send(1, get(Proc::new(ns("m"), 3), "v", vec![]));
+    assert_eq!(s.reply(1, g).status, Status::ERR_PROC_TERM_WO_SYNC);
+    let f = s.send(
+        0,
+        fence(vec![Proc::new(ns("m"), 0), Proc::new(ns("m"), 3)], false),
+    );
+    assert_eq!(s.reply(0, f).status, Status::ERR_PROC_TERM_WO_SYNC);
+    let g2 = s.send(1, get(Proc::new(ns("m"), 2), "v", vec![]));
+    assert!(s.replies.is_empty(), "rank 2 is not gone: {:?}", s.replies);
+    let _ = g2;
+}
