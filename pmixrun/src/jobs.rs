@@ -47,16 +47,39 @@ impl RunJobs<'_> {
     ) -> Result<(), String> {
         let mut info = job::job_info(self.server.hostname(), apps, layout, &self.cwd)?;
         info.extend(extra);
+        self.register_nspace(nspace, layout.size, &info)?;
+        let all: Vec<u32> = (0..layout.size).collect();
+        self.register_clients(nspace, apps, layout, &all)
+    }
+
+    /// Registers `nspace` with its information, and tells the name server it started.
+    pub(crate) fn register_nspace(
+        &self,
+        nspace: &Nspace,
+        size: u32,
+        info: &[Info],
+    ) -> Result<(), String> {
         self.server
-            .register_nspace(nspace, layout.size, &info)
+            .register_nspace(nspace, size, info)
             .map_err(|e| format!("cannot register the job {nspace}: {e}"))?;
         if let Some(ns) = &self.names {
             ns.nspace_started(nspace);
         }
+        Ok(())
+    }
+
+    /// Registers the processes `ranks` of `nspace` (those of this node) as clients.
+    pub(crate) fn register_clients(
+        &self,
+        nspace: &Nspace,
+        apps: &[App],
+        layout: &Layout,
+        ranks: &[u32],
+    ) -> Result<(), String> {
         let uid = nix::unistd::getuid().as_raw();
         let gid = nix::unistd::getgid().as_raw();
         let options: Vec<ClientOptions> = apps.iter().map(|a| self.client_options(a)).collect();
-        for rank in 0..layout.size {
+        for &rank in ranks {
             let p = Proc::new(nspace.clone(), rank);
             self.server
                 .register_client_with(&p, uid, gid, &options[layout.app_of(rank)])
@@ -93,7 +116,23 @@ impl RunJobs<'_> {
         layout: &Layout,
         user_env: &[Vec<(OsString, OsString)>],
     ) -> (Vec<Pid>, Option<LaunchError>) {
-        if let Err(e) = launch::check_descriptors(layout.size) {
+        let all: Vec<u32> = (0..layout.size).collect();
+        self.start_ranks(nspace, tag, apps, layout, user_env, &all)
+    }
+
+    /// [`RunJobs::start`] for the processes `ranks` only (ascending; those of this node):
+    /// the pids returned are those of `ranks[..pids.len()]`.
+    pub(crate) fn start_ranks(
+        &self,
+        nspace: &Nspace,
+        tag: u32,
+        apps: &[App],
+        layout: &Layout,
+        user_env: &[Vec<(OsString, OsString)>],
+        ranks: &[u32],
+    ) -> (Vec<Pid>, Option<LaunchError>) {
+        let count = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
+        if let Err(e) = launch::check_descriptors(count) {
             return (Vec::new(), Some(e));
         }
         let wdirs: Vec<_> = apps.iter().map(|a| job::wdir_of(a, &self.cwd)).collect();
@@ -105,8 +144,8 @@ impl RunJobs<'_> {
         // Every process's setup (a round trip to the server thread or two each) is done before
         // the first process starts: once started, processes compete for the CPUs the server
         // thread and this one need, and early MPI ranks spin waiting for the late ones.
-        let mut setups = Vec::with_capacity(layout.size as usize);
-        for rank in 0..layout.size {
+        let mut setups = Vec::with_capacity(ranks.len());
+        for &rank in ranks {
             let proc = Proc::new(nspace.clone(), rank);
             let setup = match self.pmi {
                 Protocol::Pmix | Protocol::Auto => {
@@ -133,9 +172,9 @@ impl RunJobs<'_> {
         }
         // For the same reason every process is started, back to back, before any is watched
         // (three threads each): the last rank execs as early as it can.
-        let mut children = Vec::with_capacity(layout.size as usize);
+        let mut children = Vec::with_capacity(ranks.len());
         let mut failed = None;
-        for (rank, (proc, (mut pmix_env, pmi_fd))) in (0..layout.size).zip(setups) {
+        for (&rank, (proc, (mut pmix_env, pmi_fd))) in ranks.iter().zip(setups) {
             let a = layout.app_of(rank);
             if paths[a].is_none() {
                 match launch::check_app(&apps[a], &wdirs[a], &user_env[a]) {

@@ -1,0 +1,498 @@
+//! `pmixrun` as the daemon of one node in a multi-node run (started by its parent in the
+//! tree, see [`crate::bootstrap`]): a PMIx server under the node's name, whose host is the
+//! tree ([`crate::daemon_host`]), and the local half of a launcher: it starts the node's
+//! processes of every job the root launches, forwards their output and ends to the root, and
+//! passes the root's signals on.
+//!
+//! Lifelines: a daemon whose parent is lost (tree link, or its stdin closed by the agent) or
+//! which is told to stop by a signal kills its processes, removes what it made and exits.
+
+use std::collections::HashMap;
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use pmix_server::types::{Nspace, Proc, Status};
+use pmix_server::{NameService, Server, ServerOptions};
+use pmix_tree::{Config, Delivery, Dest, Tree, Vertex};
+use signal_hook::iterator::Signals;
+
+use crate::bootstrap::{self, AgentEnded, Boot};
+use crate::daemon_host::{DaemonHost, JobMap, Placed};
+use crate::host::Event;
+use crate::job::Layout;
+use crate::jobs::RunJobs;
+use crate::output::{Line, Stream};
+use crate::run_msg::{Answer, End, Launch, Msg, OutputLine, Req, Started, decode, encode};
+
+/// Output bytes a daemon may have sent that the root has not written yet.
+const OUTPUT_WINDOW: u64 = 4 << 20;
+
+/// Output lines held between the pipes' readers and the forwarder; readers (and so the
+/// processes, once their pipes fill) wait beyond it.
+const OUTPUT_QUEUE: usize = 1024;
+
+/// Output bytes gathered into one message.
+const OUTPUT_BATCH: usize = 64 * 1024;
+
+/// How long a stopping daemon waits for its processes' last output.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+
+/// `pmixrun` started with [`bootstrap::DAEMON_FLAG`]: reads its [`Boot`] from stdin and runs
+/// until the root says the run is over or a lifeline breaks. Returns the exit status.
+pub(crate) fn run(signals: Signals) -> u8 {
+    let boot = match bootstrap::read_boot(&mut std::io::stdin().lock()) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("pmixrun daemon: {e}");
+            return 1;
+        }
+    };
+    crate::init_logging(boot.verbose);
+    match Daemon::start(boot, signals) {
+        Ok(d) => d.run(),
+        Err(e) => {
+            eprintln!("pmixrun daemon: {e}");
+            1
+        }
+    }
+}
+
+/// Why the daemon's loop ended.
+enum Stop {
+    /// The root said so (after the daemon reported it was done).
+    Done,
+    /// A lifeline broke: kill everything and go.
+    Lifeline(String),
+}
+
+struct Daemon {
+    boot: Boot,
+    tree: Arc<Tree>,
+    server: Server,
+    jobs: Arc<JobMap>,
+    finalized: Arc<std::sync::Mutex<std::collections::HashSet<Proc>>>,
+    connected: Arc<std::sync::Mutex<std::collections::HashSet<Proc>>>,
+    deliveries: Receiver<Delivery>,
+    events: Receiver<Event>,
+    events_tx: Sender<Event>,
+    agents: Receiver<AgentEnded>,
+    /// The daemons this one started, until they joined.
+    children: Vec<bootstrap::Started>,
+    joined: std::collections::HashSet<Vertex>,
+    /// Local processes alive, by job, with their pids.
+    running: HashMap<Proc, Pid>,
+    lines: Option<Sender<Line>>,
+    acks: Sender<u64>,
+    forwarder: Option<std::thread::JoinHandle<()>>,
+    /// Jobs by namespace: their output tag.
+    tags: HashMap<Nspace, u32>,
+}
+
+impl Daemon {
+    fn start(boot: Boot, signals: Signals) -> Result<Daemon, String> {
+        let me = boot.vertex;
+        let local = boot.agent.is_empty();
+        let parent = bootstrap::reachable_parent(&boot.parent)?;
+        let mut config = Config::new(me, boot.topology(), boot.secret()?);
+        config.parent = Some(parent);
+        config.listen = if local {
+            ([127, 0, 0, 1], 0).into()
+        } else {
+            ([0, 0, 0, 0], 0).into()
+        };
+        config.heartbeat = Duration::from_millis(boot.heartbeat_ms);
+        config.dead_after = Duration::from_millis(boot.dead_after_ms);
+        let (deliveries_tx, deliveries) = unbounded();
+        let (tree, listening) = Tree::start(config, move |d| {
+            let _ = deliveries_tx.send(d);
+        })
+        .map_err(|e| format!("cannot join the tree at {parent}: {e}"))?;
+        let tree = Arc::new(tree);
+        let jobs = Arc::new(JobMap::default());
+        let host = DaemonHost::new(tree.clone(), jobs.clone());
+        let finalized = host.finalized.clone();
+        let connected = host.connected.clone();
+        let server = Server::init(
+            host,
+            ServerOptions {
+                hostname: Some(boot.node(me).to_owned()),
+                name_service: NameService::Host,
+                ..ServerOptions::default()
+            },
+        )
+        .map_err(|e| format!("cannot start the PMIx server: {e}"))?;
+        let (events_tx, events) = unbounded();
+        crate::start_signal_thread(signals, events_tx.clone())?;
+        let (agents_tx, agents) = unbounded();
+        let mut children = Vec::new();
+        if let Some(addr) = listening {
+            let (started, failed) =
+                bootstrap::start_children(&boot, &bootstrap::my_addresses(local, addr.port()), &agents_tx);
+            if let Some(e) = failed {
+                // Reported as the failure of the first child not started.
+                let vertex = boot
+                    .topology()
+                    .children(me)
+                    .nth(started.len())
+                    .unwrap_or(me);
+                tree.send(
+                    Dest::Vertex(0),
+                    encode(&Msg::AgentFailed { vertex, message: e }),
+                );
+            }
+            children = started;
+        }
+        watch_stdin(events_tx.clone())?;
+        let (lines_tx, lines_rx) = bounded(OUTPUT_QUEUE);
+        let (acks, acks_rx) = unbounded();
+        let forwarder = start_forwarder(tree.clone(), lines_rx, acks_rx)?;
+        tree.send(
+            Dest::Vertex(0),
+            encode(&Msg::Up {
+                vertex: me,
+                pid: std::process::id(),
+            }),
+        );
+        Ok(Daemon {
+            boot,
+            tree,
+            server,
+            jobs,
+            finalized,
+            connected,
+            deliveries,
+            events,
+            events_tx,
+            agents,
+            children,
+            joined: Default::default(),
+            running: HashMap::new(),
+            lines: Some(lines_tx),
+            acks,
+            forwarder: Some(forwarder),
+            tags: HashMap::new(),
+        })
+    }
+
+    fn run(mut self) -> u8 {
+        let stop = loop {
+            let step = select! {
+                recv(self.deliveries) -> d => match d {
+                    Ok(d) => self.delivery(d),
+                    Err(_) => Some(Stop::Lifeline("the tree stopped".into())),
+                },
+                recv(self.events) -> e => match e {
+                    Ok(e) => self.event(e),
+                    Err(_) => None,
+                },
+                recv(self.agents) -> a => match a {
+                    Ok(a) => { self.agent_ended(&a); None }
+                    Err(_) => None,
+                },
+            };
+            if let Some(stop) = step {
+                break stop;
+            }
+        };
+        let code = match &stop {
+            Stop::Done => 0,
+            Stop::Lifeline(why) => {
+                tracing::warn!(node = self.boot.node(self.boot.vertex), "{why}: stopping");
+                1
+            }
+        };
+        self.kill_all();
+        if let Err(e) = self.server.finalize() {
+            tracing::warn!("finalizing the server: {e}");
+        }
+        self.tree.shutdown();
+        for c in &self.children {
+            c.kill();
+        }
+        code
+    }
+
+    fn delivery(&mut self, d: Delivery) -> Option<Stop> {
+        match d {
+            Delivery::ChildUp(v) => {
+                self.joined.insert(v);
+            }
+            Delivery::Message { payload, .. } => {
+                let msg: Msg = decode(&payload)?;
+                return self.message(msg);
+            }
+            Delivery::Request {
+                origin,
+                id,
+                payload,
+            } => match decode::<Req>(&payload) {
+                Some(Req::Dmodex(proc)) => {
+                    let tree = self.tree.clone();
+                    self.server.dmodex_request(&proc, move |r| {
+                        tree.respond(origin, id, r.map(|b| encode(&Answer::Bytes(b))))
+                    });
+                }
+                _ => self.tree.respond(origin, id, Err(Status::ERR_NOT_SUPPORTED)),
+            },
+            Delivery::Lost { vertex, reason } => {
+                let topo = self.boot.topology();
+                tracing::debug!(vertex, %reason, "lost a subtree");
+                for p in self.jobs.procs_on(|v| topo.in_subtree(vertex, v)) {
+                    let _ = self
+                        .server
+                        .proc_ended_elsewhere(&p, Status::ERR_LOST_CONNECTION);
+                }
+            }
+            Delivery::ParentLost { reason } => {
+                return Some(if self.forwarder.is_none() {
+                    Stop::Done
+                } else {
+                    Stop::Lifeline(format!("lost the parent daemon ({reason})"))
+                });
+            }
+        }
+        None
+    }
+
+    fn message(&mut self, msg: Msg) -> Option<Stop> {
+        match msg {
+            Msg::Launch(l) => self.launch(*l),
+            Msg::Signal { procs, signal } => {
+                let Ok(sig) = Signal::try_from(signal) else {
+                    return None;
+                };
+                for (proc, pid) in procs {
+                    if self.running.get(&proc) == Some(&Pid::from_raw(pid)) {
+                        crate::launch::signal(Pid::from_raw(pid), sig);
+                    }
+                }
+            }
+            Msg::ProcEnded { proc, status } => {
+                let _ = self.server.proc_ended_elsewhere(&proc, status);
+            }
+            Msg::Event {
+                code,
+                source,
+                range,
+                info,
+            } => {
+                let _ = self.server.notify_event(code, &source, range, &info);
+            }
+            Msg::JobEnded(nspace) => {
+                self.server.deregister_nspace(&nspace);
+                self.jobs.remove(&nspace);
+                self.tags.remove(&nspace);
+            }
+            Msg::OutputAck(n) => {
+                let _ = self.acks.send(n);
+            }
+            Msg::Shutdown => self.finish_output(),
+            _ => {}
+        }
+        None
+    }
+
+    /// The run is over: once the last output is on its way, tells the root, which then
+    /// closes the tree (and this daemon ends on losing its parent).
+    fn finish_output(&mut self) {
+        self.kill_all();
+        self.lines = None;
+        if let Some(f) = self.forwarder.take() {
+            let deadline = Instant::now() + OUTPUT_DRAIN;
+            while !f.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        self.tree.send(Dest::Vertex(0), encode(&Msg::Done));
+    }
+
+    fn launch(&mut self, l: Launch) {
+        let me = self.boot.vertex;
+        let apps: Vec<_> = l.apps.iter().map(|a| a.to_app()).collect();
+        let layout = Layout {
+            firsts: l.firsts.clone(),
+            size: l.size,
+        };
+        let ranks: Vec<u32> = (0u32..)
+            .zip(&l.vertex_of_rank)
+            .filter(|(_, v)| **v == me)
+            .map(|(r, _)| r)
+            .collect();
+        self.jobs
+            .insert(l.nspace.clone(), Placed::new(l.vertex_of_rank.clone()));
+        self.tags.insert(l.nspace.clone(), l.tag);
+        let mut report = Started {
+            nspace: l.nspace.clone(),
+            vertex: me,
+            pids: Vec::new(),
+            failed: None,
+        };
+        let Some(lines) = self.lines.clone() else {
+            return;
+        };
+        let run = RunJobs {
+            server: &self.server,
+            names: None,
+            cwd: std::path::PathBuf::from("/"),
+            first: l.nspace.clone(),
+            spawned: 0,
+            events: self.events_tx.clone(),
+            lines,
+            pmi: l.pmi.into(),
+        };
+        let registered = run
+            .register_nspace(&l.nspace, l.size, &l.info)
+            .and_then(|()| run.register_clients(&l.nspace, &apps, &layout, &ranks));
+        match registered {
+            Err(message) => {
+                report.failed = ranks
+                    .first()
+                    .map(|r| (*r, 1, Status::ERR_JOB_FAILED_TO_LAUNCH, message));
+            }
+            Ok(()) if ranks.is_empty() => {}
+            Ok(()) => {
+                let user_env: Vec<Vec<(OsString, OsString)>> =
+                    apps.iter().map(crate::launch::app_env).collect();
+                let (pids, failed) =
+                    run.start_ranks(&l.nspace, l.tag, &apps, &layout, &user_env, &ranks);
+                for (rank, pid) in ranks.iter().zip(&pids) {
+                    self.running
+                        .insert(Proc::new(l.nspace.clone(), *rank), *pid);
+                    report.pids.push((*rank, pid.as_raw()));
+                }
+                if let Some(e) = failed {
+                    let rank = ranks.get(pids.len()).copied().unwrap_or(0);
+                    report.failed = Some((rank, e.code, e.status, e.message));
+                }
+            }
+        }
+        self.tree
+            .send(Dest::Vertex(0), encode(&Msg::Started(report)));
+    }
+
+    fn event(&mut self, e: Event) -> Option<Stop> {
+        match e {
+            Event::Exited { proc, status } => {
+                self.running.remove(&proc);
+                let end = match &status {
+                    Ok(s) => match (s.code(), s.signal()) {
+                        (Some(c), _) => End::Code(c),
+                        (None, Some(sig)) => End::Signal(sig),
+                        (None, None) => End::Code(1),
+                    },
+                    Err(e) => End::Error(crate::launch::describe(e)),
+                };
+                let lock = |m: &std::sync::Mutex<std::collections::HashSet<Proc>>| {
+                    m.lock().unwrap_or_else(PoisonError::into_inner).contains(&proc)
+                };
+                if lock(&self.connected) && !lock(&self.finalized) {
+                    // Other nodes' processes may wait for it: they must not.
+                    let msg = Msg::ProcEnded {
+                        proc: proc.clone(),
+                        status: Status::ERR_PROC_TERM_WO_SYNC,
+                    };
+                    self.tree.send(Dest::All, encode(&msg));
+                }
+                self.tree
+                    .send(Dest::Vertex(0), encode(&Msg::Exited { proc, end }));
+            }
+            Event::Signal(sig) => {
+                return Some(Stop::Lifeline(format!("received {}", sig.as_str())));
+            }
+            Event::StdinClosed => {
+                return Some(Stop::Lifeline("the launch agent went away".into()));
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// A daemon this one started ended: before joining, a launch failure the root must hear of.
+    fn agent_ended(&mut self, a: &AgentEnded) {
+        if self.joined.contains(&a.vertex) {
+            return;
+        }
+        let message = bootstrap::agent_failure(&self.boot, a);
+        self.tree.send(
+            Dest::Vertex(0),
+            encode(&Msg::AgentFailed {
+                vertex: a.vertex,
+                message,
+            }),
+        );
+    }
+
+    fn kill_all(&mut self) {
+        for pid in self.running.values() {
+            crate::launch::signal(*pid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Reports the end of stdin (the agent or the parent gone) as [`Event::StdinClosed`].
+fn watch_stdin(events: Sender<Event>) -> Result<(), String> {
+    std::thread::Builder::new()
+        .name("lifeline".into())
+        .stack_size(crate::output::SMALL_STACK)
+        .spawn(move || {
+            let mut buf = [0u8; 256];
+            let mut stdin = std::io::stdin().lock();
+            loop {
+                match std::io::Read::read(&mut stdin, &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+            }
+            let _ = events.send(Event::StdinClosed);
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot watch stdin: {e}"))
+}
+
+/// Starts the thread that sends the processes' output to the root, no more than
+/// [`OUTPUT_WINDOW`] bytes ahead of what the root has written. It ends once every reader has.
+fn start_forwarder(
+    tree: Arc<Tree>,
+    lines: Receiver<Line>,
+    acks: Receiver<u64>,
+) -> Result<std::thread::JoinHandle<()>, String> {
+    std::thread::Builder::new()
+        .name("output".into())
+        .spawn(move || {
+            let mut unacked: u64 = 0;
+            while let Ok(first) = lines.recv() {
+                let mut batch = Vec::new();
+                let mut size = 0;
+                let mut next = Some(first);
+                while let Some(line) = next.take() {
+                    size += line.bytes.len();
+                    batch.push(OutputLine {
+                        job: line.job,
+                        rank: line.rank,
+                        stderr: line.stream == Stream::Stderr,
+                        bytes: line.bytes,
+                    });
+                    if size < OUTPUT_BATCH {
+                        next = lines.try_recv().ok();
+                    }
+                }
+                while unacked > OUTPUT_WINDOW {
+                    match acks.recv() {
+                        Ok(n) => unacked = unacked.saturating_sub(n),
+                        Err(_) => return,
+                    }
+                }
+                while let Ok(n) = acks.try_recv() {
+                    unacked = unacked.saturating_sub(n);
+                }
+                unacked += size as u64;
+                tree.send(Dest::Vertex(0), encode(&Msg::Output(batch)));
+            }
+        })
+        .map_err(|e| format!("cannot start the output thread: {e}"))
+}

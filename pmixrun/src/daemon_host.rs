@@ -1,0 +1,336 @@
+//! A daemon's [`Host`]: what its server cannot do on one node goes over the tree.
+//!
+//! Fences, connects and disconnects become tree fences over the daemons hosting their
+//! participants; direct modex a request to the daemon of the process; names, spawn and abort
+//! requests to the root; events beyond the node a message to every daemon. Connection and
+//! finalize are reported to the root, which supervises the run.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status};
+use pmix_server::{App, Completion, Host, Published};
+use pmix_tree::{Dest, FenceKey, Tree, Vertex};
+
+use crate::run_msg::{Answer, Msg, Req, answer_of, encode};
+
+/// Where the ranks of every namespace of the run are: shared by a daemon's host (on its
+/// server's thread) and its main loop (which learns of new jobs).
+#[derive(Debug, Default)]
+pub(crate) struct JobMap {
+    jobs: RwLock<HashMap<Nspace, Arc<Placed>>>,
+}
+
+/// One job's ranks on the tree.
+#[derive(Debug)]
+pub(crate) struct Placed {
+    /// The daemon of each rank.
+    pub(crate) vertex_of_rank: Vec<Vertex>,
+    /// Every daemon with ranks of it, sorted.
+    pub(crate) vertices: Vec<Vertex>,
+}
+
+impl Placed {
+    pub(crate) fn new(vertex_of_rank: Vec<Vertex>) -> Placed {
+        let mut vertices = vertex_of_rank.clone();
+        vertices.sort_unstable();
+        vertices.dedup();
+        Placed {
+            vertex_of_rank,
+            vertices,
+        }
+    }
+}
+
+impl JobMap {
+    pub(crate) fn insert(&self, nspace: Nspace, placed: Placed) {
+        self.jobs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(nspace, Arc::new(placed));
+    }
+
+    pub(crate) fn remove(&self, nspace: &Nspace) {
+        self.jobs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(nspace);
+    }
+
+    pub(crate) fn get(&self, nspace: &Nspace) -> Option<Arc<Placed>> {
+        self.jobs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(nspace)
+            .cloned()
+    }
+
+    /// The daemon hosting `proc`.
+    pub(crate) fn vertex_of(&self, proc: &Proc) -> Option<Vertex> {
+        self.get(&proc.nspace)?
+            .vertex_of_rank
+            .get(proc.rank.0 as usize)
+            .copied()
+    }
+
+    /// The processes of every job hosted by one of `lost`.
+    pub(crate) fn procs_on(&self, lost: impl Fn(Vertex) -> bool) -> Vec<Proc> {
+        let jobs = self.jobs.read().unwrap_or_else(PoisonError::into_inner);
+        let mut procs = Vec::new();
+        for (nspace, placed) in jobs.iter() {
+            for (rank, v) in (0u32..).zip(&placed.vertex_of_rank) {
+                if lost(*v) {
+                    procs.push(Proc::new(nspace.clone(), rank));
+                }
+            }
+        }
+        procs
+    }
+
+    /// The daemons hosting `procs` (a `WILDCARD` rank meaning its whole job), sorted; `None`
+    /// if one is not a process of the run.
+    pub(crate) fn vertices_of(&self, procs: &[Proc]) -> Option<Vec<Vertex>> {
+        let mut out = Vec::new();
+        for p in procs {
+            let placed = self.get(&p.nspace)?;
+            if p.rank == Rank::WILDCARD {
+                out.extend(&placed.vertices);
+            } else {
+                out.push(*placed.vertex_of_rank.get(p.rank.0 as usize)?);
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
+}
+
+/// What kind of collective a tree fence stands for (part of its key).
+#[derive(Clone, Copy)]
+enum Collective {
+    Fence = 0,
+    Connect = 1,
+    Disconnect = 2,
+}
+
+/// The host of a daemon's server.
+pub(crate) struct DaemonHost {
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) jobs: Arc<JobMap>,
+    /// The local processes that called finalize (their end is then no failure to spread).
+    pub(crate) finalized: Arc<Mutex<HashSet<Proc>>>,
+    /// How many collectives of each kind and participant set this daemon entered: the same
+    /// count on every daemon, since every process enters them in the same order.
+    seqs: HashMap<Vec<u8>, u64>,
+}
+
+impl DaemonHost {
+    pub(crate) fn new(tree: Arc<Tree>, jobs: Arc<JobMap>) -> DaemonHost {
+        DaemonHost {
+            tree,
+            jobs,
+            finalized: Arc::default(),
+            seqs: HashMap::new(),
+        }
+    }
+
+    /// Enters the tree fence standing for a collective of `procs` with this node's `data`.
+    fn collective(
+        &mut self,
+        kind: Collective,
+        procs: &[Proc],
+        data: Vec<u8>,
+        done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
+    ) {
+        let Some(vertices) = self.jobs.vertices_of(procs) else {
+            return done(Err(Status::ERR_BAD_PARAM));
+        };
+        let mut set = vec![kind as u8];
+        set.extend(encode(&procs));
+        let seq = self.seqs.entry(set.clone()).or_insert(0);
+        *seq += 1;
+        let key = FenceKey { set, seq: *seq };
+        self.tree.fence(key, vertices, data, done);
+    }
+
+    /// Asks the root and answers `done` with what `pick` finds in its answer.
+    fn ask_root<T: pmix_server::Outcome>(
+        &self,
+        req: &Req,
+        done: Completion<T>,
+        pick: impl FnOnce(Answer) -> Option<T> + Send + 'static,
+    ) {
+        self.tree
+            .request(0, encode(req), move |r| done.complete(answer_of(r, pick)));
+    }
+}
+
+impl Host for DaemonHost {
+    fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
+        self.tree
+            .send(Dest::Vertex(0), encode(&Msg::Connected(proc.clone())));
+        done.complete(Ok(()));
+    }
+
+    fn client_finalized(&mut self, proc: &Proc, done: Completion<()>) {
+        self.finalized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(proc.clone());
+        // Before the reply, hence before the process can exit: the root sees the finalize
+        // first (the tree keeps this daemon's messages in order).
+        self.tree
+            .send(Dest::Vertex(0), encode(&Msg::Finalized(proc.clone())));
+        done.complete(Ok(()));
+    }
+
+    fn abort(
+        &mut self,
+        proc: &Proc,
+        status: Status,
+        message: &str,
+        _procs: &[Proc],
+        done: Completion<()>,
+    ) {
+        let req = Req::Abort {
+            proc: proc.clone(),
+            status,
+            message: message.to_owned(),
+        };
+        self.ask_root(&req, done, |a| matches!(a, Answer::Unit).then_some(()));
+    }
+
+    fn fence_nb(
+        &mut self,
+        procs: &[Proc],
+        _info: &[Info],
+        data: Vec<u8>,
+        done: Completion<Vec<u8>>,
+    ) {
+        self.collective(Collective::Fence, procs, data, move |r| done.complete(r));
+    }
+
+    fn direct_modex(&mut self, proc: &Proc, _info: &[Info], done: Completion<Vec<u8>>) {
+        let Some(v) = self.jobs.vertex_of(proc) else {
+            return done.complete(Err(Status::ERR_NOT_FOUND));
+        };
+        let req = encode(&Req::Dmodex(proc.clone()));
+        self.tree.request(v, req, move |r| {
+            done.complete(answer_of(r, |a| match a {
+                Answer::Bytes(b) => Some(b),
+                _ => None,
+            }))
+        });
+    }
+
+    fn publish(&mut self, proc: &Proc, data: &[Info], info: &[Info], done: Completion<()>) {
+        let req = Req::Publish {
+            proc: proc.clone(),
+            data: data.to_vec(),
+            info: info.to_vec(),
+        };
+        self.ask_root(&req, done, |a| matches!(a, Answer::Unit).then_some(()));
+    }
+
+    fn lookup(
+        &mut self,
+        proc: &Proc,
+        keys: &[Key],
+        info: &[Info],
+        done: Completion<Vec<Published>>,
+    ) {
+        let req = Req::Lookup {
+            proc: proc.clone(),
+            keys: keys.to_vec(),
+            info: info.to_vec(),
+        };
+        self.ask_root(&req, done, |a| match a {
+            Answer::Lookup(l) => Some(l),
+            _ => None,
+        });
+    }
+
+    fn unpublish(&mut self, proc: &Proc, keys: &[Key], info: &[Info], done: Completion<()>) {
+        let req = Req::Unpublish {
+            proc: proc.clone(),
+            keys: keys.to_vec(),
+            info: info.to_vec(),
+        };
+        self.ask_root(&req, done, |a| matches!(a, Answer::Unit).then_some(()));
+    }
+
+    fn spawn(&mut self, proc: &Proc, job_info: &[Info], apps: &[App], done: Completion<Nspace>) {
+        let req = Req::Spawn {
+            parent: proc.clone(),
+            job_info: job_info.to_vec(),
+            apps: apps.to_vec(),
+        };
+        self.ask_root(&req, done, |a| match a {
+            Answer::Nspace(n) => Some(n),
+            _ => None,
+        });
+    }
+
+    fn connect(&mut self, procs: &[Proc], _info: &[Info], done: Completion<()>) {
+        self.collective(Collective::Connect, procs, Vec::new(), move |r| {
+            done.complete(r.map(drop))
+        });
+    }
+
+    fn disconnect(&mut self, procs: &[Proc], _info: &[Info], done: Completion<()>) {
+        self.collective(Collective::Disconnect, procs, Vec::new(), move |r| {
+            done.complete(r.map(drop))
+        });
+    }
+
+    fn notify_event(
+        &mut self,
+        code: Status,
+        source: &Proc,
+        range: DataRange,
+        info: &[Info],
+        done: Completion<()>,
+    ) {
+        let msg = Msg::Event {
+            code,
+            source: source.clone(),
+            range,
+            info: info.to_vec(),
+        };
+        self.tree.send(Dest::All, encode(&msg));
+        done.complete(Ok(()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns(s: &str) -> Nspace {
+        Nspace::new(s).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn participants_map_to_the_daemons_hosting_them() {
+        let jobs = JobMap::default();
+        jobs.insert(ns("a"), Placed::new(vec![1, 1, 2, 3]));
+        jobs.insert(ns("b"), Placed::new(vec![4]));
+        let all_a = [Proc::new(ns("a"), Rank::WILDCARD)];
+        assert_eq!(jobs.vertices_of(&all_a), Some(vec![1, 2, 3]));
+        let some = [Proc::new(ns("b"), 0), Proc::new(ns("a"), 1)];
+        assert_eq!(jobs.vertices_of(&some), Some(vec![1, 4]));
+        assert_eq!(jobs.vertices_of(&[Proc::new(ns("a"), 9)]), None);
+        assert_eq!(jobs.vertices_of(&[Proc::new(ns("c"), 0)]), None);
+        assert_eq!(jobs.vertex_of(&Proc::new(ns("a"), 3)), Some(3));
+        let mut lost = jobs.procs_on(|v| v == 1 || v == 4);
+        lost.sort();
+        assert_eq!(
+            lost,
+            [
+                Proc::new(ns("a"), 0),
+                Proc::new(ns("a"), 1),
+                Proc::new(ns("b"), 0)
+            ]
+        );
+    }
+}
