@@ -1,9 +1,10 @@
 //! What pmixrun tells its server about a job: the information `register_nspace` takes.
 //!
-//! Only what the launcher knows and the server cannot derive is given: sizes, the maps of this
-//! one node, and each application context. Local ranks, node ranks, peers, app ranks and the
-//! like are derived by the server from these (see pmix-server's registration), so they are not
-//! repeated here. A spawned job is described the same way, from the spawn request's
+//! Only what the launcher knows and the server cannot derive is given: sizes, the node and
+//! process maps of the job's nodes, and each application context. The number of nodes, each
+//! node's local peers and leader, each rank's node id, hostname, local and node rank, app
+//! ranks and the like are derived by the server from these (see pmix-server's registration,
+//! `engine/nspace.rs`), so they are not repeated here. A spawned job is described the same way, from the spawn request's
 //! application contexts, plus what tells its processes they were spawned ([`spawned_info`]).
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use pmix_types::{DataArray, Info, Proc, Rank, Value, attr};
 
 use crate::cli::{self, App};
+use crate::placement::JobMap;
 
 /// Where each application context's ranks are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,17 +52,17 @@ pub(crate) fn wdir_of(app: &App, cwd: &Path) -> PathBuf {
     }
 }
 
-/// The job's registration information for a job entirely on `hostname`.
+/// The job's registration information, the job placed as `map` says (a job on this node
+/// alone: [`JobMap::one_node`]).
 pub(crate) fn job_info(
-    hostname: &str,
+    map: &JobMap,
     apps: &[App],
     layout: &Layout,
     cwd: &Path,
 ) -> Result<Vec<Info>, String> {
-    let nodes = pmix_regex::generate_regex(&[hostname])
-        .map_err(|e| format!("cannot describe node {hostname:?}: {e}"))?;
-    let ranks: Vec<u32> = (0..layout.size).collect();
-    let ppn = pmix_regex::generate_ppn(&[ranks])
+    let nodes = pmix_regex::generate_regex(&map.names)
+        .map_err(|e| format!("cannot describe the nodes {:?}: {e}", map.names))?;
+    let ppn = pmix_regex::generate_ppn(&map.ranks)
         .map_err(|e| format!("cannot describe the process map: {e}"))?;
     let napps = u32::try_from(apps.len()).map_err(|_| "too many application contexts")?;
     let mut info = vec![
@@ -209,8 +211,9 @@ mod tests {
         let mut apps = [app(2, "a"), app(3, "b")];
         apps[1].wdir = Some("sub".into());
         let l = Layout::new(&apps).unwrap_or_else(|e| panic!("{e}"));
+        let map = JobMap::one_node("node1", l.size);
         let info =
-            job_info("node1", &apps, &l, Path::new("/home/u")).unwrap_or_else(|e| panic!("{e}"));
+            job_info(&map, &apps, &l, Path::new("/home/u")).unwrap_or_else(|e| panic!("{e}"));
         let get = |infos: &[Info], k: &str| {
             infos
                 .iter()
