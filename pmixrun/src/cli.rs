@@ -265,6 +265,7 @@ pub(crate) fn parse_mode(args: Vec<OsString>) -> Result<Mode, clap::Error> {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Application context (each of them)")]
 struct AppArgs {
     /// Number of processes of this application context.
     #[arg(
@@ -461,8 +462,12 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
 mod tests {
     use super::*;
 
+    /// Parses `line` split at blanks; `__` stands for a blank inside an argument.
     fn p(line: &str) -> Result<Options, clap::Error> {
-        parse(line.split_whitespace().map(OsString::from))
+        parse(
+            line.split_whitespace()
+                .map(|a| OsString::from(a.replace("__", " "))),
+        )
     }
 
     fn os(v: &[&str]) -> Vec<OsString> {
@@ -573,6 +578,44 @@ mod tests {
     }
 
     #[test]
+    fn node_options() {
+        let o = p("-n 2 a").map_err(|e| e.to_string());
+        assert_eq!(o.map(|o| o.nodes), Ok(Nodes::default()));
+        let o = p(
+            "-H a:2,b --host c --map-by node --oversubscribe --launcher local \
+                   --launch-agent ssh__-q__-oBatchMode=yes --radix 4 -n 2 x",
+        )
+        .map_err(|e| e.to_string());
+        let Ok(o) = o else { panic!("{o:?}") };
+        assert_eq!(
+            o.nodes,
+            Nodes {
+                hosts: vec!["a:2,b".into(), "c".into()],
+                hostfile: None,
+                map_by: MapBy::Node,
+                oversubscribe: true,
+                launcher: Some(Launcher::Local),
+                launch_agent: vec!["ssh".into(), "-q".into(), "-oBatchMode=yes".into()],
+                radix: 4,
+            }
+        );
+        let o = p("--hostfile /h --launcher slurm a").map_err(|e| e.to_string());
+        let Ok(o) = o else { panic!("{o:?}") };
+        assert_eq!(o.nodes.hostfile, Some(PathBuf::from("/h")));
+        assert_eq!(o.nodes.launcher, Some(Launcher::Slurm));
+        for bad in [
+            "--host a --hostfile /h x",
+            "--map-by core x",
+            "--radix 0 x",
+            "--launcher rsh x",
+            "--launch-agent __ x",
+            "a : --host b c",
+        ] {
+            assert!(p(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
     fn help_and_version_are_clap_displays() {
         let help = p("--help").err().map(|e| (e.kind(), e.to_string()));
         let Some((kind, text)) = help else {
@@ -581,6 +624,11 @@ mod tests {
         assert_eq!(kind, clap::error::ErrorKind::DisplayHelp);
         assert!(text.contains("pmixrun -n 2 ./a : -n 3 ./b"), "{text}");
         assert!(text.contains("Spawned jobs: "), "{text}");
+        assert!(
+            text.contains("pmixrun --host node1:4,node2:4 -n 8"),
+            "{text}"
+        );
+        assert!(text.contains("--oversubscribe"), "{text}");
         let v = p("--version").err().map(|e| e.kind());
         assert_eq!(v, Some(clap::error::ErrorKind::DisplayVersion));
     }

@@ -242,6 +242,58 @@ mod tests {
     }
 
     #[test]
+    fn a_job_on_three_nodes_has_their_maps_and_registers() {
+        use crate::placement::{NodeList, Placement};
+        let apps = [app(3, "a"), app(2, "b")];
+        let l = Layout::new(&apps).unwrap_or_else(|e| panic!("{e}"));
+        let nodes =
+            NodeList::parse_hosts(&["n1:2,n2:2,n3:2".into()]).unwrap_or_else(|e| panic!("{e}"));
+        let p =
+            Placement::map(&nodes, &l, cli::MapBy::Node, false).unwrap_or_else(|e| panic!("{e}"));
+        let map = p.job_map(&nodes);
+        let info = job_info(&map, &apps, &l, Path::new("/")).unwrap_or_else(|e| panic!("{e}"));
+        let get = |k: &str| info.iter().find(|i| i.key.as_str() == k).map(|i| &i.value);
+        let Some(Value::Regex(node_map)) = get(attr::NODE_MAP) else {
+            panic!("{info:?}")
+        };
+        let Some(Value::Regex(proc_map)) = get(attr::PROC_MAP) else {
+            panic!("{info:?}")
+        };
+        assert_eq!(
+            pmix_regex::parse_regex(node_map).map_err(|e| e.to_string()),
+            Ok(vec!["n1".to_owned(), "n2".into(), "n3".into()])
+        );
+        let ranks = pmix_regex::parse_ppn(proc_map).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ranks, [vec![0, 3], vec![1, 4], vec![2]]);
+        // The server derives these from the maps; giving them too would be giving them twice.
+        for derived in [attr::NUM_NODES, attr::LOCAL_PEERS, attr::HOSTNAME] {
+            assert!(get(derived).is_none(), "{derived} given");
+        }
+
+        // A server on n2 takes the job, its maps agreeing with each other and with the size.
+        let (events, _rx) = crossbeam_channel::unbounded();
+        let server = pmix_server::Server::init(
+            crate::host::RunHost::new(events, None),
+            pmix_server::ServerOptions {
+                hostname: Some("n2".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ns = |n: &str| pmix_types::Nspace::new(n).unwrap_or_else(|e| panic!("{e}"));
+        let local = u32::try_from(p.ranks_on(1).len()).unwrap_or_else(|e| panic!("{e}"));
+        let registered = server.register_nspace(&ns("three"), local, &info);
+        // The same job with a map that lost a node is refused: the check above means something.
+        let mut short = map.clone();
+        short.ranks.pop();
+        let info = job_info(&short, &apps, &l, Path::new("/")).unwrap_or_else(|e| panic!("{e}"));
+        let refused = server.register_nspace(&ns("short"), local, &info);
+        let _ = server.finalize();
+        assert!(registered.is_ok(), "{registered:?}");
+        assert!(refused.is_err(), "{refused:?}");
+    }
+
+    #[test]
     fn spawn_requests_become_app_contexts() {
         let req = pmix_server::App {
             cmd: "./child".into(),
