@@ -481,13 +481,15 @@ impl Placement {
         match slot_counts(&free, &slots, &room, n, oversubscribe) {
             Some(counts) => Ok(Placement::consecutive(&counts, layout.size)),
             None if !oversubscribe => Err(format!(
-                "no room for {n} more processes: {} of the {} are free \
+                "no room for {n} more {}: {} of the {} are free \
                  (pmixrun was started without --oversubscribe)",
+                if n == 1 { "process" } else { "processes" },
                 free.iter().sum::<u64>(),
                 nodes.describe_slots()
             )),
             None => Err(format!(
-                "no room for {n} more processes: every host is at its max_slots"
+                "no room for {n} more {}: every host is at its max_slots",
+                if n == 1 { "process" } else { "processes" },
             )),
         }
     }
@@ -925,7 +927,7 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             e,
-            "no room for 1 more processes: 0 of the 6 slots on 3 hosts are free \
+            "no room for 1 more process: 0 of the 6 slots on 3 hosts are free \
              (pmixrun was started without --oversubscribe)"
         );
         let over =
@@ -960,7 +962,7 @@ mod tests {
             .unwrap_or_default();
         assert_eq!(
             e,
-            "no room for 1 more processes: every host is at its max_slots"
+            "no room for 1 more process: every host is at its max_slots"
         );
     }
 }
