@@ -24,10 +24,30 @@ Examples:
   Run in /scratch with OMP_NUM_THREADS=2 and the launcher's own value of PATH:
       pmixrun -n 2 --wdir /scratch -x OMP_NUM_THREADS=2 -x PATH ./app
 
+  8 processes on two machines with 4 slots each, started over ssh (ranks 0-3 on node1):
+      pmixrun --host node1:4,node2:4 -n 8 ./app
+
+  The hosts of a file (lines such as `node1 slots=4`), one rank per host in turn:
+      pmixrun --hostfile hosts.txt --map-by node -n 8 ./app
+
+  Four logical nodes on this machine, each run by a daemon of its own (for tests):
+      pmixrun --launcher local --host 'n[1-4]:2' -n 8 ./app
+
   Share published names between separate runs (GLOBAL range) through a name server:
       pmixrun --nameserver --report-uri /tmp/ns.uri &
       pmixrun --nameserver-uri file:/tmp/ns.uri -n 1 ./server &
       pmixrun --nameserver-uri file:/tmp/ns.uri -n 1 ./client
+
+Nodes: without --host or --hostfile, every process runs on this machine, with no limit on
+their number. With them, pmixrun runs on the hosts named: on each host but this one a daemon
+of its own (started by the --launcher, in a tree of fan-out --radix) starts that host's
+processes, and their output, signals and exit statuses come back to this pmixrun. Ranks are
+placed by --map-by, application contexts one after the other (the second starts where the
+first ended). More processes than slots are refused unless --oversubscribe; with it the
+extra ones wrap around the hosts again (--map-by slot: as if every host had its slots once
+more, each host's ranks still consecutive; --map-by node: one per host in turn again), never
+above a host's max_slots. A spawned job takes the slots the running jobs leave free, in host
+order; beyond them it fails, unless --oversubscribe, when it wraps as --map-by slot does.
 
 Name server mode: `pmixrun --nameserver [--report-uri FILE] [--socket PATH]` serves names
 until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). PMIXRS_NAMESERVER
@@ -52,12 +72,15 @@ could not be found.";
 #[command(
     name = "pmixrun",
     version,
-    about = "Launch a job of PMIx processes on this node",
-    long_about = "Launch a job of PMIx processes on this node.\n\n\
+    about = "Launch a job of PMIx processes on this machine or on several",
+    long_about = "Launch a job of PMIx processes on this machine or on several.\n\n\
         pmixrun starts a PMIx server, registers one job made of the application contexts \
         given (separated by ':'), starts every process with what it needs to connect, \
         forwards their output and signals, and exits with the job's status. Its processes \
-        may spawn further jobs, which pmixrun starts the same way and waits for too.",
+        may spawn further jobs, which pmixrun starts the same way and waits for too. With \
+        --host or --hostfile the job spans several hosts: pmixrun starts a daemon on each \
+        other host (over ssh, or as local processes with --launcher local), and the \
+        daemons, each with a PMIx server of its own, start and serve their host's processes.",
     after_long_help = EXAMPLES,
     override_usage = "pmixrun [OPTIONS] [-n N] PROGRAM [ARGS]... [: [-n N] PROGRAM [ARGS]...]..."
 )]
@@ -105,6 +128,73 @@ struct Global {
     /// the processes spawn speak the same.
     #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "PROTOCOL")]
     pmi: Protocol,
+    #[command(flatten)]
+    nodes: NodeArgs,
+}
+
+/// Where the processes run.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Nodes")]
+struct NodeArgs {
+    /// Run on these hosts: a comma-separated list of `name` or `name:slots` (1 slot when not
+    /// given; a name given twice adds its slots: `a,a,b` is `a:2,b:1`), a name possibly a
+    /// range as in Slurm (`node[1-4]:2`). May be repeated.
+    #[arg(
+        short = 'H',
+        long = "host",
+        value_name = "LIST",
+        conflicts_with = "hostfile"
+    )]
+    host: Vec<String>,
+    /// Run on the hosts of FILE: one `name [slots=N] [max_slots=M]` per line (1 slot when not
+    /// given), `#` comments.
+    #[arg(long, value_name = "FILE")]
+    hostfile: Option<PathBuf>,
+    /// `slot`: each host in turn takes as many consecutive ranks as it has slots; `node`: one
+    /// rank per host in turn.
+    #[arg(long, value_enum, default_value_t = MapBy::Slot, value_name = "POLICY")]
+    map_by: MapBy,
+    /// Allow more processes than slots: the ranks beyond them wrap around the hosts again
+    /// (never above a hostfile's max_slots).
+    #[arg(long)]
+    oversubscribe: bool,
+    /// How the daemons of the other hosts start: `ssh` (through --launch-agent), `local`
+    /// (every host named is a logical node on this machine), `slurm` (srun, inside an
+    /// allocation). Default: `ssh` when a host is another machine, else `local`.
+    #[arg(long, value_enum, value_name = "LAUNCHER")]
+    launcher: Option<Launcher>,
+    /// The command that runs a command on another host, as `CMD... HOST COMMAND...` (split
+    /// at blanks).
+    #[arg(long, value_name = "CMD", default_value = "ssh")]
+    launch_agent: String,
+    /// The fan-out of the tree of daemons: each starts and serves at most K others.
+    #[arg(
+        long,
+        value_name = "K",
+        default_value_t = 16,
+        value_parser = clap::value_parser!(u32).range(1..)
+    )]
+    radix: u32,
+}
+
+/// How ranks are laid out on the nodes (`--map-by`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum MapBy {
+    /// Fill each node's slots, in node order.
+    Slot,
+    /// One rank per node in turn.
+    Node,
+}
+
+/// How the daemons of a multi-node run are started (`--launcher`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Launcher {
+    /// Through the launch agent (`ssh`), each daemon starting its children in the tree.
+    Ssh,
+    /// As processes of this machine, one per logical node.
+    Local,
+    /// Through `srun` inside a Slurm allocation (not implemented yet).
+    Slurm,
 }
 
 /// The protocol a run's processes speak to pmixrun's server.
@@ -175,6 +265,7 @@ pub(crate) fn parse_mode(args: Vec<OsString>) -> Result<Mode, clap::Error> {
 }
 
 #[derive(Args, Debug)]
+#[command(next_help_heading = "Application context (each of them)")]
 struct AppArgs {
     /// Number of processes of this application context.
     #[arg(
@@ -228,8 +319,68 @@ pub(crate) struct Options {
     pub(crate) nameserver_uri: Option<String>,
     /// The protocol of the processes.
     pub(crate) pmi: Protocol,
+    /// Where the processes run.
+    pub(crate) nodes: Nodes,
     /// The application contexts, in rank order.
     pub(crate) apps: Vec<App>,
+}
+
+/// What the command line says about the nodes (see `placement.rs` for what it means).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Nodes {
+    /// The `--host` lists, as given; empty without `--host`.
+    pub(crate) hosts: Vec<String>,
+    /// The `--hostfile`.
+    pub(crate) hostfile: Option<PathBuf>,
+    /// `--map-by`.
+    pub(crate) map_by: MapBy,
+    /// `--oversubscribe`.
+    pub(crate) oversubscribe: bool,
+    /// `--launcher`, if given (the default depends on the hosts: `placement::launcher`).
+    pub(crate) launcher: Option<Launcher>,
+    /// The launch agent's command and its first arguments, never empty: the host and the
+    /// command to run there follow them.
+    pub(crate) launch_agent: Vec<String>,
+    /// The tree's fan-out, at least 1.
+    pub(crate) radix: u32,
+}
+
+impl Default for Nodes {
+    /// This machine alone, as without any node option.
+    fn default() -> Nodes {
+        Nodes {
+            hosts: Vec::new(),
+            hostfile: None,
+            map_by: MapBy::Slot,
+            oversubscribe: false,
+            launcher: None,
+            launch_agent: vec!["ssh".into()],
+            radix: 16,
+        }
+    }
+}
+
+fn nodes(a: NodeArgs) -> Result<Nodes, clap::Error> {
+    let launch_agent: Vec<String> = a
+        .launch_agent
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    if launch_agent.is_empty() {
+        return Err(clap::Error::raw(
+            clap::error::ErrorKind::InvalidValue,
+            "--launch-agent: an empty command\n",
+        ));
+    }
+    Ok(Nodes {
+        hosts: a.host,
+        hostfile: a.hostfile,
+        map_by: a.map_by,
+        oversubscribe: a.oversubscribe,
+        launcher: a.launcher,
+        launch_agent,
+        radix: a.radix,
+    })
 }
 
 /// Splits `VAR[=VAL]` at the first `=`.
@@ -302,6 +453,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         verbose: first.global.verbose,
         nameserver_uri: first.global.nameserver_uri,
         pmi: first.global.pmi,
+        nodes: nodes(first.global.nodes)?,
         apps,
     })
 }
@@ -310,8 +462,12 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
 mod tests {
     use super::*;
 
+    /// Parses `line` split at blanks; `__` stands for a blank inside an argument.
     fn p(line: &str) -> Result<Options, clap::Error> {
-        parse(line.split_whitespace().map(OsString::from))
+        parse(
+            line.split_whitespace()
+                .map(|a| OsString::from(a.replace("__", " "))),
+        )
     }
 
     fn os(v: &[&str]) -> Vec<OsString> {
@@ -422,6 +578,44 @@ mod tests {
     }
 
     #[test]
+    fn node_options() {
+        let o = p("-n 2 a").map_err(|e| e.to_string());
+        assert_eq!(o.map(|o| o.nodes), Ok(Nodes::default()));
+        let o = p(
+            "-H a:2,b --host c --map-by node --oversubscribe --launcher local \
+                   --launch-agent ssh__-q__-oBatchMode=yes --radix 4 -n 2 x",
+        )
+        .map_err(|e| e.to_string());
+        let Ok(o) = o else { panic!("{o:?}") };
+        assert_eq!(
+            o.nodes,
+            Nodes {
+                hosts: vec!["a:2,b".into(), "c".into()],
+                hostfile: None,
+                map_by: MapBy::Node,
+                oversubscribe: true,
+                launcher: Some(Launcher::Local),
+                launch_agent: vec!["ssh".into(), "-q".into(), "-oBatchMode=yes".into()],
+                radix: 4,
+            }
+        );
+        let o = p("--hostfile /h --launcher slurm a").map_err(|e| e.to_string());
+        let Ok(o) = o else { panic!("{o:?}") };
+        assert_eq!(o.nodes.hostfile, Some(PathBuf::from("/h")));
+        assert_eq!(o.nodes.launcher, Some(Launcher::Slurm));
+        for bad in [
+            "--host a --hostfile /h x",
+            "--map-by core x",
+            "--radix 0 x",
+            "--launcher rsh x",
+            "--launch-agent __ x",
+            "a : --host b c",
+        ] {
+            assert!(p(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
     fn help_and_version_are_clap_displays() {
         let help = p("--help").err().map(|e| (e.kind(), e.to_string()));
         let Some((kind, text)) = help else {
@@ -430,6 +624,11 @@ mod tests {
         assert_eq!(kind, clap::error::ErrorKind::DisplayHelp);
         assert!(text.contains("pmixrun -n 2 ./a : -n 3 ./b"), "{text}");
         assert!(text.contains("Spawned jobs: "), "{text}");
+        assert!(
+            text.contains("pmixrun --host node1:4,node2:4 -n 8"),
+            "{text}"
+        );
+        assert!(text.contains("--oversubscribe"), "{text}");
         let v = p("--version").err().map(|e| e.kind());
         assert_eq!(v, Some(clap::error::ErrorKind::DisplayVersion));
     }

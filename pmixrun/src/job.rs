@@ -1,9 +1,10 @@
 //! What pmixrun tells its server about a job: the information `register_nspace` takes.
 //!
-//! Only what the launcher knows and the server cannot derive is given: sizes, the maps of this
-//! one node, and each application context. Local ranks, node ranks, peers, app ranks and the
-//! like are derived by the server from these (see pmix-server's registration), so they are not
-//! repeated here. A spawned job is described the same way, from the spawn request's
+//! Only what the launcher knows and the server cannot derive is given: sizes, the node and
+//! process maps of the job's nodes, and each application context. The number of nodes, each
+//! node's local peers and leader, each rank's node id, hostname, local and node rank, app
+//! ranks and the like are derived by the server from these (see pmix-server's registration,
+//! `engine/nspace.rs`), so they are not repeated here. A spawned job is described the same way, from the spawn request's
 //! application contexts, plus what tells its processes they were spawned ([`spawned_info`]).
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use pmix_types::{DataArray, Info, Proc, Rank, Value, attr};
 
 use crate::cli::{self, App};
+use crate::placement::JobMap;
 
 /// Where each application context's ranks are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,17 +52,17 @@ pub(crate) fn wdir_of(app: &App, cwd: &Path) -> PathBuf {
     }
 }
 
-/// The job's registration information for a job entirely on `hostname`.
+/// The job's registration information, the job placed as `map` says (a job on this node
+/// alone: [`JobMap::one_node`]).
 pub(crate) fn job_info(
-    hostname: &str,
+    map: &JobMap,
     apps: &[App],
     layout: &Layout,
     cwd: &Path,
 ) -> Result<Vec<Info>, String> {
-    let nodes = pmix_regex::generate_regex(&[hostname])
-        .map_err(|e| format!("cannot describe node {hostname:?}: {e}"))?;
-    let ranks: Vec<u32> = (0..layout.size).collect();
-    let ppn = pmix_regex::generate_ppn(&[ranks])
+    let nodes = pmix_regex::generate_regex(&map.names)
+        .map_err(|e| format!("cannot describe the nodes {:?}: {e}", map.names))?;
+    let ppn = pmix_regex::generate_ppn(&map.ranks)
         .map_err(|e| format!("cannot describe the process map: {e}"))?;
     let napps = u32::try_from(apps.len()).map_err(|_| "too many application contexts")?;
     let mut info = vec![
@@ -209,8 +211,9 @@ mod tests {
         let mut apps = [app(2, "a"), app(3, "b")];
         apps[1].wdir = Some("sub".into());
         let l = Layout::new(&apps).unwrap_or_else(|e| panic!("{e}"));
+        let map = JobMap::one_node("node1", l.size);
         let info =
-            job_info("node1", &apps, &l, Path::new("/home/u")).unwrap_or_else(|e| panic!("{e}"));
+            job_info(&map, &apps, &l, Path::new("/home/u")).unwrap_or_else(|e| panic!("{e}"));
         let get = |infos: &[Info], k: &str| {
             infos
                 .iter()
@@ -236,6 +239,58 @@ mod tests {
             get(&arrays[0], attr::APP_ARGV),
             Some(Value::String("a x y".into()))
         );
+    }
+
+    #[test]
+    fn a_job_on_three_nodes_has_their_maps_and_registers() {
+        use crate::placement::{NodeList, Placement};
+        let apps = [app(3, "a"), app(2, "b")];
+        let l = Layout::new(&apps).unwrap_or_else(|e| panic!("{e}"));
+        let nodes =
+            NodeList::parse_hosts(&["n1:2,n2:2,n3:2".into()]).unwrap_or_else(|e| panic!("{e}"));
+        let p =
+            Placement::map(&nodes, &l, cli::MapBy::Node, false).unwrap_or_else(|e| panic!("{e}"));
+        let map = p.job_map(&nodes);
+        let info = job_info(&map, &apps, &l, Path::new("/")).unwrap_or_else(|e| panic!("{e}"));
+        let get = |k: &str| info.iter().find(|i| i.key.as_str() == k).map(|i| &i.value);
+        let Some(Value::Regex(node_map)) = get(attr::NODE_MAP) else {
+            panic!("{info:?}")
+        };
+        let Some(Value::Regex(proc_map)) = get(attr::PROC_MAP) else {
+            panic!("{info:?}")
+        };
+        assert_eq!(
+            pmix_regex::parse_regex(node_map).map_err(|e| e.to_string()),
+            Ok(vec!["n1".to_owned(), "n2".into(), "n3".into()])
+        );
+        let ranks = pmix_regex::parse_ppn(proc_map).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(ranks, [vec![0, 3], vec![1, 4], vec![2]]);
+        // The server derives these from the maps; giving them too would be giving them twice.
+        for derived in [attr::NUM_NODES, attr::LOCAL_PEERS, attr::HOSTNAME] {
+            assert!(get(derived).is_none(), "{derived} given");
+        }
+
+        // A server on n2 takes the job, its maps agreeing with each other and with the size.
+        let (events, _rx) = crossbeam_channel::unbounded();
+        let server = pmix_server::Server::init(
+            crate::host::RunHost::new(events, None),
+            pmix_server::ServerOptions {
+                hostname: Some("n2".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let ns = |n: &str| pmix_types::Nspace::new(n).unwrap_or_else(|e| panic!("{e}"));
+        let local = u32::try_from(p.ranks_on(1).len()).unwrap_or_else(|e| panic!("{e}"));
+        let registered = server.register_nspace(&ns("three"), local, &info);
+        // The same job with a map that lost a node is refused: the check above means something.
+        let mut short = map.clone();
+        short.ranks.pop();
+        let info = job_info(&short, &apps, &l, Path::new("/")).unwrap_or_else(|e| panic!("{e}"));
+        let refused = server.register_nspace(&ns("short"), local, &info);
+        let _ = server.finalize();
+        assert!(registered.is_ok(), "{registered:?}");
+        assert!(refused.is_err(), "{refused:?}");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use crate::host::Event;
 use crate::job::{self, Layout};
 use crate::launch::{self, LaunchError};
 use crate::output::Line;
+use crate::placement::JobMap;
 use crate::supervise::{Jobs, SpawnFailed, Started};
 
 /// pmixrun's side of the run: its server, the name server it reports to, and where processes'
@@ -45,7 +46,8 @@ impl RunJobs<'_> {
         layout: &Layout,
         extra: Vec<Info>,
     ) -> Result<(), String> {
-        let mut info = job::job_info(self.server.hostname(), apps, layout, &self.cwd)?;
+        let map = JobMap::one_node(self.server.hostname(), layout.size);
+        let mut info = job::job_info(&map, apps, layout, &self.cwd)?;
         info.extend(extra);
         self.register_nspace(nspace, layout.size, &info)?;
         let all: Vec<u32> = (0..layout.size).collect();

@@ -13,6 +13,7 @@ mod job;
 mod jobs;
 mod launch;
 mod output;
+mod placement;
 mod supervise;
 
 use std::path::PathBuf;
@@ -184,6 +185,11 @@ fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result
 /// Everything before the first process starts; an error here is a one-line message.
 fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     let layout = job::Layout::new(&opts.apps)?;
+    if let Some(nodes) = placement::NodeList::from_options(&opts.nodes)? {
+        let n = &opts.nodes;
+        placement::Placement::map(&nodes, &layout, n.map_by, n.oversubscribe)?;
+        return Err("multi-node launch not wired yet".into());
+    }
     let cwd = std::env::current_dir().map_err(|e| {
         format!(
             "cannot find the current directory: {}",
