@@ -75,7 +75,6 @@ impl Boot {
 /// A daemon this vertex started and still holds by its stdin.
 #[derive(Debug)]
 pub(crate) struct Started {
-    pub(crate) vertex: Vertex,
     /// Closed when this vertex goes: the daemon's lifeline.
     _stdin: ChildStdin,
     pid: u32,
@@ -175,11 +174,7 @@ fn start_one(boot: &Boot, ended: &Sender<AgentEnded>) -> Result<Started, String>
             let _ = ended.send(AgentEnded { vertex, status });
         })
         .map_err(|e| format!("cannot watch {what}: {}", crate::launch::describe(&e)))?;
-    Ok(Started {
-        vertex,
-        _stdin: stdin,
-        pid,
-    })
+    Ok(Started { _stdin: stdin, pid })
 }
 
 impl Started {
@@ -275,14 +270,20 @@ pub(crate) fn reachable_parent(candidates: &[SocketAddr]) -> Result<SocketAddr, 
             }
         }
     }
-    order.extend(candidates.iter().filter(|a| !order.contains(a)));
+    for a in candidates {
+        if !order.contains(a) {
+            order.push(*a);
+        }
+    }
     for addr in &order {
         match TcpStream::connect_timeout(addr, CONNECT_PROBE) {
             Ok(_) => return Ok(*addr),
             Err(e) => tracing::debug!(%addr, "parent not reachable there: {e}"),
         }
     }
-    Err(format!("cannot reach the parent daemon at any of {order:?}"))
+    Err(format!(
+        "cannot reach the parent daemon at any of {order:?}"
+    ))
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use pmix_tree::{Config, Delivery, Dest, Tree, Vertex};
 use signal_hook::iterator::Signals;
 
 use crate::bootstrap::{self, AgentEnded, Boot};
-use crate::daemon_host::{DaemonHost, JobMap, Placed};
+use crate::daemon_host::{DaemonHost, Placed, Placements};
 use crate::host::Event;
 use crate::job::Layout;
 use crate::jobs::RunJobs;
@@ -74,7 +74,7 @@ struct Daemon {
     boot: Boot,
     tree: Arc<Tree>,
     server: Server,
-    jobs: Arc<JobMap>,
+    jobs: Arc<Placements>,
     finalized: Arc<std::sync::Mutex<std::collections::HashSet<Proc>>>,
     connected: Arc<std::sync::Mutex<std::collections::HashSet<Proc>>>,
     deliveries: Receiver<Delivery>,
@@ -113,7 +113,7 @@ impl Daemon {
         })
         .map_err(|e| format!("cannot join the tree at {parent}: {e}"))?;
         let tree = Arc::new(tree);
-        let jobs = Arc::new(JobMap::default());
+        let jobs = Arc::new(Placements::default());
         let host = DaemonHost::new(tree.clone(), jobs.clone());
         let finalized = host.finalized.clone();
         let connected = host.connected.clone();
@@ -131,8 +131,11 @@ impl Daemon {
         let (agents_tx, agents) = unbounded();
         let mut children = Vec::new();
         if let Some(addr) = listening {
-            let (started, failed) =
-                bootstrap::start_children(&boot, &bootstrap::my_addresses(local, addr.port()), &agents_tx);
+            let (started, failed) = bootstrap::start_children(
+                &boot,
+                &bootstrap::my_addresses(local, addr.port()),
+                &agents_tx,
+            );
             if let Some(e) = failed {
                 // Reported as the failure of the first child not started.
                 let vertex = boot
@@ -237,7 +240,9 @@ impl Daemon {
                         tree.respond(origin, id, r.map(|b| encode(&Answer::Bytes(b))))
                     });
                 }
-                _ => self.tree.respond(origin, id, Err(Status::ERR_NOT_SUPPORTED)),
+                _ => self
+                    .tree
+                    .respond(origin, id, Err(Status::ERR_NOT_SUPPORTED)),
             },
             Delivery::Lost { vertex, reason } => {
                 let topo = self.boot.topology();
@@ -388,7 +393,9 @@ impl Daemon {
                     Err(e) => End::Error(crate::launch::describe(e)),
                 };
                 let lock = |m: &std::sync::Mutex<std::collections::HashSet<Proc>>| {
-                    m.lock().unwrap_or_else(PoisonError::into_inner).contains(&proc)
+                    m.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .contains(&proc)
                 };
                 if lock(&self.connected) && !lock(&self.finalized) {
                     // Other nodes' processes may wait for it: they must not.

@@ -17,7 +17,7 @@ use crate::run_msg::{Answer, Msg, Req, answer_of, encode};
 /// Where the ranks of every namespace of the run are: shared by a daemon's host (on its
 /// server's thread) and its main loop (which learns of new jobs).
 #[derive(Debug, Default)]
-pub(crate) struct JobMap {
+pub(crate) struct Placements {
     jobs: RwLock<HashMap<Nspace, Arc<Placed>>>,
 }
 
@@ -42,7 +42,7 @@ impl Placed {
     }
 }
 
-impl JobMap {
+impl Placements {
     pub(crate) fn insert(&self, nspace: Nspace, placed: Placed) {
         self.jobs
             .write()
@@ -116,8 +116,10 @@ enum Collective {
 /// The host of a daemon's server.
 pub(crate) struct DaemonHost {
     pub(crate) tree: Arc<Tree>,
-    pub(crate) jobs: Arc<JobMap>,
-    /// The local processes that called finalize (their end is then no failure to spread).
+    pub(crate) jobs: Arc<Placements>,
+    /// The local processes that connected, and those that called finalize: the end of one
+    /// that connected and never finalized is a failure other nodes must hear of.
+    pub(crate) connected: Arc<Mutex<HashSet<Proc>>>,
     pub(crate) finalized: Arc<Mutex<HashSet<Proc>>>,
     /// How many collectives of each kind and participant set this daemon entered: the same
     /// count on every daemon, since every process enters them in the same order.
@@ -125,10 +127,11 @@ pub(crate) struct DaemonHost {
 }
 
 impl DaemonHost {
-    pub(crate) fn new(tree: Arc<Tree>, jobs: Arc<JobMap>) -> DaemonHost {
+    pub(crate) fn new(tree: Arc<Tree>, jobs: Arc<Placements>) -> DaemonHost {
         DaemonHost {
             tree,
             jobs,
+            connected: Arc::default(),
             finalized: Arc::default(),
             seqs: HashMap::new(),
         }
@@ -167,6 +170,10 @@ impl DaemonHost {
 
 impl Host for DaemonHost {
     fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
+        self.connected
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(proc.clone());
         self.tree
             .send(Dest::Vertex(0), encode(&Msg::Connected(proc.clone())));
         done.complete(Ok(()));
@@ -312,7 +319,7 @@ mod tests {
 
     #[test]
     fn participants_map_to_the_daemons_hosting_them() {
-        let jobs = JobMap::default();
+        let jobs = Placements::default();
         jobs.insert(ns("a"), Placed::new(vec![1, 1, 2, 3]));
         jobs.insert(ns("b"), Placed::new(vec![4]));
         let all_a = [Proc::new(ns("a"), Rank::WILDCARD)];

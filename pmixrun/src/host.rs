@@ -46,6 +46,16 @@ pub(crate) enum Event {
     },
     /// pmixrun received a signal to pass on.
     Signal(Signal),
+    /// Multi-node: a node (and those it started) is lost with its processes.
+    NodeLost {
+        /// The node, for the user.
+        what: String,
+        reason: String,
+        /// Every process it hosted.
+        procs: Vec<Proc>,
+    },
+    /// A daemon's stdin closed: its launch agent or parent is gone.
+    StdinClosed,
 }
 
 /// The callbacks of a one-node launcher: fences and direct modex never leave the node, so

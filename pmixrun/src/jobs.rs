@@ -277,25 +277,34 @@ impl Jobs for RunJobs<'_> {
                 message,
                 partial: Some(Started {
                     nspace,
+                    size: layout.size,
                     pids: Vec::new(),
                 }),
             });
         }
         match self.start(&nspace, n, &apps, &layout, &user_env) {
-            (pids, None) => Ok(Started { nspace, pids }),
+            (pids, None) => Ok(Started {
+                nspace,
+                size: layout.size,
+                pids: (0u32..).zip(pids).collect(),
+            }),
             (pids, Some(e)) => Err(SpawnFailed {
                 status: e.status,
                 message: e.message,
-                partial: Some(Started { nspace, pids }),
+                partial: Some(Started {
+                    nspace,
+                    size: layout.size,
+                    pids: (0u32..).zip(pids).collect(),
+                }),
             }),
         }
     }
 
-    fn signal(&mut self, pid: Pid, sig: Signal) {
+    fn signal(&mut self, _proc: &Proc, pid: Pid, sig: Signal) {
         launch::signal(pid, sig);
     }
 
-    fn has_ended(&mut self, pid: Pid) -> bool {
+    fn has_ended(&mut self, _proc: &Proc, pid: Pid) -> bool {
         launch::has_ended(pid)
     }
 

@@ -6,7 +6,10 @@
 //! are registered and started the same way, and the run ends when every job has. See
 //! `pmixrun --help`.
 
+mod bootstrap;
 mod cli;
+mod daemon;
+mod daemon_host;
 mod detect;
 mod host;
 mod job;
@@ -14,6 +17,8 @@ mod jobs;
 mod launch;
 mod output;
 mod placement;
+mod root;
+mod run_msg;
 mod supervise;
 
 use std::path::PathBuf;
@@ -33,7 +38,7 @@ use crate::supervise::Supervisor;
 
 /// How long output still in the pipes may take to arrive once every process has ended (a
 /// process's own children may hold the pipes open forever).
-const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
+pub(crate) const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// The signals pmixrun passes on to the job.
 const FORWARDED: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
@@ -55,7 +60,10 @@ fn catch_signals() -> Result<Signals, String> {
 }
 
 /// Receives the forwarded signals on a dedicated thread and passes them on as events.
-fn start_signal_thread(mut signals: Signals, events: Sender<Event>) -> Result<(), String> {
+pub(crate) fn start_signal_thread(
+    mut signals: Signals,
+    events: Sender<Event>,
+) -> Result<(), String> {
     std::thread::Builder::new()
         .name("signals".into())
         .stack_size(output::SMALL_STACK)
@@ -73,7 +81,7 @@ fn start_signal_thread(mut signals: Signals, events: Sender<Event>) -> Result<()
         .map_err(|e| format!("cannot start the signal thread: {}", launch::describe(&e)))
 }
 
-fn init_logging(verbose: bool) {
+pub(crate) fn init_logging(verbose: bool) {
     use tracing_subscriber::EnvFilter;
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
@@ -87,7 +95,7 @@ fn init_logging(verbose: bool) {
 /// The environment variable that stands for `--nameserver-uri`.
 const ENV_NAMESERVER: &str = "PMIXRS_NAMESERVER";
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     nix::unistd::gethostname()
         .ok()
         .and_then(|h| h.into_string().ok())
@@ -118,10 +126,10 @@ fn connect_nameserver(given: Option<&str>) -> Result<Option<Arc<NameServerClient
 }
 
 /// The name server's default directory, `pmixrs-ns.<pid>.<random>` under $TMPDIR.
-const NAMESERVER_PREFIX: &str = "pmixrs-ns";
+pub(crate) const NAMESERVER_PREFIX: &str = "pmixrs-ns";
 
 /// The name server's socket in its default directory.
-const NAMESERVER_SOCKET: &str = "names.sock";
+pub(crate) const NAMESERVER_SOCKET: &str = "names.sock";
 
 /// `pmixrun --nameserver`: serves names until SIGINT, SIGTERM or SIGHUP.
 fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result<u8, String> {
@@ -185,11 +193,14 @@ fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result
 /// Everything before the first process starts; an error here is a one-line message.
 fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     let layout = job::Layout::new(&opts.apps)?;
-    if let Some(nodes) = placement::NodeList::from_options(&opts.nodes)? {
-        let n = &opts.nodes;
-        placement::Placement::map(&nodes, &layout, n.map_by, n.oversubscribe)?;
-        return Err("multi-node launch not wired yet".into());
-    }
+    let nodes = match placement::NodeList::from_options(&opts.nodes)? {
+        Some(nodes) => {
+            let n = &opts.nodes;
+            let placement = placement::Placement::map(&nodes, &layout, n.map_by, n.oversubscribe)?;
+            Some((nodes, placement))
+        }
+        None => None,
+    };
     let cwd = std::env::current_dir().map_err(|e| {
         format!(
             "cannot find the current directory: {}",
@@ -221,6 +232,19 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     };
 
     let names = connect_nameserver(opts.nameserver_uri.as_deref())?;
+    if let Some((nodes, placement)) = nodes {
+        let r = root::RootRun {
+            opts,
+            nodes,
+            placement,
+            layout,
+            cwd,
+            user_env,
+            pmi,
+            names,
+        };
+        return root::run(r, signals);
+    }
     let (events_tx, events) = unbounded();
     start_signal_thread(signals, events_tx.clone())?;
     let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
@@ -250,19 +274,18 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         pmi,
     };
     jobs.register(&nspace, &opts.apps, &layout, Vec::new())?;
-    let output_done = output::start_writer(opts.tag_output, lines)
+    let output_done = output::start_writer(opts.tag_output, lines, None)
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
     let mut sup = Supervisor::new(jobs, opts.timeout);
     let job = sup.add_job(nspace.clone(), layout.size);
     let (pids, failed) = sup
         .jobs_mut()
         .start(&nspace, 0, &opts.apps, &layout, &user_env);
-    let started = u32::try_from(pids.len()).unwrap_or(u32::MAX);
     for (rank, pid) in (0u32..).zip(pids) {
         sup.started(job, rank, pid);
     }
     if let Some(e) = failed {
-        sup.launch_failed(job, started, e.code, &e.message);
+        sup.not_started(job, e.code, &e.message);
     }
     // The supervisor holds the last senders of output (for spawned jobs) apart from the
     // readers': once it is done, the writer ends when the last pipe closes.
@@ -281,7 +304,17 @@ fn main() -> ExitCode {
     if argv.first().is_some_and(|a| a == launch::EXEC_MARKER) {
         return ExitCode::from(launch::exec_program(&argv[1..]));
     }
+    let daemon = argv.first().is_some_and(|a| a == bootstrap::DAEMON_FLAG);
     launch::raise_descriptor_limit();
+    if daemon {
+        return match catch_signals() {
+            Ok(signals) => ExitCode::from(daemon::run(signals)),
+            Err(e) => {
+                eprintln!("pmixrun daemon: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let mode = match cli::parse_mode(argv) {
         Ok(m) => m,
         Err(e) => e.exit(),

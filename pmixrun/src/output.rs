@@ -37,6 +37,17 @@ pub(crate) struct Line {
     pub(crate) rank: u32,
     pub(crate) stream: Stream,
     pub(crate) bytes: Vec<u8>,
+    /// Multi-node, at the root: the daemon it came from (`None`: a process of this node).
+    pub(crate) vertex: Option<pmix_tree::Vertex>,
+}
+
+/// Multi-node, at the root: where lines come from, and how their daemon learns they were
+/// written (it sends no more than a window ahead: back-pressure up to the processes).
+pub(crate) struct Remote {
+    /// The node of each vertex, for `--tag-output`.
+    pub(crate) nodes: Vec<String>,
+    /// Called with a daemon's vertex and the bytes of its lines just written.
+    pub(crate) ack: Box<dyn FnMut(pmix_tree::Vertex, u64) + Send>,
 }
 
 /// Starts a thread reading `pipe` line by line until end of file.
@@ -62,6 +73,7 @@ pub(crate) fn start_reader(
                             rank,
                             stream,
                             bytes,
+                            vertex: None,
                         };
                         if lines.send(line).is_err() {
                             break;
@@ -78,7 +90,11 @@ pub(crate) fn start_reader(
 
 /// Starts the writer. It ends when every reader has ended (every sender is dropped), and then
 /// sends on the returned channel, so that its end can be awaited with a deadline.
-pub(crate) fn start_writer(tag: bool, lines: Receiver<Line>) -> std::io::Result<Receiver<()>> {
+pub(crate) fn start_writer(
+    tag: bool,
+    lines: Receiver<Line>,
+    mut remote: Option<Remote>,
+) -> std::io::Result<Receiver<()>> {
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
         .name("output".into())
@@ -88,14 +104,25 @@ pub(crate) fn start_writer(tag: bool, lines: Receiver<Line>) -> std::io::Result<
                 let mut err = std::io::stderr().lock();
                 let mut next = Some(first);
                 let mut n = 0;
+                let mut written: Vec<(pmix_tree::Vertex, u64)> = Vec::new();
                 while let Some(line) = next.take() {
                     let w: &mut dyn Write = match line.stream {
                         Stream::Stdout => &mut out,
                         Stream::Stderr => &mut err,
                     };
+                    let node = match (&remote, line.vertex) {
+                        (Some(r), Some(v)) => r.nodes.get(v as usize).map(String::as_str),
+                        _ => None,
+                    };
                     // A closed stdout must not stop the draining, or the processes would block
                     // on full pipes; their output then has nowhere to go.
-                    let _ = write_line(w, tag, &line);
+                    let _ = write_line(w, tag, node, &line);
+                    if let Some(v) = line.vertex {
+                        match written.iter_mut().find(|(w, _)| *w == v) {
+                            Some((_, b)) => *b += line.bytes.len() as u64,
+                            None => written.push((v, line.bytes.len() as u64)),
+                        }
+                    }
                     n += 1;
                     if n < BATCH {
                         match lines.try_recv() {
@@ -106,6 +133,12 @@ pub(crate) fn start_writer(tag: bool, lines: Receiver<Line>) -> std::io::Result<
                 }
                 let _ = out.flush();
                 let _ = err.flush();
+                drop((out, err));
+                if let Some(r) = &mut remote {
+                    for (v, bytes) in written {
+                        (r.ack)(v, bytes);
+                    }
+                }
             }
             let _ = done_tx.send(());
         })?;
@@ -113,12 +146,19 @@ pub(crate) fn start_writer(tag: bool, lines: Receiver<Line>) -> std::io::Result<
 }
 
 /// Writes one line, tagged (with `--tag-output`) `[rank] ` for the first job's processes and
-/// `[n:rank] ` for those of the `n`-th spawned job.
-fn write_line(w: &mut dyn Write, tag: bool, line: &Line) -> std::io::Result<()> {
+/// `[n:rank] ` for those of the `n`-th spawned job, with `@node` after the rank in a
+/// multi-node run (`[rank@node] `).
+fn write_line(
+    w: &mut dyn Write,
+    tag: bool,
+    node: Option<&str>,
+    line: &Line,
+) -> std::io::Result<()> {
+    let at = node.map(|n| format!("@{n}")).unwrap_or_default();
     match (tag, line.job) {
         (false, _) => {}
-        (true, 0) => write!(w, "[{}] ", line.rank)?,
-        (true, job) => write!(w, "[{job}:{}] ", line.rank)?,
+        (true, 0) => write!(w, "[{}{at}] ", line.rank)?,
+        (true, job) => write!(w, "[{job}:{}{at}] ", line.rank)?,
     }
     w.write_all(&line.bytes)?;
     // Output that does not end in a newline would otherwise run into the next process's line.
@@ -171,11 +211,12 @@ mod tests {
             rank: 7,
             stream: Stream::Stdout,
             bytes: b.to_vec(),
+            vertex: None,
         };
         for l in [line(0, b"one\n"), line(0, b"two"), line(2, b"spawned\n")] {
-            write_line(&mut buf, true, &l).unwrap_or_else(|e| panic!("{e}"));
+            write_line(&mut buf, true, None, &l).unwrap_or_else(|e| panic!("{e}"));
         }
-        write_line(&mut buf, false, &line(1, b"three")).unwrap_or_else(|e| panic!("{e}"));
+        write_line(&mut buf, false, None, &line(1, b"three")).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(buf, b"[7] one\n[7] two\n[2:7] spawned\nthree\n");
     }
 }

@@ -41,7 +41,10 @@ pub(crate) enum Msg {
     /// Root → daemon: that many bytes of its output were written.
     OutputAck(u64),
     /// Root → daemon: send `signal` to these local processes (by pid, which is their group).
-    Signal { procs: Vec<(Proc, i32)>, signal: i32 },
+    Signal {
+        procs: Vec<(Proc, i32)>,
+        signal: i32,
+    },
     /// Root → every daemon: every process of the job ended; let its namespace go.
     JobEnded(Nspace),
     /// Daemon → every daemon: a PMIx event raised on one node for processes of others.
@@ -51,8 +54,10 @@ pub(crate) enum Msg {
         range: DataRange,
         info: Vec<Info>,
     },
-    /// Root → every daemon: the run is over; clean up and exit.
+    /// Root → every daemon: the run is over; send the last output, then [`Msg::Done`].
     Shutdown,
+    /// Daemon → root: every output line of this daemon was sent before this.
+    Done,
 }
 
 /// How a process ended, as the daemon that waited for it saw it.
@@ -128,11 +133,7 @@ impl WireApp {
             program: os(&self.program),
             args: self.args.iter().map(|a| os(a)).collect(),
             wdir: Some(PathBuf::from(os(&self.wdir))),
-            env: self
-                .env
-                .iter()
-                .map(|(k, v)| (os(k), Some(os(v))))
-                .collect(),
+            env: self.env.iter().map(|(k, v)| (os(k), Some(os(v)))).collect(),
         }
     }
 }

@@ -47,10 +47,10 @@ pub(crate) trait Jobs {
         job_info: &[Info],
         apps: &[App],
     ) -> Result<Started, SpawnFailed>;
-    /// Sends `sig` to the process group `pid`.
-    fn signal(&mut self, pid: Pid, sig: Signal);
-    /// True if the process `pid` ended, whether or not its end was reported yet.
-    fn has_ended(&mut self, pid: Pid) -> bool;
+    /// Sends `sig` to the process group `pid` of `proc`.
+    fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal);
+    /// True if `proc`, process `pid`, ended, whether or not its end was reported yet.
+    fn has_ended(&mut self, proc: &Proc, pid: Pid) -> bool;
     /// A process ended.
     fn proc_ended(&mut self, proc: &Proc);
     /// Every process of `nspace` ended (or will never start): let the namespace go.
@@ -64,8 +64,11 @@ pub(crate) trait Jobs {
 pub(crate) struct Started {
     /// Its namespace, registered.
     pub(crate) nspace: Nspace,
-    /// The process (group) of each rank, in rank order.
-    pub(crate) pids: Vec<Pid>,
+    /// Its number of processes.
+    pub(crate) size: u32,
+    /// The process (group) of each rank started, in rank order; a rank missing never will
+    /// be.
+    pub(crate) pids: Vec<(u32, Pid)>,
 }
 
 /// A spawn that failed.
@@ -206,12 +209,13 @@ fn failure_of(
 }
 
 /// The process groups of the processes still running.
-fn alive(table: &[Job]) -> impl Iterator<Item = Pid> + '_ {
-    table
-        .iter()
-        .flat_map(|j| &j.procs)
-        .filter(|p| !p.gone)
-        .filter_map(|p| p.pid)
+fn alive(table: &[Job]) -> impl Iterator<Item = (Proc, Pid)> + '_ {
+    table.iter().flat_map(|j| {
+        (0u32..)
+            .zip(&j.procs)
+            .filter(|(_, p)| !p.gone)
+            .filter_map(|(rank, p)| Some((Proc::new(j.nspace.clone(), rank), p.pid?)))
+    })
 }
 
 impl<J: Jobs> Supervisor<J> {
@@ -246,12 +250,16 @@ impl<J: Jobs> Supervisor<J> {
         i
     }
 
-    /// Adds a job whose processes all started.
-    fn add_started(&mut self, started: Started) -> usize {
-        let n = u32::try_from(started.pids.len()).unwrap_or(u32::MAX);
-        let i = self.add_job(started.nspace, n);
-        for (rank, pid) in (0u32..).zip(started.pids) {
+    /// Adds a job whose processes started (those that did not never will).
+    pub(crate) fn add_started_job(&mut self, started: Started) -> usize {
+        let i = self.add_job(started.nspace, started.size);
+        for (rank, pid) in started.pids {
             self.started(i, rank, pid);
+        }
+        if let Some(j) = self.table.get_mut(i) {
+            for p in j.procs.iter_mut().filter(|p| p.pid.is_none()) {
+                p.gone = true;
+            }
         }
         i
     }
@@ -267,11 +275,11 @@ impl<J: Jobs> Supervisor<J> {
         }
     }
 
-    /// A process of the first job could not be started: the run fails, and the processes not
-    /// yet started never will be.
-    pub(crate) fn launch_failed(&mut self, job: usize, from_rank: u32, status: u8, message: &str) {
+    /// Processes of the first job could not be started: the run fails, and those not started
+    /// yet never will be.
+    pub(crate) fn not_started(&mut self, job: usize, status: u8, message: &str) {
         if let Some(j) = self.table.get_mut(job) {
-            for p in j.procs.iter_mut().skip(from_rank as usize) {
+            for p in j.procs.iter_mut().filter(|p| p.pid.is_none()) {
                 p.gone = true;
             }
         }
@@ -295,8 +303,8 @@ impl<J: Jobs> Supervisor<J> {
     }
 
     fn signal_all(&mut self, sig: Signal) {
-        for pid in alive(&self.table) {
-            self.jobs.signal(pid, sig);
+        for (proc, pid) in alive(&self.table) {
+            self.jobs.signal(&proc, pid, sig);
         }
     }
 
@@ -365,10 +373,9 @@ impl<J: Jobs> Supervisor<J> {
         let mut waiting = Vec::new();
         for job in self.table.iter().filter(|j| !j.doomed) {
             for (rank, p) in (0u32..).zip(&job.procs) {
+                let who = Proc::new(job.nspace.clone(), rank);
                 match p.pid {
-                    Some(pid) if !p.gone && self.jobs.has_ended(pid) => {
-                        waiting.push(Proc::new(job.nspace.clone(), rank));
-                    }
+                    Some(pid) if !p.gone && self.jobs.has_ended(&who, pid) => waiting.push(who),
                     _ => {}
                 }
             }
@@ -410,7 +417,7 @@ impl<J: Jobs> Supervisor<J> {
             Ok(started) => {
                 let nspace = started.nspace.clone();
                 tracing::debug!(%parent, %nspace, n = started.pids.len(), "spawned");
-                self.add_started(started);
+                self.add_started_job(started);
                 done.complete(Ok(nspace));
             }
             Err(failed) => {
@@ -418,10 +425,11 @@ impl<J: Jobs> Supervisor<J> {
                 self.jobs
                     .say(&format!("spawn by {who} failed: {}", failed.message));
                 if let Some(partial) = failed.partial {
-                    let j = self.add_started(partial);
+                    let j = self.add_started_job(partial);
                     self.table[j].doomed = true;
-                    for pid in alive(&self.table[j..=j]) {
-                        self.jobs.signal(pid, Signal::SIGKILL);
+                    let doomed: Vec<_> = alive(&self.table[j..=j]).collect();
+                    for (proc, pid) in doomed {
+                        self.jobs.signal(&proc, pid, Signal::SIGKILL);
                     }
                 }
                 done.complete(Err(failed.status));
@@ -468,6 +476,23 @@ impl<J: Jobs> Supervisor<J> {
                 apps,
                 done,
             } => self.spawn(&parent, &job_info, &apps, done),
+            Event::NodeLost {
+                what,
+                reason,
+                procs,
+            } => {
+                // Its processes will never be reported: they are gone with it.
+                for p in &procs {
+                    if let Some((_, state)) = self.find(p) {
+                        state.gone = true;
+                    }
+                }
+                if self.stopping.is_none() {
+                    self.settle();
+                    self.fail(1, format!("lost {what}: {reason}"));
+                }
+            }
+            Event::StdinClosed => {}
             Event::Signal(sig) => {
                 self.settle();
                 if self.stopping.is_some() {
@@ -522,7 +547,7 @@ impl<J: Jobs> Supervisor<J> {
                 true
             }
             Some(Stopping { kill_at: None, .. }) => {
-                let stuck: Vec<Pid> = alive(&self.table).collect();
+                let stuck: Vec<Pid> = alive(&self.table).map(|(_, pid)| pid).collect();
                 self.jobs.say(&format!(
                     "processes {stuck:?} did not end after SIGKILL; leaving them behind"
                 ));
@@ -631,10 +656,10 @@ mod tests {
                 })
             })
         }
-        fn signal(&mut self, pid: Pid, sig: Signal) {
+        fn signal(&mut self, _proc: &Proc, pid: Pid, sig: Signal) {
             self.0.borrow_mut().signals.push((pid.as_raw(), sig));
         }
-        fn has_ended(&mut self, pid: Pid) -> bool {
+        fn has_ended(&mut self, _proc: &Proc, pid: Pid) -> bool {
             self.0.borrow().ended.contains(&pid.as_raw())
         }
         fn proc_ended(&mut self, proc: &Proc) {
@@ -678,7 +703,10 @@ mod tests {
     fn pids(ns: &str, first: i32, n: i32) -> Started {
         Started {
             nspace: self::ns(ns),
-            pids: (first..first + n).map(Pid::from_raw).collect(),
+            size: n as u32,
+            pids: (0u32..)
+                .zip((first..first + n).map(Pid::from_raw))
+                .collect(),
         }
     }
 
@@ -943,7 +971,7 @@ mod tests {
         let (tx, rx) = crossbeam_channel::unbounded::<Event>();
         let mut sup = Supervisor::new(fake.clone(), None);
         let job = sup.add_job(ns("job"), 3);
-        sup.launch_failed(job, 0, 127, "cannot start nope: No such file or directory");
+        sup.not_started(job, 127, "cannot start nope: No such file or directory");
         // The channel stays open: only the supervisor's own bookkeeping can end the run.
         assert_eq!(sup.run(&rx), 127);
         drop(tx);

@@ -1,0 +1,737 @@
+//! `pmixrun` as the root of a multi-node run: it starts a daemon on every node through the
+//! tree (see [`crate::bootstrap`]), launches each job on them, and supervises the run as on
+//! one node: the same [`Supervisor`] decides, acting on remote processes through the tree
+//! ([`RootJobs`]). It serves the names of the run (its own name server, or the one given) and
+//! writes every process's output.
+//!
+//! The root hosts no process: vertex `i + 1` of the tree is the daemon of node `i`.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use pmix_server::types::{Info, Nspace, Proc, Status};
+use pmix_server::{Completion, NameServer, NameServerClient};
+use pmix_tree::{Config, Delivery, Dest, Topology, Tree, Vertex};
+use signal_hook::iterator::Signals;
+
+use crate::bootstrap::{self, AgentEnded, Boot};
+use crate::cli::{self, App, Launcher, Protocol};
+use crate::daemon_host::{Placed, Placements};
+use crate::host::Event;
+use crate::job::{self, Layout};
+use crate::output::{Line, Stream};
+use crate::placement::{NodeList, Placement, SlotUsage};
+use crate::run_msg::{Answer, End, Launch, Msg, Req, Started, WireApp, decode, encode};
+use crate::supervise::{self, Jobs, SpawnFailed, Supervisor};
+
+/// How long the daemons may take to join, and a job to start on them.
+const LAUNCH_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long the daemons get to send their last output once the run is over.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Tree heartbeats, and the silence after which a node is lost.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+const DEAD_AFTER: Duration = Duration::from_secs(4);
+
+/// What the root's tree thread hands the thread launching jobs.
+#[derive(Debug)]
+enum Control {
+    Up(Vertex),
+    Started(Started),
+    AgentFailed(String),
+    Lost { vertex: Vertex, reason: String },
+    Done(Vertex),
+}
+
+/// Everything the multi-node run needs from the command line, already checked.
+pub(crate) struct RootRun {
+    pub(crate) opts: cli::Options,
+    pub(crate) nodes: NodeList,
+    pub(crate) placement: Placement,
+    pub(crate) layout: Layout,
+    pub(crate) cwd: PathBuf,
+    pub(crate) user_env: Vec<Vec<(OsString, OsString)>>,
+    pub(crate) pmi: Protocol,
+    pub(crate) names: Option<Arc<NameServerClient>>,
+}
+
+/// Runs the job across the nodes; returns the exit status.
+pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
+    let this_host = crate::hostname();
+    let launcher = crate::placement::launcher(&r.opts.nodes, &r.nodes, &this_host);
+    let local = match launcher {
+        Launcher::Local => true,
+        Launcher::Ssh => false,
+        Launcher::Slurm => return Err("--launcher slurm: not implemented yet".into()),
+    };
+    let daemons = u32::try_from(r.nodes.len()).map_err(|_| "too many nodes")?;
+    let topology = Topology::new(daemons + 1, r.opts.nodes.radix);
+    let secret = random_secret()?;
+    // Names: the given name server, or a private one for this run.
+    let (names, _own_names) = match r.names.clone() {
+        Some(n) => (n, None),
+        None => {
+            let (client, server) = private_nameserver(&this_host)?;
+            (client, Some(server))
+        }
+    };
+    let (events_tx, events) = unbounded();
+    crate::start_signal_thread(signals, events_tx.clone())?;
+    let (control_tx, control) = unbounded();
+    let (lines_tx, lines) = unbounded();
+    let places = Arc::new(Placements::default());
+    let tree_cell: Arc<OnceLock<Arc<Tree>>> = Arc::new(OnceLock::new());
+    let mut node_names = vec![this_host.clone()];
+    node_names.extend(r.nodes.names().map(str::to_owned));
+    let sink = RootSink {
+        tree: tree_cell.clone(),
+        events: events_tx.clone(),
+        control: control_tx,
+        lines: lines_tx.clone(),
+        names: names.clone(),
+        places: places.clone(),
+        topology,
+        nodes: node_names.clone(),
+    };
+    let mut config = Config::new(0, topology, secret);
+    config.listen = if local {
+        ([127, 0, 0, 1], 0).into()
+    } else {
+        ([0, 0, 0, 0], 0).into()
+    };
+    config.heartbeat = HEARTBEAT;
+    config.dead_after = DEAD_AFTER;
+    let (tree, listening) = Tree::start(config, move |d| sink.deliver(d))
+        .map_err(|e| format!("cannot start the tree: {e}"))?;
+    let tree = Arc::new(tree);
+    let _ = tree_cell.set(tree.clone());
+    let port = listening.map(|a| a.port()).unwrap_or(0);
+    let program =
+        std::env::current_exe().map_err(|e| format!("cannot find pmixrun's own program: {e}"))?;
+    let boot = Boot {
+        vertex: 0,
+        size: daemons + 1,
+        radix: r.opts.nodes.radix,
+        secret: secret.to_vec(),
+        parent: Vec::new(),
+        nodes: node_names.clone(),
+        agent: if local {
+            Vec::new()
+        } else {
+            r.opts.nodes.launch_agent.clone()
+        },
+        program,
+        heartbeat_ms: HEARTBEAT.as_millis() as u64,
+        dead_after_ms: DEAD_AFTER.as_millis() as u64,
+        verbose: r.opts.verbose,
+    };
+    let (agents_tx, agents) = unbounded();
+    let (children, failed) =
+        bootstrap::start_children(&boot, &bootstrap::my_addresses(local, port), &agents_tx);
+    let mut end = Ending {
+        tree: tree.clone(),
+        children,
+        agents,
+        control: control.clone(),
+        daemons,
+    };
+    if let Some(e) = failed {
+        end.finish(false);
+        return Err(e);
+    }
+    if let Err(e) = wait_for_daemons(&control, &end.agents, &boot, daemons) {
+        end.finish(false);
+        return Err(e);
+    }
+    tracing::debug!(daemons, "every daemon joined");
+    let tag = r.opts.tag_output;
+    let ack_tree = tree.clone();
+    let output_done = crate::output::start_writer(
+        tag,
+        lines,
+        Some(crate::output::Remote {
+            nodes: node_names.clone(),
+            ack: Box::new(move |v, n| ack_tree.send(Dest::Vertex(v), encode(&Msg::OutputAck(n)))),
+        }),
+    )
+    .map_err(|e| format!("cannot start the output thread: {e}"))?;
+    drop(lines_tx);
+    let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
+        .map_err(|e| format!("cannot name the job: {e}"))?;
+    let mut usage = SlotUsage::new(&r.nodes);
+    usage.add(&r.placement);
+    let mut jobs = RootJobs {
+        tree: tree.clone(),
+        control,
+        places,
+        nodes: r.nodes,
+        usage,
+        placements: HashMap::new(),
+        names,
+        cwd: r.cwd,
+        first: nspace.clone(),
+        spawned: 0,
+        pmi: r.pmi,
+        oversubscribe: r.opts.nodes.oversubscribe,
+        daemons,
+        lost: HashSet::new(),
+    };
+    let first = jobs.launch(
+        &nspace,
+        0,
+        &r.opts.apps,
+        &r.layout,
+        r.placement,
+        &r.user_env,
+        Vec::new(),
+    );
+    let mut sup = Supervisor::new(jobs, r.opts.timeout);
+    match first {
+        Ok(started) => {
+            sup.add_started_job(started);
+        }
+        Err(failed) => {
+            let job = sup.add_job(nspace.clone(), r.layout.size);
+            if let Some(p) = failed.partial {
+                for (rank, pid) in p.pids {
+                    sup.started(job, rank, pid);
+                }
+            }
+            sup.not_started(job, failed.exit, &failed.message);
+        }
+    }
+    let status = sup.run(&events);
+    tree.send(Dest::All, encode(&Msg::Shutdown));
+    end.finish(true);
+    if output_done.recv_timeout(crate::OUTPUT_DRAIN).is_err() {
+        tracing::warn!("output still open after every process ended; not waiting for it");
+    }
+    Ok(status)
+}
+
+fn random_secret() -> Result<[u8; pmix_tree::net::SECRET_LEN], String> {
+    use std::io::Read;
+    let mut s = [0u8; pmix_tree::net::SECRET_LEN];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut s))
+        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
+    Ok(s)
+}
+
+/// A name server private to this run, in a private directory removed with it.
+fn private_nameserver(host: &str) -> Result<(Arc<NameServerClient>, PrivateNames), String> {
+    let tmp = std::env::temp_dir();
+    let dir = pmix_server::rendezvous::create_private_dir(&tmp, crate::NAMESERVER_PREFIX)
+        .map_err(|e| format!("cannot make the name server's directory: {e}"))?;
+    let path = dir.join(crate::NAMESERVER_SOCKET);
+    let server = match NameServer::start(&path, 0o600) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(format!("cannot start the name server: {e}"));
+        }
+    };
+    let own = PrivateNames {
+        server: Some(server),
+        dir,
+    };
+    let client = NameServerClient::connect(own.uri(), host)
+        .map_err(|e| format!("cannot use the run's name server: {e}"))?;
+    Ok((Arc::new(client), own))
+}
+
+/// The run's own name server, stopped and removed when dropped.
+struct PrivateNames {
+    server: Option<NameServer>,
+    dir: PathBuf,
+}
+
+impl PrivateNames {
+    fn uri(&self) -> &str {
+        self.server.as_ref().map_or("", NameServer::uri)
+    }
+}
+
+impl Drop for PrivateNames {
+    fn drop(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.stop();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Waits until every daemon said it is up, or says why not.
+fn wait_for_daemons(
+    control: &Receiver<Control>,
+    agents: &Receiver<AgentEnded>,
+    boot: &Boot,
+    daemons: u32,
+) -> Result<(), String> {
+    let deadline = Instant::now() + LAUNCH_TIMEOUT;
+    let mut up = HashSet::new();
+    while (up.len() as u32) < daemons {
+        crossbeam_channel::select! {
+            recv(control) -> c => match c {
+                Ok(Control::Up(v)) => { up.insert(v); }
+                Ok(Control::AgentFailed(message)) => return Err(message),
+                Ok(Control::Lost { vertex, reason }) => {
+                    return Err(format!("lost {} while starting: {reason}", boot.node(vertex)));
+                }
+                Ok(_) => {}
+                Err(_) => return Err("the tree stopped".into()),
+            },
+            recv(agents) -> a => {
+                if let Ok(a) = a {
+                    if !up.contains(&a.vertex) {
+                        return Err(bootstrap::agent_failure(boot, &a));
+                    }
+                }
+            },
+            default(deadline.saturating_duration_since(Instant::now())) => {
+                let missing: Vec<&str> = (1..=daemons)
+                    .filter(|v| !up.contains(v))
+                    .map(|v| boot.node(v))
+                    .collect();
+                return Err(format!(
+                    "the daemons of {} did not join within {} s",
+                    missing.join(","),
+                    LAUNCH_TIMEOUT.as_secs()
+                ));
+            },
+        }
+    }
+    Ok(())
+}
+
+/// The end of the run, whatever it was: the daemons say they are done (or are given up on),
+/// the tree closes, and the agents are reaped.
+struct Ending {
+    tree: Arc<Tree>,
+    children: Vec<bootstrap::Started>,
+    agents: Receiver<AgentEnded>,
+    control: Receiver<Control>,
+    daemons: u32,
+}
+
+impl Ending {
+    fn finish(&mut self, wait_for_done: bool) {
+        let deadline = Instant::now() + FINISH_TIMEOUT;
+        if wait_for_done {
+            let mut done = HashSet::new();
+            let mut lost = HashSet::new();
+            while ((done.len() + lost.len()) as u32) < self.daemons {
+                match self.control.recv_deadline(deadline) {
+                    Ok(Control::Done(v)) => {
+                        done.insert(v);
+                    }
+                    Ok(Control::Lost { vertex, .. }) => {
+                        lost.insert(vertex);
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        self.tree.shutdown();
+        let mut ended = 0;
+        while ended < self.children.len() {
+            match self.agents.recv_deadline(deadline) {
+                Ok(_) => ended += 1,
+                Err(_) => break,
+            }
+        }
+        for c in &self.children {
+            c.kill();
+        }
+    }
+}
+
+/// The root's tree thread: turns what arrives into the supervisor's events, the launch's
+/// control messages, output lines, and answers.
+struct RootSink {
+    tree: Arc<OnceLock<Arc<Tree>>>,
+    events: Sender<Event>,
+    control: Sender<Control>,
+    lines: Sender<Line>,
+    names: Arc<NameServerClient>,
+    places: Arc<Placements>,
+    topology: Topology,
+    nodes: Vec<String>,
+}
+
+impl RootSink {
+    fn deliver(&self, d: Delivery) {
+        match d {
+            Delivery::Message { from, payload } => {
+                if let Some(msg) = decode::<Msg>(&payload) {
+                    self.message(from, msg);
+                }
+            }
+            Delivery::Request {
+                origin,
+                id,
+                payload,
+            } => match decode::<Req>(&payload) {
+                Some(req) => self.request(origin, id, req),
+                None => self.respond(origin, id, Err(Status::ERR_UNPACK_FAILURE)),
+            },
+            Delivery::Lost { vertex, reason } => {
+                let topo = self.topology;
+                let procs = self.places.procs_on(|v| topo.in_subtree(vertex, v));
+                let below = (vertex..topo.size())
+                    .filter(|v| *v != vertex && topo.in_subtree(vertex, *v))
+                    .count();
+                let node = self.nodes.get(vertex as usize).cloned().unwrap_or_default();
+                let what = match below {
+                    0 => node,
+                    n => format!("{node} (and the {n} nodes it started)"),
+                };
+                let _ = self.control.send(Control::Lost {
+                    vertex,
+                    reason: reason.clone(),
+                });
+                let _ = self.events.send(Event::NodeLost {
+                    what,
+                    reason,
+                    procs,
+                });
+            }
+            Delivery::ChildUp(_) | Delivery::ParentLost { .. } => {}
+        }
+    }
+
+    fn message(&self, from: Vertex, msg: Msg) {
+        let event = match msg {
+            Msg::Up { vertex, .. } => {
+                let _ = self.control.send(Control::Up(vertex));
+                return;
+            }
+            Msg::AgentFailed { message, .. } => {
+                let _ = self.control.send(Control::AgentFailed(message));
+                return;
+            }
+            Msg::Started(s) => {
+                let _ = self.control.send(Control::Started(s));
+                return;
+            }
+            Msg::Done => {
+                let _ = self.control.send(Control::Done(from));
+                return;
+            }
+            Msg::Output(lines) => {
+                for l in lines {
+                    let _ = self.lines.send(Line {
+                        job: l.job,
+                        rank: l.rank,
+                        stream: if l.stderr {
+                            Stream::Stderr
+                        } else {
+                            Stream::Stdout
+                        },
+                        bytes: l.bytes,
+                        vertex: Some(from),
+                    });
+                }
+                return;
+            }
+            Msg::Connected(p) => Event::Connected(p),
+            Msg::Finalized(p) => Event::Finalized(p),
+            Msg::Exited { proc, end } => Event::Exited {
+                proc,
+                status: match end {
+                    End::Code(c) => Ok(ExitStatus::from_raw((c & 0xff) << 8)),
+                    End::Signal(s) => Ok(ExitStatus::from_raw(s & 0x7f)),
+                    End::Error(e) => Err(std::io::Error::other(e)),
+                },
+            },
+            _ => return,
+        };
+        let _ = self.events.send(event);
+    }
+
+    fn respond(&self, origin: Vertex, id: u64, answer: Result<Answer, Status>) {
+        if let Some(tree) = self.tree.get() {
+            tree.respond(origin, id, answer.map(|a| encode(&a)));
+        }
+    }
+
+    /// A completion that sends its answer back through the tree.
+    fn completion<T: pmix_server::Outcome>(
+        &self,
+        origin: Vertex,
+        id: u64,
+        wrap: impl FnOnce(T) -> Answer + Send + 'static,
+    ) -> Completion<T> {
+        let tree = self.tree.clone();
+        Completion::from_fn(move |r: Result<T, Status>| {
+            if let Some(tree) = tree.get() {
+                tree.respond(origin, id, r.map(|v| encode(&wrap(v))));
+            }
+        })
+    }
+
+    fn request(&self, origin: Vertex, id: u64, req: Req) {
+        match req {
+            Req::Abort {
+                proc,
+                status,
+                message,
+            } => {
+                let done = self.completion(origin, id, |()| Answer::Unit);
+                let ev = Event::Abort {
+                    proc,
+                    status,
+                    message,
+                    done,
+                };
+                if let Err(crossbeam_channel::SendError(Event::Abort { done, .. })) =
+                    self.events.send(ev)
+                {
+                    done.complete(Ok(()));
+                }
+            }
+            Req::Spawn {
+                parent,
+                job_info,
+                apps,
+            } => {
+                let done = self.completion(origin, id, Answer::Nspace);
+                let ev = Event::Spawn {
+                    parent,
+                    job_info,
+                    apps,
+                    done,
+                };
+                if let Err(crossbeam_channel::SendError(Event::Spawn { done, .. })) =
+                    self.events.send(ev)
+                {
+                    done.complete(Err(Status::ERR_JOB_CANCELED));
+                }
+            }
+            Req::Publish { proc, data, info } => {
+                let done = self.completion(origin, id, |()| Answer::Unit);
+                self.names
+                    .publish(&proc, &data, &info, move |r| done.complete(r));
+            }
+            Req::Lookup { proc, keys, info } => {
+                let done = self.completion(origin, id, Answer::Lookup);
+                self.names
+                    .lookup(&proc, &keys, &info, move |r| done.complete(r));
+            }
+            Req::Unpublish { proc, keys, info } => {
+                let done = self.completion(origin, id, |()| Answer::Unit);
+                self.names
+                    .unpublish(&proc, &keys, &info, move |r| done.complete(r));
+            }
+            Req::Dmodex(_) => self.respond(origin, id, Err(Status::ERR_NOT_FOUND)),
+        }
+    }
+}
+
+/// A job that did not start on every daemon.
+#[derive(Debug)]
+pub(crate) struct NotLaunched {
+    pub(crate) status: Status,
+    pub(crate) exit: u8,
+    pub(crate) message: String,
+    pub(crate) partial: Option<supervise::Started>,
+}
+
+/// What the supervisor acts through at the root: the daemons, over the tree.
+pub(crate) struct RootJobs {
+    tree: Arc<Tree>,
+    control: Receiver<Control>,
+    places: Arc<Placements>,
+    nodes: NodeList,
+    usage: SlotUsage,
+    placements: HashMap<Nspace, Placement>,
+    names: Arc<NameServerClient>,
+    cwd: PathBuf,
+    first: Nspace,
+    spawned: u32,
+    pmi: Protocol,
+    oversubscribe: bool,
+    daemons: u32,
+    lost: HashSet<Vertex>,
+}
+
+impl RootJobs {
+    /// Registers `nspace` on every daemon and starts its processes where `placement` says.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &mut self,
+        nspace: &Nspace,
+        tag: u32,
+        apps: &[App],
+        layout: &Layout,
+        placement: Placement,
+        user_env: &[Vec<(OsString, OsString)>],
+        extra: Vec<Info>,
+    ) -> Result<supervise::Started, NotLaunched> {
+        let refuse = |message: String| NotLaunched {
+            status: Status::ERR_JOB_FAILED_TO_LAUNCH,
+            exit: 1,
+            message,
+            partial: None,
+        };
+        let mut info = job::job_info(&placement.job_map(&self.nodes), apps, layout, &self.cwd)
+            .map_err(refuse)?;
+        info.extend(extra);
+        let vertex_of_rank: Vec<Vertex> = (0..layout.size)
+            .map(|r| placement.node_of(r).map_or(1, |n| n as Vertex + 1))
+            .collect();
+        let launch = Launch {
+            nspace: nspace.clone(),
+            tag,
+            size: layout.size,
+            info,
+            apps: apps
+                .iter()
+                .zip(user_env)
+                .map(|(a, env)| WireApp::new(a, &job::wdir_of(a, &self.cwd), env))
+                .collect(),
+            firsts: layout.firsts.clone(),
+            vertex_of_rank: vertex_of_rank.clone(),
+            pmi: self.pmi.into(),
+        };
+        self.places
+            .insert(nspace.clone(), Placed::new(vertex_of_rank));
+        self.names.nspace_started(nspace);
+        self.usage.add(&placement);
+        self.placements.insert(nspace.clone(), placement);
+        self.tree
+            .send(Dest::All, encode(&Msg::Launch(Box::new(launch))));
+        // Every daemon registers the job (so that any of them can serve its data and route
+        // to it); those hosting ranks start them.
+        let deadline = Instant::now() + LAUNCH_TIMEOUT;
+        let mut reported = HashSet::new();
+        let mut pids = Vec::new();
+        let mut failure: Option<(u32, u8, Status, String)> = None;
+        while (reported.len() as u32) < self.daemons - self.lost.len() as u32 {
+            match self.control.recv_deadline(deadline) {
+                Ok(Control::Started(s)) if s.nspace == *nspace => {
+                    reported.insert(s.vertex);
+                    pids.extend(s.pids.into_iter().map(|(r, p)| (r, Pid::from_raw(p))));
+                    if let Some(f) = s.failed {
+                        if failure.as_ref().is_none_or(|g| f.0 < g.0) {
+                            failure = Some(f);
+                        }
+                    }
+                }
+                Ok(Control::Lost { vertex, reason }) => {
+                    self.lost.insert(vertex);
+                    failure.get_or_insert((0, 1, Status::ERR_LOST_CONNECTION, reason));
+                }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    failure.get_or_insert((
+                        0,
+                        1,
+                        Status::ERR_JOB_FAILED_TO_LAUNCH,
+                        format!(
+                            "the job did not start within {} s",
+                            LAUNCH_TIMEOUT.as_secs()
+                        ),
+                    ));
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        pids.sort_unstable();
+        let launched = supervise::Started {
+            nspace: nspace.clone(),
+            size: layout.size,
+            pids,
+        };
+        match failure {
+            None => Ok(launched),
+            Some((_, exit, status, message)) => Err(NotLaunched {
+                status,
+                exit,
+                message,
+                partial: Some(launched),
+            }),
+        }
+    }
+}
+
+impl Jobs for RootJobs {
+    fn spawn(
+        &mut self,
+        parent: &Proc,
+        job_info: &[Info],
+        apps: &[pmix_server::App],
+    ) -> Result<supervise::Started, SpawnFailed> {
+        let refuse = |status, message| SpawnFailed {
+            status,
+            message,
+            partial: None,
+        };
+        let apps = job::spawn_apps(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let layout = Layout::new(&apps).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let placement = Placement::spawn(&self.nodes, &self.usage, &layout, self.oversubscribe)
+            .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
+        let user_env: Vec<_> = apps.iter().map(crate::launch::app_env).collect();
+        self.spawned += 1;
+        let n = self.spawned;
+        let nspace = Nspace::new(format!("{}.{n}", self.first)).map_err(|e| {
+            refuse(
+                Status::ERR_JOB_FAILED_TO_LAUNCH,
+                format!("cannot name the job: {e}"),
+            )
+        })?;
+        let extra = job::spawned_info(parent, job_info, layout.size);
+        self.launch(&nspace, n, &apps, &layout, placement, &user_env, extra)
+            .map_err(|f| SpawnFailed {
+                status: f.status,
+                message: f.message,
+                partial: f.partial,
+            })
+    }
+
+    fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal) {
+        let Some(v) = self.places.vertex_of(proc) else {
+            return;
+        };
+        let msg = Msg::Signal {
+            procs: vec![(proc.clone(), pid.as_raw())],
+            signal: sig as i32,
+        };
+        self.tree.send(Dest::Vertex(v), encode(&msg));
+    }
+
+    fn has_ended(&mut self, _proc: &Proc, _pid: Pid) -> bool {
+        // Known only where it runs; its end is on its way if it happened.
+        false
+    }
+
+    fn proc_ended(&mut self, proc: &Proc) {
+        self.names.proc_ended(proc);
+    }
+
+    fn job_ended(&mut self, nspace: &Nspace) {
+        tracing::debug!(%nspace, "job ended");
+        self.tree
+            .send(Dest::All, encode(&Msg::JobEnded(nspace.clone())));
+        self.names.nspace_ended(nspace);
+        self.places.remove(nspace);
+        if let Some(p) = self.placements.remove(nspace) {
+            self.usage.remove(&p);
+        }
+    }
+
+    fn say(&mut self, line: &str) {
+        eprintln!("pmixrun: {line}");
+    }
+}
