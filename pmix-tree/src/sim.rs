@@ -1,0 +1,1 @@
+//! A simulated network of vertices in virtual time (to come).
