@@ -28,11 +28,12 @@
 //! Authentication: every link proves knowledge of the run's secret ([`Config::secret`]) in
 //! both directions by HMAC-SHA256 over fresh nonces; the secret itself never crosses a link.
 
+mod auth;
 pub mod core;
 pub mod msg;
 pub mod net;
 pub mod sim;
 mod topology;
 
-pub use net::{Config, Delivery, Dest, FenceKey, Tree};
+pub use net::{Config, Delivery, Dest, Error, FenceKey, SECRET_LEN, Tree};
 pub use topology::{Hop, Topology, Vertex};

@@ -1,0 +1,331 @@
+//! Trees of real vertices on 127.0.0.1, each its own `Tree` in this process.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use pmix_tree::{Config, Delivery, Dest, FenceKey, SECRET_LEN, Topology, Tree, Vertex};
+use pmix_types::Status;
+
+const SECRET: [u8; SECRET_LEN] = [7; SECRET_LEN];
+/// Every wait in these tests ends by then, so that a hang fails with a message.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+type Event = (Vertex, Delivery);
+type Outcome = (Vertex, u64, Result<Vec<u8>, Status>);
+
+struct Run {
+    trees: BTreeMap<Vertex, Tree>,
+    events: Receiver<Event>,
+    results: Receiver<Outcome>,
+    results_tx: Sender<Outcome>,
+}
+
+fn config(me: Vertex, topo: Topology, parent: Option<SocketAddr>) -> Config {
+    let mut c = Config::new(me, topo, SECRET);
+    c.listen = SocketAddr::from(([127, 0, 0, 1], 0));
+    c.parent = parent;
+    c
+}
+
+/// Starts every vertex of `topo`, parents first; `tweak` adjusts each config.
+fn start(topo: Topology, tweak: impl Fn(&mut Config)) -> Run {
+    let (tx, events) = crossbeam_channel::unbounded();
+    let (results_tx, results) = crossbeam_channel::unbounded();
+    let mut trees = BTreeMap::new();
+    let mut addrs: BTreeMap<Vertex, SocketAddr> = BTreeMap::new();
+    for v in 0..topo.size() {
+        let parent = topo.parent(v).map(|p| addrs[&p]);
+        let mut c = config(v, topo, parent);
+        tweak(&mut c);
+        let tx = tx.clone();
+        let (tree, addr) = Tree::start(c, move |d| {
+            let _ = tx.send((v, d));
+        })
+        .unwrap_or_else(|e| panic!("vertex {v}: {e}"));
+        if let Some(addr) = addr {
+            addrs.insert(v, addr);
+        }
+        trees.insert(v, tree);
+    }
+    let run = Run {
+        trees,
+        events,
+        results,
+        results_tx,
+    };
+    // Every link up before the test begins.
+    let mut up = 0;
+    while up < topo.size() - 1 {
+        match run.event() {
+            (_, Delivery::ChildUp(_)) => up += 1,
+            other => panic!("unexpected {other:?} at start"),
+        }
+    }
+    run
+}
+
+impl Run {
+    fn event(&self) -> Event {
+        self.events
+            .recv_timeout(PATIENCE)
+            .expect("no delivery in time")
+    }
+
+    fn result(&self) -> Outcome {
+        self.results
+            .recv_timeout(PATIENCE)
+            .expect("no completion in time")
+    }
+
+    fn done(&self, v: Vertex, tag: u64) -> impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static {
+        let tx = self.results_tx.clone();
+        move |r| {
+            let _ = tx.send((v, tag, r));
+        }
+    }
+
+    fn fence_all(&self, vertices: &[Vertex], seq: u64) {
+        for &v in vertices {
+            let key = FenceKey {
+                set: b"all".to_vec(),
+                seq,
+            };
+            self.trees[&v].fence(key, vertices.to_vec(), vec![v as u8], self.done(v, seq));
+        }
+    }
+}
+
+#[test]
+fn fence_requests_and_messages_over_seven_vertices() {
+    let topo = Topology::new(7, 2);
+    let run = start(topo, |_| {});
+    let all: Vec<Vertex> = (0..7).collect();
+    let expect: Vec<u8> = (0..7).collect();
+
+    // Two fences back to back.
+    run.fence_all(&all, 0);
+    run.fence_all(&all, 1);
+    let mut got = BTreeMap::new();
+    for _ in 0..14 {
+        let (v, seq, r) = run.result();
+        assert_eq!(r.as_deref(), Ok(&expect[..]), "vertex {v} fence {seq}");
+        assert!(got.insert((v, seq), ()).is_none());
+    }
+
+    // A subset fence: vertices 3 and 5 (whose paths meet at the root).
+    for v in [3, 5] {
+        let key = FenceKey {
+            set: b"sub".to_vec(),
+            seq: 0,
+        };
+        run.trees[&v].fence(key, vec![3, 5], vec![v as u8, 0xff], run.done(v, 9));
+    }
+    for _ in 0..2 {
+        let (_, _, r) = run.result();
+        assert_eq!(r, Ok(vec![3, 0xff, 5, 0xff]));
+    }
+
+    // Vertex 3 asks every vertex (itself too); each answers with its number.
+    for t in 0..7 {
+        run.trees[&3].request(t, vec![t as u8], run.done(3, u64::from(t)));
+    }
+    let mut answered = 0;
+    let mut asked = 0;
+    while answered < 7 {
+        crossbeam_channel::select! {
+            recv(run.events) -> e => match e.expect("events") {
+                (v, Delivery::Request { origin, id, payload }) => {
+                    assert_eq!(origin, 3);
+                    assert_eq!(payload, vec![v as u8]);
+                    asked += 1;
+                    run.trees[&v].respond(origin, id, Ok(vec![v as u8, 42]));
+                }
+                other => panic!("unexpected {other:?}"),
+            },
+            recv(run.results) -> r => {
+                let (_, t, r) = r.expect("results");
+                assert_eq!(r, Ok(vec![t as u8, 42]));
+                answered += 1;
+            },
+            default(PATIENCE) => panic!("requests not answered in time"),
+        }
+    }
+    assert_eq!(asked, 7);
+
+    // Vertex 4 sends to every other vertex, in order; vertex 6 to vertex 1.
+    for i in 0..3u8 {
+        run.trees[&4].send(Dest::All, vec![4, i]);
+    }
+    run.trees[&6].send(Dest::Vertex(1), vec![6]);
+    let mut seen: BTreeMap<Vertex, Vec<Vec<u8>>> = BTreeMap::new();
+    for _ in 0..(6 * 3 + 1) {
+        match run.event() {
+            (v, Delivery::Message { from, payload }) => {
+                assert_eq!(from, payload[0] as Vertex);
+                seen.entry(v).or_default().push(payload);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    for v in 0..7 {
+        let want: Vec<Vec<u8>> = if v == 4 {
+            vec![]
+        } else {
+            (0..3).map(|i| vec![4, i]).collect()
+        };
+        let got: Vec<Vec<u8>> = seen
+            .get(&v)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p[0] == 4)
+            .collect();
+        assert_eq!(got, want, "vertex {v}");
+    }
+    assert_eq!(
+        seen[&1].iter().filter(|p| p[..] == [6]).count(),
+        1,
+        "vertex 1 got vertex 6's message once"
+    );
+    assert!(run.events.try_recv().is_err(), "nothing else delivered");
+    for tree in run.trees.values() {
+        tree.shutdown();
+    }
+}
+
+#[test]
+fn a_wrong_secret_or_a_stranger_is_refused() {
+    let topo = Topology::new(3, 2);
+    let (root, addr) = Tree::start(config(0, topo, None), |_| {}).expect("root");
+    let addr = addr.expect("the root listens");
+
+    let mut wrong = config(1, topo, Some(addr));
+    wrong.secret = [8; SECRET_LEN];
+    let err = Tree::start(wrong, |_| {}).expect_err("a wrong secret must fail");
+    assert_eq!(err.status(), Status::ERR_INVALID_CRED, "{err}");
+
+    // Vertex 5 is nobody's child here (the tree has 3 vertices): refused.
+    let mut stranger = config(1, Topology::new(12, 2), Some(addr));
+    stranger.me = 5;
+    let err = Tree::start(stranger, |_| {}).expect_err("not a child");
+    assert!(matches!(err, pmix_tree::Error::Refused { .. }), "{err}");
+
+    // The root still takes its real children, once each.
+    let (one, _) = Tree::start(config(1, topo, Some(addr)), |_| {}).expect("vertex 1");
+    let err = Tree::start(config(1, topo, Some(addr)), |_| {}).expect_err("a second vertex 1");
+    assert!(matches!(err, pmix_tree::Error::Refused { .. }), "{err}");
+    drop(one);
+    root.shutdown();
+}
+
+#[test]
+fn a_lost_vertex_fails_pending_fences_everywhere() {
+    let topo = Topology::new(7, 2);
+    let mut run = start(topo, |_| {});
+    let all: Vec<Vertex> = (0..7).collect();
+    // Everyone but vertex 1 joins; then vertex 1 goes away (its children 3 and 4 with it).
+    for &v in &all[..] {
+        if v != 1 {
+            let key = FenceKey {
+                set: b"all".to_vec(),
+                seq: 0,
+            };
+            run.trees[&v].fence(key, all.clone(), vec![], run.done(v, 0));
+        }
+    }
+    drop(run.trees.remove(&1));
+    let mut failed = BTreeMap::new();
+    let mut lost = BTreeMap::new();
+    let mut orphans = BTreeMap::new();
+    let deadline = Instant::now() + PATIENCE;
+    while failed.len() < 6 || lost.len() < 4 || orphans.len() < 2 {
+        assert!(Instant::now() < deadline, "{failed:?} {lost:?} {orphans:?}");
+        crossbeam_channel::select! {
+            recv(run.events) -> e => match e.expect("events") {
+                (v, Delivery::Lost { vertex, .. }) => {
+                    assert_eq!(vertex, 1);
+                    assert!(lost.insert(v, ()).is_none());
+                }
+                (v, Delivery::ParentLost { .. }) => {
+                    assert!(v == 3 || v == 4, "{v} lost its parent");
+                    assert!(orphans.insert(v, ()).is_none());
+                }
+                other => panic!("unexpected {other:?}"),
+            },
+            recv(run.results) -> r => {
+                let (v, _, r) = r.expect("results");
+                assert_eq!(r, Err(Status::ERR_LOST_CONNECTION), "vertex {v}");
+                assert!(failed.insert(v, ()).is_none());
+            },
+            default(PATIENCE) => panic!("no failure in time"),
+        }
+    }
+    // Later fences involving vertex 1 fail at once; one without it still works.
+    let key = FenceKey {
+        set: b"late".to_vec(),
+        seq: 0,
+    };
+    run.trees[&2].fence(key, vec![0, 1, 2], vec![], run.done(2, 1));
+    assert_eq!(run.result().2, Err(Status::ERR_LOST_CONNECTION));
+    for v in [0, 2, 5, 6] {
+        let key = FenceKey {
+            set: b"rest".to_vec(),
+            seq: 0,
+        };
+        run.trees[&v].fence(key, vec![0, 2, 5, 6], vec![v as u8], run.done(v, 2));
+    }
+    for _ in 0..4 {
+        assert_eq!(run.result().2, Ok(vec![0, 2, 5, 6]));
+    }
+    // The root goes: its child 2 loses its parent, then 2's children theirs.
+    drop(run.trees.remove(&0));
+    let mut orphans = BTreeMap::new();
+    while orphans.len() < 3 {
+        match run.event() {
+            (v, Delivery::ParentLost { .. }) => {
+                orphans.insert(v, ());
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(orphans.keys().copied().collect::<Vec<_>>(), [2, 5, 6]);
+}
+
+#[test]
+fn a_silent_child_is_lost_within_dead_after_plus_heartbeat() {
+    let topo = Topology::new(3, 2);
+    let tweak = |c: &mut Config| {
+        c.heartbeat = Duration::from_millis(50);
+        c.dead_after = Duration::from_millis(300);
+    };
+    let (tx, events) = crossbeam_channel::unbounded();
+    let mut c = config(0, topo, None);
+    tweak(&mut c);
+    let (root, addr) = Tree::start(c, move |d| {
+        let _ = tx.send(d);
+    })
+    .expect("root");
+    let addr = addr.expect("listens");
+    // Vertex 1 joins, then its thread is stopped without closing anything: the raw socket
+    // stays open, and silent.
+    let mut c = config(1, topo, Some(addr));
+    tweak(&mut c);
+    let silent = pmix_tree::net::testing::join_and_go_silent(c).expect("vertex 1 joins");
+    match events.recv_timeout(PATIENCE) {
+        Ok(Delivery::ChildUp(1)) => {}
+        other => panic!("{other:?}"),
+    }
+    let joined = Instant::now();
+    match events.recv_timeout(PATIENCE) {
+        Ok(Delivery::Lost { vertex: 1, reason }) => {
+            assert!(reason.contains("silent"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // Not before dead_after (the bound above is the deadline of the wait).
+    assert!(joined.elapsed() >= Duration::from_millis(250));
+    drop(silent);
+    root.shutdown();
+}
