@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 pub(crate) const DAEMON_FLAG: &str = "--pmixrun-internal-daemon";
 
 /// Largest [`Boot`] a daemon accepts on its stdin.
-const MAX_BOOT: u32 = 64 << 20;
+pub(crate) const MAX_BOOT: u32 = 64 << 20;
 
 /// How long a daemon tries each address of its parent.
 const CONNECT_PROBE: Duration = Duration::from_secs(3);

@@ -11,6 +11,7 @@ mod cli;
 mod daemon;
 mod daemon_host;
 mod detect;
+mod guardian;
 mod host;
 mod job;
 mod jobs;
@@ -305,10 +306,17 @@ fn main() -> ExitCode {
         return ExitCode::from(launch::exec_program(&argv[1..]));
     }
     let daemon = argv.first().is_some_and(|a| a == bootstrap::DAEMON_FLAG);
+    let worker = match argv.as_slice() {
+        [flag, dir] if flag == guardian::WORKER_FLAG => Some(std::path::PathBuf::from(dir)),
+        _ => None,
+    };
     launch::raise_descriptor_limit();
-    if daemon {
+    if daemon || worker.is_some() {
         return match catch_signals() {
-            Ok(signals) => ExitCode::from(daemon::run(signals)),
+            Ok(signals) => ExitCode::from(match worker {
+                Some(session) => daemon::run(signals, &session),
+                None => guardian::run(signals),
+            }),
             Err(e) => {
                 eprintln!("pmixrun daemon: {e}");
                 ExitCode::FAILURE

@@ -1,0 +1,127 @@
+//! What the launch agent starts on a node: a small process that outlives the daemon. It
+//! makes the daemon's session directory (where its PMIx server puts its socket and its
+//! clients' directories), starts the daemon in it, waits for it, and removes the directory
+//! however the daemon ended, SIGKILL included: a failed run leaves nothing in the node's
+//! `/tmp`. The daemon dies with it (parent-death signal), and the daemon's processes with the
+//! daemon.
+//!
+//! The guardian passes the daemon its [`Boot`](crate::bootstrap::Boot) and keeps the daemon's
+//! stdin open: closing its own (the agent gone) or a signal stops the daemon, which then
+//! stops its processes.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use signal_hook::iterator::Signals;
+
+/// The hidden flag that makes pmixrun the daemon under a guardian; its argument is the
+/// session directory.
+pub(crate) const WORKER_FLAG: &str = "--pmixrun-internal-daemon-worker";
+
+/// The session directories' names: `pmixrun-daemon.<pid>.<random>`.
+const SESSION_PREFIX: &str = "pmixrun-daemon";
+
+/// Runs the guardian; returns the daemon's exit status.
+pub(crate) fn run(signals: Signals) -> u8 {
+    match guard(signals) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pmixrun daemon: {e}");
+            1
+        }
+    }
+}
+
+fn guard(signals: Signals) -> Result<u8, String> {
+    let boot = read_frame(&mut std::io::stdin().lock())?;
+    let tmp = std::env::temp_dir();
+    let session = pmix_server::rendezvous::create_private_dir(&tmp, SESSION_PREFIX)
+        .map_err(|e| format!("cannot make the daemon's directory: {e}"))?;
+    let result = run_worker(&boot, &session, signals);
+    if let Err(e) = std::fs::remove_dir_all(&session) {
+        eprintln!(
+            "pmixrun daemon: cannot remove {}: {}",
+            session.display(),
+            crate::launch::describe(&e)
+        );
+    }
+    result
+}
+
+/// Reads the boot message as it came (length and body), to pass it on unchanged.
+fn read_frame(input: &mut impl Read) -> Result<Vec<u8>, String> {
+    let mut len = [0u8; 4];
+    input
+        .read_exact(&mut len)
+        .map_err(|e| format!("no boot message on stdin: {e}"))?;
+    let n = u32::from_be_bytes(len);
+    if n > crate::bootstrap::MAX_BOOT {
+        return Err(format!("boot message of {n} bytes refused"));
+    }
+    let mut frame = len.to_vec();
+    frame.resize(4 + n as usize, 0);
+    input
+        .read_exact(&mut frame[4..])
+        .map_err(|e| format!("truncated boot message: {e}"))?;
+    Ok(frame)
+}
+
+fn run_worker(boot: &[u8], session: &std::path::Path, mut signals: Signals) -> Result<u8, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot find pmixrun itself: {e}"))?;
+    // Through the exec trampoline: the daemon asks to die with its guardian.
+    let mut worker = Command::new("/proc/self/exe")
+        .arg(crate::launch::EXEC_MARKER)
+        .arg(std::process::id().to_string())
+        .arg(&me)
+        .arg("pmixrun")
+        .arg(WORKER_FLAG)
+        .arg(session)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot start the daemon: {}", crate::launch::describe(&e)))?;
+    let pid = Pid::from_raw(i32::try_from(worker.id()).unwrap_or(i32::MAX));
+    // Held until the guardian ends: the daemon's stdin lifeline.
+    let mut to_worker = worker.stdin.take();
+    if let Some(w) = &mut to_worker {
+        if let Err(e) = w.write_all(boot).and_then(|()| w.flush()) {
+            tracing::debug!("passing the boot message on: {e}");
+        }
+    }
+    // The agent gone (stdin closed) or a signal: the daemon stops.
+    std::thread::Builder::new()
+        .name("guardian-stdin".into())
+        .stack_size(crate::output::SMALL_STACK)
+        .spawn(move || {
+            let mut buf = [0u8; 256];
+            let mut stdin = std::io::stdin().lock();
+            while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
+            let _ = kill(pid, Signal::SIGTERM);
+        })
+        .map_err(|e| format!("cannot watch stdin: {e}"))?;
+    let handle = signals.handle();
+    let forwarder = std::thread::Builder::new()
+        .name("guardian-signals".into())
+        .stack_size(crate::output::SMALL_STACK)
+        .spawn(move || {
+            for _ in signals.forever() {
+                let _ = kill(pid, Signal::SIGTERM);
+            }
+        })
+        .map_err(|e| format!("cannot forward signals: {e}"))?;
+    let status = worker
+        .wait()
+        .map_err(|e| format!("cannot wait for the daemon: {e}"))?;
+    handle.close();
+    let _ = forwarder.join();
+    drop(to_worker);
+    use std::os::unix::process::ExitStatusExt;
+    Ok(match (status.code(), status.signal()) {
+        (Some(c), _) => u8::try_from(c).unwrap_or(1),
+        (None, Some(s)) => u8::try_from(128 + s).unwrap_or(255),
+        (None, None) => 1,
+    })
+}
