@@ -355,7 +355,14 @@ impl Sim {
                 Output::Send { link, msg } => {
                     if !self.closed.contains(&(v, link)) {
                         let at = self.arrival(v, link);
-                        self.schedule(at, Event::Deliver { from: v, to: link, msg });
+                        self.schedule(
+                            at,
+                            Event::Deliver {
+                                from: v,
+                                to: link,
+                                msg,
+                            },
+                        );
                     }
                 }
                 Output::Close { link } => self.close(v, link),

@@ -50,7 +50,11 @@ fn expected(set: u8, seq: u64, vertices: &[Vertex]) -> Vec<u8> {
 fn nothing_pending(sim: &Sim) {
     for v in 0..sim.topology().size() {
         if !sim.is_dead(v) {
-            assert_eq!(sim.core(v).pending(), 0, "vertex {v} still has pending work");
+            assert_eq!(
+                sim.core(v).pending(),
+                0,
+                "vertex {v} still has pending work"
+            );
         }
     }
 }
@@ -85,7 +89,11 @@ fn a_job_wide_fence_takes_two_depth_link_delays() {
             assert_eq!(v, c.vertex);
             assert_eq!(c.what.1.as_deref(), Ok(&want[..]), "vertex {v}");
             // Released at the root after `depth` delays, then `depth_of(v)` more down.
-            assert_eq!(c.at, (depth + topo.depth_of(v)) * D, "vertex {v} of {size}/{radix}");
+            assert_eq!(
+                c.at,
+                (depth + topo.depth_of(v)) * D,
+                "vertex {v} of {size}/{radix}"
+            );
             last = last.max(c.at);
         }
         assert_eq!(last, 2 * depth * D, "{size}/{radix}");
@@ -108,7 +116,12 @@ fn subset_fences_gather_their_participants_only() {
     let mut tokens = BTreeMap::new();
     for (i, set) in sets.iter().enumerate() {
         for &v in set {
-            let t = sim.fence(v, key(&format!("s{i}"), 0), set.clone(), part(i as u8, 0, v));
+            let t = sim.fence(
+                v,
+                key(&format!("s{i}"), 0),
+                set.clone(),
+                part(i as u8, 0, v),
+            );
             tokens.insert(t, i);
         }
     }
@@ -267,7 +280,11 @@ fn messages_to_all_arrive_once_everywhere_in_order() {
             if (from, to) == (3, 3) {
                 want = vec![200, 201, 202];
             }
-            assert_eq!(got.get(&(to, from)).cloned().unwrap_or_default(), want, "{from}->{to}");
+            assert_eq!(
+                got.get(&(to, from)).cloned().unwrap_or_default(),
+                want,
+                "{from}->{to}"
+            );
         }
     }
 }
@@ -302,7 +319,10 @@ fn kill_during_a_fence(topo: Topology, victim: Vertex, kill_at: Duration, silent
     }
     for (t, v) in &started {
         if *v != victim {
-            assert!(done.contains(t), "{ctx}: vertex {v} never completed token {t}");
+            assert!(
+                done.contains(t),
+                "{ctx}: vertex {v} never completed token {t}"
+            );
         }
     }
     nothing_pending(&sim);
@@ -317,7 +337,11 @@ fn kill_during_a_fence(topo: Topology, victim: Vertex, kill_at: Duration, silent
                 *lost.entry(r.vertex).or_default() += 1;
             }
             Delivery::ParentLost { .. } => {
-                assert!(topo.in_subtree(victim, r.vertex), "{ctx}: {} orphaned", r.vertex);
+                assert!(
+                    topo.in_subtree(victim, r.vertex),
+                    "{ctx}: {} orphaned",
+                    r.vertex
+                );
                 assert!(orphans.insert(r.vertex), "{ctx}");
             }
             Delivery::Request { .. } => {}
@@ -371,8 +395,14 @@ fn a_silent_vertex_is_lost_within_dead_after_plus_heartbeat() {
         // The parent notices within dead_after + heartbeat; the news takes its depth to the
         // root.
         let noticed = seen.at - topo.depth_of(parent) * D;
-        assert!(noticed <= kill + timing.dead_after + timing.heartbeat, "{noticed:?}");
-        assert!(noticed >= kill + timing.dead_after - timing.heartbeat, "{noticed:?}");
+        assert!(
+            noticed <= kill + timing.dead_after + timing.heartbeat,
+            "{noticed:?}"
+        );
+        assert!(
+            noticed >= kill + timing.dead_after - timing.heartbeat,
+            "{noticed:?}"
+        );
         // Its children notice their parent's silence in the same time.
         for c in topo.children(victim) {
             let r = sim
