@@ -317,6 +317,19 @@ fn a_silent_child_is_lost_within_dead_after_plus_heartbeat() {
         Ok(Delivery::ChildUp(1)) => {}
         other => panic!("{other:?}"),
     }
+    // Vertex 2 is a real vertex: its heartbeats keep it (and the root, for it) alive.
+    let (tx2, events2) = crossbeam_channel::unbounded();
+    let mut c = config(2, topo, Some(addr));
+    tweak(&mut c);
+    let two = Tree::start(c, move |d| {
+        let _ = tx2.send(d);
+    })
+    .expect("vertex 2")
+    .0;
+    match events.recv_timeout(PATIENCE) {
+        Ok(Delivery::ChildUp(2)) => {}
+        other => panic!("{other:?}"),
+    }
     let joined = Instant::now();
     match events.recv_timeout(PATIENCE) {
         Ok(Delivery::Lost { vertex: 1, reason }) => {
@@ -326,6 +339,42 @@ fn a_silent_child_is_lost_within_dead_after_plus_heartbeat() {
     }
     // Not before dead_after (the bound above is the deadline of the wait).
     assert!(joined.elapsed() >= Duration::from_millis(250));
+    // Vertex 2 heard of the loss, and nothing else happens for longer than dead_after.
+    match events2.recv_timeout(PATIENCE) {
+        Ok(Delivery::Lost { vertex: 1, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    let idle = Duration::from_millis(600);
+    assert!(events.recv_timeout(idle).is_err(), "the root lost vertex 2");
+    assert!(events2.try_recv().is_err(), "vertex 2 lost the root");
     drop(silent);
     root.shutdown();
+    match events2.recv_timeout(PATIENCE) {
+        Ok(Delivery::ParentLost { .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    // An orphan's calls fail.
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    two.request(0, vec![], move |r| {
+        let _ = tx.send(r);
+    });
+    assert_eq!(
+        rx.recv_timeout(PATIENCE).expect("done called"),
+        Err(Status::ERR_LOST_CONNECTION)
+    );
+}
+
+#[test]
+fn a_link_delay_holds_every_message_back() {
+    let delay = Duration::from_millis(30);
+    let topo = Topology::new(3, 2);
+    let run = start(topo, |c| c.link_delay = delay);
+    let all: Vec<Vertex> = (0..3).collect();
+    let started = Instant::now();
+    run.fence_all(&all, 0);
+    for _ in 0..3 {
+        assert_eq!(run.result().2, Ok(vec![0, 1, 2]));
+    }
+    // Up and down one link each: at least two delays.
+    assert!(started.elapsed() >= 2 * delay, "{:?}", started.elapsed());
 }
