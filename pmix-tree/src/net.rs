@@ -1030,6 +1030,18 @@ impl Shell {
                 self.core.link_down(v, &reason, now);
                 self.pump();
             }
+            Role::Handshake {
+                step: Step::AwaitHello,
+                ..
+            } => {
+                // Nothing said: a daemon probing which of this vertex's addresses it can
+                // reach, or a port scan.
+                tracing::debug!(
+                    me = self.core.me(),
+                    "connection closed before a hello: {reason}"
+                );
+                self.close(t);
+            }
             Role::Handshake { .. } => {
                 tracing::warn!(me = self.core.me(), "handshake failed: {reason}");
                 self.close(t);
