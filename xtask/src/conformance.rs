@@ -18,15 +18,20 @@ use std::time::{Duration, Instant};
 use scenarios::{Plan, SCENARIOS, Scenario};
 
 const USAGE: &str = "\
-usage: cargo xtask conformance [--filter SUBSTR]... [--release] [--list]
+usage: cargo xtask conformance [--filter SUBSTR]... [--release] [--list] [--nodes N]
 
 Runs the conformance scenarios (shared/research/tests.md: make-check rows 00-13 and the C
 rows, as far as implemented) as pmixrun jobs of pmix-test-client, and prints a matrix:
-tests.md ids, scenario, result, time. Exits 1 when a scenario fails, 2 on a usage or build
-error. Scenarios of features not implemented yet are listed as skipped.
+tests.md ids, scenario, result and time on one node, and result and time across N logical
+nodes (`pmixrun --launcher local --host node1,...,nodeN --map-by node`: daemons of a
+multi-node run on this machine, ranks dealt one per node in turn). Exits 1 when a scenario
+fails, 2 on a usage or build error. Scenarios of features not implemented yet are listed as
+skipped.
 
 options:
     --filter SUBSTR   only scenarios whose name or id contains SUBSTR (repeatable: any)
+    --nodes N         the multi-node column's number of logical nodes (default 3; 0: no
+                      multi-node column)
     --release         build and run the release binaries instead of the dev ones
     --list            list the scenarios and their command lines; run nothing
     -h, --help        this text";
@@ -37,16 +42,30 @@ struct Options {
     filters: Vec<String>,
     release: bool,
     list: bool,
+    /// Logical nodes of the multi-node column; 0 for none.
+    nodes: u32,
 }
 
+/// Default number of logical nodes of the multi-node column.
+const NODES: u32 = 3;
+
 fn parse(args: &[String]) -> Result<Option<Options>, String> {
-    let mut opts = Options::default();
+    let mut opts = Options {
+        nodes: NODES,
+        ..Options::default()
+    };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "-h" | "--help" => return Ok(None),
             "--release" => opts.release = true,
             "--list" => opts.list = true,
+            "--nodes" => {
+                let value = args.next().ok_or("--nodes needs a value")?;
+                opts.nodes = value
+                    .parse()
+                    .map_err(|_| format!("--nodes {value:?}: not a number"))?;
+            }
             "--filter" => {
                 let value = args.next().ok_or("--filter needs a value")?;
                 opts.filters.push(value.clone());
@@ -109,7 +128,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let built = started.elapsed();
-    if run_all(&chosen, &bins, built) {
+    let nodes = Some(opts.nodes).filter(|n| *n > 0);
+    if run_all(&chosen, &bins, built, nodes) {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
@@ -122,19 +142,21 @@ fn list(chosen: &[&Scenario], bins: &exec::Bins) {
         match &s.plan {
             Plan::Run(job) => println!(
                 "         $ {}",
-                exec::shell_line(&exec::command_line(bins, job))
+                exec::shell_line(&exec::command_line(bins, job, None))
             ),
             Plan::Skip(why) => println!("         skipped: {why}"),
         }
     }
 }
 
-/// Runs the scenarios one after the other, printing each row when it is done, then the
-/// details of the failures and a summary. True when none failed.
-fn run_all(chosen: &[&Scenario], bins: &exec::Bins, built: Duration) -> bool {
+/// Runs the scenarios one after the other (on one node, then across `nodes` logical nodes),
+/// printing each row when it is done, then the details of the failures and a summary. True
+/// when none failed.
+fn run_all(chosen: &[&Scenario], bins: &exec::Bins, built: Duration, nodes: Option<u32>) -> bool {
     let started = Instant::now();
+    let multi = nodes.map(|n| format!("{n} NODES")).unwrap_or_default();
     println!(
-        "{:<8} {:<27} {:<6} {:>6}  NOTE",
+        "{:<8} {:<27} {:<6} {:>6}  {multi:<13}  NOTE",
         "TESTS.MD", "SCENARIO", "RESULT", "TIME"
     );
     let (mut passed, mut skipped) = (0, 0);
@@ -143,39 +165,51 @@ fn run_all(chosen: &[&Scenario], bins: &exec::Bins, built: Duration) -> bool {
         let job = match &s.plan {
             Plan::Skip(why) => {
                 println!(
-                    "{:<8} {:<27} {:<6} {:>6}  {why}",
+                    "{:<8} {:<27} {:<6} {:>6}  {:<13}  {why}",
                     s.ids(),
                     s.name,
                     "skip",
-                    "-"
+                    "-",
+                    if nodes.is_some() { "skip" } else { "" }
                 );
                 skipped += 1;
                 continue;
             }
             Plan::Run(job) => job,
         };
-        let argv = exec::command_line(bins, job);
-        let deadline = Duration::from_secs(job.timeout_s) + exec::DEADLINE_MARGIN;
-        let (problems, outcome) = match exec::run(&argv, deadline) {
-            Ok(outcome) => (exec::judge(job, &outcome), Some(outcome)),
-            Err(e) => (vec![e], None),
-        };
-        let time = outcome.as_ref().map_or("-".to_owned(), |o| {
-            format!("{:.2}s", o.elapsed.as_secs_f64())
-        });
-        if problems.is_empty() {
-            println!("{:<8} {:<27} {:<6} {time:>6}", s.ids(), s.name, "pass");
-            passed += 1;
-        } else {
-            println!(
-                "{:<8} {:<27} {:<6} {time:>6}  {}",
-                s.ids(),
-                s.name,
-                "FAIL",
-                problems[0]
-            );
-            failures.push((s, argv, problems, outcome));
+        let mut cells = Vec::new();
+        let mut notes = Vec::new();
+        for n in std::iter::once(None).chain(nodes.map(Some)) {
+            let argv = exec::command_line(bins, job, n);
+            let deadline = Duration::from_secs(job.timeout_s) + exec::DEADLINE_MARGIN;
+            let (problems, outcome) = match exec::run(&argv, deadline) {
+                Ok(outcome) => (exec::judge(job, &outcome), Some(outcome)),
+                Err(e) => (vec![e], None),
+            };
+            let time = outcome.as_ref().map_or("-".to_owned(), |o| {
+                format!("{:.2}s", o.elapsed.as_secs_f64())
+            });
+            if problems.is_empty() {
+                cells.push(("pass", time));
+                passed += 1;
+            } else {
+                cells.push(("FAIL", time));
+                notes.push(problems[0].clone());
+                failures.push((s, argv, problems, outcome));
+            }
         }
+        let multi = cells
+            .get(1)
+            .map(|(r, t)| format!("{r:<6} {t:>6}"))
+            .unwrap_or_default();
+        println!(
+            "{:<8} {:<27} {:<6} {:>6}  {multi:<13}  {}",
+            s.ids(),
+            s.name,
+            cells[0].0,
+            cells[0].1,
+            notes.join("; ")
+        );
     }
     for (s, argv, problems, outcome) in &failures {
         println!("\n---- {} ({}): {}", s.name, s.ids(), s.about);

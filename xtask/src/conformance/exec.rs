@@ -110,12 +110,26 @@ fn json_string_field(json: &str, field: &str) -> Option<String> {
 }
 
 /// The pmixrun command line of `job`, program first.
-pub(crate) fn command_line(bins: &Bins, job: &Job) -> Vec<String> {
+pub(crate) fn command_line(bins: &Bins, job: &Job, nodes: Option<u32>) -> Vec<String> {
     let mut argv = vec![
         bins.pmixrun.display().to_string(),
         "--timeout".to_owned(),
         job.timeout_s.to_string(),
     ];
+    if let Some(n) = nodes {
+        // Logical nodes on this machine, one rank on each in turn: every collective and every
+        // peer's data crosses the tree.
+        let hosts: Vec<String> = (1..=n).map(|i| format!("node{i}")).collect();
+        argv.extend([
+            "--launcher".to_owned(),
+            "local".to_owned(),
+            "--host".to_owned(),
+            hosts.join(","),
+            "--map-by".to_owned(),
+            "node".to_owned(),
+            "--oversubscribe".to_owned(),
+        ]);
+    }
     for (i, app) in job.apps.iter().enumerate() {
         if i > 0 {
             argv.push(":".to_owned());
