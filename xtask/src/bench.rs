@@ -23,7 +23,7 @@
 //! exit: an MPICH program under `pmixrun --pmi pmi1` and under MPICH's Hydra, one after the
 //! other in the same run, with the median and the minimum of `--runs` launches each.
 
-mod build;
+pub(crate) mod build;
 mod exec;
 mod launch;
 mod report;
