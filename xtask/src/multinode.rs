@@ -219,6 +219,11 @@ fn build(opts: &Options, dirs: &Dirs, work: &Path) -> Result<Programs, String> {
             "pmix-tests/openpmix/mpi_hello_ompi.c",
             &bin.join("ompi-hello"),
         ),
+        ompi_exit_early: compile(
+            "/usr/bin/mpicc.openmpi",
+            "pmix-tests/mpi/exit_early.c",
+            &bin.join("ompi-exit-early"),
+        ),
     })
 }
 
