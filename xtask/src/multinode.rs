@@ -12,8 +12,8 @@
 //! The binaries are built in release mode into the target directory, which the nodes see
 //! (they share the host's filesystem except `/tmp`).
 
-mod cluster;
-mod procs;
+pub(crate) mod cluster;
+pub(crate) mod procs;
 mod scenarios;
 
 use std::path::{Path, PathBuf};
@@ -323,6 +323,9 @@ fn run_scenarios<'s>(
     let total = selected.len();
     let mut results = Vec::new();
     for (i, s) in selected.into_iter().enumerate() {
+        if cluster::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
         let marker = format!("{}-{}-{}", std::process::id(), i, s.name);
         let before = procs::Before::take(opts.nodes);
         let run = Run::new(ctx, s, marker.clone());

@@ -5,7 +5,7 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -46,6 +46,9 @@ pub(crate) fn node_names(nodes: u32) -> String {
 /// The process group of the command a scenario is running now (0: none), for the signal
 /// handler, which kills it before tearing the cluster down.
 pub(crate) static CURRENT_GROUP: AtomicI32 = AtomicI32::new(0);
+
+/// Set by the signal handler: no new command or scenario starts.
+pub(crate) static STOPPING: AtomicBool = AtomicBool::new(false);
 
 /// The network namespaces of the nodes, by inode: (node number, inode) for every `pmxn*`
 /// namespace that exists now, whatever run made it.
@@ -205,6 +208,7 @@ fn install_signal_handler(teardown: Arc<Teardown>) -> Result<(), String> {
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
                 eprintln!("\nxtask multinode: signal {sig}: stopping the scenario, tearing down");
+                STOPPING.store(true, Ordering::SeqCst);
                 let group = CURRENT_GROUP.load(Ordering::SeqCst);
                 if group > 0 {
                     let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-use super::cluster::{self, CURRENT_GROUP};
+use super::cluster::{self, CURRENT_GROUP, STOPPING};
 
 /// The environment variable the harness sets to a value unique to the scenario.
 pub(crate) const MARKER: &str = "PMIXRS_MULTINODE_MARKER";
@@ -267,6 +267,9 @@ pub(crate) fn start(
     logs: &Path,
     name: &str,
 ) -> Result<Running, String> {
+    if STOPPING.load(Ordering::SeqCst) {
+        return Err("stopping on a signal".into());
+    }
     std::fs::create_dir_all(logs).map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
     let out_path = logs.join(format!("{name}.out"));
     let err_path = logs.join(format!("{name}.err"));
