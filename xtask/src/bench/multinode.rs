@@ -312,7 +312,18 @@ impl Results {
                     .get(&(l, m))
                     .and_then(|e| e.first())
                     .map_or("not run", String::as_str);
-                let first: String = why.lines().next().unwrap_or("").chars().take(100).collect();
+                // "host exited with ...; stderr (<log>):" then the log's lines: the first of
+                // them says why.
+                let mut lines = why.lines().map(str::trim).filter(|l| !l.is_empty());
+                let head = lines.next().unwrap_or("");
+                let head = head.split_once("; stderr").map_or(head, |(h, _)| h);
+                let first: String = match lines.next() {
+                    Some(said) => format!("{head}: {said}"),
+                    None => head.to_owned(),
+                }
+                .chars()
+                .take(120)
+                .collect();
                 format!("failed: {}", first.replace('|', "/"))
             }
         }
@@ -439,7 +450,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         o.barriers,
         o.fences
     );
-    for line in report::machine(true) {
+    for line in report::machine(true)
+        .into_iter()
+        .filter(|l| !l.contains(Mpich::Venv.name()))
+    {
         let _ = writeln!(md, "- {line}");
     }
     let _ = writeln!(
