@@ -4,7 +4,9 @@
 #     compare and interoperate with; python3-pmix, its binding for /usr/bin/python3),
 #     Open MPI 4.1 (openmpi-bin, libopenmpi-dev: mpicc.openmpi, mpirun.openmpi), MPICH 4.0.2
 #     (mpich, libmpich-dev: mpicc.mpich, Hydra), pkg-config (libpmix's flags), iproute2 (`ip`,
-#     to run Open MPI's mpirun in a network namespace with only loopback). The tests name each
+#     to run Open MPI's mpirun in a network namespace with only loopback; also the pretend
+#     cluster's, with util-linux's nsenter/unshare), openssh-server (the pretend cluster's
+#     sshd, scripts/multinode/cluster.sh, for `cargo xtask multinode`). The tests name each
 #     MPI's tools by their full names (mpicc.mpich, mpicc.openmpi): the plain mpicc/mpirun
 #     alternatives point at whichever MPI was installed last;
 #   - MPICH 5.0.2 from PyPI in a venv at $PMIXRS_MPICH5 (default /opt/mpich5): the only MPICH
@@ -13,7 +15,7 @@
 set -euo pipefail
 
 PKGS=(libpmix-dev python3-pmix openmpi-bin libopenmpi-dev mpich libmpich-dev gcc pkg-config
-  python3 python3-venv iproute2 util-linux)
+  python3 python3-venv iproute2 util-linux openssh-server)
 MPICH5="${PMIXRS_MPICH5:-/opt/mpich5}"
 MPICH5_VERSION=5.0.2
 
@@ -50,7 +52,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "install-test-deps: apt-get install ${missing[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq || true
-  apt-get install -y -qq "${missing[@]}"
+  # Install services without starting them (openssh-server would start an sshd on the
+  # machine's port 22): the pretend cluster starts its own sshd in each node's namespace.
+  # policy-rc.d is Debian's switch for that; one already there is left alone.
+  policy=/usr/sbin/policy-rc.d
+  made_policy=no
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' > "$policy" && chmod +x "$policy" && made_policy=yes
+  fi
+  status=0
+  apt-get install -y -qq "${missing[@]}" || status=$?
+  [ "$made_policy" = yes ] && rm -f "$policy"
+  [ "$status" = 0 ] || exit "$status"
 fi
 
 if [ "$need_mpich5" = yes ]; then

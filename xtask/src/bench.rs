@@ -23,9 +23,10 @@
 //! exit: an MPICH program under `pmixrun --pmi pmi1` and under MPICH's Hydra, one after the
 //! other in the same run, with the median and the minimum of `--runs` launches each.
 
-mod build;
+pub(crate) mod build;
 mod exec;
 mod launch;
+mod multinode;
 mod report;
 
 use std::collections::BTreeMap;
@@ -66,6 +67,8 @@ options:
                        quick 1); the launch rows also report the minimum
     --timeout SECS     deadline of one job run (default 150, quick 60)
     --out FILE         also write the report (machine, command, table, goals) as Markdown
+    --multinode        instead: launchers side by side on the pretend cluster, as root
+                       (`cargo xtask bench --multinode --help`)
     -h, --help         this text";
 
 /// What the command line asked for.
@@ -197,6 +200,14 @@ impl Options {
 
 /// Entry point of `cargo xtask bench`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--multinode") {
+        let rest: Vec<String> = args
+            .iter()
+            .filter(|a| *a != "--multinode")
+            .cloned()
+            .collect();
+        return multinode::run(&rest);
+    }
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
         return ExitCode::SUCCESS;

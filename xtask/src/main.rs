@@ -6,13 +6,16 @@
 //!   `pmix-types/attributes.tsv`; with `--check`, only report whether it is up to date.
 //!
 //! - `conformance`: run the conformance scenarios against our stack and print a matrix.
-//! - `bench`: run the benchmark workloads on our stack and on OpenPMIx, side by side.
+//! - `bench`: run the benchmark workloads on our stack and on OpenPMIx, side by side
+//!   (`--multinode`: launchers side by side on the pretend cluster, as root).
+//! - `multinode`: pmixrun and the reference launchers on the pretend cluster (as root).
 //!
 //! `fuzz` is a reserved name: it fails with exit code 2 rather than pretend to succeed.
 
 mod bench;
 mod conformance;
 mod gen_attrs;
+mod multinode;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -40,6 +43,11 @@ const COMMANDS: &[Command] = &[
         name: "bench",
         usage: "bench [...]           benchmarks, ours next to OpenPMIx (--help for options)",
         run: bench::run,
+    },
+    Command {
+        name: "multinode",
+        usage: "multinode [...]       multi-node scenarios on the pretend cluster (root)",
+        run: multinode::run,
     },
     Command {
         name: "fuzz",

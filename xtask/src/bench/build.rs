@@ -27,6 +27,11 @@ impl Dirs {
         let logs = out.join("logs");
         Dirs { target, out, logs }
     }
+
+    /// The cargo target directory.
+    pub(crate) fn target(&self) -> &Path {
+        &self.target
+    }
 }
 
 /// The programs of one side.
@@ -153,19 +158,35 @@ fn compile_with(
     exe: &str,
     flags: &[&str],
 ) -> Result<PathBuf, String> {
-    std::fs::create_dir_all(&dirs.out)
-        .map_err(|e| format!("cannot create {}: {e}", dirs.out.display()))?;
     let src = crate::workspace_root().join("xtask").join("c");
-    let exe = dirs.out.join(exe);
+    compile_source(
+        cc,
+        &src.join(format!("{name}.c")),
+        &dirs.out.join(exe),
+        flags,
+    )
+}
+
+/// Compiles the C program `src` into `exe` with `cc -O2` (creating `exe`'s directory).
+pub(crate) fn compile_source(
+    cc: &Path,
+    src: &Path,
+    exe: &Path,
+    flags: &[&str],
+) -> Result<PathBuf, String> {
+    if let Some(dir) = exe.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
     run_quiet(
         Command::new(cc)
             .args(["-O2", "-Wall", "-Wextra", "-pthread", "-o"])
-            .arg(&exe)
-            .arg(src.join(format!("{name}.c")))
+            .arg(exe)
+            .arg(src)
             .args(flags),
-        &format!("{} {name}.c", cc.display()),
+        &format!("{} {}", cc.display(), src.display()),
     )?;
-    Ok(exe)
+    Ok(exe.to_path_buf())
 }
 
 /// `xtask/c/mpi_hello.c` compiled with one MPICH, and that MPICH's Hydra.

@@ -652,7 +652,7 @@ fn first_line(cmd: &mut Command) -> Option<String> {
 }
 
 /// The machine and the versions compared; the MPICHs only if launch rows ran.
-fn machine(launch: bool) -> Vec<String> {
+pub(crate) fn machine(launch: bool) -> Vec<String> {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()

@@ -1,0 +1,568 @@
+//! The scenarios, in the order they run. The reference ones (MPICH's Hydra, Open MPI's
+//! `mpirun`) prove the cluster and the harness; the `pmixrun` ones are written against the
+//! multi-node command line (`--host`, `--launch-agent`) and fail until it lands.
+
+use std::cell::Cell;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+use super::cluster::{self, host_list, node_names};
+use super::procs::{self, Finished, Running};
+
+/// The programs the scenarios run; each is the reason it could not be built if it was not.
+pub(crate) struct Programs {
+    pub(crate) pmixrun: Result<PathBuf, String>,
+    /// pmix-client's `demo` example, the README's job.
+    pub(crate) demo: Result<PathBuf, String>,
+    /// `pmix-tests/mpi/hello.c` with Debian's MPICH.
+    pub(crate) mpich_hello: Result<PathBuf, String>,
+    /// `pmix-tests/mpi/exit_early.c` with Debian's MPICH.
+    pub(crate) mpich_exit_early: Result<PathBuf, String>,
+    /// `pmix-tests/openpmix/mpi_hello_ompi.c` with Open MPI 4.1.
+    pub(crate) ompi_hello: Result<PathBuf, String>,
+    /// `pmix-tests/mpi/exit_early.c` with Open MPI 4.1.
+    pub(crate) ompi_exit_early: Result<PathBuf, String>,
+}
+
+/// What every scenario knows.
+pub(crate) struct Ctx {
+    pub(crate) nodes: u32,
+    pub(crate) programs: Programs,
+    /// `<target>/xtask-multinode`: the C programs, the agent wrappers, `logs/`.
+    pub(crate) work: PathBuf,
+}
+
+/// One scenario being run: its name, its marker, its deadline.
+pub(crate) struct Run<'a> {
+    pub(crate) ctx: &'a Ctx,
+    pub(crate) name: &'static str,
+    pub(crate) marker: String,
+    pub(crate) deadline: Instant,
+    commands: Cell<u32>,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn new(ctx: &'a Ctx, s: &Scenario, marker: String) -> Run<'a> {
+        Run {
+            ctx,
+            name: s.name,
+            marker,
+            deadline: Instant::now() + s.deadline,
+            commands: Cell::new(0),
+        }
+    }
+
+    /// Starts a command of this scenario (see [`procs::start`]).
+    fn start(&self, cmd: Command) -> Result<Running, String> {
+        let k = self.commands.get() + 1;
+        self.commands.set(k);
+        procs::start(
+            cmd,
+            &self.marker,
+            &self.ctx.work.join("logs"),
+            &format!("{}-{k}", self.name),
+        )
+    }
+
+    /// Runs a command of this scenario to its end or the scenario's deadline.
+    fn run(&self, cmd: Command) -> Result<Finished, String> {
+        Ok(self.start(cmd)?.wait(self.deadline))
+    }
+
+    fn ranks(&self) -> u32 {
+        2 * self.ctx.nodes
+    }
+}
+
+/// One named check.
+pub(crate) struct Scenario {
+    pub(crate) name: &'static str,
+    /// One line: what it shows.
+    pub(crate) what: &'static str,
+    /// Runs `pmixrun` multi-node (fails until that works; `--references-only` skips it).
+    pub(crate) pmixrun: bool,
+    /// The whole scenario's deadline: every command of it is killed then.
+    pub(crate) deadline: Duration,
+    /// How long its processes and files may take to go once it ended.
+    pub(crate) settle: Duration,
+    /// Ok: a line on how it went; Err: why it failed.
+    pub(crate) run: fn(&Run<'_>) -> Result<String, String>,
+}
+
+/// Every scenario, in order.
+pub(crate) const SCENARIOS: &[Scenario] = &[
+    Scenario {
+        name: "ssh",
+        what: "every node answers `pssh nodeK hostname` with its name",
+        pmixrun: false,
+        deadline: Duration::from_secs(30),
+        settle: Duration::from_secs(3),
+        run: ssh,
+    },
+    Scenario {
+        name: "hydra-hello",
+        what: "MPICH hello across the nodes under mpiexec.hydra -launcher ssh",
+        pmixrun: false,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: hydra_hello,
+    },
+    Scenario {
+        name: "openmpi-hello",
+        what: "Open MPI 4.1 hello across the nodes under mpirun (agent pssh)",
+        pmixrun: false,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: openmpi_hello,
+    },
+    // Not Hydra: Debian's MPICH 4.0.2 Hydra over ssh hangs when a rank exits without
+    // MPI_Finalize ("unable to send signal downstream"), see docs/MULTINODE-TESTING.md.
+    Scenario {
+        name: "openmpi-exit-early",
+        what: "under Open MPI's mpirun, a rank on node3 exits without MPI_Finalize: the run fails",
+        pmixrun: false,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: openmpi_exit_early,
+    },
+    Scenario {
+        name: "pmixrun-demo",
+        what: "pmixrun --launch-agent pssh --host node1:2,... runs the demo, exit 0",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: pmixrun_demo,
+    },
+    Scenario {
+        name: "pmixrun-mpich-hello",
+        what: "MPICH hello (PMI-1) across the nodes under pmixrun",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: pmixrun_mpich_hello,
+    },
+    Scenario {
+        name: "pmixrun-openmpi-hello",
+        what: "Open MPI 4.1 hello across the nodes under pmixrun",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: pmixrun_openmpi_hello,
+    },
+    Scenario {
+        name: "pmixrun-exit-early",
+        what: "a rank on node3 exits without finalize: the run fails in < 10 s naming the rank",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: pmixrun_exit_early,
+    },
+    Scenario {
+        name: "pmixrun-daemon-killed",
+        what: "node3's pmixrun daemon gets SIGKILL mid-run: the run ends in seconds naming node3",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(5),
+        run: pmixrun_daemon_killed,
+    },
+    Scenario {
+        name: "pmixrun-link-down",
+        what: "node3's link goes down (silent loss): the run ends naming node3; link restored",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(20),
+        run: pmixrun_link_down,
+    },
+    Scenario {
+        name: "pmixrun-not-found",
+        what: "pmixrun is not found on node2: the run fails with a message naming node2",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: pmixrun_not_found,
+    },
+];
+
+fn program(p: &Result<PathBuf, String>) -> Result<&Path, String> {
+    p.as_deref()
+        .map_err(|e| format!("its program could not be built: {e}"))
+}
+
+/// Checks that `out` exited 0 and that its stdout has, for each of `n` ranks exactly once, a
+/// line `line(rank)` (any order; other lines allowed).
+fn expect_every_rank(
+    out: &Finished,
+    n: u32,
+    line: impl Fn(u32) -> String,
+) -> Result<String, String> {
+    if out.code() != Some(0) {
+        return Err(out.fail("did not exit 0"));
+    }
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    for r in 0..n {
+        let want = line(r);
+        let seen = lines.iter().filter(|l| **l == want).count();
+        if seen != 1 {
+            return Err(out.fail(&format!("{want:?} printed {seen} times, not once")));
+        }
+    }
+    Ok(format!(
+        "{n} ranks on {} nodes in {:.2} s",
+        n / 2,
+        out.elapsed.as_secs_f64()
+    ))
+}
+
+fn ssh(run: &Run<'_>) -> Result<String, String> {
+    let started: Vec<(u32, Result<Running, String>)> = (1..=run.ctx.nodes)
+        .map(|k| {
+            let mut cmd = Command::new(cluster::pssh());
+            cmd.arg(format!("node{k}")).arg("hostname");
+            (k, run.start(cmd))
+        })
+        .collect();
+    let start = Instant::now();
+    for (k, running) in started {
+        let out = running?.wait(run.deadline);
+        if out.code() != Some(0) || out.stdout.trim() != format!("node{k}") {
+            return Err(out.fail(&format!("node{k} did not answer with its name")));
+        }
+    }
+    Ok(format!(
+        "{} nodes answered in {:.2} s",
+        run.ctx.nodes,
+        start.elapsed().as_secs_f64()
+    ))
+}
+
+fn hydra(run: &Run<'_>, program: &Path, n: u32, args: &[&str]) -> Command {
+    let mut cmd = Command::new("/usr/bin/mpiexec.hydra");
+    cmd.args(["-launcher", "ssh", "-launcher-exec"])
+        .arg(cluster::pssh())
+        .args(["-hosts", &node_names(run.ctx.nodes), "-n", &n.to_string()])
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+fn hydra_hello(run: &Run<'_>) -> Result<String, String> {
+    let n = run.ranks();
+    let out = run.run(hydra(
+        run,
+        program(&run.ctx.programs.mpich_hello)?,
+        n,
+        &[&n.to_string()],
+    ))?;
+    expect_every_rank(&out, n, |r| {
+        format!(
+            "hello rank {r} of {n} appnum 0 sum {}",
+            u64::from(n) * u64::from(n - 1) / 2
+        )
+    })
+}
+
+/// Open MPI 4.1's `mpirun` across the nodes, 2 slots each, with pssh as its agent.
+fn mpirun(run: &Run<'_>, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("/usr/bin/mpirun.openmpi");
+    cmd.args([
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "--mca",
+        "plm_rsh_agent",
+    ])
+    .arg(cluster::pssh())
+    .args(["--host", &host_list(run.ctx.nodes, 2)])
+    .args(["--mca", "oob_tcp_if_include", "10.77.0.0/16"])
+    .args(["--mca", "btl_tcp_if_include", "10.77.0.0/16"])
+    .args(["-n", &run.ranks().to_string()])
+    .arg(program)
+    .args(args);
+    cmd
+}
+
+fn openmpi_hello(run: &Run<'_>) -> Result<String, String> {
+    let n = run.ranks();
+    let out = run.run(mpirun(
+        run,
+        program(&run.ctx.programs.ompi_hello)?,
+        &[&n.to_string()],
+    ))?;
+    expect_every_rank(&out, n, |r| {
+        format!(
+            "OK rank={r} size={n} sum={}",
+            u64::from(n) * u64::from(n - 1) / 2
+        )
+    })
+}
+
+/// Checks a run in which `rank` exited with status 3 without finalize: it failed, the rank
+/// said so, and the run ended within `within`.
+fn expect_failed_run(out: &Finished, rank: u32, within: Duration) -> Result<(), String> {
+    if out.status.is_none() {
+        return Err(out.fail("the run did not end by itself"));
+    }
+    if out.code() == Some(0) {
+        return Err(out.fail("the run exited 0"));
+    }
+    let said = format!("rank {rank} exiting with 3 without MPI_Finalize");
+    if !out.stdout.lines().any(|l| l == said) {
+        return Err(out.fail(&format!("no line {said:?}: the rank did not get that far")));
+    }
+    if out.elapsed > within {
+        return Err(out.fail(&format!(
+            "the run took longer than {:.0} s to fail",
+            within.as_secs_f64()
+        )));
+    }
+    Ok(())
+}
+
+fn openmpi_exit_early(run: &Run<'_>) -> Result<String, String> {
+    // node1:2,node2:2,node3:2: rank 5 is on node3.
+    let out = run.run(mpirun(
+        run,
+        program(&run.ctx.programs.ompi_exit_early)?,
+        &["5", "3"],
+    ))?;
+    expect_failed_run(&out, 5, Duration::from_secs(30))?;
+    Ok(format!(
+        "failed ({}) in {:.2} s",
+        out.status.map_or("killed".into(), |s| s.to_string()),
+        out.elapsed.as_secs_f64()
+    ))
+}
+
+/// `pmixrun --launch-agent <agent> --host node1:2,... <options> -n <2 × nodes>` (options
+/// before `-n`: what follows `-n N` is the program).
+fn pmixrun(run: &Run<'_>, agent: &Path, options: &[&str]) -> Result<Command, String> {
+    let mut cmd = Command::new(program(&run.ctx.programs.pmixrun)?);
+    cmd.arg("--launch-agent")
+        .arg(agent)
+        .args(["--host", &host_list(run.ctx.nodes, 2)])
+        .args(options)
+        .args(["-n", &run.ranks().to_string()]);
+    Ok(cmd)
+}
+
+fn pmixrun_demo(run: &Run<'_>) -> Result<String, String> {
+    let mut cmd = pmixrun(run, &cluster::pssh(), &[])?;
+    cmd.arg(program(&run.ctx.programs.demo)?);
+    let out = run.run(cmd)?;
+    if out.code() != Some(0) {
+        return Err(out.fail("the demo did not exit 0"));
+    }
+    Ok(format!(
+        "{} ranks on {} nodes in {:.2} s",
+        run.ranks(),
+        run.ctx.nodes,
+        out.elapsed.as_secs_f64()
+    ))
+}
+
+fn pmixrun_mpich_hello(run: &Run<'_>) -> Result<String, String> {
+    let n = run.ranks();
+    let mut cmd = pmixrun(run, &cluster::pssh(), &["--pmi", "pmi1"])?;
+    cmd.arg(program(&run.ctx.programs.mpich_hello)?)
+        .arg(n.to_string());
+    let out = run.run(cmd)?;
+    expect_every_rank(&out, n, |r| {
+        format!(
+            "hello rank {r} of {n} appnum 0 sum {}",
+            u64::from(n) * u64::from(n - 1) / 2
+        )
+    })
+}
+
+fn pmixrun_openmpi_hello(run: &Run<'_>) -> Result<String, String> {
+    let n = run.ranks();
+    let mut cmd = pmixrun(run, &cluster::pssh(), &[])?;
+    // As in pmix-tests' openmpi_direct_launch_env: Open MPI 4.1 takes its job from PMIx only
+    // under a resource manager it recognises, so these Slurm variables (values unused); TCP
+    // between the nodes on the cluster's network.
+    cmd.env("SLURM_JOBID", "1")
+        .env("SLURM_NODELIST", node_names(run.ctx.nodes))
+        .env("SLURM_STEP_ID", "0")
+        .env("OMPI_MCA_btl", "self,vader,tcp")
+        .env("OMPI_MCA_btl_tcp_if_include", "10.77.0.0/16")
+        .env("OMPI_MCA_oob_tcp_if_include", "10.77.0.0/16")
+        .arg(program(&run.ctx.programs.ompi_hello)?)
+        .arg(n.to_string());
+    let out = run.run(cmd)?;
+    expect_every_rank(&out, n, |r| {
+        format!(
+            "OK rank={r} size={n} sum={}",
+            u64::from(n) * u64::from(n - 1) / 2
+        )
+    })
+}
+
+fn pmixrun_exit_early(run: &Run<'_>) -> Result<String, String> {
+    // node1:2,node2:2,node3:2: rank 5 is on node3.
+    let mut cmd = pmixrun(run, &cluster::pssh(), &["--pmi", "pmi1"])?;
+    cmd.arg(program(&run.ctx.programs.mpich_exit_early)?)
+        .args(["5", "3"]);
+    let out = run.run(cmd)?;
+    expect_failed_run(&out, 5, Duration::from_secs(10))?;
+    if !out.stderr.contains("rank 5") {
+        return Err(out.fail("pmixrun's message does not name rank 5"));
+    }
+    Ok(format!("failed in {:.2} s", out.elapsed.as_secs_f64()))
+}
+
+/// Starts a run of `sleep 60` on every rank and waits until node3's pmixrun daemon and its
+/// ranks are there; returns the run and the daemon's pid.
+fn start_long_run(run: &Run<'_>, agent: &Path) -> Result<(Running, i32), String> {
+    let mut cmd = pmixrun(run, agent, &[])?;
+    cmd.args(["/bin/sleep", "60"]);
+    let mut running = run.start(cmd)?;
+    let limit = Instant::now() + Duration::from_secs(30);
+    let found = procs::wait_for(limit.min(run.deadline), || {
+        if !running.is_running() {
+            return Some(None);
+        }
+        let daemon = procs::on_node(3, "pmixrun").first().map(|p| p.pid)?;
+        // Its ranks too: the run is under way, not still starting.
+        procs::on_node(3, "sleep").first()?;
+        Some(Some(daemon))
+    });
+    match found {
+        Some(Some(pid)) => Ok((running, pid)),
+        Some(None) => {
+            let out = running.wait(run.deadline);
+            Err(out.fail("the run ended before node3 had a pmixrun daemon with its ranks"))
+        }
+        None => {
+            let out = running.wait(Instant::now());
+            Err(out.fail("no pmixrun daemon with ranks on node3 within 30 s"))
+        }
+    }
+}
+
+/// Checks a run that lost node3: it ended by itself, failed, within `within` of the loss,
+/// and said it was node3.
+fn expect_lost_node3(
+    out: &Finished,
+    lost_at: Instant,
+    running_since: Instant,
+    within: Duration,
+) -> Result<String, String> {
+    if out.status.is_none() {
+        return Err(out.fail("the run did not end by itself"));
+    }
+    if out.code() == Some(0) {
+        return Err(out.fail("the run exited 0"));
+    }
+    let after = (running_since + out.elapsed).saturating_duration_since(lost_at);
+    if after > within {
+        return Err(out.fail(&format!(
+            "the run ended {:.1} s after node3 was lost, not within {:.0} s",
+            after.as_secs_f64(),
+            within.as_secs_f64()
+        )));
+    }
+    if !out.stderr.contains("node3") {
+        return Err(out.fail("pmixrun's message does not name node3"));
+    }
+    Ok(format!(
+        "ended {:.2} s after node3 was lost",
+        after.as_secs_f64()
+    ))
+}
+
+fn pmixrun_daemon_killed(run: &Run<'_>) -> Result<String, String> {
+    let (running, daemon) = start_long_run(run, &cluster::pssh())?;
+    let since = running.started();
+    let _ = kill(Pid::from_raw(daemon), Signal::SIGKILL);
+    let lost_at = Instant::now();
+    let out = running.wait(run.deadline.min(lost_at + Duration::from_secs(30)));
+    expect_lost_node3(&out, lost_at, since, Duration::from_secs(5))
+}
+
+/// Takes the host side of node3's link down; brings it up again when dropped.
+struct LinkDown(&'static str);
+
+impl LinkDown {
+    fn take(link: &'static str) -> Result<LinkDown, String> {
+        set_link(link, "down")?;
+        Ok(LinkDown(link))
+    }
+}
+
+fn set_link(link: &str, state: &str) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(["link", "set", link, state])
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip link set {link} {state} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Drop for LinkDown {
+    fn drop(&mut self) {
+        if let Err(e) = set_link(self.0, "up") {
+            eprintln!("xtask multinode: cannot restore the link: {e}");
+        }
+    }
+}
+
+fn pmixrun_link_down(run: &Run<'_>) -> Result<String, String> {
+    let (running, _) = start_long_run(run, &cluster::pssh())?;
+    let since = running.started();
+    let out;
+    let lost_at;
+    {
+        let _down = LinkDown::take("pmxv3")?;
+        lost_at = Instant::now();
+        out = running.wait(run.deadline.min(lost_at + Duration::from_secs(60)));
+    }
+    // Heartbeats, not TCP timeouts: seconds.
+    expect_lost_node3(&out, lost_at, since, Duration::from_secs(30))
+}
+
+fn pmixrun_not_found(run: &Run<'_>) -> Result<String, String> {
+    // The agent is run as `AGENT HOST COMMAND...`; for node2 it runs a command that does not
+    // exist there instead, so the remote shell says "not found" and exits 127, as it would
+    // on a node without pmixrun.
+    let agent = run.ctx.work.join("agent-no-pmixrun-on-node2");
+    let script = format!(
+        "#!/bin/sh\n# --launch-agent of `cargo xtask multinode --only pmixrun-not-found`\n\
+         host=$1; shift\n\
+         if [ \"$host\" = node2 ]; then exec {pssh} \"$host\" /nonexistent/pmixrun \"$@\"; fi\n\
+         exec {pssh} \"$host\" \"$@\"\n",
+        pssh = cluster::pssh().display()
+    );
+    write_executable(&agent, &script)?;
+    let mut cmd = pmixrun(run, &agent, &[])?;
+    cmd.arg(program(&run.ctx.programs.demo)?);
+    let out = run.run(cmd)?;
+    if out.status.is_none() {
+        return Err(out.fail("the run did not end by itself"));
+    }
+    if out.code() == Some(0) {
+        return Err(out.fail("the run exited 0"));
+    }
+    if !out.stderr.contains("node2") {
+        return Err(out.fail("pmixrun's message does not name node2"));
+    }
+    Ok(format!(
+        "failed in {:.2} s naming node2",
+        out.elapsed.as_secs_f64()
+    ))
+}
+
+fn write_executable(path: &Path, text: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("cannot chmod {}: {e}", path.display()))
+}
