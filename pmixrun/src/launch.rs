@@ -68,6 +68,31 @@ pub(crate) fn app_env(app: &App) -> Vec<(OsString, OsString)> {
         .collect()
 }
 
+/// pmixrun's environment as the processes of other nodes get it (where pmixrun's own
+/// processes inherit it): every variable but pmixrun's [`launcher_variable`]s and those that
+/// describe this machine or this login rather than the job (`HOSTNAME`, `TMPDIR`, `PWD`, `SSH_*`,
+/// `DISPLAY`...). The daemons' own environment (the remote login's) lies beneath it.
+pub(crate) fn forwarded_env() -> Vec<(OsString, OsString)> {
+    const MACHINE: [&str; 9] = [
+        "HOSTNAME",
+        "TMPDIR",
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "_",
+        "DISPLAY",
+        "XAUTHORITY",
+        "TERM_SESSION_ID",
+    ];
+    std::env::vars_os()
+        .filter(|(k, _)| {
+            !launcher_variable(k)
+                && !k.as_encoded_bytes().starts_with(b"SSH_")
+                && !MACHINE.iter().any(|m| k.as_encoded_bytes() == m.as_bytes())
+        })
+        .collect()
+}
+
 /// True for the variables a process must not inherit from pmixrun's own environment: those
 /// of a launcher pmixrun itself may run under. MPICH refuses to start when it sees both PMI
 /// and PMIx variables.

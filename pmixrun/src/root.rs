@@ -184,6 +184,13 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         oversubscribe: r.opts.nodes.oversubscribe,
         daemons,
         lost: HashSet::new(),
+        // Processes of other machines start with the root's environment, as those of this
+        // one would (the -x variables over it).
+        forwarded: if local {
+            Vec::new()
+        } else {
+            crate::launch::forwarded_env()
+        },
     };
     let first = jobs.launch(
         &nspace,
@@ -563,6 +570,8 @@ pub(crate) struct RootJobs {
     oversubscribe: bool,
     daemons: u32,
     lost: HashSet<Vertex>,
+    /// The root's environment, beneath each application context's own variables.
+    forwarded: Vec<(OsString, OsString)>,
 }
 
 impl RootJobs {
@@ -598,7 +607,10 @@ impl RootJobs {
             apps: apps
                 .iter()
                 .zip(user_env)
-                .map(|(a, env)| WireApp::new(a, &job::wdir_of(a, &self.cwd), env))
+                .map(|(a, own)| {
+                    let env: Vec<_> = self.forwarded.iter().chain(own).cloned().collect();
+                    WireApp::new(a, &job::wdir_of(a, &self.cwd), &env)
+                })
                 .collect(),
             firsts: layout.firsts.clone(),
             vertex_of_rank: vertex_of_rank.clone(),

@@ -383,6 +383,7 @@ fn pmixrun_openmpi_hello(run: &Run<'_>) -> Result<String, String> {
     // As in pmix-tests' openmpi_direct_launch_env: Open MPI 4.1 takes its job from PMIx only
     // under a resource manager it recognises, so these Slurm variables (values unused); TCP
     // between the nodes on the cluster's network.
+    // pmixrun passes its environment on to the ranks of every node.
     cmd.env("SLURM_JOBID", "1")
         .env("SLURM_NODELIST", node_names(run.ctx.nodes))
         .env("SLURM_STEP_ID", "0")
@@ -424,7 +425,11 @@ fn start_long_run(run: &Run<'_>, agent: &Path) -> Result<(Running, i32), String>
         if !running.is_running() {
             return Some(None);
         }
-        let daemon = procs::on_node(3, "pmixrun").first().map(|p| p.pid)?;
+        // The daemon itself, not its guardian (which would remove what the daemon leaves).
+        let daemon = procs::on_node(3, "pmixrun")
+            .iter()
+            .find(|p| p.cmdline.contains("--pmixrun-internal-daemon-worker"))
+            .map(|p| p.pid)?;
         // Its ranks too: the run is under way, not still starting.
         procs::on_node(3, "sleep").first()?;
         Some(Some(daemon))
