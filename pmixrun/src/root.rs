@@ -11,7 +11,7 @@ use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender, unbounded};
@@ -48,7 +48,8 @@ enum Control {
     Up(Vertex),
     Started(Started),
     AgentFailed(String),
-    Lost { vertex: Vertex, reason: String },
+    /// A subtree was lost ([`RootSink::lost`] has its vertices); why, for the user.
+    Lost(String),
     Done(Vertex),
 }
 
@@ -89,6 +90,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let (control_tx, control) = unbounded();
     let (lines_tx, lines) = unbounded();
     let places = Arc::new(Placements::default());
+    let lost: Arc<Mutex<HashSet<Vertex>>> = Arc::default();
     let tree_cell: Arc<OnceLock<Arc<Tree>>> = Arc::new(OnceLock::new());
     let mut node_names = vec![this_host.clone()];
     node_names.extend(r.nodes.names().map(str::to_owned));
@@ -101,6 +103,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         places: places.clone(),
         topology,
         nodes: node_names.clone(),
+        lost: lost.clone(),
     };
     let mut config = Config::new(0, topology, secret);
     config.listen = if local {
@@ -141,14 +144,16 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         tree: tree.clone(),
         children,
         agents,
+        reaped: HashSet::new(),
         control: control.clone(),
+        lost: lost.clone(),
         daemons,
     };
     if let Some(e) = failed {
         end.finish(false);
         return Err(e);
     }
-    if let Err(e) = wait_for_daemons(&control, &end.agents, &boot, daemons) {
+    if let Err(e) = wait_for_daemons(&mut end, &boot) {
         end.finish(false);
         return Err(e);
     }
@@ -183,7 +188,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         pmi: r.pmi,
         oversubscribe: r.opts.nodes.oversubscribe,
         daemons,
-        lost: HashSet::new(),
+        lost,
         // Processes of other machines start with the root's environment, as those of this
         // one would (the -x variables over it).
         forwarded: if local {
@@ -278,12 +283,8 @@ impl Drop for PrivateNames {
 }
 
 /// Waits until every daemon said it is up, or says why not.
-fn wait_for_daemons(
-    control: &Receiver<Control>,
-    agents: &Receiver<AgentEnded>,
-    boot: &Boot,
-    daemons: u32,
-) -> Result<(), String> {
+fn wait_for_daemons(end: &mut Ending, boot: &Boot) -> Result<(), String> {
+    let (control, agents, daemons) = (end.control.clone(), end.agents.clone(), end.daemons);
     let deadline = Instant::now() + LAUNCH_TIMEOUT;
     let mut up = HashSet::new();
     while (up.len() as u32) < daemons {
@@ -291,14 +292,13 @@ fn wait_for_daemons(
             recv(control) -> c => match c {
                 Ok(Control::Up(v)) => { up.insert(v); }
                 Ok(Control::AgentFailed(message)) => return Err(message),
-                Ok(Control::Lost { vertex, reason }) => {
-                    return Err(format!("lost {} while starting: {reason}", boot.node(vertex)));
-                }
+                Ok(Control::Lost(why)) => return Err(format!("{why} while starting")),
                 Ok(_) => {}
                 Err(_) => return Err("the tree stopped".into()),
             },
             recv(agents) -> a => {
                 if let Ok(a) = a {
+                    end.reaped.insert(a.vertex);
                     if !up.contains(&a.vertex) {
                         return Err(bootstrap::agent_failure(boot, &a));
                     }
@@ -326,7 +326,10 @@ struct Ending {
     tree: Arc<Tree>,
     children: Vec<bootstrap::Started>,
     agents: Receiver<AgentEnded>,
+    /// The agents (of the root's children) already reaped.
+    reaped: HashSet<Vertex>,
     control: Receiver<Control>,
+    lost: Arc<Mutex<HashSet<Vertex>>>,
     daemons: u32,
 }
 
@@ -335,14 +338,14 @@ impl Ending {
         let deadline = Instant::now() + FINISH_TIMEOUT;
         if wait_for_done {
             let mut done = HashSet::new();
-            let mut lost = HashSet::new();
-            while ((done.len() + lost.len()) as u32) < self.daemons {
+            let missing = |done: &HashSet<Vertex>| {
+                let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
+                (1..=self.daemons).any(|v| !done.contains(&v) && !lost.contains(&v))
+            };
+            while missing(&done) {
                 match self.control.recv_deadline(deadline) {
                     Ok(Control::Done(v)) => {
                         done.insert(v);
-                    }
-                    Ok(Control::Lost { vertex, .. }) => {
-                        lost.insert(vertex);
                     }
                     Ok(_) => {}
                     Err(_) => break,
@@ -350,10 +353,11 @@ impl Ending {
             }
         }
         self.tree.shutdown();
-        let mut ended = 0;
-        while ended < self.children.len() {
+        while self.reaped.len() < self.children.len() {
             match self.agents.recv_deadline(deadline) {
-                Ok(_) => ended += 1,
+                Ok(a) => {
+                    self.reaped.insert(a.vertex);
+                }
                 Err(_) => break,
             }
         }
@@ -374,6 +378,8 @@ struct RootSink {
     places: Arc<Placements>,
     topology: Topology,
     nodes: Vec<String>,
+    /// Every daemon lost so far.
+    lost: Arc<Mutex<HashSet<Vertex>>>,
 }
 
 impl RootSink {
@@ -403,10 +409,13 @@ impl RootSink {
                     0 => node,
                     n => format!("{node} (and the {n} nodes it started)"),
                 };
-                let _ = self.control.send(Control::Lost {
-                    vertex,
-                    reason: reason.clone(),
-                });
+                self.lost
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .extend((vertex..topo.size()).filter(|v| topo.in_subtree(vertex, *v)));
+                let _ = self
+                    .control
+                    .send(Control::Lost(format!("lost {what}: {reason}")));
                 let _ = self.events.send(Event::NodeLost {
                     what,
                     reason,
@@ -569,7 +578,7 @@ pub(crate) struct RootJobs {
     pmi: Protocol,
     oversubscribe: bool,
     daemons: u32,
-    lost: HashSet<Vertex>,
+    lost: Arc<Mutex<HashSet<Vertex>>>,
     /// The root's environment, beneath each application context's own variables.
     forwarded: Vec<(OsString, OsString)>,
 }
@@ -629,7 +638,11 @@ impl RootJobs {
         let mut reported = HashSet::new();
         let mut pids = Vec::new();
         let mut failure: Option<(u32, u8, Status, String)> = None;
-        while (reported.len() as u32) < self.daemons - self.lost.len() as u32 {
+        let missing = |reported: &HashSet<Vertex>| {
+            let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
+            (1..=self.daemons).any(|v| !reported.contains(&v) && !lost.contains(&v))
+        };
+        while missing(&reported) {
             match self.control.recv_deadline(deadline) {
                 Ok(Control::Started(s)) if s.nspace == *nspace => {
                     reported.insert(s.vertex);
@@ -640,9 +653,8 @@ impl RootJobs {
                         }
                     }
                 }
-                Ok(Control::Lost { vertex, reason }) => {
-                    self.lost.insert(vertex);
-                    failure.get_or_insert((0, 1, Status::ERR_LOST_CONNECTION, reason));
+                Ok(Control::Lost(why)) => {
+                    failure.get_or_insert((0, 1, Status::ERR_LOST_CONNECTION, why));
                 }
                 Ok(_) => {}
                 Err(RecvTimeoutError::Timeout) => {
