@@ -75,6 +75,7 @@ impl Boot {
 /// A daemon this vertex started and still holds by its stdin.
 #[derive(Debug)]
 pub(crate) struct Started {
+    pub(crate) vertex: Vertex,
     /// Closed when this vertex goes: the daemon's lifeline.
     _stdin: ChildStdin,
     pid: u32,
@@ -174,7 +175,11 @@ fn start_one(boot: &Boot, ended: &Sender<AgentEnded>) -> Result<Started, String>
             let _ = ended.send(AgentEnded { vertex, status });
         })
         .map_err(|e| format!("cannot watch {what}: {}", crate::launch::describe(&e)))?;
-    Ok(Started { _stdin: stdin, pid })
+    Ok(Started {
+        vertex: boot.vertex,
+        _stdin: stdin,
+        pid,
+    })
 }
 
 impl Started {

@@ -353,6 +353,13 @@ impl Ending {
             }
         }
         self.tree.shutdown();
+        // The agents of lost daemons may wait on a dead link for a long time: no waiting.
+        {
+            let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
+            for c in self.children.iter().filter(|c| lost.contains(&c.vertex)) {
+                c.kill();
+            }
+        }
         while self.reaped.len() < self.children.len() {
             match self.agents.recv_deadline(deadline) {
                 Ok(a) => {
