@@ -197,7 +197,9 @@ impl Daemon {
                 },
                 recv(self.agents) -> a => match a {
                     Ok(a) => { self.agent_ended(&a); None }
-                    Err(_) => None,
+                    // Every agent reported (or there were none): nothing more to wait for
+                    // there, and a disconnected channel would be ready forever.
+                    Err(_) => { self.agents = crossbeam_channel::never(); None }
                 },
             };
             if let Some(stop) = step {
