@@ -37,6 +37,9 @@ pub(crate) fn run(signals: Signals) -> u8 {
 fn guard(signals: Signals) -> Result<u8, String> {
     let boot = read_frame(&mut std::io::stdin().lock())?;
     let tmp = std::env::temp_dir();
+    // Those of guardians killed before they could remove theirs go first (the pid in the
+    // name is gone; no socket is named, so none is listening).
+    pmix_server::rendezvous::remove_stale_dirs(&tmp, SESSION_PREFIX, "-");
     let session = pmix_server::rendezvous::create_private_dir(&tmp, SESSION_PREFIX)
         .map_err(|e| format!("cannot make the daemon's directory: {e}"))?;
     let result = run_worker(&boot, &session, signals);
