@@ -320,7 +320,9 @@ impl Server {
 
     /// Registers a namespace and its information (flat attributes or the standard's
     /// `SESSION/JOB/APP/NODE/PROC_INFO_ARRAY`s, nested to any depth). `nlocalprocs` is the
-    /// number of its processes on this node, used when the info does not say which they are.
+    /// number of its processes on this node, used when the info does not say which they are:
+    /// with a node map that does not name this node, 0 means none (a multi-node host registers
+    /// every job on every node, also where it has no process).
     pub fn register_nspace(
         &self,
         nspace: &Nspace,

@@ -355,7 +355,7 @@ impl Daemon {
             pmi: l.pmi.into(),
         };
         let registered = run
-            .register_nspace(&l.nspace, l.size, &l.info)
+            .register_nspace(&l.nspace, ranks.len() as u32, &l.info)
             .and_then(|()| run.register_clients(&l.nspace, &apps, &layout, &ranks));
         match registered {
             Err(message) => {

@@ -8,7 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status};
+use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status, attr};
 use pmix_server::{App, Completion, Host, Published};
 use pmix_tree::{Dest, FenceKey, Tree, Vertex};
 
@@ -138,10 +138,16 @@ impl DaemonHost {
     }
 
     /// Enters the tree fence standing for a collective of `procs` with this node's `data`.
+    ///
+    /// Its key is the kind, the participants and the collective's `PMIX_TIMEOUT` (if any),
+    /// with a sequence number per key: a fence with a timeout that some participants never
+    /// enter (it times out where it was entered) is not counted by the others, so it must not
+    /// shift their count for the fences they all enter.
     fn collective(
         &mut self,
         kind: Collective,
         procs: &[Proc],
+        info: &[Info],
         data: Vec<u8>,
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
@@ -150,8 +156,12 @@ impl DaemonHost {
         };
         let mut set = vec![kind as u8];
         set.extend(encode(&procs));
+        if let Some(t) = info.iter().find(|i| i.key.as_str() == attr::TIMEOUT) {
+            set.extend(encode(&t.value));
+        }
         let seq = self.seqs.entry(set.clone()).or_insert(0);
         *seq += 1;
+        tracing::debug!(?procs, seq = *seq, ?vertices, "tree fence");
         let key = FenceKey { set, seq: *seq };
         self.tree.fence(key, vertices, data, done);
     }
@@ -210,11 +220,13 @@ impl Host for DaemonHost {
     fn fence_nb(
         &mut self,
         procs: &[Proc],
-        _info: &[Info],
+        info: &[Info],
         data: Vec<u8>,
         done: Completion<Vec<u8>>,
     ) {
-        self.collective(Collective::Fence, procs, data, move |r| done.complete(r));
+        self.collective(Collective::Fence, procs, info, data, move |r| {
+            done.complete(r)
+        });
     }
 
     fn direct_modex(&mut self, proc: &Proc, _info: &[Info], done: Completion<Vec<u8>>) {
@@ -278,14 +290,14 @@ impl Host for DaemonHost {
         });
     }
 
-    fn connect(&mut self, procs: &[Proc], _info: &[Info], done: Completion<()>) {
-        self.collective(Collective::Connect, procs, Vec::new(), move |r| {
+    fn connect(&mut self, procs: &[Proc], info: &[Info], done: Completion<()>) {
+        self.collective(Collective::Connect, procs, info, Vec::new(), move |r| {
             done.complete(r.map(drop))
         });
     }
 
-    fn disconnect(&mut self, procs: &[Proc], _info: &[Info], done: Completion<()>) {
-        self.collective(Collective::Disconnect, procs, Vec::new(), move |r| {
+    fn disconnect(&mut self, procs: &[Proc], info: &[Info], done: Completion<()>) {
+        self.collective(Collective::Disconnect, procs, info, Vec::new(), move |r| {
             done.complete(r.map(drop))
         });
     }

@@ -54,15 +54,16 @@ impl RunJobs<'_> {
         self.register_clients(nspace, apps, layout, &all)
     }
 
-    /// Registers `nspace` with its information, and tells the name server it started.
+    /// Registers `nspace`, `nlocal` of whose processes are on this node, with its
+    /// information, and tells the name server it started.
     pub(crate) fn register_nspace(
         &self,
         nspace: &Nspace,
-        size: u32,
+        nlocal: u32,
         info: &[Info],
     ) -> Result<(), String> {
         self.server
-            .register_nspace(nspace, size, info)
+            .register_nspace(nspace, nlocal, info)
             .map_err(|e| format!("cannot register the job {nspace}: {e}"))?;
         if let Some(ns) = &self.names {
             ns.nspace_started(nspace);

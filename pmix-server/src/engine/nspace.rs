@@ -343,13 +343,16 @@ pub(crate) fn register(
         .unwrap_or(false);
 
     // Which ranks are on this node: the host's list, else the first node of the map with this
-    // node's name, else the only node of the map, else the first `nlocalprocs` ranks.
+    // node's name, else none when the host says it has none here (a job of other nodes that
+    // this node's server must know about), else the only node of the map, else the first
+    // `nlocalprocs` ranks.
     let mut local_ranks =
         if let Some(peers) = find(&lv.job, attr::LOCAL_PEERS).and_then(Value::as_str) {
             parse_rank_list(peers)?
         } else if let Some(m) = &maps {
             match m.names.iter().position(|n| n == locale.hostname) {
                 Some(idx) => m.ppn[idx].clone(),
+                None if nlocalprocs == 0 => Vec::new(),
                 None if m.names.len() == 1 => m.ppn[0].clone(),
                 None => (0..nlocalprocs.min(size)).map(Rank).collect(),
             }

@@ -168,6 +168,9 @@ mod eager {
                 parse_rank_list(peers)?
             } else if let Some(l) = local_ranks {
                 l
+            } else if maps.is_some() && nlocalprocs == 0 {
+                // (Since multi-node pmixrun: a job of other nodes only.)
+                Vec::new()
             } else if maps.as_ref().is_some_and(|(n, _)| n.len() == 1) {
                 maps.as_ref().map(|(_, p)| p[0].clone()).unwrap_or_default()
             } else {
@@ -479,7 +482,23 @@ fn local_peers_given_and_single_node_maps() {
     info.push(Info::attr(attr::LOCAL_PEERS, "3,1-2"));
     agree(0, &info);
     agree(0, &maps(&["other"], &[vec![2, 0, 1]]));
+    agree(3, &maps(&["other"], &[vec![2, 0, 1]]));
     agree(2, &maps(&["a", "b"], &ppn));
+}
+
+#[test]
+fn a_job_of_other_nodes_only_has_no_local_rank() {
+    let extras = extras();
+    let locale = Locale {
+        hostname: HOST,
+        job_extras: &extras,
+    };
+    let ns = Nspace::new("ns").unwrap();
+    for names in [&["other"][..], &["a", "b"]] {
+        let ppn: Vec<Vec<u32>> = (0..names.len() as u32).map(|n| vec![n]).collect();
+        let r = register(&ns, 0, &maps(names, &ppn), &locale).unwrap();
+        assert!(r.local_ranks.is_empty(), "{names:?}: {:?}", r.local_ranks);
+    }
 }
 
 #[test]
