@@ -191,7 +191,9 @@ pub(crate) fn call_host<H: Host>(
             job_info,
             apps,
         } => host.spawn(&proc, &job_info, &apps, done(op, tx, waker)),
-        HostCall::Connect { procs, info } => host.connect(&procs, &info, done(op, tx, waker)),
+        HostCall::Connect { procs, info, data } => {
+            host.connect(&procs, &info, data, done(op, tx, waker))
+        }
         HostCall::Disconnect { procs, info } => host.disconnect(&procs, &info, done(op, tx, waker)),
         HostCall::NotifyEvent { event } => host.notify_event(
             event.code,
@@ -279,8 +281,10 @@ pub trait Host: Send + 'static {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }
 
-    /// Connect `procs` across namespaces.
-    fn connect(&mut self, procs: &[Proc], info: &[Info], done: Completion<()>) {
+    /// Connect `procs` across namespaces, when some live on other nodes. As for
+    /// [`Host::fence_nb`], `data` is this node's contribution (its participants' committed data,
+    /// which the others see once connected); answer with the concatenation of every node's.
+    fn connect(&mut self, procs: &[Proc], info: &[Info], data: Vec<u8>, done: Completion<Vec<u8>>) {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }
 

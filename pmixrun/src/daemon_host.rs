@@ -290,9 +290,9 @@ impl Host for DaemonHost {
         });
     }
 
-    fn connect(&mut self, procs: &[Proc], info: &[Info], done: Completion<()>) {
-        self.collective(Collective::Connect, procs, info, Vec::new(), move |r| {
-            done.complete(r.map(drop))
+    fn connect(&mut self, procs: &[Proc], info: &[Info], data: Vec<u8>, done: Completion<Vec<u8>>) {
+        self.collective(Collective::Connect, procs, info, data, move |r| {
+            done.complete(r)
         });
     }
 

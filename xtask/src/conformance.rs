@@ -15,7 +15,7 @@ mod scenarios;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use scenarios::{Plan, SCENARIOS, Scenario};
+use scenarios::{ONE_NODE, Plan, SCENARIOS, Scenario};
 
 const USAGE: &str = "\
 usage: cargo xtask conformance [--filter SUBSTR]... [--release] [--list] [--nodes N]
@@ -179,7 +179,15 @@ fn run_all(chosen: &[&Scenario], bins: &exec::Bins, built: Duration, nodes: Opti
         };
         let mut cells = Vec::new();
         let mut notes = Vec::new();
-        for n in std::iter::once(None).chain(nodes.map(Some)) {
+        let one_node = ONE_NODE
+            .iter()
+            .find(|(n, _)| *n == s.name)
+            .map(|(_, why)| *why);
+        if let (Some(why), Some(_)) = (one_node, nodes) {
+            notes.push(why.to_owned());
+        }
+        let multi = nodes.filter(|_| one_node.is_none());
+        for n in std::iter::once(None).chain(multi.map(Some)) {
             let argv = exec::command_line(bins, job, n);
             let deadline = Duration::from_secs(job.timeout_s) + exec::DEADLINE_MARGIN;
             let (problems, outcome) = match exec::run(&argv, deadline) {
@@ -198,10 +206,11 @@ fn run_all(chosen: &[&Scenario], bins: &exec::Bins, built: Duration, nodes: Opti
                 failures.push((s, argv, problems, outcome));
             }
         }
-        let multi = cells
-            .get(1)
-            .map(|(r, t)| format!("{r:<6} {t:>6}"))
-            .unwrap_or_default();
+        let multi = match (cells.get(1), nodes) {
+            (Some((r, t)), _) => format!("{r:<6} {t:>6}"),
+            (None, Some(_)) => "skip".to_owned(),
+            (None, None) => String::new(),
+        };
         println!(
             "{:<8} {:<27} {:<6} {:>6}  {multi:<13}  {}",
             s.ids(),
@@ -261,21 +270,31 @@ mod tests {
 
     #[test]
     fn command_line() {
-        assert_eq!(parse(&[]), Ok(Some(Options::default())));
+        assert_eq!(
+            parse(&[]),
+            Ok(Some(Options {
+                nodes: NODES,
+                ..Options::default()
+            }))
+        );
         assert_eq!(
             parse(&args(&[
                 "--filter",
                 "fence",
                 "--release",
                 "--filter=C0",
-                "--list"
+                "--list",
+                "--nodes",
+                "0"
             ])),
             Ok(Some(Options {
                 filters: args(&["fence", "C0"]),
                 release: true,
                 list: true,
+                nodes: 0,
             }))
         );
+        assert!(parse(&args(&["--nodes", "x"])).is_err());
         assert_eq!(parse(&args(&["--release", "--help"])), Ok(None));
         assert!(parse(&args(&["--filter"])).is_err());
         assert!(parse(&args(&["fence"])).is_err());
@@ -283,6 +302,12 @@ mod tests {
 
     #[test]
     fn the_table_is_consistent() {
+        for (name, _) in ONE_NODE {
+            assert!(
+                SCENARIOS.iter().any(|s| s.name == *name),
+                "ONE_NODE names {name}, which is no scenario"
+            );
+        }
         let mut names = HashSet::new();
         for s in SCENARIOS {
             assert!(names.insert(s.name), "{} twice", s.name);

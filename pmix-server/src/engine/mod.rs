@@ -100,6 +100,7 @@ pub(crate) enum HostCall {
     Connect {
         procs: Vec<Proc>,
         info: Vec<Info>,
+        data: Vec<u8>,
     },
     Disconnect {
         procs: Vec<Proc>,
@@ -280,7 +281,7 @@ enum PendingHost {
         conn: ConnId,
         id: u32,
     },
-    /// A connect or disconnect spanning nodes, completed by the host.
+    /// A disconnect spanning nodes, completed by the host.
     Collective {
         seq: u64,
     },
@@ -1381,23 +1382,29 @@ impl Engine {
         if !op.all_local_arrived() || op.at_host {
             return;
         }
-        if op.remote && op.kind != Kind::Fence {
-            // Participants elsewhere: the host connects (or disconnects) the nodes.
+        if op.remote && op.kind == Kind::Disconnect {
+            // Participants elsewhere: the host disconnects the nodes.
             let procs = op.participants.clone();
             let info = op.info.clone();
-            let call = if op.kind == Kind::Connect {
-                HostCall::Connect { procs, info }
-            } else {
-                HostCall::Disconnect { procs, info }
-            };
             if let Some(op) = self.fences.get_mut(seq) {
                 op.at_host = true;
             }
-            self.host_call(PendingHost::Collective { seq }, call);
+            self.host_call(
+                PendingHost::Collective { seq },
+                HostCall::Disconnect { procs, info },
+            );
         } else if op.remote {
-            // This node's contribution: local participants' data that other nodes may see.
+            // This node's contribution: the data other nodes may see of the local
+            // participants that committed, for a collecting fence as for a connect (whose
+            // participants see each other's data after). A barrier carries none: gets after
+            // it ask the process's node (and one that never committed must not look as if
+            // it had, or a get would not wait for its commit).
             let mut contrib = Vec::new();
-            for &(ns, rank) in &op.local {
+            let carries_data = op.kind == Kind::Connect || op.waiters.iter().any(|w| w.collect);
+            for &(ns, rank) in op.local.iter().filter(|_| carries_data) {
+                if !self.committed.contains_key(&(ns, rank)) {
+                    continue;
+                }
                 if let Some(nsinfo) = self.nspaces.get(&ns) {
                     let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
                     contrib.push(ProcKvs {
@@ -1412,13 +1419,15 @@ impl Engine {
             }
             let procs = op.participants.clone();
             let info = op.info.clone();
+            let call = if op.kind == Kind::Connect {
+                HostCall::Connect { procs, info, data }
+            } else {
+                HostCall::FenceNb { procs, info, data }
+            };
             if let Some(op) = self.fences.get_mut(seq) {
                 op.at_host = true;
             }
-            self.host_call(
-                PendingHost::Fence { seq },
-                HostCall::FenceNb { procs, info, data },
-            );
+            self.host_call(PendingHost::Fence { seq }, call);
         } else {
             self.finish_fence(seq, Ok(Vec::new()));
         }

@@ -118,6 +118,18 @@ const PASSED: Expect = Expect {
     stderr: Stderr::Exactly(""),
 };
 
+/// Scenarios whose checks say every rank is on one node, with why: the multi-node column
+/// skips them (what they check across nodes is checked by the others).
+pub(crate) const ONE_NODE: &[(&str, &str)] = &[
+    ("job-info", "one node: checks LOCAL_SIZE == JOB_SIZE"),
+    ("put-scopes", "one node: every peer sees LOCAL data"),
+    ("resolve-peers", "one node: every rank is a peer here"),
+    (
+        "spawn-connect-resolve",
+        "one node: every rank is a peer here",
+    ),
+];
+
 /// The scenarios, in matrix order: make-check rows, then the simple-client ones, then our own.
 pub(crate) const SCENARIOS: &[Scenario] = &[
     // ---- make check (pmix_test) ----------------------------------------------------------
