@@ -24,8 +24,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use pmix_tests::{
     Output, Running, cargo_build, check_abort_of_rank_1, check_client_output, compile_c,
-    compiled_programs_dir, keyed_lines, openmpi_program, openpmix_program,
-    openpmix_python_client, profile_dir, workspace_bin,
+    compiled_programs_dir, keyed_lines, openmpi_program, openpmix_program, openpmix_python_client,
+    profile_dir, workspace_bin,
 };
 
 /// For one run: they take about a second.
@@ -79,7 +79,11 @@ fn marked(value: &str) -> Vec<Seen> {
         return out;
     };
     for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
             continue;
         };
         let path = entry.path();
@@ -138,8 +142,7 @@ impl Fixture {
             .join("multinode")
             .join(&id);
         let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp)
-            .unwrap_or_else(|e| panic!("creating {}: {e}", tmp.display()));
+        std::fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("creating {}: {e}", tmp.display()));
         Fixture { id, tmp }
     }
 
@@ -372,8 +375,16 @@ fn check_nodeinfo(r: &Run, nodes: &[&str], hosts: &[&str]) {
         seen.push(rank);
         let mine = on(hosts[rank]);
         let peers: Vec<String> = mine.iter().map(usize::to_string).collect();
-        assert_eq!(f("num_nodes"), nodes.len().to_string(), "rank {rank}: {r:?}");
-        assert_eq!(f("local_size"), mine.len().to_string(), "rank {rank}: {r:?}");
+        assert_eq!(
+            f("num_nodes"),
+            nodes.len().to_string(),
+            "rank {rank}: {r:?}"
+        );
+        assert_eq!(
+            f("local_size"),
+            mine.len().to_string(),
+            "rank {rank}: {r:?}"
+        );
         assert_eq!(f("local_peers"), peers.join(","), "rank {rank}: {r:?}");
         for (q, host) in hosts.iter().enumerate() {
             let id = nodes.iter().position(|x| x == host).expect("a node");
@@ -384,7 +395,11 @@ fn check_nodeinfo(r: &Run, nodes: &[&str], hosts: &[&str]) {
                 ("lrank", lrank.to_string()),
                 ("nrank", lrank.to_string()),
             ] {
-                assert_eq!(f(&format!("{k}.{q}")), want, "{k} of rank {q} at rank {rank}: {r:?}");
+                assert_eq!(
+                    f(&format!("{k}.{q}")),
+                    want,
+                    "{k} of rank {q} at rank {rank}: {r:?}"
+                );
             }
         }
     }
@@ -429,7 +444,15 @@ fn mpich_process_mapping_describes_the_nodes() {
         let r = f.run(
             "n1:2,n2:1,n3:2",
             &[
-                "--pmi", "pmi1", "--map-by", map_by, "-n", "5", "bash", "-c", PMI1_MAPPING,
+                "--pmi",
+                "pmi1",
+                "--map-by",
+                map_by,
+                "-n",
+                "5",
+                "bash",
+                "-c",
+                PMI1_MAPPING,
             ],
         );
         r.assert_ok();
@@ -551,7 +574,14 @@ fn spawn_from_a_rank_places_the_children_on_the_free_slots_of_the_nodes() {
     // The parent takes n1's slot; three children fill n2 and n3.
     let r = f.run(
         "n1:1,n2:2,n3:1",
-        &["--tag-output", "-n", "1", &bin("pmix-spawn-client"), "parent", "3"],
+        &[
+            "--tag-output",
+            "-n",
+            "1",
+            &bin("pmix-spawn-client"),
+            "parent",
+            "3",
+        ],
     );
     r.assert_ok();
     let mut nodes: Vec<&str> = r
@@ -623,7 +653,9 @@ fn events_with_namespace_and_custom_ranges_reach_ranks_on_other_nodes() {
         ("b", 0, 2),
         ("b", 1, 1),
     ] {
-        want.push(format!("{side} {rank}: received {n} events as the ranges say"));
+        want.push(format!(
+            "{side} {rank}: received {n} events as the ranges say"
+        ));
         want.push("ok".to_owned());
     }
     let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
@@ -639,7 +671,8 @@ fn abort_from_a_rank_on_the_second_node_ends_the_run_with_its_status() {
     let r = f.run("n1:1,n2:2", &["-n", "3", &c, "abort", "5"]);
     check_abort_of_rank_1(&r.out, &r.what, 5);
     assert!(
-        r.stderr().contains("pmixrun: rank 1 called abort with status 5"),
+        r.stderr()
+            .contains("pmixrun: rank 1 called abort with status 5"),
         "{r:?}"
     );
 }
@@ -656,9 +689,18 @@ fn mpi_hello(cell: &'static OnceLock<Result<PathBuf, String>>, mpicc: &Path, dir
                 pmix_tests::INSTALL_TEST_DEPS
             ));
         }
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("mpi").join("hello.c");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mpi")
+            .join("hello.c");
         let flags = ["-O1", "-Wall", "-Wextra", "-Werror"].map(String::from);
-        compile_c(mpicc, &flags, &src, &[], &compiled_programs_dir(dir), "hello")
+        compile_c(
+            mpicc,
+            &flags,
+            &src,
+            &[],
+            &compiled_programs_dir(dir),
+            "hello",
+        )
     });
     match built {
         Ok(p) => p.display().to_string(),
@@ -722,7 +764,9 @@ fn open_mpi_hello_across_nodes_over_tcp() {
         ],
     );
     r.assert_ok();
-    let want: Vec<String> = (0..6).map(|r| format!("OK rank={r} size=6 sum=15")).collect();
+    let want: Vec<String> = (0..6)
+        .map(|r| format!("OK rank={r} size=6 sum=15"))
+        .collect();
     pmix_tests::assert_lines(&r.out, &r.what, "OK", want);
 }
 
@@ -742,15 +786,22 @@ fn python_pmix_client_across_nodes() {
 fn libpmix_and_pmix_rs_processes_share_one_job_across_nodes() {
     let f = Fixture::new("mixed");
     let c = openpmix_program("pmix_client").display().to_string();
-    let rs = client();
-    // libpmix ranks 0-2 on n1-n2, pmix-rs ranks 3-5 on n2-n3: one collecting fence of all.
-    let r = f.run(
-        HOSTS,
-        &["-n", "3", &c, "fence", ":", "-n", "3", &rs, "fence", "@:", "d"],
-    );
-    r.assert_ok();
-    assert_eq!(count_lines(&r, |l| l.starts_with("fence rank=")), 3, "{r:?}");
-    assert_eq!(r.oks(), 3, "{r:?}");
+    let rs = bin("pmix-oracle-client");
+    // libpmix ranks 0-2 on n1-n2, pmix-rs ranks 3-5 on n2-n3: a collecting fence and a
+    // non-collecting one (direct modex), each rank reading every other's values.
+    let mut args = vec![
+        "-n",
+        "3",
+        c.as_str(),
+        "modex",
+        "modex-direct",
+        ":",
+        "-n",
+        "3",
+    ];
+    args.extend([rs.as_str(), "modex", "modex-direct"]);
+    let r = f.run(HOSTS, &args);
+    check_client_output(&r.out, &r.what, 6, &["modex", "modex-direct"]);
 }
 
 // ---- output -----------------------------------------------------------------------------
@@ -870,7 +921,9 @@ fn a_rank_writing_64_mb_is_held_back_not_buffered_by_the_root() {
         }
     }
     let status = child.wait().expect("waiting for pmixrun");
-    let stderr = stderr.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+    let stderr = stderr
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap_or_default();
     f.assert_clean("backpressure");
     assert!(status.success(), "{status:?}: {stderr}");
     assert_eq!(total, LINE * LINES, "bytes of output: {stderr}");
@@ -897,14 +950,28 @@ fn exit_statuses_across_nodes() {
     // Killed by a signal on n3: 128 + signal.
     let r = f.run(
         HOSTS,
-        &["-n", "6", "sh", "-c", "[ \"$PMIX_RANK\" != 5 ] || kill -9 $$"],
+        &[
+            "-n",
+            "6",
+            "sh",
+            "-c",
+            "[ \"$PMIX_RANK\" != 5 ] || kill -9 $$",
+        ],
     );
     assert_eq!(r.code(), Some(137), "{r:?}");
-    assert_eq!(r.stderr(), "pmixrun: rank 5 was killed by SIGKILL\n", "{r:?}");
+    // "; killing the job" follows when ranks of other nodes were still running.
+    assert!(
+        r.stderr()
+            .starts_with("pmixrun: rank 5 was killed by SIGKILL"),
+        "{r:?}"
+    );
     // Plain programs on every node.
     let r = f.run(HOSTS, &["-n", "6", "true"]);
     r.assert_ok();
-    let r = f.run(HOSTS, &["-n", "6", "sh", "-c", "exit $((PMIX_RANK == 4 ? 9 : 0))"]);
+    let r = f.run(
+        HOSTS,
+        &["-n", "6", "sh", "-c", "exit $((PMIX_RANK == 4 ? 9 : 0))"],
+    );
     assert_eq!(r.code(), Some(9), "{r:?}");
 }
 
@@ -985,7 +1052,6 @@ fn a_daemon_killed_mid_fence_ends_the_run_naming_its_node() {
                 && p.cmdline.contains("pmix-test-client")
         })
         .unwrap_or_else(|| panic!("no rank 3 among {procs:#?}"));
-    assert_eq!(rank3.env.get("PMIX_HOSTNAME").map(String::as_str), Some("n2"));
     let daemon = procs
         .iter()
         .find(|p| p.pid == rank3.ppid)
@@ -998,11 +1064,15 @@ fn a_daemon_killed_mid_fence_ends_the_run_naming_its_node() {
     kill(Pid::from_raw(daemon.pid), Signal::SIGKILL).expect("killing n2's daemon");
     let r = live.finish(DEADLINE);
     let ended = killed.elapsed();
-    f.assert_clean(&r.what);
-    assert!(ended < Duration::from_secs(10), "the run took {ended:?} to end: {r:?}");
+    assert!(
+        ended < Duration::from_secs(10),
+        "the run took {ended:?} to end: {r:?}"
+    );
     assert_ne!(r.code(), Some(0), "{r:?}");
     assert!(
-        r.stderr().lines().any(|l| l.starts_with("pmixrun: ") && l.contains("n2")),
+        r.stderr()
+            .lines()
+            .any(|l| l.starts_with("pmixrun: ") && l.contains("n2")),
         "no message naming n2: {r:?}"
     );
     // The ranks of n1 and n3 were in the fence: it failed rather than hung.
@@ -1012,6 +1082,8 @@ fn a_daemon_killed_mid_fence_ends_the_run_naming_its_node() {
         [0, 1, 4, 5],
         "{r:?}"
     );
+    // The killed daemon could not remove its own directory: someone else must.
+    f.assert_clean(&r.what);
 }
 
 #[test]
