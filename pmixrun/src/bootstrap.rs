@@ -280,6 +280,11 @@ pub(crate) fn reachable_parent(candidates: &[SocketAddr]) -> Result<SocketAddr, 
             order.push(*a);
         }
     }
+    // One address leaves nothing to choose: a probe would only make the parent log a
+    // handshake that ended before it began.
+    if let [only] = order[..] {
+        return Ok(only);
+    }
     for addr in &order {
         match TcpStream::connect_timeout(addr, CONNECT_PROBE) {
             Ok(_) => return Ok(*addr),

@@ -191,9 +191,11 @@ impl Daemon {
                     Ok(d) => self.delivery(d),
                     Err(_) => Some(Stop::Lifeline("the tree stopped".into())),
                 },
+                // A closed channel is ready at once: replaced by one that never is, or this
+                // loop would spin (a leaf daemon starts no agents).
                 recv(self.events) -> e => match e {
                     Ok(e) => self.event(e),
-                    Err(_) => None,
+                    Err(_) => { self.events = crossbeam_channel::never(); None }
                 },
                 recv(self.agents) -> a => match a {
                     Ok(a) => { self.agent_ended(&a); None }

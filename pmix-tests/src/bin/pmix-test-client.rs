@@ -77,7 +77,8 @@ fn do_fence(c: &Client, procs: &[Proc], info: &[Info], blocking: bool) -> Res {
     }
 }
 
-/// make-check 00-05: fence over a participant spec, flags 'd' (collect) and 'b' (blocking).
+/// make-check 00-05: fence over a participant spec (`@` standing for this process's namespace),
+/// flags 'd' (collect) and 'b' (blocking).
 fn fence(c: &Client, spec: &str, flags: &str) -> Res {
     let me = c.proc().clone();
     let collect = flags.contains('d');
@@ -85,7 +86,7 @@ fn fence(c: &Client, spec: &str, flags: &str) -> Res {
     c.put(Scope::GLOBAL, &fence_key(&me), fence_value(&me))
         .map_err(e("put"))?;
     c.commit().map_err(e("commit"))?;
-    let spec = parse_spec(spec)?;
+    let spec = parse_spec(&spec.replace('@', me.nspace.as_str()))?;
     // Expand wildcards to find who takes part.
     let mut members = Vec::new();
     for p in &spec {
@@ -385,6 +386,16 @@ fn run(args: &[String]) -> Res {
     if scenario == "expect-refused" {
         return expect_refused(arg(1));
     }
+    if scenario == "stuck-fence" {
+        // Before init, so that the client's threads block it too.
+        let term = nix::sys::signal::SigSet::from(nix::sys::signal::Signal::SIGTERM);
+        nix::sys::signal::pthread_sigmask(
+            nix::sys::signal::SigmaskHow::SIG_BLOCK,
+            Some(&term),
+            None,
+        )
+        .map_err(e("blocking SIGTERM"))?;
+    }
     let c = Client::init().map_err(e("init"))?;
     let result = match scenario {
         "fence" => fence(&c, arg(1), arg(2)),
@@ -401,6 +412,8 @@ fn run(args: &[String]) -> Res {
         "abort" => abort(&c, arg(1)),
         "hang" => hang(&c),
         "fence-timeout" => fence_timeout(&c),
+        "nodeinfo" => nodeinfo(&c),
+        "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
         other => Err(format!("unknown scenario {other:?}")),
     };
     result?;
@@ -544,4 +557,73 @@ fn fence_timeout(c: &Client) -> Res {
             .map_err(e("get of rank 0's key"))?;
     }
     c.fence(&[], &[]).map_err(e("fence after the timeout"))
+}
+
+/// `nodeinfo`: where this job's ranks run, as this rank reads it, in one line (for runs over
+/// several nodes): `nodeinfo rank=R num_nodes=N local_size=L local_peers=A,B`
+/// followed by `host.<r>=`, `nodeid.<r>=`, `lrank.<r>=` and `nrank.<r>=` of every rank.
+fn nodeinfo(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
+    let size = job_size(c, &me.nspace)?;
+    let text = |p: &Proc, k: &str| -> Result<String, String> {
+        let v = c.get(p, k, &[]).map_err(e(&format!("{k} of {p}")))?;
+        if let Some(s) = v.as_str() {
+            return Ok(s.to_owned());
+        }
+        v.as_u32()
+            .map(|n| n.to_string())
+            .ok_or_else(|| format!("{k} of {p} is {v:?}"))
+    };
+    let mut line = format!(
+        "nodeinfo rank={} num_nodes={} local_size={} local_peers={}",
+        me.rank,
+        text(&wild, attr::NUM_NODES)?,
+        text(&wild, attr::LOCAL_SIZE)?,
+        text(&wild, attr::LOCAL_PEERS)?,
+    );
+    for r in 0..size {
+        let p = Proc::new(me.nspace.clone(), r);
+        for (name, k) in [
+            ("host", attr::HOSTNAME),
+            ("nodeid", attr::NODEID),
+            ("lrank", attr::LOCAL_RANK),
+            ("nrank", attr::NODE_RANK),
+        ] {
+            line.push_str(&format!(" {name}.{r}={}", text(&p, k)?));
+        }
+    }
+    println!("{line}");
+    Ok(())
+}
+
+/// `stuck-fence <rank> <status|park>`: a job-wide fence that rank `<rank>` (not 0) never joins.
+/// The others put and commit `sf.go`, say "ready" and wait in the fence (`TIMEOUT` 60 s) with
+/// SIGTERM blocked, so that they can say how it failed before the launcher's SIGKILL:
+/// `rank R: fence failed with <status>`. Rank `<rank>` says "ready"; given a status, it waits
+/// for rank 0's commit (rank 0 is then in the fence or about to be) and exits with it without
+/// finalize; given `park`, it waits to be killed.
+fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
+    let me = c.proc().clone();
+    let stuck: u32 = rank.parse().map_err(e("rank"))?;
+    if me.rank.0 == stuck {
+        println!("ready");
+        if how == "park" {
+            park_forever()
+        }
+        let status: i32 = how.parse().map_err(e("status"))?;
+        c.get(&Proc::new(me.nspace.clone(), 0), "sf.go", &[])
+            .map_err(e("get of rank 0's key"))?;
+        std::process::exit(status);
+    }
+    c.put(Scope::GLOBAL, "sf.go", true).map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    println!("ready");
+    match c.fence(&[], &[Info::attr(attr::TIMEOUT, 60i32)]) {
+        Ok(()) => Err(format!("the fence completed without rank {stuck}")),
+        Err(err) => {
+            println!("rank {}: fence failed with {:?}", me.rank, err.status());
+            Err(format!("fence: {err}"))
+        }
+    }
 }
