@@ -167,7 +167,7 @@ impl Server {
         let system_tmpdir = options.system_tmpdir.unwrap_or_else(|| tmpdir.clone());
         let hostname = options.hostname.unwrap_or_else(system_hostname);
         // Those of servers killed before they could remove theirs go first.
-        crate::rendezvous::remove_stale_dirs(&tmpdir, RENDEZVOUS_PREFIX, SOCKET_NAME);
+        Server::remove_stale_dirs(&tmpdir);
         let dir = crate::rendezvous::create_private_dir(&tmpdir, RENDEZVOUS_PREFIX)?;
         let socket = dir.join(SOCKET_NAME);
         let mut cleanup = vec![dir.clone()];
@@ -301,6 +301,14 @@ impl Server {
             .map_err(|_| Error::Stopped)?;
         let _ = self.waker.wake();
         rx.recv().map_err(|_| Error::Stopped)
+    }
+
+    /// Removes the rendezvous directories that servers which are gone left in `tmpdir` (as
+    /// [`Server::init`] does before making its own): for a host that outlives a server killed
+    /// without finalizing, e.g. a process that watches a daemon embedding one. Returns how
+    /// many were removed.
+    pub fn remove_stale_dirs(tmpdir: &Path) -> usize {
+        crate::rendezvous::remove_stale_dirs(tmpdir, RENDEZVOUS_PREFIX, SOCKET_NAME)
     }
 
     /// The path of the server's socket.

@@ -42,10 +42,9 @@ const OUTPUT_BATCH: usize = 64 * 1024;
 /// How long a stopping daemon waits for its processes' last output.
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
-/// `pmixrun` started by its [`crate::guardian`]: reads its [`Boot`] from stdin and runs,
-/// with its server's files in `session`, until the root says the run is over or a lifeline
-/// breaks. Returns the exit status.
-pub(crate) fn run(signals: Signals, session: &std::path::Path) -> u8 {
+/// `pmixrun` started by its [`crate::guardian`]: reads its [`Boot`] from stdin and runs
+/// until the root says the run is over or a lifeline breaks. Returns the exit status.
+pub(crate) fn run(signals: Signals) -> u8 {
     let boot = match bootstrap::read_boot(&mut std::io::stdin().lock()) {
         Ok(b) => b,
         Err(e) => {
@@ -54,7 +53,7 @@ pub(crate) fn run(signals: Signals, session: &std::path::Path) -> u8 {
         }
     };
     crate::init_logging(boot.verbose);
-    match Daemon::start(boot, signals, session) {
+    match Daemon::start(boot, signals) {
         Ok(d) => d.run(),
         Err(e) => {
             eprintln!("pmixrun daemon: {e}");
@@ -95,7 +94,7 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn start(boot: Boot, signals: Signals, session: &std::path::Path) -> Result<Daemon, String> {
+    fn start(boot: Boot, signals: Signals) -> Result<Daemon, String> {
         let me = boot.vertex;
         let local = boot.agent.is_empty();
         let parent = bootstrap::reachable_parent(&boot.parent)?;
@@ -123,7 +122,6 @@ impl Daemon {
             ServerOptions {
                 hostname: Some(boot.node(me).to_owned()),
                 name_service: NameService::Host,
-                tmpdir: Some(session.to_owned()),
                 ..ServerOptions::default()
             },
         )

@@ -1,9 +1,10 @@
 //! What the launch agent starts on a node: a small process that outlives the daemon. It
-//! makes the daemon's session directory (where its PMIx server puts its socket and its
-//! clients' directories), starts the daemon in it, waits for it, and removes the directory
-//! however the daemon ended, SIGKILL included: a failed run leaves nothing in the node's
-//! `/tmp`. The daemon dies with it (parent-death signal), and the daemon's processes with the
-//! daemon.
+//! starts the daemon, waits for it, and then removes the rendezvous directory of the daemon's
+//! PMIx server (its socket and its clients' directories, in the node's `$TMPDIR`) if the
+//! daemon could not, having been killed: a failed run leaves nothing in the node's `/tmp`.
+//! The daemon dies with it (parent-death signal), and the daemon's processes with the daemon.
+//! (The directory is the server's own, not one made here for it: nesting them would lengthen
+//! the socket's path, which must fit in 108 bytes.)
 //!
 //! The guardian passes the daemon its [`Boot`](crate::bootstrap::Boot) and keeps the daemon's
 //! stdin open: closing its own (the agent gone) or a signal stops the daemon, which then
@@ -16,12 +17,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use signal_hook::iterator::Signals;
 
-/// The hidden flag that makes pmixrun the daemon under a guardian; its argument is the
-/// session directory.
+/// The hidden flag that makes pmixrun the daemon under a guardian.
 pub(crate) const WORKER_FLAG: &str = "--pmixrun-internal-daemon-worker";
-
-/// The session directories' names: `pmixrun-daemon.<pid>.<random>`.
-const SESSION_PREFIX: &str = "pmixrun-daemon";
 
 /// Runs the guardian; returns the daemon's exit status.
 pub(crate) fn run(signals: Signals) -> u8 {
@@ -36,19 +33,12 @@ pub(crate) fn run(signals: Signals) -> u8 {
 
 fn guard(signals: Signals) -> Result<u8, String> {
     let boot = read_frame(&mut std::io::stdin().lock())?;
-    let tmp = std::env::temp_dir();
-    // Those of guardians killed before they could remove theirs go first (the pid in the
-    // name is gone; no socket is named, so none is listening).
-    pmix_server::rendezvous::remove_stale_dirs(&tmp, SESSION_PREFIX, "-");
-    let session = pmix_server::rendezvous::create_private_dir(&tmp, SESSION_PREFIX)
-        .map_err(|e| format!("cannot make the daemon's directory: {e}"))?;
-    let result = run_worker(&boot, &session, signals);
-    if let Err(e) = std::fs::remove_dir_all(&session) {
-        eprintln!(
-            "pmixrun daemon: cannot remove {}: {}",
-            session.display(),
-            crate::launch::describe(&e)
-        );
+    let result = run_worker(&boot, signals);
+    // The daemon is gone, so is its server: if the directory is still there, nobody else will
+    // remove it (the daemon's pid in its name is no longer running).
+    let removed = pmix_server::Server::remove_stale_dirs(&std::env::temp_dir());
+    if removed > 0 {
+        tracing::debug!(removed, "removed what the daemon left");
     }
     result
 }
@@ -71,7 +61,7 @@ fn read_frame(input: &mut impl Read) -> Result<Vec<u8>, String> {
     Ok(frame)
 }
 
-fn run_worker(boot: &[u8], session: &std::path::Path, mut signals: Signals) -> Result<u8, String> {
+fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find pmixrun itself: {e}"))?;
     // Through the exec trampoline: the daemon asks to die with its guardian.
     let mut worker = Command::new("/proc/self/exe")
@@ -80,7 +70,6 @@ fn run_worker(boot: &[u8], session: &std::path::Path, mut signals: Signals) -> R
         .arg(&me)
         .arg("pmixrun")
         .arg(WORKER_FLAG)
-        .arg(session)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())

@@ -306,16 +306,14 @@ fn main() -> ExitCode {
         return ExitCode::from(launch::exec_program(&argv[1..]));
     }
     let daemon = argv.first().is_some_and(|a| a == bootstrap::DAEMON_FLAG);
-    let worker = match argv.as_slice() {
-        [flag, dir] if flag == guardian::WORKER_FLAG => Some(std::path::PathBuf::from(dir)),
-        _ => None,
-    };
+    let worker = argv.first().is_some_and(|a| a == guardian::WORKER_FLAG);
     launch::raise_descriptor_limit();
-    if daemon || worker.is_some() {
+    if daemon || worker {
         return match catch_signals() {
-            Ok(signals) => ExitCode::from(match worker {
-                Some(session) => daemon::run(signals, &session),
-                None => guardian::run(signals),
+            Ok(signals) => ExitCode::from(if worker {
+                daemon::run(signals)
+            } else {
+                guardian::run(signals)
             }),
             Err(e) => {
                 eprintln!("pmixrun daemon: {e}");

@@ -239,47 +239,23 @@ fn random_secret() -> Result<[u8; pmix_tree::net::SECRET_LEN], String> {
     Ok(s)
 }
 
-/// A name server private to this run, in a private directory removed with it.
-fn private_nameserver(host: &str) -> Result<(Arc<NameServerClient>, PrivateNames), String> {
+/// A name server private to this run. Its socket (in a private directory) is removed as soon
+/// as the root, its only client, is connected: nothing of it stays in `$TMPDIR`, even if the
+/// root is killed.
+fn private_nameserver(host: &str) -> Result<(Arc<NameServerClient>, NameServer), String> {
     let tmp = std::env::temp_dir();
     let dir = pmix_server::rendezvous::create_private_dir(&tmp, crate::NAMESERVER_PREFIX)
         .map_err(|e| format!("cannot make the name server's directory: {e}"))?;
     let path = dir.join(crate::NAMESERVER_SOCKET);
-    let server = match NameServer::start(&path, 0o600) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_dir_all(&dir);
-            return Err(format!("cannot start the name server: {e}"));
-        }
-    };
-    let own = PrivateNames {
-        server: Some(server),
-        dir,
-    };
-    let client = NameServerClient::connect(own.uri(), host)
-        .map_err(|e| format!("cannot use the run's name server: {e}"))?;
-    Ok((Arc::new(client), own))
-}
-
-/// The run's own name server, stopped and removed when dropped.
-struct PrivateNames {
-    server: Option<NameServer>,
-    dir: PathBuf,
-}
-
-impl PrivateNames {
-    fn uri(&self) -> &str {
-        self.server.as_ref().map_or("", NameServer::uri)
-    }
-}
-
-impl Drop for PrivateNames {
-    fn drop(&mut self) {
-        if let Some(s) = self.server.take() {
-            s.stop();
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+    let connected = NameServer::start(&path, 0o600)
+        .map_err(|e| format!("cannot start the name server: {e}"))
+        .and_then(|server| {
+            NameServerClient::connect(server.uri(), host)
+                .map(|client| (Arc::new(client), server))
+                .map_err(|e| format!("cannot use the run's name server: {e}"))
+        });
+    let _ = std::fs::remove_dir_all(&dir);
+    connected
 }
 
 /// Waits until every daemon said it is up, or says why not.
