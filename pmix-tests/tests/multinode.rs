@@ -543,9 +543,6 @@ fn get_of_a_rank_on_another_node_by_direct_modex() {
     let r = f.run("n1:1,n2:1,n3:1", &["-n", "3", &client(), "get-semantics"]);
     r.assert_ok();
     assert_eq!(r.oks(), 3, "{r:?}");
-    // LOCAL / REMOTE / GLOBAL scopes after a collecting fence over two nodes.
-    let r = f.run("n1:1,n2:1", &["-n", "2", &client(), "scope"]);
-    r.assert_ok();
 }
 
 // ---- names, spawn, connect, events, abort -----------------------------------------------

@@ -1395,13 +1395,13 @@ impl Engine {
             );
         } else if op.remote {
             // This node's contribution: the data other nodes may see of the local
-            // participants that committed, for a collecting fence as for a connect (whose
-            // participants see each other's data after). A barrier carries none: gets after
-            // it ask the process's node (and one that never committed must not look as if
-            // it had, or a get would not wait for its commit).
+            // participants that committed, for a fence as for a connect (whose participants
+            // see each other's data after). Also for a fence that collects nothing: PMI-1's
+            // barrier is one, and its gets look for a key in whatever this node holds. One
+            // that never committed is left out: it must not look as if it had, or a get
+            // elsewhere would not wait for its commit.
             let mut contrib = Vec::new();
-            let carries_data = op.kind == Kind::Connect || op.waiters.iter().any(|w| w.collect);
-            for &(ns, rank) in op.local.iter().filter(|_| carries_data) {
+            for &(ns, rank) in &op.local {
                 if !self.committed.contains_key(&(ns, rank)) {
                     continue;
                 }
