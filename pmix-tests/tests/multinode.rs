@@ -1091,7 +1091,7 @@ fn daemons_whose_root_dies_kill_their_ranks_and_exit() {
     let daemons = f
         .procs()
         .iter()
-        .filter(|p| p.cmdline.contains("--pmixrun-internal-daemon"))
+        .filter(|p| p.cmdline.contains("--pmixrun-internal-daemon-worker"))
         .count();
     assert_eq!(daemons, 3, "{:#?}", f.procs());
     kill(live.pid(), Signal::SIGKILL).expect("killing pmixrun");

@@ -1130,6 +1130,40 @@ impl Engine {
         if target.rank.0 >= nsinfo.size {
             return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
         }
+        // A reserved key of a process (its node, its local rank...) is job data, which this
+        // server holds for every process of the job: never waited for, never asked of the
+        // process's node (libpmix clients ask for those of processes on other nodes).
+        if let Some(k) = key.as_ref().filter(|k| k.is_reserved()) {
+            let own = nsinfo
+                .job
+                .procs
+                .iter()
+                .find(|p| p.rank == target.rank)
+                .and_then(|p| p.info.iter().find(|i| i.key == *k));
+            if let Some(found) = own {
+                let kv = Kv {
+                    scope: Scope::GLOBAL,
+                    key: k.clone(),
+                    value: found.value.clone(),
+                };
+                let data = vec![ProcKvs {
+                    proc: target.clone(),
+                    kvs: vec![kv],
+                }];
+                let body = ReplyBody::Get {
+                    data,
+                    jobs: Vec::new(),
+                };
+                return self.reply(
+                    conn,
+                    id,
+                    Reply {
+                        status: Status::SUCCESS,
+                        body,
+                    },
+                );
+            }
+        }
         let t = (ns, target.rank);
         let local = nsinfo.is_local(target.rank);
         if self.committed.contains_key(&t) {

@@ -1728,3 +1728,39 @@ fn a_process_ended_on_another_node_fails_what_waits_for_it_here() {
     assert!(s.replies.is_empty(), "rank 2 is not gone: {:?}", s.replies);
     let _ = g2;
 }
+
+#[test]
+fn reserved_keys_of_a_remote_process_come_from_job_data_at_once() {
+    let mut s = Sim::new();
+    // Rank 0 here on node0; rank 1 on node1, which never committed.
+    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[vec![0u32], vec![1]]).unwrap();
+    let info = vec![
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+    ];
+    s.eng.register_nspace(ns("m"), 1, &info).unwrap();
+    s.eng
+        .register_client(&Proc::new(ns("m"), 0), UID, GID, proofs("m", 0))
+        .unwrap();
+    s.connect(0, "m", 0);
+    let g = s.send(0, get(Proc::new(ns("m"), 1), attr::NODEID, vec![]));
+    let rep = s.reply(0, g);
+    assert_eq!(rep.status, Status::SUCCESS);
+    let ReplyBody::Get { data, .. } = rep.body else {
+        panic!("not get data: {:?}", rep.body)
+    };
+    assert_eq!(data[0].kvs[0].value, Value::Uint32(1));
+    assert!(
+        s.host_calls.is_empty(),
+        "asked the host: {:?}",
+        s.host_calls
+    );
+    // A key of the process's own is still waited for (and fetched from its node).
+    let g = s.send(0, get(Proc::new(ns("m"), 1), "mine", vec![]));
+    assert!(s.take_reply(0, g).is_none());
+    assert!(matches!(
+        s.host_calls.first(),
+        Some((_, HostCall::DirectModex { .. }))
+    ));
+}
