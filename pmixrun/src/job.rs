@@ -148,6 +148,24 @@ pub(crate) fn spawn_apps(apps: &[pmix_server::App], job_info: &[Info]) -> Result
         .collect()
 }
 
+/// A spawn request as a job: its application contexts ([`spawn_apps`]) and their layout.
+pub(crate) fn spawn_job(
+    apps: &[pmix_server::App],
+    job_info: &[Info],
+) -> Result<(Vec<App>, Layout), String> {
+    let apps = spawn_apps(apps, job_info)?;
+    let layout = Layout::new(&apps)?;
+    Ok((apps, layout))
+}
+
+/// The namespace of the run's `n`-th spawned job: `<first>.<n>`.
+pub(crate) fn spawned_nspace(
+    first: &pmix_types::Nspace,
+    n: u32,
+) -> Result<pmix_types::Nspace, String> {
+    pmix_types::Nspace::new(format!("{first}.{n}")).map_err(|e| format!("cannot name the job: {e}"))
+}
+
 /// What the registration of a spawned job of `size` processes adds to [`job_info`]: who
 /// spawned it (`PMIX_PARENT_ID`, job level), that it was spawned (`PMIX_SPAWNED`, at the job
 /// level and in each rank's own data, where the server would otherwise derive `false`), and

@@ -249,8 +249,8 @@ impl Jobs for RunJobs<'_> {
             message,
             partial: None,
         };
-        let apps = job::spawn_apps(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
-        let layout = Layout::new(&apps).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let (apps, layout) =
+            job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         // What can be checked before anything is registered or started, is.
         let user_env: Vec<_> = apps.iter().map(launch::app_env).collect();
         for (app, env) in apps.iter().zip(&user_env) {
@@ -265,12 +265,8 @@ impl Jobs for RunJobs<'_> {
         }
         self.spawned += 1;
         let n = self.spawned;
-        let nspace = Nspace::new(format!("{}.{n}", self.first)).map_err(|e| {
-            refuse(
-                Status::ERR_JOB_FAILED_TO_LAUNCH,
-                format!("cannot name the job: {e}"),
-            )
-        })?;
+        let nspace = job::spawned_nspace(&self.first, n)
+            .map_err(|m| refuse(Status::ERR_JOB_FAILED_TO_LAUNCH, m))?;
         let extra = job::spawned_info(parent, job_info, layout.size);
         if let Err(message) = self.register(&nspace, &apps, &layout, extra) {
             return Err(SpawnFailed {

@@ -685,19 +685,15 @@ impl Jobs for RootJobs {
             message,
             partial: None,
         };
-        let apps = job::spawn_apps(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
-        let layout = Layout::new(&apps).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let (apps, layout) =
+            job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let placement = Placement::spawn(&self.nodes, &self.usage, &layout, self.oversubscribe)
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
         let user_env: Vec<_> = apps.iter().map(crate::launch::app_env).collect();
         self.spawned += 1;
         let n = self.spawned;
-        let nspace = Nspace::new(format!("{}.{n}", self.first)).map_err(|e| {
-            refuse(
-                Status::ERR_JOB_FAILED_TO_LAUNCH,
-                format!("cannot name the job: {e}"),
-            )
-        })?;
+        let nspace = job::spawned_nspace(&self.first, n)
+            .map_err(|m| refuse(Status::ERR_JOB_FAILED_TO_LAUNCH, m))?;
         let extra = job::spawned_info(parent, job_info, layout.size);
         self.launch(&nspace, n, &apps, &layout, placement, &user_env, extra)
             .map_err(|f| SpawnFailed {
