@@ -319,6 +319,9 @@ pub(crate) struct Engine {
     /// Processes whose data is here (committed locally, or brought from other nodes), with
     /// the sequence number of their latest commit.
     committed: HashMap<(NsId, Rank), u64>,
+    /// Of the local processes, the commit last sent to other nodes in a fence's contribution:
+    /// a barrier sends only what they have committed since.
+    shipped: HashMap<(NsId, Rank), u64>,
     /// Counts commits: the sequence number of the latest.
     commit_seq: u64,
     /// Participant lists of collecting fences, numbered (see `Conn::collected`).
@@ -387,6 +390,7 @@ impl Engine {
             conns: HashMap::new(),
             store: Store::default(),
             committed: HashMap::new(),
+            shipped: HashMap::new(),
             commit_seq: 0,
             participant_ids: HashMap::new(),
             gone: HashMap::new(),
@@ -497,6 +501,7 @@ impl Engine {
         self.clients.retain(|(n, _), _| *n != id);
         self.connected.retain(|(a, b)| *a != id && *b != id);
         self.committed.retain(|(n, _), _| *n != id);
+        self.shipped.retain(|(n, _), _| *n != id);
         self.gone.retain(|(n, _), _| *n != id);
         self.store.purge_nspace(id);
         let waiting: Vec<_> = self
@@ -1429,16 +1434,22 @@ impl Engine {
             );
         } else if op.remote {
             // This node's contribution: the data other nodes may see of the local
-            // participants that committed, for a fence as for a connect (whose participants
-            // see each other's data after). Also for a fence that collects nothing: PMI-1's
-            // barrier is one, and its gets look for a key in whatever this node holds. One
-            // that never committed is left out: it must not look as if it had, or a get
-            // elsewhere would not wait for its commit.
+            // participants that committed, for a collecting fence as for a connect (whose
+            // participants see each other's data after). A fence that collects nothing
+            // carries what was committed since it was last sent: PMI-1's barrier is one, and
+            // its gets look for a key in whatever this node holds. One that never committed
+            // is left out: it must not look as if it had, or a get elsewhere would not wait
+            // for its commit.
+            let collect = op.kind == Kind::Connect || op.waiters.iter().any(|w| w.collect);
+            let senders: Vec<((NsId, Rank), u64)> = op
+                .local
+                .iter()
+                .filter_map(|p| Some((*p, *self.committed.get(p)?)))
+                .filter(|(p, seq)| collect || self.shipped.get(p) != Some(seq))
+                .collect();
             let mut contrib = Vec::new();
-            for &(ns, rank) in &op.local {
-                if !self.committed.contains_key(&(ns, rank)) {
-                    continue;
-                }
+            for ((ns, rank), seq) in senders {
+                self.shipped.insert((ns, rank), seq);
                 if let Some(nsinfo) = self.nspaces.get(&ns) {
                     let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
                     contrib.push(ProcKvs {
