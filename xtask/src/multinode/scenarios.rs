@@ -1,6 +1,6 @@
 //! The scenarios, in the order they run. The reference ones (MPICH's Hydra, Open MPI's
-//! `mpirun`) prove the cluster and the harness; the `pmixrun` ones are written against the
-//! multi-node command line (`--host`, `--launch-agent`) and fail until it lands.
+//! `mpirun`) prove the cluster and the harness; the `pmixrun` ones run pmixrun's multi-node
+//! command line (`--host`, `--launch-agent`) over real ssh.
 
 use std::cell::Cell;
 use std::path::{Path, PathBuf};
@@ -83,7 +83,7 @@ pub(crate) struct Scenario {
     pub(crate) name: &'static str,
     /// One line: what it shows.
     pub(crate) what: &'static str,
-    /// Runs `pmixrun` multi-node (fails until that works; `--references-only` skips it).
+    /// Runs `pmixrun` multi-node (`--references-only` skips it).
     pub(crate) pmixrun: bool,
     /// The whole scenario's deadline: every command of it is killed then.
     pub(crate) deadline: Duration,
