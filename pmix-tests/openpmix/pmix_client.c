@@ -118,6 +118,49 @@ static pmix_proc_t proc_of(pmix_rank_t rank)
     return p;
 }
 
+/* The node id of `proc`, whose hostname is `host`; `my_host` is this process's.
+ *
+ * libpmix 4.2 answers a get of a node-level key (PMIX_NODEID among them) of a rank on
+ * another node from that node's info array, and its hash store files an array's node id
+ * apart from the keys that lookup searches: the plain get is NOT_FOUND, answered without
+ * asking the server, whatever the server sent (the real OpenPMIx server too; OpenPMIx's
+ * master reads the rank's own data instead). For such a rank only, a NOT_FOUND is retried
+ * with PMIX_JOB_INFO, which makes libpmix 4.2 read the rank's own data, where the server
+ * also puts its node id. A rank on this node must answer the plain get. */
+static uint32_t nodeid_of(const pmix_proc_t *proc, const char *host, const char *my_host)
+{
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get(proc, PMIX_NODEID, NULL, 0, &v);
+    if (rc == PMIX_ERR_NOT_FOUND && strcmp(host, my_host) != 0) {
+        pmix_info_t job_realm;
+        PMIX_INFO_LOAD(&job_realm, PMIX_JOB_INFO, NULL, PMIX_BOOL);
+        rc = PMIx_Get(proc, PMIX_NODEID, &job_realm, 1, &v);
+        PMIX_INFO_DESTRUCT(&job_realm);
+    }
+    if (rc != PMIX_SUCCESS)
+        fail("get %s of %s:%u (on %s): %s (%d)", PMIX_NODEID, proc->nspace, proc->rank, host,
+             PMIx_Error_string(rc), rc);
+    if (v == NULL || v->type != PMIX_UINT32)
+        fail("get %s of %s:%u: no uint32", PMIX_NODEID, proc->nspace, proc->rank);
+    uint32_t id = v->data.uint32;
+    PMIX_VALUE_RELEASE(v);
+    return id;
+}
+
+/* Whether rank `r` runs on this node (by hostname), checked against its node id. */
+static bool on_my_node(pmix_rank_t r, const char *my_host, uint32_t my_node)
+{
+    pmix_proc_t p = proc_of(r);
+    char *h = get_str(&p, PMIX_HOSTNAME);
+    bool same = strcmp(h, my_host) == 0;
+    uint32_t nid = nodeid_of(&p, h, my_host);
+    if (same != (nid == my_node))
+        fail("rank %u on %s has node id %u, this rank on %s node id %u", r, h, nid, my_host,
+             my_node);
+    free(h);
+    return same;
+}
+
 /* ---- job ------------------------------------------------------------------------------- */
 
 static void scenario_job(void)
@@ -165,12 +208,15 @@ static void scenario_job(void)
     for (pmix_rank_t r = 0; r < size; r++) {
         pmix_proc_t p = proc_of(r);
         char *h = get_str(&p, PMIX_HOSTNAME);
-        uint32_t nid = get_u32(&p, PMIX_NODEID);
+        uint32_t nid = nodeid_of(&p, h, hostname);
         uint16_t lr = get_u16(&p, PMIX_LOCAL_RANK);
         (void)get_u32(&p, PMIX_APPNUM);
         if (r == me.rank && (strcmp(h, hostname) != 0 || nid != nodeid || lr != local_rank))
             fail("my own data read as a peer's differs: host %s/%s nodeid %u/%u lrank %u/%u", h,
                  hostname, nid, nodeid, lr, local_rank);
+        if ((strcmp(h, hostname) == 0) != (nid == nodeid))
+            fail("rank %u on %s has node id %u, this rank on %s node id %u", r, h, nid,
+                 hostname, nodeid);
         free(h);
     }
 
@@ -329,10 +375,10 @@ static void scenario_modex(bool collect)
     PMIX_INFO_DESTRUCT(&info);
 
     uint32_t my_node = get_u32(&me, PMIX_NODEID);
-    for (pmix_rank_t r = 0; r < job_size; r++) {
-        pmix_proc_t p = proc_of(r);
-        check_peer(r, get_u32(&p, PMIX_NODEID) == my_node);
-    }
+    char *my_host = get_str(&me, PMIX_HOSTNAME);
+    for (pmix_rank_t r = 0; r < job_size; r++)
+        check_peer(r, on_my_node(r, my_host, my_node));
+    free(my_host);
     /* A key nobody put is an error. Asked with PMIX_IMMEDIATE: without it OpenPMIx's server
      * holds the request for the key to appear, and answers PMIX_ERR_TIMEOUT after 2 s. */
     pmix_proc_t peer = proc_of((me.rank + 1) % job_size);
@@ -374,10 +420,10 @@ static void scenario_peers(void)
     MUST(PMIx_Commit());
     collect_fence();
     uint32_t my_node = get_u32(&me, PMIX_NODEID);
-    for (pmix_rank_t r = 0; r < job_size; r++) {
-        pmix_proc_t p = proc_of(r);
-        check_peer_keys(r, get_u32(&p, PMIX_NODEID) == my_node, false);
-    }
+    char *my_host = get_str(&me, PMIX_HOSTNAME);
+    for (pmix_rank_t r = 0; r < job_size; r++)
+        check_peer_keys(r, on_my_node(r, my_host, my_node), false);
+    free(my_host);
     /* No rank changes its values before every rank has read them. */
     MUST(PMIx_Fence(NULL, 0, NULL, 0));
 

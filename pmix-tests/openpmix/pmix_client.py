@@ -80,6 +80,38 @@ def get_fails(proc, key, infos=None):
     return rc != pmix.PMIX_SUCCESS
 
 
+def nodeid_of(proc, host, my_host):
+    """The node id of `proc`, whose hostname is `host`; `my_host` is this process's.
+
+    libpmix 4.2 answers a get of a node-level key (PMIX_NODEID among them) of a rank on another
+    node from that node's info array, and its hash store files an array's node id apart from
+    the keys that lookup searches: the plain get is NOT_FOUND, answered without asking the
+    server, whatever the server sent (the real OpenPMIx server too). For such a rank only, a
+    NOT_FOUND is retried with PMIX_JOB_INFO, which makes libpmix 4.2 read the rank's own data,
+    where the server also puts its node id. A rank on this node must answer the plain get."""
+    rc, val = CLIENT.get(proc, pmix.PMIX_NODEID, [])
+    if rc == pmix.PMIX_ERR_NOT_FOUND and host != my_host:
+        rc, val = CLIENT.get(proc, pmix.PMIX_NODEID, [info(pmix.PMIX_JOB_INFO, True,
+                                                             pmix.PMIX_BOOL)])
+    if rc != pmix.PMIX_SUCCESS:
+        fail("get %s of %s:%d (on %s): %s" % (pmix.PMIX_NODEID, proc["nspace"], proc["rank"],
+                                              host, err(rc)))
+    if val is None or val.get("val_type") != pmix.PMIX_UINT32:
+        fail("get %s of %s:%d: %r, expected a uint32" % (pmix.PMIX_NODEID, proc["nspace"],
+                                                         proc["rank"], val))
+    return val["value"]
+
+
+def on_my_node(r, my_host, my_node):
+    """Whether rank `r` runs on this node (by hostname), checked against its node id."""
+    h = get_typed(proc_of(r), pmix.PMIX_HOSTNAME, pmix.PMIX_STRING)
+    nid = nodeid_of(proc_of(r), h, my_host)
+    if (h == my_host) != (nid == my_node):
+        fail("rank %d on %s has node id %d, this rank on %s node id %d"
+             % (r, h, nid, my_host, my_node))
+    return h == my_host
+
+
 def key(name):
     return name.decode() if isinstance(name, bytes) else name
 
@@ -117,11 +149,14 @@ def scenario_job():
     for r in range(size):
         p = proc_of(r)
         h = get_typed(p, pmix.PMIX_HOSTNAME, pmix.PMIX_STRING)
-        nid = get_typed(p, pmix.PMIX_NODEID, pmix.PMIX_UINT32)
+        nid = nodeid_of(p, h, hostname)
         lr = get_typed(p, pmix.PMIX_LOCAL_RANK, pmix.PMIX_UINT16)
         get_typed(p, pmix.PMIX_APPNUM, pmix.PMIX_UINT32)
         if r == ME["rank"] and (h, nid, lr) != (hostname, nodeid, local_rank):
             fail("my own data read as a peer's differs: %r" % ((h, nid, lr),))
+        if (h == hostname) != (nid == nodeid):
+            fail("rank %d on %s has node id %d, this rank on %s node id %d"
+                 % (r, h, nid, hostname, nodeid))
     say("job rank=%d size=%d local_size=%d univ_size=%d num_nodes=%d nodeid=%d hostname=%s "
         "local_rank=%d node_rank=%d appnum=%d nspace=%s"
         % (ME["rank"], size, local_size, univ_size, num_nodes, nodeid, hostname, local_rank,
@@ -215,8 +250,9 @@ def scenario_modex(collect):
     infos = [info(pmix.PMIX_COLLECT_DATA, True, pmix.PMIX_BOOL)] if collect else []
     must("fence", CLIENT.fence([wildcard()], infos))
     my_node = get_typed(ME, pmix.PMIX_NODEID, pmix.PMIX_UINT32)
+    my_host = get_typed(ME, pmix.PMIX_HOSTNAME, pmix.PMIX_STRING)
     for r in range(JOB_SIZE):
-        check_peer(r, get_typed(proc_of(r), pmix.PMIX_NODEID, pmix.PMIX_UINT32) == my_node)
+        check_peer(r, on_my_node(r, my_host, my_node))
     immediate = [info(pmix.PMIX_IMMEDIATE, True, pmix.PMIX_BOOL)]
     peer = proc_of((ME["rank"] + 1) % JOB_SIZE)
     if not get_fails(peer, "oracle.never.put", immediate):
