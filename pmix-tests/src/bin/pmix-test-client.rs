@@ -601,8 +601,8 @@ fn nodeinfo(c: &Client) -> Res {
 /// The others put and commit `sf.go`, say "ready" and wait in the fence (`TIMEOUT` 60 s) with
 /// SIGTERM blocked, so that they can say how it failed before the launcher's SIGKILL:
 /// `rank R: fence failed with <status>`. Rank `<rank>` says "ready"; given a status, it waits
-/// for rank 0's commit (rank 0 is then in the fence or about to be) and exits with it without
-/// finalize; given `park`, it waits to be killed.
+/// for every other rank's commit (each is then in the fence or about to be, SIGTERM blocked)
+/// and exits with it without finalize; given `park`, it waits to be killed.
 fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
     let me = c.proc().clone();
     let stuck: u32 = rank.parse().map_err(e("rank"))?;
@@ -612,8 +612,10 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
             park_forever()
         }
         let status: i32 = how.parse().map_err(e("status"))?;
-        c.get(&Proc::new(me.nspace.clone(), 0), "sf.go", &[])
-            .map_err(e("get of rank 0's key"))?;
+        for r in (0..job_size(c, &me.nspace)?).filter(|r| *r != stuck) {
+            c.get(&Proc::new(me.nspace.clone(), r), "sf.go", &[])
+                .map_err(e("get of a peer's key"))?;
+        }
         std::process::exit(status);
     }
     c.put(Scope::GLOBAL, "sf.go", true).map_err(e("put"))?;
