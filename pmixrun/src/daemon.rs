@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use pmix_server::types::{Nspace, Proc, Status};
+use pmix_server::types::{Proc, Status};
 use pmix_server::{NameService, Server, ServerOptions};
 use pmix_tree::{Config, Delivery, Dest, Tree, Vertex};
 use signal_hook::iterator::Signals;
@@ -88,9 +88,8 @@ struct Daemon {
     running: HashMap<Proc, Pid>,
     lines: Option<Sender<Line>>,
     acks: Sender<u64>,
-    forwarder: Option<std::thread::JoinHandle<()>>,
-    /// Jobs by namespace: their output tag.
-    tags: HashMap<Nspace, u32>,
+    /// Says when the output thread ended; taken once the run is over.
+    forwarder: Option<Receiver<()>>,
 }
 
 impl Daemon {
@@ -178,7 +177,6 @@ impl Daemon {
             lines: Some(lines_tx),
             acks,
             forwarder: Some(forwarder),
-            tags: HashMap::new(),
         })
     }
 
@@ -295,7 +293,6 @@ impl Daemon {
             Msg::JobEnded(nspace) => {
                 self.server.deregister_nspace(&nspace);
                 self.jobs.remove(&nspace);
-                self.tags.remove(&nspace);
             }
             Msg::OutputAck(n) => {
                 let _ = self.acks.send(n);
@@ -311,11 +308,12 @@ impl Daemon {
     fn finish_output(&mut self) {
         self.kill_all();
         self.lines = None;
-        if let Some(f) = self.forwarder.take() {
-            let deadline = Instant::now() + OUTPUT_DRAIN;
-            while !f.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(5));
-            }
+        let drained = self
+            .forwarder
+            .take()
+            .is_none_or(|done| done.recv_timeout(OUTPUT_DRAIN).is_ok());
+        if !drained {
+            tracing::warn!("output still open after every process ended; not waiting for it");
         }
         self.tree.send(Dest::Vertex(0), encode(&Msg::Done));
     }
@@ -334,7 +332,6 @@ impl Daemon {
             .collect();
         self.jobs
             .insert(l.nspace.clone(), Placed::new(l.vertex_of_rank.clone()));
-        self.tags.insert(l.nspace.clone(), l.tag);
         let mut report = Started {
             nspace: l.nspace.clone(),
             vertex: me,
@@ -466,44 +463,53 @@ fn watch_stdin(events: Sender<Event>) -> Result<(), String> {
 }
 
 /// Starts the thread that sends the processes' output to the root, no more than
-/// [`OUTPUT_WINDOW`] bytes ahead of what the root has written. It ends once every reader has.
+/// [`OUTPUT_WINDOW`] bytes ahead of what the root has written. It ends once every reader has,
+/// and then sends on the channel returned, so that its end can be awaited with a deadline.
 fn start_forwarder(
     tree: Arc<Tree>,
     lines: Receiver<Line>,
     acks: Receiver<u64>,
-) -> Result<std::thread::JoinHandle<()>, String> {
+) -> Result<Receiver<()>, String> {
+    let (done_tx, done) = bounded(1);
     std::thread::Builder::new()
         .name("output".into())
         .spawn(move || {
-            let mut unacked: u64 = 0;
-            while let Ok(first) = lines.recv() {
-                let mut batch = Vec::new();
-                let mut size = 0;
-                let mut next = Some(first);
-                while let Some(line) = next.take() {
-                    size += line.bytes.len();
-                    batch.push(OutputLine {
-                        job: line.job,
-                        rank: line.rank,
-                        stderr: line.stream == Stream::Stderr,
-                        bytes: line.bytes,
-                    });
-                    if size < OUTPUT_BATCH {
-                        next = lines.try_recv().ok();
-                    }
-                }
-                while unacked > OUTPUT_WINDOW {
-                    match acks.recv() {
-                        Ok(n) => unacked = unacked.saturating_sub(n),
-                        Err(_) => return,
-                    }
-                }
-                while let Ok(n) = acks.try_recv() {
-                    unacked = unacked.saturating_sub(n);
-                }
-                unacked += size as u64;
-                tree.send(Dest::Vertex(0), encode(&Msg::Output(batch)));
-            }
+            forward(&tree, &lines, &acks);
+            let _ = done_tx.send(());
         })
-        .map_err(|e| format!("cannot start the output thread: {e}"))
+        .map_err(|e| format!("cannot start the output thread: {e}"))?;
+    Ok(done)
+}
+
+/// The forwarder's loop: batches of lines to the root, within the window.
+fn forward(tree: &Tree, lines: &Receiver<Line>, acks: &Receiver<u64>) {
+    let mut unacked: u64 = 0;
+    while let Ok(first) = lines.recv() {
+        let mut batch = Vec::new();
+        let mut size = 0;
+        let mut next = Some(first);
+        while let Some(line) = next.take() {
+            size += line.bytes.len();
+            batch.push(OutputLine {
+                job: line.job,
+                rank: line.rank,
+                stderr: line.stream == Stream::Stderr,
+                bytes: line.bytes,
+            });
+            if size < OUTPUT_BATCH {
+                next = lines.try_recv().ok();
+            }
+        }
+        while unacked > OUTPUT_WINDOW {
+            match acks.recv() {
+                Ok(n) => unacked = unacked.saturating_sub(n),
+                Err(_) => return,
+            }
+        }
+        while let Ok(n) = acks.try_recv() {
+            unacked = unacked.saturating_sub(n);
+        }
+        unacked += size as u64;
+        tree.send(Dest::Vertex(0), encode(&Msg::Output(batch)));
+    }
 }
