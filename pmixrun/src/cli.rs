@@ -79,8 +79,8 @@ could not be found.";
         forwards their output and signals, and exits with the job's status. Its processes \
         may spawn further jobs, which pmixrun starts the same way and waits for too. With \
         --host or --hostfile the job spans several hosts: pmixrun starts a daemon on each \
-        other host (over ssh, or as local processes with --launcher local), and the \
-        daemons, each with a PMIx server of its own, start and serve their host's processes.",
+        host (over ssh, or as local processes with --launcher local), and the daemons, each \
+        with a PMIx server of its own, start and serve their host's processes.",
     after_long_help = EXAMPLES,
     override_usage = "pmixrun [OPTIONS] [-n N] PROGRAM [ARGS]... [: [-n N] PROGRAM [ARGS]...]..."
 )]
@@ -107,7 +107,7 @@ struct Later {
 #[derive(Args, Debug)]
 struct Global {
     /// Prefix every line a process writes with its rank, as `[rank] ` (`[n:rank] ` in the
-    /// n-th spawned job).
+    /// n-th spawned job; `[rank@host] ` when the job spans hosts).
     #[arg(long)]
     tag_output: bool,
     /// Kill every job and fail when the run (spawned jobs included) has not finished after
