@@ -28,6 +28,7 @@ mod exec;
 mod launch;
 mod multinode;
 mod report;
+mod tree_sim;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -69,6 +70,8 @@ options:
     --out FILE         also write the report (machine, command, table, goals) as Markdown
     --multinode        instead: launchers side by side on the pretend cluster, as root
                        (`cargo xtask bench --multinode --help`)
+    --tree-sim         instead: the daemon tree's fence in simulation, up to 16,384 nodes
+                       (`cargo xtask bench --tree-sim --help`)
     -h, --help         this text";
 
 /// What the command line asked for.
@@ -200,6 +203,14 @@ impl Options {
 
 /// Entry point of `cargo xtask bench`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--tree-sim") {
+        let rest: Vec<String> = args
+            .iter()
+            .filter(|a| *a != "--tree-sim")
+            .cloned()
+            .collect();
+        return tree_sim::run(&rest);
+    }
     if args.iter().any(|a| a == "--multinode") {
         let rest: Vec<String> = args
             .iter()
