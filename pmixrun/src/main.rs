@@ -19,6 +19,8 @@ mod launch;
 mod output;
 mod placement;
 mod root;
+mod root_jobs;
+mod root_sink;
 mod run_msg;
 mod supervise;
 

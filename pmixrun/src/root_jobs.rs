@@ -1,0 +1,227 @@
+//! What the supervisor acts through at the root of a multi-node run: the daemons, over the
+//! tree. Launching a job (the first and every spawned one) registers it on every daemon and
+//! waits for each to report its ranks started.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
+use nix::sys::signal::Signal;
+use nix::unistd::Pid;
+use pmix_server::NameServerClient;
+use pmix_server::types::{Info, Nspace, Proc, Status};
+use pmix_tree::{Dest, Tree, Vertex};
+
+use crate::cli::{App, Protocol};
+use crate::daemon_host::{Placed, Placements};
+use crate::job::{self, Layout};
+use crate::placement::{NodeList, Placement, SlotUsage};
+use crate::root::LAUNCH_TIMEOUT;
+use crate::root_sink::Control;
+use crate::run_msg::{Launch, Msg, WireApp, encode};
+use crate::supervise::{self, Jobs, SpawnFailed};
+
+/// A job that did not start on every daemon.
+#[derive(Debug)]
+pub(crate) struct NotLaunched {
+    pub(crate) status: Status,
+    pub(crate) exit: u8,
+    pub(crate) message: String,
+    pub(crate) partial: Option<supervise::Started>,
+}
+
+/// What the supervisor acts through at the root: the daemons, over the tree.
+pub(crate) struct RootJobs {
+    pub(crate) tree: Arc<Tree>,
+    pub(crate) control: Receiver<Control>,
+    pub(crate) places: Arc<Placements>,
+    pub(crate) nodes: NodeList,
+    pub(crate) usage: SlotUsage,
+    pub(crate) placements: HashMap<Nspace, Placement>,
+    pub(crate) names: Arc<NameServerClient>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) first: Nspace,
+    pub(crate) spawned: u32,
+    pub(crate) pmi: Protocol,
+    pub(crate) oversubscribe: bool,
+    pub(crate) daemons: u32,
+    pub(crate) lost: Arc<Mutex<HashSet<Vertex>>>,
+    /// The root's environment, beneath each application context's own variables.
+    pub(crate) forwarded: Vec<(OsString, OsString)>,
+}
+
+impl RootJobs {
+    /// Registers `nspace` on every daemon and starts its processes where `placement` says.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn launch(
+        &mut self,
+        nspace: &Nspace,
+        tag: u32,
+        apps: &[App],
+        layout: &Layout,
+        placement: Placement,
+        user_env: &[Vec<(OsString, OsString)>],
+        extra: Vec<Info>,
+    ) -> Result<supervise::Started, NotLaunched> {
+        let refuse = |message: String| NotLaunched {
+            status: Status::ERR_JOB_FAILED_TO_LAUNCH,
+            exit: 1,
+            message,
+            partial: None,
+        };
+        let mut info = job::job_info(&placement.job_map(&self.nodes), apps, layout, &self.cwd)
+            .map_err(refuse)?;
+        info.extend(extra);
+        let vertex_of_rank: Vec<Vertex> = (0..layout.size)
+            .map(|r| placement.node_of(r).map_or(1, |n| n as Vertex + 1))
+            .collect();
+        let launch = Launch {
+            nspace: nspace.clone(),
+            tag,
+            size: layout.size,
+            info,
+            apps: apps
+                .iter()
+                .zip(user_env)
+                .map(|(a, own)| {
+                    let env: Vec<_> = self.forwarded.iter().chain(own).cloned().collect();
+                    WireApp::new(a, &job::wdir_of(a, &self.cwd), &env)
+                })
+                .collect(),
+            firsts: layout.firsts.clone(),
+            vertex_of_rank: vertex_of_rank.clone(),
+            pmi: self.pmi.into(),
+        };
+        self.places
+            .insert(nspace.clone(), Placed::new(vertex_of_rank));
+        self.names.nspace_started(nspace);
+        self.usage.add(&placement);
+        self.placements.insert(nspace.clone(), placement);
+        self.tree
+            .send(Dest::All, encode(&Msg::Launch(Box::new(launch))));
+        // Every daemon registers the job (so that any of them can serve its data and route
+        // to it); those hosting ranks start them.
+        let deadline = Instant::now() + LAUNCH_TIMEOUT;
+        let mut reported = HashSet::new();
+        let mut pids = Vec::new();
+        let mut failure: Option<(u32, u8, Status, String)> = None;
+        let missing = |reported: &HashSet<Vertex>| {
+            let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
+            (1..=self.daemons).any(|v| !reported.contains(&v) && !lost.contains(&v))
+        };
+        while missing(&reported) {
+            match self.control.recv_deadline(deadline) {
+                Ok(Control::Started(s)) if s.nspace == *nspace => {
+                    reported.insert(s.vertex);
+                    pids.extend(s.pids.into_iter().map(|(r, p)| (r, Pid::from_raw(p))));
+                    if let Some(f) = s.failed {
+                        if failure.as_ref().is_none_or(|g| f.0 < g.0) {
+                            failure = Some(f);
+                        }
+                    }
+                }
+                Ok(Control::Lost(why)) => {
+                    failure.get_or_insert((0, 1, Status::ERR_LOST_CONNECTION, why));
+                }
+                Ok(_) => {}
+                Err(RecvTimeoutError::Timeout) => {
+                    failure.get_or_insert((
+                        0,
+                        1,
+                        Status::ERR_JOB_FAILED_TO_LAUNCH,
+                        format!(
+                            "the job did not start within {} s",
+                            LAUNCH_TIMEOUT.as_secs()
+                        ),
+                    ));
+                    break;
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        pids.sort_unstable();
+        let launched = supervise::Started {
+            nspace: nspace.clone(),
+            size: layout.size,
+            pids,
+        };
+        match failure {
+            None => Ok(launched),
+            Some((_, exit, status, message)) => Err(NotLaunched {
+                status,
+                exit,
+                message,
+                partial: Some(launched),
+            }),
+        }
+    }
+}
+
+impl Jobs for RootJobs {
+    fn spawn(
+        &mut self,
+        parent: &Proc,
+        job_info: &[Info],
+        apps: &[pmix_server::App],
+    ) -> Result<supervise::Started, SpawnFailed> {
+        let refuse = |status, message| SpawnFailed {
+            status,
+            message,
+            partial: None,
+        };
+        let (apps, layout) =
+            job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let placement = Placement::spawn(&self.nodes, &self.usage, &layout, self.oversubscribe)
+            .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
+        let user_env: Vec<_> = apps.iter().map(crate::launch::app_env).collect();
+        self.spawned += 1;
+        let n = self.spawned;
+        let nspace = job::spawned_nspace(&self.first, n)
+            .map_err(|m| refuse(Status::ERR_JOB_FAILED_TO_LAUNCH, m))?;
+        let extra = job::spawned_info(parent, job_info, layout.size);
+        self.launch(&nspace, n, &apps, &layout, placement, &user_env, extra)
+            .map_err(|f| SpawnFailed {
+                status: f.status,
+                message: f.message,
+                partial: f.partial,
+            })
+    }
+
+    fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal) {
+        let Some(v) = self.places.vertex_of(proc) else {
+            return;
+        };
+        let msg = Msg::Signal {
+            procs: vec![(proc.clone(), pid.as_raw())],
+            signal: sig as i32,
+        };
+        self.tree.send(Dest::Vertex(v), encode(&msg));
+    }
+
+    fn has_ended(&mut self, _proc: &Proc, _pid: Pid) -> bool {
+        // Known only where it runs; its end is on its way if it happened.
+        false
+    }
+
+    fn proc_ended(&mut self, proc: &Proc) {
+        self.names.proc_ended(proc);
+    }
+
+    fn job_ended(&mut self, nspace: &Nspace) {
+        tracing::debug!(%nspace, "job ended");
+        self.tree
+            .send(Dest::All, encode(&Msg::JobEnded(nspace.clone())));
+        self.names.nspace_ended(nspace);
+        self.places.remove(nspace);
+        if let Some(p) = self.placements.remove(nspace) {
+            self.usage.remove(&p);
+        }
+    }
+
+    fn say(&mut self, line: &str) {
+        eprintln!("pmixrun: {line}");
+    }
+}
