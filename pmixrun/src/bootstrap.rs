@@ -47,6 +47,8 @@ pub(crate) struct Boot {
     pub(crate) program: PathBuf,
     /// Heartbeat period and silence limit of the tree's links, in milliseconds.
     pub(crate) heartbeat_ms: u64,
+    /// Test-only: the delay of every tree message, in microseconds (0: none).
+    pub(crate) link_delay_us: u64,
     pub(crate) dead_after_ms: u64,
     /// `--verbose`.
     pub(crate) verbose: bool,
@@ -319,6 +321,7 @@ mod tests {
             agent: vec!["ssh".into(), "-x".into()],
             program: "/opt/pmixrun".into(),
             heartbeat_ms: 1000,
+            link_delay_us: 0,
             dead_after_ms: 5000,
             verbose: false,
         };

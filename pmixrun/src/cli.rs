@@ -175,6 +175,10 @@ struct NodeArgs {
         value_parser = clap::value_parser!(u32).range(1..)
     )]
     radix: u32,
+    /// Test-only: every message of the tree waits this long before it is written to a link
+    /// (the cost curve's simulated network latency; the kernel here has no netem).
+    #[arg(long, value_name = "MICROSECONDS", default_value_t = 0, hide = true)]
+    tree_link_delay_us: u64,
 }
 
 /// How ranks are laid out on the nodes (`--map-by`).
@@ -343,6 +347,8 @@ pub(crate) struct Nodes {
     pub(crate) launch_agent: Vec<String>,
     /// The tree's fan-out, at least 1.
     pub(crate) radix: u32,
+    /// Test-only: the delay every tree message waits before it is written (0: none).
+    pub(crate) link_delay: Duration,
 }
 
 impl Default for Nodes {
@@ -356,6 +362,7 @@ impl Default for Nodes {
             launcher: None,
             launch_agent: vec!["ssh".into()],
             radix: 16,
+            link_delay: Duration::ZERO,
         }
     }
 }
@@ -380,6 +387,7 @@ fn nodes(a: NodeArgs) -> Result<Nodes, clap::Error> {
         launcher: a.launcher,
         launch_agent,
         radix: a.radix,
+        link_delay: Duration::from_micros(a.tree_link_delay_us),
     })
 }
 
@@ -597,6 +605,7 @@ mod tests {
                 launcher: Some(Launcher::Local),
                 launch_agent: vec!["ssh".into(), "-q".into(), "-oBatchMode=yes".into()],
                 radix: 4,
+                link_delay: Duration::ZERO,
             }
         );
         let o = p("--hostfile /h --launcher slurm a").map_err(|e| e.to_string());

@@ -105,6 +105,7 @@ impl Daemon {
             ([0, 0, 0, 0], 0).into()
         };
         config.heartbeat = Duration::from_millis(boot.heartbeat_ms);
+        config.link_delay = Duration::from_micros(boot.link_delay_us);
         config.dead_after = Duration::from_millis(boot.dead_after_ms);
         let (deliveries_tx, deliveries) = unbounded();
         let (tree, listening) = Tree::start(config, move |d| {

@@ -97,6 +97,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         ([0, 0, 0, 0], 0).into()
     };
     config.heartbeat = HEARTBEAT;
+    config.link_delay = r.opts.nodes.link_delay;
     config.dead_after = DEAD_AFTER;
     let (tree, listening) = Tree::start(config, move |d| sink.deliver(d))
         .map_err(|e| format!("cannot start the tree: {e}"))?;
@@ -119,6 +120,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         },
         program,
         heartbeat_ms: HEARTBEAT.as_millis() as u64,
+        link_delay_us: r.opts.nodes.link_delay.as_micros() as u64,
         dead_after_ms: DEAD_AFTER.as_millis() as u64,
         verbose: r.opts.verbose,
     };

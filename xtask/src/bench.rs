@@ -26,6 +26,7 @@
 pub(crate) mod build;
 mod exec;
 mod launch;
+mod local_tree;
 mod multinode;
 mod report;
 mod tree_sim;
@@ -72,6 +73,9 @@ options:
                        (`cargo xtask bench --multinode --help`)
     --tree-sim         instead: the daemon tree's fence in simulation, up to 16,384 nodes
                        (`cargo xtask bench --tree-sim --help`)
+    --local-tree       instead: pmixrun's tree on logical nodes of this machine with a
+                       test-only link delay, fitted to a·depth + b·N
+                       (`cargo xtask bench --local-tree --help`)
     -h, --help         this text";
 
 /// What the command line asked for.
@@ -203,6 +207,14 @@ impl Options {
 
 /// Entry point of `cargo xtask bench`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
+    if args.iter().any(|a| a == "--local-tree") {
+        let rest: Vec<String> = args
+            .iter()
+            .filter(|a| *a != "--local-tree")
+            .cloned()
+            .collect();
+        return local_tree::run(&rest);
+    }
     if args.iter().any(|a| a == "--tree-sim") {
         let rest: Vec<String> = args
             .iter()

@@ -144,6 +144,11 @@ pub(crate) fn pmixrun(dirs: &Dirs) -> Result<PathBuf, String> {
     cargo_release(dirs, "pmixrun", "pmixrun")
 }
 
+/// `xtask/c/pmi1_bench.c`: barrier and fence loops over the PMI-1 wire protocol.
+pub(crate) fn pmi1_bench(dirs: &Dirs) -> Result<PathBuf, String> {
+    compile_c(dirs, "pmi1_bench", &[])
+}
+
 /// Compiles `xtask/c/<name>.c` into `<target>/xtask-bench/<name>` with `cc -O2`.
 fn compile_c(dirs: &Dirs, name: &str, flags: &[&str]) -> Result<PathBuf, String> {
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());

@@ -161,7 +161,6 @@ struct Programs {
 fn build_programs(dirs: &Dirs) -> Programs {
     let out = dirs.target().join("xtask-bench");
     let c = crate::workspace_root().join("xtask").join("c");
-    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
     Programs {
         pmixrun: build::pmixrun(dirs),
         mpich_hello: build::mpi_hello(dirs, Mpich::Debian).map(|h| h.exe),
@@ -173,12 +172,7 @@ fn build_programs(dirs: &Dirs) -> Programs {
         ),
         bench_client: build::openpmix(dirs)
             .and_then(|b| b.libpmix_client().map(Path::to_path_buf).ok_or_default()),
-        pmi1_bench: compile_source(
-            Path::new(&cc),
-            &c.join("pmi1_bench.c"),
-            &out.join("pmi1_bench"),
-            &[],
-        ),
+        pmi1_bench: build::pmi1_bench(dirs),
     }
 }
 
