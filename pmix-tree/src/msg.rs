@@ -84,7 +84,8 @@ pub enum Msg {
     FenceUp {
         /// The fence.
         key: FenceKey,
-        /// Every participating vertex, sorted.
+        /// Every participating vertex, sorted (on the wire as runs: [`vertex_runs`]).
+        #[serde(with = "vertex_runs")]
         vertices: Vec<Vertex>,
         /// The contributions of the participants in the sender's subtree, in vertex order.
         parts: Vec<Part>,
@@ -139,6 +140,48 @@ pub enum Msg {
 /// Appends `msg` as one frame to `out`.
 pub fn encode(msg: &Msg, out: &mut Vec<u8>) -> Result<(), pmix_wire::Error> {
     pmix_wire::encode_frame(msg, out)
+}
+
+/// The participating vertices of a fence on the wire: runs of consecutive vertices, each as
+/// (first, count), so that a job-wide fence of thousands of nodes costs a few bytes in every
+/// message, not four per node. Any sequence round-trips exactly.
+mod vertex_runs {
+    use serde::de::Error as _;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::Vertex;
+
+    /// At most this many vertices once the runs are expanded: a few bytes from a peer never
+    /// cost more than this much memory.
+    pub(super) const MAX_VERTICES: u64 = 1 << 22;
+
+    pub(super) fn serialize<S: Serializer>(vertices: &[Vertex], s: S) -> Result<S::Ok, S::Error> {
+        let mut runs: Vec<(Vertex, u32)> = Vec::new();
+        for &v in vertices {
+            match runs.last_mut() {
+                Some((first, n)) if u64::from(*first) + u64::from(*n) == u64::from(v) => *n += 1,
+                _ => runs.push((v, 1)),
+            }
+        }
+        runs.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Vertex>, D::Error> {
+        let runs: Vec<(Vertex, u32)> = Vec::deserialize(d)?;
+        let total: u64 = runs.iter().map(|(_, n)| u64::from(*n)).sum();
+        if total > MAX_VERTICES {
+            return Err(D::Error::custom(format!("{total} vertices in a fence")));
+        }
+        let mut vertices = Vec::with_capacity(total as usize);
+        for (first, n) in runs {
+            let end = u64::from(first) + u64::from(n);
+            if end > u64::from(Vertex::MAX) + 1 {
+                return Err(D::Error::custom("a run of vertices beyond the last"));
+            }
+            vertices.extend((u64::from(first)..end).filter_map(|v| Vertex::try_from(v).ok()));
+        }
+        Ok(vertices)
+    }
 }
 
 /// Decodes one frame body (as [`pmix_wire::FrameReader`] hands them out).
@@ -247,6 +290,37 @@ mod tests {
             (any::<u32>(), ".{0,20}").prop_map(|(vertex, reason)| Msg::Lost { vertex, reason }),
             Just(Msg::Heartbeat),
         ]
+    }
+
+    #[test]
+    fn a_job_wide_fence_names_its_vertices_in_a_few_bytes() {
+        let up = |vertices: Vec<Vertex>| {
+            let mut out = Vec::new();
+            let m = Msg::FenceUp {
+                key: FenceKey {
+                    set: b"j".to_vec(),
+                    seq: 1,
+                },
+                vertices,
+                parts: Vec::new(),
+            };
+            encode(&m, &mut out).unwrap();
+            (m, out)
+        };
+        let (_, small) = up((1..=16384).collect());
+        assert!(small.len() < 40, "{} bytes", small.len());
+        let (m, bytes) = up(vec![7, 3, 4, 5, 5, 9, u32::MAX]);
+        assert_eq!(decode(&bytes[pmix_wire::HEADER_LEN..]).unwrap(), m);
+        // Runs that would expand beyond the bound, or past the last vertex, are refused.
+        #[derive(Debug, Deserialize)]
+        struct Wire(#[serde(with = "vertex_runs")] Vec<Vertex>);
+        let runs = |r: Vec<(u32, u32)>| rmp_serde::to_vec(&r).unwrap();
+        let ok: Wire = rmp_serde::from_slice(&runs(vec![(2, 3), (9, 1)])).unwrap();
+        assert_eq!(ok.0, [2, 3, 4, 9]);
+        let too_many = runs(vec![(0, 1 << 21), (0, 1 << 21), (0, 1)]);
+        assert!(rmp_serde::from_slice::<Wire>(&too_many).is_err());
+        let past_the_end = runs(vec![(u32::MAX, 2)]);
+        assert!(rmp_serde::from_slice::<Wire>(&past_the_end).is_err());
     }
 
     proptest! {
