@@ -1,6 +1,7 @@
 //! The proofs of a link's handshake: HMAC-SHA256 of the run's secret over both vertices and
 //! both fresh nonces, with a different label for each direction so that neither side's proof
-//! can be replayed as the other's.
+//! can be replayed as the other's; and the same kind of proof for a host's own handshakes
+//! ([`prove_token`]).
 
 use std::io::Read;
 
@@ -76,6 +77,36 @@ pub(crate) fn check(
         .is_some_and(|m| m.verify_slice(proof).is_ok())
 }
 
+/// A proof, for a host's own handshake outside the tree (e.g. a daemon asking the root where
+/// its parent listens), that the sender knows the run's secret: HMAC-SHA256 of the secret
+/// over `label`, `data` (what the proof vouches for) and the checker's fresh `nonce`.
+pub fn prove_token(secret: &[u8], label: &[u8], data: &[u8], nonce: &[u8]) -> Vec<u8> {
+    token_mac(secret, label, data, nonce)
+        .map(|m| m.finalize().into_bytes().to_vec())
+        .unwrap_or_default()
+}
+
+/// Whether `proof` is [`prove_token`]'s for the same arguments (compared in constant time).
+pub fn check_token(secret: &[u8], label: &[u8], data: &[u8], nonce: &[u8], proof: &[u8]) -> bool {
+    token_mac(secret, label, data, nonce).is_some_and(|m| m.verify_slice(proof).is_ok())
+}
+
+/// A fresh random nonce from the kernel, for [`prove_token`]'s checker.
+pub fn fresh_nonce() -> std::io::Result<[u8; NONCE_LEN]> {
+    nonce()
+}
+
+fn token_mac(secret: &[u8], label: &[u8], data: &[u8], nonce: &[u8]) -> Option<HmacSha256> {
+    let mut m = HmacSha256::new_from_slice(secret).ok()?;
+    // Lengths first, so that no two (label, data) pairs hash alike.
+    m.update(&(label.len() as u64).to_be_bytes());
+    m.update(label);
+    m.update(&(data.len() as u64).to_be_bytes());
+    m.update(data);
+    m.update(nonce);
+    Some(m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +122,16 @@ mod tests {
         assert!(!check(b"secret", Side::Parent, 0, 2, &a, &b, &p));
         assert!(!check(b"secret", Side::Parent, 0, 1, &b, &a, &p));
         assert!(!check(b"secret", Side::Parent, 0, 1, &a, &b, &p[1..]));
+    }
+
+    #[test]
+    fn a_token_checks_only_with_the_same_secret_label_data_and_nonce() {
+        let n = fresh_nonce().unwrap();
+        let p = prove_token(b"secret", b"join", b"vertex 3", &n);
+        assert!(check_token(b"secret", b"join", b"vertex 3", &n, &p));
+        assert!(!check_token(b"secreT", b"join", b"vertex 3", &n, &p));
+        assert!(!check_token(b"secret", b"joi", b"nvertex 3", &n, &p));
+        assert!(!check_token(b"secret", b"join", b"vertex 4", &n, &p));
+        assert!(!check_token(b"secret", b"join", b"vertex 3", &[0; 32], &p));
     }
 }

@@ -28,7 +28,7 @@
 //! Authentication: every link proves knowledge of the run's secret ([`Config::secret`]) in
 //! both directions by HMAC-SHA256 over fresh nonces; the secret itself never crosses a link.
 
-mod auth;
+pub mod auth;
 pub mod core;
 pub mod msg;
 pub mod net;

@@ -52,6 +52,10 @@ pub(crate) struct Boot {
     pub(crate) dead_after_ms: u64,
     /// `--verbose`.
     pub(crate) verbose: bool,
+    /// Started by one `srun` for every node: where the root's join service listens (the
+    /// daemon's vertex is then its task rank plus one, and its parent is found there).
+    /// Empty for tree spawn.
+    pub(crate) join: Vec<SocketAddr>,
 }
 
 impl Boot {
@@ -123,31 +127,61 @@ pub(crate) fn start_children(
 }
 
 fn start_one(boot: &Boot, ended: &Sender<AgentEnded>) -> Result<Started, String> {
-    use std::os::unix::process::CommandExt;
     let host = boot.node(boot.vertex).to_owned();
-    let mut cmd = match boot.agent.split_first() {
+    let (cmd, what) = match boot.agent.split_first() {
         None => {
             let mut c = Command::new(&boot.program);
             c.arg(DAEMON_FLAG);
-            c
+            (c, format!("the daemon for {host}"))
         }
         Some((agent, agent_args)) => {
             let mut c = Command::new(agent);
             let program = shell_quote(&boot.program.to_string_lossy());
             c.args(agent_args).arg(&host).arg(program).arg(DAEMON_FLAG);
-            c
+            (c, format!("{agent} {host}"))
         }
     };
+    spawn_agent(cmd, boot, boot.vertex, &what, ended)
+}
+
+/// Inside a Slurm allocation: one `srun` starting the daemon of every node at once (vertex
+/// `i + 1` on `nodes[i]`, by its task rank), each given `boot` on its stdin (srun passes its
+/// stdin on to every task) and finding its parent through the root's join service
+/// ([`crate::join`]). Reported on `ended` as vertex 0's agent.
+pub(crate) fn start_srun(
+    boot: &Boot,
+    nodes: &[String],
+    ended: &Sender<AgentEnded>,
+) -> Result<Started, String> {
+    let n = nodes.len().to_string();
+    let mut cmd = Command::new("srun");
+    cmd.args(["--nodes", &n, "--ntasks", &n, "--ntasks-per-node=1"])
+        .arg(format!(
+            "--nodelist={}",
+            pmix_regex::hostlist::compress(nodes)
+        ))
+        .args(["--kill-on-bad-exit=1", "--mpi=none", "--cpu-bind=none"])
+        .arg(&boot.program)
+        .arg(DAEMON_FLAG);
+    spawn_agent(cmd, boot, 0, "srun", ended)
+}
+
+/// Starts `cmd` (an agent, or a daemon itself) in a process group of its own, writes `boot`
+/// on its stdin and keeps that open, and reports its end on `ended` as `vertex`'s.
+fn spawn_agent(
+    mut cmd: Command,
+    boot: &Boot,
+    vertex: Vertex,
+    what: &str,
+    ended: &Sender<AgentEnded>,
+) -> Result<Started, String> {
+    use std::os::unix::process::CommandExt;
     // Its own process group: a Ctrl-C at the terminal is for the root to pass on, not for
     // the agents to die of.
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .process_group(0);
-    let what = match boot.agent.first() {
-        Some(a) => format!("{a} {host}"),
-        None => format!("the daemon for {host}"),
-    };
     let mut child: Child = cmd
         .spawn()
         .map_err(|e| format!("cannot start {what}: {}", crate::launch::describe(&e)))?;
@@ -165,9 +199,8 @@ fn start_one(boot: &Boot, ended: &Sender<AgentEnded>) -> Result<Started, String>
         .and_then(|()| stdin.write_all(&body))
         .and_then(|()| stdin.flush());
     if let Err(e) = written {
-        tracing::debug!(%host, "writing the boot message: {e}");
+        tracing::debug!(what, "writing the boot message: {e}");
     }
-    let vertex = boot.vertex;
     let ended = ended.clone();
     std::thread::Builder::new()
         .name(format!("agent-{vertex}"))
@@ -178,7 +211,7 @@ fn start_one(boot: &Boot, ended: &Sender<AgentEnded>) -> Result<Started, String>
         })
         .map_err(|e| format!("cannot watch {what}: {}", crate::launch::describe(&e)))?;
     Ok(Started {
-        vertex: boot.vertex,
+        vertex,
         _stdin: stdin,
         pid,
     })
@@ -198,6 +231,13 @@ impl Started {
 
 /// Why an agent that ended before its daemon joined failed, for the user.
 pub(crate) fn agent_failure(boot: &Boot, ended: &AgentEnded) -> String {
+    if !boot.join.is_empty() {
+        let status = match &ended.status {
+            Ok(s) => s.to_string(),
+            Err(e) => crate::launch::describe(e),
+        };
+        return format!("srun ended ({status}) before every daemon joined");
+    }
     let host = boot.node(ended.vertex);
     let program = boot.program.display();
     let agent = boot.agent.first().map_or("", String::as_str);
@@ -324,6 +364,7 @@ mod tests {
             link_delay_us: 0,
             dead_after_ms: 5000,
             verbose: false,
+            join: Vec::new(),
         };
         let body = crate::run_msg::encode(&boot);
         let mut framed = (body.len() as u32).to_be_bytes().to_vec();

@@ -197,7 +197,7 @@ pub(crate) enum Launcher {
     Ssh,
     /// As processes of this machine, one per logical node.
     Local,
-    /// Through `srun` inside a Slurm allocation (not implemented yet).
+    /// Through one `srun` inside a Slurm allocation (the default there without a host list).
     Slurm,
 }
 

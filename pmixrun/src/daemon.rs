@@ -93,10 +93,22 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn start(boot: Boot, signals: Signals) -> Result<Daemon, String> {
+    fn start(mut boot: Boot, signals: Signals) -> Result<Daemon, String> {
+        // Started by one srun for every node: the task rank says which vertex this is, and
+        // the root's join service where the parent listens.
+        let srun = !boot.join.is_empty();
+        let mut joining = None;
+        let parents = if srun {
+            boot.vertex = srun_vertex()?;
+            let (addrs, j) = crate::join::ask_parent(&boot.join, &boot.secret, boot.vertex)?;
+            joining = Some(j);
+            addrs
+        } else {
+            boot.parent.clone()
+        };
         let me = boot.vertex;
-        let local = boot.agent.is_empty();
-        let parent = bootstrap::reachable_parent(&boot.parent)?;
+        let local = boot.agent.is_empty() && !srun;
+        let parent = bootstrap::reachable_parent(&parents)?;
         let mut config = Config::new(me, boot.topology(), boot.secret()?);
         config.parent = Some(parent);
         config.listen = if local {
@@ -130,7 +142,10 @@ impl Daemon {
         crate::start_signal_thread(signals, events_tx.clone())?;
         let (agents_tx, agents) = unbounded();
         let mut children = Vec::new();
-        if let Some(addr) = listening {
+        if let Some(j) = joining {
+            let here = listening.map(|a| bootstrap::my_addresses(false, a.port()));
+            j.listening(here.unwrap_or_default())?;
+        } else if let Some(addr) = listening {
             let (started, failed) = bootstrap::start_children(
                 &boot,
                 &bootstrap::my_addresses(local, addr.port()),
@@ -441,6 +456,15 @@ impl Daemon {
             crate::launch::signal(*pid, Signal::SIGKILL);
         }
     }
+}
+
+/// This daemon's vertex when srun started it: its task rank plus one.
+fn srun_vertex() -> Result<u32, String> {
+    std::env::var("SLURM_PROCID")
+        .ok()
+        .and_then(|r| r.parse::<u32>().ok())
+        .and_then(|r| r.checked_add(1))
+        .ok_or_else(|| "started for srun, but SLURM_PROCID says no task rank".to_owned())
 }
 
 /// Reports the end of stdin (the agent or the parent gone) as [`Event::StdinClosed`].

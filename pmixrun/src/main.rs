@@ -15,6 +15,7 @@ mod guardian;
 mod host;
 mod job;
 mod jobs;
+mod join;
 mod launch;
 mod output;
 mod placement;
@@ -196,7 +197,21 @@ fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result
 /// Everything before the first process starts; an error here is a one-line message.
 fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     let layout = job::Layout::new(&opts.apps)?;
-    let nodes = match placement::NodeList::from_options(&opts.nodes)? {
+    // The nodes: those named, else those of the Slurm allocation pmixrun runs in (unless
+    // told to stay on this machine), else this machine alone.
+    let named = placement::NodeList::from_options(&opts.nodes)?;
+    let from_allocation = named.is_none() && opts.nodes.launcher != Some(cli::Launcher::Local);
+    let nodes = match named {
+        Some(n) => Some(n),
+        None if from_allocation => placement::NodeList::from_allocation()?,
+        None if opts.nodes.launcher == Some(cli::Launcher::Slurm) => {
+            return Err(
+                "--launcher slurm: not inside a Slurm allocation (no SLURM_JOB_NODELIST)".into(),
+            );
+        }
+        None => None,
+    };
+    let nodes = match nodes {
         Some(nodes) => {
             let n = &opts.nodes;
             let placement = placement::Placement::map(&nodes, &layout, n.map_by, n.oversubscribe)?;
@@ -245,6 +260,7 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
             user_env,
             pmi,
             names,
+            from_allocation,
         };
         return root::run(r, signals);
     }

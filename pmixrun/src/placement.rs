@@ -189,9 +189,6 @@ impl NodeList {
     /// The nodes the command line names (`--host`, `--hostfile`, read now), or `None` when it
     /// names none and the run is on this machine alone, as before pmixrun was multi-node.
     pub(crate) fn from_options(opts: &cli::Nodes) -> Result<Option<NodeList>, String> {
-        if opts.launcher == Some(Launcher::Slurm) {
-            return Err("--launcher slurm: not implemented yet".into());
-        }
         if let Some(file) = &opts.hostfile {
             return NodeList::read_hostfile(file).map(Some);
         }
@@ -199,6 +196,40 @@ impl NodeList {
             return Ok(None);
         }
         NodeList::parse_hosts(&opts.hosts).map(Some)
+    }
+
+    /// The nodes of the Slurm allocation pmixrun runs in, if it runs in one: the names of
+    /// `SLURM_JOB_NODELIST` (Slurm's bracket syntax), each with the slots
+    /// `SLURM_TASKS_PER_NODE` gives it (such as `2(x3),1`).
+    pub(crate) fn from_allocation() -> Result<Option<NodeList>, String> {
+        let (Ok(list), Ok(tasks)) = (
+            std::env::var("SLURM_JOB_NODELIST"),
+            std::env::var("SLURM_TASKS_PER_NODE"),
+        ) else {
+            return Ok(None);
+        };
+        NodeList::from_slurm(&list, &tasks).map(Some)
+    }
+
+    /// The nodes of an allocation described as Slurm does (see [`NodeList::from_allocation`]).
+    pub(crate) fn from_slurm(list: &str, tasks: &str) -> Result<NodeList, String> {
+        let what = "the Slurm allocation";
+        let names =
+            hostlist::expand(list).map_err(|e| format!("SLURM_JOB_NODELIST {list:?}: {e}"))?;
+        let slots = hostlist::tasks_per_node(tasks)
+            .map_err(|e| format!("SLURM_TASKS_PER_NODE {tasks:?}: {e}"))?;
+        if names.len() != slots.len() {
+            return Err(format!(
+                "{what}: {} nodes in SLURM_JOB_NODELIST but {} in SLURM_TASKS_PER_NODE",
+                names.len(),
+                slots.len()
+            ));
+        }
+        let mut b = Builder::default();
+        for (name, n) in names.into_iter().zip(slots) {
+            b.add(name, n, None, what)?;
+        }
+        Ok(NodeList { nodes: b.nodes })
     }
 
     /// Reads a hostfile (see [`NodeList::parse_hostfile`]).
@@ -591,6 +622,20 @@ impl JobMap {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_slurm_allocation_gives_its_nodes_and_slots() {
+        let nodes =
+            NodeList::from_slurm("node[1-3],gpu7", "2(x3),1").unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<(&str, u32)> = nodes
+            .nodes
+            .iter()
+            .map(|n| (n.name.as_str(), n.slots))
+            .collect();
+        assert_eq!(got, [("node1", 2), ("node2", 2), ("node3", 2), ("gpu7", 1)]);
+        assert!(NodeList::from_slurm("node[1-3]", "2(x2)").is_err());
+        assert!(NodeList::from_slurm("node[1-", "1").is_err());
+    }
+
     fn hosts(list: &str) -> Result<NodeList, String> {
         NodeList::parse_hosts(&[list.to_owned()])
     }
@@ -744,10 +789,6 @@ mod tests {
                 nodes: vec![node("a", 2, None)]
             }))
         );
-        o.launcher = Some(Launcher::Slurm);
-        let e = NodeList::from_options(&o).err().unwrap_or_default();
-        assert!(e.contains("not implemented yet"), "{e}");
-        o.launcher = None;
         o.hosts.clear();
         o.hostfile = Some("/nonexistent/hosts".into());
         let e = NodeList::from_options(&o).err().unwrap_or_default();

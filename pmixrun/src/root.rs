@@ -48,17 +48,19 @@ pub(crate) struct RootRun {
     pub(crate) user_env: Vec<Vec<(OsString, OsString)>>,
     pub(crate) pmi: Protocol,
     pub(crate) names: Option<Arc<NameServerClient>>,
+    /// The nodes are those of the Slurm allocation pmixrun runs in (no host list given).
+    pub(crate) from_allocation: bool,
 }
 
 /// Runs the job across the nodes; returns the exit status.
 pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let this_host = crate::hostname();
-    let launcher = crate::placement::launcher(&r.opts.nodes, &r.nodes, &this_host);
-    let local = match launcher {
-        Launcher::Local => true,
-        Launcher::Ssh => false,
-        Launcher::Slurm => return Err("--launcher slurm: not implemented yet".into()),
+    let launcher = match r.opts.nodes.launcher {
+        None if r.from_allocation => Launcher::Slurm,
+        _ => crate::placement::launcher(&r.opts.nodes, &r.nodes, &this_host),
     };
+    let local = launcher == Launcher::Local;
+    let slurm = launcher == Launcher::Slurm;
     let daemons = u32::try_from(r.nodes.len()).map_err(|_| "too many nodes")?;
     let topology = Topology::new(daemons + 1, r.opts.nodes.radix);
     let secret = random_secret()?;
@@ -123,10 +125,25 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         link_delay_us: r.opts.nodes.link_delay.as_micros() as u64,
         dead_after_ms: DEAD_AFTER.as_millis() as u64,
         verbose: r.opts.verbose,
+        join: Vec::new(),
     };
+    let mut boot = boot;
+    let here = bootstrap::my_addresses(local, port);
     let (agents_tx, agents) = unbounded();
-    let (children, failed) =
-        bootstrap::start_children(&boot, &bootstrap::my_addresses(local, port), &agents_tx);
+    // Under Slurm one srun starts every daemon, and they find their parents through the
+    // join service (kept until every daemon is up); otherwise the tree spawns itself.
+    let mut join = None;
+    let (children, failed) = if slurm {
+        let service = crate::join::JoinService::start(secret, topology, here)?;
+        boot.join = service.addrs();
+        join = Some(service);
+        match bootstrap::start_srun(&boot, &node_names[1..], &agents_tx) {
+            Ok(srun) => (vec![srun], None),
+            Err(e) => (Vec::new(), Some(e)),
+        }
+    } else {
+        bootstrap::start_children(&boot, &here, &agents_tx)
+    };
     let mut end = Ending {
         tree: tree.clone(),
         children,
@@ -144,6 +161,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         end.finish(false);
         return Err(e);
     }
+    drop(join);
     tracing::debug!(daemons, "every daemon joined");
     let tag = r.opts.tag_output;
     let ack_tree = tree.clone();
