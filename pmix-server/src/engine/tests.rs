@@ -763,10 +763,9 @@ fn finalize_replies_after_the_host_and_closes() {
     assert_eq!(s.refused.last(), Some(&(9, Status::ERR_EXISTS)));
 }
 
-#[test]
-fn fence_with_remote_participants_goes_through_the_host() {
-    let mut s = Sim::new();
-    // Ranks 0,1 here on node0; ranks 2,3 on node1.
+/// Job `m` of 4 ranks: 0 and 1 here on node0 (registered and connected as connections 0 and
+/// 1), 2 and 3 on node1.
+fn two_node_job(s: &mut Sim) {
     let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
     let ppn = pmix_regex::generate_ppn(&[vec![0u32, 1], vec![2, 3]]).unwrap();
     let info = vec![
@@ -779,6 +778,14 @@ fn fence_with_remote_participants_goes_through_the_host() {
             .register_client(&Proc::new(ns("m"), r), UID, GID, proofs("m", r))
             .unwrap();
         s.connect(r as ConnId, "m", r);
+    }
+}
+
+#[test]
+fn fence_with_remote_participants_goes_through_the_host() {
+    let mut s = Sim::new();
+    two_node_job(&mut s);
+    for r in 0..2u32 {
         let c = s.send(
             r as ConnId,
             commit(&[
@@ -1686,20 +1693,7 @@ fn repeated_collecting_fences_send_only_what_changed() {
 #[test]
 fn a_process_ended_on_another_node_fails_what_waits_for_it_here() {
     let mut s = Sim::new();
-    // Ranks 0,1 here on node0; ranks 2,3 on node1.
-    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
-    let ppn = pmix_regex::generate_ppn(&[vec![0u32, 1], vec![2, 3]]).unwrap();
-    let info = vec![
-        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
-        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
-    ];
-    s.eng.register_nspace(ns("m"), 4, &info).unwrap();
-    for r in 0..2 {
-        s.eng
-            .register_client(&Proc::new(ns("m"), r), UID, GID, proofs("m", r))
-            .unwrap();
-        s.connect(r as ConnId, "m", r);
-    }
+    two_node_job(&mut s);
     // A job-wide fence already handed to the host, and a get of rank 3's data.
     let a = s.send(0, fence(vec![], true));
     let b = s.send(1, fence(vec![], true));
