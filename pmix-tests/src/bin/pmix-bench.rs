@@ -693,7 +693,11 @@ fn bigjob_main(args: &[String]) -> Res {
     let names = big_node_names(nodes);
     let here = names[(nodes / 2) as usize].clone();
     let options = ServerOptions {
-        hostname: Some(if local { here.clone() } else { "elsewhere".into() }),
+        hostname: Some(if local {
+            here.clone()
+        } else {
+            "elsewhere".into()
+        }),
         ..ServerOptions::default()
     };
     let aborted = Arc::new(AtomicBool::new(false));
