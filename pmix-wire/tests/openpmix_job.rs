@@ -254,7 +254,9 @@ fn expected(job: &JobData, here: Here<'_>) -> JobData {
         .chain(procs.iter_mut().map(|p| &mut p.info))
     {
         for i in infos.iter_mut() {
-            let Some(a) = attr::lookup(i.key.as_str()) else { continue };
+            let Some(a) = attr::lookup(i.key.as_str()) else {
+                continue;
+            };
             let Some(n) = i.value.as_u64().filter(|_| i.value.data_type() != a.ty) else {
                 continue;
             };
@@ -273,7 +275,9 @@ fn expected(job: &JobData, here: Here<'_>) -> JobData {
         }
     }
     for p in &mut procs {
-        let host = find(&p.info, attr::HOSTNAME).and_then(Value::as_str).map(str::to_owned);
+        let host = find(&p.info, attr::HOSTNAME)
+            .and_then(Value::as_str)
+            .map(str::to_owned);
         let by_host = host.and_then(|h| {
             nodes
                 .iter()
@@ -312,8 +316,11 @@ fn expected(job: &JobData, here: Here<'_>) -> JobData {
         ids.sort_unstable();
         ids.dedup();
         for id in ids {
-            let members: Vec<Rank> =
-                appnums.iter().filter(|(_, a)| *a == id).map(|(r, _)| *r).collect();
+            let members: Vec<Rank> = appnums
+                .iter()
+                .filter(|(_, a)| *a == id)
+                .map(|(r, _)| *r)
+                .collect();
             let derived = [
                 info(attr::APPNUM, Value::Uint32(id)),
                 info(attr::APP_SIZE, Value::Uint32(members.len() as u32)),
@@ -322,7 +329,10 @@ fn expected(job: &JobData, here: Here<'_>) -> JobData {
             let at = match apps.iter().position(|a| a.id == id) {
                 Some(at) => at,
                 None => {
-                    apps.push(Realm { id, info: Vec::new() });
+                    apps.push(Realm {
+                        id,
+                        info: Vec::new(),
+                    });
                     apps.len() - 1
                 }
             };

@@ -506,10 +506,7 @@ fn derive_apps(job: &mut Vec<Info>, apps: &mut Vec<Realm>, procs: &[ProcRealm]) 
     }
     apps.sort_by_key(|r| r.id);
     let napps = u32::try_from(apps.len()).unwrap_or(u32::MAX);
-    add_missing(
-        job,
-        [Info::attr(attr::JOB_NUM_APPS, Value::Uint32(napps))],
-    );
+    add_missing(job, [Info::attr(attr::JOB_NUM_APPS, Value::Uint32(napps))]);
 }
 
 /// The node `here` names among `nodes` (see [`Here`]).
@@ -668,7 +665,11 @@ mod tests {
         let j = from_kvals(Nspace::new("s").unwrap(), slurm_kvals(), Dialect::V41, here).unwrap();
         for r in 0..4 {
             let node = if r < 2 { 0u32 } else { 1 };
-            assert_eq!(proc_value(&j, r, attr::NODEID), Some(&Value::Uint32(node)), "rank {r}");
+            assert_eq!(
+                proc_value(&j, r, attr::NODEID),
+                Some(&Value::Uint32(node)),
+                "rank {r}"
+            );
             // Its place in its node's LOCAL_PEERS, given or derived.
             assert_eq!(
                 proc_value(&j, r, attr::LOCAL_RANK),
@@ -684,8 +685,14 @@ mod tests {
         // The application level, from the ranks' APPNUM.
         assert_eq!(find(&j.job, attr::JOB_NUM_APPS), Some(&Value::Uint32(1)));
         assert_eq!(j.apps.len(), 1);
-        assert_eq!(find(&j.apps[0].info, attr::APP_SIZE), Some(&Value::Uint32(4)));
-        assert_eq!(find(&j.apps[0].info, attr::APPLDR), Some(&Value::Rank(Rank(0))));
+        assert_eq!(
+            find(&j.apps[0].info, attr::APP_SIZE),
+            Some(&Value::Uint32(4))
+        );
+        assert_eq!(
+            find(&j.apps[0].info, attr::APPLDR),
+            Some(&Value::Rank(Rank(0)))
+        );
         // This node's keys at the job level: node1's.
         assert_eq!(find(&j.job, attr::LOCAL_PEERS), Some(&Value::from("0,1")));
     }

@@ -37,7 +37,11 @@ fn daemon_pids() -> Vec<(String, i32)> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let what = name.strip_suffix(".pid")?.to_owned();
-            let pid = std::fs::read_to_string(e.path()).ok()?.trim().parse().ok()?;
+            let pid = std::fs::read_to_string(e.path())
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
             Some((what, pid))
         })
         .collect()

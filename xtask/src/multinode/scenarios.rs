@@ -645,14 +645,15 @@ fn srun_pmix_fences(run: &Run<'_>) -> Result<String, String> {
         let out = run.run(srun(run, &[], client, args))?;
         let ok = out.stdout.lines().filter(|l| *l == "ok").count();
         if out.code() != Some(0) || ok != n as usize {
-            return Err(out.fail(&format!(
-                "`{}`: {ok} of {n} ranks said ok",
-                args.join(" ")
-            )));
+            return Err(out.fail(&format!("`{}`: {ok} of {n} ranks said ok", args.join(" "))));
         }
         how.push(format!("{} {:.2} s", args[0], out.elapsed.as_secs_f64()));
     }
-    Ok(format!("{n} ranks on {} nodes: {}", run.ctx.nodes, how.join(", ")))
+    Ok(format!(
+        "{n} ranks on {} nodes: {}",
+        run.ctx.nodes,
+        how.join(", ")
+    ))
 }
 
 fn srun_pmix_abort(run: &Run<'_>) -> Result<String, String> {
@@ -667,7 +668,10 @@ fn srun_pmix_abort(run: &Run<'_>) -> Result<String, String> {
     if out.elapsed > Duration::from_secs(10) {
         return Err(out.fail("the abort took longer than 10 s"));
     }
-    Ok(format!("srun exited 7 in {:.2} s", out.elapsed.as_secs_f64()))
+    Ok(format!(
+        "srun exited 7 in {:.2} s",
+        out.elapsed.as_secs_f64()
+    ))
 }
 
 fn srun_pmix_exit_early(run: &Run<'_>) -> Result<String, String> {
