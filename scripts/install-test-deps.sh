@@ -6,7 +6,9 @@
 #     (mpich, libmpich-dev: mpicc.mpich, Hydra), pkg-config (libpmix's flags), iproute2 (`ip`,
 #     to run Open MPI's mpirun in a network namespace with only loopback; also the pretend
 #     cluster's, with util-linux's nsenter/unshare), openssh-server (the pretend cluster's
-#     sshd, scripts/multinode/cluster.sh, for `cargo xtask multinode`). The tests name each
+#     sshd, scripts/multinode/cluster.sh, for `cargo xtask multinode`), Slurm 22.05 (slurmd,
+#     slurmctld, slurm-client, munge: the cluster's `slurm` part, for the multinode scenarios
+#     under `srun --mpi=pmix`; installed without starting their services). The tests name each
 #     MPI's tools by their full names (mpicc.mpich, mpicc.openmpi): the plain mpicc/mpirun
 #     alternatives point at whichever MPI was installed last;
 #   - MPICH 5.0.2 from PyPI in a venv at $PMIXRS_MPICH5 (default /opt/mpich5): the only MPICH
@@ -15,7 +17,7 @@
 set -euo pipefail
 
 PKGS=(libpmix-dev python3-pmix openmpi-bin libopenmpi-dev mpich libmpich-dev gcc pkg-config
-  python3 python3-venv iproute2 util-linux openssh-server)
+  python3 python3-venv iproute2 util-linux openssh-server slurmd slurmctld slurm-client munge)
 MPICH5="${PMIXRS_MPICH5:-/opt/mpich5}"
 MPICH5_VERSION=5.0.2
 

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender};
 use mio::net::UnixStream;
 use mio::{Events, Interest, Poll, Token, Waker};
-use pmix_types::{Nspace, Proc, Status};
+use pmix_types::{Nspace, Proc, Status, Value};
 use slab::Slab;
 
 use crate::engine::{ConnId, Engine, Output};
@@ -378,14 +378,12 @@ impl<H: Host> Shell<H> {
     /// remove it when they end.
     fn make_nsdir(&mut self, nspace: &Nspace) {
         use std::os::unix::fs::DirBuilderExt;
-        let Some(job) = self.engine.job_data(nspace.as_str()) else {
-            return;
-        };
-        let Some(dir) = job
-            .job
-            .iter()
-            .find(|i| i.key.as_str() == pmix_types::attr::NSDIR)
-            .and_then(|i| i.value.as_str())
+        // Only the job level: deriving the whole job data here would make every registration
+        // pay for the per-node and per-rank data (a second for a million ranks).
+        let Some(dir) = self
+            .engine
+            .job_value(nspace.as_str(), pmix_types::attr::NSDIR)
+            .and_then(Value::as_str)
             .map(PathBuf::from)
         else {
             return;

@@ -63,7 +63,10 @@ impl Info {
     /// If `key` is not a valid key; use [`Key::new`] for keys that come from input.
     #[allow(clippy::expect_used)]
     pub fn attr(key: &'static str, value: impl Into<Value>) -> Self {
-        Info::new(Key::new(key).expect("attribute keys are valid"), value)
+        Info::new(
+            Key::from_static(key).expect("attribute keys are valid"),
+            value,
+        )
     }
 
     /// Marks the entry as required.

@@ -1,6 +1,6 @@
 //! Process identity: [`Rank`], [`Nspace`], [`Proc`], and the [`Key`] of a key/value pair.
 
-use std::borrow::Borrow;
+use std::borrow::{Borrow, Cow};
 use std::fmt;
 use std::sync::Arc;
 
@@ -133,17 +133,35 @@ impl fmt::Display for Nspace {
 /// enforced where user data enters (Put), not here, because attributes are keys too.
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Key(Box<str>);
+pub struct Key(Cow<'static, str>);
 
 impl Key {
     /// Checks and builds a key.
+    ///
+    /// The name of an attribute of the standard is not copied: the key refers to the static
+    /// name instead. Job data repeats the same few attribute keys for every rank of a job, so a
+    /// job of a million processes would otherwise allocate ten million copies of them.
     pub fn new(s: impl AsRef<str>) -> Result<Self, Error> {
         let s = s.as_ref();
         check_name(s, MAX_KEYLEN, true).map_err(|reason| Error::InvalidKey {
             len: s.len(),
             reason,
         })?;
-        Ok(Key(Box::from(s)))
+        if is_reserved_key(s) {
+            if let Some(a) = crate::attr::lookup(s) {
+                return Ok(Key(Cow::Borrowed(a.key)));
+            }
+        }
+        Ok(Key(Cow::Owned(s.to_owned())))
+    }
+
+    /// Checks and builds a key from a static string, without copying it.
+    pub fn from_static(s: &'static str) -> Result<Self, Error> {
+        check_name(s, MAX_KEYLEN, true).map_err(|reason| Error::InvalidKey {
+            len: s.len(),
+            reason,
+        })?;
+        Ok(Key(Cow::Borrowed(s)))
     }
 
     /// The key as a string slice.
@@ -165,8 +183,16 @@ pub fn is_reserved_key(s: &str) -> bool {
 
 impl TryFrom<String> for Key {
     type Error = Error;
+    /// Like [`Key::new`], keeping the string's allocation for a key that is not an attribute.
     fn try_from(s: String) -> Result<Self, Error> {
-        Key::new(s)
+        if is_reserved_key(&s) {
+            return Key::new(s);
+        }
+        check_name(&s, MAX_KEYLEN, true).map_err(|reason| Error::InvalidKey {
+            len: s.len(),
+            reason,
+        })?;
+        Ok(Key(Cow::Owned(s)))
     }
 }
 
@@ -179,7 +205,7 @@ impl TryFrom<&str> for Key {
 
 impl From<Key> for String {
     fn from(k: Key) -> String {
-        k.0.into()
+        k.0.into_owned()
     }
 }
 
@@ -197,7 +223,7 @@ impl AsRef<str> for Key {
 
 impl fmt::Debug for Key {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&*self.0, f)
+        fmt::Debug::fmt(self.as_str(), f)
     }
 }
 
@@ -254,6 +280,39 @@ impl fmt::Display for Proc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn attribute_keys_are_not_copied_and_compare_like_copies() {
+        use crate::attr;
+        let parsed = Key::new(String::from(attr::JOB_SIZE)).unwrap();
+        assert!(matches!(parsed.0, Cow::Borrowed(_)));
+        let from_string = Key::try_from(String::from(attr::HOSTNAME)).unwrap();
+        assert!(matches!(from_string.0, Cow::Borrowed(_)));
+        let owned = Key(Cow::Owned(attr::JOB_SIZE.to_owned()));
+        assert_eq!(parsed, owned);
+        let state = std::hash::RandomState::new();
+        assert_eq!(
+            std::hash::BuildHasher::hash_one(&state, &parsed),
+            std::hash::BuildHasher::hash_one(&state, &owned)
+        );
+        assert_eq!(parsed.cmp(&owned), std::cmp::Ordering::Equal);
+        assert_eq!(parsed.as_str(), attr::JOB_SIZE);
+        assert_eq!(String::from(parsed), attr::JOB_SIZE);
+        // Unknown `pmix` keys and user keys are kept as given.
+        let unknown = Key::new("pmix.not.an.attribute").unwrap();
+        assert!(matches!(unknown.0, Cow::Owned(_)));
+        let user = Key::try_from(String::from("my-key")).unwrap();
+        assert_eq!(user.as_str(), "my-key");
+    }
+
+    #[test]
+    fn static_and_string_keys_are_checked_alike() {
+        assert!(Key::from_static("").is_err());
+        assert!(Key::try_from(String::new()).is_err());
+        assert!(Key::try_from(String::from("a\0b")).is_err());
+        assert!(Key::try_from("k".repeat(MAX_KEYLEN + 1)).is_err());
+        assert!(Key::from_static("pmix.job.size").is_ok());
+    }
 
     #[test]
     fn nspace_length_is_checked() {

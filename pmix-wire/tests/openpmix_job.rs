@@ -7,7 +7,7 @@
 
 mod strategies;
 
-use pmix_types::{Info, InfoFlags, Key, Nspace, Rank, Status, Value, attr};
+use pmix_types::{DataType, Info, InfoFlags, Key, Nspace, Rank, Status, Value, attr};
 use pmix_wire::openpmix::job::{
     Here, NO_SESSION, from_job_info, from_kvals, to_job_info, to_proc_kvals,
 };
@@ -223,7 +223,13 @@ fn sorted_realms(realms: &[Realm], id_key: &str) -> Vec<Realm> {
 /// - nodes, applications and ranks come in id order;
 /// - the job level is the host's, then `NODE_LIST` (the hostnames in node id order) when the
 ///   host gave none and some node has a hostname, then each key of the reader's node (the
-///   node its rank's `NODEID` names, else the first with its hostname) the job level lacks.
+///   node its rank's `NODEID` names, else the first with its hostname) the job level lacks;
+/// - a reserved key's integer value of another type than the standard's has the standard's
+///   type when it fits;
+/// - a rank whose `HOSTNAME` is a node's has that node's `NODEID`, and, lacking `LOCAL_RANK`,
+///   its place in its node's `LOCAL_PEERS` (by `HOSTNAME`, else by `NODEID`);
+/// - when the data holds `JOB_SIZE` ranks and each has an `APPNUM`: each application has
+///   `APPNUM`, `APP_SIZE` and `APPLDR` (added when missing), and the job `JOB_NUM_APPS`.
 ///
 /// Everything else (values, the order of keys within a level, repeated keys) is kept.
 fn expected(job: &JobData, here: Here<'_>) -> JobData {
@@ -239,8 +245,109 @@ fn expected(job: &JobData, here: Here<'_>) -> JobData {
         })
         .collect();
     procs.sort_by_key(|p| p.rank);
-
+    let mut nodes = nodes;
+    let mut apps = apps;
     let mut top = plain(&job.job);
+    for infos in std::iter::once(&mut top)
+        .chain(nodes.iter_mut().map(|n| &mut n.info))
+        .chain(apps.iter_mut().map(|a| &mut a.info))
+        .chain(procs.iter_mut().map(|p| &mut p.info))
+    {
+        for i in infos.iter_mut() {
+            let Some(a) = attr::lookup(i.key.as_str()) else {
+                continue;
+            };
+            let Some(n) = i.value.as_u64().filter(|_| i.value.data_type() != a.ty) else {
+                continue;
+            };
+            let v = match a.ty {
+                DataType::UINT8 => u8::try_from(n).ok().map(Value::Uint8),
+                DataType::UINT16 => u16::try_from(n).ok().map(Value::Uint16),
+                DataType::UINT32 => u32::try_from(n).ok().map(Value::Uint32),
+                DataType::UINT64 => Some(Value::Uint64(n)),
+                DataType::SIZE => Some(Value::Size(n)),
+                DataType::PROC_RANK => u32::try_from(n).ok().map(|r| Value::Rank(Rank(r))),
+                _ => None,
+            };
+            if let Some(v) = v {
+                i.value = v;
+            }
+        }
+    }
+    for p in &mut procs {
+        let host = find(&p.info, attr::HOSTNAME)
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let by_host = host.and_then(|h| {
+            nodes
+                .iter()
+                .find(|n| find(&n.info, attr::HOSTNAME).and_then(Value::as_str) == Some(&h))
+        });
+        let node = if let Some(n) = by_host {
+            match p.info.iter_mut().find(|i| i.key.as_str() == attr::NODEID) {
+                Some(i) => i.value = Value::Uint32(n.id),
+                None => p.info.push(info(attr::NODEID, n.id)),
+            }
+            Some(n)
+        } else {
+            let id = find(&p.info, attr::NODEID).and_then(Value::as_u32);
+            nodes.iter().find(|n| Some(n.id) == id)
+        };
+        if let Some(n) = node
+            && find(&p.info, attr::LOCAL_RANK).is_none()
+            && let Some(peers) = find(&n.info, attr::LOCAL_PEERS).and_then(Value::as_str)
+            && let Some(i) = peers
+                .split(',')
+                .position(|r| r.trim().parse::<u32>().ok() == Some(p.rank.0))
+            && let Ok(i) = u16::try_from(i)
+        {
+            p.info.push(info(attr::LOCAL_RANK, Value::Uint16(i)));
+        }
+    }
+    let appnums: Option<Vec<(Rank, u32)>> = procs
+        .iter()
+        .map(|p| Some((p.rank, find(&p.info, attr::APPNUM)?.as_u32()?)))
+        .collect();
+    let size = find(&top, attr::JOB_SIZE).and_then(Value::as_u32);
+    if let Some(appnums) = appnums
+        && size.is_some_and(|n| n as usize == procs.len())
+    {
+        let mut ids: Vec<u32> = appnums.iter().map(|(_, a)| *a).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        for id in ids {
+            let members: Vec<Rank> = appnums
+                .iter()
+                .filter(|(_, a)| *a == id)
+                .map(|(r, _)| *r)
+                .collect();
+            let derived = [
+                info(attr::APPNUM, Value::Uint32(id)),
+                info(attr::APP_SIZE, Value::Uint32(members.len() as u32)),
+                info(attr::APPLDR, Value::Rank(members[0])),
+            ];
+            let at = match apps.iter().position(|a| a.id == id) {
+                Some(at) => at,
+                None => {
+                    apps.push(Realm {
+                        id,
+                        info: Vec::new(),
+                    });
+                    apps.len() - 1
+                }
+            };
+            for d in derived {
+                if find(&apps[at].info, d.key.as_str()).is_none() {
+                    apps[at].info.push(d);
+                }
+            }
+        }
+        apps.sort_by_key(|a| a.id);
+        if find(&top, attr::JOB_NUM_APPS).is_none() {
+            top.push(info(attr::JOB_NUM_APPS, Value::Uint32(apps.len() as u32)));
+        }
+    }
+
     if find(&job.job, attr::NODE_LIST).is_none() {
         let names: Vec<&str> = nodes
             .iter()

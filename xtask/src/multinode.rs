@@ -1,8 +1,8 @@
 //! `cargo xtask multinode`: pmixrun across the pretend cluster, next to the reference
 //! launchers, as root.
 //!
-//! It brings up `scripts/multinode/cluster.sh up ssh` (network-namespace nodes `node1..N`
-//! with real sshd, see `docs/MULTINODE-TESTING.md`), runs the scenarios in order, each with a
+//! It brings up `scripts/multinode/cluster.sh up ssh slurm` (network-namespace nodes
+//! `node1..N` with real sshd and a slurmd each, slurmctld and munge on the host, see `docs/MULTINODE-TESTING.md`), runs the scenarios in order, each with a
 //! deadline, checks after each that nothing was left behind (no process of the scenario on
 //! the host or any node, no new entry in any node's `/tmp`), prints PASS/FAIL per scenario
 //! and a summary, and tears the cluster down on every way out: success, failure, panic
@@ -27,7 +27,7 @@ const USAGE: &str = "\
 usage: cargo xtask multinode [options]        (as root)
 
 Brings up the pretend cluster (scripts/multinode/cluster.sh: network-namespace nodes with
-sshd), runs the multi-node scenarios in order, each with a deadline and a check that it left
+sshd and slurmd, slurmctld and munge on the host), runs the multi-node scenarios in order, each with a deadline and a check that it left
 nothing behind (processes on the host or the nodes, files in the nodes' /tmp), prints PASS or
 FAIL per scenario and a summary, and tears the cluster down however it ends. Exit 0 only if
 every scenario run passed.
@@ -96,6 +96,12 @@ const TOOLS: &[(&str, &str)] = &[
     ("sshd", "openssh-server"),
     ("ssh", "openssh-client"),
     ("ssh-keygen", "openssh-client"),
+    ("slurmctld", "slurmctld"),
+    ("slurmd", "slurmd"),
+    ("srun", "slurm-client"),
+    ("sinfo", "slurm-client"),
+    ("munged", "munge"),
+    ("munge", "munge"),
 ];
 
 fn on_path(tool: &str) -> bool {
@@ -190,20 +196,31 @@ fn compile(cc: &str, source: &str, exe: &Path) -> Result<PathBuf, String> {
 fn build(opts: &Options, dirs: &Dirs, work: &Path) -> Result<Programs, String> {
     let release = dirs.target().join("release");
     let need_pmixrun = SCENARIOS.iter().any(|s| s.pmixrun && opts.selected(s));
-    let (pmixrun, demo) = if need_pmixrun {
-        cargo_build_release(&["-p", "pmixrun", "-p", "pmix-client", "--bins", "--examples"])?;
+    let (pmixrun, demo, test_client) = if need_pmixrun {
+        cargo_build_release(&[
+            "-p",
+            "pmixrun",
+            "-p",
+            "pmix-client",
+            "-p",
+            "pmix-tests",
+            "--bins",
+            "--examples",
+        ])?;
         (
             built(release.join("pmixrun")),
             built(release.join("examples").join("demo")),
+            built(release.join("pmix-test-client")),
         )
     } else {
         let skipped = || Err("not built (--references-only)".to_owned());
-        (skipped(), skipped())
+        (skipped(), skipped(), skipped())
     };
     let bin = work.join("bin");
     Ok(Programs {
         pmixrun,
         demo,
+        test_client,
         mpich_hello: compile(
             "/usr/bin/mpicc.mpich",
             "pmix-tests/mpi/hello.c",

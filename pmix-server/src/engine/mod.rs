@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, attr};
+use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
 use pmix_wire::{App, Event, JobData, Kv, ProcKvs, Published, Query, Reply, ReplyBody, Request};
 
 use self::fence::{FenceOp, FenceTable, Kind};
@@ -568,6 +568,13 @@ impl Engine {
     pub(crate) fn job_data(&self, nspace: &str) -> Option<Arc<JobData>> {
         let ns = self.ns_id(nspace)?;
         self.nspaces.get(&ns).map(|n| n.job.get().clone())
+    }
+
+    /// A job-level value of a namespace (what a get with rank `WILDCARD` would find at job
+    /// level), read without deriving the namespace's node and process data.
+    pub(crate) fn job_value(&self, nspace: &str, key: &str) -> Option<&Value> {
+        let ns = self.ns_id(nspace)?;
+        self.nspaces.get(&ns)?.job.job_value(key)
     }
 
     /// True when `proc` is a registered client of this server.

@@ -51,6 +51,16 @@ impl LazyJob {
         self.built.get_or_init(|| Arc::new(self.spec.expand()))
     }
 
+    /// A job-level value (rank `WILDCARD`) as clients will get it, without deriving the node and
+    /// process levels: those are the expensive part of a large job, and the job level is
+    /// settled at registration.
+    pub(crate) fn job_value(&self, key: &str) -> Option<&Value> {
+        if self.spec.nodata {
+            return None;
+        }
+        find(&self.spec.job, key)
+    }
+
     /// Whether the job data was derived already.
     #[cfg(test)]
     pub(crate) fn is_built(&self) -> bool {

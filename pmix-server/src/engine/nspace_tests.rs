@@ -291,6 +291,18 @@ fn agree(nlocalprocs: u32, info: &[Info]) -> Arc<JobData> {
     );
     assert_eq!(new.size, old.size);
     assert_eq!(new.local_ranks, old.local_ranks);
+    // Job-level values read before the job data exists are the ones it will hold.
+    for i in old.job.job.iter().chain(&old.job.session) {
+        let in_job = old.job.job.iter().find(|j| j.key == i.key);
+        assert_eq!(
+            new.job.job_value(i.key.as_str()),
+            in_job.map(|j| &j.value),
+            "job_value({})",
+            i.key
+        );
+    }
+    assert_eq!(new.job.job_value("no.such.key"), None);
+    assert!(!new.job.is_built(), "job_value derived the job data");
     let job = new.job.get().clone();
     assert!(
         Arc::ptr_eq(&job, new.job.get()),
@@ -617,4 +629,39 @@ fn the_engine_registers_without_deriving() {
     eng.register_nspace(Nspace::new("big").unwrap(), 0, &info)
         .unwrap();
     assert!(!eng.nspaces[&id].job.is_built());
+}
+
+#[test]
+fn the_nsdir_is_read_without_deriving() {
+    let mut eng = crate::engine::Engine::new(HOST.into(), extras(), crate::NameService::BuiltIn);
+    let ppn: Vec<Vec<u32>> = (0..3).map(|n| (n * 4..n * 4 + 4).collect()).collect();
+    let info = maps(&["a", HOST, "c"], &ppn);
+    eng.register_nspace(Nspace::new("big").unwrap(), 4, &info)
+        .unwrap();
+    // What the shell reads to create the namespace's directory.
+    let dir = eng.job_value("big", attr::NSDIR).and_then(Value::as_str);
+    assert_eq!(dir, Some("/tmp/pmix/ns/big"));
+    assert_eq!(eng.job_value("other", attr::NSDIR), None);
+    let id = eng.ns_id("big").unwrap();
+    assert!(!eng.nspaces[&id].job.is_built());
+    let built = eng.job_data("big").unwrap();
+    let nsdir = built.job.iter().find(|i| i.key.as_str() == attr::NSDIR);
+    assert_eq!(nsdir.and_then(|i| i.value.as_str()), dir);
+}
+
+#[test]
+fn a_nodata_namespace_has_no_job_values() {
+    let extras = extras();
+    let locale = Locale {
+        hostname: HOST,
+        job_extras: &extras,
+    };
+    let ns = Nspace::new("ns").unwrap();
+    let info = [
+        Info::attr(attr::JOB_SIZE, 4u32),
+        Info::attr(attr::REGISTER_NODATA, true),
+    ];
+    let reg = register(&ns, 4, &info, &locale).unwrap();
+    assert_eq!(reg.job.job_value(attr::JOB_SIZE), None);
+    assert!(reg.job.get().job.is_empty());
 }

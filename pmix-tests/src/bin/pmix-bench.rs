@@ -17,6 +17,13 @@
 //! - `pmix-bench regex [--quick]`: node and process map generation, and the registration of
 //!   jobs of 10,000 and 100,000 processes on 1,000 nodes (none of them local), with the
 //!   process's memory.
+//! - `pmix-bench bigjob [--nodes 10000] [--ppn 100] [--local 0|1] [--native 0|1]`: one
+//!   registration of a job of nodes × ppn processes with the node and process maps pmixrun
+//!   gives (raw form unless `--native 1`), node names `node00001`...; with `--local 1` the
+//!   server's hostname is the middle node (so it has ppn local ranks) and one local rank is
+//!   started (`bigclient` mode) to time the first client init, which derives the job data;
+//!   with `--local 0` this daemon hosts no rank (`nlocalprocs` 0). Times and RSS of
+//!   `register_nspace`, the first access, and `deregister_nspace`.
 //!
 //! The host prints `RESULT <metric> <value>` for its own numbers, `CLIENT <rank> <metric>
 //! <value>` for each rank's, and `NOTE <text>` for anything a reader should know (a workload
@@ -40,7 +47,9 @@ fn main() -> ExitCode {
         Some("job") => job_main(&args[1..]),
         Some("client") => client_main(&args[1..]),
         Some("regex") => regex_main(&args[1..]),
-        _ => Err("usage: pmix-bench job|client|regex [options] (see the crate docs)".into()),
+        Some("bigjob") => bigjob_main(&args[1..]),
+        Some("bigclient") => bigclient_main(),
+        _ => Err("usage: pmix-bench job|client|regex|bigjob [options] (see the crate docs)".into()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -654,4 +663,171 @@ fn regex_main(args: &[String]) -> Res {
     std::io::stdout()
         .write_all(out.as_bytes())
         .map_err(err("stdout"))
+}
+
+// ---- one big job ------------------------------------------------------------------------------
+
+/// `nodes` node names `node00001`, `node00002`, ...
+fn big_node_names(nodes: u32) -> Vec<String> {
+    (1..=nodes).map(|i| format!("node{i:05}")).collect()
+}
+
+fn bigjob_main(args: &[String]) -> Res {
+    let mut o = [("nodes", 10_000), ("ppn", 100), ("local", 1), ("native", 0)];
+    parse_opts(args, &mut o)?;
+    let nodes = u32::try_from(opt(&o, "nodes")).map_err(err("--nodes"))?;
+    let ppn = u32::try_from(opt(&o, "ppn")).map_err(err("--ppn"))?;
+    let local = opt(&o, "local") != 0;
+    let form = if opt(&o, "native") != 0 {
+        Form::Native
+    } else {
+        Form::Raw
+    };
+    let nprocs = nodes.checked_mul(ppn).ok_or("too many processes")?;
+    if nodes == 0 || ppn == 0 {
+        return Err("--nodes and --ppn must be at least 1".into());
+    }
+    let mut out = String::new();
+    let mut result = |name: &str, v: f64| out.push_str(&format!("RESULT {name} {v:.3}\n"));
+
+    let names = big_node_names(nodes);
+    let here = names[(nodes / 2) as usize].clone();
+    let options = ServerOptions {
+        hostname: Some(if local {
+            here.clone()
+        } else {
+            "elsewhere".into()
+        }),
+        ..ServerOptions::default()
+    };
+    let aborted = Arc::new(AtomicBool::new(false));
+    let server = Server::init(
+        BenchHost {
+            aborted: aborted.clone(),
+        },
+        options,
+    )
+    .map_err(err("server init"))?;
+
+    // The maps as pmixrun builds them (`pmixrun/src/job.rs`).
+    let ranks: Vec<Vec<u32>> = (0..nodes)
+        .map(|n| (n * ppn..(n + 1) * ppn).collect())
+        .collect();
+    let nmap = pmix_regex::generate_regex_with(&names, form).map_err(err("node map"))?;
+    let pmap = pmix_regex::generate_ppn_with(&ranks, form).map_err(err("proc map"))?;
+    drop(ranks);
+    drop(names);
+    result("node_map_bytes", nmap.len() as f64);
+    result("proc_map_bytes", pmap.len() as f64);
+    let app = DataArray::from_infos([
+        Info::attr(attr::APPNUM, 0u32),
+        Info::attr(attr::APP_SIZE, nprocs),
+        Info::attr(attr::MAX_PROCS, nprocs),
+        Info::attr(attr::APPLDR, Rank(0)),
+        Info::attr(attr::WDIR, "/tmp"),
+        Info::attr(attr::APP_ARGV, "pmix-bench bigclient"),
+    ]);
+    let info = vec![
+        Info::attr(attr::JOB_SIZE, nprocs),
+        Info::attr(attr::MAX_PROCS, nprocs),
+        Info::attr(attr::UNIV_SIZE, nprocs),
+        Info::attr(attr::JOB_NUM_APPS, 1u32),
+        Info::attr(attr::NODE_MAP, Value::Regex(nmap)),
+        Info::attr(attr::PROC_MAP, Value::Regex(pmap)),
+        Info::attr(attr::APP_INFO_ARRAY, app),
+    ];
+    let ns = Nspace::new("bigjob").map_err(err("nspace"))?;
+    let nlocal = if local { ppn } else { 0 };
+
+    let before = rss_kb();
+    let t = Instant::now();
+    server
+        .register_nspace(&ns, nlocal, &info)
+        .map_err(err("register_nspace"))?;
+    result("register_nspace_ms", ms(t.elapsed()));
+    let after = rss_kb();
+    result("rss_before_kb", before as f64);
+    result("register_nspace_rss_kb", after as f64 - before as f64);
+    drop(info);
+
+    if local {
+        // One local rank's init: what forces the job data when a job has ranks here.
+        let rank = (nodes / 2) * ppn;
+        let p = Proc::new(ns.clone(), rank);
+        let uid = nix::unistd::getuid().as_raw();
+        let gid = nix::unistd::getgid().as_raw();
+        server
+            .register_client(&p, uid, gid)
+            .map_err(err("register_client"))?;
+        let env = server.setup_fork(&p).map_err(err("setup_fork"))?;
+        let exe = std::env::current_exe().map_err(err("own path"))?;
+        let t = Instant::now();
+        let child = Command::new(exe)
+            .arg("bigclient")
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .output()
+            .map_err(err("client"))?;
+        result("first_client_total_ms", ms(t.elapsed()));
+        if !child.status.success() {
+            return Err(format!("the client failed: {}", child.status));
+        }
+        for line in String::from_utf8_lossy(&child.stdout).lines() {
+            if let Some(rest) = line.strip_prefix("RESULT ") {
+                out_push(&mut result, rest);
+            }
+        }
+        result("rss_after_first_client_kb", rss_kb() as f64 - before as f64);
+        server.deregister_client(&p);
+    }
+
+    let t = Instant::now();
+    server.deregister_nspace(&ns);
+    result("deregister_nspace_ms", ms(t.elapsed()));
+    result("rss_kept_after_dereg_kb", rss_kb() as f64 - before as f64);
+    let _ = server.finalize();
+    std::io::stdout()
+        .write_all(out.as_bytes())
+        .map_err(err("stdout"))
+}
+
+/// Passes on a client's `name value` result as the host's `client_<name>`.
+fn out_push(result: &mut impl FnMut(&str, f64), rest: &str) {
+    if let Some((name, v)) = rest.split_once(' ') {
+        if let Ok(v) = v.parse() {
+            result(&format!("client_{name}"), v);
+        }
+    }
+}
+
+/// The local rank of `bigjob`: init (which receives the job data), a job-level get, the
+/// hostname of the job's last rank (on another node), finalize.
+fn bigclient_main() -> Res {
+    let rss0 = rss_kb();
+    let t = Instant::now();
+    let c = Client::init().map_err(err("init"))?;
+    let init = ms(t.elapsed());
+    let me = c.proc().clone();
+    let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
+    let n = c
+        .get(&wild, attr::JOB_SIZE, &[])
+        .map_err(err("get JOB_SIZE"))?
+        .as_u32()
+        .ok_or("JOB_SIZE is not a uint32")?;
+    let last = Proc::new(me.nspace.clone(), n - 1);
+    let t = Instant::now();
+    let host = c
+        .get(&last, attr::HOSTNAME, &[])
+        .map_err(err("get HOSTNAME"))?;
+    let get = ms(t.elapsed());
+    if host.as_str().is_none_or(|h| !h.starts_with("node")) {
+        return Err(format!("rank {} has hostname {host:?}", n - 1));
+    }
+    let rss = rss_kb();
+    c.finalize().map_err(err("finalize"))?;
+    println!("RESULT init_ms {init:.3}");
+    println!("RESULT get_remote_hostname_ms {get:.3}");
+    println!("RESULT rss_added_kb {}", rss as f64 - rss0 as f64);
+    Ok(())
 }

@@ -38,7 +38,7 @@
 //! ...) also at the job level, where a Get of rank `WILDCARD` finds them (libpmix answers such
 //! a Get from this node's array).
 
-use pmix_types::{Info, Key, Nspace, Proc, Rank, Value, attr};
+use pmix_types::{DataType, Info, Key, Nspace, Proc, Rank, Value, attr};
 
 use super::{
     Dialect, JobInfo, Kval, MAP_BLOB, PROC_BLOB, ProcKvals, decode_rank_blob, info_array,
@@ -362,6 +362,16 @@ pub fn from_kvals(
     app_realms.sort_by_key(|r| r.id);
     procs.sort_by_key(|p| p.rank);
 
+    normalize_types(&mut job);
+    for level in realms.iter_mut().chain(app_realms.iter_mut()) {
+        normalize_types(&mut level.info);
+    }
+    for p in &mut procs {
+        normalize_types(&mut p.info);
+    }
+    derive_proc_nodes(&mut procs, &realms);
+    derive_apps(&mut job, &mut app_realms, &procs);
+
     if let Some(node) = this_node(&realms, &procs, here) {
         add_missing(&mut job, node.info.iter().cloned());
     }
@@ -374,6 +384,129 @@ pub fn from_kvals(
         nodes: realms,
         procs,
     })
+}
+
+/// Reserved keys whose value came as another integer type than the standard gives them
+/// (Slurm's server hands `APPNUM` as an `int`, where the standard says `uint32`) get the
+/// standard's type when the value fits in it, so that a caller comparing values, or matching
+/// on the variant, sees the same thing under every server. Anything else is left as sent.
+fn normalize_types(infos: &mut [Info]) {
+    for i in infos {
+        let Some(a) = attr::lookup(i.key.as_str()) else {
+            continue;
+        };
+        if i.value.data_type() == a.ty {
+            continue;
+        }
+        let Some(n) = i.value.as_u64() else {
+            continue;
+        };
+        let v = match a.ty {
+            DataType::UINT8 => u8::try_from(n).ok().map(Value::Uint8),
+            DataType::UINT16 => u16::try_from(n).ok().map(Value::Uint16),
+            DataType::UINT32 => u32::try_from(n).ok().map(Value::Uint32),
+            DataType::UINT64 => Some(Value::Uint64(n)),
+            DataType::SIZE => Some(Value::Size(n)),
+            DataType::PROC_RANK => u32::try_from(n).ok().map(|r| Value::Rank(Rank(r))),
+            _ => None,
+        };
+        if let Some(v) = v {
+            i.value = v;
+        }
+    }
+}
+
+/// A rank's node, and what that node says about the rank when the host left it out.
+///
+/// The node is the node array of the rank's `HOSTNAME` when there is one, else that of its
+/// `NODEID`: Slurm's server (libpmix 4.2 in slurmstepd) gives every rank of another node the
+/// reader's own `NODEID`, next to the right `HOSTNAME`, so a rank's node-level keys would be
+/// answered from the reader's node. The rank's `NODEID` is set to that node's id. A rank
+/// without `LOCAL_RANK` (Slurm gives it only to the reader's node's ranks) gets its place in
+/// that node's `LOCAL_PEERS`. `NODE_RANK` is not derived: it counts the ranks of every job on
+/// the node, which one job's data does not tell.
+fn derive_proc_nodes(procs: &mut [ProcRealm], nodes: &[Realm]) {
+    for p in procs {
+        let by_host = find(&p.info, attr::HOSTNAME)
+            .and_then(Value::as_str)
+            .and_then(|h| {
+                nodes
+                    .iter()
+                    .find(|n| find(&n.info, attr::HOSTNAME).and_then(Value::as_str) == Some(h))
+            });
+        let node = match by_host {
+            Some(n) => {
+                match p.info.iter_mut().find(|i| i.key.as_str() == attr::NODEID) {
+                    Some(i) => i.value = Value::Uint32(n.id),
+                    None => p.info.push(Info::attr(attr::NODEID, Value::Uint32(n.id))),
+                }
+                n
+            }
+            None => {
+                let id = find(&p.info, attr::NODEID).and_then(Value::as_u32);
+                match nodes.iter().find(|n| Some(n.id) == id) {
+                    Some(n) => n,
+                    None => continue,
+                }
+            }
+        };
+        if find(&p.info, attr::LOCAL_RANK).is_some() {
+            continue;
+        }
+        let place = find(&node.info, attr::LOCAL_PEERS)
+            .and_then(Value::as_str)
+            .and_then(|peers| {
+                peers
+                    .split(',')
+                    .position(|r| r.trim().parse::<u32>().ok() == Some(p.rank.0))
+            })
+            .and_then(|i| u16::try_from(i).ok());
+        if let Some(i) = place {
+            p.info.push(Info::attr(attr::LOCAL_RANK, Value::Uint16(i)));
+        }
+    }
+}
+
+/// The application level, when the host gave the ranks' `APPNUM` but not the applications
+/// (Slurm's server sends no `pmix.app.arr` and no `JOB_NUM_APPS`): each application's
+/// `APP_SIZE` and `APPLDR` (its lowest rank), and the job's `JOB_NUM_APPS`. Only when every
+/// rank of the job is here (`JOB_SIZE` of them): a count over part of the job would be wrong.
+fn derive_apps(job: &mut Vec<Info>, apps: &mut Vec<Realm>, procs: &[ProcRealm]) {
+    let size = find(job, attr::JOB_SIZE).and_then(Value::as_u32);
+    if size.is_none_or(|n| usize::try_from(n).ok() != Some(procs.len())) {
+        return;
+    }
+    // appnum -> (ranks, lowest rank)
+    let mut seen: Vec<(u32, u32, Rank)> = Vec::new();
+    for p in procs {
+        let Some(app) = find(&p.info, attr::APPNUM).and_then(Value::as_u32) else {
+            return;
+        };
+        match seen.iter_mut().find(|(a, _, _)| *a == app) {
+            Some((_, n, ldr)) => {
+                *n += 1;
+                *ldr = (*ldr).min(p.rank);
+            }
+            None => seen.push((app, 1, p.rank)),
+        }
+    }
+    for (app, n, ldr) in seen {
+        let derived = [
+            Info::attr(attr::APPNUM, Value::Uint32(app)),
+            Info::attr(attr::APP_SIZE, Value::Uint32(n)),
+            Info::attr(attr::APPLDR, Value::Rank(ldr)),
+        ];
+        match apps.iter_mut().find(|r| r.id == app) {
+            Some(r) => add_missing(&mut r.info, derived),
+            None => apps.push(Realm {
+                id: app,
+                info: derived.into(),
+            }),
+        }
+    }
+    apps.sort_by_key(|r| r.id);
+    let napps = u32::try_from(apps.len()).unwrap_or(u32::MAX);
+    add_missing(job, [Info::attr(attr::JOB_NUM_APPS, Value::Uint32(napps))]);
 }
 
 /// The node `here` names among `nodes` (see [`Here`]).
@@ -474,5 +607,117 @@ mod tests {
 
         assert_eq!(l.procs.len(), 2);
         assert_eq!(l.procs[1].0, Rank(1));
+    }
+
+    /// Job data as Slurm 22.05's server (libpmix 4.2 in slurmstepd) sends it to a reader on
+    /// node1 of a 2-node, 4-rank step: node arrays with `HOSTNAME`, `NODEID` and
+    /// `LOCAL_PEERS`; each rank's data as `pmix.pdata`, with `APPNUM` and `APPLDR` as `int`,
+    /// `LOCAL_RANK` only for node1's ranks, and node1's `NODEID` for every rank; no
+    /// application array, no `JOB_NUM_APPS`.
+    fn slurm_kvals() -> Vec<Kval> {
+        let node = |id: u32, host: &str, peers: &str| {
+            super::super::info_array(
+                Key::new(attr::NODE_INFO_ARRAY).unwrap(),
+                vec![
+                    info(attr::HOSTNAME, host),
+                    info(attr::NODEID, id),
+                    info(attr::LOCAL_PEERS, peers),
+                    info(attr::LOCAL_SIZE, 2u32),
+                ],
+            )
+        };
+        let rank = |r: u32| {
+            let mut i = vec![
+                info(attr::RANK, Rank(r)),
+                info(attr::APPNUM, Value::Int(0)),
+                info(attr::APPLDR, Value::Int(0)),
+                info(attr::HOSTNAME, if r < 2 { "node1" } else { "node2" }),
+            ];
+            if r < 2 {
+                i.push(info(attr::LOCAL_RANK, Value::Uint16(r as u16)));
+            }
+            i.push(info(attr::NODEID, 0u32));
+            super::super::info_array(Key::new(attr::PROC_INFO_ARRAY).unwrap(), i)
+        };
+        let mut kv = vec![Kval {
+            key: Key::new(attr::JOB_SIZE).unwrap(),
+            value: Value::Uint32(4),
+        }];
+        kv.push(node(0, "node1", "0,1"));
+        kv.push(node(1, "node2", "2,3"));
+        kv.extend((0..4).map(rank));
+        kv
+    }
+
+    fn proc_value<'a>(j: &'a JobData, r: u32, k: &str) -> Option<&'a Value> {
+        j.procs
+            .iter()
+            .find(|p| p.rank == Rank(r))
+            .and_then(|p| find(&p.info, k))
+    }
+
+    #[test]
+    fn slurm_job_data_reads_with_each_rank_on_its_own_node() {
+        let here = Here {
+            rank: Some(Rank(0)),
+            hostname: Some("node1"),
+        };
+        let j = from_kvals(Nspace::new("s").unwrap(), slurm_kvals(), Dialect::V41, here).unwrap();
+        for r in 0..4 {
+            let node = if r < 2 { 0u32 } else { 1 };
+            assert_eq!(
+                proc_value(&j, r, attr::NODEID),
+                Some(&Value::Uint32(node)),
+                "rank {r}"
+            );
+            // Its place in its node's LOCAL_PEERS, given or derived.
+            assert_eq!(
+                proc_value(&j, r, attr::LOCAL_RANK),
+                Some(&Value::Uint16((r % 2) as u16)),
+                "rank {r}"
+            );
+            // The standard's types.
+            assert_eq!(proc_value(&j, r, attr::APPNUM), Some(&Value::Uint32(0)));
+            assert_eq!(proc_value(&j, r, attr::APPLDR), Some(&Value::Rank(Rank(0))));
+            // Only what one job's data can tell.
+            assert_eq!(proc_value(&j, r, attr::NODE_RANK), None);
+        }
+        // The application level, from the ranks' APPNUM.
+        assert_eq!(find(&j.job, attr::JOB_NUM_APPS), Some(&Value::Uint32(1)));
+        assert_eq!(j.apps.len(), 1);
+        assert_eq!(
+            find(&j.apps[0].info, attr::APP_SIZE),
+            Some(&Value::Uint32(4))
+        );
+        assert_eq!(
+            find(&j.apps[0].info, attr::APPLDR),
+            Some(&Value::Rank(Rank(0)))
+        );
+        // This node's keys at the job level: node1's.
+        assert_eq!(find(&j.job, attr::LOCAL_PEERS), Some(&Value::from("0,1")));
+    }
+
+    #[test]
+    fn applications_are_not_counted_from_part_of_a_job() {
+        let mut kv = slurm_kvals();
+        kv.pop(); // rank 3's data
+        let j = from_kvals(Nspace::new("s").unwrap(), kv, Dialect::V41, Here::default()).unwrap();
+        assert_eq!(find(&j.job, attr::JOB_NUM_APPS), None);
+        assert!(j.apps.is_empty());
+    }
+
+    #[test]
+    fn a_value_that_does_not_fit_the_standard_type_is_kept_as_sent() {
+        let mut infos = vec![
+            info(attr::APPNUM, Value::Int(-1)),
+            info(attr::LOCAL_RANK, Value::Uint32(70_000)),
+            info("app.key", Value::Int(3)),
+            info(attr::JOB_SIZE, Value::Size(4)),
+        ];
+        normalize_types(&mut infos);
+        assert_eq!(infos[0].value, Value::Int(-1));
+        assert_eq!(infos[1].value, Value::Uint32(70_000));
+        assert_eq!(infos[2].value, Value::Int(3));
+        assert_eq!(infos[3].value, Value::Uint32(4));
     }
 }

@@ -1,4 +1,4 @@
-//! The pretend cluster's lifetime: `scripts/multinode/cluster.sh up ssh` behind a guard that
+//! The pretend cluster's lifetime: `scripts/multinode/cluster.sh up ssh slurm` behind a guard that
 //! tears it down on every way out (drop, panic, SIGINT/SIGTERM/SIGHUP), and the facts about
 //! it the scenarios use (node names, network namespaces, each node's `/tmp`).
 
@@ -20,6 +20,31 @@ pub(crate) const STATE: &str = "/var/tmp/pmxcluster";
 /// ssh with the cluster's key and config: `pssh nodeK CMD...`.
 pub(crate) fn pssh() -> PathBuf {
     Path::new(STATE).join("ssh").join("pssh")
+}
+
+/// The cluster's `slurm.conf`, for `SLURM_CONF` (cluster.sh's `slurm` part).
+pub(crate) fn slurm_conf() -> PathBuf {
+    Path::new(STATE).join("slurm").join("slurm.conf")
+}
+
+/// The pids in cluster.sh's pid files (sshd, slurmd, slurmctld, munged when it started one):
+/// read before `down`, checked after it.
+fn daemon_pids() -> Vec<(String, i32)> {
+    let Ok(dir) = std::fs::read_dir(STATE) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let what = name.strip_suffix(".pid")?.to_owned();
+            let pid = std::fs::read_to_string(e.path())
+                .ok()?
+                .trim()
+                .parse()
+                .ok()?;
+            Some((what, pid))
+        })
+        .collect()
 }
 
 /// `nodeK`'s `/tmp`, as the host sees it.
@@ -75,6 +100,7 @@ pub(crate) fn node_namespaces() -> Vec<(u32, u64)> {
 /// daemon or a rank left on a node would keep running).
 fn down(script: &Path, nodes: u32) -> Result<Duration, String> {
     let start = Instant::now();
+    let daemons = daemon_pids();
     let inside = procs::in_node_namespaces(&node_namespaces());
     for p in &inside {
         let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
@@ -98,6 +124,23 @@ fn down(script: &Path, nodes: u32) -> Result<Duration, String> {
         return Err(format!(
             "{} down left namespaces or {STATE} behind",
             script.display()
+        ));
+    }
+    // The daemons it started (slurmctld and munged on the host, sshd and slurmd on the
+    // nodes) must be gone, not only their pid files.
+    let alive: Vec<String> = daemons
+        .iter()
+        .filter(|(_, pid)| kill(Pid::from_raw(*pid), None).is_ok())
+        .map(|(what, pid)| format!("{what} ({pid})"))
+        .collect();
+    if !alive.is_empty() {
+        for (_, pid) in &daemons {
+            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
+        }
+        return Err(format!(
+            "{} down left daemons running: {}",
+            script.display(),
+            alive.join(", ")
         ));
     }
     Ok(start.elapsed())
@@ -163,19 +206,20 @@ impl Cluster {
         let start = Instant::now();
         let out = Command::new("bash")
             .arg(script)
-            .args(["up", "ssh"])
+            .args(["up", "ssh", "slurm"])
             .env("N", nodes.to_string())
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("cannot run {} up: {e}", script.display()))?;
         if !out.status.success() {
             return Err(format!(
-                "{} up ssh failed ({}): {}",
+                "{} up ssh slurm failed ({}): {}",
                 script.display(),
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
             ));
         }
+        wait_for_slurm(nodes)?;
         cluster.up_time = start.elapsed();
         Ok(cluster)
     }
@@ -184,6 +228,25 @@ impl Cluster {
     pub(crate) fn down(self, why: &str) {
         self.teardown.run(why);
     }
+}
+
+/// Waits (up to 30 s) until slurmctld sees every node idle: before that an `srun` would
+/// wait for the nodes, eating into a scenario's deadline.
+fn wait_for_slurm(nodes: u32) -> Result<(), String> {
+    let limit = Instant::now() + Duration::from_secs(30);
+    let mut last = String::new();
+    let ready = procs::wait_for(limit, || {
+        let out = Command::new("sinfo")
+            .args(["-h", "-N", "-o", "%N %T"])
+            .env("SLURM_CONF", slurm_conf())
+            .stdin(Stdio::null())
+            .output()
+            .ok()?;
+        last = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let idle = last.lines().filter(|l| l.ends_with(" idle")).count();
+        (out.status.success() && idle == nodes as usize).then_some(())
+    });
+    ready.ok_or_else(|| format!("slurm's nodes not all idle within 30 s: {last:?}"))
 }
 
 impl Drop for Cluster {

@@ -18,6 +18,8 @@ pub(crate) struct Programs {
     pub(crate) pmixrun: Result<PathBuf, String>,
     /// pmix-client's `demo` example, the README's job.
     pub(crate) demo: Result<PathBuf, String>,
+    /// pmix-tests' `pmix-test-client`, the scenario client.
+    pub(crate) test_client: Result<PathBuf, String>,
     /// `pmix-tests/mpi/hello.c` with Debian's MPICH.
     pub(crate) mpich_hello: Result<PathBuf, String>,
     /// `pmix-tests/mpi/exit_early.c` with Debian's MPICH.
@@ -184,6 +186,38 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         deadline: Duration::from_secs(60),
         settle: Duration::from_secs(3),
         run: pmixrun_not_found,
+    },
+    Scenario {
+        name: "srun-pmix-demo",
+        what: "Slurm's srun --mpi=pmix (libpmix 4.2 in slurmstepd) runs pmix-rs's demo on every node",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(5),
+        run: srun_pmix_demo,
+    },
+    Scenario {
+        name: "srun-pmix-fences",
+        what: "under srun --mpi=pmix: fences with and without data, direct-modex gets, replaced keys",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(5),
+        run: srun_pmix_fences,
+    },
+    Scenario {
+        name: "srun-pmix-abort",
+        what: "under srun --mpi=pmix, rank 0 aborts with 7: srun exits 7 in seconds",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(5),
+        run: srun_pmix_abort,
+    },
+    Scenario {
+        name: "srun-pmix-exit-early",
+        what: "under srun --mpi=pmix --kill-on-bad-exit, rank 5 exits 3 without finalize: the step ends in seconds",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(5),
+        run: srun_pmix_exit_early,
     },
 ];
 
@@ -570,4 +604,101 @@ fn write_executable(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| format!("cannot chmod {}: {e}", path.display()))
+}
+
+/// `srun -N <nodes> -n <2 × nodes> --mpi=pmix <options> PROGRAM ARGS...` on the cluster's
+/// Slurm. `SLURM_PMIX_FENCE=ring`: with Slurm 22.05's default choice a fence without data
+/// takes the tree, which on this cluster completes on the non-root nodes before every node
+/// joined (libpmix's own clients see it too; see docs/MULTINODE-TESTING.md).
+fn srun(run: &Run<'_>, options: &[&str], program: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("srun");
+    cmd.env("SLURM_CONF", cluster::slurm_conf())
+        .env("SLURM_PMIX_FENCE", "ring")
+        .args(["-N", &run.ctx.nodes.to_string()])
+        .args(["-n", &run.ranks().to_string(), "--mpi=pmix"])
+        .args(options)
+        .arg(program)
+        .args(args);
+    cmd
+}
+
+fn srun_pmix_demo(run: &Run<'_>) -> Result<String, String> {
+    let out = run.run(srun(run, &[], program(&run.ctx.programs.demo)?, &[]))?;
+    let n = run.ranks();
+    expect_every_rank(&out, n, |r| {
+        format!("rank {r} of {n}: checked {} peers", n - 1)
+    })
+}
+
+fn srun_pmix_fences(run: &Run<'_>) -> Result<String, String> {
+    let client = program(&run.ctx.programs.test_client)?;
+    let n = run.ranks();
+    let mut how = Vec::new();
+    // A fence without data, then a get of every peer's key: each a direct modex across the
+    // nodes. A collecting fence, then the same gets. Keys replaced between two fences.
+    for args in [
+        &["fence", "@:", "b"][..],
+        &["fence", "@:", ""],
+        &["allgather"],
+        &["replace", "4", "1,3"],
+    ] {
+        let out = run.run(srun(run, &[], client, args))?;
+        let ok = out.stdout.lines().filter(|l| *l == "ok").count();
+        if out.code() != Some(0) || ok != n as usize {
+            return Err(out.fail(&format!("`{}`: {ok} of {n} ranks said ok", args.join(" "))));
+        }
+        how.push(format!("{} {:.2} s", args[0], out.elapsed.as_secs_f64()));
+    }
+    Ok(format!(
+        "{n} ranks on {} nodes: {}",
+        run.ctx.nodes,
+        how.join(", ")
+    ))
+}
+
+fn srun_pmix_abort(run: &Run<'_>) -> Result<String, String> {
+    let client = program(&run.ctx.programs.test_client)?;
+    let out = run.run(srun(run, &[], client, &["abort", "7"]))?;
+    if out.code() != Some(7) {
+        return Err(out.fail("srun did not exit with the aborting rank's 7"));
+    }
+    if out.stdout.lines().any(|l| l.starts_with("FAILED")) {
+        return Err(out.fail("a rank's fence completed without rank 0"));
+    }
+    if out.elapsed > Duration::from_secs(10) {
+        return Err(out.fail("the abort took longer than 10 s"));
+    }
+    Ok(format!(
+        "srun exited 7 in {:.2} s",
+        out.elapsed.as_secs_f64()
+    ))
+}
+
+fn srun_pmix_exit_early(run: &Run<'_>) -> Result<String, String> {
+    // Block distribution, 2 per node: rank 5 is on node3. The others wait to be killed
+    // (not in a fence: there slurmstepd would wait PMIxTimeout, 300 s by default).
+    let client = program(&run.ctx.programs.test_client)?;
+    let out = run.run(srun(
+        run,
+        &["--kill-on-bad-exit=1"],
+        client,
+        &["exit-rank", "5", "3"],
+    ))?;
+    if out.status.is_none() {
+        return Err(out.fail("the step did not end by itself"));
+    }
+    if out.code() == Some(0) {
+        return Err(out.fail("srun exited 0"));
+    }
+    if !out.stderr.contains("node3") {
+        return Err(out.fail("srun's messages do not name node3"));
+    }
+    if out.elapsed > Duration::from_secs(10) {
+        return Err(out.fail("the step took longer than 10 s to end"));
+    }
+    Ok(format!(
+        "step ended ({}) in {:.2} s",
+        out.status.map_or("killed".into(), |s| s.to_string()),
+        out.elapsed.as_secs_f64()
+    ))
 }
