@@ -162,13 +162,23 @@ fn serve(
         .and_then(|()| stream.set_write_timeout(Some(TIMEOUT)))
         .map_err(|e| e.to_string())?;
     let nonce = pmix_tree::auth::fresh_nonce().map_err(|e| format!("no nonce: {e}"))?;
-    send(
-        &mut stream,
-        &Challenge {
-            nonce: nonce.to_vec(),
-        },
-    )
-    .map_err(|e| e.to_string())?;
+    // A daemon probing which of the root's addresses it can reach connects and leaves at
+    // once: nothing to say about it.
+    let challenge = Challenge {
+        nonce: nonce.to_vec(),
+    };
+    if let Err(e) = send(&mut stream, &challenge) {
+        tracing::debug!("a connection left before the challenge: {e}");
+        return Ok(());
+    }
+    let mut first = [0u8; 1];
+    match stream.peek(&mut first) {
+        Ok(0) | Err(_) => {
+            tracing::debug!("a connection left without asking");
+            return Ok(());
+        }
+        Ok(_) => {}
+    }
     let req: Request = receive(&mut stream)?;
     let vertex = req.vertex;
     if !pmix_tree::auth::check_token(secret, LABEL, &vertex.to_be_bytes(), &nonce, &req.proof) {

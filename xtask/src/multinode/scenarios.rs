@@ -212,6 +212,22 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: srun_pmix_abort,
     },
     Scenario {
+        name: "salloc-pmixrun-demo",
+        what: "salloc -N<nodes> pmixrun -n <2 x nodes> demo: pmixrun reads the allocation, starts its daemons with one srun (no ssh)",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(5),
+        run: salloc_pmixrun_demo,
+    },
+    Scenario {
+        name: "salloc-pmixrun-exit-early",
+        what: "salloc ... pmixrun: rank 5 (node3) exits 3 without finalize mid-fence: the run ends in seconds naming it",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(5),
+        run: salloc_pmixrun_exit_early,
+    },
+    Scenario {
         name: "srun-pmix-exit-early",
         what: "under srun --mpi=pmix --kill-on-bad-exit, rank 5 exits 3 without finalize: the step ends in seconds",
         pmixrun: true,
@@ -620,6 +636,83 @@ fn srun(run: &Run<'_>, options: &[&str], program: &Path, args: &[&str]) -> Comma
         .arg(program)
         .args(args);
     cmd
+}
+
+/// `salloc -N<nodes> -n<ranks> pmixrun <options> -n <ranks> <program> <args>`: pmixrun in an
+/// allocation, with no host list.
+fn salloc_pmixrun(
+    run: &Run<'_>,
+    options: &[&str],
+    program: &Path,
+    args: &[&str],
+) -> Result<Command, String> {
+    let mut cmd = Command::new("salloc");
+    cmd.env("SLURM_CONF", cluster::slurm_conf())
+        .args(["-N", &run.ctx.nodes.to_string()])
+        .args(["-n", &run.ranks().to_string()])
+        .arg(self::program(&run.ctx.programs.pmixrun)?)
+        .args(options)
+        .args(["-n", &run.ranks().to_string()])
+        .arg(program)
+        .args(args);
+    Ok(cmd)
+}
+
+fn salloc_pmixrun_demo(run: &Run<'_>) -> Result<String, String> {
+    let cmd = salloc_pmixrun(
+        run,
+        &["--tag-output"],
+        program(&run.ctx.programs.demo)?,
+        &[],
+    )?;
+    let out = run.run(cmd)?;
+    let n = run.ranks();
+    // Tagged with the node: the daemons run under the allocation's names.
+    expect_every_rank(&out, n, |r| {
+        format!(
+            "[{r}@node{}] rank {r} of {n}: checked {} peers",
+            r / 2 + 1,
+            n - 1
+        )
+    })
+}
+
+fn salloc_pmixrun_exit_early(run: &Run<'_>) -> Result<String, String> {
+    // Two per node: rank 5 is on node3. The others wait in a job-wide fence.
+    let client = program(&run.ctx.programs.test_client)?;
+    let out = run.run(salloc_pmixrun(
+        run,
+        &[],
+        client,
+        &["stuck-fence", "5", "3"],
+    )?)?;
+    if out.status.is_none() {
+        return Err(out.fail("the run did not end by itself"));
+    }
+    if out.code() == Some(0) {
+        return Err(out.fail("the run exited 0"));
+    }
+    if !out.stderr.contains("rank 5 exited with status 3") {
+        return Err(out.fail("pmixrun's message does not name rank 5"));
+    }
+    let failed = out
+        .stdout
+        .lines()
+        .filter(|l| l.ends_with("fence failed with ERR_PROC_TERM_WO_SYNC"))
+        .count();
+    if failed != run.ranks() as usize - 1 {
+        return Err(out.fail(&format!(
+            "{failed} ranks saw their fence fail, not {}",
+            run.ranks() - 1
+        )));
+    }
+    if out.elapsed > Duration::from_secs(10) {
+        return Err(out.fail("the run took longer than 10 s to end"));
+    }
+    Ok(format!(
+        "failed in {:.2} s, every other rank's fence failed",
+        out.elapsed.as_secs_f64()
+    ))
 }
 
 fn srun_pmix_demo(run: &Run<'_>) -> Result<String, String> {
