@@ -228,6 +228,14 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: salloc_pmixrun_exit_early,
     },
     Scenario {
+        name: "salloc-pmixrun-scancel",
+        what: "salloc ... pmixrun -n 8 sleep 60, then scancel of the job: the run ends in seconds, nothing left on any node",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(20),
+        run: salloc_pmixrun_scancel,
+    },
+    Scenario {
         name: "srun-pmix-exit-early",
         what: "under srun --mpi=pmix --kill-on-bad-exit, rank 5 exits 3 without finalize: the step ends in seconds",
         pmixrun: true,
@@ -469,7 +477,12 @@ fn pmixrun_exit_early(run: &Run<'_>) -> Result<String, String> {
 fn start_long_run(run: &Run<'_>, agent: &Path) -> Result<(Running, i32), String> {
     let mut cmd = pmixrun(run, agent, &[])?;
     cmd.args(["/bin/sleep", "60"]);
-    let mut running = run.start(cmd)?;
+    wait_for_node3(run, run.start(cmd)?)
+}
+
+/// Waits until the run has node3's pmixrun daemon and its ranks; returns it and the daemon's
+/// pid.
+fn wait_for_node3(run: &Run<'_>, mut running: Running) -> Result<(Running, i32), String> {
     let limit = Instant::now() + Duration::from_secs(30);
     let found = procs::wait_for(limit.min(run.deadline), || {
         if !running.is_running() {
@@ -713,6 +726,46 @@ fn salloc_pmixrun_exit_early(run: &Run<'_>) -> Result<String, String> {
         "failed in {:.2} s, every other rank's fence failed",
         out.elapsed.as_secs_f64()
     ))
+}
+
+fn salloc_pmixrun_scancel(run: &Run<'_>) -> Result<String, String> {
+    let cmd = salloc_pmixrun(run, &[], Path::new("/bin/sleep"), &["60"])?;
+    let (running, _) = wait_for_node3(run, run.start(cmd)?)?;
+    let since = running.started();
+    let jobs = Command::new("squeue")
+        .env("SLURM_CONF", cluster::slurm_conf())
+        .args(["-h", "-o", "%i"])
+        .output()
+        .map_err(|e| format!("cannot run squeue: {e}"))?;
+    let ids = String::from_utf8_lossy(&jobs.stdout).trim().to_owned();
+    if ids.is_empty() {
+        let out = running.wait(Instant::now());
+        return Err(out.fail("squeue shows no job"));
+    }
+    let cancelled = Instant::now();
+    let status = Command::new("scancel")
+        .env("SLURM_CONF", cluster::slurm_conf())
+        .args(ids.split_whitespace())
+        .status()
+        .map_err(|e| format!("cannot run scancel: {e}"))?;
+    let out = running.wait(run.deadline.min(cancelled + Duration::from_secs(30)));
+    if !status.success() {
+        return Err(out.fail(&format!("scancel {ids}: {status}")));
+    }
+    if out.status.is_none() {
+        return Err(out.fail("the run did not end after scancel"));
+    }
+    if out.code() == Some(0) {
+        return Err(out.fail("the run exited 0 after scancel"));
+    }
+    let after = (since + out.elapsed).saturating_duration_since(cancelled);
+    if after > Duration::from_secs(10) {
+        return Err(out.fail(&format!(
+            "the run ended {:.1} s after scancel, not within 10 s",
+            after.as_secs_f64()
+        )));
+    }
+    Ok(format!("ended {:.2} s after scancel", after.as_secs_f64()))
 }
 
 fn srun_pmix_demo(run: &Run<'_>) -> Result<String, String> {
