@@ -127,12 +127,21 @@ fn down(script: &Path, nodes: u32) -> Result<Duration, String> {
         ));
     }
     // The daemons it started (slurmctld and munged on the host, sshd and slurmd on the
-    // nodes) must be gone, not only their pid files.
-    let alive: Vec<String> = daemons
-        .iter()
-        .filter(|(_, pid)| kill(Pid::from_raw(*pid), None).is_ok())
-        .map(|(what, pid)| format!("{what} ({pid})"))
-        .collect();
+    // nodes) must be gone, not only their pid files. slurmctld saves its state before it
+    // exits, which can take longer than the script's pause: it gets a few seconds more.
+    let still = || -> Vec<String> {
+        daemons
+            .iter()
+            .filter(|(_, pid)| kill(Pid::from_raw(*pid), None).is_ok())
+            .map(|(what, pid)| format!("{what} ({pid})"))
+            .collect()
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let alive = super::procs::wait_for(until, || {
+        let alive = still();
+        alive.is_empty().then_some(())
+    })
+    .map_or_else(still, |()| Vec::new());
     if !alive.is_empty() {
         for (_, pid) in &daemons {
             let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
