@@ -84,7 +84,7 @@ pub enum Msg {
     FenceUp {
         /// The fence.
         key: FenceKey,
-        /// Every participating vertex, sorted (on the wire as runs: [`vertex_runs`]).
+        /// Every participating vertex, sorted (on the wire as runs of consecutive vertices).
         #[serde(with = "vertex_runs")]
         vertices: Vec<Vertex>,
         /// The contributions of the participants in the sender's subtree, in vertex order.
