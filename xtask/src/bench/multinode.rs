@@ -96,19 +96,28 @@ enum Launcher {
     Pmixrun,
     /// With PMI-1 clients (pmi1_bench), as under Hydra.
     PmixrunPmi1,
+    /// Slurm's own `srun --mpi=pmix` (libpmix 4.2 in slurmstepd), libpmix clients.
+    SrunPmix,
+    /// pmixrun inside a Slurm allocation (daemons started by one srun), PMI-1 clients.
+    PmixrunSlurm,
 }
 
 impl Launcher {
-    const ALL: [Launcher; 4] = [
+    const ALL: [Launcher; 6] = [
         Launcher::Hydra,
         Launcher::OpenMpi,
+        Launcher::SrunPmix,
         Launcher::Pmixrun,
         Launcher::PmixrunPmi1,
+        Launcher::PmixrunSlurm,
     ];
 
     /// Ours, whose failures do not fail the bench.
     fn is_ours(self) -> bool {
-        matches!(self, Launcher::Pmixrun | Launcher::PmixrunPmi1)
+        matches!(
+            self,
+            Launcher::Pmixrun | Launcher::PmixrunPmi1 | Launcher::PmixrunSlurm
+        )
     }
 
     fn header(self) -> &'static str {
@@ -117,6 +126,8 @@ impl Launcher {
             Launcher::OpenMpi => "Open MPI 4.1 `mpirun` (agent pssh)",
             Launcher::Pmixrun => "pmixrun (agent pssh), libpmix clients",
             Launcher::PmixrunPmi1 => "pmixrun (agent pssh), PMI-1 clients",
+            Launcher::SrunPmix => "`srun --mpi=pmix` (ring fence), libpmix clients",
+            Launcher::PmixrunSlurm => "`salloc` pmixrun (one srun), PMI-1 clients",
         }
     }
 
@@ -126,6 +137,8 @@ impl Launcher {
             Launcher::OpenMpi => "openmpi",
             Launcher::Pmixrun => "pmixrun",
             Launcher::PmixrunPmi1 => "pmixrun-pmi1",
+            Launcher::SrunPmix => "srun-pmix",
+            Launcher::PmixrunSlurm => "pmixrun-salloc",
         }
     }
 }
@@ -213,6 +226,29 @@ fn mpirun(o: &Opts, program: &Path) -> Command {
     cmd
 }
 
+/// Slurm's own launcher and PMIx server: `srun -N<nodes> -n<ranks> --mpi=pmix`, with the ring
+/// fence (its default fence lets ranks out early here: docs/MULTINODE-TESTING.md).
+fn srun_pmix(o: &Opts, program: &Path) -> Command {
+    let mut cmd = Command::new("srun");
+    cmd.env("SLURM_CONF", cluster::slurm_conf())
+        .env("SLURM_PMIX_FENCE", "ring")
+        .args(["-N", &o.nodes.to_string(), "-n", &o.ranks().to_string()])
+        .arg("--mpi=pmix")
+        .arg(program);
+    cmd
+}
+
+/// pmixrun in an allocation of every node: no host list, its daemons started by one srun.
+fn salloc_pmixrun(o: &Opts, pmixrun: &Path, program: &Path) -> Command {
+    let mut cmd = Command::new("salloc");
+    cmd.env("SLURM_CONF", cluster::slurm_conf())
+        .args(["-N", &o.nodes.to_string(), "-n", &o.ranks().to_string()])
+        .arg(pmixrun)
+        .args(["--pmi", "pmi1", "-n", &o.ranks().to_string()])
+        .arg(program);
+    cmd
+}
+
 fn pmixrun(o: &Opts, pmixrun: &Path, pmi1: bool, program: &Path) -> Command {
     let mut cmd = Command::new(pmixrun);
     cmd.arg("--launch-agent")
@@ -268,6 +304,20 @@ fn command(o: &Opts, p: &Programs, l: Launcher, launch: bool) -> Result<Command,
         (Launcher::Pmixrun, false) => {
             let mut c = pmixrun(o, &need(&p.pmixrun)?, false, &need(&p.bench_client)?);
             c.args(client_args);
+            c
+        }
+        (Launcher::SrunPmix, true) => srun_pmix(o, &need(&p.ompi_hello)?),
+        (Launcher::SrunPmix, false) => {
+            let mut c = srun_pmix(o, &need(&p.bench_client)?);
+            c.args(client_args);
+            c
+        }
+        (Launcher::PmixrunSlurm, true) => {
+            salloc_pmixrun(o, &need(&p.pmixrun)?, &need(&p.mpich_hello)?)
+        }
+        (Launcher::PmixrunSlurm, false) => {
+            let mut c = salloc_pmixrun(o, &need(&p.pmixrun)?, &need(&p.pmi1_bench)?);
+            c.args([&fences, &barriers]);
             c
         }
     })
@@ -458,9 +508,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
          nodes on one host (`scripts/multinode/cluster.sh`), ssh between them; median \
          (and minimum) of {} runs, the launchers taking turns to go first. Barrier and fence: \
          mean per call over {} barriers and {} collecting fences, averaged over the ranks; \
-         the client is OpenPMIx's `bench_client` (libpmix) under mpirun and in pmixrun's \
-         first column, `xtask/c/pmi1_bench.c` (PMI-1) under Hydra and in pmixrun's second; \
-         the launch row runs the same MPICH hello (PMI-1) under both pmixrun columns.\n\n",
+         the client is OpenPMIx's `bench_client` (libpmix) under mpirun, `srun --mpi=pmix` \
+         and in pmixrun's libpmix column, `xtask/c/pmi1_bench.c` (PMI-1) under Hydra and in \
+         pmixrun's PMI-1 columns; the launch row runs the MPICH hello (PMI-1) under Hydra \
+         and pmixrun, the Open MPI hello under mpirun and srun.\n\n",
         o.nodes,
         o.ranks(),
         o.runs,
