@@ -1,0 +1,90 @@
+//! Events: delivered to the clients that registered for them, within their range; and the
+//! event that tells a job one of its processes is gone.
+
+use super::*;
+
+impl Engine {
+    /// Delivers `event` to every client that registered for its code and that `to` selects.
+    pub(super) fn deliver(&mut self, event: &Event, to: impl Fn(&Engine, &Conn) -> bool) {
+        let targets: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| matches!(c.state, ConnState::Active) && c.events.wants(event.code))
+            .filter(|(_, c)| to(self, c))
+            .map(|(k, _)| *k)
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        let event = Arc::new(event.clone());
+        for conn in targets {
+            self.out.push_back(Output::Event {
+                conn,
+                event: event.clone(),
+            });
+        }
+    }
+
+    /// Delivers an event within its range, relative to its source, to everyone but
+    /// `except` (the notifier's own connection).
+    pub(super) fn notify(&mut self, event: &Event, except: Option<ConnId>) {
+        let source = event.source.clone();
+        let custom: Vec<Proc> = event
+            .info
+            .iter()
+            .find(|i| i.key.as_str() == attr::EVENT_CUSTOM_RANGE)
+            .map(|i| match &i.value {
+                pmix_types::Value::Proc(p) => vec![p.clone()],
+                pmix_types::Value::DataArray(a) => a
+                    .items()
+                    .iter()
+                    .filter_map(|v| v.as_proc().cloned())
+                    .collect(),
+                _ => Vec::new(),
+            })
+            .unwrap_or_default();
+        let range = event.range;
+        let skip = except
+            .and_then(|c| self.conns.get(&c))
+            .map(|c| c.proc.clone());
+        self.deliver(event, move |_, c| {
+            if skip.as_ref() == Some(&c.proc) {
+                return false;
+            }
+            match range {
+                DataRange::PROC_LOCAL => c.proc == source,
+                DataRange::NAMESPACE => c.proc.nspace == source.nspace,
+                DataRange::CUSTOM => custom.iter().any(|p| {
+                    p.nspace == c.proc.nspace && (p.rank == Rank::WILDCARD || p.rank == c.proc.rank)
+                }),
+                _ => true,
+            }
+        });
+    }
+
+    /// The host raises an event for this server's clients, within its range.
+    pub(crate) fn host_notify(&mut self, event: &Event) {
+        self.notify(event, None);
+    }
+
+    /// Tells the job of `gone`, and the jobs connected to it, that it ended with `status`.
+    pub(super) fn announce_gone(&mut self, ns: NsId, gone: &Proc, status: Status) {
+        let text = if status == Status::ERR_LOST_CONNECTION {
+            format!("{gone} was lost with its node")
+        } else {
+            format!("{gone} ended without calling finalize")
+        };
+        let event = Event {
+            code: status,
+            source: self.me.clone(),
+            range: DataRange::NAMESPACE,
+            info: vec![
+                Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),
+                Info::attr(attr::EVENT_TEXT_MESSAGE, text),
+            ],
+        };
+        self.deliver(&event, |eng, other| {
+            other.ns == ns || eng.connected.contains(&(ns, other.ns))
+        });
+    }
+}

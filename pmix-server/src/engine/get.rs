@@ -1,0 +1,227 @@
+//! Gets: answered from the store when the process's data is here, parked until it commits
+//! otherwise (its node asked by direct modex when it lives elsewhere), failed when it is gone
+//! or its deadline passes; reserved keys of any process answered from job data.
+
+use super::*;
+
+impl Engine {
+    pub(super) fn get(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        target: &Proc,
+        key: Option<Key>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        let Some(ns) = self.ns_id(target.nspace.as_str()) else {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        };
+        let Some(nsinfo) = self.nspaces.get(&ns) else {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        };
+        if target.rank == Rank::UNDEF {
+            if let Some(k) = &key {
+                let job_level = nsinfo.job.job.iter().chain(&nsinfo.job.session);
+                if !job_level.clone().any(|i| i.key == *k) {
+                    // A key posted by any process of the namespace: the first that stored it
+                    // answers. Nothing is waited for: there is no process to wait for.
+                    return match self.store.owner(ns, k.as_str()) {
+                        Some(rank) => {
+                            self.answer_get(Requester::Client { conn, id }, (ns, rank), Some(k))
+                        }
+                        None => self.reply_status(conn, id, Status::ERR_NOT_FOUND),
+                    };
+                }
+            }
+        }
+        if !target.rank.is_valid() {
+            // Job-level data: the client asks only for namespaces it lacks (RFC0009).
+            let job = (*nsinfo.job).clone();
+            let found = key
+                .as_ref()
+                .is_none_or(|k| job.job.iter().chain(&job.session).any(|i| i.key == *k));
+            if let Some(c) = self.conns.get_mut(&conn) {
+                c.has_jobs.insert(ns);
+            }
+            let status = found_status(found);
+            return self.reply(
+                conn,
+                id,
+                Reply {
+                    status,
+                    body: ReplyBody::Get {
+                        data: vec![],
+                        jobs: vec![job],
+                    },
+                },
+            );
+        }
+        if target.rank.0 >= nsinfo.size {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        }
+        // A reserved key of a process (its node, its local rank...) is job data, which this
+        // server holds for every process of the job: never waited for, never asked of the
+        // process's node (libpmix clients ask for those of processes on other nodes).
+        if let Some(k) = key.as_ref().filter(|k| k.is_reserved()) {
+            let own = nsinfo
+                .job
+                .procs
+                .iter()
+                .find(|p| p.rank == target.rank)
+                .and_then(|p| p.info.iter().find(|i| i.key == *k));
+            if let Some(found) = own {
+                let kv = Kv {
+                    scope: Scope::GLOBAL,
+                    key: k.clone(),
+                    value: found.value.clone(),
+                };
+                let data = vec![ProcKvs {
+                    proc: target.clone(),
+                    kvs: vec![kv],
+                }];
+                let body = ReplyBody::Get {
+                    data,
+                    jobs: Vec::new(),
+                };
+                return self.reply(
+                    conn,
+                    id,
+                    Reply {
+                        status: Status::SUCCESS,
+                        body,
+                    },
+                );
+            }
+        }
+        let t = (ns, target.rank);
+        let local = nsinfo.is_local(target.rank);
+        if self.committed.contains_key(&t) {
+            return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
+        }
+        if let Some(&status) = self.gone.get(&t) {
+            return self.reply_status(conn, id, status);
+        }
+        let immediate = info_flag(info, attr::IMMEDIATE);
+        if immediate {
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        }
+        let deadline = info_timeout(info).map(|d| now + d);
+        self.park_get(t, Requester::Client { conn, id }, key, deadline, now);
+        if !local && self.dmodex_inflight.insert(t) {
+            let proc = target.clone();
+            self.host_call(
+                PendingHost::Dmodex { target: t },
+                HostCall::DirectModex {
+                    proc,
+                    info: info.to_vec(),
+                },
+            );
+        }
+    }
+
+    pub(super) fn park_get(
+        &mut self,
+        target: (NsId, Rank),
+        who: Requester,
+        key: Option<Key>,
+        deadline: Option<Instant>,
+        _now: Instant,
+    ) {
+        let timer = self.next_timer;
+        self.next_timer += 1;
+        if let Some(d) = deadline {
+            self.timers.insert((d, timer), Timer::Get { target, timer });
+        }
+        self.gets.entry(target).or_default().push(PendingGet {
+            who,
+            key,
+            deadline,
+            timer,
+        });
+    }
+
+    /// Answers one Get for a process whose data is here.
+    pub(super) fn answer_get(
+        &mut self,
+        who: Requester,
+        (ns, rank): (NsId, Rank),
+        key: Option<&Key>,
+    ) {
+        match who {
+            Requester::Host { token } => {
+                let result = self.remote_blob((ns, rank));
+                self.out.push_back(Output::Dmodex { token, result });
+            }
+            Requester::Client { conn, id } => {
+                let Some(c) = self.conns.get(&conn) else {
+                    return;
+                };
+                let requester_rank = c.proc.rank;
+                let requester_ns = c.ns;
+                let ship_job = !c.has_jobs.contains(&ns);
+                let Some(nsinfo) = self.nspaces.get(&ns) else {
+                    return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+                };
+                let owner_local = nsinfo.is_local(rank);
+                let is_self = requester_ns == ns && requester_rank == rank;
+                let kvs = self
+                    .store
+                    .proc_kvs(ns, rank, |s| is_self || visible(s, owner_local));
+                let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
+                let jobs = if ship_job {
+                    vec![(*nsinfo.job).clone()]
+                } else {
+                    Vec::new()
+                };
+                let proc = Proc::new(nsinfo.name.clone(), rank);
+                if ship_job {
+                    if let Some(c) = self.conns.get_mut(&conn) {
+                        c.has_jobs.insert(ns);
+                    }
+                }
+                let status = found_status(found);
+                let body = ReplyBody::Get {
+                    data: vec![ProcKvs { proc, kvs }],
+                    jobs,
+                };
+                self.reply(conn, id, Reply { status, body });
+            }
+        }
+    }
+
+    /// The target committed: answer everyone waiting for it.
+    pub(super) fn release_gets(&mut self, target: (NsId, Rank)) {
+        let Some(list) = self.gets.remove(&target) else {
+            return;
+        };
+        for g in list {
+            if let Some(d) = g.deadline {
+                self.timers.remove(&(d, g.timer));
+            }
+            self.answer_get(g.who, target, g.key.as_ref());
+        }
+    }
+
+    pub(super) fn fail_gets(&mut self, target: (NsId, Rank), status: Status) {
+        let Some(list) = self.gets.remove(&target) else {
+            return;
+        };
+        for g in list {
+            if let Some(d) = g.deadline {
+                self.timers.remove(&(d, g.timer));
+            }
+            self.fail_requester(g.who, status);
+        }
+    }
+
+    pub(super) fn fail_requester(&mut self, who: Requester, status: Status) {
+        match who {
+            Requester::Client { conn, id } => self.reply_status(conn, id, status),
+            Requester::Host { token } => self.out.push_back(Output::Dmodex {
+                token,
+                result: Err(status),
+            }),
+        }
+    }
+}
