@@ -27,6 +27,7 @@ pub(crate) mod build;
 mod exec;
 mod launch;
 mod local_tree;
+mod machine;
 mod multinode;
 mod report;
 mod tree_sim;
@@ -243,7 +244,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         }
     };
     let started = Instant::now();
-    let load_before = report::load_average();
+    let load_before = machine::load_average();
     let mut notes = Vec::new();
     let mut failures = Vec::new();
 
@@ -310,7 +311,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         notes: &notes,
         failures: &failures,
         elapsed,
-        load: [load_before, report::load_average()],
+        load: [load_before, machine::load_average()],
         args,
     });
     print!("{}", text.terminal);

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::build::{self, Dirs, compile_source};
 use super::exec;
 use super::launch::{Mpich, check_output};
-use super::report;
+use super::{machine, report};
 use crate::multinode::cluster::{self, Cluster, host_list, node_names};
 use crate::multinode::procs;
 
@@ -415,7 +415,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         return ExitCode::from(2);
     }
     let started = Instant::now();
-    let load_before = report::load_average();
+    let load_before = machine::load_average();
     let programs = build_programs(&dirs);
     let cluster = match Cluster::up(&crate::multinode::cluster_script(), o.nodes) {
         Ok(c) => c,
@@ -518,7 +518,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         o.barriers,
         o.fences
     );
-    for line in report::machine(true)
+    for line in machine::machine(true)
         .into_iter()
         .filter(|l| !l.contains(Mpich::Venv.name()))
     {
@@ -527,7 +527,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let _ = writeln!(
         md,
         "- load average (1, 5, 15 min): {load_before} before, {} after; {:.0} s in all\n",
-        report::load_average(),
+        machine::load_average(),
         started.elapsed().as_secs_f64()
     );
     let _ = write!(md, "| metric |");
