@@ -13,11 +13,21 @@ use crate::msg::NONCE_LEN;
 
 type HmacSha256 = Hmac<Sha256>;
 
-/// A fresh random nonce from the kernel.
-pub(crate) fn nonce() -> std::io::Result<[u8; NONCE_LEN]> {
-    let mut n = [0; NONCE_LEN];
+/// `N` random bytes from the kernel.
+fn random<const N: usize>() -> std::io::Result<[u8; N]> {
+    let mut n = [0; N];
     std::fs::File::open("/dev/urandom")?.read_exact(&mut n)?;
     Ok(n)
+}
+
+/// A fresh random nonce from the kernel.
+pub(crate) fn nonce() -> std::io::Result<[u8; NONCE_LEN]> {
+    random()
+}
+
+/// A new run's secret, from the kernel: what every vertex of the run proves it knows.
+pub fn random_secret() -> std::io::Result<[u8; crate::net::SECRET_LEN]> {
+    random()
 }
 
 /// Which side of the link a proof comes from.

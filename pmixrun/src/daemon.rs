@@ -232,6 +232,10 @@ impl Daemon {
             tracing::warn!("finalizing the server: {e}");
         }
         self.tree.shutdown();
+        // The agents still running (those reaped meanwhile first taken off).
+        while let Ok(a) = self.agents.try_recv() {
+            self.children.retain(|c| c.vertex != a.vertex);
+        }
         for c in &self.children {
             c.kill();
         }
@@ -438,6 +442,8 @@ impl Daemon {
 
     /// A daemon this one started ended: before joining, a launch failure the root must hear of.
     fn agent_ended(&mut self, a: &AgentEnded) {
+        // Reaped: its pid may be anyone's now, never to be signalled again.
+        self.children.retain(|c| c.vertex != a.vertex);
         if self.joined.contains(&a.vertex) {
             return;
         }

@@ -63,7 +63,8 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let slurm = launcher == Launcher::Slurm;
     let daemons = u32::try_from(r.nodes.len()).map_err(|_| "too many nodes")?;
     let topology = Topology::new(daemons + 1, r.opts.nodes.radix);
-    let secret = random_secret()?;
+    let secret =
+        pmix_tree::auth::random_secret().map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
     // Names: the given name server, or a private one for this run.
     let (names, _own_names) = match r.names.clone() {
         Some(n) => (n, None),
@@ -235,15 +236,6 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     Ok(status)
 }
 
-fn random_secret() -> Result<[u8; pmix_tree::net::SECRET_LEN], String> {
-    use std::io::Read;
-    let mut s = [0u8; pmix_tree::net::SECRET_LEN];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut s))
-        .map_err(|e| format!("cannot read /dev/urandom: {e}"))?;
-    Ok(s)
-}
-
 /// A name server private to this run. Its socket (in a private directory) is removed as soon
 /// as the root, its only client, is connected: nothing of it stays in `$TMPDIR`, even if the
 /// root is killed.
@@ -337,7 +329,11 @@ impl Ending {
         // The agents of lost daemons may wait on a dead link for a long time: no waiting.
         {
             let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
-            for c in self.children.iter().filter(|c| lost.contains(&c.vertex)) {
+            let doomed = self
+                .children
+                .iter()
+                .filter(|c| lost.contains(&c.vertex) && !self.reaped.contains(&c.vertex));
+            for c in doomed {
                 c.kill();
             }
         }
@@ -349,7 +345,12 @@ impl Ending {
                 Err(_) => break,
             }
         }
-        for c in &self.children {
+        // Those not reaped by now (a reaped one's pid may be anyone's).
+        for c in self
+            .children
+            .iter()
+            .filter(|c| !self.reaped.contains(&c.vertex))
+        {
             c.kill();
         }
     }
