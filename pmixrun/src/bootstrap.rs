@@ -7,7 +7,7 @@
 //! The daemon's stdin stays open for the daemon's life: its end (the agent or the parent gone)
 //! is one of the daemon's lifelines, the tree link to its parent the other.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
@@ -190,15 +190,9 @@ fn spawn_agent(
         .stdin
         .take()
         .ok_or_else(|| format!("no stdin for {what}"))?;
-    let body = crate::run_msg::encode(boot);
-    let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
     // The pipe holds far less than a large boot; a daemon that dies before reading it
     // fails the write, and is then reported by its waiter.
-    let written = stdin
-        .write_all(&len.to_be_bytes())
-        .and_then(|()| stdin.write_all(&body))
-        .and_then(|()| stdin.flush());
-    if let Err(e) = written {
+    if let Err(e) = crate::run_msg::write_frame(&mut stdin, &crate::run_msg::encode(boot)) {
         tracing::debug!(what, "writing the boot message: {e}");
     }
     let ended = ended.clone();
@@ -269,18 +263,8 @@ pub(crate) fn agent_failure(boot: &Boot, ended: &AgentEnded) -> String {
 
 /// Reads the [`Boot`] from stdin (a big-endian length, then the message).
 pub(crate) fn read_boot(input: &mut impl Read) -> Result<Boot, String> {
-    let mut len = [0u8; 4];
-    input
-        .read_exact(&mut len)
+    let body = crate::run_msg::read_frame(input, MAX_BOOT)
         .map_err(|e| format!("no boot message on stdin: {e}"))?;
-    let len = u32::from_be_bytes(len);
-    if len > MAX_BOOT {
-        return Err(format!("boot message of {len} bytes refused"));
-    }
-    let mut body = vec![0u8; len as usize];
-    input
-        .read_exact(&mut body)
-        .map_err(|e| format!("truncated boot message: {e}"))?;
     crate::run_msg::decode(&body).ok_or_else(|| "undecodable boot message".to_owned())
 }
 

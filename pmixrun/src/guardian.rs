@@ -10,7 +10,7 @@
 //! stdin open: closing its own (the agent gone) or a signal stops the daemon, which then
 //! stops its processes.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::process::{Command, Stdio};
 
 use nix::sys::signal::{Signal, kill};
@@ -32,7 +32,9 @@ pub(crate) fn run(signals: Signals) -> u8 {
 }
 
 fn guard(signals: Signals) -> Result<u8, String> {
-    let boot = read_frame(&mut std::io::stdin().lock())?;
+    // Passed on as it came, undecoded: the daemon reads it.
+    let boot = crate::run_msg::read_frame(&mut std::io::stdin().lock(), crate::bootstrap::MAX_BOOT)
+        .map_err(|e| format!("no boot message on stdin: {e}"))?;
     let result = run_worker(&boot, signals);
     // The daemon is gone, so is its server: if the directory is still there, nobody else will
     // remove it (the daemon's pid in its name is no longer running).
@@ -41,24 +43,6 @@ fn guard(signals: Signals) -> Result<u8, String> {
         tracing::debug!(removed, "removed what the daemon left");
     }
     result
-}
-
-/// Reads the boot message as it came (length and body), to pass it on unchanged.
-fn read_frame(input: &mut impl Read) -> Result<Vec<u8>, String> {
-    let mut len = [0u8; 4];
-    input
-        .read_exact(&mut len)
-        .map_err(|e| format!("no boot message on stdin: {e}"))?;
-    let n = u32::from_be_bytes(len);
-    if n > crate::bootstrap::MAX_BOOT {
-        return Err(format!("boot message of {n} bytes refused"));
-    }
-    let mut frame = len.to_vec();
-    frame.resize(4 + n as usize, 0);
-    input
-        .read_exact(&mut frame[4..])
-        .map_err(|e| format!("truncated boot message: {e}"))?;
-    Ok(frame)
 }
 
 fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
@@ -79,7 +63,7 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
     // Held until the guardian ends: the daemon's stdin lifeline.
     let mut to_worker = worker.stdin.take();
     if let Some(w) = &mut to_worker {
-        if let Err(e) = w.write_all(boot).and_then(|()| w.flush()) {
+        if let Err(e) = crate::run_msg::write_frame(w, boot) {
             tracing::debug!("passing the boot message on: {e}");
         }
     }

@@ -10,7 +10,6 @@
 //! [`Listening`].
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -19,7 +18,7 @@ use std::time::{Duration, Instant};
 use pmix_tree::{Topology, Vertex};
 use serde::{Deserialize, Serialize};
 
-use crate::run_msg::{decode, encode};
+use crate::run_msg::{decode, encode, read_frame, write_frame};
 
 /// What the proofs are bound to.
 const LABEL: &[u8] = b"pmixrun join v1";
@@ -54,26 +53,11 @@ struct Listening {
 }
 
 fn send<T: Serialize>(stream: &mut TcpStream, msg: &T) -> std::io::Result<()> {
-    let body = encode(msg);
-    let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
-    stream.write_all(&len.to_be_bytes())?;
-    stream.write_all(&body)?;
-    stream.flush()
+    write_frame(stream, &encode(msg))
 }
 
 fn receive<T: for<'de> Deserialize<'de>>(stream: &mut TcpStream) -> Result<T, String> {
-    let mut len = [0u8; 4];
-    stream
-        .read_exact(&mut len)
-        .map_err(|e| format!("reading: {e}"))?;
-    let len = u32::from_be_bytes(len);
-    if len > MAX_MESSAGE {
-        return Err(format!("a message of {len} bytes"));
-    }
-    let mut body = vec![0u8; len as usize];
-    stream
-        .read_exact(&mut body)
-        .map_err(|e| format!("reading: {e}"))?;
+    let body = read_frame(stream, MAX_MESSAGE).map_err(|e| format!("reading: {e}"))?;
     decode(&body).ok_or_else(|| "an undecodable message".to_owned())
 }
 

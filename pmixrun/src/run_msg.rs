@@ -238,6 +238,32 @@ pub(crate) fn decode<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Option<T> {
     }
 }
 
+/// Writes `body` as one frame on a stream (a boot message, the join conversation): a
+/// big-endian length, then the bytes.
+pub(crate) fn write_frame(out: &mut impl std::io::Write, body: &[u8]) -> std::io::Result<()> {
+    let len = u32::try_from(body.len()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    out.write_all(&len.to_be_bytes())?;
+    out.write_all(body)?;
+    out.flush()
+}
+
+/// Reads one frame [`write_frame`] wrote; `Err` (`InvalidData`) for one announced longer than
+/// `max` bytes, without reading it.
+pub(crate) fn read_frame(input: &mut impl std::io::Read, max: u32) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    input.read_exact(&mut len)?;
+    let len = u32::from_be_bytes(len);
+    if len > max {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("a frame of {len} bytes"),
+        ));
+    }
+    let mut body = vec![0u8; len as usize];
+    input.read_exact(&mut body)?;
+    Ok(body)
+}
+
 /// The answer the tree brought back, as what a host completion expects.
 pub(crate) fn answer_of<T>(
     r: Result<Vec<u8>, Status>,
