@@ -763,17 +763,19 @@ fn finalize_replies_after_the_host_and_closes() {
     assert_eq!(s.refused.last(), Some(&(9, Status::ERR_EXISTS)));
 }
 
-/// Job `m` of 4 ranks: 0 and 1 here on node0 (registered and connected as connections 0 and
-/// 1), 2 and 3 on node1.
-fn two_node_job(s: &mut Sim) {
+/// Job `m` with ranks `here` on node0, this node (each registered and connected as the
+/// connection of its number), and ranks `there` on node1.
+fn two_node_job(s: &mut Sim, here: &[u32], there: &[u32]) {
     let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
-    let ppn = pmix_regex::generate_ppn(&[vec![0u32, 1], vec![2, 3]]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[here.to_vec(), there.to_vec()]).unwrap();
     let info = vec![
         Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
         Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
     ];
-    s.eng.register_nspace(ns("m"), 2, &info).unwrap();
-    for r in 0..2 {
+    s.eng
+        .register_nspace(ns("m"), here.len() as u32, &info)
+        .unwrap();
+    for &r in here {
         s.eng
             .register_client(&Proc::new(ns("m"), r), UID, GID, proofs("m", r))
             .unwrap();
@@ -784,7 +786,7 @@ fn two_node_job(s: &mut Sim) {
 #[test]
 fn fence_with_remote_participants_goes_through_the_host() {
     let mut s = Sim::new();
-    two_node_job(&mut s);
+    two_node_job(&mut s, &[0, 1], &[2, 3]);
     for r in 0..2u32 {
         let c = s.send(
             r as ConnId,
@@ -838,17 +840,7 @@ fn fence_with_remote_participants_goes_through_the_host() {
 #[test]
 fn direct_modex_for_a_remote_process_asks_the_host_once() {
     let mut s = Sim::new();
-    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
-    let ppn = pmix_regex::generate_ppn(&[vec![0u32], vec![1]]).unwrap();
-    let info = vec![
-        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
-        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
-    ];
-    s.eng.register_nspace(ns("m"), 1, &info).unwrap();
-    s.eng
-        .register_client(&Proc::new(ns("m"), 0), UID, GID, proofs("m", 0))
-        .unwrap();
-    s.connect(0, "m", 0);
+    two_node_job(&mut s, &[0], &[1]);
     let remote = Proc::new(ns("m"), 1);
     let g1 = s.send(0, get(remote.clone(), "v", vec![]));
     let g2 = s.send(0, get(remote.clone(), "w", vec![]));
@@ -1693,7 +1685,7 @@ fn repeated_collecting_fences_send_only_what_changed() {
 #[test]
 fn a_process_ended_on_another_node_fails_what_waits_for_it_here() {
     let mut s = Sim::new();
-    two_node_job(&mut s);
+    two_node_job(&mut s, &[0, 1], &[2, 3]);
     // A job-wide fence already handed to the host, and a get of rank 3's data.
     let a = s.send(0, fence(vec![], true));
     let b = s.send(1, fence(vec![], true));
@@ -1727,17 +1719,7 @@ fn a_process_ended_on_another_node_fails_what_waits_for_it_here() {
 fn reserved_keys_of_a_remote_process_come_from_job_data_at_once() {
     let mut s = Sim::new();
     // Rank 0 here on node0; rank 1 on node1, which never committed.
-    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
-    let ppn = pmix_regex::generate_ppn(&[vec![0u32], vec![1]]).unwrap();
-    let info = vec![
-        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
-        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
-    ];
-    s.eng.register_nspace(ns("m"), 1, &info).unwrap();
-    s.eng
-        .register_client(&Proc::new(ns("m"), 0), UID, GID, proofs("m", 0))
-        .unwrap();
-    s.connect(0, "m", 0);
+    two_node_job(&mut s, &[0], &[1]);
     let g = s.send(0, get(Proc::new(ns("m"), 1), attr::NODEID, vec![]));
     let rep = s.reply(0, g);
     assert_eq!(rep.status, Status::SUCCESS);
