@@ -204,15 +204,6 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: srun_pmix_fences,
     },
     Scenario {
-        name: "srun-pmix-abort",
-        what: "under srun --mpi=pmix, rank 0 aborts with 7: srun exits 7 in seconds",
-        pmixrun: true,
-        deadline: Duration::from_secs(60),
-        // slurmstepd may take a few seconds to reap the ranks it killed.
-        settle: Duration::from_secs(20),
-        run: srun_pmix_abort,
-    },
-    Scenario {
         name: "salloc-pmixrun-demo",
         what: "salloc -N<nodes> pmixrun -n <2 x nodes> demo: pmixrun reads the allocation, starts its daemons with one srun (no ssh)",
         pmixrun: true,
@@ -800,24 +791,6 @@ fn srun_pmix_fences(run: &Run<'_>) -> Result<String, String> {
         "{n} ranks on {} nodes: {}",
         run.ctx.nodes,
         how.join(", ")
-    ))
-}
-
-fn srun_pmix_abort(run: &Run<'_>) -> Result<String, String> {
-    let client = program(&run.ctx.programs.test_client)?;
-    let out = run.run(srun(run, &[], client, &["abort", "7"]))?;
-    if out.code() != Some(7) {
-        return Err(out.fail("srun did not exit with the aborting rank's 7"));
-    }
-    // Whether the others' fence fails or (slurmstepd's fence being what it is here, see
-    // docs/MULTINODE-TESTING.md) sometimes completes without rank 0 is Slurm's to decide, not
-    // our client's: only the abort's outcome is checked.
-    if out.elapsed > Duration::from_secs(10) {
-        return Err(out.fail("the abort took longer than 10 s"));
-    }
-    Ok(format!(
-        "srun exited 7 in {:.2} s",
-        out.elapsed.as_secs_f64()
     ))
 }
 
