@@ -145,26 +145,47 @@ impl Engine {
             // participants that committed, for a collecting fence as for a connect (whose
             // participants see each other's data after). A fence that collects nothing
             // carries what was committed since it was last sent: PMI-1's barrier is one, and
-            // its gets look for a key in whatever this node holds. One that never committed
-            // is left out: it must not look as if it had, or a get elsewhere would not wait
-            // for its commit.
+            // its gets look for a key in whatever this node holds. Over whole namespaces,
+            // only the values stored since (every node of the namespace got the rest, and
+            // keeps it: PMI-1 programs that put between barriers would otherwise send
+            // everything again each time); over some ranks, all of a process that stored
+            // anything since. One that never committed is left out: it must not look as if
+            // it had, or a get elsewhere would not wait for its commit.
             let collect = op.kind == Kind::Connect || op.waiters.iter().any(|w| w.collect);
-            let senders: Vec<((NsId, Rank), u64)> = op
+            let whole_nspaces = op.participants.iter().all(|p| p.rank == Rank::WILDCARD);
+            let now = self.store.seq();
+            let senders: Vec<(NsId, Rank)> = op
                 .local
                 .iter()
-                .filter_map(|p| Some((*p, *self.committed.get(p)?)))
-                .filter(|(p, seq)| collect || self.shipped.get(p) != Some(seq))
+                .filter(|p| self.committed.contains_key(p))
+                .copied()
                 .collect();
             let mut contrib = Vec::new();
-            for ((ns, rank), seq) in senders {
-                self.shipped.insert((ns, rank), seq);
-                if let Some(nsinfo) = self.nspaces.get(&ns) {
-                    let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
-                    contrib.push(ProcKvs {
-                        proc: Proc::new(nsinfo.name.clone(), rank),
-                        kvs,
-                    });
-                }
+            for (ns, rank) in senders {
+                let Some(nsinfo) = self.nspaces.get(&ns) else {
+                    continue;
+                };
+                let last = self.shipped.insert((ns, rank), now);
+                let kvs = match last {
+                    Some(since) if !collect => {
+                        let new = self
+                            .store
+                            .proc_kvs_since(ns, rank, since, |s| visible(s, false));
+                        if new.is_empty() {
+                            continue;
+                        }
+                        if whole_nspaces {
+                            new
+                        } else {
+                            self.store.proc_kvs(ns, rank, |s| visible(s, false))
+                        }
+                    }
+                    _ => self.store.proc_kvs(ns, rank, |s| visible(s, false)),
+                };
+                contrib.push(ProcKvs {
+                    proc: Proc::new(nsinfo.name.clone(), rank),
+                    kvs,
+                });
             }
             let mut data = Vec::new();
             if let Err(e) = pmix_wire::encode_frame(&contrib, &mut data) {

@@ -322,8 +322,9 @@ pub(crate) struct Engine {
     /// Processes whose data is here (committed locally, or brought from other nodes), with
     /// the sequence number of their latest commit.
     committed: HashMap<(NsId, Rank), u64>,
-    /// Of the local processes, the commit last sent to other nodes in a fence's contribution:
-    /// a barrier sends only what they have committed since.
+    /// Of the local processes, the store's sequence number ([`store::Store::seq`]) when their
+    /// data was last sent to other nodes in a fence's contribution: a barrier sends only what
+    /// they have stored since.
     shipped: HashMap<(NsId, Rank), u64>,
     /// Counts commits: the sequence number of the latest.
     commit_seq: u64,

@@ -57,6 +57,8 @@ impl Equivalent<StoreKey> for Probe<'_> {
 pub(crate) struct Entry {
     pub(crate) scope: Scope,
     pub(crate) value: Value,
+    /// When it was stored: [`Store::seq`] right after.
+    seq: u64,
 }
 
 /// The committed data of every process this server knows.
@@ -68,6 +70,8 @@ pub(crate) struct Store {
     /// For a Get that names no rank (`RANK_UNDEF`): the first process of a namespace that
     /// stored each key.
     owners: HashMap<OwnerKey, Rank>,
+    /// Puts so far, each entry stamped with it.
+    seq: u64,
 }
 
 #[derive(PartialEq, Eq)]
@@ -110,8 +114,10 @@ impl Store {
             rank,
             key: key.as_str(),
         };
+        self.seq += 1;
+        let seq = self.seq;
         if let Some(e) = self.map.get_mut(&probe) {
-            *e = Entry { scope, value };
+            *e = Entry { scope, value, seq };
             return;
         }
         self.keys.entry((ns, rank)).or_default().push(key.clone());
@@ -129,7 +135,7 @@ impl Store {
             );
         }
         self.map
-            .insert(StoreKey { ns, rank, key }, Entry { scope, value });
+            .insert(StoreKey { ns, rank, key }, Entry { scope, value, seq });
     }
 
     /// One probe.
@@ -155,13 +161,30 @@ impl Store {
         rank: Rank,
         visible: impl Fn(Scope) -> bool,
     ) -> Vec<Kv> {
+        self.proc_kvs_since(ns, rank, 0, visible)
+    }
+
+    /// The number of puts so far: what [`Store::proc_kvs_since`] takes to mean "now".
+    pub(crate) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// What one process stored (or stored again) after [`Store::seq`] was `since`, whose
+    /// scope passes `visible`, in put order.
+    pub(crate) fn proc_kvs_since(
+        &self,
+        ns: NsId,
+        rank: Rank,
+        since: u64,
+        visible: impl Fn(Scope) -> bool,
+    ) -> Vec<Kv> {
         let Some(keys) = self.keys.get(&(ns, rank)) else {
             return Vec::new();
         };
         keys.iter()
             .filter_map(|k| {
                 let e = self.get(ns, rank, k.as_str())?;
-                visible(e.scope).then(|| Kv {
+                (e.seq > since && visible(e.scope)).then(|| Kv {
                     scope: e.scope,
                     key: k.clone(),
                     value: e.value.clone(),

@@ -1740,3 +1740,76 @@ fn reserved_keys_of_a_remote_process_come_from_job_data_at_once() {
         Some((_, HostCall::DirectModex { .. }))
     ));
 }
+
+#[test]
+fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0, 1], &[2, 3]);
+    // One barrier of ranks 0 and 1 (with `procs` as given), completed by the host with
+    // nothing from the other node; the keys this node sent of each rank, sorted.
+    let barrier = |s: &mut Sim, procs: Vec<Proc>| -> Vec<Vec<String>> {
+        let ids: Vec<(ConnId, u32)> = (0..2)
+            .map(|c| (c, s.send(c, fence(procs.clone(), false))))
+            .collect();
+        let (op, call) = s.host_calls.remove(0);
+        let HostCall::FenceNb { data, .. } = call else {
+            panic!("expected fence_nb, got {call:?}")
+        };
+        let mut sent: Vec<(u32, Vec<String>)> = super::decode_blobs(&data)
+            .unwrap()
+            .into_iter()
+            .map(|pk| {
+                let mut keys: Vec<String> = pk.kvs.iter().map(|kv| kv.key.to_string()).collect();
+                keys.sort();
+                (pk.proc.rank.0, keys)
+            })
+            .collect();
+        sent.sort();
+        s.eng
+            .handle_host_done(op, HostOutcome::Bytes(Ok(data)), s.now);
+        s.pump();
+        for (c, id) in ids {
+            assert_eq!(s.reply(c, id).status, Status::SUCCESS);
+        }
+        sent.into_iter().map(|(_, keys)| keys).collect()
+    };
+    let put = |s: &mut Sim, rank: u32, k: &str| {
+        let c = s.send(
+            rank as ConnId,
+            commit(&[(k, Scope::GLOBAL, Value::Uint32(rank))]),
+        );
+        s.reply(rank as ConnId, c);
+    };
+    put(&mut s, 0, "a");
+    put(&mut s, 1, "a");
+    assert_eq!(
+        barrier(&mut s, vec![]),
+        [vec!["a"], vec!["a"]],
+        "the first time, all"
+    );
+    put(&mut s, 0, "b");
+    assert_eq!(
+        barrier(&mut s, vec![]),
+        [vec!["b"]],
+        "then only the new value"
+    );
+    assert!(
+        barrier(&mut s, vec![]).is_empty(),
+        "nothing new, nothing sent"
+    );
+    put(&mut s, 1, "a");
+    assert_eq!(
+        barrier(&mut s, vec![]),
+        [vec!["a"]],
+        "a value stored again is new"
+    );
+    // Over some ranks, the nodes taking part may not have had the rest: all of a process
+    // that stored anything since.
+    put(&mut s, 0, "c");
+    let some = vec![
+        Proc::new(ns("m"), 0),
+        Proc::new(ns("m"), 1),
+        Proc::new(ns("m"), 2),
+    ];
+    assert_eq!(barrier(&mut s, some), [vec!["a", "b", "c"]]);
+}
