@@ -1,14 +1,18 @@
 /* pmi1_bench: barrier and collecting-fence latency over the PMI-1 wire protocol, for
  * `cargo xtask bench --multinode` under MPICH's Hydra (which speaks PMI-1, not PMIx) and
- * under `pmixrun --pmi pmi1`. The PMIx launchers' numbers come from bench_client.c.
+ * under `pmixrun --pmi pmi1`. The PMIx launchers' numbers come from bench_client.c and
+ * mn_bench.c.
  *
  *   pmi1_bench FENCES BARRIERS
  *
  * Talks to the launcher on the socket PMI_FD names (no MPI library). A barrier is
  * barrier_in/barrier_out; a collecting fence is a put of this rank's key then a barrier
  * (PMI-1's commit point), after which the next rank's key is read back and checked
- * (untimed). Prints, as bench_client does, "fence_collect_us <mean>" and "barrier_us <mean>"
- * in one write; any failure exits 1 with a message on stderr. */
+ * (untimed). The sized fences put S bytes (100, 1000, 10000) under new keys (a PMI-1 key is written once), in as many
+ * values as the launcher's vallen_max needs (as MPICH splits a long business card), then
+ * barrier; the far rank's first value is read back and checked (untimed). Prints, as
+ * bench_client does, "fence_collect_us <mean>", "fence_<S>_us <mean>" and
+ * "barrier_us <mean>" in one write; any failure exits 1 with a message on stderr. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +36,10 @@ static void die(const char *what)
     exit(1);
 }
 
-/* Sends one command line, reads one reply line into buf; checks it starts with `want`. */
+/* Sends one command line, reads one reply line into buf; checks it starts with `want`.
+ * PMI-1 is strictly request and reply, so nothing follows the reply's newline: it is read in
+ * as few reads as the kernel allows (one byte at a time would cost a 1 KB value a thousand
+ * system calls, which would show in the next round's barrier of every other rank). */
 static void call(const char *line, const char *want, char *buf, size_t len)
 {
     size_t n = strlen(line), off = 0;
@@ -46,14 +53,14 @@ static void call(const char *line, const char *want, char *buf, size_t len)
     for (;;) {
         if (off + 1 >= len)
             die("reply too long");
-        ssize_t k = read(fd, buf + off, 1);
+        ssize_t k = read(fd, buf + off, len - off - 1);
         if (k <= 0)
             die("the launcher closed the connection");
-        if (buf[off] == '\n')
+        off += (size_t) k;
+        if (buf[off - 1] == '\n')
             break;
-        off++;
     }
-    buf[off] = '\0';
+    buf[off - 1] = '\0';
     if (strncmp(buf, want, strlen(want)) != 0) {
         fprintf(stderr, "pmi1_bench rank %d: sent %s got %s\n", rank, line, buf);
         exit(1);
@@ -85,6 +92,12 @@ int main(int argc, char **argv)
     if (strstr(buf, "rc=0") == NULL)
         die("init refused");
     call("cmd=get_maxes\n", "cmd=maxes", buf, sizeof buf);
+    /* Room for a value in a put line (itself at most sizeof line) and in a get reply. */
+    long vallen = (e = field(buf, "vallen_max=")) ? atol(e) : 256;
+    if (vallen > 1024)
+        vallen = 1024;
+    if (vallen < 64)
+        die("vallen_max below 64");
     call("cmd=get_my_kvsname\n", "cmd=my_kvsname", buf, sizeof buf);
     if ((e = field(buf, "kvsname=")) == NULL)
         die("no kvsname");
@@ -107,6 +120,39 @@ int main(int argc, char **argv)
         if (strstr(buf, want) == NULL)
             die("read back a wrong value after a fence");
     }
+    static const long sizes[] = {100, 1000, 10000};
+    double sized_time[3] = {0, 0, 0};
+    /* What a get reply line of MPICH's 1024 bytes holds, with room to spare. */
+    long chunk = vallen - 64;
+    for (int s = 0; s < 3; s++) {
+        long bytes = sizes[s];
+        for (long i = 0; i < fences; i++) {
+            double t = now();
+            for (long c = 0; c * chunk < bytes; c++) {
+                long n = bytes - c * chunk < chunk ? bytes - c * chunk : chunk;
+                int k = snprintf(line, sizeof line, "cmd=put kvsname=%s key=s%ld-%ld-r%d-c%ld value=",
+                                 kvs, bytes, i, rank, c);
+                if (k <= 0 || (size_t) (k + n + 2) > sizeof line)
+                    die("a put line does not fit");
+                for (long j = 0; j < n; j++)
+                    line[k + j] = (char) ('a' + (j + rank + i) % 26);
+                line[k + n] = '\n';
+                line[k + n + 1] = '\0';
+                call(line, "cmd=put_result rc=0", buf, sizeof buf);
+            }
+            call("cmd=barrier_in\n", "cmd=barrier_out", buf, sizeof buf);
+            sized_time[s] += now() - t;
+            int peer = (rank + size / 2) % size;
+            snprintf(line, sizeof line, "cmd=get kvsname=%s key=s%ld-%ld-r%d-c0\n", kvs, bytes, i,
+                     peer);
+            call(line, "cmd=get_result", buf, sizeof buf);
+            const char *v = field(buf, "value=");
+            long n = bytes < chunk ? bytes : chunk;
+            if (v == NULL || (long) strcspn(v, " \n") != n || v[0] != (char) ('a' + (peer + i) % 26))
+                die("read back a wrong value after a sized fence");
+        }
+    }
+
     call("cmd=barrier_in\n", "cmd=barrier_out", buf, sizeof buf);
     double t = now();
     for (long i = 0; i < barriers; i++)
@@ -114,8 +160,12 @@ int main(int argc, char **argv)
     double barrier_time = now() - t;
     call("cmd=finalize\n", "cmd=finalize_ack", buf, sizeof buf);
 
-    int k = snprintf(line, sizeof line, "fence_collect_us %.3f\nbarrier_us %.3f\n",
-                     fences > 0 ? fence_time * 1e6 / (double) fences : 0.0,
+    double per_fence = fences > 0 ? 1e6 / (double) fences : 0.0;
+    int k = snprintf(line, sizeof line,
+                     "fence_collect_us %.3f\nfence_100_us %.3f\nfence_1000_us %.3f\n"
+                     "fence_10000_us %.3f\nbarrier_us %.3f\n",
+                     fence_time * per_fence, sized_time[0] * per_fence, sized_time[1] * per_fence,
+                     sized_time[2] * per_fence,
                      barriers > 0 ? barrier_time * 1e6 / (double) barriers : 0.0);
     if (k <= 0 || write(STDOUT_FILENO, line, (size_t) k) != k)
         return 1;

@@ -149,6 +149,25 @@ pub(crate) fn pmi1_bench(dirs: &Dirs) -> Result<PathBuf, String> {
     compile_c(dirs, "pmi1_bench", &[])
 }
 
+/// `xtask/c/mn_bench.c`: the multi-node bench's libpmix client (Debian's OpenPMIx).
+pub(crate) fn mn_bench(dirs: &Dirs) -> Result<PathBuf, String> {
+    let flags = libpmix_flags()?;
+    compile_c(
+        dirs,
+        "mn_bench",
+        &flags.split_whitespace().collect::<Vec<_>>(),
+    )
+}
+
+/// The compiler flags of Debian's OpenPMIx (`pkg-config --cflags --libs pmix`).
+fn libpmix_flags() -> Result<String, String> {
+    run_quiet(
+        Command::new("pkg-config").args(["--cflags", "--libs", "pmix"]),
+        "pkg-config --cflags --libs pmix",
+    )
+    .map_err(|e| format!("OpenPMIx development files not found ({e}); install libpmix-dev"))
+}
+
 /// Compiles `xtask/c/<name>.c` into `<target>/xtask-bench/<name>` with `cc -O2`.
 fn compile_c(dirs: &Dirs, name: &str, flags: &[&str]) -> Result<PathBuf, String> {
     let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
@@ -278,10 +297,7 @@ pub(crate) fn openpmix(dirs: &Dirs) -> Result<Bins, String> {
         "pkg-config --modversion pmix",
     )
     .map_err(|e| format!("OpenPMIx development files not found ({e}); install libpmix-dev"))?;
-    let flags = run_quiet(
-        Command::new("pkg-config").args(["--cflags", "--libs", "pmix"]),
-        "pkg-config --cflags --libs pmix",
-    )?;
+    let flags = libpmix_flags()?;
     let flags: Vec<&str> = flags.split_whitespace().collect();
     let host = compile_c(dirs, "bench_host", &flags)?;
     let client = compile_c(dirs, "bench_client", &flags)?;

