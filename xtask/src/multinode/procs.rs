@@ -7,7 +7,8 @@
 //! host, and anything that inherited its environment), runs inside a node's network namespace
 //! (whatever ssh started there: a launcher's daemon, a rank), or runs a program of this
 //! build (the target directory). ssh does not pass the environment on, so the marker alone
-//! would miss what runs on the nodes.
+//! would miss what runs on the nodes. slurmd is the cluster's, never the scenario's: one
+//! scenario kills a node's and starts it again.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::File;
@@ -35,6 +36,14 @@ pub(crate) struct ProcInfo {
     pub(crate) exe: PathBuf,
     /// The node whose network namespace it is in, if any.
     pub(crate) node: Option<u32>,
+}
+
+/// slurmd, whatever its executable's name.
+fn is_slurmd(p: &ProcInfo) -> bool {
+    let command = p.cmdline.split(' ').next().unwrap_or("");
+    Path::new(command)
+        .file_name()
+        .is_some_and(|f| f == "slurmd")
 }
 
 fn pids() -> Vec<i32> {
@@ -131,6 +140,10 @@ impl Before {
             .into_iter()
             .filter(|p| *p != me && !self.pids.contains(p))
             .filter_map(|p| info(p, &namespaces))
+            // The cluster's own daemon, which a scenario may start again (and which forks
+            // for a moment to serve a request). Its executable may be unreadable, or
+            // Debian's slurmd-wlm: known by its command.
+            .filter(|p| !is_slurmd(p))
             .filter_map(|p| {
                 let why = if p.node.is_some() {
                     "on a node"

@@ -228,6 +228,30 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: salloc_pmixrun_scancel,
     },
     Scenario {
+        name: "salloc-pmixrun-fences",
+        what: "salloc ... pmixrun: fences with and without data, direct-modex gets, replaced keys (as under srun --mpi=pmix)",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(5),
+        run: salloc_pmixrun_fences,
+    },
+    Scenario {
+        name: "salloc-pmixrun-daemon-killed",
+        what: "salloc ... pmixrun -n 8 sleep 60, node3's pmixrun daemon (started by srun) killed: the run ends in seconds naming node3",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(20),
+        run: salloc_pmixrun_daemon_killed,
+    },
+    Scenario {
+        name: "salloc-pmixrun-slurmd-killed",
+        what: "salloc ... pmixrun: node3's slurmd killed (and started again) mid-run: the job, under slurmstepd, finishes its fences and exits 0",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(20),
+        run: salloc_pmixrun_slurmd_killed,
+    },
+    Scenario {
         name: "srun-pmix-exit-early",
         what: "under srun --mpi=pmix --kill-on-bad-exit, rank 5 exits 3 without finalize: the step ends in seconds",
         pmixrun: true,
@@ -469,12 +493,16 @@ fn pmixrun_exit_early(run: &Run<'_>) -> Result<String, String> {
 fn start_long_run(run: &Run<'_>, agent: &Path) -> Result<(Running, i32), String> {
     let mut cmd = pmixrun(run, agent, &[])?;
     cmd.args(["/bin/sleep", "60"]);
-    wait_for_node3(run, run.start(cmd)?)
+    wait_for_node3(run, run.start(cmd)?, "sleep")
 }
 
-/// Waits until the run has node3's pmixrun daemon and its ranks; returns it and the daemon's
-/// pid.
-fn wait_for_node3(run: &Run<'_>, mut running: Running) -> Result<(Running, i32), String> {
+/// Waits until the run has node3's pmixrun daemon and its ranks (running `rank_program`);
+/// returns it and the daemon's pid.
+fn wait_for_node3(
+    run: &Run<'_>,
+    mut running: Running,
+    rank_program: &str,
+) -> Result<(Running, i32), String> {
     let limit = Instant::now() + Duration::from_secs(30);
     let found = procs::wait_for(limit.min(run.deadline), || {
         if !running.is_running() {
@@ -486,7 +514,7 @@ fn wait_for_node3(run: &Run<'_>, mut running: Running) -> Result<(Running, i32),
             .find(|p| p.cmdline.contains("--pmixrun-internal-daemon-worker"))
             .map(|p| p.pid)?;
         // Its ranks too: the run is under way, not still starting.
-        procs::on_node(3, "sleep").first()?;
+        procs::on_node(3, rank_program).first()?;
         Some(Some(daemon))
     });
     match found {
@@ -722,7 +750,7 @@ fn salloc_pmixrun_exit_early(run: &Run<'_>) -> Result<String, String> {
 
 fn salloc_pmixrun_scancel(run: &Run<'_>) -> Result<String, String> {
     let cmd = salloc_pmixrun(run, &[], Path::new("/bin/sleep"), &["60"])?;
-    let (running, _) = wait_for_node3(run, run.start(cmd)?)?;
+    let (running, _) = wait_for_node3(run, run.start(cmd)?, "sleep")?;
     let since = running.started();
     let jobs = Command::new("squeue")
         .env("SLURM_CONF", cluster::slurm_conf())
@@ -770,17 +798,30 @@ fn srun_pmix_demo(run: &Run<'_>) -> Result<String, String> {
 
 fn srun_pmix_fences(run: &Run<'_>) -> Result<String, String> {
     let client = program(&run.ctx.programs.test_client)?;
+    fence_matrix(run, |args| Ok(srun(run, &[], client, args)))
+}
+
+fn salloc_pmixrun_fences(run: &Run<'_>) -> Result<String, String> {
+    let client = program(&run.ctx.programs.test_client)?;
+    fence_matrix(run, |args| salloc_pmixrun(run, &[], client, args))
+}
+
+/// The test client's fences, each run by `command(args)`: a fence without data, then a get
+/// of every peer's key (each a direct modex across the nodes); a collecting fence, then the
+/// same gets; keys replaced between two fences.
+fn fence_matrix(
+    run: &Run<'_>,
+    command: impl Fn(&[&str]) -> Result<Command, String>,
+) -> Result<String, String> {
     let n = run.ranks();
     let mut how = Vec::new();
-    // A fence without data, then a get of every peer's key: each a direct modex across the
-    // nodes. A collecting fence, then the same gets. Keys replaced between two fences.
     for args in [
         &["fence", "@:", "b"][..],
         &["fence", "@:", ""],
         &["allgather"],
         &["replace", "4", "1,3"],
     ] {
-        let out = run.run(srun(run, &[], client, args))?;
+        let out = run.run(command(args)?)?;
         let ok = out.stdout.lines().filter(|l| *l == "ok").count();
         if out.code() != Some(0) || ok != n as usize {
             return Err(out.fail(&format!("`{}`: {ok} of {n} ranks said ok", args.join(" "))));
@@ -792,6 +833,105 @@ fn srun_pmix_fences(run: &Run<'_>) -> Result<String, String> {
         run.ctx.nodes,
         how.join(", ")
     ))
+}
+
+fn salloc_pmixrun_daemon_killed(run: &Run<'_>) -> Result<String, String> {
+    let cmd = salloc_pmixrun(run, &[], Path::new("/bin/sleep"), &["60"])?;
+    let (running, daemon) = wait_for_node3(run, run.start(cmd)?, "sleep")?;
+    let since = running.started();
+    let _ = kill(Pid::from_raw(daemon), Signal::SIGKILL);
+    let lost_at = Instant::now();
+    let out = running.wait(run.deadline.min(lost_at + Duration::from_secs(30)));
+    expect_lost_node3(&out, lost_at, since, Duration::from_secs(5))
+}
+
+/// Every rank waits on a FIFO of its own (`<dir>/<rank>`, opened for reading by `cat`) before
+/// it runs the demo; node3's slurmd is killed while they wait and started again; then the
+/// FIFOs are opened for writing and closed, and the demo must run to the end on every node.
+fn salloc_pmixrun_slurmd_killed(run: &Run<'_>) -> Result<String, String> {
+    let n = run.ranks();
+    let fifos = run.ctx.work.join(format!("fifos-{}", run.marker));
+    let _ = std::fs::remove_dir_all(&fifos);
+    std::fs::create_dir_all(&fifos)
+        .map_err(|e| format!("cannot create {}: {e}", fifos.display()))?;
+    for r in 0..n {
+        let path = fifos.join(r.to_string());
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .map_err(|e| format!("cannot make the FIFO {}: {e}", path.display()))?;
+    }
+    let demo = program(&run.ctx.programs.demo)?;
+    let cmd = salloc_pmixrun(
+        run,
+        &[],
+        Path::new("/bin/sh"),
+        &[
+            "-c",
+            r#"cat "$0/$PMIX_RANK" >/dev/null && exec "$1""#,
+            &fifos.to_string_lossy(),
+            &demo.to_string_lossy(),
+        ],
+    )?;
+    let (running, _) = wait_for_node3(run, run.start(cmd)?, "cat")?;
+    let outcome = restart_slurmd(3).and_then(|()| release_fifos(&fifos, n, run.deadline));
+    let out = running.wait(run.deadline);
+    let _ = std::fs::remove_dir_all(&fifos);
+    outcome.map_err(|e| out.fail(&e))?;
+    expect_every_rank(&out, n, |r| {
+        format!("rank {r} of {n}: checked {} peers", n - 1)
+    })?;
+    Ok(format!(
+        "{n} ranks finished after node3's slurmd was killed, in {:.2} s",
+        out.elapsed.as_secs_f64()
+    ))
+}
+
+/// Kills node `k`'s slurmd (SIGKILL: no goodbye to slurmctld) and starts it again.
+fn restart_slurmd(k: u32) -> Result<(), String> {
+    let pid_file = Path::new(cluster::STATE).join(format!("slurmd-node{k}.pid"));
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| format!("no pid in {}", pid_file.display()))?;
+    kill(Pid::from_raw(pid), Signal::SIGKILL).map_err(|e| format!("kill slurmd {pid}: {e}"))?;
+    let gone = procs::wait_for(Instant::now() + Duration::from_secs(10), || {
+        (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+    });
+    if gone.is_none() {
+        return Err(format!(
+            "node{k}'s slurmd {pid} still there 10 s after SIGKILL"
+        ));
+    }
+    let status = Command::new("bash")
+        .arg(crate::multinode::cluster_script())
+        .args(["exec", &k.to_string(), "slurmd", "-f"])
+        .arg(cluster::slurm_conf())
+        .status()
+        .map_err(|e| format!("cannot start slurmd again: {e}"))?;
+    if !status.success() {
+        return Err(format!("starting node{k}'s slurmd again: {status}"));
+    }
+    Ok(())
+}
+
+/// Opens each rank's FIFO for writing and closes it, which lets its `cat` end. A FIFO with no
+/// reader yet (its rank not started) cannot be opened without blocking: tried again until
+/// `deadline`.
+fn release_fifos(dir: &Path, n: u32, deadline: Instant) -> Result<(), String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    for r in 0..n {
+        let path = dir.join(r.to_string());
+        let opened = procs::wait_for(deadline, || {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .custom_flags(nix::libc::O_NONBLOCK)
+                .open(&path)
+                .ok()
+        });
+        if opened.is_none() {
+            return Err(format!("rank {r} never opened its FIFO"));
+        }
+    }
+    Ok(())
 }
 
 fn srun_pmix_exit_early(run: &Run<'_>) -> Result<String, String> {
