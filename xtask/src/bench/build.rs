@@ -149,6 +149,11 @@ pub(crate) fn pmi1_bench(dirs: &Dirs) -> Result<PathBuf, String> {
     compile_c(dirs, "pmi1_bench", &[])
 }
 
+/// `xtask/c/barrier_floor.c`: the least a barrier across the nodes costs (no PMIx).
+pub(crate) fn barrier_floor(dirs: &Dirs) -> Result<PathBuf, String> {
+    compile_c(dirs, "barrier_floor", &[])
+}
+
 /// `xtask/c/mn_bench.c`: the multi-node bench's libpmix client (Debian's OpenPMIx).
 pub(crate) fn mn_bench(dirs: &Dirs) -> Result<PathBuf, String> {
     let flags = libpmix_flags()?;

@@ -124,10 +124,12 @@ enum Launcher {
     PmixrunPmi1,
     /// pmixrun inside a Slurm allocation (daemons started by one srun), PMI-1 clients.
     PmixrunSlurm,
+    /// Not a launcher: `xtask/c/barrier_floor.c`, the least a barrier can cost here.
+    Floor,
 }
 
 impl Launcher {
-    const ALL: [Launcher; 7] = [
+    const ALL: [Launcher; 8] = [
         Launcher::Hydra,
         Launcher::OpenMpi,
         Launcher::Prterun,
@@ -135,6 +137,7 @@ impl Launcher {
         Launcher::Pmixrun,
         Launcher::PmixrunPmi1,
         Launcher::PmixrunSlurm,
+        Launcher::Floor,
     ];
 
     /// Ours, whose failures do not fail the bench.
@@ -143,6 +146,19 @@ impl Launcher {
             self,
             Launcher::Pmixrun | Launcher::PmixrunPmi1 | Launcher::PmixrunSlurm
         )
+    }
+
+    /// A launcher of another project, which pmixrun is measured against.
+    fn is_reference(self) -> bool {
+        !self.is_ours() && self != Launcher::Floor
+    }
+
+    /// What it measures: the floor, a barrier only.
+    fn measures(self, m: Metric) -> bool {
+        match self {
+            Launcher::Floor => m == Metric::Barrier,
+            l => !(m.pmix_only() && l.is_pmi1()),
+        }
     }
 
     /// Its clients speak PMI-1 (pmi1_bench, the MPICH hello), not PMIx.
@@ -162,6 +178,7 @@ impl Launcher {
             Launcher::Pmixrun => "pmixrun (agent pssh)",
             Launcher::PmixrunPmi1 => "pmixrun (agent pssh), PMI-1",
             Launcher::PmixrunSlurm => "`salloc` pmixrun (one srun), PMI-1",
+            Launcher::Floor => "floor: C relays, no PMIx",
         }
     }
 
@@ -174,6 +191,7 @@ impl Launcher {
             Launcher::Pmixrun => "pmixrun",
             Launcher::PmixrunPmi1 => "pmixrun-pmi1",
             Launcher::PmixrunSlurm => "pmixrun-salloc",
+            Launcher::Floor => "floor",
         }
     }
 }
@@ -269,6 +287,7 @@ struct Programs {
     ompi5_hello: Result<PathBuf, String>,
     mn_bench: Result<PathBuf, String>,
     pmi1_bench: Result<PathBuf, String>,
+    barrier_floor: Result<PathBuf, String>,
 }
 
 /// Where Open MPI 5.0.11 (with PRRTE's prterun) is: `$PMIXRS_OMPI5`, by default the venv
@@ -305,6 +324,7 @@ fn build_programs(dirs: &Dirs) -> Programs {
         },
         mn_bench: build::mn_bench(dirs),
         pmi1_bench: build::pmi1_bench(dirs),
+        barrier_floor: build::barrier_floor(dirs),
     }
 }
 
@@ -397,8 +417,56 @@ fn pmixrun(nodes: u32, pmixrun: &Path, pmi1: bool, program: &Path) -> Command {
     cmd
 }
 
-/// The command of one step under one launcher on `nodes` nodes.
-fn command(nodes: u32, o: &Opts, p: &Programs, l: Launcher, step: Step) -> Result<Command, String> {
+/// The floor's run: its root on the host, which says its port; a relay on each node over
+/// pssh (two ranks each), started once the root listens; fails if any part does.
+const FLOOR_SCRIPT: &str = r#"set -o pipefail
+prog=$0 nodes=$1 iters=$2 pssh=$3
+"$prog" root "$nodes" "$iters" | {
+  read -r word port || exit 1
+  pids=
+  k=1
+  while [ "$k" -le "$nodes" ]; do
+    "$pssh" "node$k" "$prog" relay 10.77.255.254 "$port" 2 "$iters" &
+    pids="$pids $!"
+    k=$((k + 1))
+  done
+  status=0
+  for p in $pids; do wait "$p" || status=1; done
+  exit "$status"
+}"#;
+
+fn floor(nodes: u32, o: &Opts, program: &Path) -> Command {
+    let mut cmd = Command::new("bash");
+    cmd.args(["-c", FLOOR_SCRIPT])
+        .arg(program)
+        .args([nodes.to_string(), o.barriers.to_string()])
+        .arg(cluster::pssh());
+    cmd
+}
+
+/// The command of one step under one launcher on `nodes` nodes; `None` if it has no such
+/// step (the floor has only a barrier).
+fn command(
+    nodes: u32,
+    o: &Opts,
+    p: &Programs,
+    l: Launcher,
+    step: Step,
+) -> Option<Result<Command, String>> {
+    let need = |r: &Result<PathBuf, String>| r.clone().map_err(|e| format!("not built: {e}"));
+    if l == Launcher::Floor {
+        return (step == Step::Bench).then(|| Ok(floor(nodes, o, &need(&p.barrier_floor)?)));
+    }
+    Some(step_command(nodes, o, p, l, step))
+}
+
+fn step_command(
+    nodes: u32,
+    o: &Opts,
+    p: &Programs,
+    l: Launcher,
+    step: Step,
+) -> Result<Command, String> {
     let need = |r: &Result<PathBuf, String>| r.clone().map_err(|e| format!("not built: {e}"));
     let program = match (step, l) {
         (Step::MpiHello, Launcher::OpenMpi | Launcher::SrunPmix) => need(&p.ompi_hello)?,
@@ -430,6 +498,7 @@ fn command(nodes: u32, o: &Opts, p: &Programs, l: Launcher, step: Step) -> Resul
         Launcher::Pmixrun => pmixrun(nodes, &need(&p.pmixrun)?, false, &program),
         Launcher::PmixrunPmi1 => pmixrun(nodes, &need(&p.pmixrun)?, true, &program),
         Launcher::PmixrunSlurm => salloc_pmixrun(nodes, &need(&p.pmixrun)?, &program),
+        Launcher::Floor => floor(nodes, o, &program),
     };
     cmd.args(args);
     Ok(cmd)
@@ -518,7 +587,10 @@ impl Results {
 
     fn cell(&self, c: Cell, runs: u32) -> String {
         let (_, l, m) = c;
-        if m.pmix_only() && l.is_pmi1() {
+        if l == Launcher::Floor && !l.measures(m) {
+            return "-".to_owned();
+        }
+        if !l.measures(m) {
             return "n/a (PMI-1)".to_owned();
         }
         let values = self.values.get(&c).map_or(&[][..], Vec::as_slice);
@@ -566,7 +638,7 @@ impl Results {
             Step::Bench => Metric::MEASURED
                 .iter()
                 .map(|(m, _)| *m)
-                .filter(|m| !(m.pmix_only() && l.is_pmi1()))
+                .filter(|m| l.measures(*m))
                 .collect(),
         };
         if let Some(f) = &outcome.failure {
@@ -660,8 +732,9 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                     }
                     let name = format!("n{nodes}-{}-{}-run{run}", l.slug(), step.slug());
                     let cmd = match command(nodes, &o, &programs, l, step) {
-                        Ok(c) => c,
-                        Err(e) => {
+                        None => continue,
+                        Some(Ok(c)) => c,
+                        Some(Err(e)) => {
                             let failed = exec::Outcome {
                                 stdout: String::new(),
                                 failure: Some(e),
@@ -750,7 +823,10 @@ fn report_markdown(
          (rank 0), averaged over the ranks. Clients: `xtask/c/mn_bench.c` (Debian's libpmix \
          4.2) under the PMIx launchers, `xtask/c/pmi1_bench.c` (PMI-1) under Hydra and \
          pmixrun's PMI-1 columns; the MPI hello is MPICH 4.0.2's under Hydra and pmixrun, \
-         Open MPI 4.1's under mpirun and srun, Open MPI 5.0.11's under prterun.\n\n",
+         Open MPI 4.1's under mpirun and srun, Open MPI 5.0.11's under prterun. The floor is \
+         `xtask/c/barrier_floor.c`: the same layout (a root on the host, a relay per node \
+         over pssh, two ranks each) passing one byte per message, no PMIx: the least a \
+         barrier costs on these nodes.\n\n",
         o.nodes
             .iter()
             .map(u32::to_string)
@@ -832,7 +908,7 @@ fn ratio_to_best(results: &Results, nodes: u32, m: Metric) -> String {
     let best = |ours: bool| {
         Launcher::ALL
             .iter()
-            .filter(|l| l.is_ours() == ours)
+            .filter(|l| if ours { l.is_ours() } else { l.is_reference() })
             .filter_map(|l| Some((results.median((nodes, *l, m))?, *l)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
     };
