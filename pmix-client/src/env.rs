@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use pmix_types::{Nspace, Proc, Rank};
 use pmix_wire::PROTOCOL_VERSION;
-use pmix_wire::openpmix::{BufferType, Codec, Dialect};
+use pmix_wire::openpmix::{BufferType, Codec, Dialect, Version};
 
 use crate::Error;
 
@@ -45,6 +45,8 @@ pub(crate) struct OpenpmixServer {
     pub(crate) gds: Option<String>,
     /// `PMIX_HOSTNAME`: the server's name for this node.
     pub(crate) hostname: Option<String>,
+    /// `PMIX_VERSION`: the server's OpenPMIx release, when it says (and it reads as one).
+    pub(crate) version: Option<Version>,
 }
 
 pub(crate) const SERVER_URI: &str = "PMIXRS_SERVER_URI";
@@ -58,6 +60,8 @@ pub(crate) const BUFFER_TYPE: &str = "PMIX_BFROP_BUFFER_TYPE";
 pub(crate) const GDS_MODULE: &str = "PMIX_GDS_MODULE";
 /// An OpenPMIx server's name for this node.
 pub(crate) const HOSTNAME: &str = "PMIX_HOSTNAME";
+/// An OpenPMIx server's release.
+pub(crate) const VERSION: &str = "PMIX_VERSION";
 
 /// The URI variables of an OpenPMIx server, in the order libpmix looks for them, with the
 /// codec and `bfrops` name each one selects. (`PMIX_SERVER_URI2`, PMIx 2.0's `v20`, is not
@@ -188,6 +192,7 @@ fn openpmix(
         bfrops,
         gds: get(GDS_MODULE),
         hostname: get(HOSTNAME),
+        version: get(VERSION).as_deref().and_then(Version::parse),
     })
 }
 
@@ -256,8 +261,10 @@ mod tests {
             ("PMIX_SERVER_URI3", uri),
             (GDS_MODULE, "hash"),
             (HOSTNAME, "vm"),
+            (VERSION, "5.0.11rc1"),
         ])
         .unwrap();
+        assert_eq!(o.version, Some(Version::new(5, 0, 11)));
         assert_eq!(o.var, "PMIX_SERVER_URI41");
         assert_eq!((o.dialect, o.bfrops), (Dialect::V41, "v41"));
         assert_eq!(o.server.to_string(), "pmix-server:27233");
@@ -266,6 +273,10 @@ mod tests {
         assert_eq!(o.hostname.as_deref(), Some("vm"));
         let o = openpmix_of(&[("PMIX_SERVER_URI4", uri), ("PMIX_SERVER_URI3", uri)]).unwrap();
         assert_eq!((o.dialect, o.bfrops), (Dialect::V41, "v4"));
+        // A version that does not read as one is no version, not an error.
+        assert_eq!(o.version, None);
+        let o = openpmix_of(&[("PMIX_SERVER_URI4", uri), (VERSION, "dev")]).unwrap();
+        assert_eq!(o.version, None);
         let o = openpmix_of(&[
             ("PMIX_SERVER_URI21", uri),
             (BUFFER_TYPE, "PMIX_BFROP_BUFFER_FULLY_DESC"),

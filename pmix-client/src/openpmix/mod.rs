@@ -478,6 +478,7 @@ pub(crate) fn connect(me: &Proc, srv: &OpenpmixServer) -> Result<Connected, Erro
         "hash",
     );
     hello.bfrops = srv.bfrops.to_owned();
+    hello.stray_byte = ClientHandshake::stray_byte_for(srv.version);
     let mut out = Vec::with_capacity(256);
     hello.encode(&mut out)?;
     stream.write_all(&out).map_err(io)?;

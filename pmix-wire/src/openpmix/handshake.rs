@@ -7,6 +7,7 @@ use super::frame::{self, HEADER_LEN, Header, MAX_HANDSHAKE_LEN};
 use super::item::Size;
 use super::pack::Packer;
 use super::unpack::Unpacker;
+use super::version::Version;
 use crate::Error;
 
 /// The OpenPMIx version this crate announces in handshakes it builds. A server compares the
@@ -156,8 +157,9 @@ pub fn native_credential_ids(cred: &[u8]) -> Option<(u32, u32)> {
 /// Body layout: psec module name (NUL-terminated), credential length (u32 big-endian) and
 /// credential, flag byte, [identity fields](Identity) (u32s big-endian, namespace
 /// NUL-terminated), version, `bfrops` module name, buffer-type byte, `gds` module name, an
-/// optional packed `SIZE n` + `n` `INFO`s (tools and singletons), and a stray zero byte the
-/// reference client counts in the header's length and never writes.
+/// optional packed `SIZE n` + `n` `INFO`s (tools and singletons), and, from clients before
+/// 4.2.3, a stray zero byte they count in the header's length and never write (see
+/// [`ClientHandshake::stray_byte_for`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ClientHandshake {
     /// The security module (`native`, `none`, `munge`).
@@ -176,13 +178,14 @@ pub struct ClientHandshake {
     pub gds: String,
     /// Info a tool or singleton passes along (empty for clients).
     pub info: Vec<Info>,
-    /// Whether the stray zero byte ends the body (always, from the reference client).
+    /// Whether the stray zero byte ends the body (from clients before 4.2.3).
     pub stray_byte: bool,
 }
 
 impl ClientHandshake {
     /// The handshake a launched client sends: `native` security, this crate's
-    /// [`VERSION`], the dialect's codec name and buffer type, and the stray byte.
+    /// [`VERSION`], the dialect's codec name and buffer type, and the stray byte (which a
+    /// client turns off for servers that do not want it, [`ClientHandshake::stray_byte_for`]).
     pub fn simple_client(
         proc: Proc,
         credential: Vec<u8>,
@@ -200,6 +203,16 @@ impl ClientHandshake {
             info: Vec::new(),
             stray_byte: true,
         }
+    }
+
+    /// Whether a client's handshake to a server of version `server` (`PMIX_VERSION`) ends with
+    /// the stray byte: yes for servers before 4.2.3, as a 4.2.2 client's does (those servers
+    /// skip whatever follows a client's `gds` name), no for later or unknown ones. From 5.0.9
+    /// on, a server reads what follows the `gds` name as packed info (a `SIZE` count, then the
+    /// infos), fails on the lone zero byte and logs `PMIX_ERR_UNPACK_READ_PAST_END_OF_BUFFER`
+    /// for every client that sends it; clients since 4.2.3 send none.
+    pub fn stray_byte_for(server: Option<Version>) -> bool {
+        server.is_some_and(|v| v < Version::V4_2_3)
     }
 
     /// The dialect the client will speak for the rest of the session.

@@ -20,7 +20,8 @@
 //!   `pmix-types` value, plus [`Kval`], [`Size`], [`ByteObject`] and [`Buffer`].
 //! * **Framing** ([`Header`], [`MsgReader`], [`encode_message`]): 16-byte headers,
 //!   big-endian after the handshake, little-endian for the client's handshake message.
-//! * **Handshake** ([`ClientHandshake`], [`ServerReply`], [`ToolReply`]).
+//! * **Handshake** ([`ClientHandshake`], [`ServerReply`], [`ToolReply`]) and the peers'
+//!   release numbers ([`Version`]), by which some of its bytes differ.
 //! * **Messages** ([`Request`], [`Reply`], [`Notification`], keyed by [`Cmd`]): the payloads
 //!   of the commands, and building blocks for job data ([`JobInfo`], [`rank_blob`],
 //!   [`info_array`]).
@@ -82,6 +83,7 @@ mod msg;
 mod pack;
 mod unpack;
 mod value;
+mod version;
 
 pub use cmd::Cmd;
 pub use dialect::{BufferType, Codec, Dialect};
@@ -101,6 +103,7 @@ pub use msg::{
 };
 pub use pack::Packer;
 pub use unpack::{MAX_NESTING, Unpacker};
+pub use version::Version;
 
 // The data model, for convenience.
 pub use pmix_types::{Nspace, Proc, Rank};
