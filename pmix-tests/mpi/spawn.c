@@ -5,10 +5,16 @@
  *                     intercommunicator, then a merged intracommunicator is checked.
  *   spawn multiple    the same with MPI_Comm_spawn_multiple: 1 child with argv
  *                     "childA <P> a b=c  d;e" and 2 children with argv "childB <P> x".
+ *   spawn wdir <A> <B>
+ *                     MPI_Comm_spawn_multiple of 1 child "wdirA <P> <A>" with info
+ *                     wdir=<A> and 1 child "wdirB <P> <B>" with info wdir=<B>.
  *
- * Children (argv[1] child, childA or childB, argv[2] the number of parents) check
- * MPI_Comm_get_parent, their world, their MPI_APPNUM and their arguments. */
+ * Children (argv[1] child, childA, childB, wdirA or wdirB, argv[2] the number of parents)
+ * check MPI_Comm_get_parent, their world, their MPI_APPNUM and their arguments; wdirA and
+ * wdirB also that they run in the directory argv[3] (compared by device and inode). */
 #include "common.h"
+
+#include <sys/stat.h>
 
 #define ARG_A "a b=c  d;e"
 #define ARG_B "x"
@@ -38,7 +44,36 @@ static void talk(MPI_Comm inter, int is_parent, int parents, int children)
     CHECK(MPI_Comm_disconnect(&inter));
 }
 
-static void parent(int multiple)
+/* Whether the current directory is `dir`, the same directory by device and inode. */
+static int in_dir(const char *dir)
+{
+    struct stat here, there;
+    return stat(".", &here) == 0 && stat(dir, &there) == 0 && here.st_dev == there.st_dev &&
+           here.st_ino == there.st_ino;
+}
+
+/* MPI_Comm_spawn_multiple of one wdirA child in `dir_a` and one wdirB child in `dir_b`. */
+static int spawn_in_dirs(const char *exe, const char *p, const char *dir_a, const char *dir_b,
+                         MPI_Comm *inter, int *errcodes)
+{
+    char *cmds[] = {(char *)exe, (char *)exe};
+    char *args_a[] = {"wdirA", (char *)p, (char *)dir_a, NULL};
+    char *args_b[] = {"wdirB", (char *)p, (char *)dir_b, NULL};
+    char **args[] = {args_a, args_b};
+    int counts[] = {1, 1};
+    MPI_Info infos[2];
+    for (int i = 0; i < 2; i++) {
+        CHECK(MPI_Info_create(&infos[i]));
+        CHECK(MPI_Info_set(infos[i], "wdir", i == 0 ? dir_a : dir_b));
+    }
+    CHECK(MPI_Comm_spawn_multiple(2, cmds, args, counts, infos, 0, MPI_COMM_WORLD, inter,
+                                  errcodes));
+    for (int i = 0; i < 2; i++)
+        CHECK(MPI_Info_free(&infos[i]));
+    return 2;
+}
+
+static void parent(int multiple, const char *dir_a, const char *dir_b)
 {
     MPI_Comm up;
     CHECK(MPI_Comm_get_parent(&up));
@@ -52,7 +87,9 @@ static void parent(int multiple)
     MPI_Comm inter;
     int errcodes[3] = {-1, -1, -1};
     int children = 0;
-    if (!multiple) {
+    if (dir_a) {
+        children = spawn_in_dirs(exe, p, dir_a, dir_b, &inter, errcodes);
+    } else if (!multiple) {
         char *args[] = {"child", p, NULL};
         children = 2;
         CHECK(MPI_Comm_spawn(exe, args, children, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter,
@@ -99,6 +136,12 @@ static void child(int argc, char **argv)
             die("childB: %d arguments, third \"%s\"", argc, argc > 3 ? argv[3] : "");
         if (size != 3 || app != 1 || world_rank == 0)
             die("childB: rank %d of %d, appnum %d", world_rank, size, app);
+    } else if (strcmp(role, "wdirA") == 0 || strcmp(role, "wdirB") == 0) {
+        int a = role[4] == 'A';
+        if (argc != 4 || size != 2 || app != !a || world_rank != !a)
+            die("%s: %d arguments, rank %d of %d, appnum %d", role, argc, world_rank, size, app);
+        if (!in_dir(argv[3]))
+            die("%s: not running in %s", role, argv[3]);
     } else {
         die("unknown role %s", role);
     }
@@ -111,13 +154,15 @@ int main(int argc, char **argv)
 {
     init(&argc, &argv);
     if (argc == 2 && strcmp(argv[1], "parent") == 0)
-        parent(0);
+        parent(0, NULL, NULL);
     else if (argc == 2 && strcmp(argv[1], "multiple") == 0)
-        parent(1);
+        parent(1, NULL, NULL);
+    else if (argc == 4 && strcmp(argv[1], "wdir") == 0)
+        parent(1, argv[2], argv[3]);
     else if (argc >= 3)
         child(argc, argv);
     else
-        die("usage: %s parent|multiple", argv[0]);
+        die("usage: %s parent|multiple|wdir <dirA> <dirB>", argv[0]);
     fflush(stdout);
     CHECK(MPI_Finalize());
     return 0;

@@ -99,17 +99,13 @@ pub(crate) fn job_info(
 /// relative one is relative to it.
 ///
 /// The directives a single node can honour are applied, an app's own `info` over the job's:
-/// `PMIX_WDIR` (when the app names no `cwd`) and `PMIX_SET_ENVAR` (after the app's `env`).
+/// `PMIX_WDIR` and `PMIX_SET_ENVAR` (after the app's `env`). The working directory is the
+/// app's own `PMIX_WDIR`, else its `cwd`, else the job's `PMIX_WDIR`: Open MPI 5 sends every
+/// app of `MPI_Comm_spawn_multiple` with the parent's directory as its `cwd` and the `wdir`
+/// info key as the app's `PMIX_WDIR`, which PRRTE lets override the `cwd`.
 pub(crate) fn spawn_apps(apps: &[pmix_server::App], job_info: &[Info]) -> Result<Vec<App>, String> {
     apps.iter()
         .map(|a| {
-            let directive = |key: &str| {
-                a.info
-                    .iter()
-                    .chain(job_info)
-                    .find(|i| i.key.as_str() == key)
-                    .map(|i| &i.value)
-            };
             let mut env: Vec<_> = a
                 .env
                 .iter()
@@ -128,14 +124,18 @@ pub(crate) fn spawn_apps(apps: &[pmix_server::App], job_info: &[Info]) -> Result
                     }
                 }
             }
-            let wdir = if a.cwd.is_empty() {
-                match directive(attr::WDIR) {
-                    Some(Value::String(d)) => Some(PathBuf::from(d)),
-                    Some(other) => return Err(format!("PMIX_WDIR {other:?} is not a path")),
-                    None => None,
-                }
-            } else {
-                Some(PathBuf::from(&a.cwd))
+            let wdir_in = |info: &[Info]| match info.iter().find(|i| i.key.as_str() == attr::WDIR) {
+                Some(Info {
+                    value: Value::String(d),
+                    ..
+                }) => Ok(Some(PathBuf::from(d))),
+                Some(other) => Err(format!("PMIX_WDIR {:?} is not a path", other.value)),
+                None => Ok(None),
+            };
+            let own_cwd = (!a.cwd.is_empty()).then(|| PathBuf::from(&a.cwd));
+            let wdir = match (wdir_in(&a.info)?, own_cwd) {
+                (Some(d), _) | (None, Some(d)) => Some(d),
+                (None, None) => wdir_in(job_info)?,
             };
             Ok(App {
                 np: a.maxprocs,
@@ -384,8 +384,19 @@ mod tests {
         assert_eq!(
             apps[0].wdir,
             Some(PathBuf::from("given")),
-            "cwd wins over PMIX_WDIR"
+            "cwd wins over the job's PMIX_WDIR"
         );
+        // Open MPI 5's MPI_Comm_spawn_multiple: the parent's directory as cwd, the app's
+        // `wdir` info key as its PMIX_WDIR.
+        a.info = vec![Info::attr(attr::WDIR, "/wdir-key")];
+        let apps = spawn_apps(std::slice::from_ref(&a), &job).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            apps[0].wdir,
+            Some(PathBuf::from("/wdir-key")),
+            "the app's own PMIX_WDIR wins over its cwd"
+        );
+        a.info = vec![Info::attr(attr::WDIR, 3u32)];
+        assert!(spawn_apps(std::slice::from_ref(&a), &job).is_err());
         let bad = [Info::attr(attr::SET_ENVAR, "B=2")];
         assert!(spawn_apps(std::slice::from_ref(&a), &bad).is_err());
     }
