@@ -1,0 +1,317 @@
+//! Open MPI 5 both ways. Unmodified Open MPI 5.0.11 programs (its bundled OpenPMIx 5.0.11
+//! client) under pmixrun: the MPI test programs of `pmix-tests/mpi/`, compiled once per test
+//! process with `$PMIXRS_OMPI5/bin/mpicc` (default `/opt/ompi5`, the PyPI wheel in a venv).
+//! And pmix-rs clients under Open MPI 5's own launcher, PRRTE's `prterun` (an OpenPMIx 5.0.11
+//! server), which must log no `PMIX ERROR` about what they send. `bash
+//! scripts/install-test-deps.sh` installs Open MPI 5; without it these tests fail, saying so.
+//! Every run is bounded by a deadline; the programs check their own results and the tests
+//! check exit statuses and the lines they print.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use pmix_tests::{
+    INSTALL_TEST_DEPS, Output, Running, assert_lines, cargo_build, check_client_output,
+    clean_command, compile_c, compiled_programs_dir, in_private_network, profile_dir,
+    workspace_bin,
+};
+
+/// For one run; they take a few seconds at most.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Where Open MPI 5 is: `$PMIXRS_OMPI5`, default `/opt/ompi5`.
+fn ompi5_prefix() -> PathBuf {
+    std::env::var_os("PMIXRS_OMPI5")
+        .unwrap_or_else(|| "/opt/ompi5".into())
+        .into()
+}
+
+/// `<prefix>/bin/<tool>`, or a failure saying how to install it.
+fn ompi5_tool(tool: &str) -> PathBuf {
+    let path = ompi5_prefix().join("bin").join(tool);
+    assert!(
+        path.is_file(),
+        "Open MPI 5: {} is missing (set PMIXRS_OMPI5 to its prefix); {INSTALL_TEST_DEPS}, \
+         and Open MPI 5.0.11 into /opt/ompi5",
+        path.display()
+    );
+    path
+}
+
+/// The programs: (executable, source in `pmix-tests/mpi`, extra compiler arguments).
+const PROGRAMS: [(&str, &str, &[&str]); 7] = [
+    ("hello", "hello.c", &[]),
+    ("mpmd_a", "mpmd.c", &["-DMPMD_APP=0"]),
+    ("mpmd_b", "mpmd.c", &["-DMPMD_APP=1"]),
+    ("abort", "abort.c", &[]),
+    ("names", "names.c", &[]),
+    ("spawn", "spawn.c", &[]),
+    ("connect", "connect.c", &[]),
+];
+
+/// The directory of the programs compiled with Open MPI 5's `mpicc`, all compiled at once,
+/// once per test process.
+fn programs() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let mpicc = ompi5_tool("mpicc");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("mpi");
+        let dir = compiled_programs_dir("ompi5");
+        std::thread::scope(|s| {
+            let compiling: Vec<_> = PROGRAMS
+                .iter()
+                .map(|(exe, source, extra)| {
+                    let cflags: Vec<String> = ["-O1", "-Wall", "-Wextra", "-Werror"]
+                        .iter()
+                        .chain(extra.iter())
+                        .map(|f| (*f).to_owned())
+                        .collect();
+                    let (mpicc, src, dir) = (&mpicc, &src, &dir);
+                    s.spawn(move || compile_c(mpicc, &cflags, &src.join(source), &[], dir, exe))
+                })
+                .collect();
+            for c in compiling {
+                if let Err(e) = c.join().expect("a compiling thread panicked") {
+                    panic!("Open MPI 5: {e}");
+                }
+            }
+        });
+        dir
+    })
+}
+
+fn program(exe: &str) -> String {
+    programs().join(exe).display().to_string()
+}
+
+fn pmixrun_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
+        profile_dir().join("pmixrun")
+    })
+}
+
+/// Runs `pmixrun <args>` in `cwd` to its end, at most [`DEADLINE`].
+fn pmixrun_in(cwd: &Path, args: &[&str]) -> (String, Output) {
+    let what = format!("Open MPI 5: pmixrun {}", args.join(" "));
+    let mut cmd = clean_command(pmixrun_bin());
+    cmd.args(args).current_dir(cwd);
+    let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+    (what, out)
+}
+
+fn pmixrun(args: &[&str]) -> (String, Output) {
+    pmixrun_in(&std::env::temp_dir(), args)
+}
+
+fn assert_code(what: &str, out: &Output, code: i32) {
+    assert_eq!(out.status.code(), Some(code), "{what}: {out:#?}");
+}
+
+/// Its stdout lines are exactly `want`, in any order.
+fn assert_stdout(what: &str, out: &Output, want: &[String]) {
+    let mut got: Vec<&str> = out.stdout.lines().collect();
+    got.sort_unstable();
+    let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    assert_eq!(got, want, "{what}: {out:#?}");
+}
+
+// ---- Open MPI 5 programs under pmixrun ----------------------------------------------------
+
+#[test]
+fn hello_at_1_and_4_ranks_and_two_programs_in_one_job() {
+    for n in [1u32, 4] {
+        let ns = n.to_string();
+        let (what, out) = pmixrun(&["-n", &ns, &program("hello"), &ns]);
+        assert_code(&what, &out, 0);
+        let sum = n * (n - 1) / 2;
+        let want: Vec<String> = (0..n)
+            .map(|r| format!("hello rank {r} of {n} appnum 0 sum {sum}"))
+            .collect();
+        assert_stdout(&what, &out, &want);
+    }
+    let (a, b) = (program("mpmd_a"), program("mpmd_b"));
+    let (what, out) = pmixrun(&["-n", "1", &a, "1", "2", ":", "-n", "2", &b, "1", "2"]);
+    assert_code(&what, &out, 0);
+    let want: Vec<String> = (0..3)
+        .map(|r| {
+            let (app, prog) = if r == 0 { (0, "mpmd_a") } else { (1, "mpmd_b") };
+            format!("mpmd rank {r} of 3 appnum {app} program {prog}")
+        })
+        .collect();
+    assert_stdout(&what, &out, &want);
+}
+
+#[test]
+fn mpi_abort_ends_the_job_with_its_code() {
+    // Rank 1 aborts with 7 while the others are blocked in MPI.
+    let (what, out) = pmixrun(&["-n", "3", &program("abort"), "7"]);
+    assert_code(&what, &out, 7);
+    assert_stdout(&what, &out, &["rank 1 aborting with 7".to_owned()]);
+    assert!(
+        out.stderr.contains("rank 1 called abort with status 7"),
+        "{what}: pmixrun did not say why the job failed: {out:#?}"
+    );
+}
+
+#[test]
+fn comm_spawn_and_spawn_multiple_with_argv_and_per_app_working_directories() {
+    // Two parents spawn two children.
+    let (what, out) = pmixrun(&["-n", "2", &program("spawn"), "parent"]);
+    assert_code(&what, &out, 0);
+    assert_stdout(
+        &what,
+        &out,
+        &[
+            "parent rank 0 of 2: talked with 2 children".to_owned(),
+            "parent rank 1 of 2: talked with 2 children".to_owned(),
+            "child rank 0 of 2 appnum 0: talked with 2 parents".to_owned(),
+            "child rank 1 of 2 appnum 0: talked with 2 parents".to_owned(),
+        ],
+    );
+    // Two commands, one child with the argument "a b=c  d;e" (spaces, `;`), two with "x".
+    let (what, out) = pmixrun(&["-n", "1", &program("spawn"), "multiple"]);
+    assert_code(&what, &out, 0);
+    assert_stdout(
+        &what,
+        &out,
+        &[
+            "parent rank 0 of 1: talked with 3 children".to_owned(),
+            "childA rank 0 of 3 appnum 0: talked with 1 parents".to_owned(),
+            "childB rank 1 of 3 appnum 1: talked with 1 parents".to_owned(),
+            "childB rank 2 of 3 appnum 1: talked with 1 parents".to_owned(),
+        ],
+    );
+    // Each command in the directory of its `wdir` info key, not the parent's.
+    let base = compiled_programs_dir("ompi5").join(format!("wdir.{}", std::process::id()));
+    let (dir_a, dir_b) = (base.join("a"), base.join("b with space"));
+    for d in [&dir_a, &dir_b] {
+        std::fs::create_dir_all(d).expect("creating a working directory");
+    }
+    let (da, db) = (dir_a.display().to_string(), dir_b.display().to_string());
+    let (what, out) = pmixrun_in(&base, &["-n", "1", &program("spawn"), "wdir", &da, &db]);
+    let _ = std::fs::remove_dir_all(&base);
+    assert_code(&what, &out, 0);
+    assert_stdout(
+        &what,
+        &out,
+        &[
+            "parent rank 0 of 1: talked with 2 children".to_owned(),
+            "wdirA rank 0 of 2 appnum 0: talked with 1 parents".to_owned(),
+            "wdirB rank 1 of 2 appnum 1: talked with 1 parents".to_owned(),
+        ],
+    );
+}
+
+#[test]
+fn publish_lookup_and_connect_accept_within_one_run() {
+    // Rank 0 publishes, looks up, fails to publish twice, unpublishes; the classes are Open
+    // MPI 5's for what the server answers. (Service names do not start with `pmix`: the
+    // OpenPMIx front-end takes such keys of a publish for directives, not data.)
+    let (what, out) = pmixrun(&[
+        "-n",
+        "2",
+        &program("names"),
+        "errors",
+        "ompi5.names.svc",
+        "port-one",
+        "port-two",
+    ]);
+    assert_code(&what, &out, 0);
+    assert_stdout(
+        &what,
+        &out,
+        &[
+            "errors: lookup of an unpublished name failed: MPI_ERR_NAME (38)".to_owned(),
+            "errors: duplicate publish failed: MPI_ERR_INTERN (17)".to_owned(),
+            "errors: lookup after unpublish failed: MPI_ERR_NAME (38)".to_owned(),
+            "errors: second unpublish failed: MPI_ERR_SERVICE (48)".to_owned(),
+            "names errors rank 0 ok".to_owned(),
+            "names errors rank 1 ok".to_owned(),
+        ],
+    );
+    // Two programs of one run: app 0 accepts on a published port, app 1 connects to it.
+    let svc = "ompi5.together.svc";
+    let connect = program("connect");
+    let (what, out) = pmixrun(&[
+        "-n", "2", &connect, "together", svc, ":", "-n", "1", &connect, "together", svc,
+    ]);
+    assert_code(&what, &out, 0);
+    assert_stdout(
+        &what,
+        &out,
+        &[
+            format!("server: published {svc}"),
+            "server rank 0 of 2: exchanged with 1 remote ranks".to_owned(),
+            "server rank 1 of 2: exchanged with 1 remote ranks".to_owned(),
+            "client rank 0 of 1: exchanged with 2 remote ranks".to_owned(),
+        ],
+    );
+}
+
+// ---- pmix-rs clients under prterun ------------------------------------------------------
+
+/// `prterun -n <n> <program> <args>` on loopback only, its server handing out `gds` (`None`:
+/// its default, `shmem2,hash`).
+fn under_prterun(gds: Option<&str>, n: u32, program: &Path, args: &[&str]) -> (String, Output) {
+    let prterun = ompi5_tool("prterun");
+    let program = program.to_string_lossy();
+    let n = n.to_string();
+    let mut all = vec!["--allow-run-as-root", "--oversubscribe", "-n", &n, &program];
+    all.extend_from_slice(args);
+    let what = format!(
+        "PMIX_MCA_gds={} prterun {}",
+        gds.unwrap_or("(default)"),
+        all.join(" ")
+    );
+    let mut cmd: Command = in_private_network(&prterun, &all);
+    if let Some(g) = gds {
+        cmd.env("PMIX_MCA_gds", g);
+    }
+    let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+    (what, out)
+}
+
+/// No line of either stream is OpenPMIx's error log.
+fn assert_no_pmix_error(what: &str, out: &Output) {
+    let bad: Vec<&str> = out
+        .stdout
+        .lines()
+        .chain(out.stderr.lines())
+        .filter(|l| l.contains("PMIX ERROR"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: the server logged {bad:#?}\n{out:#?}"
+    );
+}
+
+#[test]
+fn pmix_rs_clients_under_prterun_with_either_store_and_no_pmix_error() {
+    let demo = {
+        let profile = cargo_build(&["-p", "pmix-client", "--example", "demo"]);
+        profile.join("examples").join("demo")
+    };
+    let oracle = workspace_bin("pmix-oracle-client");
+    let scenarios = ["job", "modex", "modex-direct"];
+    for gds in [None, Some("hash")] {
+        let (what, out) = under_prterun(gds, 2, &demo, &[]);
+        assert_no_pmix_error(&what, &out);
+        assert_code(&what, &out, 0);
+        assert_lines(
+            &out,
+            &what,
+            "rank",
+            (0..2)
+                .map(|r| format!("rank {r} of 2: checked 1 peers"))
+                .collect(),
+        );
+        let (what, out) = under_prterun(gds, 2, &oracle, &scenarios);
+        assert_no_pmix_error(&what, &out);
+        check_client_output(&out, &what, 2, &scenarios);
+    }
+}
