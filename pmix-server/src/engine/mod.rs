@@ -8,6 +8,7 @@
 //! clients. Protocol front-ends translate their clients' messages into the [`Request`]s it
 //! takes.
 
+pub(crate) mod anl_map;
 mod auth;
 mod collective;
 mod events;

@@ -23,6 +23,7 @@ use pmix_types::attr::{self, Level};
 use pmix_types::{Info, Nspace, Rank, Value};
 use pmix_wire::{JobData, ProcRealm, Realm};
 
+use super::anl_map;
 use crate::Error;
 
 /// What registration produced for one namespace.
@@ -399,6 +400,18 @@ pub(crate) fn register(
         if !has(&lv.job, extra.key.as_str()) {
             lv.job.push(per_namespace(extra, nspace));
         }
+    }
+    // Where every rank runs, in ANL notation, from the maps or, without them, for a job all
+    // of whose ranks are on this node.
+    let anl_map = match &maps {
+        Some(m) => anl_map::of_ppn(&m.ppn, size, anl_map::MAX_JOB_DATA_LEN),
+        None if local_ranks.len() == size as usize => {
+            anl_map::of_ppn(&[local_ranks.clone()], size, anl_map::MAX_JOB_DATA_LEN)
+        }
+        None => None,
+    };
+    if let Some(map) = anl_map {
+        add_missing(&mut lv.job, attr::ANL_MAP, map);
     }
     if !has(&lv.session, attr::UNIV_SIZE) && !has(&lv.job, attr::UNIV_SIZE) {
         lv.session.push(Info::attr(attr::UNIV_SIZE, size));

@@ -228,6 +228,11 @@ mod eager {
                 .map(|(rank, info)| ProcRealm { rank, info })
                 .collect(),
         };
+        // Added since: PMIX_ANL_MAP, worked out here from the node each rank was given.
+        let mut job = job;
+        if let Some(map) = anl_map_of_procs(&job, size, local_ranks.len() == size as usize) {
+            add_missing(&mut job.job, attr::ANL_MAP, map);
+        }
         // What the engine made of a registration without data.
         let job = if lv.nodata {
             JobData {
@@ -246,6 +251,18 @@ mod eager {
             size,
             local_ranks,
         })
+    }
+
+    /// The ANL map of each rank's `NODEID`, or of one node when all ranks are here.
+    fn anl_map_of_procs(job: &JobData, size: u32, all_here: bool) -> Option<String> {
+        let node = |r: u32| {
+            let p = job.procs.iter().find(|p| p.rank == Rank(r))?;
+            find(&p.info, attr::NODEID).and_then(Value::as_u32)
+        };
+        let nodes: Option<Vec<u32>> = (0..size).map(node).collect();
+        let nodes = nodes.or_else(|| all_here.then(|| vec![0; size as usize]))?;
+        let map = anl_map::of_runs(&anl_map::runs(nodes), anl_map::MAX_JOB_DATA_LEN);
+        (!map.is_empty()).then_some(map)
     }
 }
 
@@ -338,6 +355,10 @@ fn blocks_of_ranks_on_several_nodes() {
         proc_value(&job, 7, attr::LOCAL_RANK),
         Some(Value::from(1u16))
     );
+    assert_eq!(
+        find(&job.job, attr::ANL_MAP),
+        Some(&Value::from("(vector,(0,4,3))"))
+    );
 }
 
 #[test]
@@ -348,6 +369,10 @@ fn round_robin_ranks_and_a_short_node() {
     assert_eq!(
         proc_value(&job, 5, attr::NODE_RANK),
         Some(Value::from(1u16))
+    );
+    assert_eq!(
+        find(&job.job, attr::ANL_MAP),
+        Some(&Value::from("(vector,(0,3,1),(0,3,1),(0,2,1))"))
     );
 }
 
@@ -515,8 +540,15 @@ fn a_job_of_other_nodes_only_has_no_local_rank() {
 
 #[test]
 fn no_maps() {
-    agree(3, &[]);
-    agree(2, &[Info::attr(attr::JOB_SIZE, 4u32)]);
+    // All of the job here: one node.
+    let job = agree(3, &[]);
+    assert_eq!(
+        find(&job.job, attr::ANL_MAP),
+        Some(&Value::from("(vector,(0,1,3))"))
+    );
+    // Part of it elsewhere, nobody says where: no map.
+    let job = agree(2, &[Info::attr(attr::JOB_SIZE, 4u32)]);
+    assert_eq!(find(&job.job, attr::ANL_MAP), None);
     agree(
         0,
         &[

@@ -2,10 +2,10 @@
 //! every client: size, application number, universe size, node-local rank and size, whether
 //! the job was spawned, and the node map in MPICH's `PMI_process_mapping` notation.
 
-use std::fmt::Write as _;
-
 use pmix_types::{Info, Rank, Value, attr};
 use pmix_wire::JobData;
+
+use crate::engine::anl_map;
 
 fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
     infos
@@ -70,85 +70,19 @@ pub(crate) fn local_rank_and_size(job: &JobData, rank: u32) -> (u32, u32) {
     (lrank, lsize)
 }
 
-/// The node map in MPICH's notation, `(vector,(first_node,node_count,ranks_per_node),...)`:
-/// blocks of consecutive ranks, each block placing `ranks_per_node` ranks on each of
-/// `node_count` consecutive nodes. Empty (MPICH then works the map out itself) when the job data
-/// does not say where every rank is, or when the map does not fit in `max_len` characters.
+/// The node map in MPICH's notation (see `engine::anl_map`). Empty (MPICH then works the map
+/// out itself) when the job data does not say where every rank is, or when the map does not
+/// fit in `max_len` characters.
 pub(crate) fn process_mapping(job: &JobData, max_len: usize) -> String {
     let n = size(job);
-    let mut runs: Vec<(u32, u32)> = Vec::new(); // (node, consecutive ranks on it)
-    for rank in 0..n {
-        let Some(node) = node_of(job, rank) else {
-            // No node map: the job is on one node if all of it is local here.
-            let local = u32_of(find(&job.job, attr::LOCAL_SIZE));
-            return if local == Some(n) {
-                mapping_of_runs(&[(0, n)], max_len)
-            } else {
-                String::new()
-            };
-        };
-        match runs.last_mut() {
-            Some((last, count)) if *last == node => *count += 1,
-            _ => runs.push((node, 1)),
+    let nodes: Option<Vec<u32>> = (0..n).map(|rank| node_of(job, rank)).collect();
+    match nodes {
+        Some(nodes) => anl_map::of_runs(&anl_map::runs(nodes), max_len),
+        // No node map: the job is on one node if all of it is local here.
+        None if u32_of(find(&job.job, attr::LOCAL_SIZE)) == Some(n) => {
+            anl_map::of_runs(&[(0, n)], max_len)
         }
+        None => String::new(),
     }
-    mapping_of_runs(&runs, max_len)
 }
 
-/// Encodes runs of (node, ranks) as MPICH's vector, merging runs of equal length on
-/// consecutive nodes into one block.
-pub(crate) fn mapping_of_runs(runs: &[(u32, u32)], max_len: usize) -> String {
-    let mut blocks: Vec<(u32, u32, u32)> = Vec::new(); // (first node, nodes, per node)
-    for &(node, count) in runs {
-        match blocks.last_mut() {
-            Some((first, nodes, per))
-                if *per == count && first.checked_add(*nodes) == Some(node) =>
-            {
-                *nodes += 1
-            }
-            _ => blocks.push((node, 1, count)),
-        }
-    }
-    if blocks.is_empty() {
-        return String::new();
-    }
-    let mut out = String::from("(vector");
-    for (first, nodes, per) in blocks {
-        let _ = write!(out, ",({first},{nodes},{per})");
-        if out.len() + 1 > max_len {
-            return String::new();
-        }
-    }
-    out.push(')');
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn runs_become_blocks() {
-        // Everything on one node.
-        assert_eq!(mapping_of_runs(&[(0, 4)], 100), "(vector,(0,1,4))");
-        // Block distribution over three nodes, two per node.
-        assert_eq!(
-            mapping_of_runs(&[(0, 2), (1, 2), (2, 2)], 100),
-            "(vector,(0,3,2))"
-        );
-        // Uneven: the last node has fewer.
-        assert_eq!(
-            mapping_of_runs(&[(0, 3), (1, 3), (2, 1)], 100),
-            "(vector,(0,2,3),(2,1,1))"
-        );
-        // Round robin over two nodes: one block per rank, nodes not consecutive in order.
-        assert_eq!(
-            mapping_of_runs(&[(0, 1), (1, 1), (0, 1), (1, 1)], 100),
-            "(vector,(0,2,1),(0,2,1))"
-        );
-        assert_eq!(mapping_of_runs(&[], 100), "");
-        // Too long for the limit: unknown rather than cut.
-        assert_eq!(mapping_of_runs(&[(0, 1), (5, 1), (0, 1)], 20), "");
-    }
-}
