@@ -90,6 +90,9 @@ impl Puts {
 #[derive(Clone, Copy, Debug, Default)]
 struct GetDirectives<'a> {
     optional: bool,
+    /// `GET_REFRESH_CACHE`: another process's put data is asked of the server even when
+    /// cached.
+    refresh: bool,
     timeout: Option<Duration>,
     q: Qualifiers<'a>,
 }
@@ -107,6 +110,7 @@ impl<'a> GetDirectives<'a> {
         for i in info {
             match i.key.as_str() {
                 attr::OPTIONAL => d.optional = bool_directive(i),
+                attr::GET_REFRESH_CACHE => d.refresh = bool_directive(i),
                 attr::DATA_SCOPE => {
                     let s = match i.value {
                         Value::Scope(s) => s,
@@ -155,6 +159,11 @@ fn resolve_local(
     key: Option<&str>,
     d: &GetDirectives<'_>,
 ) -> Local {
+    // What another process put may have changed since it was cached; job data does not.
+    let put_data = proc.rank != Rank::WILDCARD && key.is_none_or(|k| !is_reserved_key(k));
+    if d.refresh && put_data && proc != me {
+        return Local::AskServer;
+    }
     let mut store = shared.store.read();
     // Put data a collecting fence brought of `proc` is decoded when first asked for.
     if store.has_packed(proc) && key.is_none_or(|k| !is_reserved_key(k)) {
@@ -360,7 +369,10 @@ impl Client {
     ///   server is asked (with all of `info`: `IMMEDIATE`, `TIMEOUT`, `DATA_SCOPE` are
     ///   enforced there) and all the data of that process in its reply is cached.
     ///
-    /// `DATA_SCOPE` restricts the answer to values put with that scope (`GLOBAL` values count
+    /// `GET_REFRESH_CACHE` asks the server for another process's put data even when it is
+    /// cached (the process may have put and committed new values since), and caches the
+    /// answer; this process's own data and job data are always local. `DATA_SCOPE` restricts
+    /// the answer to values put with that scope (`GLOBAL` values count
     /// as both `LOCAL` and `REMOTE`). With `TIMEOUT` the server fails the get with
     /// `ERR_TIMEOUT`; should it not answer, this call gives up one second later on its own.
     pub fn get(&self, proc: &Proc, key: &str, info: &[Info]) -> Result<Value, Error> {
@@ -463,8 +475,10 @@ impl Client {
                         return Err(Error::from_status(status));
                     }
                     let mut d = GetDirectives::parse(&kept_info)?;
-                    // The server answered; whatever the store now lacks is not there.
+                    // The server answered (and refreshed the cache); whatever the store now
+                    // lacks is not there.
                     d.optional = true;
+                    d.refresh = false;
                     let key = wire_key.as_ref().map(Key::as_str);
                     match resolve_local(&shared, &me, &target, key, &d) {
                         Local::Done(Err(Error::NotFound { .. })) if key.is_none() => {

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use pmix_client::wire::{Event, Kv, ProcKvs, Reply, ReplyBody, Request};
 use pmix_client::{
-    Client, DataRange, Error, Info, Proc, Rank, Scope, Status, Value, types::DataType,
+    Client, DataRange, Error, Info, Proc, Rank, Scope, Status, Value, attr, types::DataType,
 };
 
 fn start(rank: u32, script: Script) -> (Mock, Client) {
@@ -573,6 +573,75 @@ fn get_miss_asks_the_server_and_caches_the_reply() {
             "{e:?}"
         );
         assert_eq!(hits.lock().unwrap().len(), 3);
+    });
+}
+
+#[test]
+fn refresh_cache_asks_the_server_again_for_a_peers_put_data_only() {
+    with_deadline(|| {
+        // The server's value of rank 1's key changes with every get: v1, v2, ...
+        let served = Arc::new(Mutex::new(0u32));
+        let counter = Arc::clone(&served);
+        let (mock, c) = start(
+            0,
+            Box::new(move |req| match req {
+                Request::Get { proc, .. } if proc.rank == Rank(1) => {
+                    let mut n = counter.lock().unwrap();
+                    *n += 1;
+                    Action::Reply(Reply {
+                        status: Status::SUCCESS,
+                        body: ReplyBody::Get {
+                            data: vec![ProcKvs {
+                                proc: proc.clone(),
+                                kvs: vec![Kv {
+                                    scope: Scope::GLOBAL,
+                                    key: key("peer.k"),
+                                    value: s(&format!("v{n}")),
+                                }],
+                            }],
+                            jobs: vec![],
+                        },
+                    })
+                }
+                other => default_action(other),
+            }),
+        );
+        let p1 = peer("job-A", 1);
+        let refresh = [flag(attr::GET_REFRESH_CACHE)];
+        assert_eq!(c.get(&p1, "peer.k", &[]).unwrap(), s("v1"));
+        assert_eq!(c.get(&p1, "peer.k", &[]).unwrap(), s("v1"), "cached");
+        assert_eq!(mock.count(), 1);
+        let _first = mock.next_request();
+        // Refreshed: asked again, with the directive, and the cache holds the new value.
+        assert_eq!(c.get(&p1, "peer.k", &refresh).unwrap(), s("v2"));
+        assert_eq!(
+            mock.next_request(),
+            Request::Get {
+                proc: p1.clone(),
+                key: Some(key("peer.k")),
+                info: refresh.to_vec(),
+            }
+        );
+        assert_eq!(c.get(&p1, "peer.k", &[]).unwrap(), s("v2"));
+        let (tx, rx) = std::sync::mpsc::channel();
+        c.get_nb(&p1, Some("peer.k"), &refresh, move |r| {
+            let _ = tx.send(r);
+        });
+        assert_eq!(rx.recv().unwrap().unwrap(), s("v3"));
+        let all = c.get_all(&p1, &refresh).unwrap();
+        let values: Vec<&Value> = all.as_array().unwrap().infos().map(|i| &i.value).collect();
+        assert_eq!(values, [&s("v4")]);
+        assert_eq!(*served.lock().unwrap(), 4);
+        // Given as false it is no refresh.
+        let no = [info(attr::GET_REFRESH_CACHE, false)];
+        assert_eq!(c.get(&p1, "peer.k", &no).unwrap(), s("v4"));
+        // This process's own data and job data are local whatever the directive says.
+        c.put(Scope::GLOBAL, "mine", 1u32).unwrap();
+        assert_eq!(c.get(c.proc(), "mine", &refresh).unwrap(), Value::Uint32(1));
+        let job = c.get(&wild("job-A"), attr::JOB_SIZE, &refresh).unwrap();
+        assert!(job.as_u32().is_some(), "{job:?}");
+        assert_eq!(*served.lock().unwrap(), 4);
+        assert_eq!(mock.count(), 4);
     });
 }
 
