@@ -24,6 +24,8 @@
 //! [`notify_event`](Client::notify_event), a process of the job or of a connected job ending
 //! without finalize, the connection to the server being lost).
 //!
+//! [`version`] names the library (`PMIx_Get_version`).
+//!
 //! Host authors (launchers, resource managers) want `pmix-server` instead.
 //!
 //! # How it works
@@ -75,12 +77,14 @@ mod events;
 mod names;
 mod openpmix;
 mod store;
+mod version;
 
 pub use client::Client;
 pub use dynamic::{AppExt, app};
 pub use error::Error;
 pub use events::HandlerId;
 pub use names::Pdata;
+pub use version::version;
 
 /// The PMIx data model, re-exported so applications need only this crate.
 pub use pmix_types as types;
