@@ -115,6 +115,13 @@ fn job_level_data_and_derived_values() {
 }
 
 #[test]
+fn anl_map_and_refreshed_gets() {
+    let h = TestHost::start(NoHost);
+    run_jobs(&h, &[("tanl", 3)], &["anl-map"], DEADLINE);
+    run_jobs(&h, &[("trefresh", 3)], &["refresh"], DEADLINE);
+}
+
+#[test]
 fn put_scopes_on_one_node() {
     let h = TestHost::start(NoHost);
     run_jobs(&h, &[("tscope", 3)], &["scope"], DEADLINE);

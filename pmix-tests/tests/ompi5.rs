@@ -297,6 +297,7 @@ fn pmix_rs_clients_under_prterun_with_either_store_and_no_pmix_error() {
         profile.join("examples").join("demo")
     };
     let oracle = workspace_bin("pmix-oracle-client");
+    let test_client = workspace_bin("pmix-test-client");
     let scenarios = ["job", "modex", "modex-direct"];
     for gds in [None, Some("hash")] {
         let (what, out) = under_prterun(gds, 2, &demo, &[]);
@@ -313,5 +314,10 @@ fn pmix_rs_clients_under_prterun_with_either_store_and_no_pmix_error() {
         let (what, out) = under_prterun(gds, 2, &oracle, &scenarios);
         assert_no_pmix_error(&what, &out);
         check_client_output(&out, &what, 2, &scenarios);
+        // A get with GET_REFRESH_CACHE reads what a peer committed after it was cached.
+        let (what, out) = under_prterun(gds, 3, &test_client, &["refresh"]);
+        assert_no_pmix_error(&what, &out);
+        assert_code(&what, &out, 0);
+        assert_lines(&out, &what, "ok", vec!["ok".to_owned(); 3]);
     }
 }

@@ -116,7 +116,11 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             };
             Send(OpenpmixRequest::Fence { procs, info }, Answer::Fence)
         }
-        Request::Get { proc, key, info } => {
+        Request::Get {
+            proc,
+            key,
+            mut info,
+        } => {
             // Rank WILDCARD is asked for a namespace's job data: without a key the server sends
             // all of it (with one, only that key, which the store could not tell from all).
             let key = if proc.rank == Rank::WILDCARD {
@@ -124,6 +128,11 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             } else {
                 key
             };
+            // The client asks because it refreshes; an OpenPMIx server (4.2 and 5.0) answers a
+            // `GETNB` that says so for a process of its node with a bare "operation
+            // succeeded", no data: libpmix refreshes from its own store first. Without the
+            // directive the answer carries the server's current copy.
+            info.retain(|i| i.key.as_str() != attr::GET_REFRESH_CACHE);
             Send(OpenpmixRequest::Get { proc, info, key }, Answer::Get)
         }
         Request::Publish { data, info } => {

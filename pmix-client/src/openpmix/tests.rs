@@ -415,6 +415,28 @@ fn commits_split_by_scope_and_keep_internal_values_home() {
 }
 
 #[test]
+fn a_refreshing_get_asks_without_the_directive() {
+    let p = Proc::new(ns("testjob"), 0);
+    let timeout = Info::attr(attr::TIMEOUT, 5i32);
+    let req = Request::Get {
+        proc: p.clone(),
+        key: Some(key("k")),
+        info: vec![Info::attr(attr::GET_REFRESH_CACHE, true), timeout.clone()],
+    };
+    assert_eq!(
+        outbound(req, &me(), 1000),
+        Outbound::Send(
+            OpenpmixRequest::Get {
+                proc: p,
+                info: vec![timeout],
+                key: Some(key("k")),
+            },
+            Answer::Get
+        )
+    );
+}
+
+#[test]
 fn every_native_request_has_its_openpmix_request() {
     let p = Proc::new(ns("other"), 3);
     let wild = Proc::new(ns("other"), Rank::WILDCARD);

@@ -268,6 +268,49 @@ fn get_semantics(c: &Client) -> Res {
 }
 
 /// Job-level data arrives at init and is derived where the host left it out.
+/// `PMIX_ANL_MAP` of a job on one node: all of its ranks on node 0.
+fn anl_map(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let size = job_size(c, &me.nspace)?;
+    let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
+    let map = c.get(&wild, attr::ANL_MAP, &[]).map_err(e("ANL_MAP"))?;
+    let want = format!("(vector,(0,1,{size}))");
+    check!(map.as_str() == Some(want.as_str()), "ANL_MAP = {map:?}");
+    Ok(())
+}
+
+/// Every rank puts `rf` = "old<rank>", reads its right neighbour's (cached from then on),
+/// puts "new<rank>": a plain get still reads the cached old value, one with
+/// `GET_REFRESH_CACHE` the new one, which is cached from then on.
+fn refresh(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let size = job_size(c, &me.nspace)?;
+    let next = (me.rank.0 + 1) % size;
+    let peer = Proc::new(me.nspace.clone(), next);
+    let value = |age: &str, r: u32| Value::String(format!("{age}{r}"));
+    let round = |age: &str| -> Res {
+        c.put(Scope::GLOBAL, "rf", value(age, me.rank.0))
+            .map_err(e("put"))?;
+        c.commit().map_err(e("commit"))?;
+        c.fence(&[], &[]).map_err(e("fence"))
+    };
+    round("old")?;
+    let v = c.get(&peer, "rf", &[]).map_err(e("get"))?;
+    check!(v == value("old", next), "first get: {v:?}");
+    // Nobody puts the new value before everyone has read the old one.
+    c.fence(&[], &[]).map_err(e("fence after reading"))?;
+    round("new")?;
+    let v = c.get(&peer, "rf", &[]).map_err(e("cached get"))?;
+    check!(v == value("old", next), "a plain get left the cache: {v:?}");
+    let refresh = [Info::attr(attr::GET_REFRESH_CACHE, true)];
+    let v = c.get(&peer, "rf", &refresh).map_err(e("refreshed get"))?;
+    check!(v == value("new", next), "refreshed get: {v:?}");
+    let v = c.get(&peer, "rf", &[]).map_err(e("get after refresh"))?;
+    check!(v == value("new", next), "after the refresh: {v:?}");
+    // Everyone has read before anyone finalizes.
+    c.fence(&[], &[]).map_err(e("last fence"))
+}
+
 fn jobinfo(c: &Client) -> Res {
     let me = c.proc().clone();
     let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
@@ -403,6 +446,8 @@ fn run(args: &[String]) -> Res {
         "internal" => internal(&c, arg(1).parse().map_err(e("N"))?),
         "get-semantics" => get_semantics(&c),
         "jobinfo" => jobinfo(&c),
+        "anl-map" => anl_map(&c),
+        "refresh" => refresh(&c),
         "scope" => scope(&c),
         "double-init" => double_init(&c),
         "exit-early" => std::process::exit(3),

@@ -85,4 +85,3 @@ pub(crate) fn process_mapping(job: &JobData, max_len: usize) -> String {
         None => String::new(),
     }
 }
-
