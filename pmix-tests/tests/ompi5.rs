@@ -94,12 +94,14 @@ fn pmixrun_bin() -> &'static Path {
     })
 }
 
-/// Runs `pmixrun <args>` in `cwd` to its end, at most [`DEADLINE`].
+/// Runs `pmixrun <args>` in `cwd` to its end, at most [`DEADLINE`]; Open MPI 5's libpmix
+/// must have logged no `PMIX ERROR` about what our server sent it.
 fn pmixrun_in(cwd: &Path, args: &[&str]) -> (String, Output) {
     let what = format!("Open MPI 5: pmixrun {}", args.join(" "));
     let mut cmd = clean_command(pmixrun_bin());
     cmd.args(args).current_dir(cwd);
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+    assert_no_pmix_error(&what, &out);
     (what, out)
 }
 
@@ -118,6 +120,20 @@ fn assert_stdout(what: &str, out: &Output, want: &[String]) {
     let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
     want.sort_unstable();
     assert_eq!(got, want, "{what}: {out:#?}");
+}
+
+/// No line of either stream is OpenPMIx's error log.
+fn assert_no_pmix_error(what: &str, out: &Output) {
+    let bad: Vec<&str> = out
+        .stdout
+        .lines()
+        .chain(out.stderr.lines())
+        .filter(|l| l.contains("PMIX ERROR"))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "{what}: the server logged {bad:#?}\n{out:#?}"
+    );
 }
 
 // ---- Open MPI 5 programs under pmixrun ----------------------------------------------------
@@ -274,20 +290,6 @@ fn under_prterun(gds: Option<&str>, n: u32, program: &Path, args: &[&str]) -> (S
     }
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
     (what, out)
-}
-
-/// No line of either stream is OpenPMIx's error log.
-fn assert_no_pmix_error(what: &str, out: &Output) {
-    let bad: Vec<&str> = out
-        .stdout
-        .lines()
-        .chain(out.stderr.lines())
-        .filter(|l| l.contains("PMIX ERROR"))
-        .collect();
-    assert!(
-        bad.is_empty(),
-        "{what}: the server logged {bad:#?}\n{out:#?}"
-    );
 }
 
 #[test]
