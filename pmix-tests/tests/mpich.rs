@@ -499,6 +499,23 @@ fn comm_spawn_and_spawn_multiple_with_mpich_5() {
             "childB rank 2 of 3 appnum 1: talked with 1 parents".to_owned(),
         ]);
     }
+    // Each command in the directory of its `wdir` info key.
+    let base = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("mpich")
+        .join(format!("wdir.{}", std::process::id()));
+    let (dir_a, dir_b) = (base.join("a"), base.join("b"));
+    for d in [&dir_a, &dir_b] {
+        std::fs::create_dir_all(d).expect("creating a working directory");
+    }
+    let (da, db) = (dir_a.display().to_string(), dir_b.display().to_string());
+    let r = run(&m, "pmi1", &["-n", "1", &prog, "wdir", &da, &db]);
+    let _ = std::fs::remove_dir_all(&base);
+    r.assert_ok();
+    r.assert_lines(&[
+        "parent rank 0 of 1: talked with 2 children".to_owned(),
+        "wdirA rank 0 of 2 appnum 0: talked with 1 parents".to_owned(),
+        "wdirB rank 1 of 2 appnum 1: talked with 1 parents".to_owned(),
+    ]);
 }
 
 #[test]
