@@ -279,8 +279,8 @@ fn anl_map(c: &Client) -> Res {
     Ok(())
 }
 
-/// Every rank puts `rf` = "old<rank>", reads its right neighbour's (cached from then on),
-/// puts "new<rank>": a plain get still reads the cached old value, one with
+/// Every rank puts `rf` = `old<rank>`, reads its right neighbour's (cached from then on),
+/// puts `new<rank>`: a plain get still reads the cached old value, one with
 /// `GET_REFRESH_CACHE` the new one, which is cached from then on.
 fn refresh(c: &Client) -> Res {
     let me = c.proc().clone();
