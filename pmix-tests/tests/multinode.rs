@@ -422,6 +422,18 @@ fn job_data_as_ranks_on_three_nodes_see_it() {
     );
     r.assert_ok();
     check_nodeinfo(&r, &["n1", "n2", "n3"], &["n1", "n2", "n3", "n1", "n3"]);
+    // The same placements in ANL notation, as every rank reads them.
+    for (map_by, anl) in [
+        ("slot", "(vector,(0,1,2),(1,1,1),(2,1,2))"),
+        ("node", "(vector,(0,3,1),(0,1,1),(2,1,1))"),
+    ] {
+        let r = f.run(
+            "n1:2,n2:1,n3:2",
+            &["--map-by", map_by, "-n", "5", &c, "anl-map", anl],
+        );
+        r.assert_ok();
+        assert_eq!(count_lines(&r, |l| l == "ok"), 5, "{r:?}");
+    }
 }
 
 /// A PMI-1 process in bash over the inherited socket (`PMI_FD`, fds above 9 need bash):

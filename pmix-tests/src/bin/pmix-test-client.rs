@@ -268,13 +268,18 @@ fn get_semantics(c: &Client) -> Res {
 }
 
 /// Job-level data arrives at init and is derived where the host left it out.
-/// `PMIX_ANL_MAP` of a job on one node: all of its ranks on node 0.
-fn anl_map(c: &Client) -> Res {
+/// `anl-map [MAP]`: `PMIX_ANL_MAP` is `MAP`, by default that of a job on one node (all of
+/// its ranks on node 0).
+fn anl_map(c: &Client, expected: &str) -> Res {
     let me = c.proc().clone();
     let size = job_size(c, &me.nspace)?;
     let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
     let map = c.get(&wild, attr::ANL_MAP, &[]).map_err(e("ANL_MAP"))?;
-    let want = format!("(vector,(0,1,{size}))");
+    let want = if expected.is_empty() {
+        format!("(vector,(0,1,{size}))")
+    } else {
+        expected.to_owned()
+    };
     check!(map.as_str() == Some(want.as_str()), "ANL_MAP = {map:?}");
     Ok(())
 }
@@ -446,7 +451,7 @@ fn run(args: &[String]) -> Res {
         "internal" => internal(&c, arg(1).parse().map_err(e("N"))?),
         "get-semantics" => get_semantics(&c),
         "jobinfo" => jobinfo(&c),
-        "anl-map" => anl_map(&c),
+        "anl-map" => anl_map(&c, arg(1)),
         "refresh" => refresh(&c),
         "scope" => scope(&c),
         "double-init" => double_init(&c),
