@@ -721,6 +721,7 @@ impl<H: Host> Shell<H> {
                     done(result);
                 }
             }
+            Output::Cleanup { list } => list.iter().for_each(crate::cleanup::run),
         }
     }
 
