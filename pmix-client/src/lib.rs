@@ -67,9 +67,11 @@
 mod call;
 mod client;
 mod conn;
+mod control;
 mod dynamic;
 mod env;
 mod error;
+mod event_order;
 mod event_registry;
 mod events;
 mod names;
