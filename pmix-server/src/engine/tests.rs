@@ -220,6 +220,12 @@ impl Sim {
             .unwrap_or_else(|| panic!("no reply to request {id} of conn {conn}"))
     }
 
+    /// The host answers callback `op`; the engine's outputs are taken.
+    fn answer(&mut self, op: OpId, outcome: HostOutcome) {
+        self.eng.handle_host_done(op, outcome, self.now);
+        self.pump();
+    }
+
     fn advance(&mut self, d: Duration) {
         self.now += d;
         self.eng.handle_timeout(self.now);

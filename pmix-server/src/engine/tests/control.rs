@@ -109,21 +109,14 @@ fn local_and_host_answers_are_merged_and_a_failing_host_leaves_a_partial_success
     // Only what the engine could not answer reaches the host.
     assert_eq!(queries, vec![query(&[attr::QUERY_PROC_TABLE], vec![])]);
     let table = Info::attr(attr::QUERY_PROC_TABLE, "from the host");
-    s.eng
-        .handle_host_done(op, HostOutcome::Infos(Ok(vec![table.clone()])), s.now);
-    s.pump();
+    s.answer(op, HostOutcome::Infos(Ok(vec![table.clone()])));
     let got = results(s.reply(1, asked));
     assert_eq!(got.len(), 2);
     assert_eq!(value_of(&got, attr::QUERY_PROC_TABLE), &table.value);
 
     let asked = s.send(1, mixed());
     let (op, _) = s.host_calls.remove(0);
-    s.eng.handle_host_done(
-        op,
-        HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)),
-        s.now,
-    );
-    s.pump();
+    s.answer(op, HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)));
     let r = s.reply(1, asked);
     assert_eq!(r.status, Status::QUERY_PARTIAL_SUCCESS);
     assert_eq!(results(r).len(), 1);
@@ -156,8 +149,7 @@ fn log_goes_to_the_host_with_the_true_source() {
     assert_eq!(proc, me);
     assert_eq!(data, vec![Info::attr(attr::LOG_STDERR, "hello")]);
     assert_eq!(directives, vec![Info::attr(attr::LOG_SOURCE, me)]);
-    s.eng.handle_host_done(op, HostOutcome::Unit(Ok(())), s.now);
-    s.pump();
+    s.answer(op, HostOutcome::Unit(Ok(())));
     assert_eq!(s.reply(1, id).status, Status::SUCCESS);
     // Nothing to log is the caller's mistake.
     let empty = s.send(
@@ -196,12 +188,7 @@ fn job_control_actions_go_to_the_host_and_its_refusal_reaches_the_client() {
     // No targets: the caller's namespace.
     assert_eq!(targets, vec![Proc::new(ns("a"), Rank::WILDCARD)]);
     assert_eq!(directives, vec![Info::attr(attr::JOB_CTRL_KILL, true)]);
-    s.eng.handle_host_done(
-        op,
-        HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)),
-        s.now,
-    );
-    s.pump();
+    s.answer(op, HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)));
     assert_eq!(s.reply(1, id).status, Status::ERR_NOT_SUPPORTED);
     // Nothing asked for at all.
     let id = s.send(
