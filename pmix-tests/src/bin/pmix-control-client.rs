@@ -114,7 +114,7 @@ fn kill_peer(c: &Client, scenario: &str) -> Res {
         Info::attr(attr::JOB_CTRL_SIGNAL, 15i32)
     };
     let peer = Proc::new(me.nspace.clone(), 1);
-    c.job_control(&[peer.clone()], &[directive])
+    c.job_control(std::slice::from_ref(&peer), &[directive])
         .map_err(e("job control"))?;
     loop {
         let (affected, code) = rx
