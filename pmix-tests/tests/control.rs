@@ -57,11 +57,16 @@ fn program(lib: Lib) -> Vec<OsString> {
 
 /// `pmixrun -n 2 <client> <args>`, on two logical nodes `a` and `b` when `nodes`.
 fn run(lib: Lib, nodes: bool, args: &[&str]) -> Output {
+    run_n(lib, nodes, 2, args)
+}
+
+/// [`run`] with `n` ranks; across nodes, room for two more on `b`.
+fn run_n(lib: Lib, nodes: bool, n: u32, args: &[&str]) -> Output {
     let mut cmd = Command::new(pmixrun_bin());
     if nodes {
-        cmd.args(["--launcher", "local", "--host", "a:1,b:1"]);
+        cmd.args(["--launcher", "local", "--host", "a:1,b:3"]);
     }
-    cmd.args(["-n", "2"])
+    cmd.args(["-n", &n.to_string()])
         .args(program(lib))
         .args(args)
         .env_remove("PMIXRS_NAMESERVER")
@@ -155,6 +160,12 @@ fn pmix_rs_client_queries_logs_and_controls_the_job() {
         unsupported(Lib::Rust, nodes);
         kill(Lib::Rust, nodes);
         cleanup(Lib::Rust, nodes);
+    }
+    // A spawning process hears of its children's ends and of their job's, as it asked.
+    for nodes in [false, true] {
+        let out = run_n(Lib::Rust, nodes, 1, &["watch"]);
+        let want = vec!["watch rank=0 ends=2 job_end=SUCCESS".to_owned()];
+        assert_lines(&out, "watch", "watch", want);
     }
     // Handlers run where the registration placed them.
     let out = run(Lib::Rust, false, &["order"]);

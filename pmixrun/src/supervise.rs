@@ -113,8 +113,9 @@ struct Job {
     doomed: bool,
     /// Every process ended and the namespace was let go.
     ended: bool,
-    /// The process that spawned it asking for `NOTIFY_COMPLETION`: told of its end.
-    notify_parent: Option<Proc>,
+    /// Who hears of its ends beyond itself: the process that spawned it, and what it asked
+    /// to hear of (`NOTIFY_COMPLETION`, `NOTIFY_PROC_TERMINATION`, ...).
+    watcher: Option<control::Watcher>,
     /// How its first abnormal end ended it (the status and exit code of `EVENT_JOB_END`).
     term: Option<(Status, i32)>,
 }
@@ -262,7 +263,7 @@ impl<J: Jobs> Supervisor<J> {
             procs: (0..size).map(|_| ProcState::default()).collect(),
             doomed: false,
             ended: false,
-            notify_parent: None,
+            watcher: None,
             term: None,
         });
         i
@@ -438,13 +439,7 @@ impl<J: Jobs> Supervisor<J> {
                 let nspace = started.nspace.clone();
                 tracing::debug!(%parent, %nspace, n = started.pids.len(), "spawned");
                 let j = self.add_started_job(started);
-                let notify = job_info.iter().any(|i| {
-                    i.key.as_str() == pmix_types::attr::NOTIFY_COMPLETION
-                        && i.flag().unwrap_or(false)
-                });
-                if notify {
-                    self.table[j].notify_parent = Some(parent.clone());
-                }
+                self.table[j].watcher = control::Watcher::of(parent, job_info);
                 done.complete(Ok(nspace));
             }
             Err(failed) => {

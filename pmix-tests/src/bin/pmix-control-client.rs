@@ -1,17 +1,22 @@
 //! The scenarios of `openpmix/pmix_control.c` on pmix-rs's client, with the same output lines:
 //! queries, logging, job control and the lifecycle events it brings (`tests/control.rs`).
 //!
-//! `pmix-control-client query|log|kill|signal|unsupported|cleanup DIR|order`: see the C
+//! `pmix-control-client query|log|kill|signal|unsupported|cleanup DIR|order|watch`: see the C
 //! program for the first six; `order` registers handlers placed by the `EVENT_HDLR_*`
 //! attributes, raises an event for itself and prints `order rank=R first,pre,plain,after,last`
-//! in the order they ran. A failure prints `FAIL rank=R: <what>` on stderr and exits 2.
+//! in the order they ran; `watch` spawns two copies of itself (which init and finalize) with
+//! `NOTIFY_COMPLETION` and `NOTIFY_PROC_TERMINATION` and prints `watch rank=R ends=2
+//! job_end=SUCCESS` once it heard of both ends and of the job's. A failure prints
+//! `FAIL rank=R: <what>` on stderr and exits 2.
 
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use pmix_client::wire::Query;
-use pmix_client::{Client, DataRange, Info, Key, Proc, Rank, Status, Value, attr};
+use pmix_client::{
+    AppExt, Client, DataRange, Info, Key, Nspace, Proc, Rank, Status, Value, app, attr,
+};
 
 type Res = Result<(), String>;
 
@@ -200,6 +205,55 @@ fn order(c: &Client) -> Res {
     Ok(())
 }
 
+fn watch(c: &Client) -> Res {
+    let (tx, rx) = mpsc::channel::<(Status, Option<Proc>, Option<Status>)>();
+    let tx = Mutex::new(tx);
+    let codes = [Status::EVENT_PROC_TERMINATED, Status::EVENT_JOB_END];
+    c.register_event_handler(&codes, &[], move |ev| {
+        let get = |k: &str| {
+            ev.info
+                .iter()
+                .find(|i| i.key.as_str() == k)
+                .map(|i| &i.value)
+        };
+        let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
+        let term = match get(attr::JOB_TERM_STATUS) {
+            Some(Value::Status(s)) => Some(*s),
+            _ => None,
+        };
+        if let Ok(tx) = tx.lock() {
+            let _ = tx.send((ev.code, affected, term));
+        }
+    })
+    .map_err(e("register"))?;
+    let me = std::env::current_exe().map_err(e("current_exe"))?;
+    let job_info = [
+        Info::attr(attr::NOTIFY_COMPLETION, true),
+        Info::attr(attr::NOTIFY_PROC_TERMINATION, true),
+    ];
+    let child = app(me.to_string_lossy(), 2).with_arg("child");
+    let nspace: Nspace = c.spawn(&job_info, &[child]).map_err(e("spawn"))?;
+    let (mut ends, mut job_end) = (0, None);
+    while job_end.is_none() || ends < 2 {
+        let (code, affected, term) = rx
+            .recv_timeout(PATIENCE)
+            .map_err(|_| format!("heard of {ends} ends and job end {job_end:?} only"))?;
+        match affected {
+            Some(p) if p.nspace == nspace && code == Status::EVENT_PROC_TERMINATED => ends += 1,
+            Some(p) if p.nspace == nspace && code == Status::EVENT_JOB_END => {
+                job_end = Some(term.and_then(Status::name).unwrap_or("none"));
+            }
+            other => return Err(format!("an event {code:?} about {other:?}")),
+        }
+    }
+    println!(
+        "watch rank={} ends={ends} job_end={}",
+        c.proc().rank,
+        job_end.unwrap_or_default()
+    );
+    Ok(())
+}
+
 fn run(args: &[String]) -> Res {
     let c = Client::init().map_err(e("init"))?;
     match args.first().map(String::as_str) {
@@ -209,6 +263,9 @@ fn run(args: &[String]) -> Res {
         Some("unsupported") => unsupported(&c)?,
         Some("cleanup") => cleanup(&c, args.get(1).ok_or("cleanup needs a directory")?)?,
         Some("order") => order(&c)?,
+        Some("watch") => watch(&c)?,
+        // A spawned copy: only there to start and end.
+        Some("child") => {}
         other => return Err(format!("unknown scenario {other:?}")),
     }
     c.finalize().map_err(e("finalize"))

@@ -1,12 +1,16 @@
 //! What processes ask of the run besides spawn and abort (logging, job control, the process
-//! table), and the lifecycle events the run raises for them: a process's end
-//! (`EVENT_PROC_TERMINATED`, and `ERR_PROC_ABORTED_BY_SIG` when a signal nobody in the run
-//! sent ended it), an abort (`ERR_PROC_ABORTED`), and a spawned job's end
-//! (`EVENT_JOB_END`, to its parent when the spawn asked for `NOTIFY_COMPLETION`).
+//! table), and the lifecycle events the run raises for them, as a custom range that the server
+//! delivers to the processes registered for their code:
 //!
-//! Events go to the ended process's job (and the parent of a job spawned with
-//! `NOTIFY_COMPLETION`) as a custom range; the server delivers them to the processes that
-//! registered for their code.
+//! - a process ending abnormally (an exit status other than 0, a signal): `EVENT_PROC_TERMINATED`
+//!   to its job, with `ERR_PROC_ABORTED_BY_SIG` when a signal nobody in the run sent ended it;
+//! - a process calling abort: `ERR_PROC_ABORTED` to its job, before the run is stopped;
+//! - for a job spawned with `NOTIFY_PROC_TERMINATION`, every end of its processes, and with
+//!   `NOTIFY_PROC_ABNORMAL_TERMINATION` the abnormal ones, also to the spawning process;
+//!   with `NOTIFY_COMPLETION`, `EVENT_JOB_END` to it once every process ended.
+//!
+//! A normal end is announced only when asked for, as PRRTE does: Open MPI registers a handler
+//! for every code that aborts on whatever it hears, and its ranks end at different times.
 
 use std::os::unix::process::ExitStatusExt;
 
@@ -53,10 +57,39 @@ fn exit_code(status: &std::io::Result<ExitStatus>) -> i32 {
     }
 }
 
-/// The processes an event about `nspace` is for, as `EVENT_CUSTOM_RANGE` holds them.
-fn audience(nspace: &Nspace, parent: Option<&Proc>) -> Info {
-    let mut procs = vec![Value::Proc(Proc::new(nspace.clone(), Rank::WILDCARD))];
-    procs.extend(parent.map(|p| Value::Proc(p.clone())));
+/// The process that spawned a job, and which of the job's ends it asked to hear of.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Watcher {
+    parent: Proc,
+    /// `NOTIFY_COMPLETION`: `EVENT_JOB_END`.
+    completion: bool,
+    /// `NOTIFY_PROC_TERMINATION`: every process's end.
+    every_end: bool,
+    /// `NOTIFY_PROC_ABNORMAL_TERMINATION`: the abnormal ones.
+    abnormal_ends: bool,
+}
+
+impl Watcher {
+    /// What a spawn's `job_info` asks `parent` to hear of, if anything.
+    pub(super) fn of(parent: &Proc, job_info: &[Info]) -> Option<Watcher> {
+        let flag = |k: &str| {
+            job_info
+                .iter()
+                .any(|i| i.key.as_str() == k && i.flag().unwrap_or(false))
+        };
+        let w = Watcher {
+            parent: parent.clone(),
+            completion: flag(attr::NOTIFY_COMPLETION),
+            every_end: flag(attr::NOTIFY_PROC_TERMINATION),
+            abnormal_ends: flag(attr::NOTIFY_PROC_ABNORMAL_TERMINATION),
+        };
+        (w.completion || w.every_end || w.abnormal_ends).then_some(w)
+    }
+}
+
+/// `EVENT_CUSTOM_RANGE` for `procs`.
+fn audience(procs: Vec<Proc>) -> Info {
+    let procs = procs.into_iter().map(Value::Proc).collect();
     let array = DataArray::new(DataType::PROC, procs).unwrap_or_else(|_| DataArray::from_infos([]));
     Info::attr(attr::EVENT_CUSTOM_RANGE, array)
 }
@@ -237,11 +270,23 @@ impl<J: Jobs> Supervisor<J> {
             };
             job.term = Some((st, code));
         }
-        let to = audience(&job.nspace, job.notify_parent.as_ref());
+        let abnormal = code != 0;
+        let mut to = Vec::new();
+        if abnormal {
+            to.push(Proc::new(job.nspace.clone(), Rank::WILDCARD));
+        }
+        if let Some(w) = &job.watcher {
+            if w.every_end || (abnormal && w.abnormal_ends) {
+                to.push(w.parent.clone());
+            }
+        }
+        if to.is_empty() {
+            return;
+        }
         let info = vec![
             Info::attr(attr::EVENT_AFFECTED_PROC, proc.clone()),
             Info::attr(attr::EXIT_CODE, code),
-            to,
+            audience(to),
         ];
         self.jobs.notify(Status::EVENT_PROC_TERMINATED, &info);
         if signal.is_some() && !by_request && !stopping && !job.doomed {
@@ -258,7 +303,7 @@ impl<J: Jobs> Supervisor<J> {
         let info = vec![
             Info::attr(attr::EVENT_AFFECTED_PROC, proc.clone()),
             Info::attr(attr::EXIT_CODE, status.0),
-            audience(&job.nspace, job.notify_parent.as_ref()),
+            audience(vec![Proc::new(job.nspace.clone(), Rank::WILDCARD)]),
         ];
         self.jobs.notify(Status::ERR_PROC_ABORTED, &info);
     }
@@ -267,12 +312,10 @@ impl<J: Jobs> Supervisor<J> {
     /// with `NOTIFY_COMPLETION`.
     pub(super) fn announce_job_end(&mut self, j: usize) {
         let job = &self.table[j];
-        let Some(parent) = &job.notify_parent else {
+        let Some(w) = job.watcher.as_ref().filter(|w| w.completion) else {
             return;
         };
         let (status, code) = job.term.unwrap_or((Status::SUCCESS, 0));
-        let array = DataArray::new(DataType::PROC, vec![Value::Proc(parent.clone())])
-            .unwrap_or_else(|_| DataArray::from_infos([]));
         let info = vec![
             Info::attr(
                 attr::EVENT_AFFECTED_PROC,
@@ -281,7 +324,7 @@ impl<J: Jobs> Supervisor<J> {
             Info::attr(attr::NSPACE, job.nspace.as_str()),
             Info::attr(attr::JOB_TERM_STATUS, status),
             Info::attr(attr::EXIT_CODE, code),
-            Info::attr(attr::EVENT_CUSTOM_RANGE, array),
+            audience(vec![w.parent.clone()]),
         ];
         self.jobs.notify(Status::EVENT_JOB_END, &info);
     }

@@ -50,11 +50,9 @@ fn a_rank_killed_on_request_is_no_failure_and_its_end_is_announced() {
     assert_eq!(status, 0, "{:?}", fake.0.borrow().said);
     assert_eq!(answer.try_recv(), Ok(Ok(vec![])));
     assert_eq!(fake.0.borrow().signals, [(101, Signal::SIGKILL)]);
-    // Both ends announced; the killed one with 128 + 9, and no abort by a signal.
-    assert_eq!(
-        codes(&fake),
-        [Status::EVENT_PROC_TERMINATED, Status::EVENT_PROC_TERMINATED]
-    );
+    // The killed rank's end announced with 128 + 9, no abort by a signal; rank 0's normal
+    // end not at all (nobody asked).
+    assert_eq!(codes(&fake), [Status::EVENT_PROC_TERMINATED]);
     let first = &fake.0.borrow().notified[0].1;
     assert!(first.contains(&Info::attr(attr::EVENT_AFFECTED_PROC, p("job", 1))));
     assert!(first.contains(&Info::attr(attr::EXIT_CODE, 137)));
@@ -214,5 +212,63 @@ fn a_job_spawned_with_notify_completion_tells_its_parent_how_it_ended() {
             .filter(|(c, _)| *c == Status::EVENT_JOB_END)
             .count(),
         1
+    );
+}
+
+#[test]
+fn normal_ends_reach_a_parent_that_asked_and_an_abort_is_announced() {
+    let fake = Fake::default();
+    fake.0
+        .borrow_mut()
+        .outcomes
+        .push_back(Ok(pids("job.1", 200, 2)));
+    let (tx, _rx) = crossbeam_channel::unbounded();
+    let spawn = Event::Spawn {
+        parent: p("job", 0),
+        job_info: vec![Info::attr(attr::NOTIFY_PROC_TERMINATION, true)],
+        apps: vec![],
+        done: Completion::from_fn(move |r| {
+            let _ = tx.send(r);
+        }),
+    };
+    let abort = Event::Abort {
+        proc: p("job", 0),
+        status: Status(3),
+        message: String::new(),
+        done: Completion::from_fn(|_| {}),
+    };
+    let status = run_with(
+        &fake,
+        1,
+        vec![
+            spawn,
+            exited("job.1", 0, 0),
+            exited("job.1", 1, 0),
+            abort,
+            exited("job", 0, 3),
+        ],
+    );
+    assert_eq!(status, 3);
+    let log = fake.0.borrow();
+    let to = |info: &[Info]| -> Vec<Value> {
+        match &info
+            .iter()
+            .find(|i| i.key.as_str() == attr::EVENT_CUSTOM_RANGE)
+            .unwrap_or_else(|| panic!("{info:?}"))
+            .value
+        {
+            Value::DataArray(a) => a.items().to_vec(),
+            other => panic!("{other:?}"),
+        }
+    };
+    let (code, info) = &log.notified[0];
+    assert_eq!(*code, Status::EVENT_PROC_TERMINATED);
+    assert_eq!(to(info), [Value::Proc(p("job", 0))]);
+    assert_eq!(log.notified[1].0, Status::EVENT_PROC_TERMINATED);
+    let (code, info) = &log.notified[2];
+    assert_eq!(*code, Status::ERR_PROC_ABORTED);
+    assert_eq!(
+        to(info),
+        [Value::Proc(Proc::new(ns("job"), Rank::WILDCARD))]
     );
 }
