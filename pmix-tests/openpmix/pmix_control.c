@@ -16,6 +16,10 @@
  *   pmix_control cleanup DIR  makes DIR/rank<R>/sub/f and DIR/file<R>, registers the directory
  *                             (recursive) and the file for cleanup; prints
  *                             "cleanup rank=R registered"
+ *   pmix_control watch        spawns two copies of itself ("pmix_control child", which only
+ *                             init and finalize) with PMIX_NOTIFY_COMPLETION and
+ *                             PMIX_NOTIFY_PROC_TERMINATION; prints "watch rank=R ends=2
+ *                             job_end=<status name>" once it heard of both ends and the job's
  *
  * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2 (pmix_fail.h).
  *
@@ -155,6 +159,69 @@ static void kill_peer(const char *scenario)
     pthread_mutex_unlock(&lock);
 }
 
+/* ---- watch -------------------------------------------------------------------------- */
+
+static int child_ends = 0, job_ended = 0;
+static pmix_status_t job_term = PMIX_ERROR;
+
+static void on_child_event(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                           pmix_info_t info[], size_t ninfo, pmix_info_t results[],
+                           size_t nresults, pmix_event_notification_cbfunc_fn_t cbfunc,
+                           void *cbdata)
+{
+    (void) id, (void) source, (void) results, (void) nresults;
+    pthread_mutex_lock(&lock);
+    for (size_t n = 0; n < ninfo; n++) {
+        /* The children are the only other job. */
+        if (PMIX_CHECK_KEY(&info[n], PMIX_EVENT_AFFECTED_PROC) &&
+            !PMIX_CHECK_NSPACE(info[n].value.data.proc->nspace, me.nspace)) {
+            if (status == PMIX_EVENT_PROC_TERMINATED)
+                child_ends++;
+            else if (status == PMIX_EVENT_JOB_END)
+                job_ended = 1;
+        } else if (PMIX_CHECK_KEY(&info[n], PMIX_JOB_TERM_STATUS)) {
+            job_term = info[n].value.data.status;
+        }
+    }
+    pthread_cond_signal(&cond);
+    pthread_mutex_unlock(&lock);
+    if (cbfunc)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+static void watch(const char *self)
+{
+    pmix_status_t codes[2] = {PMIX_EVENT_PROC_TERMINATED, PMIX_EVENT_JOB_END};
+    pmix_status_t id = PMIx_Register_event_handler(codes, 2, NULL, 0, on_child_event, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
+    pmix_info_t job[2];
+    bool yes = true;
+    PMIX_INFO_LOAD(&job[0], PMIX_NOTIFY_COMPLETION, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&job[1], PMIX_NOTIFY_PROC_TERMINATION, &yes, PMIX_BOOL);
+    pmix_app_t app;
+    PMIX_APP_CONSTRUCT(&app);
+    app.cmd = strdup(self);
+    app.argv = calloc(3, sizeof(char *));
+    app.argv[0] = strdup(self);
+    app.argv[1] = strdup("child");
+    app.maxprocs = 2;
+    pmix_nspace_t spawned;
+    pmix_status_t rc = PMIx_Spawn(job, 2, &app, 1, spawned);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Spawn returned %s", PMIx_Error_string(rc));
+    pthread_mutex_lock(&lock);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    while (child_ends < 2 || !job_ended)
+        if (pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT)
+            fail("heard of %d ends and job end %d within 20 s", child_ends, job_ended);
+    printf("watch rank=%u ends=%d job_end=%s\n", me.rank, child_ends, PMIx_Error_string(job_term));
+    pthread_mutex_unlock(&lock);
+    PMIX_APP_DESTRUCT(&app);
+}
+
 /* ---- unsupported ---------------------------------------------------------------------- */
 
 static void unsupported(void)
@@ -197,7 +264,7 @@ static void cleanup(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_control query|log|kill|signal|unsupported|cleanup DIR");
+        fail("usage: pmix_control query|log|kill|signal|unsupported|cleanup DIR|watch");
     setvbuf(stdout, NULL, _IOLBF, 0);
     MUST(PMIx_Init(&me, NULL, 0));
     const char *s = argv[1];
@@ -211,6 +278,10 @@ int main(int argc, char **argv)
         unsupported();
     else if (strcmp(s, "cleanup") == 0 && argc > 2)
         cleanup(argv[2]);
+    else if (strcmp(s, "watch") == 0)
+        watch(argv[0]);
+    else if (strcmp(s, "child") == 0)
+        ;
     else
         fail("unknown scenario %s", s);
     MUST(PMIx_Finalize(NULL, 0));

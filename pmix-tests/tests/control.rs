@@ -152,6 +152,13 @@ fn cleanup(lib: Lib, nodes: bool) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A spawning process hears of its children's ends and of their job's, as it asked.
+fn watch(lib: Lib, nodes: bool) {
+    let out = run_n(lib, nodes, 1, &["watch"]);
+    let want = vec!["watch rank=0 ends=2 job_end=SUCCESS".to_owned()];
+    assert_lines(&out, "watch", "watch", want);
+}
+
 #[test]
 fn pmix_rs_client_queries_logs_and_controls_the_job() {
     for nodes in [false, true] {
@@ -161,11 +168,8 @@ fn pmix_rs_client_queries_logs_and_controls_the_job() {
         kill(Lib::Rust, nodes);
         cleanup(Lib::Rust, nodes);
     }
-    // A spawning process hears of its children's ends and of their job's, as it asked.
     for nodes in [false, true] {
-        let out = run_n(Lib::Rust, nodes, 1, &["watch"]);
-        let want = vec!["watch rank=0 ends=2 job_end=SUCCESS".to_owned()];
-        assert_lines(&out, "watch", "watch", want);
+        watch(Lib::Rust, nodes);
     }
     // Handlers run where the registration placed them.
     let out = run(Lib::Rust, false, &["order"]);
@@ -181,6 +185,7 @@ fn libpmix_client_queries_logs_and_controls_the_job() {
         unsupported(Lib::C, nodes);
         kill(Lib::C, nodes);
         cleanup(Lib::C, nodes);
+        watch(Lib::C, nodes);
     }
 }
 
