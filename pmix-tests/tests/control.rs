@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use pmix_tests::{
     Output, Running, assert_lines, assert_ok, cargo_build, openpmix_program,
-    openpmix_python_client, openpmix_sources, profile_dir,
+    openpmix_python_client, openpmix_sources, profile_dir, under_pmix_host,
 };
 
 /// For one run; each takes well under a second.
@@ -195,4 +195,27 @@ fn python3_pmix_client_queries_logs_and_controls_the_job() {
     log(Lib::Python, false);
     unsupported(Lib::Python, false);
     cleanup(Lib::Python, false);
+}
+
+/// pmix-rs's client speaks `LOG` and `JOB_CONTROL` as a real OpenPMIx 4.2 server understands
+/// them (`pmix_host`, on libpmix's server library, which logs itself and has no job control).
+#[test]
+fn pmix_rs_client_logs_and_asks_for_job_control_under_a_real_openpmix_server() {
+    let client = program(Lib::Rust).remove(0);
+    for (scenario, want) in [
+        ("log", both(|r| format!("log rank={r} ok"))),
+        (
+            "unsupported",
+            both(|r| format!("unsupported rank={r} status=NOT-SUPPORTED")),
+        ),
+    ] {
+        let mut cmd = under_pmix_host(2, 20, Path::new(&client), &[scenario]);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let what = format!("pmix_host -n 2 pmix-control-client {scenario}");
+        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+        assert_ok(&out, &what);
+        assert_lines(&out, &what, scenario, want);
+    }
 }
