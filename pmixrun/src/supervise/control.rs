@@ -2,8 +2,9 @@
 //! table), and the lifecycle events the run raises for them, as a custom range that the server
 //! delivers to the processes registered for their code:
 //!
-//! - a process ending abnormally (an exit status other than 0, a signal): `EVENT_PROC_TERMINATED`
-//!   to its job, with `ERR_PROC_ABORTED_BY_SIG` when a signal nobody in the run sent ended it;
+//! - a process ending abnormally (an exit status other than 0, a signal) while the run is not
+//!   stopping: `EVENT_PROC_TERMINATED` to its job, with `ERR_PROC_ABORTED_BY_SIG` when a signal
+//!   nobody in the run sent ended it;
 //! - a process calling abort: `ERR_PROC_ABORTED` to its job, before the run is stopped;
 //! - for a job spawned with `NOTIFY_PROC_TERMINATION`, every end of its processes, and with
 //!   `NOTIFY_PROC_ABNORMAL_TERMINATION` the abnormal ones, also to the spawning process;
@@ -272,7 +273,9 @@ impl<J: Jobs> Supervisor<J> {
         }
         let abnormal = code != 0;
         let mut to = Vec::new();
-        if abnormal {
+        // Not while the run stops: every process is being ended, and telling each of the
+        // others of each end would cost the square of the job's size for nobody's benefit.
+        if abnormal && !stopping && !job.doomed {
             to.push(Proc::new(job.nspace.clone(), Rank::WILDCARD));
         }
         if let Some(w) = &job.watcher {

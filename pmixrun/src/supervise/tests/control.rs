@@ -271,4 +271,6 @@ fn normal_ends_reach_a_parent_that_asked_and_an_abort_is_announced() {
         to(info),
         [Value::Proc(Proc::new(ns("job"), Rank::WILDCARD))]
     );
+    // The aborting rank's own end comes while the run stops: not announced.
+    assert_eq!(log.notified.len(), 3, "{:?}", log.notified);
 }
