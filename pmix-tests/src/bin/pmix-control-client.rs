@@ -31,6 +31,11 @@ fn key(k: &str) -> Result<Key, String> {
     Key::new(k).map_err(e("key"))
 }
 
+/// The value of `k` among `info`.
+fn value_of<'a>(info: &'a [Info], k: &str) -> Option<&'a Value> {
+    info.iter().find(|i| i.key.as_str() == k).map(|i| &i.value)
+}
+
 fn query(c: &Client) -> Res {
     let me = c.proc().clone();
     let queries = [
@@ -44,12 +49,7 @@ fn query(c: &Client) -> Res {
         },
     ];
     let results = c.query(&queries).map_err(e("query"))?;
-    let find = |k: &str| {
-        results
-            .iter()
-            .find(|i| i.key.as_str() == k)
-            .map(|i| &i.value)
-    };
+    let find = |k: &str| value_of(&results, k);
     let names = find(attr::QUERY_NAMESPACES)
         .and_then(Value::as_str)
         .ok_or("no namespaces")?;
@@ -99,12 +99,7 @@ fn kill_peer(c: &Client, scenario: &str) -> Res {
     let (tx, rx) = mpsc::channel();
     let tx = Mutex::new(tx);
     c.register_event_handler(&[Status::EVENT_PROC_TERMINATED], &[], move |ev| {
-        let get = |k: &str| {
-            ev.info
-                .iter()
-                .find(|i| i.key.as_str() == k)
-                .map(|i| &i.value)
-        };
+        let get = |k: &str| value_of(&ev.info, k);
         let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
         let code = get(attr::EXIT_CODE).and_then(Value::as_i64);
         if let Ok(tx) = tx.lock() {
@@ -210,12 +205,7 @@ fn watch(c: &Client) -> Res {
     let tx = Mutex::new(tx);
     let codes = [Status::EVENT_PROC_TERMINATED, Status::EVENT_JOB_END];
     c.register_event_handler(&codes, &[], move |ev| {
-        let get = |k: &str| {
-            ev.info
-                .iter()
-                .find(|i| i.key.as_str() == k)
-                .map(|i| &i.value)
-        };
+        let get = |k: &str| value_of(&ev.info, k);
         let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
         let term = match get(attr::JOB_TERM_STATUS) {
             Some(Value::Status(s)) => Some(*s),
