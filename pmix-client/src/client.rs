@@ -578,8 +578,8 @@ impl Client {
         self.inner.finalize()
     }
 
-    /// Sends any request and waits for its reply: the escape hatch for requests this crate
-    /// has no dedicated call for yet (query).
+    /// Sends any request and waits for its reply: for requests this crate has no dedicated
+    /// call for (every native request has one today), or to see a reply as it came.
     ///
     /// Returns the reply whatever its status: only failing to get one (a lost connection,
     /// a call from a completion callback) is an `Err`. Data the reply carries (a Get's or a

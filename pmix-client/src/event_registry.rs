@@ -3,9 +3,11 @@
 //! of the client's API (`events.rs` registers and deregisters through it), so that the
 //! connection, which owns it, does not depend on the API built on the connection.
 //!
-//! [`Events::deliver`] runs the matching handlers in registration order, on whichever thread
-//! reads the socket; a handler removed while an event is being dispatched is not called for it
-//! afterwards, and a panicking handler is caught.
+//! [`Events::deliver`] runs the matching handlers in their order, on whichever thread reads
+//! the socket; a handler removed while an event is being dispatched is not called for it
+//! afterwards, and a panicking handler is caught. The order is the standard's
+//! (`order.rs`): handlers of one code, then of several, then of every code, each group in
+//! registration order unless the registration placed it otherwise.
 
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
@@ -13,8 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use pmix_types::{DataRange, Proc, Status};
+use pmix_types::{DataRange, Info, Proc, Status};
 use pmix_wire::Event;
+
+use crate::Error;
+use crate::event_order::{Placement, place};
 
 /// How many undelivered events are kept; older ones are dropped (and logged) beyond that.
 const BACKLOG: usize = 64;
@@ -29,6 +34,8 @@ pub(crate) struct Handler {
     /// Cleared on deregistration, so that a handler removed while an event is being
     /// dispatched is not called for it afterwards.
     active: Arc<AtomicBool>,
+    /// Where it asked to be (`EVENT_HDLR_*`), and its name.
+    pub(crate) placement: Placement,
 }
 
 impl Handler {
@@ -40,7 +47,7 @@ impl Handler {
 #[derive(Default)]
 pub(crate) struct Events {
     backlog: Mutex<VecDeque<Event>>,
-    /// In registration order.
+    /// In the order they run.
     handlers: Mutex<Vec<Handler>>,
     next_id: AtomicU64,
 }
@@ -57,7 +64,7 @@ fn run(f: &HandlerFn, ev: &Event) {
 }
 
 impl Events {
-    /// Runs every handler whose codes match, in registration order; keeps the event for
+    /// Runs every handler whose codes match, in their order; keeps the event for
     /// `Client::take_events` if none does. Called by whichever thread reads the socket.
     pub(crate) fn deliver(&self, ev: Event) {
         tracing::debug!("pmix-client: event {:?} from {}", ev.code, ev.source);
@@ -102,15 +109,29 @@ impl Events {
         self.dispatch(&ev);
     }
 
-    pub(crate) fn add(&self, codes: Vec<Status>, f: Arc<HandlerFn>) -> u64 {
+    /// Adds a handler where its `info` (`EVENT_HDLR_FIRST`, `_LAST`, `_BEFORE`, ...) places
+    /// it; refused when that place is taken (a second `FIRST`, say) or unknown.
+    pub(crate) fn add(
+        &self,
+        codes: Vec<Status>,
+        info: &[Info],
+        f: Arc<HandlerFn>,
+    ) -> Result<u64, Error> {
+        let placement = Placement::from_info(&codes, info);
+        let mut hs = self.handlers.lock();
+        let at = place(hs.iter().map(|h| &h.placement), &placement)?;
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.handlers.lock().push(Handler {
-            id,
-            codes,
-            f,
-            active: Arc::new(AtomicBool::new(true)),
-        });
-        id
+        hs.insert(
+            at,
+            Handler {
+                id,
+                codes,
+                f,
+                active: Arc::new(AtomicBool::new(true)),
+                placement,
+            },
+        );
+        Ok(id)
     }
 
     /// Takes a handler out; the caller drops it, outside the lock (the closure may own the

@@ -41,7 +41,13 @@ impl Client {
     /// Registers `handler` for events with one of `codes` (every code when empty)
     /// (`PMIx_Register_event_handler`), and tells the server, which then sends them.
     ///
-    /// Every event goes to every handler whose codes match, in registration order. Handlers
+    /// Every event goes to every handler whose codes match, in the standard's order: handlers
+    /// of one code, then of several, then of every code, each group in registration order
+    /// unless `info` places the handler otherwise (`EVENT_HDLR_FIRST`, `EVENT_HDLR_LAST`,
+    /// `EVENT_HDLR_FIRST_IN_CATEGORY`, `EVENT_HDLR_LAST_IN_CATEGORY`, `EVENT_HDLR_PREPEND`,
+    /// `EVENT_HDLR_APPEND`, `EVENT_HDLR_BEFORE`/`EVENT_HDLR_AFTER` the handler of that
+    /// `EVENT_HDLR_NAME`); a place already taken or a name unknown in the category is
+    /// `ERR_EVENT_REGISTRATION` ([`Error::Server`]), without a message to the server. Handlers
     /// run on the thread reading the socket: the client's reader thread, which reads all the
     /// time while a handler is registered, so events are delivered when they come (a blocking
     /// call may read and dispatch one on its own thread now and then). They must be short; a
@@ -98,7 +104,13 @@ impl Client {
         // Installed before the server hears of it, so that nothing the registration brings
         // can arrive before the handler is there.
         let shared = self.shared_arc();
-        let hid = shared.events.add(codes.to_vec(), f);
+        let hid = match shared.events.add(codes.to_vec(), info, f) {
+            Ok(hid) => hid,
+            Err(e) => {
+                done(Err(e));
+                return None;
+            }
+        };
         shared.listen(true);
         let for_done = Arc::clone(&shared);
         shared.submit(

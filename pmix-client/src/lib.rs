@@ -22,7 +22,11 @@
 //! [`register_event_handler`](Client::register_event_handler) runs a closure for every event
 //! of the codes it names as the event arrives (another process's
 //! [`notify_event`](Client::notify_event), a process of the job or of a connected job ending
-//! without finalize, the connection to the server being lost).
+//! without finalize, the connection to the server being lost, the launcher's lifecycle events),
+//! in the standard's order as the registration's `EVENT_HDLR_*` attributes place it.
+//! [`query`](Client::query), [`log`](Client::log) and [`job_control`](Client::job_control)
+//! ask the server and its host: what the server knows (namespaces, process tables), a line
+//! for the launcher's output, a signal for other processes or cleanups at the job's end.
 //!
 //! [`version`] names the library (`PMIx_Get_version`).
 //!
@@ -69,9 +73,11 @@
 mod call;
 mod client;
 mod conn;
+mod control;
 mod dynamic;
 mod env;
 mod error;
+mod event_order;
 mod event_registry;
 mod events;
 mod names;

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use common::*;
 use crossbeam_channel::{Receiver, Sender, unbounded};
 use pmix_client::wire::{Event, Reply, Request, ServerMsg};
-use pmix_client::{Client, DataRange, Error, Status, attr};
+use pmix_client::{Client, DataRange, Error, Info, Status, attr};
 
 fn start(script: Script) -> (Mock, Client) {
     let mock = Mock::start(job("job-A"), 0, script);
@@ -87,6 +87,37 @@ fn registration_and_deregistration_tell_the_server_the_codes() {
 }
 
 #[test]
+fn handlers_run_where_their_registration_placed_them() {
+    with_deadline(|| {
+        let (mock, c) = start(Box::new(default_action));
+        let (tx, rx) = unbounded();
+        let name = |n: &'static str| Info::attr(attr::EVENT_HDLR_NAME, n);
+        let yes = |k: &'static str| Info::attr(k, true);
+        c.register_event_handler(&[A], &[name("plain")], reporter("plain", &tx))
+            .unwrap();
+        c.register_event_handler(&[], &[yes(attr::EVENT_HDLR_FIRST)], reporter("first", &tx))
+            .unwrap();
+        c.register_event_handler(&[A], &[yes(attr::EVENT_HDLR_PREPEND)], reporter("pre", &tx))
+            .unwrap();
+        let after = Info::attr(attr::EVENT_HDLR_AFTER, "plain");
+        c.register_event_handler(&[A], &[after], reporter("after", &tx))
+            .unwrap();
+        c.register_event_handler(&[A], &[yes(attr::EVENT_HDLR_LAST)], reporter("last", &tx))
+            .unwrap();
+        // A second FIRST is refused here, without a word to the server.
+        let e = c
+            .register_event_handler(&[A], &[yes(attr::EVENT_HDLR_FIRST)], reporter("x", &tx))
+            .unwrap_err();
+        assert_eq!(e.status(), Status::ERR_EVENT_REGISTRATION);
+        mock.push(&ServerMsg::Event(event(A)));
+        for want in ["first", "pre", "plain", "after", "last"] {
+            assert_eq!(next(&rx), (want, A));
+        }
+        assert!(rx.try_recv().is_err());
+    });
+}
+
+#[test]
 fn a_refused_registration_leaves_no_handler_behind() {
     with_deadline(|| {
         let (mock, c) = start(Box::new(|req| match req {
@@ -122,20 +153,21 @@ fn events_reach_every_matching_handler_in_order_with_no_request_outstanding() {
         c.register_event_handler(&[C], &[], reporter("c", &tx))
             .unwrap();
         // Nothing is outstanding: the reader thread delivers them as they come.
+        // The standard's order: one code, several codes, every code.
         mock.push(&ServerMsg::Event(event(A)));
         assert_eq!(next(&rx), ("a", A));
-        assert_eq!(next(&rx), ("all", A));
         assert_eq!(next(&rx), ("ba", A));
+        assert_eq!(next(&rx), ("all", A));
         mock.push(&ServerMsg::Event(event(B)));
-        assert_eq!(next(&rx), ("all", B));
         assert_eq!(next(&rx), ("ba", B));
+        assert_eq!(next(&rx), ("all", B));
         // A handler sees the whole event.
         let (etx, erx) = unbounded();
         c.register_event_handler(&[C], &[], move |ev| etx.send(ev.clone()).unwrap())
             .unwrap();
         mock.push(&ServerMsg::Event(event(C)));
-        assert_eq!(next(&rx), ("all", C));
         assert_eq!(next(&rx), ("c", C));
+        assert_eq!(next(&rx), ("all", C));
         assert_eq!(erx.recv_timeout(DEADLINE).unwrap(), event(C));
         assert!(rx.try_recv().is_err());
         // Every event had a taker.

@@ -203,6 +203,16 @@ pub(crate) fn call_host<H: Host>(
             done(op, tx, waker),
         ),
         HostCall::Query { proc, queries } => host.query(&proc, &queries, done(op, tx, waker)),
+        HostCall::Log {
+            proc,
+            data,
+            directives,
+        } => host.log(&proc, &data, &directives, done(op, tx, waker)),
+        HostCall::JobControl {
+            proc,
+            targets,
+            directives,
+        } => host.job_control(&proc, &targets, &directives, done(op, tx, waker)),
     }
 }
 
@@ -305,10 +315,41 @@ pub trait Host: Send + 'static {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }
 
-    /// Answer a client's queries (`PMIx_Query_info`): one [`Info`] per key answered. Every
-    /// query reaches the host today (the server answers none from its own tables yet); the
-    /// client receives the host's status, or what it answered.
+    /// Answer a client's queries (`PMIx_Query_info`): one [`Info`] per key answered, keyed
+    /// by the query key. Only the keys the server does not answer itself reach the host
+    /// (the namespaces, process-set names from job data, the server's functions and
+    /// attributes, and job-level keys of a namespace's data it answers; process tables, job
+    /// status and the host's functions it does not). The client receives the server's answers
+    /// and the host's together; when the host fails and the server answered some keys, those,
+    /// with `QUERY_PARTIAL_SUCCESS`.
     fn query(&mut self, proc: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
+        done.complete(Err(Status::ERR_NOT_SUPPORTED));
+    }
+
+    /// A client asks for `data` to be logged (`PMIx_Log`): each entry a channel
+    /// (`LOG_STDERR`, `LOG_STDOUT`, `LOG_SYSLOG`, ...) and what to log there. `directives`
+    /// always hold `LOG_SOURCE`, the client (set by the server), and may hold `LOG_TIMESTAMP`
+    /// and the like. Answer `ERR_NOT_SUPPORTED` when no channel asked for could be served.
+    /// Added after the first release; the default refuses.
+    fn log(&mut self, proc: &Proc, data: &[Info], directives: &[Info], done: Completion<()>) {
+        done.complete(Err(Status::ERR_NOT_SUPPORTED));
+    }
+
+    /// A client asks to act on `targets` (`PMIx_Job_control`): a process, or a whole
+    /// namespace with rank `WILDCARD` (the client's own when it named none).
+    /// `directives` are what to do: `JOB_CTRL_KILL`, `JOB_CTRL_TERMINATE`,
+    /// `JOB_CTRL_SIGNAL` (an int), `JOB_CTRL_PAUSE`, ... Answer `ERR_NOT_SUPPORTED` for any
+    /// directive the host does not carry out, never a success for what was not done.
+    /// Cleanup registrations (`REGISTER_CLEANUP`, `REGISTER_CLEANUP_DIR` and their modifiers)
+    /// never reach the host: the server keeps them and removes those paths when the
+    /// namespace is deregistered. Added after the first release; the default refuses.
+    fn job_control(
+        &mut self,
+        proc: &Proc,
+        targets: &[Proc],
+        directives: &[Info],
+        done: Completion<Vec<Info>>,
+    ) {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }
 }

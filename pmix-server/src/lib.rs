@@ -11,6 +11,7 @@
 //! Inside, one event-loop thread owns a sans-IO engine (store, registry, collectives, pending
 //! requests) and every connection; see `docs/ARCHITECTURE.md`.
 
+mod cleanup;
 mod engine;
 mod error;
 mod frontend;

@@ -335,6 +335,8 @@ impl<H: Host> Shell<H> {
                     remove_nsdir(&dir);
                 }
                 self.frontends.nspace_deregistered(&nspace);
+                // Its clients' cleanups are done when the host hears it is let go.
+                self.drain_outputs();
                 release_free_memory();
                 let _ = reply.send(());
             }
@@ -721,6 +723,7 @@ impl<H: Host> Shell<H> {
                     done(result);
                 }
             }
+            Output::Cleanup { list } => list.iter().for_each(crate::cleanup::run),
         }
     }
 

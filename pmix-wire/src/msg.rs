@@ -261,6 +261,21 @@ pub enum Request {
         /// The queries.
         queries: Vec<Query>,
     },
+    /// Log data through the host (`PMIx_Log`).
+    Log {
+        /// What to log, by channel (`LOG_STDERR`, `LOG_STDOUT`, `LOG_SYSLOG`, ...).
+        data: Vec<Info>,
+        /// Directives (`LOG_ONCE`, `LOG_TIMESTAMP`, ...).
+        directives: Vec<Info>,
+    },
+    /// Act on processes or register cleanups (`PMIx_Job_control`).
+    JobControl {
+        /// The processes acted on (rank `WILDCARD` for a whole namespace); empty means the
+        /// caller's namespace.
+        targets: Vec<Proc>,
+        /// The directives (`JOB_CTRL_KILL`, `JOB_CTRL_SIGNAL`, `REGISTER_CLEANUP`, ...).
+        directives: Vec<Info>,
+    },
     /// The client is finishing (`PMIx_Finalize`).
     Finalize {
         /// Directives.

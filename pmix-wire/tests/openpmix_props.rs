@@ -522,7 +522,14 @@ fn request(codec: Codec) -> BoxedStrategy<Request> {
             targets,
             directives
         }),
-        (prop_oneof![16u8..=17, 19u8..=255], vec(any::<u8>(), 0..16)).prop_map(|(c, payload)| {
+        (any::<u64>(), infos(), infos()).prop_map(|(timestamp, data, directives)| {
+            Request::Log {
+                timestamp,
+                data,
+                directives,
+            }
+        }),
+        (prop_oneof![Just(17u8), 19u8..=255], vec(any::<u8>(), 0..16)).prop_map(|(c, payload)| {
             Request::Other {
                 cmd: Cmd(c),
                 payload,

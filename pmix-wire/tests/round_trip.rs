@@ -426,7 +426,7 @@ fn strategies_cover_every_variant() {
         seen
     };
     assert_eq!(values.len(), 43, "value types generated: {values:?}");
-    assert_eq!(names(request(), 3_000).len(), 15);
+    assert_eq!(names(request(), 3_000).len(), 17);
     assert_eq!(names(reply_body(), 1_000).len(), 7);
     let server = names(server_msg(), 500);
     assert!(

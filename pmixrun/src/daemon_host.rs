@@ -9,7 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status, attr};
-use pmix_server::{App, Completion, Host, Published};
+use pmix_server::{App, Completion, Host, Published, Query};
 use pmix_tree::{Dest, FenceKey, Tree, Vertex};
 
 use crate::run_msg::{Answer, Msg, Req, answer_of, encode};
@@ -302,6 +302,37 @@ impl Host for DaemonHost {
         });
     }
 
+    fn log(&mut self, proc: &Proc, data: &[Info], _directives: &[Info], done: Completion<()>) {
+        let req = Req::Log {
+            source: proc.clone(),
+            data: data.to_vec(),
+        };
+        self.ask_root(&req, done, |a| matches!(a, Answer::Unit).then_some(()));
+    }
+
+    fn job_control(
+        &mut self,
+        proc: &Proc,
+        targets: &[Proc],
+        directives: &[Info],
+        done: Completion<Vec<Info>>,
+    ) {
+        let req = Req::JobControl {
+            requester: proc.clone(),
+            targets: targets.to_vec(),
+            directives: directives.to_vec(),
+        };
+        self.ask_root(&req, done, infos);
+    }
+
+    fn query(&mut self, proc: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
+        let req = Req::Query {
+            asker: proc.clone(),
+            queries: queries.to_vec(),
+        };
+        self.ask_root(&req, done, infos);
+    }
+
     fn notify_event(
         &mut self,
         code: Status,
@@ -318,6 +349,14 @@ impl Host for DaemonHost {
         };
         self.tree.send(Dest::All, encode(&msg));
         done.complete(Ok(()));
+    }
+}
+
+/// The info list of a root's answer.
+fn infos(a: Answer) -> Option<Vec<Info>> {
+    match a {
+        Answer::Infos(i) => Some(i),
+        _ => None,
     }
 }
 

@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 use std::sync::Arc;
 
 use pmix_server::types::{Info, Key, Nspace, Proc, Status};
-use pmix_server::{App, Published};
+use pmix_server::{App, Published, Query};
 use pmix_server::{Completion, Host, NameServerClient};
 
 /// Something the supervisor must know about. Processes are named by their [`Proc`]: every
@@ -38,6 +38,25 @@ pub(crate) enum Event {
         job_info: Vec<Info>,
         apps: Vec<App>,
         done: Completion<Nspace>,
+    },
+    /// A process asked for `data` to be logged (`PMIx_Log`); `done` answers it.
+    Log {
+        source: Proc,
+        data: Vec<Info>,
+        done: Completion<()>,
+    },
+    /// A process asked to act on processes of the run (`PMIx_Job_control`).
+    JobControl {
+        requester: Proc,
+        targets: Vec<Proc>,
+        directives: Vec<Info>,
+        done: Completion<Vec<Info>>,
+    },
+    /// A process asked what only the supervisor knows (`PMIx_Query_info`: process tables).
+    Query {
+        asker: Proc,
+        queries: Vec<Query>,
+        done: Completion<Vec<Info>>,
     },
     /// A process ended (`Err` when waiting for it failed).
     Exited {
@@ -145,5 +164,65 @@ impl Host for RunHost {
         if let Err(crossbeam_channel::SendError(Event::Spawn { done, .. })) = self.events.send(ev) {
             done.complete(Err(Status::ERR_JOB_CANCELED));
         }
+    }
+
+    fn log(&mut self, proc: &Proc, data: &[Info], _directives: &[Info], done: Completion<()>) {
+        forward(
+            &self.events,
+            Event::Log {
+                source: proc.clone(),
+                data: data.to_vec(),
+                done,
+            },
+        );
+    }
+
+    fn job_control(
+        &mut self,
+        proc: &Proc,
+        targets: &[Proc],
+        directives: &[Info],
+        done: Completion<Vec<Info>>,
+    ) {
+        forward(
+            &self.events,
+            Event::JobControl {
+                requester: proc.clone(),
+                targets: targets.to_vec(),
+                directives: directives.to_vec(),
+                done,
+            },
+        );
+    }
+
+    fn query(&mut self, proc: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
+        forward(
+            &self.events,
+            Event::Query {
+                asker: proc.clone(),
+                queries: queries.to_vec(),
+                done,
+            },
+        );
+    }
+}
+
+/// Hands a request to the supervisor; when it is gone (the run is ending) the request is
+/// answered `ERR_JOB_CANCELED`, never left unanswered.
+pub(crate) fn forward(events: &Sender<Event>, ev: Event) {
+    if let Err(crossbeam_channel::SendError(ev)) = events.send(ev) {
+        cancel(ev);
+    }
+}
+
+/// Answers a request the supervisor will not handle.
+pub(crate) fn cancel(ev: Event) {
+    let no = Err(Status::ERR_JOB_CANCELED);
+    match ev {
+        Event::Log { done, .. } => done.complete(Err(Status::ERR_JOB_CANCELED)),
+        Event::JobControl { done, .. } | Event::Query { done, .. } => done.complete(no),
+        Event::Spawn { done, .. } => done.complete(Err(Status::ERR_JOB_CANCELED)),
+        Event::Abort { done, .. } => done.complete(Ok(())),
+        _ => {}
     }
 }

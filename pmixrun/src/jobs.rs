@@ -323,4 +323,23 @@ impl Jobs for RunJobs<'_> {
     fn say(&mut self, line: &str) {
         eprintln!("pmixrun: {line}");
     }
+
+    fn write_log(&mut self, stdout: bool, line: &str) {
+        crate::launch::write_log(stdout, line);
+    }
+
+    fn notify(&mut self, code: Status, info: &[Info]) {
+        let me = self.server.proc();
+        let _ = self
+            .server
+            .notify_event(code, &me, pmix_server::types::DataRange::CUSTOM, info);
+    }
+
+    fn node_of(&self, _proc: &Proc) -> Option<String> {
+        None
+    }
+
+    fn host_of(&self, _proc: &Proc) -> String {
+        self.server.hostname().to_owned()
+    }
 }

@@ -508,3 +508,16 @@ pub(crate) fn signal(pid: Pid, sig: Signal) {
         Err(e) => tracing::warn!(%pid, ?sig, "cannot signal the process group: {e}"),
     }
 }
+
+/// Writes a line a process logged (`PMIx_Log`) on pmixrun's stdout or stderr, whole: the
+/// stream's lock keeps it from mixing with the output writer's lines.
+pub(crate) fn write_log(stdout: bool, line: &str) {
+    use std::io::Write;
+    // A closed stream has nowhere to take it; the log call still succeeded as far as the
+    // process is concerned.
+    let _ = if stdout {
+        writeln!(std::io::stdout().lock(), "{line}")
+    } else {
+        writeln!(std::io::stderr().lock(), "{line}")
+    };
+}

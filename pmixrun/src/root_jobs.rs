@@ -224,4 +224,32 @@ impl Jobs for RootJobs {
     fn say(&mut self, line: &str) {
         eprintln!("pmixrun: {line}");
     }
+
+    fn write_log(&mut self, stdout: bool, line: &str) {
+        crate::launch::write_log(stdout, line);
+    }
+
+    fn notify(&mut self, code: Status, info: &[Info]) {
+        // The root hosts no server: the daemons raise it, each for its own processes.
+        let msg = Msg::Event {
+            code,
+            source: Proc::new(self.first.clone(), pmix_server::types::Rank::UNDEF),
+            range: pmix_server::types::DataRange::CUSTOM,
+            info: info.to_vec(),
+        };
+        self.tree.send(Dest::All, encode(&msg));
+    }
+
+    fn node_of(&self, proc: &Proc) -> Option<String> {
+        let v = self.places.vertex_of(proc)?;
+        let node = self
+            .nodes
+            .names()
+            .nth(usize::try_from(v).ok()?.checked_sub(1)?)?;
+        Some(node.to_owned())
+    }
+
+    fn host_of(&self, proc: &Proc) -> String {
+        self.node_of(proc).unwrap_or_default()
+    }
 }

@@ -12,7 +12,7 @@ use pmix_server::{Completion, NameServerClient};
 use pmix_tree::{Delivery, Topology, Tree, Vertex};
 
 use crate::daemon_host::Placements;
-use crate::host::Event;
+use crate::host::{Event, forward};
 use crate::output::{Line, Stream};
 use crate::run_msg::{Answer, End, Msg, Req, Started, decode, encode};
 
@@ -208,6 +208,33 @@ impl RootSink {
                 let done = self.completion(origin, id, |()| Answer::Unit);
                 self.names
                     .unpublish(&proc, &keys, &info, move |r| done.complete(r));
+            }
+            Req::Log { source, data } => {
+                let done = self.completion(origin, id, |()| Answer::Unit);
+                forward(&self.events, Event::Log { source, data, done });
+            }
+            Req::JobControl {
+                requester,
+                targets,
+                directives,
+            } => {
+                let done = self.completion(origin, id, Answer::Infos);
+                let ev = Event::JobControl {
+                    requester,
+                    targets,
+                    directives,
+                    done,
+                };
+                forward(&self.events, ev);
+            }
+            Req::Query { asker, queries } => {
+                let done = self.completion(origin, id, Answer::Infos);
+                let ev = Event::Query {
+                    asker,
+                    queries,
+                    done,
+                };
+                forward(&self.events, ev);
             }
             Req::Dmodex(_) => self.respond(origin, id, Err(Status::ERR_NOT_FOUND)),
         }

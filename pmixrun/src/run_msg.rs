@@ -9,7 +9,7 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::PathBuf;
 
 use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Status};
-use pmix_server::{App as SpawnApp, Published};
+use pmix_server::{App as SpawnApp, Published, Query};
 use pmix_tree::Vertex;
 use serde::{Deserialize, Serialize};
 
@@ -210,6 +210,16 @@ pub(crate) enum Req {
         status: Status,
         message: String,
     },
+    /// To the root: write what a process logged (`PMIx_Log`).
+    Log { source: Proc, data: Vec<Info> },
+    /// To the root: act on processes of the run (`PMIx_Job_control`).
+    JobControl {
+        requester: Proc,
+        targets: Vec<Proc>,
+        directives: Vec<Info>,
+    },
+    /// To the root: what only the supervisor knows (process tables).
+    Query { asker: Proc, queries: Vec<Query> },
 }
 
 /// The answer to a [`Req`] that succeeded (failures travel as the tree's `Err(Status)`).
@@ -219,6 +229,7 @@ pub(crate) enum Answer {
     Bytes(#[serde(with = "serde_bytes")] Vec<u8>),
     Lookup(Vec<Published>),
     Nspace(Nspace),
+    Infos(Vec<Info>),
 }
 
 /// Encodes a message, request or answer.

@@ -24,6 +24,8 @@ use pmix_types::{Info, Nspace, Proc, Status};
 
 use crate::host::Event;
 
+mod control;
+
 /// How long processes get between SIGTERM (or a forwarded signal) and SIGKILL.
 pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
@@ -57,6 +59,14 @@ pub(crate) trait Jobs {
     fn job_ended(&mut self, nspace: &Nspace);
     /// Tells the user something, on one line (pmixrun prefixes `pmixrun: `).
     fn say(&mut self, line: &str);
+    /// Writes a line a process logged (`PMIx_Log`), as it is, on stdout or stderr.
+    fn write_log(&mut self, stdout: bool, line: &str);
+    /// Raises a lifecycle event for the processes `info` names in `EVENT_CUSTOM_RANGE`.
+    fn notify(&mut self, code: Status, info: &[Info]);
+    /// The node of `proc` in a multi-node run (`None` on one node).
+    fn node_of(&self, proc: &Proc) -> Option<String>;
+    /// The host name of the node of `proc`.
+    fn host_of(&self, proc: &Proc) -> String;
 }
 
 /// A job whose processes were started.
@@ -91,6 +101,8 @@ struct ProcState {
     gone: bool,
     connected: bool,
     finalized: bool,
+    /// A job-control request signalled it: its end by a signal is no failure.
+    by_request: bool,
 }
 
 #[derive(Debug)]
@@ -101,6 +113,11 @@ struct Job {
     doomed: bool,
     /// Every process ended and the namespace was let go.
     ended: bool,
+    /// Who hears of its ends beyond itself: the process that spawned it, and what it asked
+    /// to hear of (`NOTIFY_COMPLETION`, `NOTIFY_PROC_TERMINATION`, ...).
+    watcher: Option<control::Watcher>,
+    /// How its first abnormal end ended it (the status and exit code of `EVENT_JOB_END`).
+    term: Option<(Status, i32)>,
 }
 
 /// Why a process's end fails the run.
@@ -246,6 +263,8 @@ impl<J: Jobs> Supervisor<J> {
             procs: (0..size).map(|_| ProcState::default()).collect(),
             doomed: false,
             ended: false,
+            watcher: None,
+            term: None,
         });
         i
     }
@@ -345,13 +364,15 @@ impl<J: Jobs> Supervisor<J> {
 
     fn exited(&mut self, proc: &Proc, status: std::io::Result<ExitStatus>) {
         self.jobs.proc_ended(proc);
+        self.announce_end(proc, &status);
         let stopping = self.stopping.is_some();
         let Some((j, p)) = self.find(proc) else {
             return;
         };
         p.gone = true;
         let unfinalized = p.connected && !p.finalized;
-        if stopping || self.table[j].doomed {
+        let asked = p.by_request && status.as_ref().is_ok_and(|s| s.signal().is_some());
+        if stopping || self.table[j].doomed || asked {
             // Expected: it was told to stop.
             return;
         }
@@ -417,7 +438,8 @@ impl<J: Jobs> Supervisor<J> {
             Ok(started) => {
                 let nspace = started.nspace.clone();
                 tracing::debug!(%parent, %nspace, n = started.pids.len(), "spawned");
-                self.add_started_job(started);
+                let j = self.add_started_job(started);
+                self.table[j].watcher = control::Watcher::of(parent, job_info);
                 done.complete(Ok(nspace));
             }
             Err(failed) => {
@@ -459,6 +481,7 @@ impl<J: Jobs> Supervisor<J> {
             } => {
                 // A failure that happened before is decided first.
                 self.settle();
+                self.announce_abort(&proc, status);
                 let who = self.who(&proc);
                 let reason = if message.is_empty() {
                     format!("{who} called abort with status {}", status.0)
@@ -493,6 +516,18 @@ impl<J: Jobs> Supervisor<J> {
                 }
             }
             Event::StdinClosed => {}
+            Event::Log { source, data, done } => self.log(&source, &data, done),
+            Event::JobControl {
+                requester,
+                targets,
+                directives,
+                done,
+            } => self.job_control(&requester, &targets, &directives, done),
+            Event::Query {
+                asker,
+                queries,
+                done,
+            } => self.query(&asker, &queries, done),
             Event::Signal(sig) => {
                 self.settle();
                 if self.stopping.is_some() {
@@ -514,10 +549,12 @@ impl<J: Jobs> Supervisor<J> {
 
     /// Lets go of every job whose processes all ended.
     fn end_finished_jobs(&mut self) {
-        for job in &mut self.table {
+        for j in 0..self.table.len() {
+            let job = &mut self.table[j];
             if !job.ended && job.procs.iter().all(|p| p.gone) {
                 job.ended = true;
-                self.jobs.job_ended(&job.nspace);
+                self.announce_job_end(j);
+                self.jobs.job_ended(&self.table[j].nspace);
             }
         }
     }
@@ -594,11 +631,7 @@ impl<J: Jobs> Supervisor<J> {
         // Events still queued (an abort or a spawn racing the run's end) are answered, not
         // dropped.
         while let Ok(ev) = events.try_recv() {
-            match ev {
-                Event::Abort { done, .. } => done.complete(Ok(())),
-                Event::Spawn { done, .. } => done.complete(Err(Status::ERR_JOB_CANCELED)),
-                _ => {}
-            }
+            crate::host::cancel(ev);
         }
         self.status.unwrap_or(0)
     }
@@ -633,6 +666,8 @@ mod tests {
         procs_ended: Vec<Proc>,
         jobs_ended: Vec<String>,
         said: Vec<String>,
+        logged: Vec<String>,
+        notified: Vec<(Status, Vec<Info>)>,
     }
 
     /// A world without processes: pids are numbers nobody signals.
@@ -670,6 +705,18 @@ mod tests {
         }
         fn say(&mut self, line: &str) {
             self.0.borrow_mut().said.push(line.to_owned());
+        }
+        fn write_log(&mut self, _stdout: bool, line: &str) {
+            self.0.borrow_mut().logged.push(line.to_owned());
+        }
+        fn notify(&mut self, code: Status, info: &[Info]) {
+            self.0.borrow_mut().notified.push((code, info.to_vec()));
+        }
+        fn node_of(&self, _proc: &Proc) -> Option<String> {
+            None
+        }
+        fn host_of(&self, _proc: &Proc) -> String {
+            "here".into()
         }
     }
 
@@ -977,4 +1024,6 @@ mod tests {
         drop(tx);
         assert_eq!(fake.0.borrow().jobs_ended, ["job"]);
     }
+
+    mod control;
 }

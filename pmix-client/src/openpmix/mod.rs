@@ -58,6 +58,8 @@ pub(crate) enum Answer {
     Connect,
     /// A status and the query's results.
     Query,
+    /// A status and a list of results the native reply does not carry (`JOB_CONTROL`).
+    Info,
 }
 
 /// A native request as the OpenPMIx server is to receive it.
@@ -185,6 +187,26 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             Answer::Status,
         ),
         Request::Query { queries } => Send(OpenpmixRequest::Query { queries }, Answer::Query),
+        Request::Log { data, directives } => Send(
+            OpenpmixRequest::Log {
+                // The server reads no clock of ours unless asked (`LOG_GENERATE_TIMESTAMP`
+                // is not honoured here: 0 says none was taken).
+                timestamp: 0,
+                data,
+                directives,
+            },
+            Answer::Status,
+        ),
+        Request::JobControl {
+            targets,
+            directives,
+        } => Send(
+            OpenpmixRequest::JobControl {
+                targets,
+                directives,
+            },
+            Answer::Info,
+        ),
         Request::Finalize { .. } => Send(OpenpmixRequest::Finalize, Answer::Status),
         other => Unsupported(format!("{other:?}")),
     }

@@ -613,6 +613,33 @@ fn every_native_request_has_its_openpmix_request() {
             Request::Query { queries: vec![] },
             Outbound::Send(OpenpmixRequest::Query { queries: vec![] }, Answer::Query),
         ),
+        (
+            Request::Log {
+                data: info.clone(),
+                directives: vec![],
+            },
+            Outbound::Send(
+                OpenpmixRequest::Log {
+                    timestamp: 0,
+                    data: info.clone(),
+                    directives: vec![],
+                },
+                Answer::Status,
+            ),
+        ),
+        (
+            Request::JobControl {
+                targets: vec![],
+                directives: info.clone(),
+            },
+            Outbound::Send(
+                OpenpmixRequest::JobControl {
+                    targets: vec![],
+                    directives: info.clone(),
+                },
+                Answer::Info,
+            ),
+        ),
     ];
     for (req, want) in cases {
         assert_eq!(translated(req.clone()), want, "{req:?}");

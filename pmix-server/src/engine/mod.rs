@@ -14,8 +14,11 @@ mod collective;
 mod events;
 mod fence;
 mod get;
+pub(crate) mod job_control;
+mod log;
 pub(crate) mod names;
 pub(crate) mod nspace;
+mod query;
 mod store;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
@@ -117,6 +120,16 @@ pub(crate) enum HostCall {
         proc: Proc,
         queries: Vec<Query>,
     },
+    Log {
+        proc: Proc,
+        data: Vec<Info>,
+        directives: Vec<Info>,
+    },
+    JobControl {
+        proc: Proc,
+        targets: Vec<Proc>,
+        directives: Vec<Info>,
+    },
 }
 
 /// What the engine asks the shell to do.
@@ -148,6 +161,8 @@ pub(crate) enum Output {
     },
     /// Deliver an event to a client.
     Event { conn: ConnId, event: Arc<Event> },
+    /// A namespace ended: remove what its clients registered for cleanup.
+    Cleanup { list: Vec<job_control::Cleanup> },
 }
 
 struct Namespace {
@@ -284,6 +299,8 @@ enum PendingHost {
     Query {
         conn: ConnId,
         id: u32,
+        /// What was answered without the host.
+        local: Vec<Info>,
     },
     /// A disconnect spanning nodes, completed by the host.
     Collective {
@@ -349,6 +366,8 @@ pub(crate) struct Engine {
     name_service: NameService,
     /// The built-in name service; lookups waiting in it are identified by (conn, id).
     names: NameStore<(ConnId, u32)>,
+    /// Cleanups registered by clients, run when their namespace ends.
+    cleanups: HashMap<NsId, Vec<job_control::Cleanup>>,
     out: VecDeque<Output>,
 }
 
@@ -410,6 +429,7 @@ impl Engine {
             me,
             name_service,
             names,
+            cleanups: HashMap::new(),
             out: VecDeque::new(),
         }
     }
@@ -509,6 +529,7 @@ impl Engine {
         self.shipped.retain(|(n, _), _| *n != id);
         self.gone.retain(|(n, _), _| *n != id);
         self.store.purge_nspace(id);
+        self.run_cleanups(id);
         let waiting: Vec<_> = self
             .gets
             .keys()
@@ -905,16 +926,12 @@ impl Engine {
             Request::Publish { data, info } => self.publish(conn, id, me, data, info),
             Request::Lookup { keys, info } => self.lookup(conn, id, me, keys, info, now),
             Request::Unpublish { keys, info } => self.unpublish(conn, id, me, keys, info),
-            Request::Query { queries } => {
-                if queries.is_empty() || queries.iter().any(|q| q.keys.is_empty()) {
-                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
-                }
-                // Nothing is answered here yet: every query goes to the host.
-                self.host_call(
-                    PendingHost::Query { conn, id },
-                    HostCall::Query { proc: me, queries },
-                );
-            }
+            Request::Query { queries } => self.query(conn, id, me, queries),
+            Request::Log { data, directives } => self.log(conn, id, me, data, directives),
+            Request::JobControl {
+                targets,
+                directives,
+            } => self.job_control(conn, id, me, targets, directives),
             _ => self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED),
         }
     }
@@ -1123,13 +1140,7 @@ impl Engine {
                 };
                 self.reply(conn, id, reply);
             }
-            PendingHost::Query { conn, id } => {
-                let reply = match outcome {
-                    HostOutcome::Infos(Ok(results)) => success(ReplyBody::Query { results }),
-                    other => Reply::status(failure_of(&other)),
-                };
-                self.reply(conn, id, reply);
-            }
+            PendingHost::Query { conn, id, local } => self.query_done(conn, id, local, outcome),
             PendingHost::Collective { seq } => {
                 let status = status_of(&outcome);
                 if status.is_success() {

@@ -56,6 +56,7 @@ struct Sim {
     host_calls: Vec<(OpId, HostCall)>,
     dmodex: Vec<(u64, Result<Vec<u8>, Status>)>,
     events: Vec<(ConnId, pmix_wire::Event)>,
+    cleanups: Vec<super::job_control::Cleanup>,
     auto_host: bool,
     next_id: u32,
 }
@@ -73,6 +74,7 @@ impl Sim {
             host_calls: vec![],
             dmodex: vec![],
             events: vec![],
+            cleanups: vec![],
             auto_host: true,
             next_id: 1,
         }
@@ -124,6 +126,7 @@ impl Sim {
                     Output::Host { op, call } => self.host_calls.push((op, call)),
                     Output::Dmodex { token, result } => self.dmodex.push((token, result)),
                     Output::Event { conn, event } => self.events.push((conn, (*event).clone())),
+                    Output::Cleanup { list } => self.cleanups.extend(list),
                 }
             }
             if self.auto_host {
@@ -215,6 +218,12 @@ impl Sim {
     fn reply(&mut self, conn: ConnId, id: u32) -> Reply {
         self.take_reply(conn, id)
             .unwrap_or_else(|| panic!("no reply to request {id} of conn {conn}"))
+    }
+
+    /// The host answers callback `op`; the engine's outputs are taken.
+    fn answer(&mut self, op: OpId, outcome: HostOutcome) {
+        self.eng.handle_host_done(op, outcome, self.now);
+        self.pump();
     }
 
     fn advance(&mut self, d: Duration) {
@@ -413,7 +422,7 @@ fn queries_go_to_the_host_and_its_answer_back() {
     let asked = s.send(
         1,
         Request::Query {
-            queries: vec![query(&[attr::QUERY_NAMESPACES])],
+            queries: vec![query(&[attr::QUERY_PROC_TABLE])],
         },
     );
     let (op, call) = s.host_calls.remove(0);
@@ -421,8 +430,8 @@ fn queries_go_to_the_host_and_its_answer_back() {
         panic!("expected a query, got {call:?}");
     };
     assert_eq!(proc, Proc::new(ns("a"), Rank(0)));
-    assert_eq!(queries, vec![query(&[attr::QUERY_NAMESPACES])]);
-    let results = vec![Info::attr(attr::QUERY_NAMESPACES, "a")];
+    assert_eq!(queries, vec![query(&[attr::QUERY_PROC_TABLE])]);
+    let results = vec![Info::attr(attr::QUERY_PROC_TABLE, "a")];
     s.eng
         .handle_host_done(op, HostOutcome::Infos(Ok(results.clone())), s.now);
     s.pump();
@@ -437,7 +446,7 @@ fn queries_go_to_the_host_and_its_answer_back() {
     let refused = s.send(
         1,
         Request::Query {
-            queries: vec![query(&[attr::QUERY_NAMESPACES])],
+            queries: vec![query(&[attr::QUERY_PROC_TABLE])],
         },
     );
     let (op, _) = s.host_calls.remove(0);
@@ -1813,3 +1822,5 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
     ];
     assert_eq!(barrier(&mut s, some), [vec!["a", "b", "c"]]);
 }
+
+mod control;

@@ -35,6 +35,10 @@ pub const BUFFER: DataType = DataType(26);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Size(pub u64);
 
+/// A `TIME` (`time_t`) item: seconds since the epoch (what a `LOG` request carries first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Time(pub u64);
+
 /// A `BYTE_OBJECT` item: length-prefixed opaque bytes (rank blobs, modex data).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Default)]
 pub struct ByteObject(pub Vec<u8>);
@@ -142,6 +146,17 @@ impl Item for Size {
     }
     fn unpack_item(u: &mut Unpacker<'_>) -> Result<Self, Error> {
         u.get_size().map(Size)
+    }
+}
+
+impl Item for Time {
+    const TYPE: DataType = DataType::TIME;
+    fn pack_item(&self, p: &mut Packer<'_>) -> Result<(), Error> {
+        p.put_u64(self.0);
+        Ok(())
+    }
+    fn unpack_item(u: &mut Unpacker<'_>) -> Result<Self, Error> {
+        u.get_u64().map(Time)
     }
 }
 

@@ -17,7 +17,7 @@
 //!   handshake for the whole session.
 //! * **Packing** ([`Packer`], [`Unpacker`], [`Item`]): top-level packs (`[count][items]`, with
 //!   type tags when fully described) and the inner encoding of every type that maps onto a
-//!   `pmix-types` value, plus [`Kval`], [`Size`], [`ByteObject`] and [`Buffer`].
+//!   `pmix-types` value, plus [`Kval`], [`Size`], [`Time`], [`ByteObject`] and [`Buffer`].
 //! * **Framing** ([`Header`], [`MsgReader`], [`encode_message`]): 16-byte headers,
 //!   big-endian after the handshake, little-endian for the client's handshake message.
 //! * **Handshake** ([`ClientHandshake`], [`ServerReply`], [`ToolReply`]) and the peers'
@@ -96,7 +96,7 @@ pub use handshake::{
     ClientHandshake, Identity, NSPACE_FIELD_LEN, PeerFlag, ServerReply, ToolReply, VERSION,
     native_credential, native_credential_ids,
 };
-pub use item::{BUFFER, Buffer, ByteObject, Item, Kval, Size};
+pub use item::{BUFFER, Buffer, ByteObject, Item, Kval, Size, Time};
 pub use msg::{
     CommitPart, JobInfo, MAP_BLOB, Notification, PROC_BLOB, ProcKvals, Reply, Request,
     decode_rank_blob, info_array, peek_cmd, proc_blob_kval, rank_blob,

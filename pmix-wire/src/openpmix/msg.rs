@@ -11,7 +11,7 @@ use pmix_types::{
 
 use super::cmd::Cmd;
 use super::dialect::Dialect;
-use super::item::{Buffer, ByteObject, Item, Kval, Size};
+use super::item::{Buffer, ByteObject, Item, Kval, Size, Time};
 use super::pack::Packer;
 use super::unpack::Unpacker;
 use crate::Error;
@@ -153,6 +153,17 @@ pub enum Request {
         /// The directives (`pmix.reg.cleanup`, `pmix.jctrl.kill`, ...).
         directives: Vec<Info>,
     },
+    /// `LOG`: `TIME` timestamp (0: none taken), `SIZE` ndata, `INFO`s if ndata > 0, `SIZE`
+    /// ndirs, `INFO`s if ndirs > 0. Answered with a status alone.
+    Log {
+        /// Seconds since the epoch when the client took a timestamp
+        /// (`LOG_GENERATE_TIMESTAMP`), else 0.
+        timestamp: u64,
+        /// What to log, by channel.
+        data: Vec<Info>,
+        /// Directives.
+        directives: Vec<Info>,
+    },
     /// Any other command, its payload after the command kept as it came, so that a server
     /// can answer it (with [`Reply::Status`] `ERR_NOT_SUPPORTED`) and a relay can forward it.
     Other {
@@ -277,6 +288,7 @@ impl Request {
             Request::Notify { .. } => Cmd::NOTIFY,
             Request::Query { .. } => Cmd::QUERY,
             Request::JobControl { .. } => Cmd::JOB_CONTROL,
+            Request::Log { .. } => Cmd::LOG,
             Request::Other { cmd, .. } => *cmd,
         }
     }
@@ -390,6 +402,16 @@ impl Request {
                     directives,
                 }
             }
+            Cmd::LOG => {
+                let timestamp = u.unpack_one::<Time>()?.0;
+                let data = counted(&mut u)?;
+                let directives = counted(&mut u)?;
+                Request::Log {
+                    timestamp,
+                    data,
+                    directives,
+                }
+            }
             other => {
                 let payload = u.rest().to_vec();
                 return Ok(Request::Other {
@@ -483,6 +505,15 @@ impl Request {
                 directives,
             } => {
                 put_counted(p, targets, false)?;
+                put_counted(p, directives, false)?;
+            }
+            Request::Log {
+                timestamp,
+                data,
+                directives,
+            } => {
+                p.pack_one(&Time(*timestamp))?;
+                put_counted(p, data, false)?;
                 put_counted(p, directives, false)?;
             }
             Request::Other { payload, .. } => p.put_raw(payload),

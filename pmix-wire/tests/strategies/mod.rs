@@ -384,6 +384,15 @@ pub(crate) fn request() -> impl Strategy<Value = Request> {
         )
         .prop_map(|queries| Request::Query { queries })
         .boxed(),
+        (infos(), infos())
+            .prop_map(|(data, directives)| Request::Log { data, directives })
+            .boxed(),
+        (procs(), infos())
+            .prop_map(|(targets, directives)| Request::JobControl {
+                targets,
+                directives,
+            })
+            .boxed(),
         infos().prop_map(|info| Request::Finalize { info }).boxed(),
     ];
     balanced_union(arms)

@@ -5,8 +5,8 @@
 //! its choosing and may have several outstanding (a fence and the gets behind it). Each
 //! request that needs the engine gets an engine id of this connection's own, remembered with
 //! the client's tag and with how the answer is to be laid out; the rest is answered here: the
-//! job data (`REQ`), cleanup registrations (`JOB_CONTROL`) and anything not supported, which
-//! gets a `NOT_SUPPORTED` status so that no client ever waits for nothing.
+//! job data (`REQ`) and anything not supported, which gets a `NOT_SUPPORTED` status so that
+//! no client ever waits for nothing.
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
@@ -62,6 +62,8 @@ enum Answer {
     Connect,
     /// A status, then the answers found.
     Query,
+    /// A status, then a (here always empty) list of results (`JOB_CONTROL`).
+    Info,
     /// Nothing at all (`DEREGEVENTS` gets no reply).
     Silent,
     /// A status; the client closes after it.
@@ -397,16 +399,28 @@ impl OpenpmixConn {
             OpenpmixRequest::DeregisterEvents { codes } => {
                 self.engine_request(tag, Answer::Silent, Request::DeregisterEvents { codes })
             }
-            OpenpmixRequest::JobControl { .. } => {
-                // Open MPI registers its session directory and shared-memory files for
-                // removal at finalize. The reference deletes them recursively as the client's
-                // uid; this server leaves files to the host that made the directories.
-                let ack = OpenpmixReply::Info {
-                    status: Status::SUCCESS,
-                    info: Vec::new(),
-                };
-                send(tag, &ack, dialect, out);
-                None
+            OpenpmixRequest::JobControl {
+                targets,
+                directives,
+            } => self.engine_request(
+                tag,
+                Answer::Info,
+                Request::JobControl {
+                    targets,
+                    directives,
+                },
+            ),
+            OpenpmixRequest::Log {
+                timestamp,
+                data,
+                mut directives,
+            } => {
+                // The client's clock reading, when it took one, as the reference passes it.
+                if timestamp != 0 {
+                    let t = i64::try_from(timestamp).unwrap_or(i64::MAX);
+                    directives.push(Info::attr(pmix_types::attr::LOG_TIMESTAMP, Value::Time(t)));
+                }
+                self.engine_request(tag, Answer::Status, Request::Log { data, directives })
             }
             OpenpmixRequest::Spawn { job_info, apps } => {
                 self.engine_request(tag, Answer::Spawn, Request::Spawn { job_info, apps })
@@ -624,9 +638,18 @@ fn translate_with(
                 .map(|j| to_job_info(j, dialect))
                 .collect::<Result<_, _>>()?,
         },
-        (Answer::Query, ReplyBody::Query { results }) if ok => OpenpmixReply::Info {
+        // A partial success carries what was answered.
+        (Answer::Query, ReplyBody::Query { results })
+            if ok || status == Status::QUERY_PARTIAL_SUCCESS =>
+        {
+            OpenpmixReply::Info {
+                status,
+                info: results.clone(),
+            }
+        }
+        (Answer::Info, _) => OpenpmixReply::Info {
             status,
-            info: results.clone(),
+            info: Vec::new(),
         },
         _ => OpenpmixReply::Status(status),
     }))

@@ -1,0 +1,188 @@
+//! Queries (`PMIx_Query_info`): the keys this server answers from its own tables, and the
+//! rest, passed to the host.
+//!
+//! Answered here: the namespaces registered (`QUERY_NAMESPACES`), the process sets named in a
+//! job's data (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`; none when the job data names none), the
+//! functions and attributes this server serves (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`,
+//! `QUERY_ATTRIBUTE_SUPPORT`), and any job-level key of a namespace's data (`JOB_SIZE` and
+//! the like, of the namespace named by a `NSPACE` qualifier, else the caller's). Everything
+//! else (process tables with their pids, job status, host functions) is the host's
+//! ([`Host::query`](crate::Host::query)); answers from both are merged into one reply, one
+//! [`Info`] per answered key, as OpenPMIx lays them out.
+
+use super::*;
+use pmix_types::DataArray;
+
+/// The query keys answered here.
+const LOCAL_KEYS: &[&str] = &[
+    attr::QUERY_NAMESPACES,
+    attr::QUERY_NUM_PSETS,
+    attr::QUERY_PSET_NAMES,
+    attr::QUERY_SUPPORTED_KEYS,
+    attr::QUERY_ATTRIBUTE_SUPPORT,
+    attr::SERVER_FUNCTIONS,
+];
+
+/// The PMIx functions a client of this server can use, whatever the host.
+const SERVER_FUNCTIONS: &str = "PMIx_Init,PMIx_Finalize,PMIx_Abort,PMIx_Put,PMIx_Commit,\
+PMIx_Fence,PMIx_Fence_nb,PMIx_Get,PMIx_Get_nb,PMIx_Publish,PMIx_Publish_nb,PMIx_Lookup,\
+PMIx_Lookup_nb,PMIx_Unpublish,PMIx_Unpublish_nb,PMIx_Spawn,PMIx_Spawn_nb,PMIx_Connect,\
+PMIx_Connect_nb,PMIx_Disconnect,PMIx_Disconnect_nb,PMIx_Register_event_handler,\
+PMIx_Deregister_event_handler,PMIx_Notify_event,PMIx_Query_info,PMIx_Query_info_nb,PMIx_Log,\
+PMIx_Log_nb,PMIx_Job_control,PMIx_Job_control_nb";
+
+/// The directives this server itself honours, by function (`QUERY_ATTRIBUTE_SUPPORT`).
+const SERVER_ATTRIBUTES: &[(&str, &[&str])] = &[
+    ("PMIx_Fence", &[attr::COLLECT_DATA, attr::TIMEOUT]),
+    (
+        "PMIx_Get",
+        &[attr::IMMEDIATE, attr::TIMEOUT, attr::OPTIONAL],
+    ),
+    ("PMIx_Publish", &[attr::RANGE, attr::PERSISTENCE]),
+    ("PMIx_Lookup", &[attr::RANGE, attr::WAIT, attr::TIMEOUT]),
+    (
+        "PMIx_Query_info",
+        &[attr::NSPACE, attr::QUERY_REFRESH_CACHE],
+    ),
+    (
+        "PMIx_Job_control",
+        &[
+            attr::REGISTER_CLEANUP,
+            attr::REGISTER_CLEANUP_DIR,
+            attr::CLEANUP_RECURSIVE,
+            attr::CLEANUP_IGNORE,
+            attr::CLEANUP_LEAVE_TOPDIR,
+            attr::CLEANUP_EMPTY,
+        ],
+    ),
+];
+
+/// A comma-separated list, as query answers give lists of names.
+fn comma_list<'a>(items: impl IntoIterator<Item = &'a str>) -> String {
+    items.into_iter().collect::<Vec<_>>().join(",")
+}
+
+fn qualifier<'a>(q: &'a Query, key: &str) -> Option<&'a Value> {
+    q.qualifiers
+        .iter()
+        .find(|i| i.key.as_str() == key)
+        .map(|i| &i.value)
+}
+
+impl Engine {
+    /// A client's queries: what is known here is answered at once, the rest goes to the host.
+    pub(super) fn query(&mut self, conn: ConnId, id: u32, me: Proc, queries: Vec<Query>) {
+        if queries.is_empty() || queries.iter().any(|q| q.keys.is_empty()) {
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        let mut local = Vec::new();
+        let mut rest = Vec::new();
+        for q in queries {
+            let target = qualifier(&q, attr::NSPACE)
+                .and_then(|v| match v {
+                    Value::Nspace(n) => Some(n.as_str().to_owned()),
+                    other => other.as_str().map(str::to_owned),
+                })
+                .unwrap_or_else(|| me.nspace.as_str().to_owned());
+            let mut unanswered = Vec::new();
+            for key in q.keys.iter() {
+                match self.answer_key(key, &q, &target) {
+                    Some(value) => local.push(Info::new(key.clone(), value)),
+                    None => unanswered.push(key.clone()),
+                }
+            }
+            if !unanswered.is_empty() {
+                rest.push(Query {
+                    keys: unanswered,
+                    qualifiers: q.qualifiers,
+                });
+            }
+        }
+        if rest.is_empty() {
+            return self.reply(conn, id, success(ReplyBody::Query { results: local }));
+        }
+        self.host_call(
+            PendingHost::Query { conn, id, local },
+            HostCall::Query {
+                proc: me,
+                queries: rest,
+            },
+        );
+    }
+
+    /// The answer to one key, if this server knows it.
+    fn answer_key(&self, key: &Key, q: &Query, nspace: &str) -> Option<Value> {
+        let psets = || -> Vec<String> {
+            self.job_value(nspace, attr::PSET_NAMES)
+                .map(|v| match v {
+                    Value::String(s) => s
+                        .split(',')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect(),
+                    Value::DataArray(a) => a
+                        .items()
+                        .iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect(),
+                    _ => Vec::new(),
+                })
+                .unwrap_or_default()
+        };
+        Some(match key.as_str() {
+            attr::QUERY_NAMESPACES => {
+                let mut names: Vec<&str> = self.nspaces.values().map(|n| n.name.as_str()).collect();
+                names.sort_unstable();
+                Value::String(comma_list(names))
+            }
+            attr::QUERY_NUM_PSETS => Value::Size(psets().len() as u64),
+            attr::QUERY_PSET_NAMES => Value::String(psets().join(",")),
+            attr::QUERY_SUPPORTED_KEYS => Value::String(comma_list(LOCAL_KEYS.iter().copied())),
+            attr::SERVER_FUNCTIONS => Value::String(SERVER_FUNCTIONS.to_owned()),
+            attr::QUERY_ATTRIBUTE_SUPPORT => {
+                let asked: Vec<&str> = [attr::SERVER_ATTRIBUTES, attr::CLIENT_ATTRIBUTES]
+                    .iter()
+                    .filter_map(|k| qualifier(q, k)?.as_str())
+                    .flat_map(|s| s.split(','))
+                    .collect();
+                let all = asked.is_empty() || asked.contains(&"all");
+                let found = SERVER_ATTRIBUTES
+                    .iter()
+                    .filter(|(f, _)| all || asked.contains(f))
+                    .filter_map(|(f, attrs)| {
+                        let key = Key::new(f).ok()?;
+                        Some(Info::new(key, comma_list(attrs.iter().copied())))
+                    });
+                Value::from(DataArray::from_infos(found))
+            }
+            // Not a query key: a job-level value of the namespace, if its data holds one.
+            _ if !key.as_str().starts_with("pmix.qry.") => {
+                self.job_value(nspace, key.as_str())?.clone()
+            }
+            _ => return None,
+        })
+    }
+
+    /// The host answered the queries this server could not: its answers join those found
+    /// here. A host that failed still leaves the local answers, as a partial success.
+    pub(super) fn query_done(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        mut local: Vec<Info>,
+        outcome: HostOutcome,
+    ) {
+        let reply = match outcome {
+            HostOutcome::Infos(Ok(results)) => {
+                local.extend(results);
+                success(ReplyBody::Query { results: local })
+            }
+            _ if !local.is_empty() => Reply {
+                status: Status::QUERY_PARTIAL_SUCCESS,
+                body: ReplyBody::Query { results: local },
+            },
+            other => Reply::status(failure_of(&other)),
+        };
+        self.reply(conn, id, reply);
+    }
+}

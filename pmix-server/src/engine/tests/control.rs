@@ -1,0 +1,260 @@
+//! Queries answered by the engine, logging, job control and cleanup registrations.
+
+use super::*;
+
+fn query(keys: &[&str], qualifiers: Vec<Info>) -> pmix_wire::Query {
+    pmix_wire::Query {
+        keys: keys.iter().map(|k| key(k)).collect(),
+        qualifiers,
+    }
+}
+
+fn results(r: Reply) -> Vec<Info> {
+    match r.body {
+        ReplyBody::Query { results } => results,
+        other => panic!("expected query results, got {other:?} ({:?})", r.status),
+    }
+}
+
+fn value_of<'a>(infos: &'a [Info], k: &str) -> &'a Value {
+    &infos
+        .iter()
+        .find(|i| i.key.as_str() == k)
+        .unwrap_or_else(|| panic!("no {k} in {infos:?}"))
+        .value
+}
+
+#[test]
+fn the_engine_answers_what_it_knows_without_the_host() {
+    let mut s = Sim::new();
+    s.job("b", 2);
+    s.job("a", 1);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    let asked = s.send(
+        1,
+        Request::Query {
+            queries: vec![
+                query(
+                    &[
+                        attr::QUERY_NAMESPACES,
+                        attr::QUERY_NUM_PSETS,
+                        attr::QUERY_PSET_NAMES,
+                    ],
+                    vec![],
+                ),
+                query(&[attr::JOB_SIZE], vec![Info::attr(attr::NSPACE, "b")]),
+                query(&[attr::SERVER_FUNCTIONS], vec![]),
+            ],
+        },
+    );
+    assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
+    let r = s.reply(1, asked);
+    assert_eq!(r.status, Status::SUCCESS);
+    let got = results(r);
+    assert_eq!(value_of(&got, attr::QUERY_NAMESPACES), &Value::from("a,b"));
+    assert_eq!(value_of(&got, attr::QUERY_NUM_PSETS), &Value::Size(0));
+    assert_eq!(value_of(&got, attr::QUERY_PSET_NAMES), &Value::from(""));
+    assert_eq!(value_of(&got, attr::JOB_SIZE).as_u64(), Some(2));
+    let fns = value_of(&got, attr::SERVER_FUNCTIONS).as_str().unwrap();
+    assert!(fns.split(',').any(|f| f == "PMIx_Job_control"), "{fns}");
+}
+
+#[test]
+fn process_sets_named_in_job_data_are_counted() {
+    let mut s = Sim::new();
+    let info = vec![
+        Info::attr(attr::JOB_SIZE, 1u32),
+        Info::attr(attr::PSET_NAMES, "ocean,land"),
+    ];
+    s.eng.register_nspace(ns("p"), 1, &info).unwrap();
+    s.eng
+        .register_client(&Proc::new(ns("p"), 0), UID, GID, proofs("p", 0))
+        .unwrap();
+    s.connect(1, "p", 0);
+    let asked = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(
+                &[attr::QUERY_NUM_PSETS, attr::QUERY_PSET_NAMES],
+                vec![],
+            )],
+        },
+    );
+    let got = results(s.reply(1, asked));
+    assert_eq!(value_of(&got, attr::QUERY_NUM_PSETS), &Value::Size(2));
+    assert_eq!(
+        value_of(&got, attr::QUERY_PSET_NAMES),
+        &Value::from("ocean,land")
+    );
+}
+
+#[test]
+fn local_and_host_answers_are_merged_and_a_failing_host_leaves_a_partial_success() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    let mixed = || Request::Query {
+        queries: vec![query(
+            &[attr::QUERY_NAMESPACES, attr::QUERY_PROC_TABLE],
+            vec![],
+        )],
+    };
+    let asked = s.send(1, mixed());
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::Query { queries, .. } = call else {
+        panic!("expected a query, got {call:?}");
+    };
+    // Only what the engine could not answer reaches the host.
+    assert_eq!(queries, vec![query(&[attr::QUERY_PROC_TABLE], vec![])]);
+    let table = Info::attr(attr::QUERY_PROC_TABLE, "from the host");
+    s.answer(op, HostOutcome::Infos(Ok(vec![table.clone()])));
+    let got = results(s.reply(1, asked));
+    assert_eq!(got.len(), 2);
+    assert_eq!(value_of(&got, attr::QUERY_PROC_TABLE), &table.value);
+
+    let asked = s.send(1, mixed());
+    let (op, _) = s.host_calls.remove(0);
+    s.answer(op, HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)));
+    let r = s.reply(1, asked);
+    assert_eq!(r.status, Status::QUERY_PARTIAL_SUCCESS);
+    assert_eq!(results(r).len(), 1);
+}
+
+#[test]
+fn log_goes_to_the_host_with_the_true_source() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(1, "a", 1);
+    s.auto_host = false;
+    let liar = Proc::new(ns("a"), Rank(0));
+    let id = s.send(
+        1,
+        Request::Log {
+            data: vec![Info::attr(attr::LOG_STDERR, "hello")],
+            directives: vec![Info::attr(attr::LOG_SOURCE, liar)],
+        },
+    );
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::Log {
+        proc,
+        data,
+        directives,
+    } = call
+    else {
+        panic!("expected a log, got {call:?}");
+    };
+    let me = Proc::new(ns("a"), Rank(1));
+    assert_eq!(proc, me);
+    assert_eq!(data, vec![Info::attr(attr::LOG_STDERR, "hello")]);
+    assert_eq!(directives, vec![Info::attr(attr::LOG_SOURCE, me)]);
+    s.answer(op, HostOutcome::Unit(Ok(())));
+    assert_eq!(s.reply(1, id).status, Status::SUCCESS);
+    // Nothing to log is the caller's mistake.
+    let empty = s.send(
+        1,
+        Request::Log {
+            data: vec![],
+            directives: vec![],
+        },
+    );
+    assert_eq!(s.reply(1, empty).status, Status::ERR_BAD_PARAM);
+    assert!(s.host_calls.is_empty());
+}
+
+#[test]
+fn job_control_actions_go_to_the_host_and_its_refusal_reaches_the_client() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    let id = s.send(
+        1,
+        Request::JobControl {
+            targets: vec![],
+            directives: vec![Info::attr(attr::JOB_CTRL_KILL, true)],
+        },
+    );
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::JobControl {
+        targets,
+        directives,
+        ..
+    } = call
+    else {
+        panic!("expected job control, got {call:?}");
+    };
+    // No targets: the caller's namespace.
+    assert_eq!(targets, vec![Proc::new(ns("a"), Rank::WILDCARD)]);
+    assert_eq!(directives, vec![Info::attr(attr::JOB_CTRL_KILL, true)]);
+    s.answer(op, HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)));
+    assert_eq!(s.reply(1, id).status, Status::ERR_NOT_SUPPORTED);
+    // Nothing asked for at all.
+    let id = s.send(
+        1,
+        Request::JobControl {
+            targets: vec![],
+            directives: vec![Info::attr(attr::JOB_CTRL_ID, "x")],
+        },
+    );
+    assert_eq!(s.reply(1, id).status, Status::ERR_BAD_PARAM);
+    assert!(s.host_calls.is_empty());
+}
+
+#[test]
+fn cleanups_are_kept_by_the_server_and_run_when_the_namespace_ends() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.job("b", 1);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    let id = s.send(
+        1,
+        Request::JobControl {
+            targets: vec![],
+            directives: vec![
+                Info::attr(attr::REGISTER_CLEANUP_DIR, "/tmp/x,/tmp/y"),
+                Info::attr(attr::CLEANUP_RECURSIVE, true),
+                Info::attr(attr::REGISTER_CLEANUP, "/tmp/f"),
+            ],
+        },
+    );
+    // Answered by the server alone.
+    assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
+    assert_eq!(s.reply(1, id).status, Status::SUCCESS);
+    // A path value that is not a string, and a directory both cleaned and ignored.
+    let bad = s.send(
+        1,
+        Request::JobControl {
+            targets: vec![],
+            directives: vec![Info::attr(attr::REGISTER_CLEANUP, 3u32)],
+        },
+    );
+    assert_eq!(s.reply(1, bad).status, Status::ERR_BAD_PARAM);
+    let conflict = s.send(
+        1,
+        Request::JobControl {
+            targets: vec![],
+            directives: vec![
+                Info::attr(attr::REGISTER_CLEANUP_DIR, "/tmp/z"),
+                Info::attr(attr::CLEANUP_IGNORE, "/tmp/z"),
+            ],
+        },
+    );
+    assert_eq!(
+        s.reply(1, conflict).status,
+        Status::ERR_CONFLICTING_CLEANUP_DIRECTIVES
+    );
+    s.eng.deregister_nspace("b", s.now);
+    s.pump();
+    assert!(s.cleanups.is_empty(), "another job's end ran them");
+    s.eng.deregister_nspace("a", s.now);
+    s.pump();
+    assert_eq!(s.cleanups.len(), 1);
+    let c = &s.cleanups[0];
+    assert_eq!((c.uid, c.gid), (UID, GID));
+    assert_eq!(c.dirs, ["/tmp/x", "/tmp/y"]);
+    assert_eq!(c.files, ["/tmp/f"]);
+    assert!(c.recursive && !c.leave_topdir);
+}

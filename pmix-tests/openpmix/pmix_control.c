@@ -1,0 +1,289 @@
+/*
+ * pmix_control.c - a libpmix program asking its server for what the server and its host know
+ * or do: PMIx_Query_info, PMIx_Log and PMIx_Job_control, used by pmix-tests against pmixrun.
+ *
+ *   pmix_control query        queries the namespaces and this job's process table; prints
+ *                             "query rank=R has_own_nspace=1 ptable=N own_pid=1"
+ *   pmix_control log          logs "log from rank R" on the server's stderr channel; prints
+ *                             "log rank=R ok"
+ *   pmix_control kill|signal  rank 0 registers for PMIX_EVENT_PROC_TERMINATED, then asks for
+ *                             rank 1 to be killed (PMIX_JOB_CTRL_KILL) or sent SIGTERM
+ *                             (PMIX_JOB_CTRL_SIGNAL) while rank 1 waits in a fence rank 0 never
+ *                             joins; rank 0 prints "<scenario> rank=0 affected=1 exit=E" once
+ *                             the event came, and finalizes
+ *   pmix_control unsupported  asks for PMIX_JOB_CTRL_PAUSE; prints
+ *                             "unsupported rank=R status=<name>"
+ *   pmix_control cleanup DIR  makes DIR/rank<R>/sub/f and DIR/file<R>, registers the directory
+ *                             (recursive) and the file for cleanup; prints
+ *                             "cleanup rank=R registered"
+ *   pmix_control watch        spawns two copies of itself ("pmix_control child", which only
+ *                             init and finalize) with PMIX_NOTIFY_COMPLETION and
+ *                             PMIX_NOTIFY_PROC_TERMINATION; prints "watch rank=R ends=2
+ *                             job_end=<status name>" once it heard of both ends and the job's
+ *
+ * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2 (pmix_fail.h).
+ *
+ * Build: gcc -O1 -Wall -Wextra -o pmix_control pmix_control.c $(pkg-config --cflags --libs pmix)
+ */
+#include <pmix.h>
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static pmix_proc_t me;
+static int fail_rank(void) { return me.nspace[0] ? (int) me.rank : -1; }
+#include "pmix_fail.h"
+
+/* ---- query ---------------------------------------------------------------------------- */
+
+static void query(void)
+{
+    pmix_query_t q[2];
+    pmix_status_t rc;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0, n, ptable = 0;
+    bool has_own = false, own_pid = false;
+
+    PMIX_QUERY_CONSTRUCT(&q[0]);
+    PMIX_ARGV_APPEND(rc, q[0].keys, PMIX_QUERY_NAMESPACES);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIX_ARGV_APPEND");
+    PMIX_QUERY_CONSTRUCT(&q[1]);
+    PMIX_ARGV_APPEND(rc, q[1].keys, PMIX_QUERY_PROC_TABLE);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIX_ARGV_APPEND");
+    PMIX_QUERY_QUALIFIERS_CREATE(&q[1], 1);
+    PMIX_INFO_LOAD(&q[1].qualifiers[0], PMIX_NSPACE, me.nspace, PMIX_STRING);
+    MUST(PMIx_Query_info(q, 2, &results, &nresults));
+    for (n = 0; n < nresults; n++) {
+        if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_NAMESPACES)) {
+            if (results[n].value.type != PMIX_STRING)
+                fail("namespaces of type %d", results[n].value.type);
+            has_own = strstr(results[n].value.data.string, me.nspace) != NULL;
+        } else if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_PROC_TABLE)) {
+            pmix_data_array_t *a = results[n].value.data.darray;
+            if (results[n].value.type != PMIX_DATA_ARRAY || a->type != PMIX_PROC_INFO)
+                fail("process table of type %d", results[n].value.type);
+            pmix_proc_info_t *pi = (pmix_proc_info_t *) a->array;
+            ptable = a->size;
+            for (size_t i = 0; i < a->size; i++)
+                if (pi[i].proc.rank == me.rank && pi[i].pid == getpid())
+                    own_pid = true;
+        }
+    }
+    printf("query rank=%u has_own_nspace=%d ptable=%zu own_pid=%d\n", me.rank, has_own, ptable,
+           own_pid);
+    PMIX_INFO_FREE(results, nresults);
+}
+
+/* ---- log ------------------------------------------------------------------------------ */
+
+static void log_line(void)
+{
+    char text[64];
+    pmix_info_t data;
+    snprintf(text, sizeof text, "log from rank %u", me.rank);
+    PMIX_INFO_LOAD(&data, PMIX_LOG_STDERR, text, PMIX_STRING);
+    MUST(PMIx_Log(&data, 1, NULL, 0));
+    PMIX_INFO_DESTRUCT(&data);
+    printf("log rank=%u ok\n", me.rank);
+}
+
+/* ---- kill / signal -------------------------------------------------------------------- */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static int affected = -1, exit_code = -1;
+
+static void on_terminated(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                          pmix_info_t info[], size_t ninfo, pmix_info_t results[],
+                          size_t nresults, pmix_event_notification_cbfunc_fn_t cbfunc,
+                          void *cbdata)
+{
+    (void) id, (void) status, (void) source, (void) results, (void) nresults;
+    pthread_mutex_lock(&lock);
+    for (size_t n = 0; n < ninfo; n++) {
+        if (PMIX_CHECK_KEY(&info[n], PMIX_EVENT_AFFECTED_PROC))
+            affected = (int) info[n].value.data.proc->rank;
+        else if (PMIX_CHECK_KEY(&info[n], PMIX_EXIT_CODE))
+            exit_code = info[n].value.data.integer;
+    }
+    if (affected == 1)
+        pthread_cond_signal(&cond);
+    pthread_mutex_unlock(&lock);
+    if (cbfunc)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+static void kill_peer(const char *scenario)
+{
+    pmix_proc_t all, peer;
+    PMIX_PROC_LOAD(&all, me.nspace, PMIX_RANK_WILDCARD);
+    if (me.rank != 0) {
+        /* Wait where only a kill gets us out: rank 0 never enters this fence. */
+        MUST(PMIx_Fence(&all, 1, NULL, 0));
+        MUST(PMIx_Fence(&all, 1, NULL, 0));
+        fail("the second fence completed");
+    }
+    /* Without a callback the registration is complete when it returns. */
+    pmix_status_t code = PMIX_EVENT_PROC_TERMINATED;
+    pmix_status_t id = PMIx_Register_event_handler(&code, 1, NULL, 0, on_terminated, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
+    MUST(PMIx_Fence(&all, 1, NULL, 0));
+    pmix_info_t directive;
+    if (strcmp(scenario, "kill") == 0) {
+        bool yes = true;
+        PMIX_INFO_LOAD(&directive, PMIX_JOB_CTRL_KILL, &yes, PMIX_BOOL);
+    } else {
+        int sig = SIGTERM;
+        PMIX_INFO_LOAD(&directive, PMIX_JOB_CTRL_SIGNAL, &sig, PMIX_INT);
+    }
+    PMIX_PROC_LOAD(&peer, me.nspace, 1);
+    MUST(PMIx_Job_control(&peer, 1, &directive, 1, NULL, NULL));
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    pthread_mutex_lock(&lock);
+    while (affected != 1)
+        if (pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT)
+            fail("no PMIX_EVENT_PROC_TERMINATED for rank 1 within 20 s");
+    printf("%s rank=0 affected=%d exit=%d\n", scenario, affected, exit_code);
+    pthread_mutex_unlock(&lock);
+}
+
+/* ---- watch -------------------------------------------------------------------------- */
+
+static int child_ends = 0, job_ended = 0;
+static pmix_status_t job_term = PMIX_ERROR;
+
+static void on_child_event(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                           pmix_info_t info[], size_t ninfo, pmix_info_t results[],
+                           size_t nresults, pmix_event_notification_cbfunc_fn_t cbfunc,
+                           void *cbdata)
+{
+    (void) id, (void) source, (void) results, (void) nresults;
+    pthread_mutex_lock(&lock);
+    for (size_t n = 0; n < ninfo; n++) {
+        /* The children are the only other job. */
+        if (PMIX_CHECK_KEY(&info[n], PMIX_EVENT_AFFECTED_PROC) &&
+            !PMIX_CHECK_NSPACE(info[n].value.data.proc->nspace, me.nspace)) {
+            if (status == PMIX_EVENT_PROC_TERMINATED)
+                child_ends++;
+            else if (status == PMIX_EVENT_JOB_END)
+                job_ended = 1;
+        } else if (PMIX_CHECK_KEY(&info[n], PMIX_JOB_TERM_STATUS)) {
+            job_term = info[n].value.data.status;
+        }
+    }
+    pthread_cond_signal(&cond);
+    pthread_mutex_unlock(&lock);
+    if (cbfunc)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+static void watch(const char *self)
+{
+    pmix_status_t codes[2] = {PMIX_EVENT_PROC_TERMINATED, PMIX_EVENT_JOB_END};
+    pmix_status_t id = PMIx_Register_event_handler(codes, 2, NULL, 0, on_child_event, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
+    pmix_info_t job[2];
+    bool yes = true;
+    PMIX_INFO_LOAD(&job[0], PMIX_NOTIFY_COMPLETION, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&job[1], PMIX_NOTIFY_PROC_TERMINATION, &yes, PMIX_BOOL);
+    pmix_app_t app;
+    PMIX_APP_CONSTRUCT(&app);
+    app.cmd = strdup(self);
+    app.argv = calloc(3, sizeof(char *));
+    app.argv[0] = strdup(self);
+    app.argv[1] = strdup("child");
+    app.maxprocs = 2;
+    pmix_nspace_t spawned;
+    pmix_status_t rc = PMIx_Spawn(job, 2, &app, 1, spawned);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Spawn returned %s", PMIx_Error_string(rc));
+    pthread_mutex_lock(&lock);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 20;
+    while (child_ends < 2 || !job_ended)
+        if (pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT)
+            fail("heard of %d ends and job end %d within 20 s", child_ends, job_ended);
+    printf("watch rank=%u ends=%d job_end=%s\n", me.rank, child_ends, PMIx_Error_string(job_term));
+    pthread_mutex_unlock(&lock);
+    PMIX_APP_DESTRUCT(&app);
+}
+
+/* ---- unsupported ---------------------------------------------------------------------- */
+
+static void unsupported(void)
+{
+    pmix_info_t directive;
+    bool yes = true;
+    PMIX_INFO_LOAD(&directive, PMIX_JOB_CTRL_PAUSE, &yes, PMIX_BOOL);
+    pmix_status_t rc = PMIx_Job_control(NULL, 0, &directive, 1, NULL, NULL);
+    printf("unsupported rank=%u status=%s\n", me.rank, PMIx_Error_string(rc));
+}
+
+/* ---- cleanup -------------------------------------------------------------------------- */
+
+static void make(const char *path, bool dir)
+{
+    if (dir ? mkdir(path, 0700) != 0 : fclose(fopen(path, "w")) != 0)
+        fail("creating %s: %s", path, strerror(errno));
+}
+
+static void cleanup(const char *dir)
+{
+    char top[512], sub[600], file[700], loose[512];
+    snprintf(top, sizeof top, "%s/rank%u", dir, me.rank);
+    snprintf(sub, sizeof sub, "%s/sub", top);
+    snprintf(file, sizeof file, "%s/f", sub);
+    snprintf(loose, sizeof loose, "%s/file%u", dir, me.rank);
+    make(top, true);
+    make(sub, true);
+    make(file, false);
+    make(loose, false);
+    pmix_info_t d[3];
+    bool yes = true;
+    PMIX_INFO_LOAD(&d[0], PMIX_REGISTER_CLEANUP_DIR, top, PMIX_STRING);
+    PMIX_INFO_LOAD(&d[1], PMIX_CLEANUP_RECURSIVE, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&d[2], PMIX_REGISTER_CLEANUP, loose, PMIX_STRING);
+    MUST(PMIx_Job_control(NULL, 0, d, 3, NULL, NULL));
+    printf("cleanup rank=%u registered\n", me.rank);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        fail("usage: pmix_control query|log|kill|signal|unsupported|cleanup DIR|watch");
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    MUST(PMIx_Init(&me, NULL, 0));
+    const char *s = argv[1];
+    if (strcmp(s, "query") == 0)
+        query();
+    else if (strcmp(s, "log") == 0)
+        log_line();
+    else if (strcmp(s, "kill") == 0 || strcmp(s, "signal") == 0)
+        kill_peer(s);
+    else if (strcmp(s, "unsupported") == 0)
+        unsupported();
+    else if (strcmp(s, "cleanup") == 0 && argc > 2)
+        cleanup(argv[2]);
+    else if (strcmp(s, "watch") == 0)
+        watch(argv[0]);
+    else if (strcmp(s, "child") == 0)
+        ;
+    else
+        fail("unknown scenario %s", s);
+    MUST(PMIx_Finalize(NULL, 0));
+    return 0;
+}

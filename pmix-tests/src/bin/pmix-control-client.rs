@@ -1,0 +1,274 @@
+//! The scenarios of `openpmix/pmix_control.c` on pmix-rs's client, with the same output lines:
+//! queries, logging, job control and the lifecycle events it brings (`tests/control.rs`).
+//!
+//! `pmix-control-client query|log|kill|signal|unsupported|cleanup DIR|order|watch`: see the C
+//! program for the first six; `order` registers handlers placed by the `EVENT_HDLR_*`
+//! attributes, raises an event for itself and prints `order rank=R first,pre,plain,after,last`
+//! in the order they ran; `watch` spawns two copies of itself (which init and finalize) with
+//! `NOTIFY_COMPLETION` and `NOTIFY_PROC_TERMINATION` and prints `watch rank=R ends=2
+//! job_end=SUCCESS` once it heard of both ends and of the job's. A failure prints
+//! `FAIL rank=R: <what>` on stderr and exits 2.
+
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use pmix_client::wire::Query;
+use pmix_client::{
+    AppExt, Client, DataRange, Info, Key, Nspace, Proc, Rank, Status, Value, app, attr,
+};
+
+type Res = Result<(), String>;
+
+/// How long rank 0 waits for the event of its peer's end.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
+    move |err| format!("{what}: {err}")
+}
+
+fn key(k: &str) -> Result<Key, String> {
+    Key::new(k).map_err(e("key"))
+}
+
+/// The value of `k` among `info`.
+fn value_of<'a>(info: &'a [Info], k: &str) -> Option<&'a Value> {
+    info.iter().find(|i| i.key.as_str() == k).map(|i| &i.value)
+}
+
+fn query(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let queries = [
+        Query {
+            keys: vec![key(attr::QUERY_NAMESPACES)?],
+            qualifiers: vec![],
+        },
+        Query {
+            keys: vec![key(attr::QUERY_PROC_TABLE)?, key(attr::JOB_SIZE)?],
+            qualifiers: vec![Info::attr(attr::NSPACE, me.nspace.as_str())],
+        },
+    ];
+    let results = c.query(&queries).map_err(e("query"))?;
+    let find = |k: &str| value_of(&results, k);
+    let names = find(attr::QUERY_NAMESPACES)
+        .and_then(Value::as_str)
+        .ok_or("no namespaces")?;
+    let has_own = names.split(',').any(|n| n == me.nspace.as_str());
+    let Some(Value::DataArray(table)) = find(attr::QUERY_PROC_TABLE) else {
+        return Err(format!("no process table in {results:?}"));
+    };
+    let own_pid = table
+        .items()
+        .iter()
+        .any(|v| matches!(v, Value::ProcInfo(pi) if pi.proc == me && pi.pid == std::process::id()));
+    let size = find(attr::JOB_SIZE).and_then(Value::as_u64);
+    if size != Some(table.items().len() as u64) {
+        return Err(format!(
+            "job size {size:?}, table of {}",
+            table.items().len()
+        ));
+    }
+    println!(
+        "query rank={} has_own_nspace={} ptable={} own_pid={}",
+        me.rank,
+        u8::from(has_own),
+        table.items().len(),
+        u8::from(own_pid)
+    );
+    Ok(())
+}
+
+fn log(c: &Client) -> Res {
+    let rank = c.proc().rank;
+    let text = format!("log from rank {rank}");
+    c.log(&[Info::attr(attr::LOG_STDERR, text)], &[])
+        .map_err(e("log"))?;
+    println!("log rank={rank} ok");
+    Ok(())
+}
+
+fn kill_peer(c: &Client, scenario: &str) -> Res {
+    let me = c.proc().clone();
+    let all = [Proc::new(me.nspace.clone(), Rank::WILDCARD)];
+    if me.rank != Rank(0) {
+        // Where only a kill gets us out: rank 0 never enters the second fence.
+        c.fence(&all, &[]).map_err(e("fence"))?;
+        c.fence(&all, &[]).map_err(e("second fence"))?;
+        return Err("the second fence completed".into());
+    }
+    let (tx, rx) = mpsc::channel();
+    let tx = Mutex::new(tx);
+    c.register_event_handler(&[Status::EVENT_PROC_TERMINATED], &[], move |ev| {
+        let get = |k: &str| value_of(&ev.info, k);
+        let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
+        let code = get(attr::EXIT_CODE).and_then(Value::as_i64);
+        if let Ok(tx) = tx.lock() {
+            let _ = tx.send((affected, code));
+        }
+    })
+    .map_err(e("register"))?;
+    c.fence(&all, &[]).map_err(e("fence"))?;
+    let directive = if scenario == "kill" {
+        Info::attr(attr::JOB_CTRL_KILL, true)
+    } else {
+        Info::attr(attr::JOB_CTRL_SIGNAL, 15i32)
+    };
+    let peer = Proc::new(me.nspace.clone(), 1);
+    c.job_control(std::slice::from_ref(&peer), &[directive])
+        .map_err(e("job control"))?;
+    loop {
+        let (affected, code) = rx
+            .recv_timeout(PATIENCE)
+            .map_err(|_| "no EVENT_PROC_TERMINATED for rank 1 within 20 s")?;
+        if affected.as_ref() == Some(&peer) {
+            println!("{scenario} rank=0 affected=1 exit={}", code.unwrap_or(-1));
+            return Ok(());
+        }
+    }
+}
+
+fn unsupported(c: &Client) -> Res {
+    let r = c.job_control(&[], &[Info::attr(attr::JOB_CTRL_PAUSE, true)]);
+    let status = match r {
+        Ok(()) => "SUCCESS".to_owned(),
+        Err(err) if err.status() == Status::ERR_NOT_SUPPORTED => "NOT-SUPPORTED".to_owned(),
+        Err(err) => format!("{err}"),
+    };
+    println!("unsupported rank={} status={status}", c.proc().rank);
+    Ok(())
+}
+
+fn cleanup(c: &Client, dir: &str) -> Res {
+    let rank = c.proc().rank;
+    let top = format!("{dir}/rank{rank}");
+    let loose = format!("{dir}/file{rank}");
+    std::fs::create_dir_all(format!("{top}/sub")).map_err(e("mkdir"))?;
+    std::fs::write(format!("{top}/sub/f"), "x").map_err(e("write"))?;
+    std::fs::write(&loose, "x").map_err(e("write"))?;
+    let directives = [
+        Info::attr(attr::REGISTER_CLEANUP_DIR, top),
+        Info::attr(attr::CLEANUP_RECURSIVE, true),
+        Info::attr(attr::REGISTER_CLEANUP, loose),
+    ];
+    c.job_control(&[], &directives).map_err(e("job control"))?;
+    println!("cleanup rank={rank} registered");
+    Ok(())
+}
+
+fn order(c: &Client) -> Res {
+    const CODE: Status = Status(-12345);
+    let seen: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let (tx, rx) = mpsc::channel::<()>();
+    let tx = Mutex::new(tx);
+    let yes = |k: &'static str| Info::attr(k, true);
+    let regs: [(&'static str, &[Status], Vec<Info>); 5] = [
+        (
+            "plain",
+            &[CODE],
+            vec![Info::attr(attr::EVENT_HDLR_NAME, "plain")],
+        ),
+        ("last", &[], vec![yes(attr::EVENT_HDLR_LAST)]),
+        ("first", &[], vec![yes(attr::EVENT_HDLR_FIRST)]),
+        ("pre", &[CODE], vec![yes(attr::EVENT_HDLR_PREPEND)]),
+        (
+            "after",
+            &[CODE],
+            vec![Info::attr(attr::EVENT_HDLR_AFTER, "plain")],
+        ),
+    ];
+    for (name, codes, info) in regs {
+        let seen = Arc::clone(&seen);
+        let done = (name == "last")
+            .then(|| tx.lock().map(|t| t.clone()).ok())
+            .flatten();
+        c.register_event_handler(codes, &info, move |_| {
+            if let Ok(mut s) = seen.lock() {
+                s.push(name);
+            }
+            if let Some(d) = &done {
+                let _ = d.send(());
+            }
+        })
+        .map_err(e("register"))?;
+    }
+    c.notify_event(CODE, DataRange::PROC_LOCAL, &[])
+        .map_err(e("notify"))?;
+    rx.recv_timeout(PATIENCE)
+        .map_err(|_| "the last handler never ran")?;
+    let seen = seen.lock().map_err(|_| "poisoned")?.join(",");
+    println!("order rank={} {seen}", c.proc().rank);
+    Ok(())
+}
+
+fn watch(c: &Client) -> Res {
+    let (tx, rx) = mpsc::channel::<(Status, Option<Proc>, Option<Status>)>();
+    let tx = Mutex::new(tx);
+    let codes = [Status::EVENT_PROC_TERMINATED, Status::EVENT_JOB_END];
+    c.register_event_handler(&codes, &[], move |ev| {
+        let get = |k: &str| value_of(&ev.info, k);
+        let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
+        let term = match get(attr::JOB_TERM_STATUS) {
+            Some(Value::Status(s)) => Some(*s),
+            _ => None,
+        };
+        if let Ok(tx) = tx.lock() {
+            let _ = tx.send((ev.code, affected, term));
+        }
+    })
+    .map_err(e("register"))?;
+    let me = std::env::current_exe().map_err(e("current_exe"))?;
+    let job_info = [
+        Info::attr(attr::NOTIFY_COMPLETION, true),
+        Info::attr(attr::NOTIFY_PROC_TERMINATION, true),
+    ];
+    let child = app(me.to_string_lossy(), 2).with_arg("child");
+    let nspace: Nspace = c.spawn(&job_info, &[child]).map_err(e("spawn"))?;
+    let (mut ends, mut job_end) = (0, None);
+    while job_end.is_none() || ends < 2 {
+        let (code, affected, term) = rx
+            .recv_timeout(PATIENCE)
+            .map_err(|_| format!("heard of {ends} ends and job end {job_end:?} only"))?;
+        match affected {
+            Some(p) if p.nspace == nspace && code == Status::EVENT_PROC_TERMINATED => ends += 1,
+            Some(p) if p.nspace == nspace && code == Status::EVENT_JOB_END => {
+                job_end = Some(term.and_then(Status::name).unwrap_or("none"));
+            }
+            other => return Err(format!("an event {code:?} about {other:?}")),
+        }
+    }
+    println!(
+        "watch rank={} ends={ends} job_end={}",
+        c.proc().rank,
+        job_end.unwrap_or_default()
+    );
+    Ok(())
+}
+
+fn run(args: &[String]) -> Res {
+    let c = Client::init().map_err(e("init"))?;
+    match args.first().map(String::as_str) {
+        Some("query") => query(&c)?,
+        Some("log") => log(&c)?,
+        Some(s @ ("kill" | "signal")) => kill_peer(&c, s)?,
+        Some("unsupported") => unsupported(&c)?,
+        Some("cleanup") => cleanup(&c, args.get(1).ok_or("cleanup needs a directory")?)?,
+        Some("order") => order(&c)?,
+        Some("watch") => watch(&c)?,
+        // A spawned copy: only there to start and end.
+        Some("child") => {}
+        other => return Err(format!("unknown scenario {other:?}")),
+    }
+    c.finalize().map_err(e("finalize"))
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(what) => {
+            let rank = std::env::var("PMIX_RANK").unwrap_or_else(|_| "-1".into());
+            eprintln!("FAIL rank={rank}: {what}");
+            ExitCode::from(2)
+        }
+    }
+}

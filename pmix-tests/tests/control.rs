@@ -1,0 +1,221 @@
+//! Query, log and job control, with the lifecycle events they bring, under `pmixrun`, from
+//! every client library: pmix-rs's (`pmix-control-client`), libpmix 4.2
+//! (`openpmix/pmix_control.c`, compiled here) and python3-pmix (`openpmix/pmix_control.py`),
+//! on one node and across two logical nodes of this machine (`--launcher local`). The three
+//! print the same lines; every run is bounded by a deadline.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use pmix_tests::{
+    Output, Running, assert_lines, assert_ok, cargo_build, openpmix_program,
+    openpmix_python_client, openpmix_sources, profile_dir, under_pmix_host,
+};
+
+/// For one run; each takes well under a second.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+fn pmixrun_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
+        profile_dir().join("pmixrun")
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lib {
+    Rust,
+    C,
+    Python,
+}
+
+/// The command line of the client program of `lib`.
+fn program(lib: Lib) -> Vec<OsString> {
+    match lib {
+        Lib::Rust => {
+            static BIN: OnceLock<PathBuf> = OnceLock::new();
+            let bin = BIN.get_or_init(|| {
+                cargo_build(&["-p", "pmix-tests", "--bin", "pmix-control-client"]);
+                profile_dir().join("pmix-control-client")
+            });
+            vec![bin.into()]
+        }
+        Lib::C => vec![openpmix_program("pmix_control").into()],
+        Lib::Python => {
+            let (python, _) = openpmix_python_client();
+            vec![
+                python.into(),
+                openpmix_sources().join("pmix_control.py").into(),
+            ]
+        }
+    }
+}
+
+/// `pmixrun -n 2 <client> <args>`, on two logical nodes `a` and `b` when `nodes`.
+fn run(lib: Lib, nodes: bool, args: &[&str]) -> Output {
+    run_n(lib, nodes, 2, args)
+}
+
+/// [`run`] with `n` ranks; across nodes, room for two more on `b`.
+fn run_n(lib: Lib, nodes: bool, n: u32, args: &[&str]) -> Output {
+    let mut cmd = Command::new(pmixrun_bin());
+    if nodes {
+        cmd.args(["--launcher", "local", "--host", "a:1,b:3"]);
+    }
+    cmd.args(["-n", &n.to_string()])
+        .args(program(lib))
+        .args(args)
+        .env_remove("PMIXRS_NAMESERVER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let what = format!("{lib:?} client, nodes {nodes}: {}", args.join(" "));
+    let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+    assert_ok(&out, &what);
+    out
+}
+
+/// Each rank's line, as both ranks print it.
+fn both(f: impl Fn(u32) -> String) -> Vec<String> {
+    (0..2).map(f).collect()
+}
+
+fn query(lib: Lib, nodes: bool) {
+    let out = run(lib, nodes, &["query"]);
+    let want = if lib == Lib::Python {
+        both(|r| format!("query rank={r} has_own_nspace=1"))
+    } else {
+        // The process table has both ranks, this one with its own pid.
+        both(|r| format!("query rank={r} has_own_nspace=1 ptable=2 own_pid=1"))
+    };
+    assert_lines(&out, &format!("{lib:?} query"), "query", want);
+}
+
+fn log(lib: Lib, nodes: bool) {
+    let out = run(lib, nodes, &["log"]);
+    assert_lines(&out, "log", "log", both(|r| format!("log rank={r} ok")));
+    // On pmixrun's stderr, tagged with the source, and its node across nodes.
+    for r in 0..2 {
+        let at = if nodes { ["@a", "@b"][r] } else { "" };
+        let line = format!("[{r}{at}] log from rank {r}");
+        assert!(
+            out.stderr.lines().any(|l| l == line),
+            "{lib:?}: no {line:?} in {out:#?}"
+        );
+    }
+}
+
+fn unsupported(lib: Lib, nodes: bool) {
+    let out = run(lib, nodes, &["unsupported"]);
+    let want = both(|r| format!("unsupported rank={r} status=NOT-SUPPORTED"));
+    assert_lines(&out, "unsupported", "unsupported", want);
+}
+
+/// Rank 0 has rank 1 killed, or sent SIGTERM, and hears of its end; the run succeeds.
+fn kill(lib: Lib, nodes: bool) {
+    for (scenario, code) in [("kill", 137), ("signal", 143)] {
+        let out = run(lib, nodes, &[scenario]);
+        let want = vec![format!("{scenario} rank=0 affected=1 exit={code}")];
+        assert_lines(&out, scenario, scenario, want);
+    }
+}
+
+/// What each rank registered for cleanup is gone once the run is over.
+fn cleanup(lib: Lib, nodes: bool) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("control")
+        .join(format!("{lib:?}-{nodes}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let keep = dir.join("keep");
+    std::fs::write(&keep, "not registered").unwrap_or_else(|e| panic!("{e}"));
+    let d = dir
+        .to_str()
+        .unwrap_or_else(|| panic!("a path that is not UTF-8"));
+    let out = run(lib, nodes, &["cleanup", d]);
+    assert_lines(
+        &out,
+        "cleanup",
+        "cleanup",
+        both(|r| format!("cleanup rank={r} registered")),
+    );
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{e}"))
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, [OsString::from("keep")], "{lib:?}: {out:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A spawning process hears of its children's ends and of their job's, as it asked.
+fn watch(lib: Lib, nodes: bool) {
+    let out = run_n(lib, nodes, 1, &["watch"]);
+    let want = vec!["watch rank=0 ends=2 job_end=SUCCESS".to_owned()];
+    assert_lines(&out, "watch", "watch", want);
+}
+
+#[test]
+fn pmix_rs_client_queries_logs_and_controls_the_job() {
+    for nodes in [false, true] {
+        query(Lib::Rust, nodes);
+        log(Lib::Rust, nodes);
+        unsupported(Lib::Rust, nodes);
+        kill(Lib::Rust, nodes);
+        cleanup(Lib::Rust, nodes);
+    }
+    for nodes in [false, true] {
+        watch(Lib::Rust, nodes);
+    }
+    // Handlers run where the registration placed them.
+    let out = run(Lib::Rust, false, &["order"]);
+    let want = both(|r| format!("order rank={r} first,pre,plain,after,last"));
+    assert_lines(&out, "order", "order", want);
+}
+
+#[test]
+fn libpmix_client_queries_logs_and_controls_the_job() {
+    for nodes in [false, true] {
+        query(Lib::C, nodes);
+        log(Lib::C, nodes);
+        unsupported(Lib::C, nodes);
+        kill(Lib::C, nodes);
+        cleanup(Lib::C, nodes);
+        watch(Lib::C, nodes);
+    }
+}
+
+#[test]
+fn python3_pmix_client_queries_logs_and_controls_the_job() {
+    query(Lib::Python, false);
+    log(Lib::Python, false);
+    unsupported(Lib::Python, false);
+    cleanup(Lib::Python, false);
+}
+
+/// pmix-rs's client speaks `LOG` and `JOB_CONTROL` as a real OpenPMIx 4.2 server understands
+/// them (`pmix_host`, on libpmix's server library, which logs itself and has no job control).
+#[test]
+fn pmix_rs_client_logs_and_asks_for_job_control_under_a_real_openpmix_server() {
+    let client = program(Lib::Rust).remove(0);
+    for (scenario, want) in [
+        ("log", both(|r| format!("log rank={r} ok"))),
+        (
+            "unsupported",
+            both(|r| format!("unsupported rank={r} status=NOT-SUPPORTED")),
+        ),
+    ] {
+        let mut cmd = under_pmix_host(2, 20, Path::new(&client), &[scenario]);
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let what = format!("pmix_host -n 2 pmix-control-client {scenario}");
+        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+        assert_ok(&out, &what);
+        assert_lines(&out, &what, scenario, want);
+    }
+}
