@@ -652,7 +652,9 @@ fn nodeinfo(c: &Client) -> Res {
 /// SIGTERM blocked, so that they can say how it failed before the launcher's SIGKILL:
 /// `rank R: fence failed with <status>`. Rank `<rank>` says "ready"; given a status, it waits
 /// for every other rank's commit (each is then in the fence or about to be, SIGTERM blocked)
-/// and exits with it without finalize; given `park`, it waits to be killed.
+/// and exits with it without finalize; given `park`, it waits to be killed. A failed fence is
+/// what the others expect: they finalize and exit 0 after saying so, so that the run's first
+/// failure is rank `<rank>`'s alone (exiting 1 too, one on its node could be reported first).
 fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
     let me = c.proc().clone();
     let stuck: u32 = rank.parse().map_err(e("rank"))?;
@@ -675,7 +677,7 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
         Ok(()) => Err(format!("the fence completed without rank {stuck}")),
         Err(err) => {
             println!("rank {}: fence failed with {:?}", me.rank, err.status());
-            Err(format!("fence: {err}"))
+            Ok(())
         }
     }
 }
