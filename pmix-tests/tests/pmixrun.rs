@@ -242,7 +242,17 @@ fn timeout_kills_a_hanging_job() {
         r.stderr,
         "pmixrun: the job did not finish within --timeout 1 s; killing the job\n"
     );
-    assert_eq!(r.stdout_lines(), ["ready"; 3], "{r:?}");
+    // Every rank got as far as its hang. Killed together, a rank may see its peer die first
+    // and say its get or fence failed for it before its own end: nothing else may appear.
+    let lines = r.stdout_lines();
+    assert_eq!(lines.iter().filter(|l| **l == "ready").count(), 3, "{r:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| *l == "ready"
+                || (l.starts_with("FAILED: ") && l.contains("ERR_PROC_TERM_WO_SYNC"))),
+        "{r:?}"
+    );
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
 
