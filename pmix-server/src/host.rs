@@ -10,7 +10,8 @@ use pmix_types::{DataRange, Info, Key, Nspace, Proc, Status};
 use pmix_wire::{App, Published, Query};
 
 use crate::engine::{HostCall, HostOutcome, OpId};
-use crate::mailbox::LoopMsg;
+use crate::hook::LoopHook;
+use crate::mailbox::{self, LoopMsg};
 
 /// A type the host can answer a callback with.
 pub trait Outcome: Send + 'static + sealed::Sealed {
@@ -120,7 +121,8 @@ impl<T: Outcome> Completion<T> {
                 // The server may already be gone; then nobody is waiting and there is nothing
                 // to do.
                 let delivered = tx.send(LoopMsg::HostDone(op, T::wrap(result))).is_ok();
-                if delivered {
+                // On the loop's own thread the loop takes it before it sleeps again.
+                if delivered && !mailbox::on_loop_thread(&tx) {
                     let _ = waker.wake();
                 }
             }
@@ -351,6 +353,14 @@ pub trait Host: Send + 'static {
         done: Completion<Vec<Info>>,
     ) {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
+    }
+
+    /// The host's own I/O, to be polled by the server's event loop on its thread (see
+    /// [`LoopHook`]): a host that talks to other nodes over sockets of its own answers its
+    /// callbacks without a hop between threads. Asked when the server starts (`None` then:
+    /// no hook, ever) and on every turn of the loop. Default: `None`.
+    fn loop_hook(&mut self) -> Option<&mut dyn LoopHook> {
+        None
     }
 }
 

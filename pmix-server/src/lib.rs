@@ -15,6 +15,7 @@ mod cleanup;
 mod engine;
 mod error;
 mod frontend;
+mod hook;
 mod host;
 mod limits;
 mod mailbox;
@@ -28,8 +29,11 @@ mod tcp_peer;
 
 pub use engine::NameService;
 pub use error::Error;
+pub use hook::{LoopContext, LoopHook, LoopWaker};
 pub use host::{Completion, Host, NoHost, Outcome};
 pub use limits::Limits;
+/// The `mio` the server's event loop runs on, for a host's [`LoopHook`].
+pub use mio;
 pub use nameserver::{NameServer, NameServerClient};
 pub use pmix_regex::{generate_ppn, generate_regex};
 pub use pmix_types as types;

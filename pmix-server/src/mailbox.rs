@@ -3,6 +3,7 @@
 //! sent by `host.rs`'s `Completion`). Kept apart from the loop itself so that the API and the
 //! host-facing types depend on the loop's inbox, not on the loop.
 
+use std::cell::RefCell;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
@@ -91,4 +92,21 @@ pub(crate) enum LoopMsg {
     HostDone(OpId, HostOutcome),
     Call(Call),
     Shutdown,
+}
+
+thread_local! {
+    /// The inbox of the event loop running on this thread, if one does.
+    static LOOP_INBOX: RefCell<Option<Sender<LoopMsg>>> = const { RefCell::new(None) };
+}
+
+/// Marks this thread as the one running the loop whose inbox is `tx`. The loop then promises
+/// to look at its inbox before it sleeps after anything it runs (host callbacks, its hook),
+/// so that what they put there needs no wake-up.
+pub(crate) fn set_loop_thread(tx: &Sender<LoopMsg>) {
+    LOOP_INBOX.with(|l| *l.borrow_mut() = Some(tx.clone()));
+}
+
+/// Whether this thread runs the loop whose inbox is `tx`.
+pub(crate) fn on_loop_thread(tx: &Sender<LoopMsg>) -> bool {
+    LOOP_INBOX.with(|l| l.borrow().as_ref().is_some_and(|own| own.same_channel(tx)))
 }

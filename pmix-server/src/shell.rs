@@ -8,11 +8,13 @@
 //! messages (host answers, calls from the API side), step the connections that may have work,
 //! deliver the engine's outputs; again until nothing moves. After each delivery a
 //! connection's interest is re-derived from its state: readable always, writable only while
-//! output is queued.
+//! output is queued. A host with a [`crate::LoopHook`] has its events handed over, and its
+//! `turn` called after every pump, until neither leaves anything for the other.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io;
+use std::ops::Range;
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -26,12 +28,14 @@ use slab::Slab;
 
 use crate::engine::{ConnId, Engine, Output};
 use crate::frontend::{Frontends, Peer, Personality, Proto, SharedAnswer, Step};
+use crate::hook::{LoopContext, LoopWaker, hook_tokens};
 use crate::host::{Host, call_host};
-use crate::mailbox::{Call, DmodexDone, LoopMsg, Pmi1Endpoint, Pmi1Way};
+use crate::mailbox::{self, Call, DmodexDone, LoopMsg, Pmi1Endpoint, Pmi1Way};
 use crate::shell_io::{Listener, Stream};
 use crate::{Error, Limits};
 
-/// The waker's token; listeners count down from below it, connections up from 0.
+/// The waker's token; listeners count down from below it, connections up from 0, a host's
+/// [`crate::LoopHook`] has a range in between ([`hook_tokens`]).
 pub(crate) const WAKER: Token = Token(usize::MAX);
 
 /// Bytes read from a socket per `read` call.
@@ -110,6 +114,10 @@ pub(crate) struct Shell<H: Host> {
     next_serial: u64,
     /// The process ran out of descriptors while accepting: when to try the listeners again.
     accept_retry: Option<Instant>,
+    /// The tokens of the host's [`crate::LoopHook`] (empty without one), and when its last
+    /// turn asked to turn again.
+    hook_tokens: Range<usize>,
+    hook_due: Option<Instant>,
 }
 
 /// What the shell is started with, besides the engine and the host.
@@ -127,7 +135,7 @@ pub(crate) struct ShellParts {
 }
 
 impl<H: Host> Shell<H> {
-    pub(crate) fn new(parts: ShellParts, engine: Engine, host: H) -> Result<Self, Error> {
+    pub(crate) fn new(parts: ShellParts, engine: Engine, mut host: H) -> Result<Self, Error> {
         let ShellParts {
             poll,
             mut listeners,
@@ -143,6 +151,22 @@ impl<H: Host> Shell<H> {
             l.register(poll.registry(), listener_token(i))
                 .map_err(Error::io("registering a listener"))?;
         }
+        let hook_tokens = match host.loop_hook() {
+            Some(hook) => {
+                let cx = LoopContext {
+                    registry: poll
+                        .registry()
+                        .try_clone()
+                        .map_err(Error::io("cloning the loop's registry"))?,
+                    tokens: hook_tokens(),
+                    waker: LoopWaker(waker.clone()),
+                };
+                hook.start(cx)
+                    .map_err(Error::io("starting the host's loop hook"))?;
+                hook_tokens()
+            }
+            None => 0..0,
+        };
         Ok(Shell {
             poll,
             listeners,
@@ -167,18 +191,24 @@ impl<H: Host> Shell<H> {
             timers: BinaryHeap::new(),
             next_serial: 0,
             accept_retry: None,
+            hook_tokens,
+            hook_due: None,
         })
     }
 
     /// Runs until shutdown.
     pub(crate) fn run(mut self) {
+        mailbox::set_loop_thread(&self.tx);
         let mut events = Events::with_capacity(256);
+        // What the hook queued or was asked before the loop started.
+        self.settle();
         while self.running {
             self.forget_idle_timers();
             let next = [
                 self.engine.poll_timeout(),
                 self.timers.peek().map(|Reverse((t, ..))| *t),
                 self.accept_retry,
+                self.hook_due,
             ]
             .into_iter()
             .flatten()
@@ -194,6 +224,11 @@ impl<H: Host> Shell<H> {
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => {}
+                    Token(t) if self.hook_tokens.contains(&t) => {
+                        if let Some(hook) = self.host.loop_hook() {
+                            hook.event(ev);
+                        }
+                    }
                     Token(t) => match self.listener_at(t) {
                         Some(index) => self.accept(index),
                         None => {
@@ -216,9 +251,24 @@ impl<H: Host> Shell<H> {
                     self.accept(index);
                 }
             }
-            self.pump();
+            self.settle();
         }
         self.shutdown();
+    }
+
+    /// Pumps, then lets the hook end its turn (writing what the host's callbacks queued on
+    /// it); again while the hook's turn left the pump something (answers it completed).
+    fn settle(&mut self) {
+        loop {
+            self.pump();
+            let Some(hook) = self.host.loop_hook() else {
+                return;
+            };
+            self.hook_due = hook.turn();
+            if self.rx.is_empty() && self.ready.is_empty() {
+                return;
+            }
+        }
     }
 
     /// Drops the timers at the front that no longer have anything to watch (the connection
@@ -837,6 +887,9 @@ impl<H: Host> Shell<H> {
     }
 
     fn shutdown(&mut self) {
+        if let Some(hook) = self.host.loop_hook() {
+            hook.stop();
+        }
         // The front-ends' shared memory is unmapped and its files removed before the
         // directories go.
         self.frontends.shutdown();

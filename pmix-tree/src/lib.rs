@@ -22,8 +22,10 @@
 //! Structure: [`core`] is the sans-IO state machine (messages and time in; sends,
 //! completions and deliveries out), tested in virtual time by [`sim`] over a simulated
 //! network; [`msg`] the wire messages and their framing (pmix-wire's length-prefixed frames
-//! with a size limit, no panic on any input, fuzzed); [`net`] the I/O shell (a mio loop on
-//! its own thread: the TCP links, the authenticated handshake, heartbeats, output queues).
+//! with a size limit, no panic on any input, fuzzed); [`net`] and [`tree_loop`] the I/O
+//! shell (the TCP links, the authenticated handshake, heartbeats, output queues), a mio loop
+//! run on a thread of its own ([`Tree::start`]) or in the host's own mio loop
+//! ([`Tree::embedded`], what a pmixrun daemon does: its PMIx server's loop drives the tree).
 //!
 //! Authentication: every link proves knowledge of the run's secret ([`Config::secret`]) in
 //! both directions by HMAC-SHA256 over fresh nonces; the secret itself never crosses a link.
@@ -34,6 +36,8 @@ pub mod msg;
 pub mod net;
 pub mod sim;
 mod topology;
+pub mod tree_loop;
 
 pub use net::{Config, Delivery, Dest, Error, FenceKey, SECRET_LEN, Tree};
 pub use topology::{Hop, Topology, Vertex};
+pub use tree_loop::TreeLoop;

@@ -1,32 +1,34 @@
-//! The I/O shell: one thread per vertex running a mio loop around its [`Core`]: the listener
-//! for its children, the link to its parent, the authenticated handshakes, output queues,
-//! heartbeat timers, and the host's calls (a crossbeam channel plus a [`Waker`]).
+//! The I/O shell's front: how a vertex starts ([`Config`], [`Tree::start`] on a thread of its
+//! own, [`Tree::embedded`] in its host's mio loop), the [`Tree`] handle through which any
+//! thread calls it (a crossbeam channel plus a wake-up of the loop), and the child's side of
+//! the handshake. The loop itself (links, the parent's side of handshakes, output queues,
+//! heartbeat timers) is [`crate::tree_loop`]'s, the same in both modes.
 //!
-//! The connection to the parent, handshake included, is made by [`Tree::start`] itself
+//! The connection to the parent, handshake included, is made when the vertex starts
 //! (blocking, bounded by [`Config::handshake_timeout`]), so that a vertex that cannot join
 //! fails to start rather than later. Children connect to the listener; a connection that
 //! fails its handshake is closed and logged, and nothing else happens.
 
-use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::{JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token, Waker};
+use mio::{Events, Poll, Token, Waker};
 use pmix_types::Status;
 use pmix_wire::{FrameDecoder, FrameReader};
 use serde_bytes::ByteBuf;
 
 use crate::auth::{self, Side};
 pub use crate::core::Delivery;
-use crate::core::{Core, Outcome, Output, Timing};
+use crate::core::{Core, Outcome, Timing};
 use crate::msg::{self, HANDSHAKE_MAX_FRAME, Msg, NONCE_LEN};
 pub use crate::msg::{Dest, FenceKey};
+use crate::tree_loop::{Parts, TreeLoop};
 use crate::{Topology, Vertex};
 
 /// The length of a run's secret.
@@ -156,14 +158,14 @@ impl Error {
 
 /// A `done` callback, called exactly once: with the result, or with ERR_LOST_CONNECTION when
 /// dropped uncalled (the tree stopped first, or the call never reached it).
-struct Done(Option<Box<dyn FnOnce(Outcome) + Send>>);
+pub(crate) struct Done(Option<Box<dyn FnOnce(Outcome) + Send>>);
 
 impl Done {
-    fn new(f: impl FnOnce(Outcome) + Send + 'static) -> Done {
+    pub(crate) fn new(f: impl FnOnce(Outcome) + Send + 'static) -> Done {
         Done(Some(Box::new(f)))
     }
 
-    fn call(mut self, result: Outcome) {
+    pub(crate) fn call(mut self, result: Outcome) {
         if let Some(f) = self.0.take() {
             f(result)
         }
@@ -178,8 +180,11 @@ impl Drop for Done {
     }
 }
 
-/// A host's call, on its way to the tree's thread.
-enum Call {
+/// How the handle wakes the vertex's loop.
+pub(crate) type Wake = Box<dyn Fn() + Send + Sync>;
+
+/// A host's call, on its way to the vertex's loop.
+pub(crate) enum Call {
     Fence {
         key: FenceKey,
         vertices: Vec<Vertex>,
@@ -203,16 +208,18 @@ enum Call {
     Shutdown,
 }
 
-/// A running vertex: its thread and links. Every method may be called from any thread, never
-/// blocks (but [`Tree::shutdown`], which joins the thread), and every `done` is called exactly
-/// once, with an error if the tree shuts down first: on the tree's thread, or on the calling
-/// thread if the tree had already stopped. Dropping the handle shuts the vertex down.
+/// A running vertex's handle. Every method may be called from any thread, never blocks (but
+/// [`Tree::shutdown`] of a vertex on a thread of its own, which joins the thread), and every
+/// `done` is called exactly once, with an error if the vertex stops first: on the vertex's
+/// loop thread, or on the calling thread if the vertex had already stopped. Dropping the
+/// handle shuts the vertex down.
 pub struct Tree {
     calls: Sender<Call>,
-    waker: Arc<Waker>,
+    wake: Arc<OnceLock<Wake>>,
     queued: Arc<AtomicUsize>,
+    /// The vertex's own thread ([`Tree::start`]); none when embedded.
     thread: Mutex<Option<JoinHandle<()>>>,
-    thread_id: ThreadId,
+    thread_id: Option<ThreadId>,
 }
 
 impl std::fmt::Debug for Tree {
@@ -223,18 +230,69 @@ impl std::fmt::Debug for Tree {
     }
 }
 
+/// The waker's token on a vertex's own thread; the loop's tokens follow.
 const WAKER: Token = Token(0);
-const LISTENER: Token = Token(1);
-const FIRST_CONN: usize = 2;
 
 impl Tree {
-    /// Starts this vertex: listens (if it has children), connects to the parent (if any;
-    /// `Error` if the parent cannot be reached or refuses the handshake), and starts the
-    /// thread. Returns the address the children must connect to.
+    /// Starts this vertex on a thread of its own: listens (if it has children), connects to
+    /// the parent (if any; `Error` if the parent cannot be reached or refuses the handshake),
+    /// and starts the thread. Returns the address the children must connect to.
     pub fn start(
         config: Config,
         sink: impl FnMut(Delivery) + Send + 'static,
     ) -> Result<(Tree, Option<SocketAddr>), Error> {
+        let me = config.me;
+        let (mut tree, mut tree_loop, addr) = Tree::embedded(config, sink)?;
+        let mut poll = Poll::new()?;
+        let waker = Waker::new(poll.registry(), WAKER)?;
+        tree_loop.attach(
+            poll.registry().try_clone()?,
+            WAKER.0 + 1..usize::MAX,
+            move || {
+                if let Err(e) = waker.wake() {
+                    tracing::error!("cannot wake the tree's thread: {e}");
+                }
+            },
+        )?;
+        let thread = std::thread::Builder::new()
+            .name(format!("pmix-tree-{me}"))
+            .spawn(move || {
+                let mut events = Events::with_capacity(256);
+                loop {
+                    let next = tree_loop.turn();
+                    if tree_loop.is_finished() {
+                        break;
+                    }
+                    let timeout = next.map(|t| t.saturating_duration_since(Instant::now()));
+                    if let Err(e) = poll.poll(&mut events, timeout) {
+                        if e.kind() == io::ErrorKind::Interrupted {
+                            continue;
+                        }
+                        tracing::error!(me, "poll failed: {e}");
+                        tree_loop.shutdown();
+                        break;
+                    }
+                    for event in &events {
+                        if event.token() != WAKER {
+                            tree_loop.event(event);
+                        }
+                    }
+                }
+            })?;
+        tree.thread_id = Some(thread.thread().id());
+        tree.thread = Mutex::new(Some(thread));
+        Ok((tree, addr))
+    }
+
+    /// Prepares this vertex as [`Tree::start`] does (listener, parent joined), but without a
+    /// thread: the [`TreeLoop`] returned is for the caller's own mio loop to drive (attach,
+    /// events, turns; see [`crate::tree_loop`]), so that a host whose work is on that loop's
+    /// thread calls the vertex directly. The [`Tree`] handle serves the host's other threads;
+    /// its [`Tree::shutdown`] only asks the loop to stop.
+    pub fn embedded(
+        config: Config,
+        sink: impl FnMut(Delivery) + Send + 'static,
+    ) -> Result<(Tree, TreeLoop, Option<SocketAddr>), Error> {
         let topo = config.topology;
         let me = config.me;
         if me >= topo.size() {
@@ -255,8 +313,6 @@ impl Tree {
                 )));
             }
         };
-        let poll = Poll::new()?;
-        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let (listener, addr) = if topo.children(me).next().is_some() {
             let std_listener =
                 std::net::TcpListener::bind(config.listen).map_err(|source| Error::Listen {
@@ -265,76 +321,58 @@ impl Tree {
                 })?;
             std_listener.set_nonblocking(true)?;
             let addr = std_listener.local_addr()?;
-            let mut listener = TcpListener::from_std(std_listener);
-            poll.registry()
-                .register(&mut listener, LISTENER, Interest::READABLE)?;
-            (Some(listener), Some(addr))
+            (Some(TcpListener::from_std(std_listener)), Some(addr))
         } else {
             (None, None)
         };
-        let now = Instant::now();
-        let mut core = Core::new(
+        let core = Core::new(
             topo,
             me,
             Timing {
                 heartbeat: config.heartbeat,
                 dead_after: config.dead_after,
             },
-            now,
+            Instant::now(),
         );
-        let mut conns = HashMap::new();
-        let mut by_vertex = HashMap::new();
-        if let Some((p, addr)) = parent {
-            let (stream, reader) = join_parent(&config, p, addr)?;
-            let mut stream = TcpStream::from_std(stream);
-            let token = Token(FIRST_CONN);
-            poll.registry()
-                .register(&mut stream, token, Interest::READABLE)?;
-            conns.insert(FIRST_CONN, Conn::new(stream, reader, Role::Link(p)));
-            by_vertex.insert(p, FIRST_CONN);
-            // Whatever the parent sent right after its welcome is in the reader already.
-            core.on_time(Instant::now());
-        }
+        let parent = match parent {
+            Some((p, addr)) => {
+                let (stream, reader) = join_parent(&config, p, addr)?;
+                Some((p, TcpStream::from_std(stream), reader))
+            }
+            None => None,
+        };
         let (tx, rx) = crossbeam_channel::unbounded();
         let queued = Arc::new(AtomicUsize::new(0));
-        let shell = Shell {
+        let wake = Arc::new(OnceLock::new());
+        let tree_loop = TreeLoop::new(Parts {
             core,
-            poll,
             listener,
-            conns,
-            by_vertex,
-            next_conn: FIRST_CONN + 1,
+            parent,
             calls: rx,
-            dones: HashMap::new(),
-            next_token: 0,
+            wake: wake.clone(),
             sink: Box::new(sink),
             queued: queued.clone(),
             secret: config.secret,
             link_delay: config.link_delay,
             handshake_timeout: config.handshake_timeout,
             max_frame: config.max_frame,
-            stop: false,
-            pending_reads: Vec::new(),
-        };
-        let thread = std::thread::Builder::new()
-            .name(format!("pmix-tree-{me}"))
-            .spawn(move || shell.run())?;
-        let thread_id = thread.thread().id();
+        });
         let tree = Tree {
             calls: tx,
-            waker,
+            wake,
             queued,
-            thread: Mutex::new(Some(thread)),
-            thread_id,
+            thread: Mutex::new(None),
+            thread_id: None,
         };
-        Ok((tree, addr))
+        Ok((tree, tree_loop, addr))
     }
 
     fn call(&self, call: Call) {
-        // If the thread is gone the call comes back and is dropped here: its `done` fails.
+        // If the loop is gone the call comes back and is dropped here: its `done` fails.
         if self.calls.send(call).is_ok() {
-            if let Err(e) = self.waker.wake() {
-                tracing::error!("cannot wake the tree's thread: {e}");
+            // Not attached yet: its first turn takes the call.
+            if let Some(wake) = self.wake.get() {
+                wake();
             }
         }
     }
@@ -389,12 +427,16 @@ impl Tree {
         self.queued.load(Ordering::Relaxed)
     }
 
-    /// Closes every link, stops the thread (pending `done`s get ERR_LOST_CONNECTION).
-    /// Idempotent. Called on the tree's own thread (from a `done` or the sink), it only asks
-    /// the thread to stop.
+    /// Closes every link and stops the vertex (pending `done`s get ERR_LOST_CONNECTION).
+    /// Idempotent. On a thread of its own, the vertex's thread is joined, unless this is
+    /// called on that thread (from a `done` or the sink): then it only asks the thread to
+    /// stop. Embedded, it only asks: the loop's next [`TreeLoop::turn`] stops it.
     pub fn shutdown(&self) {
         self.call(Call::Shutdown);
-        if std::thread::current().id() == self.thread_id {
+        if self
+            .thread_id
+            .is_none_or(|id| std::thread::current().id() == id)
+        {
             return;
         }
         let handle = self
@@ -537,559 +579,6 @@ fn read_msg(
             }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(source) => return Err(Error::Connect { addr, source }),
-        }
-    }
-}
-
-/// What a connection is for.
-enum Role {
-    /// Accepted, handshake under way (this vertex is the parent).
-    Handshake { deadline: Instant, step: Step },
-    /// The link to this neighbour.
-    Link(Vertex),
-}
-
-enum Step {
-    AwaitHello,
-    AwaitProof {
-        child: Vertex,
-        child_nonce: Vec<u8>,
-        parent_nonce: [u8; NONCE_LEN],
-    },
-}
-
-struct Conn {
-    stream: TcpStream,
-    reader: FrameReader,
-    /// Encoded frames to write; `written` of them are.
-    out: Vec<u8>,
-    written: usize,
-    /// Frames held back by the test-only link delay, with the time each may go.
-    held: VecDeque<(Instant, Vec<u8>)>,
-    role: Role,
-    writable: bool,
-}
-
-impl Conn {
-    fn new(stream: TcpStream, reader: FrameReader, role: Role) -> Conn {
-        Conn {
-            stream,
-            reader,
-            out: Vec::new(),
-            written: 0,
-            held: VecDeque::new(),
-            role,
-            writable: false,
-        }
-    }
-
-    fn queued(&self) -> usize {
-        self.out.len() - self.written + self.held.iter().map(|(_, f)| f.len()).sum::<usize>()
-    }
-
-    /// Writes what it can; `Err` if the link is broken.
-    fn flush(&mut self) -> io::Result<()> {
-        while self.written < self.out.len() {
-            match self.stream.write(&self.out[self.written..]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(n) => self.written += n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        if self.written == self.out.len() {
-            self.out.clear();
-            self.written = 0;
-        }
-        Ok(())
-    }
-}
-
-/// The tree's thread.
-struct Shell {
-    core: Core,
-    poll: Poll,
-    listener: Option<TcpListener>,
-    conns: HashMap<usize, Conn>,
-    by_vertex: HashMap<Vertex, usize>,
-    next_conn: usize,
-    calls: Receiver<Call>,
-    dones: HashMap<u64, Done>,
-    next_token: u64,
-    sink: Box<dyn FnMut(Delivery) + Send>,
-    queued: Arc<AtomicUsize>,
-    secret: [u8; SECRET_LEN],
-    link_delay: Duration,
-    handshake_timeout: Duration,
-    max_frame: usize,
-    stop: bool,
-    /// Connections that may hold frames not yet taken (the parent's, at start).
-    pending_reads: Vec<usize>,
-}
-
-impl Shell {
-    fn run(mut self) {
-        let mut events = Events::with_capacity(256);
-        self.pending_reads = self.conns.keys().copied().collect();
-        loop {
-            let now = Instant::now();
-            for t in std::mem::take(&mut self.pending_reads) {
-                self.read(t, now);
-            }
-            self.pump();
-            self.flush_all();
-            if self.stop {
-                break;
-            }
-            let timeout = self.next_wake().map(|t| t.saturating_duration_since(now));
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
-                if e.kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                tracing::error!(me = self.core.me(), "poll failed: {e}");
-                break;
-            }
-            let now = Instant::now();
-            for event in &events {
-                match event.token() {
-                    WAKER => self.drain_calls(now),
-                    LISTENER => self.accept(now),
-                    Token(t) => {
-                        if event.is_writable() {
-                            self.write(t, now);
-                        }
-                        if event.is_readable() || event.is_read_closed() || event.is_error() {
-                            self.read(t, now);
-                        }
-                    }
-                }
-                self.pump();
-            }
-            self.tick(Instant::now());
-        }
-        self.core.shutdown();
-        self.pump();
-        self.drain_before_close();
-        for (_, mut conn) in self.conns.drain() {
-            let _ = self.poll.registry().deregister(&mut conn.stream);
-        }
-        // Calls that arrived too late fail (their `done`s are dropped uncalled).
-        for call in self.calls.try_iter() {
-            drop(call);
-        }
-        self.dones.clear();
-        self.queued.store(0, Ordering::Relaxed);
-    }
-
-    /// When the loop must wake up without an event.
-    fn next_wake(&self) -> Option<Instant> {
-        let conns = self.conns.values().flat_map(|c| {
-            let handshake = match c.role {
-                Role::Handshake { deadline, .. } => Some(deadline),
-                Role::Link(_) => None,
-            };
-            handshake.into_iter().chain(c.held.front().map(|(t, _)| *t))
-        });
-        self.core.next_deadline().into_iter().chain(conns).min()
-    }
-
-    /// Timers: the core's, handshakes that took too long, held frames whose delay is over.
-    fn tick(&mut self, now: Instant) {
-        if self.core.next_deadline().is_some_and(|d| d <= now) {
-            self.core.on_time(now);
-        }
-        let expired: Vec<usize> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| matches!(c.role, Role::Handshake { deadline, .. } if deadline <= now))
-            .map(|(&t, _)| t)
-            .collect();
-        for t in expired {
-            tracing::warn!(
-                me = self.core.me(),
-                "handshake timed out; connection closed"
-            );
-            self.close(t);
-        }
-        for conn in self.conns.values_mut() {
-            while conn.held.front().is_some_and(|(t, _)| *t <= now) {
-                if let Some((_, frame)) = conn.held.pop_front() {
-                    conn.out.extend_from_slice(&frame);
-                }
-            }
-        }
-    }
-
-    fn drain_calls(&mut self, now: Instant) {
-        while let Ok(call) = self.calls.try_recv() {
-            match call {
-                Call::Fence {
-                    key,
-                    vertices,
-                    data,
-                    done,
-                } => {
-                    let token = self.token(done);
-                    self.core.fence(token, key, vertices, data, now);
-                }
-                Call::Request {
-                    target,
-                    payload,
-                    done,
-                } => {
-                    let token = self.token(done);
-                    self.core.request(token, target, payload, now);
-                }
-                Call::Respond { origin, id, answer } => self.core.respond(origin, id, answer, now),
-                Call::Send { dest, payload } => self.core.send(dest, payload, now),
-                Call::Shutdown => self.stop = true,
-            }
-            self.pump();
-        }
-    }
-
-    fn token(&mut self, done: Done) -> u64 {
-        let token = self.next_token;
-        self.next_token += 1;
-        self.dones.insert(token, done);
-        token
-    }
-
-    /// Carries out what the core asked for.
-    fn pump(&mut self) {
-        while let Some(out) = self.core.poll_output() {
-            match out {
-                Output::Send { link, msg } => self.enqueue(link, &msg),
-                Output::Close { link } => {
-                    if let Some(t) = self.by_vertex.get(&link).copied() {
-                        self.close(t);
-                    }
-                }
-                Output::Complete { token, result } => {
-                    if let Some(done) = self.dones.remove(&token) {
-                        done.call(result);
-                    }
-                }
-                Output::Deliver(d) => {
-                    if matches!(d, Delivery::ParentLost { .. }) {
-                        self.stop = true;
-                    }
-                    (self.sink)(d);
-                }
-            }
-        }
-        if self.core.is_stopped() {
-            self.stop = true;
-        }
-    }
-
-    fn enqueue(&mut self, link: Vertex, msg: &Msg) {
-        let Some(conn) = self
-            .by_vertex
-            .get(&link)
-            .and_then(|t| self.conns.get_mut(t))
-        else {
-            return;
-        };
-        let mut frame = Vec::new();
-        if let Err(e) = msg::encode(msg, &mut frame) {
-            tracing::error!(link, "cannot encode a message: {e}");
-            return;
-        }
-        if self.link_delay.is_zero() {
-            conn.out.extend_from_slice(&frame);
-        } else {
-            conn.held
-                .push_back((Instant::now() + self.link_delay, frame));
-        }
-    }
-
-    /// Writes what every connection has queued, updates interests and the queued count.
-    fn flush_all(&mut self) {
-        let tokens: Vec<usize> = self.conns.keys().copied().collect();
-        let now = Instant::now();
-        for t in tokens {
-            self.write(t, now);
-        }
-        let queued = self.conns.values().map(Conn::queued).sum();
-        self.queued.store(queued, Ordering::Relaxed);
-    }
-
-    fn write(&mut self, t: usize, now: Instant) {
-        let Some(conn) = self.conns.get_mut(&t) else {
-            return;
-        };
-        if let Err(e) = conn.flush() {
-            return self.lost(t, format!("write failed: {e}"), now);
-        }
-        let want = conn.written < conn.out.len();
-        if want != conn.writable {
-            conn.writable = want;
-            let interest = if want {
-                Interest::READABLE | Interest::WRITABLE
-            } else {
-                Interest::READABLE
-            };
-            if let Err(e) = self
-                .poll
-                .registry()
-                .reregister(&mut conn.stream, Token(t), interest)
-            {
-                self.lost(t, format!("cannot poll: {e}"), now);
-            }
-        }
-    }
-
-    fn accept(&mut self, now: Instant) {
-        loop {
-            let Some(listener) = self.listener.as_ref() else {
-                return;
-            };
-            match listener.accept() {
-                Ok((mut stream, peer)) => {
-                    if let Err(e) = stream.set_nodelay(true) {
-                        tracing::warn!("TCP_NODELAY on a connection from {peer}: {e}");
-                    }
-                    let t = self.next_conn;
-                    self.next_conn += 1;
-                    if let Err(e) =
-                        self.poll
-                            .registry()
-                            .register(&mut stream, Token(t), Interest::READABLE)
-                    {
-                        tracing::warn!("cannot poll a connection from {peer}: {e}");
-                        continue;
-                    }
-                    let reader = FrameReader::new(FrameDecoder::new(HANDSHAKE_MAX_FRAME));
-                    let role = Role::Handshake {
-                        deadline: now + self.handshake_timeout,
-                        step: Step::AwaitHello,
-                    };
-                    self.conns.insert(t, Conn::new(stream, reader, role));
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    // Out of descriptors, most likely: the connection waits in the backlog.
-                    tracing::warn!(me = self.core.me(), "accept failed: {e}");
-                    return;
-                }
-            }
-        }
-    }
-
-    /// Reads what connection `t` has, and handles every whole frame.
-    fn read(&mut self, t: usize, now: Instant) {
-        loop {
-            let end = self.take_frames(t, now);
-            let Some(conn) = self.conns.get_mut(&t) else {
-                return;
-            };
-            if let Some(reason) = end {
-                return self.lost(t, reason, now);
-            }
-            match conn.reader.read_from(&mut conn.stream) {
-                Ok(0) => {
-                    self.take_frames(t, now);
-                    return self.lost(t, "end of stream".into(), now);
-                }
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.take_frames(t, now);
-                    return;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.lost(t, format!("read failed: {e}"), now),
-            }
-        }
-    }
-
-    /// Handles the whole frames connection `t` holds; `Some(why)` if it must be closed.
-    fn take_frames(&mut self, t: usize, now: Instant) -> Option<String> {
-        loop {
-            let conn = self.conns.get_mut(&t)?;
-            let msg = match conn.reader.next_frame() {
-                Ok(Some(body)) => msg::decode(body),
-                Ok(None) => return None,
-                Err(e) => return Some(format!("bad frame: {e}")),
-            };
-            let msg = match msg {
-                Ok(msg) => msg,
-                Err(e) => return Some(format!("bad message: {e}")),
-            };
-            match conn.role {
-                Role::Link(v) => self.core.handle(v, msg, now),
-                Role::Handshake { .. } => self.handshake(t, msg, now),
-            }
-            self.pump();
-        }
-    }
-
-    /// The parent's side of a child's handshake.
-    fn handshake(&mut self, t: usize, msg: Msg, now: Instant) {
-        let me = self.core.me();
-        let topo = *self.core.topology();
-        let Some(conn) = self.conns.get_mut(&t) else {
-            return;
-        };
-        let Role::Handshake { step, .. } = &mut conn.role else {
-            return;
-        };
-        let refusal = match (&*step, msg) {
-            (Step::AwaitHello, Msg::Hello { vertex, nonce }) => {
-                if topo.parent(vertex) != Some(me) || vertex >= topo.size() {
-                    Some(format!("vertex {vertex} is not a child of vertex {me}"))
-                } else if self.by_vertex.contains_key(&vertex) {
-                    Some(format!("vertex {vertex} is already connected"))
-                } else if nonce.len() != NONCE_LEN {
-                    Some("bad nonce".into())
-                } else {
-                    match auth::nonce() {
-                        Ok(parent_nonce) => {
-                            let proof = auth::prove(
-                                &self.secret,
-                                Side::Parent,
-                                me,
-                                vertex,
-                                &nonce,
-                                &parent_nonce,
-                            );
-                            *step = Step::AwaitProof {
-                                child: vertex,
-                                child_nonce: nonce.into_vec(),
-                                parent_nonce,
-                            };
-                            let challenge = Msg::Challenge {
-                                nonce: ByteBuf::from(parent_nonce.to_vec()),
-                                proof: ByteBuf::from(proof),
-                            };
-                            if let Err(e) = msg::encode(&challenge, &mut conn.out) {
-                                tracing::error!("cannot encode a challenge: {e}");
-                            }
-                            None
-                        }
-                        Err(e) => Some(format!("no nonce: {e}")),
-                    }
-                }
-            }
-            (
-                Step::AwaitProof {
-                    child,
-                    child_nonce,
-                    parent_nonce,
-                },
-                Msg::Proof { proof },
-            ) => {
-                let child = *child;
-                if !auth::check(
-                    &self.secret,
-                    Side::Child,
-                    me,
-                    child,
-                    child_nonce,
-                    parent_nonce,
-                    &proof,
-                ) {
-                    Some(format!("vertex {child}'s proof is wrong"))
-                } else if self.by_vertex.contains_key(&child) {
-                    Some(format!("vertex {child} is already connected"))
-                } else {
-                    if let Err(e) = msg::encode(&Msg::Welcome, &mut conn.out) {
-                        tracing::error!("cannot encode a welcome: {e}");
-                    }
-                    conn.role = Role::Link(child);
-                    conn.reader.set_decoder(FrameDecoder::new(self.max_frame));
-                    self.by_vertex.insert(child, t);
-                    tracing::debug!(me, child, "child joined");
-                    self.core.link_up(child, now);
-                    None
-                }
-            }
-            (_, other) => Some(format!("unexpected {other:?} during the handshake")),
-        };
-        if let Some(reason) = refusal {
-            tracing::warn!(me, "handshake refused: {reason}; connection closed");
-            if let Some(conn) = self.conns.get_mut(&t) {
-                let _ = msg::encode(&Msg::Refused { reason }, &mut conn.out);
-                let _ = conn.flush();
-            }
-            self.close(t);
-        }
-    }
-
-    /// Connection `t` failed or closed: a handshake is forgotten, a link is reported down.
-    fn lost(&mut self, t: usize, reason: String, now: Instant) {
-        let Some(conn) = self.conns.get(&t) else {
-            return;
-        };
-        match conn.role {
-            Role::Link(v) => {
-                tracing::info!(me = self.core.me(), v, "link lost: {reason}");
-                self.close(t);
-                self.core.link_down(v, &reason, now);
-                self.pump();
-            }
-            Role::Handshake {
-                step: Step::AwaitHello,
-                ..
-            } => {
-                // Nothing said: a daemon probing which of this vertex's addresses it can
-                // reach, or a port scan.
-                tracing::debug!(
-                    me = self.core.me(),
-                    "connection closed before a hello: {reason}"
-                );
-                self.close(t);
-            }
-            Role::Handshake { .. } => {
-                tracing::warn!(me = self.core.me(), "handshake failed: {reason}");
-                self.close(t);
-            }
-        }
-    }
-
-    fn close(&mut self, t: usize) {
-        if let Some(mut conn) = self.conns.remove(&t) {
-            let _ = self.poll.registry().deregister(&mut conn.stream);
-            if let Role::Link(v) = conn.role {
-                self.by_vertex.remove(&v);
-            }
-        }
-    }
-
-    /// At shutdown: gives what is queued a bounded chance to be written.
-    fn drain_before_close(&mut self) {
-        for conn in self.conns.values_mut() {
-            while let Some((_, frame)) = conn.held.pop_front() {
-                conn.out.extend_from_slice(&frame);
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(1).min(self.handshake_timeout);
-        let mut events = Events::with_capacity(64);
-        loop {
-            self.conns.retain(|_, c| c.flush().is_ok());
-            let mut busy = false;
-            for (&t, conn) in &mut self.conns {
-                if conn.written < conn.out.len() {
-                    busy = true;
-                    if !conn.writable {
-                        conn.writable = true;
-                        let _ = self.poll.registry().reregister(
-                            &mut conn.stream,
-                            Token(t),
-                            Interest::READABLE | Interest::WRITABLE,
-                        );
-                    }
-                }
-            }
-            let now = Instant::now();
-            if !busy || now >= deadline {
-                return;
-            }
-            if self.poll.poll(&mut events, Some(deadline - now)).is_err() {
-                return;
-            }
         }
     }
 }

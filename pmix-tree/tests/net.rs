@@ -378,3 +378,102 @@ fn a_link_delay_holds_every_message_back() {
     // Up and down one link each: at least two delays.
     assert!(started.elapsed() >= 2 * delay, "{:?}", started.elapsed());
 }
+
+#[test]
+fn an_embedded_vertex_runs_in_its_hosts_own_loop() {
+    use mio::{Events, Poll, Token, Waker};
+
+    // 0 and 3 on threads of their own, 1 (3's parent) in a loop this test runs.
+    let topo = Topology::new(4, 2);
+    let (tx, events) = crossbeam_channel::unbounded::<Event>();
+    let (results_tx, results) = crossbeam_channel::unbounded::<Outcome>();
+    let sink = |v: Vertex| {
+        let tx = tx.clone();
+        move |d| {
+            let _ = tx.send((v, d));
+        }
+    };
+    let done = |v: Vertex, tag: u64| {
+        let tx = results_tx.clone();
+        move |r| {
+            let _ = tx.send((v, tag, r));
+        }
+    };
+    let (root, addr0) = Tree::start(config(0, topo, None), sink(0)).expect("root");
+    let (one, mut one_loop, addr1) =
+        Tree::embedded(config(1, topo, addr0), sink(1)).expect("vertex 1");
+    let mut poll = Poll::new().expect("poll");
+    // The host's own token and the vertex's range, anywhere in the token space.
+    let waker = Waker::new(poll.registry(), Token(7)).expect("waker");
+    one_loop
+        .attach(
+            poll.registry().try_clone().expect("registry"),
+            100..200,
+            move || {
+                let _ = waker.wake();
+            },
+        )
+        .expect("attach");
+    assert_eq!(one_loop.tokens(), 100..200);
+    let all: Vec<Vertex> = (0..4).collect();
+    let key = |seq| FenceKey {
+        set: b"all".to_vec(),
+        seq,
+    };
+    let (ended_tx, ended) = crossbeam_channel::bounded(1);
+    let host_done = done(1, 0);
+    let own = all.clone();
+    let host = std::thread::spawn(move || {
+        // A call on the loop's own thread, before the first turn: no channel, no wake-up.
+        one_loop.fence(key(0), own, vec![1], host_done);
+        let mut events = Events::with_capacity(64);
+        loop {
+            let next = one_loop.turn();
+            if one_loop.is_finished() {
+                break;
+            }
+            let timeout = next.map_or(PATIENCE, |t| t.saturating_duration_since(Instant::now()));
+            poll.poll(&mut events, Some(timeout)).expect("poll");
+            for ev in &events {
+                if one_loop.tokens().contains(&ev.token().0) {
+                    one_loop.event(ev);
+                }
+            }
+        }
+        let _ = ended_tx.send(());
+    });
+    // Vertex 3 joins through vertex 1's listener, served by that loop.
+    let (two, _) = Tree::start(config(2, topo, addr0), sink(2)).expect("vertex 2");
+    let (three, _) = Tree::start(config(3, topo, addr1), sink(3)).expect("vertex 3");
+    let handles = [(0, &root), (2, &two), (3, &three)];
+    for (v, t) in handles {
+        t.fence(key(0), all.clone(), vec![v as u8], done(v, 0));
+    }
+    // A second fence with vertex 1's part through its handle, from this thread.
+    for (v, t) in handles.into_iter().chain([(1, &one)]) {
+        t.fence(key(1), all.clone(), vec![v as u8], done(v, 1));
+    }
+    let mut got = BTreeMap::new();
+    for _ in 0..8 {
+        let (v, seq, r) = results.recv_timeout(PATIENCE).expect("a fence's end");
+        assert_eq!(
+            r.as_deref(),
+            Ok(&[0u8, 1, 2, 3][..]),
+            "vertex {v} fence {seq}"
+        );
+        assert!(got.insert((v, seq), ()).is_none());
+    }
+    // The handle stops the embedded vertex: its loop ends, its child loses its parent.
+    one.shutdown();
+    ended
+        .recv_timeout(PATIENCE)
+        .expect("the embedded vertex's loop did not end");
+    host.join().expect("the host's loop");
+    loop {
+        match events.recv_timeout(PATIENCE).expect("vertex 3 told") {
+            (3, Delivery::ParentLost { .. }) => break,
+            (_, Delivery::ChildUp(_) | Delivery::Lost { .. } | Delivery::ParentLost { .. }) => {}
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}

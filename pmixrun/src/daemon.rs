@@ -120,13 +120,14 @@ impl Daemon {
         config.link_delay = Duration::from_micros(boot.link_delay_us);
         config.dead_after = Duration::from_millis(boot.dead_after_ms);
         let (deliveries_tx, deliveries) = unbounded();
-        let (tree, listening) = Tree::start(config, move |d| {
+        // The vertex runs in the server's event loop (see `daemon_host`).
+        let (tree, tree_loop, listening) = Tree::embedded(config, move |d| {
             let _ = deliveries_tx.send(d);
         })
         .map_err(|e| format!("cannot join the tree at {parent}: {e}"))?;
         let tree = Arc::new(tree);
         let jobs = Arc::new(Placements::default());
-        let host = DaemonHost::new(tree.clone(), jobs.clone());
+        let host = DaemonHost::new(tree_loop, jobs.clone());
         let finalized = host.finalized.clone();
         let connected = host.connected.clone();
         let server = Server::init(

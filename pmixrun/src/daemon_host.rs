@@ -4,13 +4,21 @@
 //! participants; direct modex a request to the daemon of the process; names, spawn and abort
 //! requests to the root; events beyond the node a message to every daemon. Connection and
 //! finalize are reported to the root, which supervises the run.
+//!
+//! The daemon's tree vertex runs in its server's event loop (the host's [`LoopHook`]): a
+//! callback writes to the tree's links on the server's thread, and a fence's release read
+//! from the parent completes the clients' fence in the same turn of that loop, with no hop
+//! between threads either way. The daemon's other threads reach the vertex through its
+//! [`pmix_tree::Tree`] handle.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::Instant;
 
+use pmix_server::mio::event::Event;
 use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status, attr};
-use pmix_server::{App, Completion, Host, Published, Query};
-use pmix_tree::{Dest, FenceKey, Tree, Vertex};
+use pmix_server::{App, Completion, Host, LoopContext, LoopHook, Published, Query};
+use pmix_tree::{Dest, FenceKey, TreeLoop, Vertex};
 
 use crate::run_msg::{Answer, Msg, Req, answer_of, encode};
 
@@ -115,7 +123,8 @@ enum Collective {
 
 /// The host of a daemon's server.
 pub(crate) struct DaemonHost {
-    pub(crate) tree: Arc<Tree>,
+    /// This daemon's tree vertex, driven by the server's loop.
+    tree: TreeLoop,
     pub(crate) jobs: Arc<Placements>,
     /// The local processes that connected, and those that called finalize: the end of one
     /// that connected and never finalized is a failure other nodes must hear of.
@@ -127,7 +136,7 @@ pub(crate) struct DaemonHost {
 }
 
 impl DaemonHost {
-    pub(crate) fn new(tree: Arc<Tree>, jobs: Arc<Placements>) -> DaemonHost {
+    pub(crate) fn new(tree: TreeLoop, jobs: Arc<Placements>) -> DaemonHost {
         DaemonHost {
             tree,
             jobs,
@@ -168,7 +177,7 @@ impl DaemonHost {
 
     /// Asks the root and answers `done` with what `pick` finds in its answer.
     fn ask_root<T: pmix_server::Outcome>(
-        &self,
+        &mut self,
         req: &Req,
         done: Completion<T>,
         pick: impl FnOnce(Answer) -> Option<T> + Send + 'static,
@@ -178,7 +187,31 @@ impl DaemonHost {
     }
 }
 
+impl LoopHook for DaemonHost {
+    fn start(&mut self, cx: LoopContext) -> std::io::Result<()> {
+        let waker = cx.waker;
+        self.tree
+            .attach(cx.registry, cx.tokens, move || waker.wake())
+    }
+
+    fn event(&mut self, event: &Event) {
+        self.tree.event(event);
+    }
+
+    fn turn(&mut self) -> Option<Instant> {
+        self.tree.turn()
+    }
+
+    fn stop(&mut self) {
+        self.tree.shutdown();
+    }
+}
+
 impl Host for DaemonHost {
+    fn loop_hook(&mut self) -> Option<&mut dyn LoopHook> {
+        Some(self)
+    }
+
     fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
         self.connected
             .lock()
