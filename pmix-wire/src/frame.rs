@@ -93,8 +93,9 @@ pub struct FrameReader {
     end: usize,
 }
 
-/// The least room [`FrameReader::read_from`] offers a read.
-const READ_ROOM: usize = 64 << 10;
+/// The least room [`FrameReader::read_from`] offers a read: a read that returns less emptied
+/// the source (a non-blocking socket: until more arrives).
+pub const READ_ROOM: usize = 64 << 10;
 
 impl FrameReader {
     /// An empty reader that splits frames with `decoder`.

@@ -22,8 +22,8 @@ mod scan;
 
 pub use error::Error;
 pub use frame::{
-    DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, MAX_DEPTH, SharedReply,
-    decode_body, decode_hello, encode_frame, encode_welcome,
+    DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, MAX_DEPTH, READ_ROOM,
+    SharedReply, decode_body, decode_hello, encode_frame, encode_welcome,
 };
 pub use msg::{
     App, ClientMsg, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs, ProcRealm,
