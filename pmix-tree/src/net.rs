@@ -208,6 +208,34 @@ pub(crate) enum Call {
     Shutdown,
 }
 
+impl Call {
+    pub(crate) fn fence(
+        key: FenceKey,
+        vertices: Vec<Vertex>,
+        data: Vec<u8>,
+        done: impl FnOnce(Outcome) + Send + 'static,
+    ) -> Call {
+        Call::Fence {
+            key,
+            vertices,
+            data,
+            done: Done::new(done),
+        }
+    }
+
+    pub(crate) fn request(
+        target: Vertex,
+        payload: Vec<u8>,
+        done: impl FnOnce(Outcome) + Send + 'static,
+    ) -> Call {
+        Call::Request {
+            target,
+            payload,
+            done: Done::new(done),
+        }
+    }
+}
+
 /// A running vertex's handle. Every method may be called from any thread, never blocks (but
 /// [`Tree::shutdown`] of a vertex on a thread of its own, which joins the thread), and every
 /// `done` is called exactly once, with an error if the vertex stops first: on the vertex's
@@ -388,12 +416,7 @@ impl Tree {
         data: Vec<u8>,
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
-        self.call(Call::Fence {
-            key,
-            vertices,
-            data,
-            done: Done::new(done),
-        });
+        self.call(Call::fence(key, vertices, data, done));
     }
 
     /// Sends `payload` to `target`'s host as a [`Delivery::Request`]; `done` gets its answer,
@@ -404,11 +427,7 @@ impl Tree {
         payload: Vec<u8>,
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
-        self.call(Call::Request {
-            target,
-            payload,
-            done: Done::new(done),
-        });
+        self.call(Call::request(target, payload, done));
     }
 
     /// Answers a [`Delivery::Request`].

@@ -157,54 +157,42 @@ pub(crate) struct Parts {
 
 impl TreeLoop {
     pub(crate) fn new(parts: Parts) -> TreeLoop {
-        let Parts {
-            core,
-            listener,
-            parent,
-            calls,
-            wake,
-            sink,
-            queued,
-            secret,
-            link_delay,
-            handshake_timeout,
-            max_frame,
-        } = parts;
         let mut conns = HashMap::new();
         let mut by_vertex = HashMap::new();
-        if let Some((p, stream, reader)) = parent {
+        if let Some((p, stream, reader)) = parts.parent {
             conns.insert(FIRST_CONN, Conn::new(stream, reader, Role::Link(p)));
             by_vertex.insert(p, FIRST_CONN);
         }
         TreeLoop {
-            core,
+            core: parts.core,
             registry: None,
             tokens: 0..0,
-            listener,
+            listener: parts.listener,
             // Whatever the parent sent right after its welcome is in its reader already.
             pending_reads: conns.keys().copied().collect(),
             conns,
             by_vertex,
             next_conn: FIRST_CONN + 1,
-            calls,
-            wake,
+            calls: parts.calls,
+            wake: parts.wake,
             dones: HashMap::new(),
             next_token: 0,
-            sink,
-            queued,
-            secret,
-            link_delay,
-            handshake_timeout,
-            max_frame,
+            sink: parts.sink,
+            queued: parts.queued,
+            secret: parts.secret,
+            link_delay: parts.link_delay,
+            handshake_timeout: parts.handshake_timeout,
+            max_frame: parts.max_frame,
             stop: false,
             finished: false,
         }
     }
 
     /// Registers the vertex's sockets on `registry` under tokens from `tokens` (the loop's
-    /// events on them go to [`TreeLoop::event`]; a million tokens is plenty), and gives the
-    /// [`crate::Tree`] handle `wake`, which must make the loop call [`TreeLoop::turn`] soon.
-    /// Called once, before the first `turn`.
+    /// events on them go to [`TreeLoop::event`]): one for the listener, then one per
+    /// connection ever accepted (never reused; once they run out, newcomers are refused), so
+    /// the range should be large. Gives the [`crate::Tree`] handle `wake`, which must make the
+    /// loop call [`TreeLoop::turn`] soon. Called once, before the first `turn`.
     pub fn attach(
         &mut self,
         registry: Registry,
@@ -305,12 +293,7 @@ impl TreeLoop {
         data: Vec<u8>,
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
-        self.direct(Call::Fence {
-            key,
-            vertices,
-            data,
-            done: Done::new(done),
-        });
+        self.direct(Call::fence(key, vertices, data, done));
     }
 
     /// [`crate::Tree::request`], on the loop's thread.
@@ -320,11 +303,7 @@ impl TreeLoop {
         payload: Vec<u8>,
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
-        self.direct(Call::Request {
-            target,
-            payload,
-            done: Done::new(done),
-        });
+        self.direct(Call::request(target, payload, done));
     }
 
     /// [`crate::Tree::respond`], on the loop's thread.
