@@ -9,7 +9,9 @@
 //! reaches the host through [`Host`], which answers through a [`Completion`] from any thread.
 //!
 //! Inside, one event-loop thread owns a sans-IO engine (store, registry, collectives, pending
-//! requests) and every connection; see `docs/ARCHITECTURE.md`.
+//! requests) and every connection; see `docs/ARCHITECTURE.md`. A host whose callbacks go out
+//! on sockets of its own (a daemon's links to other nodes) can have the server's loop poll
+//! them too ([`Host::loop_hook`], [`LoopHook`]), and answer without a hop between threads.
 
 mod cleanup;
 mod engine;
