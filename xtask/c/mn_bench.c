@@ -58,12 +58,21 @@ static void fence(bool collect)
     }
 }
 
-/* The bytes rank `rank` puts in round `round`: a header naming both, then a filler. */
+/* The bytes rank `rank` puts in round `round`: a header naming both, then pseudo-random
+ * characters of a 64-letter alphabet (xorshift64 seeded by both). Not a repeating pattern:
+ * OpenPMIx compresses strings past a few KB on put, and a periodic filler would shrink to
+ * nothing, which no real business card does. */
 static void fill(char *buf, size_t len, uint32_t rank, long round)
 {
+    static const char alphabet[] =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._";
+    uint64_t x = 0x9e3779b97f4a7c15ull ^ ((uint64_t) rank << 32) ^ (uint64_t) round;
     int k = snprintf(buf, len, "r%u-i%ld-", rank, round);
     for (size_t i = k > 0 ? (size_t) k : 0; i + 1 < len; i++) {
-        buf[i] = (char) ('a' + (i + rank) % 26);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf[i] = alphabet[x & 63];
     }
     buf[len - 1] = '\0';
 }
