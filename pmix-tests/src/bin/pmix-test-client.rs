@@ -459,7 +459,7 @@ fn run(args: &[String]) -> Res {
         "allgather" => allgather(&c),
         "appinfo" => appinfo(&c, arg(1), arg(2)),
         "exit-rank" => exit_rank(&c, arg(1), arg(2)),
-        "abort" => abort(&c, arg(1)),
+        "abort" => abort(&c, arg(1), arg(2)),
         "hang" => hang(&c),
         "fence-timeout" => fence_timeout(&c),
         "nodeinfo" => nodeinfo(&c),
@@ -559,12 +559,17 @@ fn exit_rank(c: &Client, rank: &str, status: &str) -> Res {
     park_forever()
 }
 
-/// `abort <status>`: rank 0 aborts the job; the others wait in a fence rank 0 never joins.
-fn abort(c: &Client, status: &str) -> Res {
+/// `abort <status> [park]`: rank 0 aborts the job; the others wait in a fence rank 0 never
+/// joins, or with `park` outside any PMIx call (slurmstepd keeps an unfinished fence's state,
+/// and itself, for its `PMIxTimeout` after the step ended).
+fn abort(c: &Client, status: &str, others: &str) -> Res {
     let status: i32 = status.parse().map_err(e("status"))?;
     if c.proc().rank.0 == 0 {
         c.abort(Status(status), "test abort", &[])
             .map_err(e("abort"))?;
+        park_forever()
+    }
+    if others == "park" {
         park_forever()
     }
     c.fence(&[], &[]).map_err(e("fence"))?;
