@@ -276,6 +276,25 @@ pub enum Request {
         /// The directives (`JOB_CTRL_KILL`, `JOB_CTRL_SIGNAL`, `REGISTER_CLEANUP`, ...).
         directives: Vec<Info>,
     },
+    /// Form a group of processes (`PMIx_Group_construct`): a collective over the members,
+    /// each calling it with the same id and member list.
+    GroupConstruct {
+        /// The group's id, chosen by the members.
+        grp: String,
+        /// The members (rank WILDCARD for a whole namespace); must include the caller.
+        procs: Vec<Proc>,
+        /// Directives (`GROUP_ASSIGN_CONTEXT_ID`, `GROUP_INFO`, `TIMEOUT`, ...).
+        info: Vec<Info>,
+    },
+    /// Dissolve a group (`PMIx_Group_destruct`): a collective over its members.
+    GroupDestruct {
+        /// The group's id.
+        grp: String,
+        /// The members; empty means those the group was constructed with.
+        procs: Vec<Proc>,
+        /// Directives (`TIMEOUT`, ...).
+        info: Vec<Info>,
+    },
     /// The client is finishing (`PMIx_Finalize`).
     Finalize {
         /// Directives.
@@ -325,6 +344,14 @@ pub enum ReplyBody {
     Query {
         /// One entry per answered key.
         results: Vec<Info>,
+    },
+    /// A group constructed: its final membership and, when one was asked for, its context id
+    /// (unique among the groups of the server's run).
+    Group {
+        /// The members, sorted.
+        members: Vec<Proc>,
+        /// `PMIX_GROUP_CONTEXT_ID`, with `GROUP_ASSIGN_CONTEXT_ID`.
+        context_id: Option<u64>,
     },
 }
 

@@ -529,12 +529,23 @@ fn request(codec: Codec) -> BoxedStrategy<Request> {
                 directives,
             }
         }),
-        (prop_oneof![Just(17u8), 19u8..=255], vec(any::<u8>(), 0..16)).prop_map(|(c, payload)| {
-            Request::Other {
-                cmd: Cmd(c),
-                payload,
-            }
+        ("[a-z:/]{0,12}", procs(), infos())
+            .prop_map(|(grp, procs, info)| Request::GroupConstruct { grp, procs, info }),
+        ("[a-z:/]{0,12}", procs(), infos()).prop_map(|(grp, procs, info)| Request::GroupDestruct {
+            grp,
+            procs,
+            info
         }),
+        (
+            prop_oneof![Just(17u8), 19u8..=23, 25u8..=27, 29u8..=255],
+            vec(any::<u8>(), 0..16)
+        )
+            .prop_map(|(c, payload)| {
+                Request::Other {
+                    cmd: Cmd(c),
+                    payload,
+                }
+            }),
     ]
     .boxed()
 }
@@ -595,6 +606,16 @@ fn reply(codec: Codec) -> BoxedStrategy<(Cmd, Reply)> {
             wire_infos(codec)
         )
             .prop_map(|(c, status, info)| (c, Reply::Info { status, info })),
+        (st(), procs(), prop::option::of(any::<u64>())).prop_map(
+            |(status, members, context_id)| (
+                Cmd::GROUP_CONSTRUCT,
+                Reply::Group {
+                    status,
+                    members,
+                    context_id
+                }
+            )
+        ),
     ]
     .boxed()
 }

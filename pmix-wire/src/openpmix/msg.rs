@@ -164,6 +164,24 @@ pub enum Request {
         /// Directives.
         directives: Vec<Info>,
     },
+    /// `GROUP_CONSTRUCT`: `STRING` group id, `SIZE` n, `PROC`s, `SIZE` ninfo, `INFO`s.
+    GroupConstruct {
+        /// The group's id.
+        grp: String,
+        /// The members.
+        procs: Vec<Proc>,
+        /// Directives.
+        info: Vec<Info>,
+    },
+    /// `GROUP_DESTRUCT`: laid out like `GROUP_CONSTRUCT`, with the members the client knows.
+    GroupDestruct {
+        /// The group's id.
+        grp: String,
+        /// The members.
+        procs: Vec<Proc>,
+        /// Directives.
+        info: Vec<Info>,
+    },
     /// Any other command, its payload after the command kept as it came, so that a server
     /// can answer it (with [`Reply::Status`] `ERR_NOT_SUPPORTED`) and a relay can forward it.
     Other {
@@ -289,6 +307,8 @@ impl Request {
             Request::Query { .. } => Cmd::QUERY,
             Request::JobControl { .. } => Cmd::JOB_CONTROL,
             Request::Log { .. } => Cmd::LOG,
+            Request::GroupConstruct { .. } => Cmd::GROUP_CONSTRUCT,
+            Request::GroupDestruct { .. } => Cmd::GROUP_DESTRUCT,
             Request::Other { cmd, .. } => *cmd,
         }
     }
@@ -412,6 +432,16 @@ impl Request {
                     directives,
                 }
             }
+            Cmd::GROUP_CONSTRUCT | Cmd::GROUP_DESTRUCT => {
+                let grp = u.unpack_one::<String>()?;
+                let procs = counted(&mut u)?;
+                let info = counted(&mut u)?;
+                if cmd == Cmd::GROUP_CONSTRUCT {
+                    Request::GroupConstruct { grp, procs, info }
+                } else {
+                    Request::GroupDestruct { grp, procs, info }
+                }
+            }
             other => {
                 let payload = u.rest().to_vec();
                 return Ok(Request::Other {
@@ -515,6 +545,12 @@ impl Request {
                 p.pack_one(&Time(*timestamp))?;
                 put_counted(p, data, false)?;
                 put_counted(p, directives, false)?;
+            }
+            Request::GroupConstruct { grp, procs, info }
+            | Request::GroupDestruct { grp, procs, info } => {
+                p.pack_one(grp)?;
+                put_counted(p, procs, true)?;
+                put_counted(p, info, false)?;
             }
             Request::Other { payload, .. } => p.put_raw(payload),
         }
@@ -677,6 +713,16 @@ pub enum Reply {
         /// The job data of the namespaces the client did not know.
         jobs: Vec<JobInfo>,
     },
+    /// The answer to `GROUP_CONSTRUCT`: `STATUS`, then on success `SIZE` n, the n members'
+    /// `PROC`s (when n > 0), and the context id as a `SIZE` (libpmix reads it if present).
+    Group {
+        /// The outcome.
+        status: Status,
+        /// The final membership.
+        members: Vec<Proc>,
+        /// `PMIX_GROUP_CONTEXT_ID`, when one was assigned.
+        context_id: Option<u64>,
+    },
     /// The answer to `JOB_CONTROL` and `QUERY`: `STATUS`, `SIZE` n, `INFO`s if n > 0.
     Info {
         /// The outcome.
@@ -696,6 +742,7 @@ impl Reply {
             | Reply::Lookup { status, .. }
             | Reply::Spawn { status, .. }
             | Reply::Connect { status, .. }
+            | Reply::Group { status, .. }
             | Reply::Info { status, .. } => *status,
         }
     }
@@ -754,6 +801,28 @@ impl Reply {
                 }
                 Reply::Connect { status, jobs }
             }
+            Cmd::GROUP_CONSTRUCT => {
+                let members = if u.is_empty() {
+                    Vec::new()
+                } else {
+                    let n = size(&mut u)?;
+                    if n > 0 {
+                        u.unpack_announced(n)?
+                    } else {
+                        Vec::new()
+                    }
+                };
+                let context_id = if u.is_empty() {
+                    None
+                } else {
+                    Some(u.unpack_one::<Size>()?.0)
+                };
+                Reply::Group {
+                    status,
+                    members,
+                    context_id,
+                }
+            }
             Cmd::JOB_CONTROL | Cmd::QUERY => {
                 let info = if u.is_empty() {
                     Vec::new()
@@ -802,6 +871,18 @@ impl Reply {
             Reply::Connect { jobs, .. } => {
                 for j in jobs {
                     p.pack_one(&ByteObject(j.encode_blob(p.dialect())?))?;
+                }
+            }
+            Reply::Group {
+                members,
+                context_id,
+                ..
+            } => {
+                if ok || !members.is_empty() || context_id.is_some() {
+                    put_counted(p, members, false)?;
+                }
+                if let Some(c) = context_id {
+                    p.pack_one(&Size(*c))?;
                 }
             }
             Reply::Info { info, .. } => {

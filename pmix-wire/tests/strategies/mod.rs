@@ -393,6 +393,12 @@ pub(crate) fn request() -> impl Strategy<Value = Request> {
                 directives,
             })
             .boxed(),
+        ("[a-z:/]{0,12}", procs(), infos())
+            .prop_map(|(grp, procs, info)| Request::GroupConstruct { grp, procs, info })
+            .boxed(),
+        ("[a-z:/]{0,12}", procs(), infos())
+            .prop_map(|(grp, procs, info)| Request::GroupDestruct { grp, procs, info })
+            .boxed(),
         infos().prop_map(|info| Request::Finalize { info }).boxed(),
     ];
     balanced_union(arms)
@@ -426,6 +432,12 @@ pub(crate) fn reply_body() -> impl Strategy<Value = ReplyBody> {
             .boxed(),
         infos()
             .prop_map(|results| ReplyBody::Query { results })
+            .boxed(),
+        (procs(), proptest::option::of(any::<u64>()))
+            .prop_map(|(members, context_id)| ReplyBody::Group {
+                members,
+                context_id,
+            })
             .boxed(),
     ];
     Union::new(arms)
