@@ -9,7 +9,7 @@ use crossbeam_channel::Sender;
 use pmix_types::{DataRange, Info, Key, Nspace, Proc, Status};
 use pmix_wire::{App, Published, Query};
 
-use crate::engine::{HostCall, HostOutcome, OpId};
+use crate::engine::{GroupOp, HostCall, HostOutcome, OpId};
 use crate::hook::LoopHook;
 use crate::mailbox::{self, LoopMsg};
 
@@ -215,6 +215,13 @@ pub(crate) fn call_host<H: Host>(
             targets,
             directives,
         } => host.job_control(&proc, &targets, &directives, done(op, tx, waker)),
+        HostCall::Group {
+            op: gop,
+            grp,
+            procs,
+            info,
+            data,
+        } => host.group(gop, &grp, &procs, &info, data, done(op, tx, waker)),
     }
 }
 
@@ -361,6 +368,24 @@ pub trait Host: Send + 'static {
     /// no hook, ever) and on every turn of the loop. Default: `None`.
     fn loop_hook(&mut self) -> Option<&mut dyn LoopHook> {
         None
+    }
+
+    /// A group's construction or destruction (`op`) over members `procs` of which some live on
+    /// other nodes; a group whose members are all local is completed by the server alone.
+    /// Called once every local member has entered it, with this node's contribution `data`
+    /// (opaque); like [`Host::fence_nb`], complete with every node's contributions
+    /// concatenated (this node's included) once every node has entered it, or with an error
+    /// (a member gone, a timeout) that every local member receives.
+    fn group(
+        &mut self,
+        op: GroupOp,
+        grp: &str,
+        procs: &[Proc],
+        info: &[Info],
+        data: Vec<u8>,
+        done: Completion<Vec<u8>>,
+    ) {
+        done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }
 }
 

@@ -29,7 +29,7 @@ mod shell;
 mod shell_io;
 mod tcp_peer;
 
-pub use engine::NameService;
+pub use engine::{GroupOp, NameService};
 pub use error::Error;
 pub use hook::{LoopContext, LoopHook, LoopWaker};
 pub use host::{Completion, Host, NoHost, Outcome};

@@ -56,6 +56,11 @@ pub struct ServerOptions {
     pub ds21: bool,
     /// Bounds on what one connection may cost the server.
     pub limits: Limits,
+    /// The group context ids (`PMIX_GROUP_CONTEXT_ID`) this server hands out, as
+    /// `(first, step)`: `first`, `first + step`, ...; default `(1, 1)`. A host running one
+    /// server per node gives each node a residue of its own (node `i` of `n`: `(i + 1, n)`),
+    /// so that no two groups of a run get the same id.
+    pub context_ids: (u64, u64),
 }
 
 impl Default for ServerOptions {
@@ -72,6 +77,7 @@ impl Default for ServerOptions {
             openpmix: true,
             ds21: true,
             limits: Limits::default(),
+            context_ids: (1, 1),
         }
     }
 }
@@ -230,7 +236,8 @@ impl Server {
                 // This server removes the session and namespace directories itself.
                 Info::attr(attr::TDIR_RMCLEAN, true),
             ];
-            let engine = Engine::new(hostname.clone(), extras, options.name_service);
+            let mut engine = Engine::new(hostname.clone(), extras, options.name_service);
+            engine.set_context_ids(options.context_ids.0, options.context_ids.1);
             let mut listeners = vec![
                 Listener::unix(listener, Personality::Native)
                     .map_err(Error::io("making the listener non-blocking"))?,

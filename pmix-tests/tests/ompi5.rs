@@ -41,7 +41,7 @@ fn ompi5_tool(tool: &str) -> PathBuf {
 }
 
 /// The programs: (executable, source in `pmix-tests/mpi`, extra compiler arguments).
-const PROGRAMS: [(&str, &str, &[&str]); 7] = [
+const PROGRAMS: [(&str, &str, &[&str]); 8] = [
     ("hello", "hello.c", &[]),
     ("mpmd_a", "mpmd.c", &["-DMPMD_APP=0"]),
     ("mpmd_b", "mpmd.c", &["-DMPMD_APP=1"]),
@@ -49,6 +49,7 @@ const PROGRAMS: [(&str, &str, &[&str]); 7] = [
     ("names", "names.c", &[]),
     ("spawn", "spawn.c", &[]),
     ("connect", "connect.c", &[]),
+    ("sessions", "sessions.c", &[]),
 ];
 
 /// The directory of the programs compiled with Open MPI 5's `mpicc`, all compiled at once,
@@ -160,6 +161,33 @@ fn hello_at_1_and_4_ranks_and_two_programs_in_one_job() {
         })
         .collect();
     assert_stdout(&what, &out, &want);
+}
+
+#[test]
+fn sessions_make_communicators_from_groups_and_list_process_sets() {
+    // MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups construct PMIx groups
+    // with a context id; MPI_Session_get_num_psets counts Open MPI's three built-in sets
+    // and those the launcher defines (none here).
+    for n in [1u32, 4] {
+        let ns = n.to_string();
+        let (what, out) = pmixrun(&["-n", &ns, &program("sessions"), "3"]);
+        assert_code(&what, &out, 0);
+        let sum = n * (n - 1) / 2;
+        let want: Vec<String> = (0..n)
+            .map(|r| {
+                let (remote, remote_sum) = match (n, r % 2) {
+                    (1, _) => (0, 0),
+                    (_, 0) => (n / 2, (0..n).filter(|x| x % 2 == 1).sum::<u32>()),
+                    _ => (n.div_ceil(2), (0..n).filter(|x| x % 2 == 0).sum::<u32>()),
+                };
+                format!(
+                    "sessions rank {r} of {n}: psets 3 sum {sum} remote {remote} \
+                     remote-sum {remote_sum}"
+                )
+            })
+            .collect();
+        assert_stdout(&what, &out, &want);
+    }
 }
 
 #[test]

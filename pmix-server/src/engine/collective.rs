@@ -129,6 +129,11 @@ impl Engine {
         if !op.all_local_arrived() || op.at_host {
             return;
         }
+        match op.kind {
+            Kind::GroupConstruct(gid) => return self.group_ready(seq, GroupOp::Construct, gid),
+            Kind::GroupDestruct(gid) => return self.group_ready(seq, GroupOp::Destruct, gid),
+            _ => {}
+        }
         if op.remote && op.kind == Kind::Disconnect {
             // Participants elsewhere: the host disconnects the nodes.
             let procs = op.participants.clone();
@@ -235,7 +240,7 @@ impl Engine {
         // Other nodes' data is stored so that later gets are served here.
         let arrived = self.store_remote(&remote);
         match op.kind {
-            Kind::Fence => {}
+            Kind::Fence | Kind::GroupConstruct(_) | Kind::GroupDestruct(_) => {}
             Kind::Connect => {
                 self.finish_connect(&op, remote);
                 for t in arrived {

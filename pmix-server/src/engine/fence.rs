@@ -1,6 +1,6 @@
 //! Collectives in progress: which fences exist, who has arrived, who waits.
 //!
-//! Collectives (fence, connect, disconnect) are identified by their kind and participant list
+//! Collectives (fence, connect, disconnect, group construct and destruct) are identified by their kind and participant list
 //! (sorted, as given: ranks or WILDCARD); several over the same list complete in the order
 //! they were entered, so a process's n-th fence over a list joins the n-th operation over that
 //! list.
@@ -18,6 +18,9 @@ pub(crate) enum Kind {
     Fence,
     Connect,
     Disconnect,
+    /// A group's construction or destruction, by the group's interned id.
+    GroupConstruct(u32),
+    GroupDestruct(u32),
 }
 
 pub(crate) struct Waiter {

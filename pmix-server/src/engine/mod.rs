@@ -14,6 +14,7 @@ mod collective;
 mod events;
 mod fence;
 mod get;
+mod groups;
 pub(crate) mod job_control;
 mod log;
 pub(crate) mod names;
@@ -35,6 +36,8 @@ use crate::Error;
 
 pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
 use self::auth::{Claim, constant_time_eq};
+pub use self::groups::GroupOp;
+use self::groups::Groups;
 pub use self::names::NameService;
 pub(crate) use self::nspace::Locale;
 
@@ -129,6 +132,13 @@ pub(crate) enum HostCall {
         proc: Proc,
         targets: Vec<Proc>,
         directives: Vec<Info>,
+    },
+    Group {
+        op: GroupOp,
+        grp: String,
+        procs: Vec<Proc>,
+        info: Vec<Info>,
+        data: Vec<u8>,
     },
 }
 
@@ -306,6 +316,12 @@ enum PendingHost {
     Collective {
         seq: u64,
     },
+    /// A group collective spanning nodes, completed by the host.
+    Group {
+        seq: u64,
+        op: GroupOp,
+        gid: u32,
+    },
     /// Nobody waits for the answer.
     Nothing,
 }
@@ -368,6 +384,8 @@ pub(crate) struct Engine {
     names: NameStore<(ConnId, u32)>,
     /// Cleanups registered by clients, run when their namespace ends.
     cleanups: HashMap<NsId, Vec<job_control::Cleanup>>,
+    /// Process groups and their context ids.
+    groups: Groups,
     out: VecDeque<Output>,
 }
 
@@ -430,6 +448,7 @@ impl Engine {
             name_service,
             names,
             cleanups: HashMap::new(),
+            groups: Groups::default(),
             out: VecDeque::new(),
         }
     }
@@ -923,6 +942,12 @@ impl Engine {
                     HostCall::ClientFinalized { proc: me },
                 );
             }
+            Request::GroupConstruct { grp, procs, info } => {
+                self.group(GroupOp::Construct, conn, id, &me, grp, procs, &info, now);
+            }
+            Request::GroupDestruct { grp, procs, info } => {
+                self.group(GroupOp::Destruct, conn, id, &me, grp, procs, &info, now);
+            }
             Request::Publish { data, info } => self.publish(conn, id, me, data, info),
             Request::Lookup { keys, info } => self.lookup(conn, id, me, keys, info, now),
             Request::Unpublish { keys, info } => self.unpublish(conn, id, me, keys, info),
@@ -1149,6 +1174,7 @@ impl Engine {
                     self.fail_fence(seq, status);
                 }
             }
+            PendingHost::Group { seq, op, gid } => self.group_answered(seq, op, gid, outcome),
             PendingHost::Lookup { conn, id } => {
                 let result = match outcome {
                     HostOutcome::Lookup(r) => r,
@@ -1273,13 +1299,18 @@ fn found_status(found: bool) -> Status {
 }
 
 /// Decodes the concatenated per-node contributions a host returns.
-fn decode_blobs(mut bytes: &[u8]) -> Result<Vec<ProcKvs>, Status> {
+fn decode_blobs(bytes: &[u8]) -> Result<Vec<ProcKvs>, Status> {
+    decode_frames(bytes)
+}
+
+/// Decodes concatenated frames, each a list of `T`, into one list.
+fn decode_frames<T: serde::de::DeserializeOwned>(mut bytes: &[u8]) -> Result<Vec<T>, Status> {
     let decoder = pmix_wire::FrameDecoder::default();
     let mut all = Vec::new();
     while !bytes.is_empty() {
         match decoder.decode(bytes) {
             Ok(pmix_wire::Decoded::Frame { body, consumed }) => {
-                let mut part: Vec<ProcKvs> = pmix_wire::decode_body(body).map_err(|e| {
+                let mut part: Vec<T> = pmix_wire::decode_body(body).map_err(|e| {
                     tracing::warn!("undecodable data from the host: {e}");
                     Status::ERR_UNPACK_FAILURE
                 })?;

@@ -64,6 +64,8 @@ enum Answer {
     Query,
     /// A status, then a (here always empty) list of results (`JOB_CONTROL`).
     Info,
+    /// A status, then the group's membership and context id.
+    Group,
     /// Nothing at all (`DEREGEVENTS` gets no reply).
     Silent,
     /// A status; the client closes after it.
@@ -434,6 +436,16 @@ impl OpenpmixConn {
             OpenpmixRequest::Query { queries } => {
                 self.engine_request(tag, Answer::Query, Request::Query { queries })
             }
+            OpenpmixRequest::GroupConstruct { grp, procs, info } => self.engine_request(
+                tag,
+                Answer::Group,
+                Request::GroupConstruct { grp, procs, info },
+            ),
+            OpenpmixRequest::GroupDestruct { grp, procs, info } => self.engine_request(
+                tag,
+                Answer::Status,
+                Request::GroupDestruct { grp, procs, info },
+            ),
             OpenpmixRequest::Notify {
                 status,
                 range,
@@ -650,6 +662,17 @@ fn translate_with(
         (Answer::Info, _) => OpenpmixReply::Info {
             status,
             info: Vec::new(),
+        },
+        (
+            Answer::Group,
+            ReplyBody::Group {
+                members,
+                context_id,
+            },
+        ) if ok => OpenpmixReply::Group {
+            status,
+            members: members.clone(),
+            context_id: *context_id,
         },
         _ => OpenpmixReply::Status(status),
     }))

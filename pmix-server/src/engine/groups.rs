@@ -1,0 +1,213 @@
+//! Process groups (`PMIx_Group_construct`, `PMIx_Group_destruct`): collectives over the
+//! members, kept in the collective table like fences (so a member that ends fails them, and a
+//! `TIMEOUT` is honoured, the same way), and the groups that exist, with their context ids.
+//!
+//! A group's collective completes here when all its members are local; otherwise this node's
+//! contribution (its proposed context id) goes to the host ([`Host::group`](crate::Host::group)),
+//! which hands back every node's, and every node picks the smallest proposal: the same on
+//! all of them. Context ids come from this server's sequence `first, first + step, ...`
+//! ([`ServerOptions::context_ids`](crate::ServerOptions::context_ids)); a host running one
+//! server per node gives each node its own residue, so that ids are unique across the run.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::*;
+
+/// A group operation, as the host sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupOp {
+    /// `PMIx_Group_construct`.
+    Construct,
+    /// `PMIx_Group_destruct`.
+    Destruct,
+}
+
+/// What one node contributes to a group's collective across nodes.
+#[derive(Debug, Serialize, Deserialize)]
+struct Contribution {
+    /// This node's proposal for the group's context id, when one was asked for.
+    context_id: Option<u64>,
+}
+
+/// A group that was constructed and not yet destructed.
+#[derive(Debug)]
+struct Group {
+    members: Vec<Proc>,
+}
+
+/// The groups of this server: ids interned (a collective's kind carries the number), the
+/// constructed ones, and the context ids handed out.
+#[derive(Debug)]
+pub(crate) struct Groups {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+    live: HashMap<u32, Group>,
+    next_context_id: u64,
+    context_step: u64,
+}
+
+impl Default for Groups {
+    fn default() -> Self {
+        Groups {
+            ids: HashMap::new(),
+            names: Vec::new(),
+            live: HashMap::new(),
+            next_context_id: 1,
+            context_step: 1,
+        }
+    }
+}
+
+impl Groups {
+    fn intern(&mut self, grp: &str) -> u32 {
+        if let Some(id) = self.ids.get(grp) {
+            return *id;
+        }
+        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(grp.to_owned());
+        self.ids.insert(grp.to_owned(), id);
+        id
+    }
+
+    fn name(&self, gid: u32) -> &str {
+        self.names.get(gid as usize).map_or("", String::as_str)
+    }
+
+    fn take_context_id(&mut self) -> u64 {
+        let id = self.next_context_id;
+        self.next_context_id = self.next_context_id.saturating_add(self.context_step);
+        id
+    }
+}
+
+impl Engine {
+    /// Sets the sequence this server's context ids are taken from.
+    pub(crate) fn set_context_ids(&mut self, first: u64, step: u64) {
+        self.groups.next_context_id = first;
+        self.groups.context_step = step.max(1);
+    }
+
+    /// A member enters a group's construction (or destruction).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn group(
+        &mut self,
+        op: GroupOp,
+        conn: ConnId,
+        id: u32,
+        me: &Proc,
+        grp: String,
+        mut procs: Vec<Proc>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        if grp.is_empty() {
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        let gid = self.groups.intern(&grp);
+        if procs.is_empty() && op == GroupOp::Destruct {
+            match self.groups.live.get(&gid) {
+                Some(g) => procs = g.members.clone(),
+                None => return self.reply_status(conn, id, Status::ERR_NOT_FOUND),
+            }
+        }
+        if procs.is_empty() {
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        let kind = match op {
+            GroupOp::Construct => Kind::GroupConstruct(gid),
+            GroupOp::Destruct => Kind::GroupDestruct(gid),
+        };
+        self.collective(kind, conn, id, me, procs, info, now);
+    }
+
+    /// Every local member arrived: complete here, or hand this node's part to the host.
+    pub(super) fn group_ready(&mut self, seq: u64, op: GroupOp, gid: u32) {
+        let Some(f) = self.fences.get(seq) else {
+            return;
+        };
+        let proposal = (op == GroupOp::Construct
+            && info_flag(&f.info, attr::GROUP_ASSIGN_CONTEXT_ID))
+        .then(|| self.groups.take_context_id());
+        let mine = Contribution {
+            context_id: proposal,
+        };
+        if !f.remote {
+            return self.finish_group(seq, op, gid, Ok(vec![mine]));
+        }
+        let mut data = Vec::new();
+        if let Err(e) = pmix_wire::encode_frame(&vec![mine], &mut data) {
+            return self.fail_fence(seq, e.status());
+        }
+        let procs = f.participants.clone();
+        let info = f.info.clone();
+        if let Some(f) = self.fences.get_mut(seq) {
+            f.at_host = true;
+        }
+        let grp = self.groups.name(gid).to_owned();
+        self.host_call(
+            PendingHost::Group { seq, op, gid },
+            HostCall::Group {
+                op,
+                grp,
+                procs,
+                info,
+                data,
+            },
+        );
+    }
+
+    /// The host's answer to a group collective across nodes: every node's contribution.
+    pub(super) fn group_answered(&mut self, seq: u64, op: GroupOp, gid: u32, outcome: HostOutcome) {
+        let result = match outcome {
+            HostOutcome::Bytes(Ok(bytes)) => decode_frames::<Contribution>(&bytes),
+            other => Err(failure_of(&other)),
+        };
+        self.finish_group(seq, op, gid, result);
+    }
+
+    fn finish_group(
+        &mut self,
+        seq: u64,
+        op: GroupOp,
+        gid: u32,
+        parts: Result<Vec<Contribution>, Status>,
+    ) {
+        let parts = match parts {
+            Ok(p) => p,
+            Err(status) => return self.fail_fence(seq, status),
+        };
+        let Some(f) = self.fences.remove(seq) else {
+            return;
+        };
+        self.timers.retain(|_, t| *t != Timer::Fence { seq });
+        match op {
+            GroupOp::Construct => {
+                let context_id = parts.iter().filter_map(|p| p.context_id).min();
+                let members = f.participants.clone();
+                self.groups.live.insert(
+                    gid,
+                    Group {
+                        members: members.clone(),
+                    },
+                );
+                let reply = Arc::new(Reply {
+                    status: Status::SUCCESS,
+                    body: ReplyBody::Group {
+                        members,
+                        context_id,
+                    },
+                });
+                let to = f.waiters.iter().map(|w| (w.conn, w.id)).collect();
+                self.out.push_back(Output::SharedReply { to, reply });
+            }
+            GroupOp::Destruct => {
+                self.groups.live.remove(&gid);
+                for w in &f.waiters {
+                    self.reply_status(w.conn, w.id, Status::SUCCESS);
+                }
+            }
+        }
+    }
+}
