@@ -133,7 +133,9 @@ impl Sim {
                 let calls: Vec<_> = self.host_calls.drain(..).collect();
                 for (op, call) in calls {
                     let outcome = match call {
-                        HostCall::FenceNb { .. } | HostCall::DirectModex { .. } => {
+                        HostCall::FenceNb { .. }
+                        | HostCall::DirectModex { .. }
+                        | HostCall::Group { .. } => {
                             self.host_calls.push((op, call));
                             continue;
                         }
@@ -1824,3 +1826,4 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
 }
 
 mod control;
+mod groups;

@@ -1,0 +1,175 @@
+//! Groups: construction and destruction as collectives over the members, context ids, the
+//! members' failures and timeouts, and groups spanning nodes through the host.
+
+use super::*;
+use crate::engine::GroupOp;
+
+fn construct(grp: &str, procs: Vec<Proc>, ctxid: bool) -> Request {
+    let mut info = vec![];
+    if ctxid {
+        info.push(Info::attr(attr::GROUP_ASSIGN_CONTEXT_ID, true));
+    }
+    Request::GroupConstruct {
+        grp: grp.into(),
+        procs,
+        info,
+    }
+}
+
+fn destruct(grp: &str, procs: Vec<Proc>) -> Request {
+    Request::GroupDestruct {
+        grp: grp.into(),
+        procs,
+        info: vec![],
+    }
+}
+
+fn procs(name: &str, ranks: &[u32]) -> Vec<Proc> {
+    ranks.iter().map(|r| Proc::new(ns(name), *r)).collect()
+}
+
+fn group_of(r: &Reply) -> (Vec<Proc>, Option<u64>) {
+    match &r.body {
+        ReplyBody::Group {
+            members,
+            context_id,
+        } => (members.clone(), *context_id),
+        other => panic!("not a group reply: {other:?} ({:?})", r.status),
+    }
+}
+
+#[test]
+fn construct_completes_when_every_member_arrived_with_one_context_id_each_group() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let members = procs("a", &[2, 0]);
+    let c0 = s.send(0, construct("g1", members.clone(), true));
+    assert!(
+        s.take_reply(0, c0).is_none(),
+        "completed before rank 2 arrived"
+    );
+    let c2 = s.send(2, construct("g1", members.clone(), true));
+    let (m0, id0) = group_of(&s.reply(0, c0));
+    let (m2, id2) = group_of(&s.reply(2, c2));
+    assert_eq!(m0, procs("a", &[0, 2]), "members sorted");
+    assert_eq!((m2, id2), (m0, id0));
+    assert!(id0.is_some());
+    // Another group, another id; without the directive, none.
+    let all = procs("a", &[0, 1, 2]);
+    let ids: Vec<_> = (0..3)
+        .map(|r| s.send(r as ConnId, construct("g2", all.clone(), true)))
+        .collect();
+    let (_, id) = group_of(&s.reply(1, ids[1]));
+    assert!(id.is_some() && id != id0, "{id:?} after {id0:?}");
+    let plain: Vec<_> = (0..3)
+        .map(|r| s.send(r as ConnId, construct("g3", all.clone(), false)))
+        .collect();
+    assert_eq!(group_of(&s.reply(0, plain[0])).1, None);
+    // Destruct: the members it was constructed with when none are given; an unknown group
+    // is not found.
+    let d0 = s.send(0, destruct("g1", vec![]));
+    let d2 = s.send(2, destruct("g1", members));
+    assert_eq!(s.reply(0, d0).status, Status::SUCCESS);
+    assert_eq!(s.reply(2, d2).status, Status::SUCCESS);
+    let d = s.send(0, destruct("g1", vec![]));
+    assert_eq!(s.reply(0, d).status, Status::ERR_NOT_FOUND);
+    // A caller outside the members, or no members, is refused.
+    let bad = s.send(1, construct("g4", procs("a", &[0, 2]), false));
+    assert_eq!(s.reply(1, bad).status, Status::ERR_BAD_PARAM);
+    let none = s.send(1, construct("g4", vec![], false));
+    assert_eq!(s.reply(1, none).status, Status::ERR_BAD_PARAM);
+}
+
+#[test]
+fn a_member_that_ends_fails_the_construct_and_a_timeout_ends_the_wait() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let all = procs("a", &[0, 1, 2]);
+    let c0 = s.send(0, construct("g", all.clone(), true));
+    s.eng.handle_closed(2, s.now);
+    s.pump();
+    let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
+    assert_eq!(s.reply(0, c0).status, term);
+    // Later constructs over the departed member fail at once.
+    let c1 = s.send(1, construct("g", all, true));
+    assert_eq!(s.reply(1, c1).status, term);
+    // A timeout (seconds) ends a construct some member never enters.
+    let mut req = construct("h", procs("a", &[0, 1]), false);
+    if let Request::GroupConstruct { info, .. } = &mut req {
+        info.push(Info::attr(attr::TIMEOUT, 2i32));
+    }
+    let t = s.send(0, req);
+    s.advance(Duration::from_secs(1));
+    assert!(s.take_reply(0, t).is_none());
+    s.advance(Duration::from_secs(2));
+    assert_eq!(s.reply(0, t).status, Status::ERR_TIMEOUT);
+}
+
+#[test]
+fn a_group_spanning_nodes_goes_to_the_host_and_takes_the_smallest_proposal() {
+    let mut s = Sim::new();
+    s.eng.set_context_ids(7, 2);
+    two_node_job(&mut s, &[0, 1], &[2]);
+    let all = procs("m", &[0, 1, 2]);
+    let a = s.send(0, construct("g", all.clone(), true));
+    assert!(
+        s.host_calls.is_empty(),
+        "went to the host before every local member"
+    );
+    let b = s.send(1, construct("g", all.clone(), true));
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::Group {
+        op: gop,
+        grp,
+        procs: members,
+        data,
+        ..
+    } = call
+    else {
+        panic!("expected a group call, got {call:?}")
+    };
+    assert_eq!(
+        (gop, grp.as_str(), &members),
+        (GroupOp::Construct, "g", &all)
+    );
+    // The other node proposes 4; every node takes the smallest.
+    #[derive(serde::Serialize)]
+    struct Contribution {
+        context_id: Option<u64>,
+    }
+    let mut all_data = data;
+    pmix_wire::encode_frame(
+        &vec![Contribution {
+            context_id: Some(4),
+        }],
+        &mut all_data,
+    )
+    .unwrap();
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(all_data)), s.now);
+    s.pump();
+    assert_eq!(group_of(&s.reply(0, a)), (all.clone(), Some(4)));
+    assert_eq!(group_of(&s.reply(1, b)), (all.clone(), Some(4)));
+    // The host's failure reaches every local member.
+    let a = s.send(0, destruct("g", vec![]));
+    let b = s.send(1, destruct("g", vec![]));
+    let (op, call) = s.host_calls.remove(0);
+    assert!(matches!(
+        call,
+        HostCall::Group {
+            op: GroupOp::Destruct,
+            ..
+        }
+    ));
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Err(Status::ERR_TIMEOUT)), s.now);
+    s.pump();
+    assert_eq!(s.reply(0, a).status, Status::ERR_TIMEOUT);
+    assert_eq!(s.reply(1, b).status, Status::ERR_TIMEOUT);
+}
