@@ -135,6 +135,9 @@ impl Daemon {
             ServerOptions {
                 hostname: Some(boot.node(me).to_owned()),
                 name_service: NameService::Host,
+                // Each daemon hands out the group context ids of its own residue (the root,
+                // vertex 0, serves no process): unique across the run.
+                context_ids: (u64::from(me), u64::from(boot.size.max(1))),
                 ..ServerOptions::default()
             },
         )

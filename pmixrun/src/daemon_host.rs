@@ -1,6 +1,6 @@
 //! A daemon's [`Host`]: what its server cannot do on one node goes over the tree.
 //!
-//! Fences, connects and disconnects become tree fences over the daemons hosting their
+//! Fences, connects, disconnects and groups become tree fences over the daemons hosting their
 //! participants; direct modex a request to the daemon of the process; names, spawn and abort
 //! requests to the root; events beyond the node a message to every daemon. Connection and
 //! finalize are reported to the root, which supervises the run.
@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use pmix_server::mio::event::Event;
 use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status, attr};
-use pmix_server::{App, Completion, Host, LoopContext, LoopHook, Published, Query};
+use pmix_server::{App, Completion, GroupOp, Host, LoopContext, LoopHook, Published, Query};
 use pmix_tree::{Dest, FenceKey, TreeLoop, Vertex};
 
 use crate::run_msg::{Answer, Msg, Req, answer_of, encode};
@@ -119,6 +119,8 @@ enum Collective {
     Fence = 0,
     Connect = 1,
     Disconnect = 2,
+    GroupConstruct = 3,
+    GroupDestruct = 4,
 }
 
 /// The host of a daemon's server.
@@ -160,10 +162,24 @@ impl DaemonHost {
         data: Vec<u8>,
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
+        self.collective_named(kind, "", procs, info, data, done);
+    }
+
+    /// [`DaemonHost::collective`] for a collective that has a name of its own (a group's).
+    fn collective_named(
+        &mut self,
+        kind: Collective,
+        name: &str,
+        procs: &[Proc],
+        info: &[Info],
+        data: Vec<u8>,
+        done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
+    ) {
         let Some(vertices) = self.jobs.vertices_of(procs) else {
             return done(Err(Status::ERR_BAD_PARAM));
         };
         let mut set = vec![kind as u8];
+        set.extend(encode(&name));
         set.extend(encode(&procs));
         if let Some(t) = info.iter().find(|i| i.key.as_str() == attr::TIMEOUT) {
             set.extend(encode(&t.value));
@@ -327,6 +343,22 @@ impl Host for DaemonHost {
         self.collective(Collective::Connect, procs, info, data, move |r| {
             done.complete(r)
         });
+    }
+
+    fn group(
+        &mut self,
+        op: GroupOp,
+        grp: &str,
+        procs: &[Proc],
+        info: &[Info],
+        data: Vec<u8>,
+        done: Completion<Vec<u8>>,
+    ) {
+        let kind = match op {
+            GroupOp::Construct => Collective::GroupConstruct,
+            GroupOp::Destruct => Collective::GroupDestruct,
+        };
+        self.collective_named(kind, grp, procs, info, data, move |r| done.complete(r));
     }
 
     fn disconnect(&mut self, procs: &[Proc], info: &[Info], done: Completion<()>) {
