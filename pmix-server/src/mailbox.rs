@@ -50,6 +50,16 @@ pub(crate) enum Call {
     Notify {
         event: pmix_wire::Event,
     },
+    /// The host defines a process set.
+    DefinePset {
+        name: String,
+        members: Vec<Proc>,
+    },
+    /// The host deletes a process set.
+    DeletePset {
+        name: String,
+        reply: Sender<bool>,
+    },
     /// A process of another node ended.
     ProcEndedElsewhere {
         proc: Proc,

@@ -385,6 +385,46 @@ impl Server {
         Ok(())
     }
 
+    /// Defines process set `name` with `members` (`PMIx_server_define_process_set`), or
+    /// redefines it: its clients' queries list it (`QUERY_PSET_NAMES`, `QUERY_NUM_PSETS`,
+    /// `QUERY_PSET_MEMBERSHIP`), and every client registered for `PROCESS_SET_DEFINE` hears of
+    /// it (`PSET_NAME`, `PSET_MEMBERS`). A name the clients' job data already gives
+    /// (`PSET_NAMES`) is listed once.
+    pub fn define_process_set(&self, name: &str, members: &[Proc]) -> Result<(), Error> {
+        if name.is_empty() {
+            return Err(Error::BadParam("a process set needs a name".into()));
+        }
+        let call = Call::DefinePset {
+            name: name.to_owned(),
+            members: members.to_vec(),
+        };
+        self.tx
+            .send(LoopMsg::Call(call))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        Ok(())
+    }
+
+    /// Deletes process set `name` (`PMIx_server_delete_process_set`): clients registered for
+    /// `PROCESS_SET_DELETE` hear of it. `Error::BadParam` if the host defined none of that
+    /// name.
+    pub fn delete_process_set(&self, name: &str) -> Result<(), Error> {
+        let (reply, rx) = bounded(1);
+        let call = Call::DeletePset {
+            name: name.to_owned(),
+            reply,
+        };
+        self.tx
+            .send(LoopMsg::Call(call))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        match rx.recv() {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::BadParam(format!("no process set {name}"))),
+            Err(_) => Err(Error::Stopped),
+        }
+    }
+
     /// Tells the server that `proc`, a process of another node, ended with `status`: what waits
     /// for it here fails at once with `status` (gets of its data not yet here, fences and
     /// connects it takes part in, including those this node already handed to the host), and so

@@ -413,6 +413,10 @@ impl<H: Host> Shell<H> {
                 self.engine.dmodex_request(&proc, token, Instant::now());
             }
             Call::Notify { event } => self.engine.host_notify(&event),
+            Call::DefinePset { name, members } => self.engine.define_pset(name, members),
+            Call::DeletePset { name, reply } => {
+                let _ = reply.send(self.engine.delete_pset(&name));
+            }
             Call::ProcEndedElsewhere { proc, status } => {
                 self.engine.proc_ended_elsewhere(&proc, status)
             }

@@ -19,6 +19,7 @@ pub(crate) mod job_control;
 mod log;
 pub(crate) mod names;
 pub(crate) mod nspace;
+mod psets;
 mod query;
 mod store;
 
@@ -386,6 +387,8 @@ pub(crate) struct Engine {
     cleanups: HashMap<NsId, Vec<job_control::Cleanup>>,
     /// Process groups and their context ids.
     groups: Groups,
+    /// Process sets the host defined.
+    psets: psets::Psets,
     out: VecDeque<Output>,
 }
 
@@ -449,6 +452,7 @@ impl Engine {
             names,
             cleanups: HashMap::new(),
             groups: Groups::default(),
+            psets: psets::Psets::default(),
             out: VecDeque::new(),
         }
     }

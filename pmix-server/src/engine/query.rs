@@ -2,7 +2,8 @@
 //! rest, passed to the host.
 //!
 //! Answered here: the namespaces registered (`QUERY_NAMESPACES`), the process sets named in a
-//! job's data (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`; none when the job data names none), the
+//! job's data or defined by the host (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`, and
+//! `QUERY_PSET_MEMBERSHIP` of a set the host defined, named by a `PSET_NAME` qualifier), the
 //! functions and attributes this server serves (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`,
 //! `QUERY_ATTRIBUTE_SUPPORT`), and any job-level key of a namespace's data (`JOB_SIZE` and
 //! the like, of the namespace named by a `NSPACE` qualifier, else the caller's). Everything
@@ -18,6 +19,7 @@ const LOCAL_KEYS: &[&str] = &[
     attr::QUERY_NAMESPACES,
     attr::QUERY_NUM_PSETS,
     attr::QUERY_PSET_NAMES,
+    attr::QUERY_PSET_MEMBERSHIP,
     attr::QUERY_SUPPORTED_KEYS,
     attr::QUERY_ATTRIBUTE_SUPPORT,
     attr::SERVER_FUNCTIONS,
@@ -112,23 +114,7 @@ impl Engine {
 
     /// The answer to one key, if this server knows it.
     fn answer_key(&self, key: &Key, q: &Query, nspace: &str) -> Option<Value> {
-        let psets = || -> Vec<String> {
-            self.job_value(nspace, attr::PSET_NAMES)
-                .map(|v| match v {
-                    Value::String(s) => s
-                        .split(',')
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                        .collect(),
-                    Value::DataArray(a) => a
-                        .items()
-                        .iter()
-                        .filter_map(|v| v.as_str().map(str::to_owned))
-                        .collect(),
-                    _ => Vec::new(),
-                })
-                .unwrap_or_default()
-        };
+        let psets = || self.pset_names(nspace);
         Some(match key.as_str() {
             attr::QUERY_NAMESPACES => {
                 let mut names: Vec<&str> = self.nspaces.values().map(|n| n.name.as_str()).collect();
@@ -137,6 +123,10 @@ impl Engine {
             }
             attr::QUERY_NUM_PSETS => Value::Size(psets().len() as u64),
             attr::QUERY_PSET_NAMES => Value::String(psets().join(",")),
+            attr::QUERY_PSET_MEMBERSHIP => {
+                let name = qualifier(q, attr::PSET_NAME)?.as_str()?;
+                Value::from(super::psets::procs_array(self.pset_members(name)?))
+            }
             attr::QUERY_SUPPORTED_KEYS => Value::String(comma_list(LOCAL_KEYS.iter().copied())),
             attr::SERVER_FUNCTIONS => Value::String(SERVER_FUNCTIONS.to_owned()),
             attr::QUERY_ATTRIBUTE_SUPPORT => {

@@ -1827,3 +1827,4 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
 
 mod control;
 mod groups;
+mod psets;

@@ -1,0 +1,85 @@
+//! Process sets: the named sets of processes a host defines (`PMIx_server_define_process_set`)
+//! or names in a job's data (`PSET_NAMES`), what queries list (`QUERY_NUM_PSETS`,
+//! `QUERY_PSET_NAMES`, `QUERY_PSET_MEMBERSHIP`), and the events their definition and
+//! deletion raise for every client (`PROCESS_SET_DEFINE`, `PROCESS_SET_DELETE`, with
+//! `PSET_NAME` and, for a definition, `PSET_MEMBERS`).
+
+use std::collections::BTreeMap;
+
+use pmix_types::DataArray;
+
+use super::*;
+
+/// The process sets the host defined, by name.
+#[derive(Debug, Default)]
+pub(crate) struct Psets {
+    sets: BTreeMap<String, Vec<Proc>>,
+}
+
+impl Engine {
+    /// The host defines (or redefines) process set `name` with `members`.
+    pub(crate) fn define_pset(&mut self, name: String, members: Vec<Proc>) {
+        let info = vec![
+            Info::attr(attr::PSET_NAME, name.as_str()),
+            Info::attr(attr::PSET_MEMBERS, procs_array(&members)),
+        ];
+        self.psets.sets.insert(name, members);
+        self.pset_event(Status::PROCESS_SET_DEFINE, info);
+    }
+
+    /// The host deletes process set `name`; false if there was none.
+    pub(crate) fn delete_pset(&mut self, name: &str) -> bool {
+        if self.psets.sets.remove(name).is_none() {
+            return false;
+        }
+        let info = vec![Info::attr(attr::PSET_NAME, name)];
+        self.pset_event(Status::PROCESS_SET_DELETE, info);
+        true
+    }
+
+    fn pset_event(&mut self, code: Status, info: Vec<Info>) {
+        let event = Event {
+            code,
+            source: self.me.clone(),
+            range: DataRange::SESSION,
+            info,
+        };
+        self.notify(&event, None);
+    }
+
+    /// The process sets a client of `nspace` sees: those its job data names, then those the
+    /// host defined.
+    pub(super) fn pset_names(&self, nspace: &str) -> Vec<String> {
+        let mut names: Vec<String> = match self.job_value(nspace, attr::PSET_NAMES) {
+            Some(Value::String(s)) => s
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            Some(Value::DataArray(a)) => a
+                .items()
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for n in self.psets.sets.keys() {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+        names
+    }
+
+    /// The members of a process set the host defined.
+    pub(super) fn pset_members(&self, name: &str) -> Option<&[Proc]> {
+        self.psets.sets.get(name).map(Vec::as_slice)
+    }
+}
+
+/// Processes as a data array of `PROC`s, the way the standard lists members.
+pub(super) fn procs_array(procs: &[Proc]) -> DataArray {
+    let items = procs.iter().cloned().map(Value::Proc).collect();
+    DataArray::new(pmix_types::DataType::PROC, items)
+        .unwrap_or_else(|_| DataArray::from_infos(Vec::new()))
+}

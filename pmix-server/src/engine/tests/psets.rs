@@ -1,0 +1,79 @@
+//! Process sets the host defines: listed by queries, announced by events.
+
+use super::*;
+use pmix_wire::Query;
+
+fn query(keys: &[&str], qualifiers: Vec<Info>) -> Request {
+    Request::Query {
+        queries: vec![Query {
+            keys: keys.iter().map(|k| key(k)).collect(),
+            qualifiers,
+        }],
+    }
+}
+
+fn results(r: &Reply) -> Vec<(String, Value)> {
+    match &r.body {
+        ReplyBody::Query { results } => results
+            .iter()
+            .map(|i| (i.key.as_str().to_owned(), i.value.clone()))
+            .collect(),
+        other => panic!("not a query answer: {other:?} ({:?})", r.status),
+    }
+}
+
+#[test]
+fn defined_sets_are_listed_with_their_members_and_announced() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let reg = s.send(
+        1,
+        Request::RegisterEvents {
+            codes: vec![Status::PROCESS_SET_DEFINE, Status::PROCESS_SET_DELETE],
+            info: vec![],
+        },
+    );
+    assert_eq!(s.reply(1, reg).status, Status::SUCCESS);
+    let q = s.send(0, query(&[attr::QUERY_NUM_PSETS], vec![]));
+    assert_eq!(
+        results(&s.reply(0, q)),
+        vec![(attr::QUERY_NUM_PSETS.to_owned(), Value::Size(0))]
+    );
+    let members = vec![Proc::new(ns("a"), 1)];
+    s.eng.define_pset("app://odd".into(), members.clone());
+    s.pump();
+    let (conn, ev) = s.events.remove(0);
+    assert_eq!((conn, ev.code), (1, Status::PROCESS_SET_DEFINE));
+    assert!(
+        ev.info
+            .iter()
+            .any(|i| i.key.as_str() == attr::PSET_NAME && i.value.as_str() == Some("app://odd"))
+    );
+    assert!(s.events.is_empty(), "rank 0 registered for nothing");
+    let q = s.send(
+        0,
+        query(
+            &[
+                attr::QUERY_NUM_PSETS,
+                attr::QUERY_PSET_NAMES,
+                attr::QUERY_PSET_MEMBERSHIP,
+            ],
+            vec![Info::attr(attr::PSET_NAME, "app://odd")],
+        ),
+    );
+    let got = results(&s.reply(0, q));
+    assert_eq!(got[0].1, Value::Size(1));
+    assert_eq!(got[1].1, Value::String("app://odd".into()));
+    let Value::DataArray(a) = &got[2].1 else {
+        panic!("membership {:?}", got[2])
+    };
+    assert_eq!(a.items(), &[Value::Proc(members[0].clone())]);
+    assert!(s.eng.delete_pset("app://odd"));
+    assert!(!s.eng.delete_pset("app://odd"));
+    s.pump();
+    assert_eq!(s.events.remove(0).1.code, Status::PROCESS_SET_DELETE);
+    let q = s.send(0, query(&[attr::QUERY_NUM_PSETS], vec![]));
+    assert_eq!(results(&s.reply(0, q))[0].1, Value::Size(0));
+}
