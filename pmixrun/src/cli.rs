@@ -286,6 +286,10 @@ struct AppArgs {
     /// Set VAR to VAL in its processes; `-x VAR` alone passes pmixrun's own value on.
     #[arg(short = 'x', value_name = "VAR[=VAL]")]
     env: Vec<OsString>,
+    /// Name of the process set its processes form (`PMIX_PSET_NAME`; Open MPI's
+    /// `MPI_Group_from_session_pset` finds it).
+    #[arg(long, value_name = "NAME")]
+    pset: Option<String>,
     /// The program to run and its arguments.
     #[arg(
         required = true,
@@ -308,6 +312,8 @@ pub(crate) struct App {
     pub(crate) wdir: Option<PathBuf>,
     /// Environment variables to set: `(name, value)`, the value `None` for `-x VAR`.
     pub(crate) env: Vec<(OsString, Option<OsString>)>,
+    /// The process set its processes form, if named.
+    pub(crate) pset: Option<String>,
 }
 
 /// Everything the command line says.
@@ -428,6 +434,7 @@ fn app(a: AppArgs) -> Result<App, clap::Error> {
         args: command.collect(),
         wdir: a.wdir,
         env,
+        pset: a.pset,
     })
 }
 
@@ -494,6 +501,7 @@ mod tests {
                 args: os(&["-n", "3", "--verbose"]),
                 wdir: None,
                 env: vec![],
+                pset: None,
             })
         );
     }

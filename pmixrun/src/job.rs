@@ -78,15 +78,33 @@ pub(crate) fn job_info(
             .chain(&app.args)
             .map(|a| a.to_string_lossy().into_owned())
             .collect();
-        let app_info = DataArray::from_infos([
-            Info::attr(attr::APPNUM, appnum),
-            Info::attr(attr::APP_SIZE, app.np),
-            Info::attr(attr::MAX_PROCS, app.np),
-            Info::attr(attr::APPLDR, Rank(*first)),
-            Info::attr(attr::WDIR, wdir_of(app, cwd).to_string_lossy().into_owned()),
-            Info::attr(attr::APP_ARGV, argv.join(" ")),
-        ]);
+        let app_info = DataArray::from_infos(
+            [
+                Info::attr(attr::APPNUM, appnum),
+                Info::attr(attr::APP_SIZE, app.np),
+                Info::attr(attr::MAX_PROCS, app.np),
+                Info::attr(attr::APPLDR, Rank(*first)),
+                Info::attr(attr::WDIR, wdir_of(app, cwd).to_string_lossy().into_owned()),
+                Info::attr(attr::APP_ARGV, argv.join(" ")),
+            ]
+            .into_iter()
+            .chain(
+                app.pset
+                    .iter()
+                    .map(|p| Info::attr(attr::PSET_NAME, p.as_str())),
+            ),
+        );
         info.push(Info::attr(attr::APP_INFO_ARRAY, app_info));
+    }
+    // The process sets the applications form, for queries.
+    let mut psets: Vec<&str> = Vec::new();
+    for p in apps.iter().filter_map(|a| a.pset.as_deref()) {
+        if !psets.contains(&p) {
+            psets.push(p);
+        }
+    }
+    if !psets.is_empty() {
+        info.push(Info::attr(attr::PSET_NAMES, psets.join(",")));
     }
     Ok(info)
 }
@@ -143,6 +161,12 @@ pub(crate) fn spawn_apps(apps: &[pmix_server::App], job_info: &[Info]) -> Result
                 args: a.argv.iter().skip(1).map(Into::into).collect(),
                 wdir,
                 env,
+                pset: a
+                    .info
+                    .iter()
+                    .find(|i| i.key.as_str() == attr::PSET_NAME)
+                    .and_then(|i| i.value.as_str())
+                    .map(str::to_owned),
             })
         })
         .collect()
@@ -204,6 +228,7 @@ mod tests {
             args: vec!["x y".into()],
             wdir: None,
             env: vec![],
+            pset: None,
         }
     }
 
@@ -333,6 +358,7 @@ mod tests {
                 args: vec!["a".into(), "b c".into()],
                 wdir: None,
                 env: vec![("X".into(), Some("1=2".into())), ("PATH".into(), None)],
+                pset: None,
             }
         );
         assert_eq!(apps[1].wdir, Some(PathBuf::from("sub")));

@@ -110,6 +110,7 @@ pub(crate) struct WireApp {
     #[serde(with = "serde_bytes")]
     pub(crate) wdir: Vec<u8>,
     pub(crate) env: Vec<(serde_bytes::ByteBuf, serde_bytes::ByteBuf)>,
+    pub(crate) pset: Option<String>,
 }
 
 impl WireApp {
@@ -122,6 +123,7 @@ impl WireApp {
             args: app.args.iter().map(|a| bytes(a)).collect(),
             wdir: wdir.as_os_str().as_bytes().to_vec(),
             env: env.iter().map(|(k, v)| (bytes(k), bytes(v))).collect(),
+            pset: app.pset.clone(),
         }
     }
 
@@ -134,6 +136,7 @@ impl WireApp {
             args: self.args.iter().map(|a| os(a)).collect(),
             wdir: Some(PathBuf::from(os(&self.wdir))),
             env: self.env.iter().map(|(k, v)| (os(k), Some(os(v)))).collect(),
+            pset: self.pset.clone(),
         }
     }
 }
@@ -298,6 +301,7 @@ mod tests {
             args: vec!["x y".into(), OsString::from_vec(vec![0xfe])],
             wdir: None,
             env: vec![],
+            pset: None,
         };
         let env = vec![("A".into(), OsString::from_vec(b"1=\xff".to_vec()))];
         let wire = WireApp::new(&app, std::path::Path::new("/w"), &env);
