@@ -80,6 +80,7 @@ mod error;
 mod event_order;
 mod event_registry;
 mod events;
+mod groups;
 mod names;
 mod openpmix;
 mod store;
@@ -89,6 +90,7 @@ pub use client::Client;
 pub use dynamic::{AppExt, app};
 pub use error::Error;
 pub use events::HandlerId;
+pub use groups::Group;
 pub use names::Pdata;
 pub use version::version;
 

@@ -408,6 +408,23 @@ fn check_nodeinfo(r: &Run, nodes: &[&str], hosts: &[&str]) {
 }
 
 #[test]
+fn groups_across_nodes_agree_on_their_context_ids() {
+    let f = Fixture::new("groups");
+    let c = client();
+    // Pairs within a node and a pair across two (n1:1 puts ranks 0 and 1 apart).
+    for hosts in ["n1:2,n2:2", "n1:1,n2:2"] {
+        let n = if hosts == "n1:2,n2:2" { "4" } else { "3" };
+        let r = f.run(hosts, &["-n", n, &c, "groups"]);
+        r.assert_ok();
+        assert_eq!(
+            count_lines(&r, |l| l == "ok"),
+            n.parse::<usize>().unwrap_or(0),
+            "{r:?}"
+        );
+    }
+}
+
+#[test]
 fn job_data_as_ranks_on_three_nodes_see_it() {
     let f = Fixture::new("jobdata");
     let c = client();

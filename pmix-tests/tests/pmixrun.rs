@@ -144,6 +144,16 @@ fn the_readme_demo_at_1_4_and_8_processes() {
 }
 
 #[test]
+fn groups_of_all_ranks_and_of_pairs_get_their_own_context_ids() {
+    let c = client();
+    let r = run(&["-n", "5", &c, "groups"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let oks = r.stdout_lines().iter().filter(|l| **l == "ok").count();
+    assert_eq!(oks, 5, "{r:?}");
+    assert_eq!(r.stderr, "", "{r:?}");
+}
+
+#[test]
 fn two_app_contexts_see_their_app_numbers() {
     let c = client();
     let r = run(&[

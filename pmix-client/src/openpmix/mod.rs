@@ -60,6 +60,8 @@ pub(crate) enum Answer {
     Query,
     /// A status and a list of results the native reply does not carry (`JOB_CONTROL`).
     Info,
+    /// A status, the group's members and its context id.
+    Group,
 }
 
 /// A native request as the OpenPMIx server is to receive it.
@@ -207,6 +209,14 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             },
             Answer::Info,
         ),
+        Request::GroupConstruct { grp, procs, info } => Send(
+            OpenpmixRequest::GroupConstruct { grp, procs, info },
+            Answer::Group,
+        ),
+        Request::GroupDestruct { grp, procs, info } => Send(
+            OpenpmixRequest::GroupDestruct { grp, procs, info },
+            Answer::Status,
+        ),
         Request::Finalize { .. } => Send(OpenpmixRequest::Finalize, Answer::Status),
         other => Unsupported(format!("{other:?}")),
     }
@@ -318,6 +328,17 @@ pub(crate) fn inbound(
             data: Vec::new(),
         },
         (Answer::Query, OpenpmixReply::Info { info, .. }) => ReplyBody::Query { results: info },
+        (
+            Answer::Group,
+            OpenpmixReply::Group {
+                members,
+                context_id,
+                ..
+            },
+        ) => ReplyBody::Group {
+            members,
+            context_id,
+        },
         _ => ReplyBody::None,
     };
     Ok(Reply { status, body })

@@ -284,6 +284,77 @@ fn anl_map(c: &Client, expected: &str) -> Res {
     Ok(())
 }
 
+/// Groups: every rank constructs the group of all ranks, then its pair's group (ranks 2k and
+/// 2k+1), each with a context id; the members come back sorted, every member of a group got
+/// the same id and no two groups got the same one (checked through each rank's put of its
+/// ids); then the groups are destructed, and a destructed group is not found.
+fn groups(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let size = job_size(c, &me.nspace)?;
+    let ctx = [Info::attr(attr::GROUP_ASSIGN_CONTEXT_ID, true)];
+    let procs = |ranks: std::ops::Range<u32>| -> Vec<Proc> {
+        ranks.map(|r| Proc::new(me.nspace.clone(), r)).collect()
+    };
+    // Given in reverse: the answer is sorted.
+    let mut all = procs(0..size);
+    all.reverse();
+    let g = c
+        .group_construct("all", &all, &ctx)
+        .map_err(e("construct all"))?;
+    check!(
+        g.members == procs(0..size),
+        "members of all: {:?}",
+        g.members
+    );
+    let all_id = g.context_id.ok_or("no context id for all")?;
+    let pair = me.rank.0 / 2;
+    let mates = procs(pair * 2..(pair * 2 + 2).min(size));
+    let p = c
+        .group_construct(&format!("pair{pair}"), &mates, &ctx)
+        .map_err(e("construct pair"))?;
+    check!(p.members == mates, "members of the pair: {:?}", p.members);
+    let pair_id = p.context_id.ok_or("no context id for the pair")?;
+    check!(
+        pair_id != all_id,
+        "the pair and all share context id {all_id}"
+    );
+    let ids = Value::String(format!("{all_id} {pair_id}"));
+    c.put(Scope::GLOBAL, "gids", ids).map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    c.fence(&[], &[Info::attr(attr::COLLECT_DATA, true)])
+        .map_err(e("fence"))?;
+    for r in 0..size {
+        let v = c
+            .get(&Proc::new(me.nspace.clone(), r), "gids", &[])
+            .map_err(e("get"))?;
+        let theirs: Vec<u64> = v
+            .as_str()
+            .unwrap_or("")
+            .split(' ')
+            .filter_map(|x| x.parse().ok())
+            .collect();
+        check!(theirs.len() == 2, "rank {r} put {v:?}");
+        check!(
+            theirs[0] == all_id,
+            "rank {r} got {} for all, I {all_id}",
+            theirs[0]
+        );
+        let same_pair = r / 2 == pair;
+        check!(
+            (theirs[1] == pair_id) == same_pair && theirs[1] != all_id,
+            "rank {r}'s pair id {} against mine {pair_id}",
+            theirs[1]
+        );
+    }
+    c.group_destruct(&format!("pair{pair}"), &[])
+        .map_err(e("destruct pair"))?;
+    c.group_destruct("all", &[]).map_err(e("destruct all"))?;
+    match c.group_destruct("all", &[]) {
+        Err(err) if err.status() == Status::ERR_NOT_FOUND => Ok(()),
+        other => Err(format!("destructing all again: {other:?}")),
+    }
+}
+
 /// Every rank puts `rf` = `old<rank>`, reads its right neighbour's (cached from then on),
 /// puts `new<rank>`: a plain get still reads the cached old value, one with
 /// `GET_REFRESH_CACHE` the new one, which is cached from then on.
@@ -453,6 +524,7 @@ fn run(args: &[String]) -> Res {
         "jobinfo" => jobinfo(&c),
         "anl-map" => anl_map(&c, arg(1)),
         "refresh" => refresh(&c),
+        "groups" => groups(&c),
         "scope" => scope(&c),
         "double-init" => double_init(&c),
         "exit-early" => std::process::exit(3),
