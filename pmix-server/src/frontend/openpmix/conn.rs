@@ -64,8 +64,8 @@ enum Answer {
     Query,
     /// A status, then a (here always empty) list of results (`JOB_CONTROL`).
     Info,
-    /// A status, then the group's membership and context id.
-    Group,
+    /// A status, then the group's membership (from libpmix 4.2.4 on) and context id.
+    Group { before_424: bool },
     /// Nothing at all (`DEREGEVENTS` gets no reply).
     Silent,
     /// A status; the client closes after it.
@@ -109,6 +109,9 @@ pub(crate) struct OpenpmixConn {
     collected: Vec<ProcKvs>,
     /// The server offers the `ds21` store.
     ds21: bool,
+    /// The client reads a group construction's answer without the membership (libpmix
+    /// before 4.2.4).
+    group_reply_before_424: bool,
 }
 
 impl OpenpmixConn {
@@ -122,6 +125,7 @@ impl OpenpmixConn {
             next_id: 1,
             closing: false,
             ds21,
+            group_reply_before_424: false,
         }
     }
 
@@ -212,6 +216,8 @@ impl OpenpmixConn {
             Ok(d) => d,
             Err(e) => return refuse(self, format!("{proc}: {e}")),
         };
+        self.group_reply_before_424 = pmix_wire::openpmix::Version::parse(&hs.version)
+            .is_some_and(|v| v < pmix_wire::openpmix::Version::new(4, 2, 4));
         // ds21's segments hold values packed in the v4.1 codec, the only one a ds21 client of
         // libpmix 4.x unpacks them with.
         let gds = match hs.gds.as_str() {
@@ -438,7 +444,9 @@ impl OpenpmixConn {
             }
             OpenpmixRequest::GroupConstruct { grp, procs, info } => self.engine_request(
                 tag,
-                Answer::Group,
+                Answer::Group {
+                    before_424: self.group_reply_before_424,
+                },
                 Request::GroupConstruct { grp, procs, info },
             ),
             OpenpmixRequest::GroupDestruct { grp, procs, info } => self.engine_request(
@@ -663,8 +671,14 @@ fn translate_with(
             status,
             info: Vec::new(),
         },
+        (Answer::Group { before_424: true }, ReplyBody::Group { context_id, .. }) if ok => {
+            OpenpmixReply::GroupBefore424 {
+                status,
+                context_id: *context_id,
+            }
+        }
         (
-            Answer::Group,
+            Answer::Group { .. },
             ReplyBody::Group {
                 members,
                 context_id,

@@ -1,0 +1,108 @@
+/*
+ * pmix_group.c - a libpmix program constructing and destructing PMIx groups with its server,
+ * used by pmix-tests against pmixrun (with Debian's libpmix 4.2 and with Open MPI 5's 5.0).
+ *
+ *   pmix_group    every rank constructs group "all" of the whole job with
+ *                 PMIX_GROUP_ASSIGN_CONTEXT_ID, checks that a context id came and the
+ *                 membership, when the library reports one (from 4.2.4 on: every rank,
+ *                 sorted), then constructs its pair's group (ranks 2k, 2k+1) the same way, and
+ *                 destructs both; prints "group rank=R all=A pair=P members=M" (the two
+ *                 context ids, and the size of the membership reported for "all", 0 if none)
+ *
+ * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2 (pmix_fail.h).
+ *
+ * Build: gcc -O1 -Wall -Wextra -o pmix_group pmix_group.c $(pkg-config --cflags --libs pmix)
+ */
+#include <pmix.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+static pmix_proc_t me;
+static int fail_rank(void) { return me.nspace[0] ? (int) me.rank : -1; }
+#include "pmix_fail.h"
+
+/* Constructs `grp` of ranks first..first+n-1 of this job with a context id; checks the
+ * membership; returns the id. */
+static size_t construct(const char *grp, uint32_t first, uint32_t n, uint32_t *members)
+{
+    pmix_proc_t *procs;
+    pmix_info_t info;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0, ctx = 0;
+    bool got_ctx = false, got_members = false;
+    bool yes = true;
+    pmix_status_t rc;
+
+    PMIX_PROC_CREATE(procs, n);
+    /* Given in reverse: the membership comes back sorted. */
+    for (uint32_t i = 0; i < n; i++)
+        PMIX_LOAD_PROCID(&procs[i], me.nspace, first + n - 1 - i);
+    PMIX_INFO_LOAD(&info, PMIX_GROUP_ASSIGN_CONTEXT_ID, &yes, PMIX_BOOL);
+    rc = PMIx_Group_construct(grp, procs, n, &info, 1, &results, &nresults);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Group_construct(%s): %s", grp, PMIx_Error_string(rc));
+    for (size_t i = 0; i < nresults; i++) {
+        if (PMIX_CHECK_KEY(&results[i], PMIX_GROUP_CONTEXT_ID)) {
+            PMIX_VALUE_GET_NUMBER(rc, &results[i].value, ctx, size_t);
+            if (rc != PMIX_SUCCESS)
+                fail("%s: context id of type %d", grp, results[i].value.type);
+            got_ctx = true;
+        } else if (PMIX_CHECK_KEY(&results[i], PMIX_GROUP_MEMBERSHIP)) {
+            pmix_data_array_t *a = results[i].value.data.darray;
+            if (results[i].value.type != PMIX_DATA_ARRAY || a == NULL || a->type != PMIX_PROC
+                || a->size != n)
+                fail("%s: membership is not %u processes", grp, n);
+            pmix_proc_t *m = (pmix_proc_t *) a->array;
+            for (uint32_t j = 0; j < n; j++)
+                if (!PMIX_CHECK_NSPACE(m[j].nspace, me.nspace) || m[j].rank != first + j)
+                    fail("%s: member %u is %s:%u", grp, j, m[j].nspace, m[j].rank);
+            got_members = true;
+            *members = n;
+        }
+    }
+    if (!got_ctx)
+        fail("%s: no context id among %zu results (membership: %d)", grp, nresults,
+             got_members);
+    PMIX_INFO_FREE(results, nresults);
+    PMIX_PROC_FREE(procs, n);
+    return ctx;
+}
+
+int main(void)
+{
+    pmix_value_t *val = NULL;
+    pmix_proc_t wild;
+    pmix_status_t rc;
+
+    rc = PMIx_Init(&me, NULL, 0);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Init: %s", PMIx_Error_string(rc));
+    PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
+    rc = PMIx_Get(&wild, PMIX_JOB_SIZE, NULL, 0, &val);
+    if (rc != PMIX_SUCCESS || val == NULL)
+        fail("PMIx_Get(JOB_SIZE): %s", PMIx_Error_string(rc));
+    uint32_t size = val->data.uint32;
+    PMIX_VALUE_RELEASE(val);
+
+    uint32_t members = 0, pair_members = 0;
+    size_t all = construct("all", 0, size, &members);
+    uint32_t pair = me.rank / 2;
+    char name[32];
+    snprintf(name, sizeof name, "pair%u", pair);
+    uint32_t n = (pair * 2 + 2 <= size) ? 2 : 1;
+    size_t mine = construct(name, pair * 2, n, &pair_members);
+    rc = PMIx_Group_destruct(name, NULL, 0);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Group_destruct(%s): %s", name, PMIx_Error_string(rc));
+    rc = PMIx_Group_destruct("all", NULL, 0);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Group_destruct(all): %s", PMIx_Error_string(rc));
+    printf("group rank=%u all=%zu pair=%zu members=%u\n", me.rank, all, mine, members);
+    fflush(stdout);
+    rc = PMIx_Finalize(NULL, 0);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Finalize: %s", PMIx_Error_string(rc));
+    return 0;
+}
