@@ -697,8 +697,17 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         ids: &["C13"],
         name: "groups",
-        about: "group construct / destruct / invite / join / leave",
-        plan: Plan::Skip("not implemented yet (groups)"),
+        about: "group construct with context ids (all ranks, then pairs) and destruct; \
+                invite / join / leave not implemented yet",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: TEST_CLIENT,
+                np: 5,
+                args: &["groups"],
+            }],
+            expect: PASSED,
+        }),
     },
     Scenario {
         ids: &["C14"],
