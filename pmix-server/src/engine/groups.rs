@@ -167,6 +167,42 @@ impl Engine {
         self.finish_group(seq, op, gid, result);
     }
 
+    /// A member of constructed groups ended without finalize: the other members of each hear
+    /// of it (`GROUP_MEMBER_FAILED`, with `GROUP_ID` and `EVENT_AFFECTED_PROC`).
+    pub(super) fn group_member_gone(&mut self, gone: &Proc) {
+        let hit =
+            |p: &Proc| p.nspace == gone.nspace && (p.rank == gone.rank || p.rank == Rank::WILDCARD);
+        let mut events = Vec::new();
+        for (gid, g) in &self.groups.live {
+            if !g.members.iter().any(hit) {
+                continue;
+            }
+            let others: Vec<Value> = g
+                .members
+                .iter()
+                .filter(|p| *p != gone)
+                .cloned()
+                .map(Value::Proc)
+                .collect();
+            let Ok(range) = pmix_types::DataArray::new(pmix_types::DataType::PROC, others) else {
+                continue;
+            };
+            events.push(Event {
+                code: Status::GROUP_MEMBER_FAILED,
+                source: self.me.clone(),
+                range: DataRange::CUSTOM,
+                info: vec![
+                    Info::attr(attr::GROUP_ID, self.groups.name(*gid)),
+                    Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),
+                    Info::attr(attr::EVENT_CUSTOM_RANGE, range),
+                ],
+            });
+        }
+        for e in events {
+            self.notify(&e, None);
+        }
+    }
+
     fn finish_group(
         &mut self,
         seq: u64,

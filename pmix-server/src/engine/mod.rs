@@ -825,6 +825,7 @@ impl Engine {
             let gone = c.proc.clone();
             self.fail_fences_pending_on(&gone, term_wo_sync);
             self.announce_gone(c.ns, &gone, term_wo_sync);
+            self.group_member_gone(&gone);
         }
     }
 
@@ -850,6 +851,7 @@ impl Engine {
             status,
         );
         self.announce_gone(ns, proc, status);
+        self.group_member_gone(proc);
     }
 
     /// A request from an authenticated client.

@@ -173,3 +173,49 @@ fn a_group_spanning_nodes_goes_to_the_host_and_takes_the_smallest_proposal() {
     assert_eq!(s.reply(0, a).status, Status::ERR_TIMEOUT);
     assert_eq!(s.reply(1, b).status, Status::ERR_TIMEOUT);
 }
+
+#[test]
+fn the_other_members_hear_of_a_member_that_ended() {
+    let mut s = Sim::new();
+    s.job("a", 4);
+    for r in 0..4 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let reg = Request::RegisterEvents {
+        codes: vec![Status::GROUP_MEMBER_FAILED],
+        info: vec![],
+    };
+    for r in [1, 3] {
+        let id = s.send(r, reg.clone());
+        assert_eq!(s.reply(r, id).status, Status::SUCCESS);
+    }
+    let members = procs("a", &[0, 1, 2]);
+    let ids: Vec<_> = (0..3)
+        .map(|r| s.send(r as ConnId, construct("g", members.clone(), false)))
+        .collect();
+    for (r, id) in ids.into_iter().enumerate() {
+        assert_eq!(s.reply(r as ConnId, id).status, Status::SUCCESS);
+    }
+    s.eng.handle_closed(2, s.now);
+    s.pump();
+    // Rank 1 is a member and registered; rank 3 registered but is no member.
+    let got: Vec<_> = s
+        .events
+        .iter()
+        .filter(|(_, e)| e.code == Status::GROUP_MEMBER_FAILED)
+        .collect();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let (conn, ev) = got[0];
+    assert_eq!(*conn, 1);
+    let val = |k: &str| {
+        ev.info
+            .iter()
+            .find(|i| i.key.as_str() == k)
+            .map(|i| &i.value)
+    };
+    assert_eq!(val(attr::GROUP_ID).and_then(Value::as_str), Some("g"));
+    assert_eq!(
+        val(attr::EVENT_AFFECTED_PROC),
+        Some(&Value::Proc(Proc::new(ns("a"), 2)))
+    );
+}
