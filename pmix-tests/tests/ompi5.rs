@@ -168,9 +168,15 @@ fn sessions_make_communicators_from_groups_and_list_process_sets() {
     // MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups construct PMIx groups
     // with a context id; MPI_Session_get_num_psets counts Open MPI's three built-in sets
     // and those the launcher defines (none here).
-    for n in [1u32, 4] {
+    // One node, then two logical ones (the groups across them go through the daemons' tree).
+    for (n, hosts) in [(1u32, ""), (4, ""), (4, "a:2,b:2")] {
         let ns = n.to_string();
-        let (what, out) = pmixrun(&["-n", &ns, &program("sessions"), "3"]);
+        let sessions = program("sessions");
+        let mut args = vec!["-n", &ns, &sessions, "3"];
+        if !hosts.is_empty() {
+            args.splice(0..0, ["--launcher", "local", "--host", hosts]);
+        }
+        let (what, out) = pmixrun(&args);
         assert_code(&what, &out, 0);
         let sum = n * (n - 1) / 2;
         let want: Vec<String> = (0..n)
