@@ -3,39 +3,27 @@
  * against argv[1], and each name), a communicator made from the group of mpi://WORLD
  * (MPI_Comm_create_from_group, which constructs a PMIx group with a context id), an
  * allreduce over it, then (with two ranks or more) an intercommunicator between the even and
- * the odd ranks (MPI_Intercomm_create_from_groups) and an allreduce across it. With a third
- * argument, a process set of that name whose size must be argv[4]. Prints
+ * the odd ranks (MPI_Intercomm_create_from_groups) and an allreduce across it. Prints
  * "sessions rank <r> of <n>: psets <p> sum <s> remote <m> remote-sum <t>". */
 #include "common.h"
-
-#define SESSION_CHECK(call)                                                               \
-    do {                                                                               \
-        int rc_ = (call);                                                              \
-        if (rc_ != MPI_SUCCESS) {                                                      \
-            char msg_[MPI_MAX_ERROR_STRING];                                           \
-            int len_ = 0;                                                              \
-            MPI_Error_string(rc_, msg_, &len_);                                        \
-            die("%s:%d: %s returned %d: %s", __FILE__, __LINE__, #call, rc_, msg_);    \
-        }                                                                              \
-    } while (0)
 
 int main(int argc, char **argv)
 {
     prog_name = "sessions";
     if (argc < 2)
-        die("usage: sessions <number of psets> [<pset> <its size>]");
+        die("usage: sessions <number of psets>");
     MPI_Session s = MPI_SESSION_NULL;
-    SESSION_CHECK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
+    CHECK(MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s));
 
     int npsets = -1;
-    SESSION_CHECK(MPI_Session_get_num_psets(s, MPI_INFO_NULL, &npsets));
+    CHECK(MPI_Session_get_num_psets(s, MPI_INFO_NULL, &npsets));
     if (npsets != atoi(argv[1]))
         die("%d process sets, expected %s", npsets, argv[1]);
     int world_found = 0;
     for (int i = 0; i < npsets; i++) {
         char name[256];
         int len = sizeof name;
-        SESSION_CHECK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, name));
+        CHECK(MPI_Session_get_nth_pset(s, MPI_INFO_NULL, i, &len, name));
         if (strcmp(name, "mpi://WORLD") == 0)
             world_found = 1;
     }
@@ -43,16 +31,16 @@ int main(int argc, char **argv)
         die("mpi://WORLD is not among the process sets");
 
     MPI_Group world = MPI_GROUP_NULL;
-    SESSION_CHECK(MPI_Group_from_session_pset(s, "mpi://WORLD", &world));
+    CHECK(MPI_Group_from_session_pset(s, "mpi://WORLD", &world));
     MPI_Comm comm = MPI_COMM_NULL;
-    SESSION_CHECK(MPI_Comm_create_from_group(world, "pmixrs.sessions.world", MPI_INFO_NULL,
+    CHECK(MPI_Comm_create_from_group(world, "pmixrs.sessions.world", MPI_INFO_NULL,
                                              MPI_ERRORS_RETURN, &comm));
     int rank = -1, size = -1;
-    SESSION_CHECK(MPI_Comm_rank(comm, &rank));
-    SESSION_CHECK(MPI_Comm_size(comm, &size));
+    CHECK(MPI_Comm_rank(comm, &rank));
+    CHECK(MPI_Comm_size(comm, &size));
     world_rank = rank;
     long mine = rank, sum = -1;
-    SESSION_CHECK(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, comm));
+    CHECK(MPI_Allreduce(&mine, &sum, 1, MPI_LONG, MPI_SUM, comm));
     if (sum != (long)size * (size - 1) / 2)
         die("sum of the ranks is %ld over %d ranks", sum, size);
 
@@ -63,38 +51,28 @@ int main(int argc, char **argv)
         int nev = (size + 1) / 2, nodd = size / 2;
         int range_ev[1][3] = {{0, size - 1, 2}}, range_odd[1][3] = {{1, size - 1, 2}};
         MPI_Group evens = MPI_GROUP_NULL, odds = MPI_GROUP_NULL;
-        SESSION_CHECK(MPI_Group_range_incl(world, 1, range_ev, &evens));
-        SESSION_CHECK(MPI_Group_range_incl(world, 1, range_odd, &odds));
+        CHECK(MPI_Group_range_incl(world, 1, range_ev, &evens));
+        CHECK(MPI_Group_range_incl(world, 1, range_odd, &odds));
         int even = rank % 2 == 0;
         MPI_Comm inter = MPI_COMM_NULL;
-        SESSION_CHECK(MPI_Intercomm_create_from_groups(
+        CHECK(MPI_Intercomm_create_from_groups(
             even ? evens : odds, 0, even ? odds : evens, 0, "pmixrs.sessions.inter",
             MPI_INFO_NULL, MPI_ERRORS_RETURN, &inter));
-        SESSION_CHECK(MPI_Comm_remote_size(inter, &remote));
+        CHECK(MPI_Comm_remote_size(inter, &remote));
         if (remote != (even ? nodd : nev))
             die("remote group of %d, expected %d", remote, even ? nodd : nev);
         /* Across an intercommunicator, each side receives the other side's sum. */
-        SESSION_CHECK(MPI_Allreduce(&mine, &remote_sum, 1, MPI_LONG, MPI_SUM, inter));
-        SESSION_CHECK(MPI_Comm_free(&inter));
-        SESSION_CHECK(MPI_Group_free(&evens));
-        SESSION_CHECK(MPI_Group_free(&odds));
-    }
-
-    if (argc > 3) {
-        MPI_Group g = MPI_GROUP_NULL;
-        SESSION_CHECK(MPI_Group_from_session_pset(s, argv[2], &g));
-        int gsize = -1;
-        SESSION_CHECK(MPI_Group_size(g, &gsize));
-        if (gsize != atoi(argv[3]))
-            die("process set %s has %d members, expected %s", argv[2], gsize, argv[3]);
-        SESSION_CHECK(MPI_Group_free(&g));
+        CHECK(MPI_Allreduce(&mine, &remote_sum, 1, MPI_LONG, MPI_SUM, inter));
+        CHECK(MPI_Comm_free(&inter));
+        CHECK(MPI_Group_free(&evens));
+        CHECK(MPI_Group_free(&odds));
     }
 
     printf("sessions rank %d of %d: psets %d sum %ld remote %d remote-sum %ld\n", rank, size,
            npsets, sum, remote, remote_sum);
     fflush(stdout);
-    SESSION_CHECK(MPI_Comm_free(&comm));
-    SESSION_CHECK(MPI_Group_free(&world));
-    SESSION_CHECK(MPI_Session_finalize(&s));
+    CHECK(MPI_Comm_free(&comm));
+    CHECK(MPI_Group_free(&world));
+    CHECK(MPI_Session_finalize(&s));
     return 0;
 }
