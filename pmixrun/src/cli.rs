@@ -518,6 +518,11 @@ mod tests {
         assert_eq!(o.apps[0].program, "a");
         assert_eq!(o.apps[0].args, os(&["1"]));
         assert_eq!(o.apps[0].wdir, Some(PathBuf::from("/tmp")));
+        let with_pset = p("--pset x -n 2 a : b").map_err(|e| e.to_string());
+        let psets: Option<Vec<Option<String>>> = with_pset
+            .ok()
+            .map(|o| o.apps.iter().map(|a| a.pset.clone()).collect());
+        assert_eq!(psets, Some(vec![Some("x".to_owned()), None]));
         assert_eq!(
             o.apps[0].env,
             vec![("A".into(), Some("1".into())), ("B".into(), None)]

@@ -297,6 +297,44 @@ mod tests {
     }
 
     #[test]
+    fn process_sets_are_named_by_app_and_by_rank() {
+        let mut apps = [app(1, "a"), app(2, "b"), app(1, "c")];
+        apps[0].pset = Some("s1".into());
+        apps[1].pset = Some("s2".into());
+        apps[2].pset = Some("s1".into());
+        let l = Layout::new(&apps).unwrap_or_else(|e| panic!("{e}"));
+        let map = JobMap::one_node("node1", l.size);
+        let info = job_info(&map, &apps, &l, Path::new("/")).unwrap_or_else(|e| panic!("{e}"));
+        let names: Vec<&Value> = info
+            .iter()
+            .filter(|i| i.key.as_str() == attr::PSET_NAMES)
+            .map(|i| &i.value)
+            .collect();
+        assert_eq!(names, [&Value::String("s1,s2".into())]);
+        // Each rank's own data names its set.
+        let own: Vec<(Rank, String)> = info
+            .iter()
+            .filter(|i| i.key.as_str() == attr::PROC_DATA)
+            .filter_map(|i| {
+                let infos: Vec<Info> = i.value.as_array()?.infos().cloned().collect();
+                let rank = infos.iter().find_map(|x| x.value.as_rank())?;
+                let set = infos
+                    .iter()
+                    .find(|x| x.key.as_str() == attr::PSET_NAME)?
+                    .value
+                    .as_str()?
+                    .to_owned();
+                Some((rank, set))
+            })
+            .collect();
+        let want: Vec<(Rank, String)> = [(0, "s1"), (1, "s2"), (2, "s2"), (3, "s1")]
+            .into_iter()
+            .map(|(r, s)| (Rank(r), s.to_owned()))
+            .collect();
+        assert_eq!(own, want);
+    }
+
+    #[test]
     fn a_job_on_three_nodes_has_their_maps_and_registers() {
         use crate::placement::{NodeList, Placement};
         let apps = [app(3, "a"), app(2, "b")];
