@@ -219,6 +219,9 @@ pub(crate) struct Shared {
     reader_id: OnceLock<ThreadId>,
     /// The thread holding the reading role, when it is a caller's.
     caller_reading: Mutex<Option<ThreadId>>,
+    /// The members of the groups this process constructed, by group id: a destruct names
+    /// them (an OpenPMIx server wants them).
+    pub(crate) groups: Mutex<HashMap<String, Vec<pmix_types::Proc>>>,
 }
 
 /// The connection as the client owns it: the shared state plus the reader thread's handle.
@@ -390,6 +393,7 @@ impl Conn {
             }),
             reader_id: OnceLock::new(),
             caller_reading: Mutex::new(None),
+            groups: Mutex::default(),
         });
         let for_reader = Arc::clone(&shared);
         let handle = thread::Builder::new()

@@ -70,6 +70,8 @@ impl Client {
         info: &[Info],
         done: impl FnOnce(Result<Group, Error>) + Send + 'static,
     ) -> Option<u32> {
+        let shared = self.shared_arc();
+        let id = grp.to_owned();
         self.shared().submit(
             Request::GroupConstruct {
                 grp: grp.to_owned(),
@@ -84,10 +86,13 @@ impl Client {
                             members,
                             context_id,
                         },
-                    ) => Ok(Group {
-                        members,
-                        context_id,
-                    }),
+                    ) => {
+                        shared.groups.lock().insert(id, members.clone());
+                        Ok(Group {
+                            members,
+                            context_id,
+                        })
+                    }
                     (Status::SUCCESS, other) => Err(Error::Protocol(format!(
                         "a group construction answered with {other:?}"
                     ))),
@@ -98,22 +103,28 @@ impl Client {
     }
 
     /// Destructs group `grp` (`PMIx_Group_destruct`), a collective over the members it was
-    /// constructed with; `TIMEOUT` as for construction. A group this server does not know is
-    /// `ERR_NOT_FOUND`.
+    /// constructed with (sent along: an OpenPMIx server wants them); `TIMEOUT` as for
+    /// construction. A group this process did not construct (or destructed already) is
+    /// `ERR_NOT_FOUND` ([`Error::Server`]) without a message to the server, as libpmix does.
     pub fn group_destruct(&self, grp: &str, info: &[Info]) -> Result<(), Error> {
         self.check_blocking()?;
         if grp.is_empty() {
             return Err(Error::BadParam("a group needs an id".into()));
         }
+        let Some(procs) = self.shared().groups.lock().get(grp).cloned() else {
+            return Err(Error::from_status(Status::ERR_NOT_FOUND));
+        };
         blocking(self.shared(), timeout_of(info), |done| {
             self.shared().submit(
                 Request::GroupDestruct {
                     grp: grp.to_owned(),
-                    procs: Vec::new(),
+                    procs,
                     info: info.to_vec(),
                 },
                 on_status(done),
             )
-        })
+        })?;
+        self.shared().groups.lock().remove(grp);
+        Ok(())
     }
 }

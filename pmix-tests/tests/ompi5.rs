@@ -355,5 +355,10 @@ fn pmix_rs_clients_under_prterun_with_either_store_and_no_pmix_error() {
         assert_no_pmix_error(&what, &out);
         assert_code(&what, &out, 0);
         assert_lines(&out, &what, "ok", vec!["ok".to_owned(); 3]);
+        // Groups with context ids, constructed and destructed through its OpenPMIx 5 server.
+        let (what, out) = under_prterun(gds, 3, &test_client, &["groups"]);
+        assert_no_pmix_error(&what, &out);
+        assert_code(&what, &out, 0);
+        assert_lines(&out, &what, "ok", vec!["ok".to_owned(); 3]);
     }
 }
