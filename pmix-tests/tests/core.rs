@@ -122,6 +122,33 @@ fn anl_map_and_refreshed_gets() {
 }
 
 #[test]
+fn process_sets_the_host_defines_are_listed_with_their_members() {
+    let h = TestHost::start(NoHost);
+    let ns = h.job("tpsets", 3);
+    let (a, b) = (Proc::new(ns.clone(), 0), Proc::new(ns.clone(), 2));
+    h.server
+        .define_process_set("host://ab", &[a.clone(), b])
+        .expect("defining a process set");
+    h.server
+        .define_process_set("host://gone", &[a])
+        .expect("defining another");
+    h.server
+        .delete_process_set("host://gone")
+        .expect("deleting it");
+    assert!(h.server.delete_process_set("host://gone").is_err());
+    let started: Vec<_> = (0..3)
+        .map(|r| {
+            h.spawn(
+                &Proc::new(ns.clone(), r),
+                &["psets", "1", "host://ab", "host://ab=0,2"],
+                &[],
+            )
+        })
+        .collect();
+    assert_all_ok(&wait_all(started, DEADLINE));
+}
+
+#[test]
 fn put_scopes_on_one_node() {
     let h = TestHost::start(NoHost);
     run_jobs(&h, &[("tscope", 3)], &["scope"], DEADLINE);

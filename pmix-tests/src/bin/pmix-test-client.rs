@@ -355,6 +355,57 @@ fn groups(c: &Client) -> Res {
     }
 }
 
+/// Process sets the host defined before the job started: `QUERY_NUM_PSETS` is `n`,
+/// `QUERY_PSET_NAMES` is `names`, and the members of each (`QUERY_PSET_MEMBERSHIP`) are the
+/// ranks of this job listed after `=` in `members` ("set=0,2;other=1").
+fn psets(c: &Client, n: &str, names: &str, members: &str) -> Res {
+    use pmix_client::wire::Query;
+    let me = c.proc().clone();
+    let key = |k: &str| pmix_client::types::Key::new(k).map_err(|e| format!("{k}: {e}"));
+    let q = Query {
+        keys: vec![key(attr::QUERY_NUM_PSETS)?, key(attr::QUERY_PSET_NAMES)?],
+        qualifiers: vec![],
+    };
+    let got = c.query(&[q]).map_err(e("query"))?;
+    let num = got.iter().find(|i| i.key.as_str() == attr::QUERY_NUM_PSETS);
+    check!(
+        num.and_then(|i| i.value.as_u64())
+            .map(|v| v.to_string())
+            .as_deref()
+            == Some(n),
+        "QUERY_NUM_PSETS: {num:?}"
+    );
+    let listed = got
+        .iter()
+        .find(|i| i.key.as_str() == attr::QUERY_PSET_NAMES);
+    check!(
+        listed.and_then(|i| i.value.as_str()) == Some(names),
+        "QUERY_PSET_NAMES: {listed:?}"
+    );
+    for spec in members.split(';').filter(|s| !s.is_empty()) {
+        let (name, ranks) = spec.split_once('=').ok_or("members: name=ranks")?;
+        let want: Vec<Value> = ranks
+            .split(',')
+            .filter_map(|r| r.parse::<u32>().ok())
+            .map(|r| Value::Proc(Proc::new(me.nspace.clone(), r)))
+            .collect();
+        let q = Query {
+            keys: vec![key(attr::QUERY_PSET_MEMBERSHIP)?],
+            qualifiers: vec![Info::attr(attr::PSET_NAME, name)],
+        };
+        let got = c.query(&[q]).map_err(e("membership query"))?;
+        let m = got.first().and_then(|i| match &i.value {
+            Value::DataArray(a) => Some(a.items().to_vec()),
+            _ => None,
+        });
+        check!(
+            m.as_deref() == Some(&want[..]),
+            "members of {name}: {got:?}"
+        );
+    }
+    Ok(())
+}
+
 /// Every rank puts `rf` = `old<rank>`, reads its right neighbour's (cached from then on),
 /// puts `new<rank>`: a plain get still reads the cached old value, one with
 /// `GET_REFRESH_CACHE` the new one, which is cached from then on.
@@ -525,6 +576,7 @@ fn run(args: &[String]) -> Res {
         "anl-map" => anl_map(&c, arg(1)),
         "refresh" => refresh(&c),
         "groups" => groups(&c),
+        "psets" => psets(&c, arg(1), arg(2), arg(3)),
         "scope" => scope(&c),
         "double-init" => double_init(&c),
         "exit-early" => std::process::exit(3),
