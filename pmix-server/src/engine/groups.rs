@@ -37,12 +37,14 @@ struct Group {
     members: Vec<Proc>,
 }
 
-/// The groups of this server: ids interned (a collective's kind carries the number), the
-/// constructed ones, and the context ids handed out.
+/// The groups of this server: ids interned (a collective's kind carries the number) while a
+/// collective or a constructed group needs them, the constructed ones, and the context ids
+/// handed out.
 #[derive(Debug)]
 pub(crate) struct Groups {
     ids: HashMap<String, u32>,
-    names: Vec<String>,
+    names: HashMap<u32, String>,
+    next_gid: u32,
     live: HashMap<u32, Group>,
     next_context_id: u64,
     context_step: u64,
@@ -52,7 +54,8 @@ impl Default for Groups {
     fn default() -> Self {
         Groups {
             ids: HashMap::new(),
-            names: Vec::new(),
+            names: HashMap::new(),
+            next_gid: 0,
             live: HashMap::new(),
             next_context_id: 1,
             context_step: 1,
@@ -65,14 +68,29 @@ impl Groups {
         if let Some(id) = self.ids.get(grp) {
             return *id;
         }
-        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
-        self.names.push(grp.to_owned());
+        let id = self.next_gid;
+        self.next_gid = self.next_gid.wrapping_add(1);
+        self.names.insert(id, grp.to_owned());
         self.ids.insert(grp.to_owned(), id);
         id
     }
 
+    /// How many group ids are interned.
+    #[cfg(test)]
+    pub(crate) fn interned(&self) -> usize {
+        self.ids.len()
+    }
+
     fn name(&self, gid: u32) -> &str {
-        self.names.get(gid as usize).map_or("", String::as_str)
+        self.names.get(&gid).map_or("", String::as_str)
+    }
+
+    /// Drops the id of a group that is neither constructed nor in a collective: Open MPI
+    /// names a new group for every communicator it makes.
+    fn forget(&mut self, gid: u32) {
+        if let Some(name) = self.names.remove(&gid) {
+            self.ids.remove(&name);
+        }
     }
 
     fn take_context_id(&mut self) -> u64 {
@@ -203,6 +221,19 @@ impl Engine {
         }
     }
 
+    /// Forgets the id of group `gid` once nothing refers to it.
+    fn forget_group_if_unused(&mut self, gid: u32) {
+        if self.groups.live.contains_key(&gid) {
+            return;
+        }
+        let pending = self.fences.matching(
+            |op| matches!(op.kind, Kind::GroupConstruct(g) | Kind::GroupDestruct(g) if g == gid),
+        );
+        if pending.is_empty() {
+            self.groups.forget(gid);
+        }
+    }
+
     fn finish_group(
         &mut self,
         seq: u64,
@@ -240,6 +271,7 @@ impl Engine {
             }
             GroupOp::Destruct => {
                 self.groups.live.remove(&gid);
+                self.forget_group_if_unused(gid);
                 for w in &f.waiters {
                     self.reply_status(w.conn, w.id, Status::SUCCESS);
                 }

@@ -219,3 +219,30 @@ fn the_other_members_hear_of_a_member_that_ended() {
         Some(&Value::Proc(Proc::new(ns("a"), 2)))
     );
 }
+
+#[test]
+fn a_destructed_groups_id_is_forgotten_and_may_be_used_again() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let all = procs("a", &[0, 1]);
+    for round in 0..3 {
+        let c: Vec<_> = (0..2)
+            .map(|r| s.send(r as ConnId, construct("again", all.clone(), true)))
+            .collect();
+        let (_, id) = group_of(&s.reply(0, c[0]));
+        assert_eq!(group_of(&s.reply(1, c[1])).1, id, "round {round}");
+        let d: Vec<_> = (0..2)
+            .map(|r| s.send(r as ConnId, destruct("again", vec![])))
+            .collect();
+        for (r, id) in d.into_iter().enumerate() {
+            assert_eq!(
+                s.reply(r as ConnId, id).status,
+                Status::SUCCESS,
+                "round {round}"
+            );
+        }
+    }
+    assert_eq!(s.eng.groups.interned(), 0, "{:?}", s.eng.groups);
+}
