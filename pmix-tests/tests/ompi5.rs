@@ -260,14 +260,14 @@ fn comm_spawn_and_spawn_multiple_with_argv_and_per_app_working_directories() {
 #[test]
 fn publish_lookup_and_connect_accept_within_one_run() {
     // Rank 0 publishes, looks up, fails to publish twice, unpublishes; the classes are Open
-    // MPI 5's for what the server answers. (Service names do not start with `pmix`: the
-    // OpenPMIx front-end takes such keys of a publish for directives, not data.)
+    // MPI 5's for what the server answers. The name starts with `pmix` without being an
+    // attribute: it is data, not a directive, as under PRRTE.
     let (what, out) = pmixrun(&[
         "-n",
         "2",
         &program("names"),
         "errors",
-        "ompi5.names.svc",
+        "pmixrs.ompi5.svc",
         "port-one",
         "port-two",
     ]);

@@ -389,10 +389,13 @@ impl OpenpmixConn {
                 },
             ),
             OpenpmixRequest::Publish { info, .. } => {
-                // One list carries both the data and the directives; directives are the
-                // standard's attributes, which user keys may not look like (RFC0009).
-                let (info, data): (Vec<Info>, Vec<Info>) =
-                    info.into_iter().partition(|i| i.key.is_reserved());
+                // One list carries both the data and the directives. Directives are the
+                // standard's attributes; any other key is data, even one that starts with
+                // `pmix` (RFC0009 reserves the prefix, but libpmix and PRRTE publish such
+                // names, and Open MPI passes a service name through unchanged).
+                let (info, data): (Vec<Info>, Vec<Info>) = info
+                    .into_iter()
+                    .partition(|i| pmix_types::attr::lookup(i.key.as_str()).is_some());
                 self.engine_request(tag, Answer::Status, Request::Publish { data, info })
             }
             OpenpmixRequest::Lookup { keys, info, .. } => {
