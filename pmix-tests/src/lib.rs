@@ -524,6 +524,18 @@ pub const INSTALL_TEST_DEPS: &str = "install the test dependencies with \
      `bash scripts/install-test-deps.sh` (as root; it installs the Debian packages libpmix-dev, \
      python3-pmix, openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, pkg-config and MPICH 5)";
 
+/// Makes the libpmix programs `cmd` starts (programs compiled against Debian's libpmix 4.2)
+/// load Open MPI 5's OpenPMIx 5.0.11 instead, through `LD_LIBRARY_PATH`: the two are binary
+/// compatible for the calls the test programs make.
+pub fn use_ompi5_libpmix(cmd: &mut Command) {
+    let dir = Path::new("/opt/ompi5/lib/openmpi");
+    assert!(
+        dir.join("libpmix.so.2").is_file(),
+        "Open MPI 5's libpmix is missing: {INSTALL_TEST_DEPS}"
+    );
+    cmd.env("LD_LIBRARY_PATH", dir);
+}
+
 /// Where the tests put programs they compile: `<target>/tmp/<kind>` (the directory Cargo
 /// names `CARGO_TARGET_TMPDIR` for integration tests; the library is not given it), created
 /// if need be.

@@ -1,6 +1,6 @@
 //! Query, log and job control, with the lifecycle events they bring, under `pmixrun`, from
-//! every client library: pmix-rs's (`pmix-control-client`), libpmix 4.2
-//! (`openpmix/pmix_control.c`, compiled here) and python3-pmix (`openpmix/pmix_control.py`),
+//! every client library: pmix-rs's (`pmix-control-client`), libpmix 4.2 and 5.0.11
+//! (`openpmix/pmix_control.c`, compiled here against 4.2) and python3-pmix (`openpmix/pmix_control.py`),
 //! on one node and across two logical nodes of this machine (`--launcher local`). The three
 //! print the same lines; every run is bounded by a deadline.
 
@@ -29,7 +29,10 @@ fn pmixrun_bin() -> &'static Path {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Lib {
     Rust,
+    /// `pmix_control.c` with Debian's libpmix 4.2.
     C,
+    /// `pmix_control.c` with Open MPI 5's OpenPMIx 5.0.11.
+    CWheel,
     Python,
 }
 
@@ -44,7 +47,7 @@ fn program(lib: Lib) -> Vec<OsString> {
             });
             vec![bin.into()]
         }
-        Lib::C => vec![openpmix_program("pmix_control").into()],
+        Lib::C | Lib::CWheel => vec![openpmix_program("pmix_control").into()],
         Lib::Python => {
             let (python, _) = openpmix_python_client();
             vec![
@@ -73,6 +76,9 @@ fn run_n(lib: Lib, nodes: bool, n: u32, args: &[&str]) -> Output {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    if lib == Lib::CWheel {
+        pmix_tests::use_ompi5_libpmix(&mut cmd);
+    }
     let what = format!("{lib:?} client, nodes {nodes}: {}", args.join(" "));
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
     assert_ok(&out, &what);
@@ -109,9 +115,16 @@ fn log(lib: Lib, nodes: bool) {
     }
 }
 
+/// The name `PMIx_Error_string` gives a status (`name` as libpmix 4.2 and pmix-rs spell it):
+/// libpmix 5 spells it as the C constant.
+fn status_name(lib: Lib, name: &str, constant: &str) -> String {
+    if lib == Lib::CWheel { constant } else { name }.to_owned()
+}
+
 fn unsupported(lib: Lib, nodes: bool) {
     let out = run(lib, nodes, &["unsupported"]);
-    let want = both(|r| format!("unsupported rank={r} status=NOT-SUPPORTED"));
+    let status = status_name(lib, "NOT-SUPPORTED", "PMIX_ERR_NOT_SUPPORTED");
+    let want = both(|r| format!("unsupported rank={r} status={status}"));
     assert_lines(&out, "unsupported", "unsupported", want);
 }
 
@@ -155,7 +168,8 @@ fn cleanup(lib: Lib, nodes: bool) {
 /// A spawning process hears of its children's ends and of their job's, as it asked.
 fn watch(lib: Lib, nodes: bool) {
     let out = run_n(lib, nodes, 1, &["watch"]);
-    let want = vec!["watch rank=0 ends=2 job_end=SUCCESS".to_owned()];
+    let status = status_name(lib, "SUCCESS", "PMIX_SUCCESS");
+    let want = vec![format!("watch rank=0 ends=2 job_end={status}")];
     assert_lines(&out, "watch", "watch", want);
 }
 
@@ -179,13 +193,23 @@ fn pmix_rs_client_queries_logs_and_controls_the_job() {
 
 #[test]
 fn libpmix_client_queries_logs_and_controls_the_job() {
+    libpmix_client(Lib::C);
+}
+
+/// The same program with the libpmix Open MPI 5 brings (`LD_LIBRARY_PATH`).
+#[test]
+fn libpmix_5_client_queries_logs_and_controls_the_job() {
+    libpmix_client(Lib::CWheel);
+}
+
+fn libpmix_client(lib: Lib) {
     for nodes in [false, true] {
-        query(Lib::C, nodes);
-        log(Lib::C, nodes);
-        unsupported(Lib::C, nodes);
-        kill(Lib::C, nodes);
-        cleanup(Lib::C, nodes);
-        watch(Lib::C, nodes);
+        query(lib, nodes);
+        log(lib, nodes);
+        unsupported(lib, nodes);
+        kill(lib, nodes);
+        cleanup(lib, nodes);
+        watch(lib, nodes);
     }
 }
 

