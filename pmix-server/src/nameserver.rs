@@ -60,8 +60,21 @@ impl std::fmt::Debug for NameServer {
 }
 
 impl NameServer {
-    /// Binds `path` (which must not exist) with permission bits `mode` and starts serving.
+    /// Binds `path` (which must not exist) with permission bits `mode` and starts serving,
+    /// each connected launcher run a session of its own.
     pub fn start(path: &Path, mode: u32) -> Result<NameServer, Error> {
+        Self::start_with(path, mode, false)
+    }
+
+    /// [`NameServer::start`] for runs that are one session, as the jobs of one allocation
+    /// are: the `SESSION` range (the default one) reaches every connected run, for clients
+    /// that cannot ask for `GLOBAL` (Open MPI 5's `MPI_Publish_name`). What persists for a
+    /// session still ends with the publisher's run.
+    pub fn start_one_session(path: &Path, mode: u32) -> Result<NameServer, Error> {
+        Self::start_with(path, mode, true)
+    }
+
+    fn start_with(path: &Path, mode: u32, one_session: bool) -> Result<NameServer, Error> {
         let listener = StdUnixListener::bind(path)
             .map_err(Error::io(format!("binding {}", path.display())))?;
         let started = (|| {
@@ -79,11 +92,13 @@ impl NameServer {
                 .register(&mut listener, LISTENER, Interest::READABLE)
                 .map_err(Error::io("registering the listener"))?;
             let stop = Arc::new(AtomicBool::new(false));
+            let mut store = NameStore::default();
+            store.set_one_session(one_session);
             let mut lp = Loop {
                 poll,
                 listener,
                 conns: Slab::new(),
-                store: NameStore::default(),
+                store,
                 decoder: FrameDecoder::new(MAX_FRAME),
                 next_session: 1,
                 stop: stop.clone(),

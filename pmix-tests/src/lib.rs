@@ -325,6 +325,12 @@ impl NameServerProcess {
     /// Starts one reporting its URI into a file of a fresh directory, and waits (at most
     /// `deadline`) for the URI line it prints once listening; the file must agree.
     pub fn start(pmixrun: &Path, deadline: Duration) -> NameServerProcess {
+        Self::start_with(pmixrun, &[], deadline)
+    }
+
+    /// [`NameServerProcess::start`] with more options for `pmixrun --nameserver`
+    /// (`--one-session`).
+    pub fn start_with(pmixrun: &Path, args: &[&str], deadline: Duration) -> NameServerProcess {
         use std::io::BufRead;
         let dir = std::env::temp_dir().join(format!(
             "pmixrs-ns-test.{}.{}",
@@ -337,6 +343,7 @@ impl NameServerProcess {
         // could remove it leaves nothing elsewhere.
         let mut child = Command::new(pmixrun)
             .arg("--nameserver")
+            .args(args)
             .arg("--report-uri")
             .arg(&file)
             .env("TMPDIR", &dir)

@@ -49,8 +49,10 @@ more, each host's ranks still consecutive; --map-by node: one per host in turn a
 above a host's max_slots. A spawned job takes the slots the running jobs leave free, in host
 order; beyond them it fails, unless --oversubscribe, when it wraps as --map-by slot does.
 
-Name server mode: `pmixrun --nameserver [--report-uri FILE] [--socket PATH]` serves names
-until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). PMIXRS_NAMESERVER
+Name server mode: `pmixrun --nameserver [--report-uri FILE] [--socket PATH] [--one-session]`
+serves names until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). Each run
+connected is a session of its own unless --one-session, which makes the SESSION range (Open
+MPI 5 publishes and looks up there) reach every connected run. PMIXRS_NAMESERVER
 stands for --nameserver-uri. Without a name server, every range is served by pmixrun's own
 PMIx server, so names are shared within one run only.
 
@@ -230,6 +232,11 @@ struct NameServerArgs {
     /// Listen on this socket path (default: a private directory under $TMPDIR).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
+    /// Make the runs connected one session: their SESSION-range names (the default range,
+    /// and the only one Open MPI 5's MPI_Publish_name offers besides a namespace) reach each
+    /// other, as the jobs of one allocation do.
+    #[arg(long)]
+    one_session: bool,
     /// Log what the name server does, to stderr.
     #[arg(short, long)]
     verbose: bool,
@@ -242,6 +249,8 @@ pub(crate) struct NameServerOptions {
     pub(crate) report_uri: Option<PathBuf>,
     /// The socket path, if chosen.
     pub(crate) socket: Option<PathBuf>,
+    /// The connected runs are one session.
+    pub(crate) one_session: bool,
     /// Log at debug level.
     pub(crate) verbose: bool,
 }
@@ -262,6 +271,7 @@ pub(crate) fn parse_mode(args: Vec<OsString>) -> Result<Mode, clap::Error> {
         return Ok(Mode::NameServer(NameServerOptions {
             report_uri: a.report_uri,
             socket: a.socket,
+            one_session: a.one_session,
             verbose: a.verbose,
         }));
     }
@@ -585,8 +595,14 @@ mod tests {
             Ok(Mode::NameServer(NameServerOptions {
                 report_uri: Some("/tmp/u".into()),
                 socket: None,
+                one_session: false,
                 verbose: false,
             }))
+        );
+        let m = parse_mode(os(&["--nameserver", "--one-session"])).map_err(|e| e.to_string());
+        assert!(
+            matches!(&m, Ok(Mode::NameServer(o)) if o.one_session),
+            "{m:?}"
         );
         assert!(parse_mode(os(&["--nameserver", "prog"])).is_err());
         let o = p("--nameserver-uri unix:/x -n 2 a").map_err(|e| e.to_string());

@@ -157,7 +157,12 @@ fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result
             let _ = std::fs::remove_dir(d);
         }
     };
-    let server = match NameServer::start(&path, 0o600) {
+    let started = if opts.one_session {
+        NameServer::start_one_session(&path, 0o600)
+    } else {
+        NameServer::start(&path, 0o600)
+    };
+    let server = match started {
         Ok(s) => s,
         Err(e) => {
             cleanup(None);

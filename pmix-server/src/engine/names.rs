@@ -143,6 +143,8 @@ pub(crate) struct NameStore<T> {
     waiting_on: HashMap<Key, Vec<u64>>,
     timers: BTreeMap<(Instant, u64), ()>,
     next_waiter: u64,
+    /// Every session is one session for names: the `SESSION` range reaches them all.
+    one_session: bool,
 }
 
 impl<T> Default for NameStore<T> {
@@ -154,6 +156,7 @@ impl<T> Default for NameStore<T> {
             waiting_on: HashMap::new(),
             timers: BTreeMap::new(),
             next_waiter: 1,
+            one_session: false,
         }
     }
 }
@@ -230,6 +233,15 @@ fn directives(info: &[Info]) -> Result<Directives, Status> {
 }
 
 impl<T> NameStore<T> {
+    /// Makes the `SESSION` range (and `UNDEF`) of every publish and lookup reach every
+    /// session, as the jobs of one allocation share a session: for a name server whose runs
+    /// are one session, so that callers that cannot ask for `GLOBAL` (Open MPI 5's
+    /// `MPI_Publish_name`) still meet across runs. Persistence keeps its owner: `SESSION`
+    /// data still ends with the publisher's own session.
+    pub(crate) fn set_one_session(&mut self, one: bool) {
+        self.one_session = one;
+    }
+
     /// Declares a session and the node it runs on (again: updates the node).
     pub(crate) fn open_session(&mut self, session: SessionId, host: &str) {
         self.sessions
@@ -353,6 +365,7 @@ impl<T> NameStore<T> {
                 session: caller.session,
                 nspace: caller.proc.nspace.clone(),
             },
+            DataRange::UNDEF | DataRange::SESSION if self.one_session => Audience::Global,
             DataRange::UNDEF | DataRange::SESSION => Audience::Session(caller.session),
             DataRange::GLOBAL => Audience::Global,
             DataRange::CUSTOM => match custom {

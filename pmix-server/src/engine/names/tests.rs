@@ -156,6 +156,45 @@ fn each_range_reaches_exactly_its_audience() {
 }
 
 #[test]
+fn one_session_makes_the_session_range_reach_every_session() {
+    for (one, other_session_sees) in [(false, false), (true, true)] {
+        let mut s = store();
+        s.set_one_session(one);
+        s.publish(&caller(1, "a1", 0), data(&[("k", "v")]), &[])
+            .unwrap();
+        let want = if other_session_sees {
+            found(&[("k", "v")])
+        } else {
+            Err(Status::ERR_NOT_FOUND)
+        };
+        for info in [vec![], vec![range(DataRange::SESSION)]] {
+            assert_eq!(look(&mut s, &caller(2, "b1", 0), &["k"], &info), want);
+            assert_eq!(
+                look(&mut s, &caller(1, "a2", 0), &["k"], &info),
+                found(&[("k", "v")])
+            );
+        }
+        // Another session publishing the same key clashes only when they are one.
+        let again = s.publish(&caller(2, "b1", 0), data(&[("k", "w")]), &[]);
+        assert_eq!(again.is_err(), one, "one session: {one}");
+        // Session persistence (Open MPI's default) still ends with the publisher's session.
+        let mut s = store();
+        s.set_one_session(one);
+        s.publish(
+            &caller(1, "a1", 0),
+            data(&[("p", "v")]),
+            &[persist(Persistence::SESSION)],
+        )
+        .unwrap();
+        s.end_session(1);
+        assert_eq!(
+            look(&mut s, &caller(2, "b1", 0), &["p"], &[]),
+            Err(Status::ERR_NOT_FOUND)
+        );
+    }
+}
+
+#[test]
 fn custom_range_lists_processes_and_whole_namespaces() {
     let mut s = store();
     let list = DataArray::new(
