@@ -13,6 +13,7 @@
 //! (they share the host's filesystem except `/tmp`).
 
 pub(crate) mod cluster;
+pub(crate) mod launchers;
 pub(crate) mod procs;
 mod scenarios;
 

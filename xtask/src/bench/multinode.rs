@@ -22,7 +22,8 @@ use super::build::{self, Dirs, compile_source};
 use super::exec;
 use super::launch::{Mpich, check_output};
 use super::{machine, report};
-use crate::multinode::cluster::{self, Cluster, host_list, node_names};
+use crate::multinode::cluster::{self, Cluster, host_list};
+use crate::multinode::launchers::{self, ranks};
 use crate::multinode::procs;
 
 const USAGE: &str = "\
@@ -103,11 +104,6 @@ impl Opts {
         }
         Ok(o)
     }
-}
-
-/// Ranks on `nodes` nodes: two per node.
-fn ranks(nodes: u32) -> u32 {
-    2 * nodes
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -329,34 +325,15 @@ fn build_programs(dirs: &Dirs) -> Programs {
 }
 
 fn hydra(nodes: u32, o: &Opts, program: &Path) -> Command {
-    let mut cmd = Command::new(Mpich::Debian.mpiexec());
+    let mut cmd = launchers::hydra(nodes);
     cmd.env("MPIEXEC_TIMEOUT", o.timeout.as_secs().to_string())
-        .args(["-launcher", "ssh", "-launcher-exec"])
-        .arg(cluster::pssh())
-        .args([
-            "-hosts",
-            &node_names(nodes),
-            "-n",
-            &ranks(nodes).to_string(),
-        ])
         .arg(program);
     cmd
 }
 
 fn mpirun(nodes: u32, program: &Path) -> Command {
-    let mut cmd = Command::new("/usr/bin/mpirun.openmpi");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--mca",
-        "plm_rsh_agent",
-    ])
-    .arg(cluster::pssh())
-    .args(["--host", &host_list(nodes, 2)])
-    .args(["--mca", "oob_tcp_if_include", "10.77.0.0/16"])
-    .args(["--mca", "btl_tcp_if_include", "10.77.0.0/16"])
-    .args(["-n", &ranks(nodes).to_string()])
-    .arg(program);
+    let mut cmd = launchers::mpirun(nodes);
+    cmd.arg(program);
     cmd
 }
 
@@ -379,24 +356,17 @@ fn prterun(nodes: u32, program: &Path) -> Command {
     cmd
 }
 
-/// Slurm's own launcher and PMIx server: `srun -N<nodes> -n<ranks> --mpi=pmix`, with the ring
-/// fence (its default fence lets ranks out early here: docs/MULTINODE-TESTING.md).
+/// Slurm's own launcher and PMIx server, with the ring fence ([`launchers::srun_pmix`]).
 fn srun_pmix(nodes: u32, program: &Path) -> Command {
-    let mut cmd = Command::new("srun");
-    cmd.env("SLURM_CONF", cluster::slurm_conf())
-        .env("SLURM_PMIX_FENCE", "ring")
-        .args(["-N", &nodes.to_string(), "-n", &ranks(nodes).to_string()])
-        .arg("--mpi=pmix")
-        .arg(program);
+    let mut cmd = launchers::srun_pmix(nodes);
+    cmd.arg(program);
     cmd
 }
 
 /// pmixrun in an allocation of `nodes` nodes: no host list, its daemons started by one srun.
 fn salloc_pmixrun(nodes: u32, pmixrun: &Path, program: &Path) -> Command {
-    let mut cmd = Command::new("salloc");
-    cmd.env("SLURM_CONF", cluster::slurm_conf())
-        .args(["-N", &nodes.to_string(), "-n", &ranks(nodes).to_string()])
-        .arg(pmixrun)
+    let mut cmd = launchers::salloc(nodes);
+    cmd.arg(pmixrun)
         .args(["--pmi", "pmi1", "-n", &ranks(nodes).to_string()])
         .arg(program);
     cmd

@@ -11,6 +11,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
 use super::cluster::{self, host_list, node_names};
+use super::launchers;
 use super::procs::{self, Finished, Running};
 
 /// The programs the scenarios run; each is the reason it could not be built if it was not.
@@ -76,7 +77,7 @@ impl<'a> Run<'a> {
     }
 
     fn ranks(&self) -> u32 {
-        2 * self.ctx.nodes
+        launchers::ranks(self.ctx.nodes)
     }
 }
 
@@ -329,13 +330,9 @@ fn ssh(run: &Run<'_>) -> Result<String, String> {
     ))
 }
 
-fn hydra(run: &Run<'_>, program: &Path, n: u32, args: &[&str]) -> Command {
-    let mut cmd = Command::new("/usr/bin/mpiexec.hydra");
-    cmd.args(["-launcher", "ssh", "-launcher-exec"])
-        .arg(cluster::pssh())
-        .args(["-hosts", &node_names(run.ctx.nodes), "-n", &n.to_string()])
-        .arg(program)
-        .args(args);
+fn hydra(run: &Run<'_>, program: &Path, args: &[&str]) -> Command {
+    let mut cmd = launchers::hydra(run.ctx.nodes);
+    cmd.arg(program).args(args);
     cmd
 }
 
@@ -344,7 +341,6 @@ fn hydra_hello(run: &Run<'_>) -> Result<String, String> {
     let out = run.run(hydra(
         run,
         program(&run.ctx.programs.mpich_hello)?,
-        n,
         &[&n.to_string()],
     ))?;
     expect_every_rank(&out, n, |r| {
@@ -357,20 +353,8 @@ fn hydra_hello(run: &Run<'_>) -> Result<String, String> {
 
 /// Open MPI 4.1's `mpirun` across the nodes, 2 slots each, with pssh as its agent.
 fn mpirun(run: &Run<'_>, program: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("/usr/bin/mpirun.openmpi");
-    cmd.args([
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "--mca",
-        "plm_rsh_agent",
-    ])
-    .arg(cluster::pssh())
-    .args(["--host", &host_list(run.ctx.nodes, 2)])
-    .args(["--mca", "oob_tcp_if_include", "10.77.0.0/16"])
-    .args(["--mca", "btl_tcp_if_include", "10.77.0.0/16"])
-    .args(["-n", &run.ranks().to_string()])
-    .arg(program)
-    .args(args);
+    let mut cmd = launchers::mpirun(run.ctx.nodes);
+    cmd.arg(program).args(args);
     cmd
 }
 
@@ -672,18 +656,10 @@ fn write_executable(path: &Path, text: &str) -> Result<(), String> {
 }
 
 /// `srun -N <nodes> -n <2 × nodes> --mpi=pmix <options> PROGRAM ARGS...` on the cluster's
-/// Slurm. `SLURM_PMIX_FENCE=ring`: with Slurm 22.05's default choice a fence without data
-/// takes the tree, which on this cluster completes on the non-root nodes before every node
-/// joined (libpmix's own clients see it too; see docs/MULTINODE-TESTING.md).
+/// Slurm, with the ring fence ([`launchers::srun_pmix`]).
 fn srun(run: &Run<'_>, options: &[&str], program: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("srun");
-    cmd.env("SLURM_CONF", cluster::slurm_conf())
-        .env("SLURM_PMIX_FENCE", "ring")
-        .args(["-N", &run.ctx.nodes.to_string()])
-        .args(["-n", &run.ranks().to_string(), "--mpi=pmix"])
-        .args(options)
-        .arg(program)
-        .args(args);
+    let mut cmd = launchers::srun_pmix(run.ctx.nodes);
+    cmd.args(options).arg(program).args(args);
     cmd
 }
 
@@ -695,11 +671,8 @@ fn salloc_pmixrun(
     program: &Path,
     args: &[&str],
 ) -> Result<Command, String> {
-    let mut cmd = Command::new("salloc");
-    cmd.env("SLURM_CONF", cluster::slurm_conf())
-        .args(["-N", &run.ctx.nodes.to_string()])
-        .args(["-n", &run.ranks().to_string()])
-        .arg(self::program(&run.ctx.programs.pmixrun)?)
+    let mut cmd = launchers::salloc(run.ctx.nodes);
+    cmd.arg(self::program(&run.ctx.programs.pmixrun)?)
         .args(options)
         .args(["-n", &run.ranks().to_string()])
         .arg(program)
