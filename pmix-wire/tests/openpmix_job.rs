@@ -43,14 +43,17 @@ fn map() -> impl Strategy<Value = Info> {
         .prop_map(|k| info(k, Value::Regex(b"raw:n0,n1\0".to_vec())))
 }
 
-/// Keys a host puts at one level: typical ones with typical values, a user key of any value,
-/// and now and then a map.
+/// Keys a host puts at one level: typical ones with values of the types the standard gives
+/// them (kind 0 `uint32`, 1 `uint16`, 2 a string, 3 a rank; other types are
+/// `integers_read_back_in_their_attributes_types`'), a user key of any value, and now and
+/// then a map.
 fn level(typical: &'static [(&'static str, u8)]) -> impl Strategy<Value = Vec<Info>> {
     let one = prop_oneof![
         4 => (prop::sample::select(typical.to_vec()), any::<u32>(), "[a-z0-9,]{1,8}").prop_map(
             |((k, kind), n, s)| match kind {
                 0 => info(k, n),
                 1 => info(k, n as u16),
+                3 => info(k, Value::Rank(Rank(n))),
                 _ => info(k, s),
             }
         ),
@@ -73,12 +76,12 @@ const JOB_KEYS: &[(&str, u8)] = &[
     (attr::NSDIR, 2),
     (attr::NODE_LIST, 2),
 ];
-const APP_KEYS: &[(&str, u8)] = &[(attr::APP_SIZE, 0), (attr::APPLDR, 0)];
+const APP_KEYS: &[(&str, u8)] = &[(attr::APP_SIZE, 0), (attr::APPLDR, 3)];
 const NODE_KEYS: &[(&str, u8)] = &[
     (attr::LOCAL_SIZE, 0),
     (attr::NODE_SIZE, 0),
     (attr::LOCAL_PEERS, 2),
-    (attr::LOCALLDR, 0),
+    (attr::LOCALLDR, 3),
 ];
 const PROC_KEYS: &[(&str, u8)] = &[
     (attr::LOCAL_RANK, 1),
@@ -224,8 +227,8 @@ fn sorted_realms(realms: &[Realm], id_key: &str) -> Vec<Realm> {
 /// - the job level is the host's, then `NODE_LIST` (the hostnames in node id order) when the
 ///   host gave none and some node has a hostname, then each key of the reader's node (the
 ///   node its rank's `NODEID` names, else the first with its hostname) the job level lacks;
-/// - a reserved key's integer value of another type than the standard's has the standard's
-///   type when it fits;
+/// - (values come in the standard's types here: a reserved key's integer of another type is
+///   `integers_read_back_in_their_attributes_types`' subject);
 /// - a rank whose `HOSTNAME` is a node's has that node's `NODEID`, and, lacking `LOCAL_RANK`,
 ///   its place in its node's `LOCAL_PEERS` (by `HOSTNAME`, else by `NODEID`);
 /// - when the data holds `JOB_SIZE` ranks and each has an `APPNUM`: each application has
@@ -245,35 +248,8 @@ fn expected(job: &JobData, here: Here<'_>) -> JobData {
         })
         .collect();
     procs.sort_by_key(|p| p.rank);
-    let mut nodes = nodes;
     let mut apps = apps;
     let mut top = plain(&job.job);
-    for infos in std::iter::once(&mut top)
-        .chain(nodes.iter_mut().map(|n| &mut n.info))
-        .chain(apps.iter_mut().map(|a| &mut a.info))
-        .chain(procs.iter_mut().map(|p| &mut p.info))
-    {
-        for i in infos.iter_mut() {
-            let Some(a) = attr::lookup(i.key.as_str()) else {
-                continue;
-            };
-            let Some(n) = i.value.as_u64().filter(|_| i.value.data_type() != a.ty) else {
-                continue;
-            };
-            let v = match a.ty {
-                DataType::UINT8 => u8::try_from(n).ok().map(Value::Uint8),
-                DataType::UINT16 => u16::try_from(n).ok().map(Value::Uint16),
-                DataType::UINT32 => u32::try_from(n).ok().map(Value::Uint32),
-                DataType::UINT64 => Some(Value::Uint64(n)),
-                DataType::SIZE => Some(Value::Size(n)),
-                DataType::PROC_RANK => u32::try_from(n).ok().map(|r| Value::Rank(Rank(r))),
-                _ => None,
-            };
-            if let Some(v) = v {
-                i.value = v;
-            }
-        }
-    }
     for p in &mut procs {
         let host = find(&p.info, attr::HOSTNAME)
             .and_then(Value::as_str)
@@ -385,8 +361,69 @@ fn expected(job: &JobData, here: Here<'_>) -> JobData {
     }
 }
 
+/// Integers of the widths hosts use (Slurm hands `APPNUM` as an `int`).
+fn integer() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<u8>().prop_map(Value::Uint8),
+        any::<u16>().prop_map(Value::Uint16),
+        any::<u32>().prop_map(Value::Uint32),
+        any::<u64>().prop_map(Value::Uint64),
+        any::<u64>().prop_map(Value::Size),
+        any::<i32>().prop_map(Value::Int32),
+        any::<i64>().prop_map(Value::Int64),
+        (0u32..64).prop_map(|r| Value::Rank(Rank(r))),
+    ]
+}
+
+/// The largest number a value of the integer type `ty` holds.
+fn largest(ty: DataType) -> u64 {
+    match ty {
+        DataType::UINT8 => u8::MAX.into(),
+        DataType::UINT16 => u16::MAX.into(),
+        DataType::UINT32 | DataType::PROC_RANK => u32::MAX.into(),
+        _ => u64::MAX,
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2_000))]
+
+    /// A standard key whose integer came as another type than the standard's reads back in
+    /// the standard's type with the same number, when the number fits in it; otherwise, and
+    /// for a value already of that type, as it was sent.
+    #[test]
+    fn integers_read_back_in_their_attributes_types(
+        nspace in strategies::nspace(),
+        key in prop::sample::select(vec![
+            attr::JOB_SIZE, attr::UNIV_SIZE, attr::LOCAL_RANK, attr::APPLDR, attr::MAX_PROCS,
+        ]),
+        sent in integer(),
+        dialect in dialect(),
+    ) {
+        let job = JobData {
+            nspace,
+            session: Vec::new(),
+            job: vec![info(key, sent.clone())],
+            apps: Vec::new(),
+            nodes: Vec::new(),
+            procs: Vec::new(),
+        };
+        let reply = Reply::JobInfo(to_job_info(&job, dialect).unwrap());
+        let Reply::JobInfo(info) = through_the_wire(reply, Cmd::REQ, dialect) else {
+            panic!("not job data");
+        };
+        let here = Here { rank: None, hostname: None };
+        let back = from_job_info(info, dialect, here).unwrap();
+        let back = find(&back.job, key).unwrap().clone();
+        let ty = attr::lookup(key).unwrap().ty;
+        match sent.as_u64().filter(|n| *n <= largest(ty)) {
+            Some(n) => {
+                prop_assert_eq!(back.data_type(), ty);
+                prop_assert_eq!(back.as_u64(), Some(n));
+            }
+            None => prop_assert_eq!(back, sent),
+        }
+    }
 
     /// The answer to `REQ` (and each job of a `CONNECTNB` answer).
     #[test]
