@@ -33,6 +33,7 @@ use pmix_wire::{
 use slab::Slab;
 
 use crate::Error;
+use crate::engine::cross_run::{CrossAnswers, CrossKind, CrossRuns};
 use crate::engine::names::{Caller, LookupOutcome, NameStore};
 
 /// Largest frame either side accepts.
@@ -99,6 +100,7 @@ impl NameServer {
                 listener,
                 conns: Slab::new(),
                 store,
+                cross: CrossRuns::default(),
                 decoder: FrameDecoder::new(MAX_FRAME),
                 next_session: 1,
                 stop: stop.clone(),
@@ -167,6 +169,8 @@ struct Loop {
     listener: UnixListener,
     conns: Slab<Conn>,
     store: NameStore<(usize, u32)>,
+    /// Connects and disconnects across runs under way.
+    cross: CrossRuns<(usize, u32)>,
     decoder: FrameDecoder,
     next_session: u64,
     stop: Arc<AtomicBool>,
@@ -176,10 +180,11 @@ impl Loop {
     fn run(&mut self) {
         let mut events = Events::with_capacity(128);
         while !self.stop.load(Ordering::Acquire) {
-            let timeout = self
-                .store
-                .poll_timeout()
-                .map(|t| t.saturating_duration_since(Instant::now()));
+            let next = match (self.store.poll_timeout(), self.cross.poll_timeout()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let timeout = next.map(|t| t.saturating_duration_since(Instant::now()));
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -201,8 +206,11 @@ impl Loop {
                     }
                 }
             }
-            let expired = self.store.handle_timeout(Instant::now());
+            let now = Instant::now();
+            let expired = self.store.handle_timeout(now);
             self.answer(expired);
+            let expired = self.cross.handle_timeout(now);
+            self.answer_cross(expired);
         }
     }
 
@@ -396,12 +404,31 @@ impl Loop {
                 Ok(Vec::new())
             }
             NsRequest::NspaceEnded { nspace } => {
+                // Only its owner can say it ended.
+                if self.store.session_of(&nspace) == Some(session) {
+                    let failed = self.cross.nspace_ended(&nspace);
+                    self.answer_cross(failed);
+                }
                 self.store.end_nspace(session, &nspace);
                 Ok(Vec::new())
             }
             NsRequest::ProcEnded { proc } => {
+                if self.store.session_of(&proc.nspace) == Some(session) {
+                    let failed = self.cross.proc_ended(&proc);
+                    self.answer_cross(failed);
+                }
                 self.store.end_proc(session, &proc);
                 Ok(Vec::new())
+            }
+            NsRequest::Connect { procs, info, data } => {
+                return self.cross_join(c, id, CrossKind::Connect, session, procs, &info, data);
+            }
+            NsRequest::Fence { procs, info, data } => {
+                return self.cross_join(c, id, CrossKind::Fence, session, procs, &info, data);
+            }
+            NsRequest::Disconnect { procs, info } => {
+                let kind = CrossKind::Disconnect;
+                return self.cross_join(c, id, kind, session, procs, &info, Vec::new());
             }
             _ => Err(Status::ERR_NOT_SUPPORTED),
         };
@@ -414,14 +441,63 @@ impl Loop {
                 id,
                 status: Status::SUCCESS,
                 found,
+                data: Vec::new(),
             },
             Err(status) => NsReply {
                 id,
                 status,
                 found: Vec::new(),
+                data: Vec::new(),
             },
         };
         self.send(c, &reply);
+    }
+
+    /// A session's part of a connect or disconnect across runs.
+    #[allow(clippy::too_many_arguments)]
+    fn cross_join(
+        &mut self,
+        c: usize,
+        id: u32,
+        kind: CrossKind,
+        session: u64,
+        procs: Vec<Proc>,
+        info: &[Info],
+        data: Vec<u8>,
+    ) {
+        let peer_uid = self.conns.get(c).and_then(|conn| conn.peer_uid);
+        let store = &self.store;
+        let joined = self.cross.join(
+            kind,
+            session,
+            peer_uid,
+            procs,
+            info,
+            data,
+            (c, id),
+            Instant::now(),
+            |n| store.session_of(n),
+        );
+        match joined {
+            Ok(answers) => self.answer_cross(answers),
+            Err((_, status)) => self.answer_cross(vec![((c, id), Err(status))]),
+        }
+    }
+
+    fn answer_cross(&mut self, answers: CrossAnswers<(usize, u32)>) {
+        for ((c, id), result) in answers {
+            let (status, data) = match result {
+                Ok(data) => (Status::SUCCESS, data),
+                Err(status) => (status, Vec::new()),
+            };
+            let reply = NsReply {
+                id,
+                status,
+                found: Vec::new(),
+                data,
+            };
+            self.send(c, &reply);
+        }
     }
 
     fn answer(&mut self, answers: crate::engine::names::Answers<(usize, u32)>) {
@@ -472,14 +548,17 @@ impl Loop {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             if let Some(session) = conn.session {
                 // The launcher run is over: so is everything of it that does not persist
-                // indefinitely, and its waiting lookups.
+                // indefinitely, and its waiting lookups, and every connect across runs that
+                // waits for it.
+                let failed = self.cross.session_ended(session);
                 self.store.end_session(session);
+                self.answer_cross(failed);
             }
         }
     }
 }
 
-type Pending = Box<dyn FnOnce(Result<Vec<Published>, Status>) + Send>;
+type Pending = Box<dyn FnOnce(Result<NsReply, Status>) + Send>;
 
 struct ClientShared {
     writer: Mutex<StdUnixStream>,
@@ -643,7 +722,7 @@ impl NameServerClient {
             data: data.to_vec(),
             info: info.to_vec(),
         };
-        self.submit(req, Box::new(move |r| done(r.map(|_| ()))));
+        self.submit(req, Box::new(move |r| done(r.map(drop))));
     }
 
     /// Forwards a lookup (for the [`Host::lookup`](crate::Host::lookup) callback).
@@ -659,7 +738,7 @@ impl NameServerClient {
             keys: keys.to_vec(),
             info: info.to_vec(),
         };
-        self.submit(req, Box::new(done));
+        self.submit(req, Box::new(move |r| done(r.map(|reply| reply.found))));
     }
 
     /// Forwards an unpublish (for the [`Host::unpublish`](crate::Host::unpublish) callback).
@@ -675,7 +754,61 @@ impl NameServerClient {
             keys: keys.to_vec(),
             info: info.to_vec(),
         };
-        self.submit(req, Box::new(move |r| done(r.map(|_| ()))));
+        self.submit(req, Box::new(move |r| done(r.map(drop))));
+    }
+
+    /// This run's part of a connect whose processes span the namespaces of several runs (for
+    /// the [`Host::connect`](crate::Host::connect) callback): `data` is what this run's server
+    /// contributes; answered, once every run owning a namespace of `procs` sent its part, with
+    /// every run's, concatenated. Fails as the name server's rendezvous does (see
+    /// `docs/PROTOCOL.md`): `ERR_NOT_FOUND` when no run attached owns a namespace named,
+    /// `ERR_TIMEOUT` after `PMIX_TIMEOUT`, `ERR_UNREACH` when a run taking part disconnects.
+    pub fn connect_procs(
+        &self,
+        procs: &[Proc],
+        info: &[Info],
+        data: Vec<u8>,
+        done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
+    ) {
+        let req = NsRequest::Connect {
+            procs: procs.to_vec(),
+            info: info.to_vec(),
+            data,
+        };
+        self.submit(req, Box::new(move |r| done(r.map(|reply| reply.data))));
+    }
+
+    /// This run's part of a fence across runs, once connected (for the
+    /// [`Host::fence_nb`](crate::Host::fence_nb) callback): gathered as
+    /// [`NameServerClient::connect_procs`] is.
+    pub fn fence_procs(
+        &self,
+        procs: &[Proc],
+        info: &[Info],
+        data: Vec<u8>,
+        done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
+    ) {
+        let req = NsRequest::Fence {
+            procs: procs.to_vec(),
+            info: info.to_vec(),
+            data,
+        };
+        self.submit(req, Box::new(move |r| done(r.map(|reply| reply.data))));
+    }
+
+    /// This run's part of a disconnect across runs (for the
+    /// [`Host::disconnect`](crate::Host::disconnect) callback).
+    pub fn disconnect_procs(
+        &self,
+        procs: &[Proc],
+        info: &[Info],
+        done: impl FnOnce(Result<(), Status>) + Send + 'static,
+    ) {
+        let req = NsRequest::Disconnect {
+            procs: procs.to_vec(),
+            info: info.to_vec(),
+        };
+        self.submit(req, Box::new(move |r| done(r.map(drop))));
     }
 
     /// Tells the server a namespace of this session started.
@@ -721,7 +854,7 @@ fn read_replies(mut stream: StdUnixStream, mut reader: FrameReader, shared: &Cli
                 Ok(reply) => {
                     let done = shared.pending.lock().remove(&reply.id);
                     match done {
-                        Some(done) if reply.status.is_success() => done(Ok(reply.found)),
+                        Some(done) if reply.status.is_success() => done(Ok(reply)),
                         Some(done) => done(Err(reply.status)),
                         None => tracing::debug!(id = reply.id, "reply to no request"),
                     }

@@ -76,6 +76,19 @@ pub struct ProcKvs {
     pub kvs: Vec<Kv>,
 }
 
+/// One server's part of a connect that some participants take part in elsewhere (the frame
+/// type of the data a host gathers for `PMIx_Connect`; the host concatenates one frame per
+/// part).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConnectPart {
+    /// The job data of the participants' namespaces this server has, when some participant's
+    /// namespace is unknown to it (a namespace of another launcher run): the servers that do
+    /// not know a namespace learn it from here. Empty when every namespace is known to it.
+    pub jobs: Vec<JobData>,
+    /// The committed data of its participants.
+    pub data: Vec<ProcKvs>,
+}
+
 /// The data of one information level entry that is keyed by a number (an app or a node).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Realm {

@@ -6,6 +6,12 @@
 //! [`NsMsg`] gets exactly one [`NsReply`] with the same id, in any order (a lookup that waits
 //! is answered when its keys are published). The connection is the session: when it closes,
 //! everything the session published that does not persist indefinitely is removed.
+//!
+//! Since version 2 the server is also the rendezvous of a connect, fence or disconnect whose
+//! processes span the namespaces of several runs ([`NsRequest::Connect`],
+//! [`NsRequest::Fence`], [`NsRequest::Disconnect`]): each run that owns some of the namespaces sends its part, and
+//! once every namespace named has been contributed by the run that owns it each of them is
+//! answered with every run's part ([`NsReply::data`]).
 
 use pmix_types::{Info, Key, Nspace, Proc, Status};
 use serde::{Deserialize, Serialize};
@@ -16,7 +22,7 @@ use crate::Published;
 pub const NS_MAGIC: &str = "PMIXRS-NAMES";
 
 /// The version of the name-server protocol this crate speaks.
-pub const NS_PROTOCOL_VERSION: u16 = 1;
+pub const NS_PROTOCOL_VERSION: u16 = 2;
 
 /// The first frame a launcher sends.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -97,6 +103,37 @@ pub enum NsRequest {
         /// The process.
         proc: Proc,
     },
+    /// This session's part of `PMIx_Connect` over `procs`, whose namespaces belong to several
+    /// sessions. Answered, once every session owning a namespace of `procs` sent the same
+    /// request, with the concatenation of every session's `data` in [`NsReply::data`].
+    Connect {
+        /// The participants, sorted and without duplicates (rank `WILDCARD`: the whole
+        /// namespace). Every session sends the same list.
+        procs: Vec<Proc>,
+        /// Directives (`PMIX_TIMEOUT`, seconds).
+        info: Vec<Info>,
+        /// This session's contribution, opaque to the server: a sequence of frames.
+        data: Vec<u8>,
+    },
+    /// This session's part of a fence over `procs` whose namespaces belong to several
+    /// sessions, once connected (Open MPI's `MPI_Comm_disconnect` is such a fence): gathered
+    /// and answered as [`NsRequest::Connect`] is.
+    Fence {
+        /// The participants, as for [`NsRequest::Connect`].
+        procs: Vec<Proc>,
+        /// Directives (`PMIX_TIMEOUT`, seconds).
+        info: Vec<Info>,
+        /// This session's contribution, opaque to the server.
+        data: Vec<u8>,
+    },
+    /// This session's part of `PMIx_Disconnect` over `procs`: answered once every session
+    /// owning a namespace of `procs` sent it.
+    Disconnect {
+        /// The participants, as for [`NsRequest::Connect`].
+        procs: Vec<Proc>,
+        /// Directives (`PMIX_TIMEOUT`, seconds).
+        info: Vec<Info>,
+    },
 }
 
 /// A request tagged with the launcher's id for it.
@@ -117,4 +154,7 @@ pub struct NsReply {
     pub status: Status,
     /// What a lookup found (empty otherwise).
     pub found: Vec<Published>,
+    /// What a connect gathered: every session's contribution, concatenated (empty otherwise).
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
 }

@@ -434,7 +434,7 @@ fn strategies_cover_every_variant() {
         "{server:?}"
     );
     assert_eq!(names(welcome(), 200).len(), 2);
-    assert_eq!(names(ns_request(), 500).len(), 6);
+    assert_eq!(names(ns_request(), 500).len(), 9);
 }
 
 /// A value nested a few levels deep, by construction rather than by chance.

@@ -79,8 +79,9 @@ pub(crate) enum Event {
 
 /// The callbacks of a one-node launcher: fences and direct modex never leave the node, so
 /// only connection, finalize, abort and spawn need the host, and publish/lookup/unpublish
-/// when a name server shared with other runs is used (otherwise the server's own name service
-/// answers them).
+/// and connect/disconnect with the processes of other runs when a name server shared with
+/// them is used (otherwise the server's own name service answers names, and a connect naming
+/// a namespace of no run of ours fails).
 pub(crate) struct RunHost {
     events: Sender<Event>,
     names: Option<Arc<NameServerClient>>,
@@ -117,6 +118,38 @@ impl Host for RunHost {
         match &self.names {
             Some(ns) => ns.unpublish(proc, keys, info, move |r| done.complete(r)),
             None => done.complete(Err(Status::ERR_NOT_SUPPORTED)),
+        }
+    }
+
+    /// Only a connect naming a namespace of another run reaches here (every namespace of this
+    /// run is on this node): the name server shared with that run is the rendezvous.
+    fn connect(&mut self, procs: &[Proc], info: &[Info], data: Vec<u8>, done: Completion<Vec<u8>>) {
+        match &self.names {
+            Some(ns) => ns.connect_procs(procs, info, data, move |r| done.complete(r)),
+            // No other run is reachable: the namespace named is unknown.
+            None => done.complete(Err(Status::ERR_BAD_PARAM)),
+        }
+    }
+
+    /// Likewise a fence, over processes of another run once connected to it (Open MPI's
+    /// `MPI_Comm_disconnect` is a fence over both sides).
+    fn fence_nb(
+        &mut self,
+        procs: &[Proc],
+        info: &[Info],
+        data: Vec<u8>,
+        done: Completion<Vec<u8>>,
+    ) {
+        match &self.names {
+            Some(ns) => ns.fence_procs(procs, info, data, move |r| done.complete(r)),
+            None => done.complete(Err(Status::ERR_BAD_PARAM)),
+        }
+    }
+
+    fn disconnect(&mut self, procs: &[Proc], info: &[Info], done: Completion<()>) {
+        match &self.names {
+            Some(ns) => ns.disconnect_procs(procs, info, move |r| done.complete(r)),
+            None => done.complete(Err(Status::ERR_BAD_PARAM)),
         }
     }
 

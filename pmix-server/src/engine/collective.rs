@@ -27,8 +27,16 @@ impl Engine {
         let mut local = Vec::new();
         let mut remote = false;
         let mut includes_me = false;
+        // A connect or disconnect may name namespaces this server does not know: those of
+        // another launcher run, whose participants are the host's to reach (see
+        // `ConnectPart`). Any other collective names only namespaces registered here.
+        let foreign_allowed = matches!(kind, Kind::Connect | Kind::Disconnect);
         for p in &participants {
             let Some(ns) = self.ns_id(p.nspace.as_str()) else {
+                if foreign_allowed && p.nspace != me.nspace {
+                    remote = true;
+                    continue;
+                }
                 return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
             };
             let Some(nsinfo) = self.nspaces.get(&ns) else {
@@ -193,9 +201,23 @@ impl Engine {
                 });
             }
             let mut data = Vec::new();
-            if let Err(e) = pmix_wire::encode_frame(&contrib, &mut data) {
+            let encoded = if op.kind == Kind::Connect {
+                let part = ConnectPart {
+                    jobs: self.jobs_for_foreign(&op.participants),
+                    data: contrib,
+                };
+                // Like a fence's, a frame holds a list (of one part here): the host
+                // concatenates frames.
+                pmix_wire::encode_frame(&[part], &mut data)
+            } else {
+                pmix_wire::encode_frame(&contrib, &mut data)
+            };
+            if let Err(e) = encoded {
                 return self.finish_fence(seq, Err(e.status()));
             }
+            let Some(op) = self.fences.get(seq) else {
+                return;
+            };
             let procs = op.participants.clone();
             let info = op.info.clone();
             let call = if op.kind == Kind::Connect {
@@ -397,6 +419,47 @@ impl Engine {
             }
         }
         arrived
+    }
+
+    /// The job data of `participants`' namespaces known here, when some of them are not (they
+    /// belong to another launcher run, whose servers learn ours from it); none otherwise.
+    fn jobs_for_foreign(&self, participants: &[Proc]) -> Vec<JobData> {
+        let mut nss: Vec<&Nspace> = participants.iter().map(|p| &p.nspace).collect();
+        nss.dedup();
+        let ids: Vec<Option<NsId>> = nss.iter().map(|n| self.ns_id(n.as_str())).collect();
+        if ids.iter().all(Option::is_some) {
+            return Vec::new();
+        }
+        ids.into_iter()
+            .flatten()
+            .filter_map(|ns| self.nspaces.get(&ns))
+            .map(|n| (*n.job).clone())
+            .collect()
+    }
+
+    /// Registers the namespaces of another launcher run that a connect brought, from their
+    /// job data: none of their processes is local here. A namespace known here already is
+    /// left as it is (its own registration is better than another server's view of it).
+    pub(super) fn register_foreign(&mut self, jobs: Vec<JobData>) {
+        for job in jobs {
+            if self.ns_id(job.nspace.as_str()).is_some() {
+                continue;
+            }
+            let nspace = job.nspace.clone();
+            let reg = nspace::Registration::foreign(job);
+            let id = self.next_ns;
+            self.next_ns += 1;
+            self.ns_ids.insert(nspace.clone(), id);
+            self.nspaces.insert(
+                id,
+                Namespace {
+                    name: nspace,
+                    size: reg.size,
+                    local: reg.local_ranks,
+                    job: reg.job,
+                },
+            );
+        }
     }
 
     pub(super) fn fail_fences_with(&mut self, pred: impl Fn(&Proc) -> bool, status: Status) {

@@ -11,6 +11,7 @@
 pub(crate) mod anl_map;
 mod auth;
 mod collective;
+pub(crate) mod cross_run;
 mod events;
 mod fence;
 mod get;
@@ -29,7 +30,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
-use pmix_wire::{App, Event, JobData, Kv, ProcKvs, Published, Query, Reply, ReplyBody, Request};
+use pmix_wire::{
+    App, ConnectPart, Event, JobData, Kv, ProcKvs, Published, Query, Reply, ReplyBody, Request,
+};
 
 use self::fence::{FenceOp, FenceTable, Kind};
 use self::names::{Caller, LookupOutcome, NameStore};
@@ -1060,7 +1063,21 @@ impl Engine {
                 self.reply_lookup(conn, id, result);
             }
             PendingHost::Fence { seq, .. } => {
+                let connect = self
+                    .fences
+                    .get(seq)
+                    .is_some_and(|op| op.kind == Kind::Connect);
                 let result = match outcome {
+                    HostOutcome::Bytes(Ok(bytes)) if connect => {
+                        decode_frames::<ConnectPart>(&bytes).map(|parts| {
+                            let mut data = Vec::new();
+                            for part in parts {
+                                self.register_foreign(part.jobs);
+                                data.extend(part.data);
+                            }
+                            data
+                        })
+                    }
                     HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
                     other => Err(match status_of(&other) {
                         s if s.is_success() => Status::ERR_UNPACK_FAILURE,

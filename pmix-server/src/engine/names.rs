@@ -264,8 +264,9 @@ impl<T> NameStore<T> {
         self.sessions.get(&session).map(|s| &s.host)
     }
 
-    /// The session a namespace named in a custom range belongs to.
-    fn session_of(&self, nspace: &Nspace) -> Option<SessionId> {
+    /// The session a namespace belongs to (named in a custom range, or in a connect across
+    /// sessions).
+    pub(crate) fn session_of(&self, nspace: &Nspace) -> Option<SessionId> {
         self.sessions
             .iter()
             .find(|(_, s)| s.nspaces.contains(nspace))

@@ -41,31 +41,47 @@ pub(crate) struct Registration {
 /// for and shared from then on (the same `Arc` each time, which the shell's welcome-frame cache
 /// relies on).
 #[derive(Debug)]
-pub(crate) struct LazyJob {
-    spec: Spec,
-    built: OnceCell<Arc<JobData>>,
+pub(crate) struct LazyJob(Job);
+
+#[derive(Debug)]
+enum Job {
+    /// Registered here: derived on first use.
+    Derived {
+        spec: Box<Spec>,
+        built: OnceCell<Arc<JobData>>,
+    },
+    /// A namespace of another launcher run, as its own server derived it
+    /// ([`Registration::foreign`]).
+    Given(Arc<JobData>),
 }
 
 impl LazyJob {
     /// The job data, derived now if this is the first call.
     pub(crate) fn get(&self) -> &Arc<JobData> {
-        self.built.get_or_init(|| Arc::new(self.spec.expand()))
+        match &self.0 {
+            Job::Derived { spec, built } => built.get_or_init(|| Arc::new(spec.expand())),
+            Job::Given(job) => job,
+        }
     }
 
     /// A job-level value (rank `WILDCARD`) as clients will get it, without deriving the node and
     /// process levels: those are the expensive part of a large job, and the job level is
     /// settled at registration.
     pub(crate) fn job_value(&self, key: &str) -> Option<&Value> {
-        if self.spec.nodata {
-            return None;
+        match &self.0 {
+            Job::Derived { spec, .. } if spec.nodata => None,
+            Job::Derived { spec, .. } => find(&spec.job, key),
+            Job::Given(job) => find(&job.job, key),
         }
-        find(&self.spec.job, key)
     }
 
     /// Whether the job data was derived already.
     #[cfg(test)]
     pub(crate) fn is_built(&self) -> bool {
-        self.built.get().is_some()
+        match &self.0 {
+            Job::Derived { built, .. } => built.get().is_some(),
+            Job::Given(_) => true,
+        }
     }
 }
 
@@ -75,6 +91,21 @@ impl Deref for LazyJob {
     /// Like `std::cell::LazyCell`: derives the job data on first use.
     fn deref(&self) -> &JobData {
         self.get()
+    }
+}
+
+impl Registration {
+    /// A namespace of another launcher run, known from the job data its own server derived
+    /// (a connect across runs brings it): none of its processes is local here.
+    pub(crate) fn foreign(job: JobData) -> Registration {
+        let size = find(&job.job, attr::JOB_SIZE)
+            .and_then(Value::as_u32)
+            .unwrap_or_else(|| u32::try_from(job.procs.len()).unwrap_or(u32::MAX));
+        Registration {
+            job: LazyJob(Job::Given(Arc::new(job))),
+            size,
+            local_ranks: Vec::new(),
+        }
     }
 }
 
@@ -436,10 +467,10 @@ pub(crate) fn register(
         maps,
     };
     Ok(Registration {
-        job: LazyJob {
-            spec,
+        job: LazyJob(Job::Derived {
+            spec: Box::new(spec),
             built: OnceCell::new(),
-        },
+        }),
         size,
         local_ranks,
     })

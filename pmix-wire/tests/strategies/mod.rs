@@ -535,6 +535,15 @@ pub(crate) fn ns_request() -> impl Strategy<Value = pmix_wire::NsRequest> {
         proc_()
             .prop_map(|proc| NsRequest::ProcEnded { proc })
             .boxed(),
+        (vec(proc_(), 0..4), infos(), vec(any::<u8>(), 0..32))
+            .prop_map(|(procs, info, data)| NsRequest::Connect { procs, info, data })
+            .boxed(),
+        (vec(proc_(), 0..4), infos(), vec(any::<u8>(), 0..32))
+            .prop_map(|(procs, info, data)| NsRequest::Fence { procs, info, data })
+            .boxed(),
+        (vec(proc_(), 0..4), infos())
+            .prop_map(|(procs, info)| NsRequest::Disconnect { procs, info })
+            .boxed(),
     ];
     Union::new(arms)
 }
@@ -549,8 +558,18 @@ pub(crate) fn ns_reply() -> impl Strategy<Value = pmix_wire::NsReply> {
         key,
         value,
     });
-    (any::<u32>(), status(), vec(published, 0..3))
-        .prop_map(|(id, status, found)| pmix_wire::NsReply { id, status, found })
+    (
+        any::<u32>(),
+        status(),
+        vec(published, 0..3),
+        vec(any::<u8>(), 0..32),
+    )
+        .prop_map(|(id, status, found, data)| pmix_wire::NsReply {
+            id,
+            status,
+            found,
+            data,
+        })
 }
 
 pub(crate) fn ns_hello() -> impl Strategy<Value = pmix_wire::NsHello> {
