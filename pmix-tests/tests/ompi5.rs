@@ -323,8 +323,6 @@ fn finish_pmixrun((what, running): (String, Running), end: Instant) -> (String, 
 fn names_across_runs_through_a_one_session_name_server() {
     // Open MPI 5 publishes and looks up at the SESSION range, and its info keys offer no
     // other but a namespace: the runs share a name server that makes them one session.
-    // (Connect/accept across runs is not here: Open MPI's accept then fails in its dpm.c
-    // with a bad parameter, as pmixrun cannot connect processes of two runs.)
     let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
     let uri = ns.file_spec();
     let names = program("names");
@@ -377,6 +375,42 @@ fn names_across_runs_through_a_one_session_name_server() {
             format!("looker: found {svc} = {port}, acknowledged, saw it unpublished"),
             "names looker rank 0 ok".to_owned(),
         ],
+    );
+    ns.stop();
+}
+
+#[test]
+fn connect_accept_across_runs_through_a_one_session_name_server() {
+    // Two runs of the connect program sharing a name server: the 2 ranks of one accept on a
+    // published port, the 1 rank of the other connects. Open MPI's PMIx_Connect names both
+    // runs' namespaces, and its MPI_Comm_disconnect is a PMIx_Fence over both: the name
+    // server is their rendezvous, and each run learns the other's job data and modex from it.
+    // Every rank checks the numbers it receives over the intercommunicator.
+    let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
+    let uri = ns.file_spec();
+    let connect = program("connect");
+    let svc = "ompi5.xrun.connect";
+    let end = Instant::now() + DEADLINE;
+    // Started together: the client's rank 0 polls until the server's port is published.
+    let server = start_pmixrun(&["--nameserver-uri", &uri, "-n", "2", &connect, "server", svc]);
+    let client = start_pmixrun(&["--nameserver-uri", &uri, "-n", "1", &connect, "client", svc]);
+    let (what_c, out_c) = finish_pmixrun(client, end);
+    let (what_s, out_s) = finish_pmixrun(server, end);
+    assert_code(&what_s, &out_s, 0);
+    assert_code(&what_c, &out_c, 0);
+    assert_stdout(
+        &what_s,
+        &out_s,
+        &[
+            format!("server: published {svc}"),
+            "server rank 0 of 2: exchanged with 1 remote ranks".to_owned(),
+            "server rank 1 of 2: exchanged with 1 remote ranks".to_owned(),
+        ],
+    );
+    assert_stdout(
+        &what_c,
+        &out_c,
+        &["client rank 0 of 1: exchanged with 2 remote ranks".to_owned()],
     );
     ns.stop();
 }
