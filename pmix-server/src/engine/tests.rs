@@ -1828,3 +1828,172 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
 mod control;
 mod groups;
 mod psets;
+
+/// The frames of a connect contribution: every part, decoded.
+fn connect_parts(data: &[u8]) -> Vec<pmix_wire::ConnectPart> {
+    super::decode_frames::<pmix_wire::ConnectPart>(data).expect("undecodable connect contribution")
+}
+
+/// Takes the one host call of `sim`, which must be a connect; returns its op and contribution.
+fn take_connect_call(sim: &mut Sim) -> (OpId, Vec<u8>) {
+    assert_eq!(sim.host_calls.len(), 1, "{:?}", sim.host_calls);
+    match sim.host_calls.remove(0) {
+        (op, HostCall::Connect { data, .. }) => (op, data),
+        (_, other) => panic!("expected a connect, got {other:?}"),
+    }
+}
+
+#[test]
+fn connect_across_runs_brings_each_run_the_others_namespace() {
+    // Two servers, each of one launcher run: a (2 ranks) is known only to the first, b (1
+    // rank) only to the second. What the host gathers (here by hand; a name server between
+    // runs in pmixrun) is the concatenation of both contributions.
+    let mut one = Sim::new();
+    let mut two = Sim::new();
+    one.auto_host = false;
+    two.auto_host = false;
+    one.job("a", 2);
+    two.job("b", 1);
+    one.connect_answering_host(1, "a", 0);
+    one.connect_answering_host(2, "a", 1);
+    two.connect_answering_host(1, "b", 0);
+    let c = one.send(1, commit(&[("ka", Scope::GLOBAL, Value::from("from-a0"))]));
+    assert_eq!(one.reply(1, c).status, Status::SUCCESS);
+    let c = two.send(1, commit(&[("kb", Scope::GLOBAL, Value::from("from-b0"))]));
+    assert_eq!(two.reply(1, c).status, Status::SUCCESS);
+    let procs = vec![
+        Proc::new(ns("a"), Rank::WILDCARD),
+        Proc::new(ns("b"), Rank::WILDCARD),
+    ];
+    let connect = || Request::Connect {
+        procs: procs.clone(),
+        info: vec![],
+    };
+    let i1 = one.send(1, connect());
+    assert!(
+        one.host_calls.is_empty(),
+        "went to the host before a:1 came"
+    );
+    let i2 = one.send(2, connect());
+    let j1 = two.send(1, connect());
+    let (op_one, data_one) = take_connect_call(&mut one);
+    let (op_two, data_two) = take_connect_call(&mut two);
+    // Each contribution carries its run's namespace and its committed data.
+    let parts = connect_parts(&data_one);
+    let jobs: Vec<_> = parts
+        .iter()
+        .flat_map(|p| &p.jobs)
+        .map(|j| j.nspace.as_str())
+        .collect();
+    assert_eq!(jobs, ["a"]);
+    let senders: Vec<_> = parts
+        .iter()
+        .flat_map(|p| &p.data)
+        .map(|pk| pk.proc.clone())
+        .collect();
+    assert_eq!(senders, [Proc::new(ns("a"), 0)], "a:1 committed nothing");
+    let jobs: Vec<_> = connect_parts(&data_two)
+        .iter()
+        .flat_map(|p| p.jobs.clone())
+        .map(|j| j.nspace)
+        .collect();
+    assert_eq!(jobs, [ns("b")]);
+    let mut all = data_one;
+    all.extend_from_slice(&data_two);
+    one.answer(op_one, HostOutcome::Bytes(Ok(all.clone())));
+    two.answer(op_two, HostOutcome::Bytes(Ok(all)));
+    let replies = [
+        (one.reply(1, i1), "b", "kb"),
+        (one.reply(2, i2), "b", "kb"),
+        (two.reply(1, j1), "a", "ka"),
+    ];
+    for (r, other, key) in replies {
+        assert_eq!(r.status, Status::SUCCESS, "{r:?}");
+        let ReplyBody::Connect { jobs, data } = &r.body else {
+            panic!("not a connect reply: {r:?}");
+        };
+        let names: Vec<_> = jobs.iter().map(|j| j.nspace.as_str()).collect();
+        assert_eq!(names, [other], "each side gets the other run's job data");
+        assert!(
+            data.iter()
+                .flat_map(|pk| &pk.kvs)
+                .any(|kv| kv.key.as_str() == key),
+            "{key} missing from {data:?}"
+        );
+    }
+    // The other run's namespace is known from now on: its job data and its processes' data
+    // are served here.
+    let size = one.send(
+        2,
+        get(Proc::new(ns("b"), Rank::WILDCARD), attr::JOB_SIZE, vec![]),
+    );
+    let r = one.reply(2, size);
+    assert_eq!(r.status, Status::SUCCESS, "{r:?}");
+    let kb = one.send(2, get(Proc::new(ns("b"), 0), "kb", vec![]));
+    let ReplyBody::Get { data, .. } = one.reply(2, kb).body else {
+        panic!("not a get reply")
+    };
+    assert_eq!(data[0].kvs[0].value, Value::from("from-b0"));
+    // A fence over both runs (Open MPI's disconnect) goes to the host, none of b being here.
+    let f = one.send(1, fence(procs.clone(), false));
+    let f2 = one.send(2, fence(procs.clone(), false));
+    assert_eq!(one.host_calls.len(), 1, "{:?}", one.host_calls);
+    let (op, call) = one.host_calls.remove(0);
+    assert!(matches!(call, HostCall::FenceNb { .. }), "{call:?}");
+    one.answer(op, HostOutcome::Bytes(Ok(Vec::new())));
+    assert_eq!(one.reply(1, f).status, Status::SUCCESS);
+    assert_eq!(one.reply(2, f2).status, Status::SUCCESS);
+    // A disconnect too; the host's failure is each participant's.
+    let d1 = one.send(
+        1,
+        Request::Disconnect {
+            procs: procs.clone(),
+            info: vec![],
+        },
+    );
+    let d2 = one.send(
+        2,
+        Request::Disconnect {
+            procs,
+            info: vec![],
+        },
+    );
+    let (op, call) = one.host_calls.remove(0);
+    assert!(matches!(call, HostCall::Disconnect { .. }), "{call:?}");
+    one.answer(op, HostOutcome::Unit(Err(Status::ERR_UNREACH)));
+    assert_eq!(one.reply(1, d1).status, Status::ERR_UNREACH);
+    assert_eq!(one.reply(2, d2).status, Status::ERR_UNREACH);
+}
+
+#[test]
+fn only_a_connect_or_disconnect_may_name_an_unknown_namespace() {
+    let mut sim = Sim::new();
+    sim.auto_host = false;
+    sim.job("a", 1);
+    sim.connect_answering_host(1, "a", 0);
+    let procs = vec![
+        Proc::new(ns("a"), Rank::WILDCARD),
+        Proc::new(ns("elsewhere"), Rank::WILDCARD),
+    ];
+    // A fence over a namespace nobody here knows is refused at once, as before.
+    let f = sim.send(1, fence(procs.clone(), false));
+    assert_eq!(sim.reply(1, f).status, Status::ERR_BAD_PARAM);
+    assert!(sim.host_calls.is_empty());
+    // A connect goes to the host, whose refusal is the client's answer; nothing is learnt.
+    let c = sim.send(
+        1,
+        Request::Connect {
+            procs,
+            info: vec![],
+        },
+    );
+    let (op, data) = take_connect_call(&mut sim);
+    let jobs: Vec<_> = connect_parts(&data)
+        .into_iter()
+        .flat_map(|p| p.jobs)
+        .collect();
+    assert_eq!(jobs.len(), 1, "the job data of a goes with it");
+    sim.answer(op, HostOutcome::Bytes(Err(Status::ERR_NOT_FOUND)));
+    assert_eq!(sim.reply(1, c).status, Status::ERR_NOT_FOUND);
+    assert!(sim.eng.ns_id("elsewhere").is_none());
+}
