@@ -215,3 +215,112 @@ fn garbage_on_the_socket_does_not_hurt_other_sessions() {
     publish(&good, &p, "k", "v", &[]).unwrap();
     assert_eq!(lookup(&good, &p, &["k"], &[]).unwrap().len(), 1);
 }
+
+/// Tells the server `ns` is `c`'s and waits until it took that in: a lookup sent after it on
+/// the same connection is answered after it was handled (requests of other connections may
+/// otherwise overtake it).
+fn started(c: &NameServerClient, ns: &str) {
+    c.nspace_started(&Nspace::new(ns).unwrap());
+    let _ = lookup(c, &proc(ns, 0), &["nothing"], &[]);
+}
+
+fn all(ns: &str) -> Proc {
+    Proc::new(Nspace::new(ns).unwrap(), pmix_server::types::Rank::WILDCARD)
+}
+
+fn connect_rx(
+    c: &NameServerClient,
+    procs: &[Proc],
+    info: &[Info],
+    data: &[u8],
+) -> Receiver<Result<Vec<u8>, Status>> {
+    let (tx, rx) = bounded(1);
+    c.connect_procs(procs, info, data.to_vec(), move |r| {
+        let _ = tx.send(r);
+    });
+    rx
+}
+
+#[test]
+fn runs_connect_fence_and_disconnect_through_the_name_server() {
+    let (_dir, path) = socket_path("xconnect");
+    let server = NameServer::start_one_session(&path, 0o600).unwrap();
+    let a = NameServerClient::connect(server.uri(), "node-a").unwrap();
+    let b = NameServerClient::connect(server.uri(), "node-b").unwrap();
+    started(&a, "job-a");
+    started(&b, "job-b");
+    let procs = [all("job-a"), all("job-b")];
+
+    // b's part waits for a's; both get both parts, a's (the first session) first.
+    let from_b = connect_rx(&b, &procs, &[], b"part-b");
+    assert!(
+        from_b.recv_timeout(Duration::from_millis(200)).is_err(),
+        "answered before a's part came"
+    );
+    let from_a = connect_rx(&a, &procs, &[], b"part-a");
+    assert_eq!(recv(&from_a, "a's connect").unwrap(), b"part-apart-b");
+    assert_eq!(recv(&from_b, "b's connect").unwrap(), b"part-apart-b");
+
+    // A fence over both runs gathers the same way.
+    let (ta, ra) = bounded(1);
+    a.fence_procs(&procs, &[], b"fa".to_vec(), move |r| {
+        let _ = ta.send(r);
+    });
+    let (tb, rb) = bounded(1);
+    b.fence_procs(&procs, &[], b"fb".to_vec(), move |r| {
+        let _ = tb.send(r);
+    });
+    assert_eq!(recv(&ra, "a's fence").unwrap(), b"fafb");
+    assert_eq!(recv(&rb, "b's fence").unwrap(), b"fafb");
+
+    // And a disconnect.
+    let (ta, ra) = bounded(1);
+    a.disconnect_procs(&procs, &[], move |r| {
+        let _ = ta.send(r);
+    });
+    let (tb, rb) = bounded(1);
+    b.disconnect_procs(&procs, &[], move |r| {
+        let _ = tb.send(r);
+    });
+    assert_eq!(recv(&ra, "a's disconnect"), Ok(()));
+    assert_eq!(recv(&rb, "b's disconnect"), Ok(()));
+
+    // A namespace no run attached owns: refused at once.
+    let r = connect_rx(&a, &[all("job-a"), all("job-nobody")], &[], b"");
+    assert_eq!(recv(&r, "a connect to nobody"), Err(Status::ERR_NOT_FOUND));
+    // A run cannot take part where it owns no namespace.
+    let r = connect_rx(&a, &[all("job-b")], &[], b"");
+    assert_eq!(recv(&r, "a connect for b"), Err(Status::ERR_NO_PERMISSIONS));
+    server.stop();
+}
+
+#[test]
+fn a_connect_fails_when_the_other_run_leaves_or_never_comes() {
+    let (_dir, path) = socket_path("xconnect-fail");
+    let server = NameServer::start_one_session(&path, 0o600).unwrap();
+    let a = NameServerClient::connect(server.uri(), "node-a").unwrap();
+    let b = NameServerClient::connect(server.uri(), "node-b").unwrap();
+    started(&a, "job-a");
+    started(&b, "job-b");
+    let procs = [all("job-a"), all("job-b")];
+
+    // The run owning b disconnects from the name server mid-connect.
+    let waiting = connect_rx(&a, &procs, &[], b"part-a");
+    assert!(
+        waiting.recv_timeout(Duration::from_millis(200)).is_err(),
+        "answered before b left"
+    );
+    drop(b);
+    assert_eq!(recv(&waiting, "a's connect"), Err(Status::ERR_UNREACH));
+
+    // A run that never comes: PMIX_TIMEOUT.
+    let c = NameServerClient::connect(server.uri(), "node-c").unwrap();
+    started(&c, "job-c");
+    let timeout = [Info::attr(attr::TIMEOUT, 1u32)];
+    let waiting = connect_rx(&a, &[all("job-a"), all("job-c")], &timeout, b"part-a");
+    assert_eq!(
+        recv(&waiting, "a's timed connect"),
+        Err(Status::ERR_TIMEOUT)
+    );
+    server.stop();
+}
