@@ -292,6 +292,16 @@ proptest! {
         check_round_trip(&r, &chunks)?;
         check_round_trip(&h, &chunks)?;
     }
+
+    #[test]
+    fn connect_parts_round_trip(
+        jobs in vec(job_data(), 0..2),
+        data in vec(proc_kvs(), 0..3),
+        chunks in chunks(),
+    ) {
+        // A host concatenates frames of lists of parts: each frame decodes on its own.
+        check_round_trip(&vec![pmix_wire::ConnectPart { jobs, data }], &chunks)?;
+    }
 }
 
 proptest! {

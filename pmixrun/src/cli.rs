@@ -33,7 +33,8 @@ Examples:
   Four logical nodes on this machine, each run by a daemon of its own (for tests):
       pmixrun --launcher local --host 'n[1-4]:2' -n 8 ./app
 
-  Share published names between separate runs (GLOBAL range) through a name server:
+  Share published names between separate runs (GLOBAL range) through a name server, and
+  connect their processes (MPI_Comm_accept/MPI_Comm_connect; Open MPI 5 needs --one-session):
       pmixrun --nameserver --report-uri /tmp/ns.uri &
       pmixrun --nameserver-uri file:/tmp/ns.uri -n 1 ./server &
       pmixrun --nameserver-uri file:/tmp/ns.uri -n 1 ./client
@@ -52,9 +53,13 @@ order; beyond them it fails, unless --oversubscribe, when it wraps as --map-by s
 Name server mode: `pmixrun --nameserver [--report-uri FILE] [--socket PATH] [--one-session]`
 serves names until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). Each run
 connected is a session of its own unless --one-session, which makes the SESSION range (Open
-MPI 5 publishes and looks up there) reach every connected run. PMIXRS_NAMESERVER
-stands for --nameserver-uri. Without a name server, every range is served by pmixrun's own
-PMIx server, so names are shared within one run only.
+MPI 5 publishes and looks up there) reach every connected run. The name server is also where
+runs meet to connect their processes (PMIx_Connect, and the fences and disconnects that follow
+across runs): such a call fails with a status, never waits forever, when the other run is not
+connected to the same name server, leaves it, or does not come within PMIX_TIMEOUT. Only runs
+on one node connect so (not those with --host or --hostfile). PMIXRS_NAMESERVER stands for
+--nameserver-uri. Without a name server, every range is served by pmixrun's own PMIx server, so
+names are shared, and processes connected, within one run only.
 
 Spawned jobs: a process may start further jobs (PMIx_Spawn). The n-th is namespace
 pmixrun-<pid>.<n>; its processes see PMIX_SPAWNED, PMIX_PARENT_ID and the spawn's job
@@ -119,8 +124,9 @@ struct Global {
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
-    /// Serve publish/lookup through the name server at URI (`unix:PATH`, or `file:FILE`
-    /// holding such a URI), shared with other runs; default $PMIXRS_NAMESERVER.
+    /// Serve publish/lookup, and connects with other runs' processes, through the name server
+    /// at URI (`unix:PATH`, or `file:FILE` holding such a URI), shared with other runs;
+    /// default $PMIXRS_NAMESERVER.
     #[arg(long, value_name = "URI")]
     nameserver_uri: Option<String>,
     /// The process-management protocol the processes speak: `pmix` (this project's PMIx
@@ -223,7 +229,7 @@ pub(crate) enum Protocol {
     name = "pmixrun --nameserver",
     no_binary_name = true,
     disable_version_flag = true,
-    about = "Run a name server that separate pmixrun runs share for published names"
+    about = "Run a name server that separate pmixrun runs share for published names and connects"
 )]
 struct NameServerArgs {
     /// Write the server's URI into FILE once it is listening.
