@@ -1,7 +1,8 @@
 //! Publish, lookup and unpublish in real processes: the name-service scenarios of
 //! `pmix-names-client` under a [`TestHost`] (the server's built-in name service) and under
-//! `pmixrun`, with and without a name server shared by separate runs, and the MPI-style
-//! rendezvous example. Every launch is bounded by a deadline.
+//! `pmixrun`, with and without a name server shared by separate runs, the MPI-style
+//! rendezvous example, and pmix-rs processes of two runs connecting through a name server
+//! (`pmix-dyn-client publish-connect`). Every launch is bounded by a deadline.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -414,4 +415,99 @@ fn the_rendezvous_example_across_two_runs() {
         "both ends in one namespace"
     );
     ns.stop();
+}
+
+// ---- connect across runs ---------------------------------------------------------------
+
+/// Two pmixrun runs of `pmix-dyn-client publish-connect` sharing a one-session name server:
+/// the first (2 ranks) and the second (1 rank) find each other's namespace by publish/lookup
+/// and connect; `extra` is appended to both command lines.
+fn connect_two_runs(extra: &[&str]) -> (Run, Run) {
+    let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
+    let client = workspace_bin("pmix-dyn-client").display().to_string();
+    let end = Instant::now() + DEADLINE;
+    let args = |side: &'static str, n: &'static str, other: &'static str| {
+        let mut a = vec!["--nameserver-uri", &ns.uri, "-n", n, &client];
+        a.extend(["publish-connect", side, other]);
+        a.extend_from_slice(extra);
+        a.into_iter().map(str::to_owned).collect::<Vec<String>>()
+    };
+    let first = args("first", "2", "1");
+    let second = args("second", "1", "2");
+    let as_strs = |v: &[String]| {
+        v.iter()
+            .map(String::as_str)
+            .collect::<Vec<&str>>()
+            .join(" ")
+    };
+    let (what_first, what_second) = (as_strs(&first), as_strs(&second));
+    let first = spawn(pmixrun(
+        &first.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let second = spawn(pmixrun(
+        &second.iter().map(String::as_str).collect::<Vec<_>>(),
+    ));
+    let first = finish(first, end, &what_first);
+    let second = finish(second, end, &what_second);
+    ns.stop();
+    (first, second)
+}
+
+/// The lines of a run's output, sorted (its ranks print in any order).
+fn sorted_lines(r: &Run) -> Vec<&str> {
+    let mut v: Vec<&str> = r.stdout.lines().collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn pmix_rs_processes_of_two_runs_connect_and_disconnect_through_a_name_server() {
+    // Each process checks that after the connect it holds the other run's job size and the
+    // value every process of the other run committed, then disconnects.
+    let (first, second) = connect_two_runs(&[]);
+    assert!(
+        first.status.success() && second.status.success(),
+        "first run: {first:#?}\nsecond run: {second:#?}"
+    );
+    assert_eq!(
+        sorted_lines(&first),
+        [
+            "first 0: met 1 processes by lookup and connected",
+            "first 1: met 1 processes by lookup and connected",
+            "ok",
+            "ok"
+        ],
+        "{first:#?}"
+    );
+    assert_eq!(
+        sorted_lines(&second),
+        ["ok", "second 0: met 2 processes by lookup and connected"],
+        "{second:#?}"
+    );
+}
+
+#[test]
+fn a_connect_to_a_run_that_never_comes_fails_with_its_timeout() {
+    // The second run's process finds the first but never connects; it leaves once the first
+    // says its connect failed.
+    let (first, second) = connect_two_runs(&["stood-up"]);
+    assert!(
+        first.status.success() && second.status.success(),
+        "first run: {first:#?}\nsecond run: {second:#?}"
+    );
+    assert_eq!(
+        sorted_lines(&first),
+        [
+            "first 0: stood up, the connect failed with ERR_TIMEOUT",
+            "first 1: stood up, the connect failed with ERR_TIMEOUT",
+            "ok",
+            "ok"
+        ],
+        "{first:#?}"
+    );
+    assert_eq!(
+        sorted_lines(&second),
+        ["ok", "second 0: never connected"],
+        "{second:#?}"
+    );
 }

@@ -10,8 +10,9 @@
 //!   program with the same arguments, which find A through `PMIX_PARENT_ID` (how the
 //!   scenarios run under one `pmixrun`).
 //!
-//! `publish-connect first|second OTHER_SIZE` is a world of its own: the two jobs do not know
-//! each other's namespace and find it by publish/lookup.
+//! `publish-connect first|second OTHER_SIZE [stood-up]` is a world of its own: the two jobs do
+//! not know each other's namespace and find it by publish/lookup (they may be of two runs
+//! sharing a name server).
 //!
 //! Every process plays the part its job and rank give it, prints what it saw as fixed lines
 //! (no namespace names, so that callers can compare them), and exits 0 printing `ok`, or
@@ -49,6 +50,8 @@ const TAG: &str = "dyn.tag";
 const VALUE_KEY: &str = "dyn.value";
 /// What each process commits for `disconnect`.
 const DISC_KEY: &str = "dyn.disc";
+/// Where the first job of `publish-connect ... stood-up` says its connect failed.
+const STOOD_UP_KEY: &str = "dyn.stood-up";
 /// Where A's rank 0 tells its job the namespace it spawned.
 const SPAWNED_KEY: &str = "dyn.spawned";
 
@@ -558,9 +561,12 @@ fn disconnect(c: &Client, w: &World) -> Res {
     Ok(())
 }
 
-/// `publish-connect first|second OTHER_SIZE`: two jobs started apart; each rank 0 publishes
-/// its namespace, every process looks the other's up (waiting for it), then they connect and
-/// read each other's values.
+/// `publish-connect first|second OTHER_SIZE [stood-up]`: two jobs started apart; each rank 0
+/// publishes its namespace, every process looks the other's up (waiting for it), then they
+/// connect, read each other's values and disconnect. With `stood-up`, the second never
+/// connects: the first's connect (`PMIX_TIMEOUT` 2 s) must fail with `ERR_TIMEOUT` within
+/// [`PATIENCE`], after which its rank 0 publishes [`STOOD_UP_KEY`], which the second waits for
+/// before it leaves (so that the failure is the timeout's, not its end's).
 fn publish_connect(c: &Client, args: &[String]) -> Res {
     let me = c.proc().clone();
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
@@ -602,6 +608,7 @@ fn publish_connect(c: &Client, args: &[String]) -> Res {
         entry.proc
     );
     not_held(c, &Proc::new(other.clone(), 0), VALUE_KEY)?;
+    let stood_up = arg(2) == "stood-up";
     let (a, a_size, b, b_size) = if arg(0) == "first" {
         (me.nspace.clone(), own_size, other, other_size)
     } else {
@@ -615,16 +622,54 @@ fn publish_connect(c: &Client, args: &[String]) -> Res {
         me,
         spawned: false,
     };
+    if stood_up {
+        return stood_up_connect(c, &w, arg(0) == "first");
+    }
     c.connect(&w.both(), &[]).map_err(e("connect"))?;
     holds_everything(c, &w, VALUE_KEY)?;
     if w.rank() == 0 {
         c.unpublish(&[mine], &[]).map_err(e("unpublish"))?;
     }
+    c.disconnect(&w.both(), &[]).map_err(e("disconnect"))?;
     println!(
         "{} {}: met {} processes by lookup and connected",
         arg(0),
         w.rank(),
         w.size(w.other())
+    );
+    Ok(())
+}
+
+/// The `stood-up` end of [`publish_connect`].
+fn stood_up_connect(c: &Client, w: &World, first: bool) -> Res {
+    let wait = [
+        Info::attr(attr::WAIT, true),
+        Info::attr(attr::TIMEOUT, PATIENCE_SECS),
+    ];
+    if !first {
+        c.lookup(&[STOOD_UP_KEY], &wait)
+            .map_err(e("lookup of the first's failure"))?;
+        println!("second {}: never connected", w.rank());
+        return Ok(());
+    }
+    let t0 = Instant::now();
+    let r = c.connect(&w.both(), &[Info::attr(attr::TIMEOUT, 2i32)]);
+    let took = t0.elapsed();
+    match r {
+        Err(err) if err.status() == Status::ERR_TIMEOUT => {}
+        other => return Err(format!("a connect nobody answers gave {other:?}")),
+    }
+    check!(took < PATIENCE, "the connect failed only after {took:?}");
+    // Every rank of the first job has failed before its rank 0 tells the second.
+    c.fence(&[wildcard(&w.me.nspace)], &[])
+        .map_err(e("fence"))?;
+    if w.rank() == 0 {
+        c.publish(&[datum(STOOD_UP_KEY, "timed out")?], &[])
+            .map_err(e("publish"))?;
+    }
+    println!(
+        "first {}: stood up, the connect failed with ERR_TIMEOUT",
+        w.rank()
     );
     Ok(())
 }
