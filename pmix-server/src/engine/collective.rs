@@ -446,19 +446,7 @@ impl Engine {
                 continue;
             }
             let nspace = job.nspace.clone();
-            let reg = nspace::Registration::foreign(job);
-            let id = self.next_ns;
-            self.next_ns += 1;
-            self.ns_ids.insert(nspace.clone(), id);
-            self.nspaces.insert(
-                id,
-                Namespace {
-                    name: nspace,
-                    size: reg.size,
-                    local: reg.local_ranks,
-                    job: reg.job,
-                },
-            );
+            self.insert_nspace(nspace, nspace::Registration::foreign(job), false);
         }
     }
 

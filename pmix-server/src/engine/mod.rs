@@ -508,14 +508,23 @@ impl Engine {
             job_extras: &self.job_extras,
         };
         let reg = nspace::register(&nspace, nlocalprocs, info, &locale)?;
+        self.insert_nspace(nspace, reg, true);
+        Ok(())
+    }
+
+    /// Stores a namespace's registration, under a new id if it is new (re-registration
+    /// replaces the job data: a host may add information). `ours`: it is of this server's
+    /// session, for the built-in name service (a namespace of another run is not).
+    fn insert_nspace(&mut self, nspace: Nspace, reg: nspace::Registration, ours: bool) {
         let id = match self.ns_ids.get(&nspace) {
-            // Re-registration replaces the job data (a host may add information).
             Some(&id) => id,
             None => {
                 let id = self.next_ns;
                 self.next_ns += 1;
                 self.ns_ids.insert(nspace.clone(), id);
-                self.names.add_nspace(SESSION, &nspace);
+                if ours {
+                    self.names.add_nspace(SESSION, &nspace);
+                }
                 id
             }
         };
@@ -528,7 +537,6 @@ impl Engine {
                 job: reg.job,
             },
         );
-        Ok(())
     }
 
     /// `deregister_nspace`: forgets everything of the namespace and closes its connections.
