@@ -313,6 +313,14 @@ pub enum Request {
         /// Directives.
         info: Vec<Info>,
     },
+    /// Leave a group (`PMIx_Group_leave`): not a collective; the other members hear of it
+    /// (`GROUP_LEFT`). Last, so that the variants before keep their numbers on the wire.
+    GroupLeave {
+        /// The group's id.
+        grp: String,
+        /// Directives.
+        info: Vec<Info>,
+    },
 }
 
 /// The payload of a reply, by request kind.

@@ -536,8 +536,9 @@ fn request(codec: Codec) -> BoxedStrategy<Request> {
             procs,
             info
         }),
+        ("[a-z:/]{0,12}", infos()).prop_map(|(grp, info)| Request::GroupLeave { grp, info }),
         (
-            prop_oneof![Just(17u8), 19u8..=23, 25u8..=27, 29u8..=255],
+            prop_oneof![Just(17u8), 19u8..=23, 25u8..=26, 29u8..=255],
             vec(any::<u8>(), 0..16)
         )
             .prop_map(|(c, payload)| {

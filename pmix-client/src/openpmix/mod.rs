@@ -217,6 +217,9 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             OpenpmixRequest::GroupDestruct { grp, procs, info },
             Answer::Status,
         ),
+        Request::GroupLeave { grp, info } => {
+            Send(OpenpmixRequest::GroupLeave { grp, info }, Answer::Status)
+        }
         Request::Finalize { .. } => Send(OpenpmixRequest::Finalize, Answer::Status),
         other => Unsupported(format!("{other:?}")),
     }

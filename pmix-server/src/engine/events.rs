@@ -3,6 +3,24 @@
 
 use super::*;
 
+/// The processes of an event's `EVENT_CUSTOM_RANGE`: one proc or a data array of them.
+pub(super) fn custom_range(event: &Event) -> Vec<Proc> {
+    event
+        .info
+        .iter()
+        .find(|i| i.key.as_str() == attr::EVENT_CUSTOM_RANGE)
+        .map(|i| match &i.value {
+            Value::Proc(p) => vec![p.clone()],
+            Value::DataArray(a) => a
+                .items()
+                .iter()
+                .filter_map(|v| v.as_proc().cloned())
+                .collect(),
+            _ => Vec::new(),
+        })
+        .unwrap_or_default()
+}
+
 impl Engine {
     /// Delivers `event` to every client that registered for its code and that `to` selects.
     pub(super) fn deliver(&mut self, event: &Event, to: impl Fn(&Engine, &Conn) -> bool) {
@@ -29,20 +47,7 @@ impl Engine {
     /// `except` (the notifier's own connection).
     pub(super) fn notify(&mut self, event: &Event, except: Option<ConnId>) {
         let source = event.source.clone();
-        let custom: Vec<Proc> = event
-            .info
-            .iter()
-            .find(|i| i.key.as_str() == attr::EVENT_CUSTOM_RANGE)
-            .map(|i| match &i.value {
-                pmix_types::Value::Proc(p) => vec![p.clone()],
-                pmix_types::Value::DataArray(a) => a
-                    .items()
-                    .iter()
-                    .filter_map(|v| v.as_proc().cloned())
-                    .collect(),
-                _ => Vec::new(),
-            })
-            .unwrap_or_default();
+        let custom = custom_range(event);
         let range = event.range;
         let skip = except
             .and_then(|c| self.conns.get(&c))
@@ -64,6 +69,7 @@ impl Engine {
 
     /// The host raises an event for this server's clients, within its range.
     pub(crate) fn host_notify(&mut self, event: &Event) {
+        self.observe_group_event(event);
         self.notify(event, None);
     }
 

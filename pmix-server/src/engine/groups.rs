@@ -48,6 +48,8 @@ pub(crate) struct Groups {
     live: HashMap<u32, Group>,
     next_context_id: u64,
     context_step: u64,
+    /// Local processes waiting for another's answer in a group's formation by invitation.
+    pub(super) waits: Vec<super::group_membership::Wait>,
 }
 
 impl Default for Groups {
@@ -59,12 +61,42 @@ impl Default for Groups {
             live: HashMap::new(),
             next_context_id: 1,
             context_step: 1,
+            waits: Vec::new(),
         }
     }
 }
 
 impl Groups {
-    fn intern(&mut self, grp: &str) -> u32 {
+    /// The number of group `grp`, when it is interned.
+    pub(super) fn id_of(&self, grp: &str) -> Option<u32> {
+        self.ids.get(grp).copied()
+    }
+
+    /// The members of constructed group `gid`.
+    pub(super) fn members(&self, gid: u32) -> Option<&[Proc]> {
+        self.live.get(&gid).map(|g| g.members.as_slice())
+    }
+
+    /// Records group `gid` as constructed with `members`, unless it already is (a
+    /// construction by invitation is announced to every member).
+    pub(super) fn set_members(&mut self, gid: u32, members: Vec<Proc>) {
+        self.live.entry(gid).or_insert(Group { members });
+    }
+
+    /// Removes `who` from group `gid`: how many members remain, or `None` when it was not one.
+    pub(super) fn remove_member(&mut self, gid: u32, who: &Proc) -> Option<usize> {
+        let g = self.live.get_mut(&gid)?;
+        let at = g.members.iter().position(|p| p == who)?;
+        g.members.remove(at);
+        Some(g.members.len())
+    }
+
+    /// Forgets constructed group `gid`.
+    pub(super) fn dissolve(&mut self, gid: u32) {
+        self.live.remove(&gid);
+    }
+
+    pub(super) fn intern(&mut self, grp: &str) -> u32 {
         if let Some(id) = self.ids.get(grp) {
             return *id;
         }
@@ -222,7 +254,7 @@ impl Engine {
     }
 
     /// Forgets the id of group `gid` once nothing refers to it.
-    fn forget_group_if_unused(&mut self, gid: u32) {
+    pub(super) fn forget_group_if_unused(&mut self, gid: u32) {
         if self.groups.live.contains_key(&gid) {
             return;
         }

@@ -15,6 +15,7 @@ pub(crate) mod cross_run;
 mod events;
 mod fence;
 mod get;
+mod group_membership;
 mod groups;
 pub(crate) mod job_control;
 mod log;
@@ -839,6 +840,7 @@ impl Engine {
             self.announce_gone(c.ns, &gone, term_wo_sync);
             self.group_member_gone(&gone);
         }
+        self.group_waits_end(&c.proc);
     }
 
     /// A process of another node ended (the host learned it from that node): fail what
@@ -864,6 +866,7 @@ impl Engine {
         );
         self.announce_gone(ns, proc, status);
         self.group_member_gone(proc);
+        self.group_waits_end(proc);
     }
 
     /// A request from an authenticated client.
@@ -922,6 +925,7 @@ impl Engine {
             Request::Notify { mut event } => {
                 // The source is who sends it, whatever the message claims.
                 event.source = me;
+                self.observe_group_event(&event);
                 if event.range == DataRange::RM {
                     return self.host_call(
                         PendingHost::Status { conn, id },
@@ -966,6 +970,7 @@ impl Engine {
             Request::GroupDestruct { grp, procs, info } => {
                 self.group(GroupOp::Destruct, conn, id, &me, grp, procs, &info, now);
             }
+            Request::GroupLeave { grp, .. } => self.group_leave(conn, id, &me, &grp),
             Request::Publish { data, info } => self.publish(conn, id, me, data, info),
             Request::Lookup { keys, info } => self.lookup(conn, id, me, keys, info, now),
             Request::Unpublish { keys, info } => self.unpublish(conn, id, me, keys, info),

@@ -1826,6 +1826,7 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
 }
 
 mod control;
+mod group_membership;
 mod groups;
 mod psets;
 

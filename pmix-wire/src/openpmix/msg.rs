@@ -184,6 +184,15 @@ pub enum Request {
         /// Directives.
         info: Vec<Info>,
     },
+    /// `GROUP_LEAVE`: `STRING` group id, `SIZE` ninfo, `INFO`s, in every version. Answered
+    /// with a status alone. (libpmix never sends `GROUP_JOIN` nor `GROUP_INVITE`: it invites
+    /// and joins with events.)
+    GroupLeave {
+        /// The group's id.
+        grp: String,
+        /// Directives.
+        info: Vec<Info>,
+    },
     /// Any other command, its payload after the command kept as it came, so that a server
     /// can answer it (with [`Reply::Status`] `ERR_NOT_SUPPORTED`) and a relay can forward it.
     Other {
@@ -311,6 +320,7 @@ impl Request {
             Request::Log { .. } => Cmd::LOG,
             Request::GroupConstruct { .. } => Cmd::GROUP_CONSTRUCT,
             Request::GroupDestruct { .. } => Cmd::GROUP_DESTRUCT,
+            Request::GroupLeave { .. } => Cmd::GROUP_LEAVE,
             Request::Other { cmd, .. } => *cmd,
         }
     }
@@ -460,6 +470,11 @@ impl Request {
                 };
                 Request::GroupDestruct { grp, procs, info }
             }
+            Cmd::GROUP_LEAVE => {
+                let grp = u.unpack_one::<String>()?;
+                let info = counted(&mut u)?;
+                Request::GroupLeave { grp, info }
+            }
             other => {
                 let payload = u.rest().to_vec();
                 return Ok(Request::Other {
@@ -568,6 +583,10 @@ impl Request {
             | Request::GroupDestruct { grp, procs, info } => {
                 p.pack_one(grp)?;
                 put_counted(p, procs, true)?;
+                put_counted(p, info, false)?;
+            }
+            Request::GroupLeave { grp, info } => {
+                p.pack_one(grp)?;
                 put_counted(p, info, false)?;
             }
             Request::Other { payload, .. } => p.put_raw(payload),

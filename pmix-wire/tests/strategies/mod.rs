@@ -400,6 +400,9 @@ pub(crate) fn request() -> impl Strategy<Value = Request> {
             .prop_map(|(grp, procs, info)| Request::GroupDestruct { grp, procs, info })
             .boxed(),
         infos().prop_map(|info| Request::Finalize { info }).boxed(),
+        ("[a-z:/]{0,12}", infos())
+            .prop_map(|(grp, info)| Request::GroupLeave { grp, info })
+            .boxed(),
     ];
     balanced_union(arms)
 }

@@ -457,6 +457,9 @@ impl OpenpmixConn {
                 Answer::Status,
                 Request::GroupDestruct { grp, procs, info },
             ),
+            OpenpmixRequest::GroupLeave { grp, info } => {
+                self.engine_request(tag, Answer::Status, Request::GroupLeave { grp, info })
+            }
             OpenpmixRequest::Notify {
                 status,
                 range,

@@ -1,0 +1,187 @@
+//! Groups formed by invitation (`PMIx_Group_invite`, `PMIx_Group_join`) and left
+//! (`PMIx_Group_leave`).
+//!
+//! libpmix invites and joins with events, not commands: the leader raises `GROUP_INVITED`
+//! for the invitees (`EVENT_CUSTOM_RANGE`), each answers `GROUP_INVITE_ACCEPTED` or
+//! `GROUP_INVITE_DECLINED` to the leader, and once all accepted the leader raises
+//! `GROUP_CONSTRUCT_COMPLETE` for the members. The server relays them like any event, and
+//! reads them on the way:
+//! - `GROUP_CONSTRUCT_COMPLETE` makes the group known here with its members, so that a
+//!   member can leave it, and its members hear of each other's failures;
+//! - while a local process waits for another's answer (a leader for an invitee's, a process
+//!   that accepted for the leader's completion), the end of the awaited process is told to the
+//!   waiter as `PROC_TERMINATED` (`EVENT_AFFECTED_PROC`, `GROUP_ID`): the event libpmix's
+//!   invitation listens for, turning it into `GROUP_INVITE_FAILED`. Nothing waits forever on
+//!   a process that is gone.
+//!
+//! Leaving is a command (`GROUP_LEAVE`), answered at once: the leaver is no longer a member
+//! here, and the remaining members hear `GROUP_LEFT` (with `EVENT_AFFECTED_PROC`), which also
+//! tells their servers on other nodes.
+
+use super::events::custom_range;
+use super::*;
+
+/// A local process waiting for another's answer in a group's formation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Wait {
+    waiter: Proc,
+    awaited: Proc,
+    grp: String,
+}
+
+fn group_id(event: &Event) -> Option<&str> {
+    event
+        .info
+        .iter()
+        .find(|i| i.key.as_str() == attr::GROUP_ID)
+        .and_then(|i| i.value.as_str())
+}
+
+impl Engine {
+    fn is_local_client(&self, p: &Proc) -> bool {
+        self.conns
+            .values()
+            .any(|c| matches!(c.state, ConnState::Active) && c.proc == *p)
+    }
+
+    /// Reads a group event on its way, from a local client or from the host.
+    pub(super) fn observe_group_event(&mut self, event: &Event) {
+        let code = event.code;
+        if code == Status::GROUP_INVITED {
+            let leader = &event.source;
+            if !self.is_local_client(leader) {
+                return;
+            }
+            let grp = group_id(event).unwrap_or_default().to_owned();
+            for p in custom_range(event) {
+                if p != *leader && p.rank.is_valid() {
+                    self.groups.waits.push(Wait {
+                        waiter: leader.clone(),
+                        awaited: p,
+                        grp: grp.clone(),
+                    });
+                }
+            }
+        } else if code == Status::GROUP_INVITE_ACCEPTED || code == Status::GROUP_INVITE_DECLINED {
+            let answering = &event.source;
+            let leaders = custom_range(event);
+            self.groups
+                .waits
+                .retain(|w| !(w.awaited == *answering && leaders.contains(&w.waiter)));
+            if code == Status::GROUP_INVITE_ACCEPTED && self.is_local_client(answering) {
+                let grp = group_id(event).unwrap_or_default().to_owned();
+                for l in leaders.into_iter().filter(|l| l.rank.is_valid()) {
+                    self.groups.waits.push(Wait {
+                        waiter: answering.clone(),
+                        awaited: l,
+                        grp: grp.clone(),
+                    });
+                }
+            }
+        } else if code == Status::GROUP_CONSTRUCT_COMPLETE {
+            let leader = &event.source;
+            let members = custom_range(event);
+            self.groups
+                .waits
+                .retain(|w| !(w.awaited == *leader && members.contains(&w.waiter)));
+            if let Some(grp) = group_id(event).filter(|g| !g.is_empty()) {
+                let gid = self.groups.intern(grp);
+                let mut members = members;
+                members.sort();
+                members.dedup();
+                self.groups.set_members(gid, members);
+            }
+        } else if code == Status::GROUP_LEFT {
+            let affected = event
+                .info
+                .iter()
+                .find(|i| i.key.as_str() == attr::EVENT_AFFECTED_PROC)
+                .and_then(|i| i.value.as_proc());
+            if let (Some(grp), Some(gone)) = (group_id(event), affected) {
+                let gone = gone.clone();
+                self.drop_member(grp, &gone);
+            }
+        }
+    }
+
+    /// Removes `who` from group `grp`; whether it was a member here.
+    fn drop_member(&mut self, grp: &str, who: &Proc) -> bool {
+        let Some(gid) = self.groups.id_of(grp) else {
+            return false;
+        };
+        let Some(left) = self.groups.remove_member(gid, who) else {
+            return false;
+        };
+        if left == 0 {
+            self.groups.dissolve(gid);
+            self.forget_group_if_unused(gid);
+        }
+        true
+    }
+
+    /// A member leaves group `grp` (`PMIx_Group_leave`).
+    pub(super) fn group_leave(&mut self, conn: ConnId, id: u32, me: &Proc, grp: &str) {
+        if grp.is_empty() {
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        let rest = self
+            .groups
+            .id_of(grp)
+            .and_then(|gid| self.groups.members(gid))
+            .map(|m| m.iter().filter(|p| *p != me).cloned().collect::<Vec<_>>());
+        if !self.drop_member(grp, me) {
+            // Unknown here, or this process is not a member by name.
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        }
+        self.reply_status(conn, id, Status::SUCCESS);
+        let rest = rest.unwrap_or_default();
+        if rest.is_empty() {
+            return;
+        }
+        let range = rest.into_iter().map(Value::Proc).collect();
+        let Ok(range) = pmix_types::DataArray::new(pmix_types::DataType::PROC, range) else {
+            return;
+        };
+        let event = Event {
+            code: Status::GROUP_LEFT,
+            source: me.clone(),
+            range: DataRange::CUSTOM,
+            info: vec![
+                Info::attr(attr::GROUP_ID, grp),
+                Info::attr(attr::EVENT_AFFECTED_PROC, me.clone()),
+                Info::attr(attr::EVENT_CUSTOM_RANGE, range),
+            ],
+        };
+        self.notify(&event, Some(conn));
+        self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
+    }
+
+    /// `gone` ended (with or without finalize): whoever here waits for its answer hears
+    /// `PROC_TERMINATED`, and its own waits end.
+    pub(super) fn group_waits_end(&mut self, gone: &Proc) {
+        let (ended, kept): (Vec<Wait>, Vec<Wait>) = std::mem::take(&mut self.groups.waits)
+            .into_iter()
+            .partition(|w| w.awaited == *gone || w.waiter == *gone);
+        self.groups.waits = kept;
+        for w in ended.into_iter().filter(|w| w.waiter != *gone) {
+            let event = Event {
+                code: Status::PROC_TERMINATED,
+                source: self.me.clone(),
+                range: DataRange::PROC_LOCAL,
+                info: vec![
+                    Info::attr(attr::EVENT_AFFECTED_PROC, w.awaited.clone()),
+                    Info::attr(attr::GROUP_ID, w.grp.as_str()),
+                    Info::attr(
+                        attr::EVENT_TEXT_MESSAGE,
+                        format!(
+                            "{} ended before answering in the formation of group {}",
+                            w.awaited, w.grp
+                        ),
+                    ),
+                ],
+            };
+            let waiter = w.waiter;
+            self.deliver(&event, move |_, c| c.proc == waiter);
+        }
+    }
+}
