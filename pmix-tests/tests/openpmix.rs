@@ -450,3 +450,59 @@ fn libpmix_reads_every_ranks_process_set_and_queries_the_names() {
         }
     }
 }
+
+/// Groups by invitation from libpmix against pmixrun (`pmix_invite.c`), with both libraries,
+/// on one node and two logical ones: invitations accepted (the blocking `PMIx_Group_invite`
+/// completes, the members hear the completion) and a member leaving (`GROUP_LEAVE`, the others
+/// hear `PMIX_GROUP_LEFT`); a decline reaching the leader; an invitee that ends without
+/// answering failing the invitation (`PMIX_GROUP_INVITE_FAILED`, which libpmix raises from
+/// the server's `PMIX_PROC_TERMINATED`) within the program's 30 s; leaving an unknown group.
+#[test]
+fn libpmix_invites_joins_declines_and_leaves_groups_under_pmixrun() {
+    let program = openpmix_program("pmix_invite");
+    let p = program.as_os_str();
+    let cases: [(&str, u32, Vec<&str>); 4] = [
+        (
+            "accept",
+            3,
+            vec![
+                "heard rank=0 left=1",
+                "heard rank=2 left=1",
+                "invited rank=0",
+                "joined rank=1 leader=0 members=3",
+                "joined rank=2 leader=0 members=3",
+                "left rank=1",
+            ],
+        ),
+        (
+            "decline",
+            2,
+            vec!["declined rank=0 by=1", "declining rank=1"],
+        ),
+        ("ends", 2, vec!["ending rank=1", "failed rank=0 affected=1"]),
+        ("leave-unknown", 2, vec![]),
+    ];
+    for lib in ["debian", "wheel"] {
+        for nodes in [false, true] {
+            for (scenario, n, want) in &cases {
+                let what = format!("pmix_invite {scenario} with the {lib} libpmix, nodes {nodes}");
+                let n = n.to_string();
+                let args = [os("-n"), os(&n), p, os(scenario)];
+                let out = pmixrun_with_libpmix(lib, nodes, &args, &what);
+                let mut lines: Vec<&str> = out.stdout.lines().collect();
+                lines.sort_unstable();
+                if *scenario == "leave-unknown" {
+                    assert_eq!(lines.len(), 2, "{what}: {out:#?}");
+                    assert!(
+                        lines
+                            .iter()
+                            .all(|l| l.contains("NOT-FOUND") || l.contains("PMIX_ERR_NOT_FOUND")),
+                        "{what}: {lines:?}"
+                    );
+                } else {
+                    assert_eq!(lines, *want, "{what}: {out:#?}");
+                }
+            }
+        }
+    }
+}

@@ -69,8 +69,9 @@ impl Engine {
 
     /// The host raises an event for this server's clients, within its range.
     pub(crate) fn host_notify(&mut self, event: &Event) {
-        self.observe_group_event(event);
-        self.notify(event, None);
+        if self.group_event_from_host(event) {
+            self.notify(event, None);
+        }
     }
 
     /// Tells the job of `gone`, and the jobs connected to it, that it ended with `status`.

@@ -8,11 +8,14 @@
 //! reads them on the way:
 //! - `GROUP_CONSTRUCT_COMPLETE` makes the group known here with its members, so that a
 //!   member can leave it, and its members hear of each other's failures;
-//! - while a local process waits for another's answer (a leader for an invitee's, a process
-//!   that accepted for the leader's completion), the end of the awaited process is told to the
-//!   waiter as `PROC_TERMINATED` (`EVENT_AFFECTED_PROC`, `GROUP_ID`): the event libpmix's
-//!   invitation listens for, turning it into `GROUP_INVITE_FAILED`. Nothing waits forever on
-//!   a process that is gone.
+//! - while a process waits for another's answer (a leader for an invitee's, a process that
+//!   accepted for the leader's completion), and either is a local client, the end of the
+//!   awaited process (with or without finalize) is told to the waiter as `PROC_TERMINATED`
+//!   (`EVENT_AFFECTED_PROC`, `GROUP_ID`): the event libpmix's invitation listens for, turning
+//!   it into `GROUP_INVITE_FAILED`. The awaited process's server tells a waiter on another
+//!   node through the host, since the waiter's server hears of a finalized process nowhere
+//!   else; the waiter's server passes on one such event per wait, so that an end it also
+//!   learned from the host is told once. Nothing waits forever on a process that is gone.
 //!
 //! Leaving is a command (`GROUP_LEAVE`), answered at once: the leaver is no longer a member
 //! here, and the remaining members hear `GROUP_LEFT` (with `EVENT_AFFECTED_PROC`), which also
@@ -44,22 +47,46 @@ impl Engine {
             .any(|c| matches!(c.state, ConnState::Active) && c.proc == *p)
     }
 
+    /// Records that `waiter` waits for `awaited`'s answer, when either is a local client.
+    fn add_wait(&mut self, waiter: &Proc, awaited: Proc, grp: &str) {
+        if self.is_local_client(waiter) || self.is_local_client(&awaited) {
+            self.groups.waits.push(Wait {
+                waiter: waiter.clone(),
+                awaited,
+                grp: grp.to_owned(),
+            });
+        }
+    }
+
+    /// Whether an event from the host is to be delivered here: a `PROC_TERMINATED` about a
+    /// group's formation only while the wait it ends is still recorded (it is then ended).
+    pub(super) fn group_event_from_host(&mut self, event: &Event) -> bool {
+        if event.code != Status::PROC_TERMINATED || group_id(event).is_none() {
+            self.observe_group_event(event);
+            return true;
+        }
+        let affected = event
+            .info
+            .iter()
+            .find(|i| i.key.as_str() == attr::EVENT_AFFECTED_PROC)
+            .and_then(|i| i.value.as_proc());
+        let waiters = custom_range(event);
+        let before = self.groups.waits.len();
+        self.groups
+            .waits
+            .retain(|w| !(Some(&w.awaited) == affected && waiters.contains(&w.waiter)));
+        self.groups.waits.len() != before
+    }
+
     /// Reads a group event on its way, from a local client or from the host.
     pub(super) fn observe_group_event(&mut self, event: &Event) {
         let code = event.code;
         if code == Status::GROUP_INVITED {
             let leader = &event.source;
-            if !self.is_local_client(leader) {
-                return;
-            }
             let grp = group_id(event).unwrap_or_default().to_owned();
             for p in custom_range(event) {
                 if p != *leader && p.rank.is_valid() {
-                    self.groups.waits.push(Wait {
-                        waiter: leader.clone(),
-                        awaited: p,
-                        grp: grp.clone(),
-                    });
+                    self.add_wait(leader, p, &grp);
                 }
             }
         } else if code == Status::GROUP_INVITE_ACCEPTED || code == Status::GROUP_INVITE_DECLINED {
@@ -68,14 +95,10 @@ impl Engine {
             self.groups
                 .waits
                 .retain(|w| !(w.awaited == *answering && leaders.contains(&w.waiter)));
-            if code == Status::GROUP_INVITE_ACCEPTED && self.is_local_client(answering) {
+            if code == Status::GROUP_INVITE_ACCEPTED {
                 let grp = group_id(event).unwrap_or_default().to_owned();
                 for l in leaders.into_iter().filter(|l| l.rank.is_valid()) {
-                    self.groups.waits.push(Wait {
-                        waiter: answering.clone(),
-                        awaited: l,
-                        grp: grp.clone(),
-                    });
+                    self.add_wait(answering, l, &grp);
                 }
             }
         } else if code == Status::GROUP_CONSTRUCT_COMPLETE {
@@ -164,7 +187,8 @@ impl Engine {
             .partition(|w| w.awaited == *gone || w.waiter == *gone);
         self.groups.waits = kept;
         for w in ended.into_iter().filter(|w| w.waiter != *gone) {
-            let event = Event {
+            let local = self.is_local_client(&w.waiter);
+            let mut event = Event {
                 code: Status::PROC_TERMINATED,
                 source: self.me.clone(),
                 range: DataRange::PROC_LOCAL,
@@ -181,7 +205,15 @@ impl Engine {
                 ],
             };
             let waiter = w.waiter;
-            self.deliver(&event, move |_, c| c.proc == waiter);
+            if local {
+                self.deliver(&event, move |_, c| c.proc == waiter);
+            } else {
+                event.range = DataRange::CUSTOM;
+                event
+                    .info
+                    .push(Info::attr(attr::EVENT_CUSTOM_RANGE, waiter));
+                self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
+            }
         }
     }
 }
