@@ -156,10 +156,15 @@ impl Engine {
             return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
         }
         let gid = self.groups.intern(&grp);
-        if procs.is_empty() && op == GroupOp::Destruct {
+        if op == GroupOp::Destruct {
+            // The members as this server knows them, which may have left since the client
+            // learned them.
             match self.groups.live.get(&gid) {
                 Some(g) => procs = g.members.clone(),
-                None => return self.reply_status(conn, id, Status::ERR_NOT_FOUND),
+                None if procs.is_empty() => {
+                    return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+                }
+                None => {}
             }
         }
         if procs.is_empty() {

@@ -194,7 +194,7 @@ fn a_group_completed_by_invitation_can_be_left_and_the_others_hear_of_it() {
     );
     // Left once: not a member any more.
     assert_eq!(leave(&mut s, 1, "g"), Status::ERR_NOT_FOUND);
-    // The rest destruct it among themselves.
+    // The rest destruct it among themselves, though they name the members they knew.
     let d: Vec<_> = [0, 2]
         .iter()
         .map(|r| {
@@ -202,7 +202,7 @@ fn a_group_completed_by_invitation_can_be_left_and_the_others_hear_of_it() {
                 *r,
                 Request::GroupDestruct {
                     grp: "g".into(),
-                    procs: vec![],
+                    procs: procs("a", &[0, 1, 2]),
                     info: vec![],
                 },
             )
