@@ -8,6 +8,13 @@
  *                 sorted), then constructs its pair's group (ranks 2k, 2k+1) the same way, and
  *                 destructs both; prints "group rank=R all=A pair=P members=M" (the two
  *                 context ids, and the size of the membership reported for "all", 0 if none)
+ *   pmix_group lcid
+ *                 every rank constructs group "lcid" of the whole job with a context id,
+ *                 sharing PMIX_GROUP_LOCAL_CID = 1000 + 10 * rank in PMIX_GROUP_INFO (as Open MPI
+ *                 5 does), destructs it, and reads every rank's local CID back with PMIx_Get
+ *                 qualified by PMIX_GROUP_CONTEXT_ID (as OpenPMIx's group_lcl_cid example
+ *                 does); a get with another context id must fail. Prints
+ *                 "lcid rank=R cids=<rank 0's>,<rank 1's>,... other=<PMIx_Error_string>"
  *   pmix_group pset
  *                 reads every rank's PMIX_PSET_NAME (rank by rank, as Open MPI makes the group
  *                 of a process set) and queries PMIX_QUERY_PSET_NAMES; prints
@@ -74,6 +81,68 @@ static size_t construct(const char *grp, uint32_t first, uint32_t n, uint32_t *m
     return ctx;
 }
 
+/* Shares a local CID in a group's construction and reads every member's back. */
+static void lcid(uint32_t size)
+{
+    pmix_proc_t *procs;
+    pmix_info_t info[2], shared, qual[2];
+    pmix_info_t *results = NULL;
+    size_t nresults = 0, ctx = SIZE_MAX, mine = 1000 + 10 * (size_t) me.rank;
+    pmix_data_array_t darray;
+    pmix_value_t *val = NULL;
+    pmix_status_t rc;
+    bool yes = true;
+    uint32_t timeout = 10;
+    char cids[1024] = "";
+
+    PMIX_PROC_CREATE(procs, size);
+    for (uint32_t r = 0; r < size; r++)
+        PMIX_LOAD_PROCID(&procs[r], me.nspace, r);
+    PMIX_INFO_LOAD(&shared, PMIX_GROUP_LOCAL_CID, &mine, PMIX_SIZE);
+    darray.type = PMIX_INFO;
+    darray.size = 1;
+    darray.array = &shared;
+    PMIX_INFO_LOAD(&info[0], PMIX_GROUP_ASSIGN_CONTEXT_ID, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[1], PMIX_GROUP_INFO, &darray, PMIX_DATA_ARRAY);
+    rc = PMIx_Group_construct("lcid", procs, size, info, 2, &results, &nresults);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIx_Group_construct(lcid): %s", PMIx_Error_string(rc));
+    for (size_t i = 0; i < nresults; i++)
+        if (PMIX_CHECK_KEY(&results[i], PMIX_GROUP_CONTEXT_ID))
+            PMIX_VALUE_GET_NUMBER(rc, &results[i].value, ctx, size_t);
+    if (ctx == SIZE_MAX)
+        fail("lcid: no context id");
+    PMIX_INFO_FREE(results, nresults);
+    MUST(PMIx_Group_destruct("lcid", NULL, 0));
+
+    PMIX_INFO_LOAD(&qual[0], PMIX_GROUP_CONTEXT_ID, &ctx, PMIX_SIZE);
+    PMIX_INFO_SET_QUALIFIER(&qual[0]);
+    PMIX_INFO_LOAD(&qual[1], PMIX_TIMEOUT, &timeout, PMIX_UINT32);
+    for (uint32_t r = 0; r < size; r++) {
+        rc = PMIx_Get(&procs[r], PMIX_GROUP_LOCAL_CID, qual, 2, &val);
+        if (rc != PMIX_SUCCESS || val == NULL)
+            fail("PMIx_Get(%u, PMIX_GROUP_LOCAL_CID, context %zu): %s", r, ctx,
+                 PMIx_Error_string(rc));
+        if (val->type != PMIX_SIZE)
+            fail("rank %u's local CID is of type %s", r, PMIx_Data_type_string(val->type));
+        char one[32];
+        snprintf(one, sizeof one, "%s%zu", r > 0 ? "," : "", val->data.size);
+        strncat(cids, one, sizeof cids - strlen(cids) - 1);
+        PMIX_VALUE_RELEASE(val);
+        val = NULL;
+    }
+    /* Under a context id no group has, there is nothing. */
+    size_t other = ctx + 1000;
+    PMIX_INFO_LOAD(&qual[0], PMIX_GROUP_CONTEXT_ID, &other, PMIX_SIZE);
+    PMIX_INFO_SET_QUALIFIER(&qual[0]);
+    rc = PMIx_Get(&procs[0], PMIX_GROUP_LOCAL_CID, qual, 2, &val);
+    if (rc == PMIX_SUCCESS)
+        fail("a local CID under context id %zu", other);
+    printf("lcid rank=%u cids=%s other=%s\n", me.rank, cids, PMIx_Error_string(rc));
+    fflush(stdout);
+    PMIX_PROC_FREE(procs, size);
+}
+
 /* Every rank's process set, and the sets a query lists. */
 static void pset(uint32_t size)
 {
@@ -122,6 +191,11 @@ int main(int argc, char **argv)
     uint32_t size = val->data.uint32;
     PMIX_VALUE_RELEASE(val);
 
+    if (argc > 1 && strcmp(argv[1], "lcid") == 0) {
+        lcid(size);
+        MUST(PMIx_Finalize(NULL, 0));
+        return 0;
+    }
     if (argc > 1 && strcmp(argv[1], "pset") == 0) {
         pset(size);
         MUST(PMIx_Finalize(NULL, 0));

@@ -506,3 +506,31 @@ fn libpmix_invites_joins_declines_and_leaves_groups_under_pmixrun() {
         }
     }
 }
+
+/// Open MPI 5's way of sharing local CIDs: each member's `PMIX_GROUP_LOCAL_CID` in
+/// `PMIX_GROUP_INFO` at construction, read back by every member with `PMIx_Get` qualified by
+/// the group's `PMIX_GROUP_CONTEXT_ID` (after the destruct, as OpenPMIx's example does), from
+/// libpmix 4.2.2 and 5.0.11, on one node and two logical ones; another context id finds
+/// nothing.
+#[test]
+fn libpmix_reads_members_local_cids_under_the_groups_context_id() {
+    let program = openpmix_program("pmix_group");
+    for lib in ["debian", "wheel"] {
+        for nodes in [false, true] {
+            let what = format!("pmix_group lcid with the {lib} libpmix, nodes {nodes}");
+            let args = [os("-n"), os("3"), program.as_os_str(), os("lcid")];
+            let out = pmixrun_with_libpmix(lib, nodes, &args, &what);
+            let mut lines: Vec<&str> = out.stdout.lines().collect();
+            lines.sort_unstable();
+            let not_found = if lib == "debian" {
+                "NOT-FOUND"
+            } else {
+                "PMIX_ERR_NOT_FOUND"
+            };
+            let want: Vec<String> = (0..3)
+                .map(|r| format!("lcid rank={r} cids=1000,1010,1020 other={not_found}"))
+                .collect();
+            assert_eq!(lines, want, "{what}: {out:#?}");
+        }
+    }
+}

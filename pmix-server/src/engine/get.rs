@@ -14,6 +14,9 @@ impl Engine {
         info: &[Info],
         now: Instant,
     ) {
+        if self.get_group_info(conn, id, target, key.as_ref(), info) {
+            return;
+        }
         let Some(ns) = self.ns_id(target.nspace.as_str()) else {
             return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
         };

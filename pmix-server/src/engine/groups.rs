@@ -29,6 +29,9 @@ pub enum GroupOp {
 struct Contribution {
     /// This node's proposal for the group's context id, when one was asked for.
     context_id: Option<u64>,
+    /// The `GROUP_INFO` of this node's members.
+    #[serde(default)]
+    info: Vec<(Proc, Vec<Info>)>,
 }
 
 /// A group that was constructed and not yet destructed.
@@ -50,6 +53,8 @@ pub(crate) struct Groups {
     context_step: u64,
     /// Local processes waiting for another's answer in a group's formation by invitation.
     pub(super) waits: Vec<super::group_membership::Wait>,
+    /// What members share when they construct a group.
+    pub(super) info: super::group_info::GroupInfo,
 }
 
 impl Default for Groups {
@@ -62,6 +67,7 @@ impl Default for Groups {
             next_context_id: 1,
             context_step: 1,
             waits: Vec::new(),
+            info: Default::default(),
         }
     }
 }
@@ -123,6 +129,7 @@ impl Groups {
         if let Some(name) = self.names.remove(&gid) {
             self.ids.remove(&name);
         }
+        self.info.forget(gid);
     }
 
     fn take_context_id(&mut self) -> u64 {
@@ -170,6 +177,9 @@ impl Engine {
         if procs.is_empty() {
             return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
         }
+        if op == GroupOp::Construct {
+            self.groups.info.arrived(gid, me, info);
+        }
         let kind = match op {
             GroupOp::Construct => Kind::GroupConstruct(gid),
             GroupOp::Destruct => Kind::GroupDestruct(gid),
@@ -187,6 +197,11 @@ impl Engine {
         .then(|| self.groups.take_context_id());
         let mine = Contribution {
             context_id: proposal,
+            info: if op == GroupOp::Construct {
+                self.groups.info.take(gid)
+            } else {
+                Vec::new()
+            },
         };
         if !f.remote {
             return self.finish_group(seq, op, gid, Ok(vec![mine]));
@@ -289,6 +304,10 @@ impl Engine {
         match op {
             GroupOp::Construct => {
                 let context_id = parts.iter().filter_map(|p| p.context_id).min();
+                if let Some(ctx) = context_id {
+                    let shared = parts.into_iter().flat_map(|p| p.info).collect();
+                    self.groups.info.store(ctx, shared);
+                }
                 let members = f.participants.clone();
                 self.groups.live.insert(
                     gid,

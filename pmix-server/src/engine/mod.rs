@@ -15,6 +15,7 @@ pub(crate) mod cross_run;
 mod events;
 mod fence;
 mod get;
+mod group_info;
 mod group_membership;
 mod groups;
 pub(crate) mod job_control;
@@ -565,6 +566,7 @@ impl Engine {
         self.shipped.retain(|(n, _), _| *n != id);
         self.gone.retain(|(n, _), _| *n != id);
         self.store.purge_nspace(id);
+        self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
         let waiting: Vec<_> = self
             .gets
