@@ -11,6 +11,7 @@ use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
 use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::conn::{Conn, Shared};
+use crate::group_info::context_qualifier;
 use crate::store::{LevelSel, Lookup, Qualifiers};
 use crate::{Error, env};
 
@@ -369,6 +370,10 @@ impl Client {
     ///   server is asked (with all of `info`: `IMMEDIATE`, `TIMEOUT`, `DATA_SCOPE` are
     ///   enforced there) and all the data of that process in its reply is cached.
     ///
+    /// - a key qualified by `GROUP_CONTEXT_ID` (what a member shared in `GROUP_INFO` when
+    ///   that group was constructed, such as `GROUP_LOCAL_CID`) is always asked of the server,
+    ///   and found only under that context id.
+    ///
     /// `GET_REFRESH_CACHE` asks the server for another process's put data even when it is
     /// cached (the process may have put and committed new values since), and caches the
     /// answer; this process's own data and job data are always local. `DATA_SCOPE` restricts
@@ -392,6 +397,12 @@ impl Client {
     fn get_blocking(&self, proc: &Proc, key: Option<&str>, info: &[Info]) -> Result<Value, Error> {
         self.check()?;
         let d = GetDirectives::parse(info)?;
+        if let (Some(k), Some(ctx)) = (key, context_qualifier(info)) {
+            self.check_blocking()?;
+            return blocking(self.shared(), d.timeout, |done| {
+                self.send_qualified_get(proc, k, ctx, info, done)
+            });
+        }
         if let Local::Done(r) = resolve_local(self.shared(), &self.inner.proc, proc, key, &d) {
             return r;
         }
@@ -419,6 +430,10 @@ impl Client {
             Ok(d) => d,
             Err(e) => return done(Err(e)),
         };
+        if let (Some(k), Some(ctx)) = (key, context_qualifier(info)) {
+            self.send_qualified_get(proc, k, ctx, info, done);
+            return self.shared().kick();
+        }
         match resolve_local(self.shared(), &self.inner.proc, proc, key, &d) {
             Local::Done(r) => done(r),
             Local::AskServer => {

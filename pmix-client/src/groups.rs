@@ -1,6 +1,6 @@
 //! Process groups (`PMIx_Group_construct`, `PMIx_Group_destruct`): collectives over the
 //! members, answered by the server once every member has called them (and by its host when
-//! members live on other nodes).
+//! members live on other nodes). Groups formed by invitation are in `group_membership.rs`.
 
 use pmix_types::{Info, Proc, Status};
 use pmix_wire::{ReplyBody, Request};
@@ -32,7 +32,9 @@ impl Client {
     /// Constructs group `grp` of `procs` (`PMIx_Group_construct`): every member calls it with
     /// the same id and members (rank `WILDCARD` for a whole namespace, this process among
     /// them), and it returns once all have. Directives: `GROUP_ASSIGN_CONTEXT_ID` (a context
-    /// id in the answer), `TIMEOUT` (seconds; `ERR_TIMEOUT` when some member never came). A
+    /// id in the answer), `GROUP_INFO` (a data array of infos this member shares, kept under
+    /// the context id: the others read them with [`Client::get`] qualified by
+    /// `GROUP_CONTEXT_ID`), `TIMEOUT` (seconds; `ERR_TIMEOUT` when some member never came). A
     /// member that ends before it arrived fails the construction for everyone
     /// (`ERR_PROC_TERM_WO_SYNC`). No id or no members is [`Error::BadParam`], sent nowhere.
     pub fn group_construct(

@@ -80,6 +80,7 @@ mod error;
 mod event_order;
 mod event_registry;
 mod events;
+mod group_info;
 mod group_membership;
 mod groups;
 mod names;

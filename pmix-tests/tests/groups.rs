@@ -175,3 +175,48 @@ fn an_invitee_that_dies_fails_the_invitation() {
     let invitee = done.iter().find(|f| f.proc.rank.0 == 1).expect("rank 1");
     assert_eq!(invitee.stdout.trim(), "ending rank=1", "{done:#?}");
 }
+
+/// Local CIDs shared in `GROUP_INFO` and read back under the context id, by pmix-rs's client
+/// alone and with libpmix processes (`openpmix/pmix_group.c lcid`) in the same group, on one
+/// node and two.
+#[test]
+fn members_read_each_others_local_cids_whatever_their_library() {
+    let c_program = || OsString::from(openpmix_program("pmix_group"));
+    for (others, not_found) in [
+        (Lib::Rust, "ERR_NOT_FOUND"),
+        (Lib::C, "NOT-FOUND"),
+        (Lib::CWheel, "PMIX_ERR_NOT_FOUND"),
+    ] {
+        for nodes in [false, true] {
+            let what = format!("lcid, others {others:?}, nodes {nodes}");
+            let mut cmd = Command::new(pmixrun_bin());
+            if nodes {
+                cmd.args(["--launcher", "local", "--host", "a:1,b:3"]);
+            }
+            let other_program = match others {
+                Lib::Rust => group_client().into(),
+                Lib::C | Lib::CWheel => c_program(),
+            };
+            cmd.args(["-n", "1"])
+                .arg(group_client())
+                .args(["lcid", ":", "-n", "2"])
+                .arg(other_program)
+                .arg("lcid")
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            if others == Lib::CWheel {
+                pmix_tests::use_ompi5_libpmix(&mut cmd);
+            }
+            let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+            assert_ok(&out, &what);
+            let want: Vec<String> = (0..3)
+                .map(|r| {
+                    let other = if r == 0 { "ERR_NOT_FOUND" } else { not_found };
+                    format!("lcid rank={r} cids=1000,1010,1020 other={other}")
+                })
+                .collect();
+            assert_eq!(lines(&out), want, "{what}: {out:#?}");
+        }
+    }
+}

@@ -9,7 +9,9 @@
 //! `failed rank=0 affected=1`); `dies`: rank 1 exits without finalize when invited, and rank 0's
 //! invitation fails (`failed rank=0 affected=1`); `silent`: rank 1 never answers, and rank 0's
 //! invitation with `TIMEOUT` 2 fails with a timeout (`timeout rank=0`); `accept-destruct` is
-//! `accept` after which the remaining members destruct the group (`destructed rank=R`). A
+//! `accept` after which the remaining members destruct the group (`destructed rank=R`);
+//! `lcid` is `openpmix/pmix_group.c`'s (every rank shares a local CID in `GROUP_INFO` and
+//! reads every member's back under the context id), printing `other=ERR_NOT_FOUND`. A
 //! failure prints
 //! `FAIL rank=R: <what>` on stderr and exits 2.
 
@@ -18,7 +20,9 @@ use std::sync::Mutex;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::Duration;
 
-use pmix_client::{Client, Error, Event, GroupOpt, Info, Proc, Rank, Status, attr};
+use pmix_client::{
+    Client, DataArray, Error, Event, GroupOpt, Info, Proc, Rank, Status, Value, attr,
+};
 
 type Res = Result<(), String>;
 
@@ -185,6 +189,61 @@ fn silent(c: &Client, invited: &Receiver<Event>) -> Res {
     fence(c)
 }
 
+fn lcid(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let size = c
+        .get(
+            &Proc::new(me.nspace.clone(), Rank::WILDCARD),
+            attr::JOB_SIZE,
+            &[],
+        )
+        .map_err(e("job size"))?
+        .as_u32()
+        .ok_or("job size")?;
+    let all: Vec<u32> = (0..size).collect();
+    let mine = Value::Size(1000 + 10 * u64::from(me.rank.0));
+    let shared = DataArray::from_infos(vec![Info::attr(attr::GROUP_LOCAL_CID, mine)]);
+    let info = [
+        Info::attr(attr::GROUP_ASSIGN_CONTEXT_ID, true),
+        Info::attr(attr::GROUP_INFO, Value::DataArray(Box::new(shared))),
+    ];
+    let g = c
+        .group_construct("lcid", &ranks(c, &all), &info)
+        .map_err(e("group_construct"))?;
+    let ctx = g.context_id.ok_or("no context id")?;
+    c.group_destruct("lcid", &[]).map_err(e("group_destruct"))?;
+    let under = |ctx: u64| {
+        [
+            Info::attr(attr::GROUP_CONTEXT_ID, Value::Size(ctx)).qualifier(),
+            Info::attr(attr::TIMEOUT, 10),
+        ]
+    };
+    let mut cids = Vec::new();
+    for p in ranks(c, &all) {
+        let v = c
+            .get(&p, attr::GROUP_LOCAL_CID, &under(ctx))
+            .map_err(e("get of a local CID"))?;
+        let Value::Size(n) = v else {
+            return Err(format!("{p}'s local CID is {v:?}"));
+        };
+        cids.push(n.to_string());
+    }
+    let other = match c.get(
+        &ranks(c, &[0])[0],
+        attr::GROUP_LOCAL_CID,
+        &under(ctx + 1000),
+    ) {
+        Ok(v) => return Err(format!("a local CID under another context id: {v:?}")),
+        Err(err) => err.status(),
+    };
+    println!(
+        "lcid rank={} cids={} other={other:?}",
+        me.rank.0,
+        cids.join(",")
+    );
+    Ok(())
+}
+
 fn run(c: &Client, scenario: &str) -> Res {
     let invited = listen(c, &[Status::GROUP_INVITED])?;
     let left = listen(c, &[Status::GROUP_LEFT])?;
@@ -195,6 +254,7 @@ fn run(c: &Client, scenario: &str) -> Res {
         "ends" => ends(c, &invited, true),
         "dies" => ends(c, &invited, false),
         "silent" => silent(c, &invited),
+        "lcid" => lcid(c),
         other => Err(format!("unknown scenario {other}")),
     }
 }

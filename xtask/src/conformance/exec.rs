@@ -60,7 +60,8 @@ pub(crate) fn build(root: &Path, release: bool) -> Result<Bins, String> {
     };
     let names = profile.join(super::scenarios::NAMES_CLIENT);
     let dynamic = profile.join(super::scenarios::DYN_CLIENT);
-    for bin in [&bins.pmixrun, &bins.client, &names, &dynamic] {
+    let group = profile.join(super::scenarios::GROUP_CLIENT);
+    for bin in [&bins.pmixrun, &bins.client, &names, &dynamic, &group] {
         if !bin.is_file() {
             return Err(format!("{} is missing after the build", bin.display()));
         }

@@ -103,6 +103,8 @@ pub(crate) const TEST_CLIENT: &str = "pmix-test-client";
 pub(crate) const NAMES_CLIENT: &str = "pmix-names-client";
 /// The dynamic-process scenario client (spawn, connect, resolve, events).
 pub(crate) const DYN_CLIENT: &str = "pmix-dyn-client";
+/// The group scenario client (invite, join, leave, group info).
+pub(crate) const GROUP_CLIENT: &str = "pmix-group-client";
 
 /// Default `--timeout` of a job: far above what any row needs (well under a second, two for
 /// the timeout rows), low enough that a hang costs little.
@@ -697,8 +699,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         ids: &["C13"],
         name: "groups",
-        about: "group construct with context ids (all ranks, then pairs) and destruct; \
-                invite / join / leave not implemented yet",
+        about: "group construct with context ids (all ranks, then pairs) and destruct",
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {
@@ -707,6 +708,91 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
                 args: &["groups"],
             }],
             expect: PASSED,
+        }),
+    },
+    Scenario {
+        ids: &["C13"],
+        name: "group-invite",
+        about: "group by invitation: two invitees accept, one leaves, the others destruct",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: GROUP_CLIENT,
+                np: 3,
+                args: &["accept-destruct"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Lines(&[
+                    "invited rank=0",
+                    "joined rank=1 leader=0 members=3",
+                    "joined rank=2 leader=0 members=3",
+                    "left rank=1",
+                    "heard rank=0 left=1",
+                    "heard rank=2 left=1",
+                    "destructed rank=0",
+                    "destructed rank=2",
+                ]),
+                stderr: Stderr::Exactly(""),
+            },
+        }),
+    },
+    Scenario {
+        ids: &["C13"],
+        name: "group-invite-declined",
+        about: "an invitation declined fails the leader's invite",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: GROUP_CLIENT,
+                np: 2,
+                args: &["decline"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Lines(&["declining rank=1", "declined rank=0 by=1"]),
+                stderr: Stderr::Exactly(""),
+            },
+        }),
+    },
+    Scenario {
+        ids: &["C13"],
+        name: "group-invitee-ends",
+        about: "an invitee that finalizes without answering fails the invite",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: GROUP_CLIENT,
+                np: 2,
+                args: &["ends"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Lines(&["ending rank=1", "failed rank=0 affected=1"]),
+                stderr: Stderr::Exactly(""),
+            },
+        }),
+    },
+    Scenario {
+        ids: &["C13"],
+        name: "group-info",
+        about: "local CIDs shared in GROUP_INFO, read back under the context id",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: GROUP_CLIENT,
+                np: 3,
+                args: &["lcid"],
+            }],
+            expect: Expect {
+                status: 0,
+                stdout: Stdout::Lines(&[
+                    "lcid rank=0 cids=1000,1010,1020 other=ERR_NOT_FOUND",
+                    "lcid rank=1 cids=1000,1010,1020 other=ERR_NOT_FOUND",
+                    "lcid rank=2 cids=1000,1010,1020 other=ERR_NOT_FOUND",
+                ]),
+                stderr: Stderr::Exactly(""),
+            },
         }),
     },
     Scenario {

@@ -246,3 +246,68 @@ fn a_destructed_groups_id_is_forgotten_and_may_be_used_again() {
     }
     assert_eq!(s.eng.groups.interned(), 0, "{:?}", s.eng.groups);
 }
+
+#[test]
+fn members_group_info_is_read_back_under_the_context_id_only() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let all = procs("a", &[0, 1]);
+    let shared = |cid: u64| {
+        let one = pmix_types::DataArray::from_infos(vec![Info::attr(
+            attr::GROUP_LOCAL_CID,
+            Value::Size(cid),
+        )]);
+        Info::attr(attr::GROUP_INFO, Value::DataArray(Box::new(one)))
+    };
+    let build = |grp: &str, ctx: bool, cid: u64| {
+        let mut info = vec![shared(cid)];
+        if ctx {
+            info.push(Info::attr(attr::GROUP_ASSIGN_CONTEXT_ID, true));
+        }
+        Request::GroupConstruct {
+            grp: grp.into(),
+            procs: all.clone(),
+            info,
+        }
+    };
+    let c0 = s.send(0, build("g", true, 7));
+    let c1 = s.send(1, build("g", true, 8));
+    let (_, ctx) = group_of(&s.reply(0, c0));
+    let _ = s.reply(1, c1);
+    let ctx = ctx.expect("a context id");
+    // Without a context id the construction succeeds all the same (nothing is kept).
+    let n0 = s.send(0, build("h", false, 9));
+    let n1 = s.send(1, build("h", false, 9));
+    assert_eq!(s.reply(0, n0).status, Status::SUCCESS);
+    assert_eq!(s.reply(1, n1).status, Status::SUCCESS);
+    let get = |s: &mut Sim, rank: u32, ctx: u64| {
+        let id = s.send(
+            0,
+            Request::Get {
+                proc: Proc::new(ns("a"), rank),
+                key: Some(Key::new(attr::GROUP_LOCAL_CID).unwrap()),
+                info: vec![Info::attr(attr::GROUP_CONTEXT_ID, Value::Size(ctx)).qualifier()],
+            },
+        );
+        s.reply(0, id)
+    };
+    let r = get(&mut s, 1, ctx);
+    assert_eq!(r.status, Status::SUCCESS);
+    let ReplyBody::Get { data, .. } = &r.body else {
+        panic!("{r:?}");
+    };
+    let kv = &data[0].kvs[0];
+    assert_eq!(data[0].proc, Proc::new(ns("a"), 1));
+    assert_eq!(kv.key.as_str(), attr::QUALIFIED_VALUE);
+    let Value::DataArray(a) = &kv.value else {
+        panic!("{kv:?}");
+    };
+    let infos: Vec<&Info> = a.infos().collect();
+    assert_eq!(infos[0], &Info::attr(attr::GROUP_LOCAL_CID, Value::Size(8)));
+    assert_eq!(infos[1].key.as_str(), attr::GROUP_CONTEXT_ID);
+    assert_eq!(infos[1].value, Value::Size(ctx));
+    assert!(infos[1].flags.contains(pmix_types::InfoFlags::QUALIFIER));
+    assert_eq!(get(&mut s, 1, ctx + 1).status, Status::ERR_NOT_FOUND);
+}
