@@ -3,7 +3,10 @@
  * or do: PMIx_Query_info, PMIx_Log and PMIx_Job_control, used by pmix-tests against pmixrun.
  *
  *   pmix_control query        queries the namespaces and this job's process table; prints
- *                             "query rank=R has_own_nspace=1 ptable=N own_pid=1"
+ *                             "query rank=R has_own_nspace=1 ptable=N own_pid=1 own_exe=1
+ *                             own_host=1 own_state=1": its own row has its pid, its program
+ *                             (the same file as /proc/self/exe), its PMIX_HOSTNAME and the
+ *                             running state
  *   pmix_control log          logs "log from rank R" on the server's stderr channel; prints
  *                             "log rank=R ok"
  *   pmix_control kill|signal  rank 0 registers for PMIX_EVENT_PROC_TERMINATED, then asks for
@@ -28,6 +31,8 @@
 #include <pmix.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -49,7 +54,10 @@ static void query(void)
     pmix_status_t rc;
     pmix_info_t *results = NULL;
     size_t nresults = 0, n, ptable = 0;
-    bool has_own = false, own_pid = false;
+    bool has_own = false, own_pid = false, own_exe = false, own_host = false, own_state = false;
+    char self_exe[4096], row_exe[4096];
+    pmix_value_t *host = NULL;
+    pmix_proc_t wild;
 
     PMIX_QUERY_CONSTRUCT(&q[0]);
     PMIX_ARGV_APPEND(rc, q[0].keys, PMIX_QUERY_NAMESPACES);
@@ -61,6 +69,12 @@ static void query(void)
         fail("PMIX_ARGV_APPEND");
     PMIX_QUERY_QUALIFIERS_CREATE(&q[1], 1);
     PMIX_INFO_LOAD(&q[1].qualifiers[0], PMIX_NSPACE, me.nspace, PMIX_STRING);
+    if (realpath("/proc/self/exe", self_exe) == NULL)
+        fail("realpath /proc/self/exe: %s", strerror(errno));
+    PMIX_PROC_LOAD(&wild, me.nspace, me.rank);
+    MUST(PMIx_Get(&wild, PMIX_HOSTNAME, NULL, 0, &host));
+    if (host->type != PMIX_STRING)
+        fail("PMIX_HOSTNAME of type %d", host->type);
     MUST(PMIx_Query_info(q, 2, &results, &nresults));
     for (n = 0; n < nresults; n++) {
         if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_NAMESPACES)) {
@@ -73,14 +87,24 @@ static void query(void)
                 fail("process table of type %d", results[n].value.type);
             pmix_proc_info_t *pi = (pmix_proc_info_t *) a->array;
             ptable = a->size;
-            for (size_t i = 0; i < a->size; i++)
-                if (pi[i].proc.rank == me.rank && pi[i].pid == getpid())
-                    own_pid = true;
+            for (size_t i = 0; i < a->size; i++) {
+                if (pi[i].proc.rank != me.rank)
+                    continue;
+                own_pid = pi[i].pid == getpid();
+                own_exe = pi[i].executable_name != NULL &&
+                          realpath(pi[i].executable_name, row_exe) != NULL &&
+                          strcmp(row_exe, self_exe) == 0;
+                own_host = pi[i].hostname != NULL &&
+                           strcmp(pi[i].hostname, host->data.string) == 0;
+                own_state = pi[i].state == PMIX_PROC_STATE_RUNNING;
+            }
         }
     }
-    printf("query rank=%u has_own_nspace=%d ptable=%zu own_pid=%d\n", me.rank, has_own, ptable,
-           own_pid);
+    printf("query rank=%u has_own_nspace=%d ptable=%zu own_pid=%d own_exe=%d own_host=%d "
+           "own_state=%d\n",
+           me.rank, has_own, ptable, own_pid, own_exe, own_host, own_state);
     PMIX_INFO_FREE(results, nresults);
+    PMIX_VALUE_RELEASE(host);
 }
 
 /* ---- log ------------------------------------------------------------------------------ */

@@ -95,8 +95,14 @@ fn query(lib: Lib, nodes: bool) {
     let want = if lib == Lib::Python {
         both(|r| format!("query rank={r} has_own_nspace=1"))
     } else {
-        // The process table has both ranks, this one with its own pid.
-        both(|r| format!("query rank={r} has_own_nspace=1 ptable=2 own_pid=1"))
+        // The process table has both ranks, this one with its own pid, program (as resolved
+        // on its node), host name and state.
+        both(|r| {
+            format!(
+                "query rank={r} has_own_nspace=1 ptable=2 own_pid=1 own_exe=1 own_host=1 \
+                 own_state=1"
+            )
+        })
     };
     assert_lines(&out, &format!("{lib:?} query"), "query", want);
 }

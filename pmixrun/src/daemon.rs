@@ -359,7 +359,7 @@ impl Daemon {
         let mut report = Started {
             nspace: l.nspace.clone(),
             vertex: me,
-            pids: Vec::new(),
+            procs: Vec::new(),
             failed: None,
         };
         let Some(lines) = self.lines.clone() else {
@@ -388,15 +388,16 @@ impl Daemon {
             Ok(()) => {
                 let user_env: Vec<Vec<(OsString, OsString)>> =
                     apps.iter().map(crate::launch::app_env).collect();
-                let (pids, failed) =
+                let (procs, failed) =
                     run.start_ranks(&l.nspace, l.tag, &apps, &layout, &user_env, &ranks);
-                for (rank, pid) in ranks.iter().zip(&pids) {
+                let n = procs.len();
+                for p in procs {
                     self.running
-                        .insert(Proc::new(l.nspace.clone(), *rank), *pid);
-                    report.pids.push((*rank, pid.as_raw()));
+                        .insert(Proc::new(l.nspace.clone(), p.rank), p.pid);
+                    report.procs.push((p.rank, p.pid.as_raw(), p.exe));
                 }
                 if let Some(e) = failed {
-                    let rank = ranks.get(pids.len()).copied().unwrap_or(0);
+                    let rank = ranks.get(n).copied().unwrap_or(0);
                     report.failed = Some((rank, e.code, e.status, e.message));
                 }
             }

@@ -17,7 +17,7 @@ use crate::job::{self, Layout};
 use crate::launch::{self, LaunchError};
 use crate::output::Line;
 use crate::placement::JobMap;
-use crate::supervise::{Jobs, SpawnFailed, Started};
+use crate::supervise::{Jobs, Launched, SpawnFailed, Started};
 
 /// pmixrun's side of the run: its server, the name server it reports to, and where processes'
 /// exits and output go.
@@ -118,13 +118,13 @@ impl RunJobs<'_> {
         apps: &[App],
         layout: &Layout,
         user_env: &[Vec<(OsString, OsString)>],
-    ) -> (Vec<Pid>, Option<LaunchError>) {
+    ) -> (Vec<Launched>, Option<LaunchError>) {
         let all: Vec<u32> = (0..layout.size).collect();
         self.start_ranks(nspace, tag, apps, layout, user_env, &all)
     }
 
     /// [`RunJobs::start`] for the processes `ranks` only (ascending; those of this node):
-    /// the pids returned are those of `ranks[..pids.len()]`.
+    /// the processes returned are those of `ranks[..n]`, in order.
     pub(crate) fn start_ranks(
         &self,
         nspace: &Nspace,
@@ -133,7 +133,7 @@ impl RunJobs<'_> {
         layout: &Layout,
         user_env: &[Vec<(OsString, OsString)>],
         ranks: &[u32],
-    ) -> (Vec<Pid>, Option<LaunchError>) {
+    ) -> (Vec<Launched>, Option<LaunchError>) {
         let count = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
         if let Err(e) = launch::check_descriptors(count) {
             return (Vec::new(), Some(e));
@@ -209,8 +209,9 @@ impl RunJobs<'_> {
                 pmi_fd,
                 wdir: &wdirs[a],
             };
+            let exe = path.to_string_lossy().into_owned();
             match launch::start(spawn) {
-                Ok(child) => children.push((proc, child)),
+                Ok(child) => children.push((proc, child, exe)),
                 Err(e) => {
                     failed = Some(e);
                     break;
@@ -219,11 +220,12 @@ impl RunJobs<'_> {
         }
         let mut pids = Vec::with_capacity(children.len());
         let mut children = children.into_iter();
-        for (proc, child) in children.by_ref() {
+        for (proc, child, exe) in children.by_ref() {
             match launch::watch(child, &proc, tag, &self.events, &self.lines) {
                 Ok(pid) => {
                     tracing::debug!(%proc, %pid, "started");
-                    pids.push(pid);
+                    let rank = proc.rank.0;
+                    pids.push(Launched { rank, pid, exe });
                 }
                 Err(e) => {
                     // Those of later ranks were started but are watched by nobody.
@@ -232,7 +234,7 @@ impl RunJobs<'_> {
                 }
             }
         }
-        children.for_each(|(_, child)| launch::abandon(child));
+        children.for_each(|(_, child, _)| launch::abandon(child));
         (pids, failed)
     }
 }
@@ -275,23 +277,23 @@ impl Jobs for RunJobs<'_> {
                 partial: Some(Started {
                     nspace,
                     size: layout.size,
-                    pids: Vec::new(),
+                    procs: Vec::new(),
                 }),
             });
         }
         match self.start(&nspace, n, &apps, &layout, &user_env) {
-            (pids, None) => Ok(Started {
+            (procs, None) => Ok(Started {
                 nspace,
                 size: layout.size,
-                pids: (0u32..).zip(pids).collect(),
+                procs,
             }),
-            (pids, Some(e)) => Err(SpawnFailed {
+            (procs, Some(e)) => Err(SpawnFailed {
                 status: e.status,
                 message: e.message,
                 partial: Some(Started {
                     nspace,
                     size: layout.size,
-                    pids: (0u32..).zip(pids).collect(),
+                    procs,
                 }),
             }),
         }

@@ -302,11 +302,11 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
     let mut sup = Supervisor::new(jobs, opts.timeout);
     let job = sup.add_job(nspace.clone(), layout.size);
-    let (pids, failed) = sup
+    let (procs, failed) = sup
         .jobs_mut()
         .start(&nspace, 0, &opts.apps, &layout, &user_env);
-    for (rank, pid) in (0u32..).zip(pids) {
-        sup.started(job, rank, pid);
+    for l in procs {
+        sup.started(job, l);
     }
     if let Some(e) = failed {
         sup.not_started(job, e.code, &e.message);

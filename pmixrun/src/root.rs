@@ -220,8 +220,8 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         Err(failed) => {
             let job = sup.add_job(nspace.clone(), r.layout.size);
             if let Some(p) = failed.partial {
-                for (rank, pid) in p.pids {
-                    sup.started(job, rank, pid);
+                for l in p.procs {
+                    sup.started(job, l);
                 }
             }
             sup.not_started(job, failed.exit, &failed.message);

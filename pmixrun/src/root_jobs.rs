@@ -106,7 +106,7 @@ impl RootJobs {
         // to it); those hosting ranks start them.
         let deadline = Instant::now() + LAUNCH_TIMEOUT;
         let mut reported = HashSet::new();
-        let mut pids = Vec::new();
+        let mut procs = Vec::new();
         let mut failure: Option<(u32, u8, Status, String)> = None;
         let missing = |reported: &HashSet<Vertex>| {
             let lost = self.lost.lock().unwrap_or_else(PoisonError::into_inner);
@@ -116,7 +116,15 @@ impl RootJobs {
             match self.control.recv_deadline(deadline) {
                 Ok(Control::Started(s)) if s.nspace == *nspace => {
                     reported.insert(s.vertex);
-                    pids.extend(s.pids.into_iter().map(|(r, p)| (r, Pid::from_raw(p))));
+                    procs.extend(
+                        s.procs
+                            .into_iter()
+                            .map(|(rank, pid, exe)| supervise::Launched {
+                                rank,
+                                pid: Pid::from_raw(pid),
+                                exe,
+                            }),
+                    );
                     if let Some(f) = s.failed {
                         if failure.as_ref().is_none_or(|g| f.0 < g.0) {
                             failure = Some(f);
@@ -142,11 +150,11 @@ impl RootJobs {
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
-        pids.sort_unstable();
+        procs.sort_unstable_by_key(|l| l.rank);
         let launched = supervise::Started {
             nspace: nspace.clone(),
             size: layout.size,
-            pids,
+            procs,
         };
         match failure {
             None => Ok(launched),

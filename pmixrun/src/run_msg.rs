@@ -174,8 +174,8 @@ impl From<WireProtocol> for Protocol {
 pub(crate) struct Started {
     pub(crate) nspace: Nspace,
     pub(crate) vertex: Vertex,
-    /// The ranks started, with their pids.
-    pub(crate) pids: Vec<(u32, i32)>,
+    /// The ranks started, with their pids and programs.
+    pub(crate) procs: Vec<(u32, i32, String)>,
     /// The first rank that could not start: (rank, exit status for the run, message).
     pub(crate) failed: Option<(u32, u8, Status, String)>,
 }

@@ -76,9 +76,18 @@ pub(crate) struct Started {
     pub(crate) nspace: Nspace,
     /// Its number of processes.
     pub(crate) size: u32,
-    /// The process (group) of each rank started, in rank order; a rank missing never will
-    /// be.
-    pub(crate) pids: Vec<(u32, Pid)>,
+    /// Each rank started, in rank order; a rank missing never will be.
+    pub(crate) procs: Vec<Launched>,
+}
+
+/// One process started.
+#[derive(Debug, Clone)]
+pub(crate) struct Launched {
+    pub(crate) rank: u32,
+    /// Its process group.
+    pub(crate) pid: Pid,
+    /// The program it runs, as found on its node (`PATH` resolved), for the process tables.
+    pub(crate) exe: String,
 }
 
 /// A spawn that failed.
@@ -97,6 +106,8 @@ pub(crate) struct SpawnFailed {
 struct ProcState {
     /// Its process group; `None` until started (or if it never was).
     pid: Option<Pid>,
+    /// The program it runs (empty until started).
+    exe: String,
     /// Ended, or never to be started.
     gone: bool,
     connected: bool,
@@ -272,8 +283,8 @@ impl<J: Jobs> Supervisor<J> {
     /// Adds a job whose processes started (those that did not never will).
     pub(crate) fn add_started_job(&mut self, started: Started) -> usize {
         let i = self.add_job(started.nspace, started.size);
-        for (rank, pid) in started.pids {
-            self.started(i, rank, pid);
+        for l in started.procs {
+            self.started(i, l);
         }
         if let Some(j) = self.table.get_mut(i) {
             for p in j.procs.iter_mut().filter(|p| p.pid.is_none()) {
@@ -283,14 +294,15 @@ impl<J: Jobs> Supervisor<J> {
         i
     }
 
-    /// Records that `rank` of job `job` was started as `pid`.
-    pub(crate) fn started(&mut self, job: usize, rank: u32, pid: Pid) {
+    /// Records that a process of job `job` was started.
+    pub(crate) fn started(&mut self, job: usize, l: Launched) {
         if let Some(p) = self
             .table
             .get_mut(job)
-            .and_then(|j| j.procs.get_mut(rank as usize))
+            .and_then(|j| j.procs.get_mut(l.rank as usize))
         {
-            p.pid = Some(pid);
+            p.pid = Some(l.pid);
+            p.exe = l.exe;
         }
     }
 
@@ -437,7 +449,7 @@ impl<J: Jobs> Supervisor<J> {
         match self.jobs.spawn(parent, job_info, apps) {
             Ok(started) => {
                 let nspace = started.nspace.clone();
-                tracing::debug!(%parent, %nspace, n = started.pids.len(), "spawned");
+                tracing::debug!(%parent, %nspace, n = started.procs.len(), "spawned");
                 let j = self.add_started_job(started);
                 self.table[j].watcher = control::Watcher::of(parent, job_info);
                 done.complete(Ok(nspace));
@@ -747,12 +759,22 @@ mod tests {
         }
     }
 
+    /// `rank` started as `pid`, running `/bin/prog<rank>`.
+    fn launched(rank: u32, pid: i32) -> Launched {
+        Launched {
+            rank,
+            pid: Pid::from_raw(pid),
+            exe: format!("/bin/prog{rank}"),
+        }
+    }
+
     fn pids(ns: &str, first: i32, n: i32) -> Started {
         Started {
             nspace: self::ns(ns),
             size: n as u32,
-            pids: (0u32..)
-                .zip((first..first + n).map(Pid::from_raw))
+            procs: (0u32..)
+                .zip(first..first + n)
+                .map(|(rank, pid)| launched(rank, pid))
                 .collect(),
         }
     }
@@ -782,7 +804,7 @@ mod tests {
         let mut sup = Supervisor::new(fake.clone(), None);
         let job = sup.add_job(ns("job"), size);
         for rank in 0..size {
-            sup.started(job, rank, Pid::from_raw(100 + rank as i32));
+            sup.started(job, launched(rank, 100 + rank as i32));
         }
         sup.run(&rx)
     }

@@ -57,10 +57,17 @@ fn query(c: &Client) -> Res {
     let Some(Value::DataArray(table)) = find(attr::QUERY_PROC_TABLE) else {
         return Err(format!("no process table in {results:?}"));
     };
-    let own_pid = table
-        .items()
-        .iter()
-        .any(|v| matches!(v, Value::ProcInfo(pi) if pi.proc == me && pi.pid == std::process::id()));
+    let host = c.get(&me, attr::HOSTNAME, &[]).map_err(e("get hostname"))?;
+    let self_exe = std::fs::canonicalize("/proc/self/exe").map_err(|x| x.to_string())?;
+    let own = table.items().iter().find_map(|v| match v {
+        Value::ProcInfo(pi) if pi.proc == me => Some(pi),
+        _ => None,
+    });
+    let own_pid = own.is_some_and(|pi| pi.pid == std::process::id());
+    let own_exe = own
+        .is_some_and(|pi| std::fs::canonicalize(&pi.executable_name).is_ok_and(|p| p == self_exe));
+    let own_host = own.is_some_and(|pi| host.as_str() == Some(pi.hostname.as_str()));
+    let own_state = own.is_some_and(|pi| pi.state == pmix_types::ProcState::RUNNING);
     let size = find(attr::JOB_SIZE).and_then(Value::as_u64);
     if size != Some(table.items().len() as u64) {
         return Err(format!(
@@ -69,11 +76,14 @@ fn query(c: &Client) -> Res {
         ));
     }
     println!(
-        "query rank={} has_own_nspace={} ptable={} own_pid={}",
+        "query rank={} has_own_nspace={} ptable={} own_pid={} own_exe={} own_host={} own_state={}",
         me.rank,
         u8::from(has_own),
         table.items().len(),
-        u8::from(own_pid)
+        u8::from(own_pid),
+        u8::from(own_exe),
+        u8::from(own_host),
+        u8::from(own_state)
     );
     Ok(())
 }

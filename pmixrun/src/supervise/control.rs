@@ -193,7 +193,7 @@ impl<J: Jobs> Supervisor<J> {
 
     /// `PMIx_Query_info` for what the server does not know: the process tables
     /// (`QUERY_PROC_TABLE`, `QUERY_LOCAL_PROC_TABLE`, of the `NSPACE` qualifier's job, else
-    /// the asking process's), with pids and states.
+    /// the asking process's), with host names, programs, pids and states.
     pub(super) fn query(&mut self, asker: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
         let mut answers = Vec::new();
         for q in queries {
@@ -237,7 +237,7 @@ impl<J: Jobs> Supervisor<J> {
                 Value::ProcInfo(Box::new(ProcInfo {
                     hostname: self.jobs.host_of(&proc),
                     proc,
-                    executable_name: String::new(),
+                    executable_name: p.exe.clone(),
                     pid: p.pid.map_or(0, |pid| pid.as_raw().unsigned_abs()),
                     exit_code: 0,
                     state: match (p.pid, p.gone) {

@@ -134,7 +134,7 @@ fn logged_lines_are_tagged_with_their_source() {
 }
 
 #[test]
-fn the_process_table_has_pids_and_states() {
+fn the_process_table_has_pids_programs_and_states() {
     let fake = Fake::default();
     let (done, answer) = answered();
     let q = Event::Query {
@@ -155,17 +155,25 @@ fn the_process_table_has_pids_and_states() {
     let Value::DataArray(table) = &infos[0].value else {
         panic!("{infos:?}");
     };
-    let rows: Vec<(u32, u32, State)> = table
+    let rows: Vec<(u32, u32, &str, State)> = table
         .items()
         .iter()
         .map(|v| match v {
-            Value::ProcInfo(pi) => (pi.proc.rank.0, pi.pid, pi.state),
+            Value::ProcInfo(pi) => (
+                pi.proc.rank.0,
+                pi.pid,
+                pi.executable_name.as_str(),
+                pi.state,
+            ),
             other => panic!("{other:?}"),
         })
         .collect();
     assert_eq!(
         rows,
-        [(0, 100, State::RUNNING), (1, 101, State::TERMINATED)]
+        [
+            (0, 100, "/bin/prog0", State::RUNNING),
+            (1, 101, "/bin/prog1", State::TERMINATED)
+        ]
     );
 }
 
