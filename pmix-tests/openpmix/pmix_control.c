@@ -14,6 +14,8 @@
  *                             (PMIX_JOB_CTRL_SIGNAL) while rank 1 waits in a fence rank 0 never
  *                             joins; rank 0 prints "<scenario> rank=0 affected=1 exit=E" once
  *                             the event came, and finalizes
+ *   pmix_control terminate    the same with PMIX_JOB_CTRL_TERMINATE, rank 1 ignoring SIGTERM:
+ *                             only the SIGKILL that follows ends it (exit=137)
  *   pmix_control unsupported  asks for PMIX_JOB_CTRL_PAUSE; prints
  *                             "unsupported rank=R status=<name>"
  *   pmix_control cleanup DIR  makes DIR/rank<R>/sub/f and DIR/file<R>, registers the directory
@@ -151,6 +153,8 @@ static void kill_peer(const char *scenario)
     pmix_proc_t all, peer;
     PMIX_PROC_LOAD(&all, me.nspace, PMIX_RANK_WILDCARD);
     if (me.rank != 0) {
+        if (strcmp(scenario, "terminate") == 0 && signal(SIGTERM, SIG_IGN) == SIG_ERR)
+            fail("ignoring SIGTERM: %s", strerror(errno));
         /* Wait where only a kill gets us out: rank 0 never enters this fence. */
         MUST(PMIx_Fence(&all, 1, NULL, 0));
         MUST(PMIx_Fence(&all, 1, NULL, 0));
@@ -163,9 +167,11 @@ static void kill_peer(const char *scenario)
         fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
     MUST(PMIx_Fence(&all, 1, NULL, 0));
     pmix_info_t directive;
+    bool yes = true;
     if (strcmp(scenario, "kill") == 0) {
-        bool yes = true;
         PMIX_INFO_LOAD(&directive, PMIX_JOB_CTRL_KILL, &yes, PMIX_BOOL);
+    } else if (strcmp(scenario, "terminate") == 0) {
+        PMIX_INFO_LOAD(&directive, PMIX_JOB_CTRL_TERMINATE, &yes, PMIX_BOOL);
     } else {
         int sig = SIGTERM;
         PMIX_INFO_LOAD(&directive, PMIX_JOB_CTRL_SIGNAL, &sig, PMIX_INT);
@@ -288,7 +294,7 @@ static void cleanup(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_control query|log|kill|signal|unsupported|cleanup DIR|watch");
+        fail("usage: pmix_control query|log|kill|signal|terminate|unsupported|cleanup DIR|watch");
     setvbuf(stdout, NULL, _IOLBF, 0);
     MUST(PMIx_Init(&me, NULL, 0));
     const char *s = argv[1];
@@ -296,7 +302,7 @@ int main(int argc, char **argv)
         query();
     else if (strcmp(s, "log") == 0)
         log_line();
-    else if (strcmp(s, "kill") == 0 || strcmp(s, "signal") == 0)
+    else if (strcmp(s, "kill") == 0 || strcmp(s, "signal") == 0 || strcmp(s, "terminate") == 0)
         kill_peer(s);
     else if (strcmp(s, "unsupported") == 0)
         unsupported();

@@ -65,10 +65,16 @@ fn run(lib: Lib, nodes: bool, args: &[&str]) -> Output {
 
 /// [`run`] with `n` ranks; across nodes, room for two more on `b`.
 fn run_n(lib: Lib, nodes: bool, n: u32, args: &[&str]) -> Output {
+    run_with(lib, nodes, n, &[], args)
+}
+
+/// [`run_n`] with pmixrun options `opts`.
+fn run_with(lib: Lib, nodes: bool, n: u32, opts: &[&str], args: &[&str]) -> Output {
     let mut cmd = Command::new(pmixrun_bin());
     if nodes {
         cmd.args(["--launcher", "local", "--host", "a:1,b:3"]);
     }
+    cmd.args(opts);
     cmd.args(["-n", &n.to_string()])
         .args(program(lib))
         .args(args)
@@ -143,6 +149,20 @@ fn kill(lib: Lib, nodes: bool) {
     }
 }
 
+/// Rank 0 has rank 1, which ignores SIGTERM, terminated: the SIGKILL that follows SIGTERM
+/// after `--grace` ends it.
+fn terminate(lib: Lib, nodes: bool) {
+    let out = run_with(lib, nodes, 2, &["--grace", "0.5"], &["terminate"]);
+    let want = vec!["terminate rank=0 affected=1 exit=137".to_owned()];
+    assert_lines(&out, "terminate", "terminate", want);
+    let said = "pmixrun: rank 0 asked for the termination (SIGCONT, SIGTERM, SIGKILL after 500 ms) \
+                of 1 process(es)";
+    assert!(
+        out.stderr.lines().any(|l| l == said),
+        "{lib:?}: no {said:?} in {out:#?}"
+    );
+}
+
 /// What each rank registered for cleanup is gone once the run is over.
 fn cleanup(lib: Lib, nodes: bool) {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -214,6 +234,7 @@ fn libpmix_client(lib: Lib) {
         log(lib, nodes);
         unsupported(lib, nodes);
         kill(lib, nodes);
+        terminate(lib, nodes);
         cleanup(lib, nodes);
         watch(lib, nodes);
     }

@@ -70,9 +70,22 @@ directory is missing fails with an error the spawning process receives; the run 
 Exit status: 0 when every process of every job exits 0; otherwise the status of the first
 process that failed (128+S for a process killed by signal S), or the status a process passed
 to abort. A process that connected and then exits without calling finalize fails the run.
-Every job is killed (SIGTERM, then SIGKILL after 2 s) as soon as one process fails. 124
+Every job is killed (SIGTERM, then SIGKILL after --grace, 2 s) as soon as one process fails.
+A process asked to end by PMIx_Job_control with PMIX_JOB_CTRL_TERMINATE gets SIGCONT and
+SIGTERM, then SIGKILL after --grace if it is still there; PMIX_JOB_CTRL_KILL is SIGKILL. 124
 means --timeout (which counts for every job) expired, 127 that a program of the command line
 could not be found.";
+
+/// `--grace`: seconds, a fraction allowed, at most an hour.
+fn grace(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of seconds"))?;
+    if !(0.0..=3600.0).contains(&secs) {
+        return Err(format!("{s} is not between 0 and 3600 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
 
 /// The first segment: global options and the first application context.
 #[derive(Parser, Debug)]
@@ -121,6 +134,10 @@ struct Global {
     /// SECONDS.
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
     timeout: Option<u64>,
+    /// How long a process asked to end (SIGTERM when the run fails or is interrupted,
+    /// PMIX_JOB_CTRL_TERMINATE) has before SIGKILL; fractions allowed.
+    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = grace)]
+    grace: Duration,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
@@ -339,6 +356,8 @@ pub(crate) struct Options {
     pub(crate) tag_output: bool,
     /// Kill the job after this long.
     pub(crate) timeout: Option<Duration>,
+    /// Between SIGTERM and SIGKILL.
+    pub(crate) grace: Duration,
     /// Log at debug level.
     pub(crate) verbose: bool,
     /// The name server to use, as given (not yet resolved).
@@ -481,6 +500,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
     Ok(Options {
         tag_output: first.global.tag_output,
         timeout: first.global.timeout.map(Duration::from_secs),
+        grace: first.global.grace,
         verbose: first.global.verbose,
         nameserver_uri: first.global.nameserver_uri,
         pmi: first.global.pmi,
@@ -529,6 +549,11 @@ mod tests {
         let Ok(o) = o else { panic!("{o:?}") };
         assert!(o.tag_output && o.verbose);
         assert_eq!(o.timeout, Some(Duration::from_secs(7)));
+        assert_eq!(o.grace, Duration::from_secs(2));
+        let g = p("--grace 0.25 a")
+            .map(|o| o.grace)
+            .map_err(|e| e.to_string());
+        assert_eq!(g, Ok(Duration::from_millis(250)));
         assert_eq!(o.apps.len(), 3);
         assert_eq!(o.apps[0].np, 2);
         assert_eq!(o.apps[0].program, "a");
@@ -585,6 +610,8 @@ mod tests {
             "a : --tag-output b",
             "a : --timeout 3 b",
             "--timeout 0 a",
+            "--grace -1 a",
+            "--grace soon a",
             "--timeout -1 a",
             "--bogus a",
         ] {

@@ -301,6 +301,7 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     let output_done = output::start_writer(opts.tag_output, lines, None)
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
     let mut sup = Supervisor::new(jobs, opts.timeout);
+    sup.set_grace(opts.grace);
     let job = sup.add_job(nspace.clone(), layout.size);
     let (procs, failed) = sup
         .jobs_mut()

@@ -213,6 +213,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         Vec::new(),
     );
     let mut sup = Supervisor::new(jobs, r.opts.timeout);
+    sup.set_grace(r.opts.grace);
     match first {
         Ok(started) => {
             sup.add_started_job(started);

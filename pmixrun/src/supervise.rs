@@ -26,7 +26,8 @@ use crate::host::Event;
 
 mod control;
 
-/// How long processes get between SIGTERM (or a forwarded signal) and SIGKILL.
+/// How long processes get between SIGTERM (or a forwarded signal) and SIGKILL, unless
+/// `--grace` says otherwise: when the run stops, and after `PMIX_JOB_CTRL_TERMINATE`.
 pub(crate) const GRACE: Duration = Duration::from_secs(2);
 
 /// How long to wait for processes to be reaped after SIGKILL before giving up on them (a
@@ -177,6 +178,11 @@ pub(crate) struct Supervisor<J: Jobs> {
     stopping: Option<Stopping>,
     /// `--timeout` and its deadline.
     timeout: Option<(Duration, Instant)>,
+    /// Between SIGTERM and SIGKILL (`--grace`).
+    grace: Duration,
+    /// Processes a job-control request asked to terminate: each gets SIGKILL at its instant
+    /// if it is still there.
+    terminating: Vec<(Instant, Proc, Pid)>,
 }
 
 fn exit_code_of_abort(status: i32) -> u8 {
@@ -257,7 +263,14 @@ impl<J: Jobs> Supervisor<J> {
             settling: None,
             stopping: None,
             timeout: timeout.map(|t| (t, Instant::now() + t)),
+            grace: GRACE,
+            terminating: Vec::new(),
         }
+    }
+
+    /// Sets how long processes get between SIGTERM and SIGKILL (default [`GRACE`]).
+    pub(crate) fn set_grace(&mut self, grace: Duration) {
+        self.grace = grace;
     }
 
     /// What the supervisor acts through.
@@ -347,7 +360,7 @@ impl<J: Jobs> Supervisor<J> {
         tracing::debug!(?sig, "stopping the run");
         self.signal_all(sig);
         self.stopping = Some(Stopping {
-            kill_at: Some(Instant::now() + GRACE),
+            kill_at: Some(Instant::now() + self.grace),
             give_up_at: None,
         });
     }
@@ -573,16 +586,26 @@ impl<J: Jobs> Supervisor<J> {
 
     /// The next instant at which something must happen without an event.
     fn deadline(&self) -> Option<Instant> {
+        let term = self.terminating.iter().map(|(at, _, _)| *at).min();
         if let Some(s) = &self.settling {
-            return Some(s.give_up_at);
+            return Some(term.map_or(s.give_up_at, |t| t.min(s.give_up_at)));
         }
-        match self.stopping {
+        let run = match self.stopping {
             Some(s) => s.kill_at.or(s.give_up_at),
             None => self.timeout.map(|(_, at)| at),
+        };
+        match (run, term) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
     fn on_deadline(&mut self) -> bool {
+        let now = Instant::now();
+        if self.terminating.iter().any(|(at, _, _)| *at <= now) {
+            self.kill_terminated(now);
+            return true;
+        }
         if self.settling.is_some() {
             tracing::warn!("processes that ended were never reported; deciding without them");
             self.settle();

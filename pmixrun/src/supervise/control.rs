@@ -20,20 +20,32 @@ use pmix_types::{DataArray, DataType, ProcInfo, ProcState, Rank, Value, attr};
 
 use super::*;
 
-/// The signal a job-control request asks for; `Err` with the status to answer.
-pub(super) fn signal_of(directives: &[Info]) -> Result<Signal, Status> {
-    let mut asked: Option<Signal> = None;
+/// What a job-control request asks to be done to its targets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Action {
+    /// One signal (`JOB_CTRL_SIGNAL`; `JOB_CTRL_KILL` is SIGKILL, "forcibly" in the
+    /// standard's words, which needs nothing before it: it ends a stopped process too).
+    Send(Signal),
+    /// `JOB_CTRL_TERMINATE`, "politely": SIGCONT (a stopped process would not see the rest),
+    /// SIGTERM, and SIGKILL after the grace period to a process still there, as PRRTE ends
+    /// the processes it kills (there with 250 ms between the steps).
+    Terminate,
+}
+
+/// What a job-control request asks for; `Err` with the status to answer.
+pub(super) fn action_of(directives: &[Info]) -> Result<Action, Status> {
+    let mut asked: Option<Action> = None;
     for i in directives {
         let sig = match i.key.as_str() {
-            attr::JOB_CTRL_KILL if i.flag().unwrap_or(false) => Signal::SIGKILL,
-            // Politely: the process may catch it.
-            attr::JOB_CTRL_TERMINATE if i.flag().unwrap_or(false) => Signal::SIGTERM,
+            attr::JOB_CTRL_KILL if i.flag().unwrap_or(false) => Action::Send(Signal::SIGKILL),
+            attr::JOB_CTRL_TERMINATE if i.flag().unwrap_or(false) => Action::Terminate,
             attr::JOB_CTRL_KILL | attr::JOB_CTRL_TERMINATE => continue,
             attr::JOB_CTRL_SIGNAL => i
                 .value
                 .as_i64()
                 .and_then(|n| i32::try_from(n).ok())
                 .and_then(|n| Signal::try_from(n).ok())
+                .map(Action::Send)
                 .ok_or(Status::ERR_BAD_PARAM)?,
             attr::JOB_CTRL_ID | attr::TIMEOUT => continue,
             // Pause, resume, checkpoint, restart, provision, ...: not done here, and never
@@ -138,7 +150,8 @@ impl<J: Jobs> Supervisor<J> {
     }
 
     /// `PMIx_Job_control`: signals the targets (processes of the run; rank `WILDCARD` for a
-    /// whole job). A process a request ended by a signal is no failure of the run.
+    /// whole job), or terminates them ([`Action::Terminate`]). A process a request ended by
+    /// a signal is no failure of the run.
     pub(super) fn job_control(
         &mut self,
         requester: &Proc,
@@ -146,8 +159,8 @@ impl<J: Jobs> Supervisor<J> {
         directives: &[Info],
         done: Completion<Vec<Info>>,
     ) {
-        let sig = match signal_of(directives) {
-            Ok(s) => s,
+        let action = match action_of(directives) {
+            Ok(a) => a,
             Err(status) => return done.complete(Err(status)),
         };
         let mut hit: Vec<(usize, usize)> = Vec::new();
@@ -165,7 +178,7 @@ impl<J: Jobs> Supervisor<J> {
             }
         }
         let who = self.who(requester);
-        tracing::debug!(%requester, ?sig, n = hit.len(), "job control");
+        tracing::debug!(%requester, ?action, n = hit.len(), "job control");
         let mut signalled = Vec::new();
         for (j, r) in hit {
             let nspace = self.table[j].nspace.clone();
@@ -179,16 +192,48 @@ impl<J: Jobs> Supervisor<J> {
             }
         }
         if !signalled.is_empty() {
+            let what = match action {
+                Action::Send(sig) => format!("{} to be sent to", sig.as_str()),
+                Action::Terminate => format!(
+                    "the termination (SIGCONT, SIGTERM, SIGKILL after {} ms) of",
+                    self.grace.as_millis()
+                ),
+            };
             self.jobs.say(&format!(
-                "{who} asked for {} to be sent to {} process(es)",
-                sig.as_str(),
+                "{who} asked for {what} {} process(es)",
                 signalled.len()
             ));
         }
+        let kill_at = Instant::now() + self.grace;
         for (proc, pid) in signalled {
-            self.jobs.signal(&proc, pid, sig);
+            match action {
+                Action::Send(sig) => self.jobs.signal(&proc, pid, sig),
+                Action::Terminate => {
+                    self.jobs.signal(&proc, pid, Signal::SIGCONT);
+                    self.jobs.signal(&proc, pid, Signal::SIGTERM);
+                    self.terminating.push((kill_at, proc, pid));
+                }
+            }
         }
         done.complete(Ok(Vec::new()));
+    }
+
+    /// SIGKILL for the processes asked to terminate whose grace period is over, if they are
+    /// still there.
+    pub(super) fn kill_terminated(&mut self, now: Instant) {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.terminating)
+            .into_iter()
+            .partition(|(at, _, _)| *at <= now);
+        self.terminating = later;
+        for (_, proc, pid) in due {
+            let there = self
+                .find(&proc)
+                .is_some_and(|(_, p)| !p.gone && p.pid == Some(pid));
+            if there {
+                tracing::debug!(%proc, "still there after SIGTERM: SIGKILL");
+                self.jobs.signal(&proc, pid, Signal::SIGKILL);
+            }
+        }
     }
 
     /// `PMIx_Query_info` for what the server does not know: the process tables

@@ -4,6 +4,7 @@
 use pmix_types::{ProcState as State, Rank, Value, attr};
 
 use super::*;
+use crate::supervise::control::{Action, action_of};
 
 /// A request answered through a channel.
 fn answered<T: pmix_server::Outcome>() -> (
@@ -88,7 +89,10 @@ fn signals_and_terminate_reach_the_whole_job_and_unknown_directives_are_refused(
         [
             (100, Signal::SIGUSR1),
             (101, Signal::SIGUSR1),
+            // Terminate: SIGCONT first, so that a stopped process sees the SIGTERM.
+            (100, Signal::SIGCONT),
             (100, Signal::SIGTERM),
+            (101, Signal::SIGCONT),
             (101, Signal::SIGTERM)
         ]
     );
@@ -281,4 +285,22 @@ fn normal_ends_reach_a_parent_that_asked_and_an_abort_is_announced() {
     );
     // The aborting rank's own end comes while the run stops: not announced.
     assert_eq!(log.notified.len(), 3, "{:?}", log.notified);
+}
+
+#[test]
+fn terminate_is_its_own_action_and_kill_is_sigkill() {
+    let yes = |k: &'static str| Info::attr(k, true);
+    assert_eq!(
+        action_of(&[yes(attr::JOB_CTRL_TERMINATE)]),
+        Ok(Action::Terminate)
+    );
+    assert_eq!(
+        action_of(&[yes(attr::JOB_CTRL_KILL)]),
+        Ok(Action::Send(Signal::SIGKILL))
+    );
+    // Two different things at once are refused, not one of them picked.
+    assert_eq!(
+        action_of(&[yes(attr::JOB_CTRL_TERMINATE), yes(attr::JOB_CTRL_KILL)]),
+        Err(Status::ERR_BAD_PARAM)
+    );
 }
