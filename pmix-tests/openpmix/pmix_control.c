@@ -7,6 +7,10 @@
  *                             own_host=1 own_state=1": its own row has its pid, its program
  *                             (the same file as /proc/self/exe), its PMIX_HOSTNAME and the
  *                             running state
+ *   pmix_control psets        (under pmixrun --pset) queries the number and names of the process
+ *                             sets, then the members of its own (PMIX_PSET_NAME); prints
+ *                             "psets rank=R num=N names=A,B mine=A members=0,1", the members
+ *                             as ranks of its own namespace ("?" for another's)
  *   pmix_control log          logs "log from rank R" on the server's stderr channel; prints
  *                             "log rank=R ok"
  *   pmix_control kill|signal  rank 0 registers for PMIX_EVENT_PROC_TERMINATED, then asks for
@@ -107,6 +111,64 @@ static void query(void)
            me.rank, has_own, ptable, own_pid, own_exe, own_host, own_state);
     PMIX_INFO_FREE(results, nresults);
     PMIX_VALUE_RELEASE(host);
+}
+
+/* ---- psets ---------------------------------------------------------------------------- */
+
+static void psets(void)
+{
+    pmix_query_t q[2];
+    pmix_status_t rc;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0, num = 0, n;
+    char names[256] = "", members[256] = "";
+    pmix_value_t *mine = NULL;
+
+    MUST(PMIx_Get(&me, PMIX_PSET_NAME, NULL, 0, &mine));
+    if (mine->type != PMIX_STRING)
+        fail("PMIX_PSET_NAME of type %d", mine->type);
+    PMIX_QUERY_CONSTRUCT(&q[0]);
+    PMIX_ARGV_APPEND(rc, q[0].keys, PMIX_QUERY_NUM_PSETS);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIX_ARGV_APPEND");
+    PMIX_ARGV_APPEND(rc, q[0].keys, PMIX_QUERY_PSET_NAMES);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIX_ARGV_APPEND");
+    PMIX_QUERY_CONSTRUCT(&q[1]);
+    PMIX_ARGV_APPEND(rc, q[1].keys, PMIX_QUERY_PSET_MEMBERSHIP);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIX_ARGV_APPEND");
+    PMIX_QUERY_QUALIFIERS_CREATE(&q[1], 1);
+    PMIX_INFO_LOAD(&q[1].qualifiers[0], PMIX_PSET_NAME, mine->data.string, PMIX_STRING);
+    MUST(PMIx_Query_info(q, 2, &results, &nresults));
+    for (n = 0; n < nresults; n++) {
+        pmix_value_t *v = &results[n].value;
+        if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_NUM_PSETS)) {
+            if (v->type != PMIX_SIZE)
+                fail("number of process sets of type %d", v->type);
+            num = v->data.size;
+        } else if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_PSET_NAMES)) {
+            if (v->type != PMIX_STRING)
+                fail("process set names of type %d", v->type);
+            snprintf(names, sizeof names, "%s", v->data.string);
+        } else if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_PSET_MEMBERSHIP)) {
+            if (v->type != PMIX_DATA_ARRAY || v->data.darray->type != PMIX_PROC)
+                fail("process set members of type %d", v->type);
+            pmix_proc_t *p = (pmix_proc_t *) v->data.darray->array;
+            for (size_t i = 0; i < v->data.darray->size; i++) {
+                char one[32];
+                if (PMIX_CHECK_NSPACE(p[i].nspace, me.nspace))
+                    snprintf(one, sizeof one, "%s%u", i ? "," : "", p[i].rank);
+                else
+                    snprintf(one, sizeof one, "%s?", i ? "," : "");
+                strncat(members, one, sizeof members - strlen(members) - 1);
+            }
+        }
+    }
+    printf("psets rank=%u num=%zu names=%s mine=%s members=%s\n", me.rank, num, names,
+           mine->data.string, members);
+    PMIX_INFO_FREE(results, nresults);
+    PMIX_VALUE_RELEASE(mine);
 }
 
 /* ---- log ------------------------------------------------------------------------------ */
@@ -294,12 +356,14 @@ static void cleanup(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_control query|log|kill|signal|terminate|unsupported|cleanup DIR|watch");
+        fail("usage: pmix_control query|psets|log|kill|signal|terminate|unsupported|cleanup DIR|watch");
     setvbuf(stdout, NULL, _IOLBF, 0);
     MUST(PMIx_Init(&me, NULL, 0));
     const char *s = argv[1];
     if (strcmp(s, "query") == 0)
         query();
+    else if (strcmp(s, "psets") == 0)
+        psets();
     else if (strcmp(s, "log") == 0)
         log_line();
     else if (strcmp(s, "kill") == 0 || strcmp(s, "signal") == 0 || strcmp(s, "terminate") == 0)

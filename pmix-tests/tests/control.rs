@@ -113,6 +113,28 @@ fn query(lib: Lib, nodes: bool) {
     assert_lines(&out, &format!("{lib:?} query"), "query", want);
 }
 
+/// Under `pmixrun --pset red -n 2 ... : --pset blue -n 1 ...`, each rank finds both sets and
+/// the members of its own.
+fn psets(lib: Lib, nodes: bool) {
+    let prog: Vec<String> = program(lib)
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut args = vec!["psets", ":", "--pset", "blue", "-n", "1"];
+    args.extend(prog.iter().map(String::as_str));
+    args.push("psets");
+    let out = run_with(lib, nodes, 2, &["--pset", "red"], &args);
+    let line = |r: u32, mine: &str, members: &str| {
+        format!("psets rank={r} num=2 names=red,blue mine={mine} members={members}")
+    };
+    let want = vec![
+        line(0, "red", "0,1"),
+        line(1, "red", "0,1"),
+        line(2, "blue", "2"),
+    ];
+    assert_lines(&out, &format!("{lib:?} psets"), "psets", want);
+}
+
 fn log(lib: Lib, nodes: bool) {
     let out = run(lib, nodes, &["log"]);
     assert_lines(&out, "log", "log", both(|r| format!("log rank={r} ok")));
@@ -231,6 +253,7 @@ fn libpmix_5_client_queries_logs_and_controls_the_job() {
 fn libpmix_client(lib: Lib) {
     for nodes in [false, true] {
         query(lib, nodes);
+        psets(lib, nodes);
         log(lib, nodes);
         unsupported(lib, nodes);
         kill(lib, nodes);

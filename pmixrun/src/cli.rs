@@ -320,7 +320,7 @@ struct AppArgs {
     #[arg(short = 'x', value_name = "VAR[=VAL]")]
     env: Vec<OsString>,
     /// Name of the process set its processes form (`PMIX_PSET_NAME`; Open MPI's
-    /// `MPI_Group_from_session_pset` finds it).
+    /// `MPI_Group_from_session_pset` finds it; PMIx queries list it and its members).
     #[arg(long, value_name = "NAME")]
     pset: Option<String>,
     /// The program to run and its arguments.

@@ -75,6 +75,32 @@ impl LazyJob {
         }
     }
 
+    /// The ranks of the job in process set `name`: those whose own data names it
+    /// (`PSET_NAME` in their `PROC_DATA`), or else whose application's does (launchers such
+    /// as pmixrun and prterun name the set of each application context given `--pset`).
+    pub(crate) fn pset_ranks(&self, name: &str) -> Vec<Rank> {
+        let spec = &self.spec;
+        if spec.nodata {
+            return Vec::new();
+        }
+        fn named(infos: &[Info]) -> Option<&str> {
+            find(infos, attr::PSET_NAME).and_then(Value::as_str)
+        }
+        let leaders_ascend = spec.app_of_rank.is_sorted_by_key(|&(_, ldr)| ldr);
+        (0..spec.size)
+            .map(Rank)
+            .filter(|&rank| {
+                let own = spec.given_procs.get(&rank).and_then(|i| named(i));
+                let set = own.or_else(|| {
+                    let (appnum, _) = spec.app_for(rank, leaders_ascend);
+                    let app = spec.apps.iter().find(|a| a.id == appnum)?;
+                    named(&app.info)
+                });
+                set == Some(name)
+            })
+            .collect()
+    }
+
     /// Whether the job data was derived already.
     #[cfg(test)]
     pub(crate) fn is_built(&self) -> bool {

@@ -1,5 +1,6 @@
 //! Process sets: the named sets of processes a host defines (`PMIx_server_define_process_set`)
-//! or names in a job's data (`PSET_NAMES`), what queries list (`QUERY_NUM_PSETS`,
+//! or names in a job's data (`PSET_NAMES`, with each member's `PSET_NAME` in its application's
+//! or its own data, as `pmixrun --pset` registers them), what queries list (`QUERY_NUM_PSETS`,
 //! `QUERY_PSET_NAMES`, `QUERY_PSET_MEMBERSHIP`), and the events their definition and
 //! deletion raise for every client (`PROCESS_SET_DEFINE`, `PROCESS_SET_DELETE`, with
 //! `PSET_NAME` and, for a definition, `PSET_MEMBERS`).
@@ -71,9 +72,22 @@ impl Engine {
         names
     }
 
-    /// The members of a process set the host defined.
-    pub(super) fn pset_members(&self, name: &str) -> Option<&[Proc]> {
-        self.psets.sets.get(name).map(Vec::as_slice)
+    /// The members of process set `name`: as the host defined it, or else the processes of
+    /// every namespace whose job data puts them in it; `None` if it has none.
+    pub(super) fn pset_members(&self, name: &str) -> Option<Vec<Proc>> {
+        if let Some(members) = self.psets.sets.get(name) {
+            return Some(members.clone());
+        }
+        let mut nspaces: Vec<_> = self.nspaces.values().collect();
+        nspaces.sort_unstable_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        let members: Vec<Proc> = nspaces
+            .into_iter()
+            .flat_map(|n| {
+                let ranks = n.job.pset_ranks(name);
+                ranks.into_iter().map(|r| Proc::new(n.name.clone(), r))
+            })
+            .collect();
+        (!members.is_empty()).then_some(members)
     }
 }
 

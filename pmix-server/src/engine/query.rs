@@ -3,7 +3,7 @@
 //!
 //! Answered here: the namespaces registered (`QUERY_NAMESPACES`), the process sets named in a
 //! job's data or defined by the host (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`, and
-//! `QUERY_PSET_MEMBERSHIP` of a set the host defined, named by a `PSET_NAME` qualifier), the
+//! `QUERY_PSET_MEMBERSHIP` of either kind, named by a `PSET_NAME` qualifier), the
 //! functions and attributes this server serves (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`,
 //! `QUERY_ATTRIBUTE_SUPPORT`), and any job-level key of a namespace's data (`JOB_SIZE` and
 //! the like, of the namespace named by a `NSPACE` qualifier, else the caller's). Everything
@@ -125,7 +125,7 @@ impl Engine {
             attr::QUERY_PSET_NAMES => Value::String(psets().join(",")),
             attr::QUERY_PSET_MEMBERSHIP => {
                 let name = qualifier(q, attr::PSET_NAME)?.as_str()?;
-                Value::from(super::psets::procs_array(self.pset_members(name)?))
+                Value::from(super::psets::procs_array(&self.pset_members(name)?))
             }
             attr::QUERY_SUPPORTED_KEYS => Value::String(comma_list(LOCAL_KEYS.iter().copied())),
             attr::SERVER_FUNCTIONS => Value::String(SERVER_FUNCTIONS.to_owned()),

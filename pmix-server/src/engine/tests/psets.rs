@@ -77,3 +77,75 @@ fn defined_sets_are_listed_with_their_members_and_announced() {
     let q = s.send(0, query(&[attr::QUERY_NUM_PSETS], vec![]));
     assert_eq!(results(&s.reply(0, q))[0].1, Value::Size(0));
 }
+
+/// Sets a launcher names in a job's data (`pmixrun --pset`: `PSET_NAME` per application, and
+/// per process) are answered with their members too, across namespaces.
+#[test]
+fn sets_named_in_job_data_have_their_members_answered() {
+    let mut s = Sim::new();
+    let app = |n: u32, ldr: u32, size: u32, pset: &'static str| {
+        Info::attr(
+            attr::APP_INFO_ARRAY,
+            DataArray::from_infos([
+                Info::attr(attr::APPNUM, n),
+                Info::attr(attr::APPLDR, Rank(ldr)),
+                Info::attr(attr::APP_SIZE, size),
+                Info::attr(attr::PSET_NAME, pset),
+            ]),
+        )
+    };
+    let p = vec![
+        Info::attr(attr::JOB_SIZE, 3u32),
+        Info::attr(attr::PSET_NAMES, "ocean,land"),
+        app(0, 0, 1, "land"),
+        app(1, 1, 2, "ocean"),
+    ];
+    s.eng.register_nspace(ns("p"), 3, &p).unwrap();
+    // Another job puts its rank 1 in "land" through its own data only.
+    let q = vec![
+        Info::attr(attr::JOB_SIZE, 2u32),
+        Info::attr(
+            attr::PROC_DATA,
+            DataArray::from_infos([
+                Info::attr(attr::RANK, Rank(1)),
+                Info::attr(attr::PSET_NAME, "land"),
+            ]),
+        ),
+    ];
+    s.eng.register_nspace(ns("q"), 2, &q).unwrap();
+    s.eng
+        .register_client(&Proc::new(ns("p"), 0), UID, GID, proofs("p", 0))
+        .unwrap();
+    s.connect(1, "p", 0);
+    let members = |s: &mut Sim, name: &'static str| {
+        let asked = s.send(
+            1,
+            query(
+                &[attr::QUERY_PSET_MEMBERSHIP],
+                vec![Info::attr(attr::PSET_NAME, name)],
+            ),
+        );
+        let reply = s.reply(1, asked).clone();
+        results(&reply)
+    };
+    let procs = |v: &[(&str, u32)]| {
+        let items = v
+            .iter()
+            .map(|(n, r)| Value::Proc(Proc::new(ns(n), Rank(*r))));
+        Value::from(DataArray::new(pmix_types::DataType::PROC, items.collect()).unwrap())
+    };
+    assert_eq!(
+        members(&mut s, "ocean"),
+        vec![(
+            attr::QUERY_PSET_MEMBERSHIP.to_owned(),
+            procs(&[("p", 1), ("p", 2)])
+        )]
+    );
+    assert_eq!(
+        members(&mut s, "land"),
+        vec![(
+            attr::QUERY_PSET_MEMBERSHIP.to_owned(),
+            procs(&[("p", 0), ("q", 1)])
+        )]
+    );
+}
