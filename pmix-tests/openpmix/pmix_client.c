@@ -33,6 +33,11 @@
  *                 and publisher; fence; rank 0 unpublishes; fence; every rank checks that
  *                 looking up the unpublished key, and a key never published, fail;
  *                 prints "publish rank=R looked_up=K"
+ *   duplicate     rank 0 publishes a key, then the same key (another value) on the same
+ *                 range again; fence; every rank looks the key up; fence; rank 0
+ *                 unpublishes; prints "duplicate rank=R again=S value=V": S the second
+ *                 publish's status as a number (the standard's PMIX_ERR_DUPLICATE_KEY is
+ *                 -53; 0 from a server that accepts it), V the value found
  *   abort CODE    after a fence, rank 1 prints "aborting rank=1 code=CODE" and calls
  *                 PMIx_Abort(CODE) for the whole job; the others wait in a fence rank 1
  *                 never joins, until the launcher kills them (or, should the fence end
@@ -603,6 +608,35 @@ static void scenario_abort(int code)
     exit(3);
 }
 
+static void scenario_duplicate(void)
+{
+    const char *key = "oracle.dup";
+    pmix_status_t again = PMIX_SUCCESS;
+    if (me.rank == 0) {
+        pmix_info_t info;
+        PMIX_INFO_LOAD(&info, key, "first", PMIX_STRING);
+        MUST(PMIx_Publish(&info, 1));
+        PMIX_INFO_DESTRUCT(&info);
+        PMIX_INFO_LOAD(&info, key, "second", PMIX_STRING);
+        again = PMIx_Publish(&info, 1);
+        PMIX_INFO_DESTRUCT(&info);
+    }
+    MUST(PMIx_Fence(NULL, 0, NULL, 0));
+    pmix_pdata_t pd;
+    PMIX_PDATA_CONSTRUCT(&pd);
+    PMIX_LOAD_KEY(pd.key, key);
+    MUST(PMIx_Lookup(&pd, 1, NULL, 0));
+    if (pd.value.type != PMIX_STRING || pd.value.data.string == NULL)
+        fail("lookup of %s: type %s", key, PMIx_Data_type_string(pd.value.type));
+    printf("duplicate rank=%u again=%d value=%s\n", me.rank, again, pd.value.data.string);
+    PMIX_PDATA_DESTRUCT(&pd);
+    MUST(PMIx_Fence(NULL, 0, NULL, 0));
+    if (me.rank == 0) {
+        char *keys[] = {(char *) key, NULL};
+        MUST(PMIx_Unpublish(keys, NULL, 0));
+    }
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv)
@@ -622,8 +656,10 @@ int main(int argc, char **argv)
             i++;
         } else if (strcmp(s, "job") != 0 && strcmp(s, "modex") != 0 &&
                    strcmp(s, "modex-direct") != 0 && strcmp(s, "fence") != 0 &&
-                   strcmp(s, "publish") != 0 && strcmp(s, "peers") != 0) {
-            fail("unknown scenario %s (job, modex, modex-direct, peers, fence, publish, abort CODE)",
+                   strcmp(s, "publish") != 0 && strcmp(s, "peers") != 0 &&
+                   strcmp(s, "duplicate") != 0) {
+            fail("unknown scenario %s (job, modex, modex-direct, peers, fence, publish, "
+                 "duplicate, abort CODE)",
                  s);
         }
     }
@@ -650,6 +686,8 @@ int main(int argc, char **argv)
             if (job_size < 2)
                 fail("the publish scenario needs 2 ranks or more");
             scenario_publish();
+        } else if (strcmp(s, "duplicate") == 0) {
+            scenario_duplicate();
         } else if (strcmp(s, "abort") == 0) {
             if (job_size < 2)
                 fail("the abort scenario needs 2 ranks or more");

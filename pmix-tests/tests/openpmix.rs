@@ -76,6 +76,40 @@ fn libpmix_client_under_pmixrun() {
     }
 }
 
+/// A second publish of a key on the same range is refused with the standard's
+/// `PMIX_ERR_DUPLICATE_KEY` (-53), and the first value stays, for libpmix 4.2 and 5.0.11
+/// clients, whether pmixrun's server keeps the names or a name server does. (PRRTE accepts
+/// the second publish; docs/OPENPMIX.md.)
+#[test]
+fn libpmix_duplicate_publish_is_refused_with_the_standard_status() {
+    let client = openpmix_program("pmix_client");
+    let ns = pmix_tests::NameServerProcess::start(pmixrun_bin(), DEADLINE);
+    let uri = ns.file_spec();
+    for ompi5 in [false, true] {
+        for nameserver in [false, true] {
+            let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+            if nameserver {
+                args.extend([os("--nameserver-uri"), os(&uri)]);
+            }
+            args.extend([os("-n"), os("2"), client.as_os_str(), os("duplicate")]);
+            let mut cmd = pmixrun(&args);
+            cmd.env_remove("PMIXRS_NAMESERVER");
+            if ompi5 {
+                pmix_tests::use_ompi5_libpmix(&mut cmd);
+            }
+            let what = format!("pmixrun (libpmix 5: {ompi5}, name server: {nameserver}) duplicate");
+            let out = run(cmd, &what);
+            assert_ok(&out, &what);
+            let want = vec![
+                "duplicate rank=0 again=-53 value=first".to_owned(),
+                "duplicate rank=1 again=0 value=first".to_owned(),
+            ];
+            assert_lines(&out, &what, "duplicate", want);
+        }
+    }
+    ns.stop();
+}
+
 /// libpmix clients pick the `ds21` store pmixrun's server offers: job-level gets, and after a
 /// collecting fence every peer's data (twice, the second time with changed and new values), come
 /// from the shared-memory segments, so the server sees no `GETNB` at all. Its debug log names
