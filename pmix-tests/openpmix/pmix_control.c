@@ -13,6 +13,10 @@
  *                             as ranks of its own namespace ("?" for another's)
  *   pmix_control log          logs "log from rank R" on the server's stderr channel; prints
  *                             "log rank=R ok"
+ *   pmix_control channels     logs "syslog from rank R" to PMIX_LOG_SYSLOG at PMIX_LOG_SYSLOG_PRI
+ *                             4 (warning), "record from rank R" to PMIX_LOG_JOB_RECORD, and an
+ *                             email (PMIX_LOG_EMAIL); prints "channels rank=R syslog=S1
+ *                             record=S2 email=S3", the statuses as numbers
  *   pmix_control kill|signal  rank 0 registers for PMIX_EVENT_PROC_TERMINATED, then asks for
  *                             rank 1 to be killed (PMIX_JOB_CTRL_KILL) or sent SIGTERM
  *                             (PMIX_JOB_CTRL_SIGNAL) while rank 1 waits in a fence rank 0 never
@@ -182,6 +186,39 @@ static void log_line(void)
     MUST(PMIx_Log(&data, 1, NULL, 0));
     PMIX_INFO_DESTRUCT(&data);
     printf("log rank=%u ok\n", me.rank);
+}
+
+static pmix_status_t log_one(const char *key, const char *fmt, pmix_info_t *dirs, size_t ndirs)
+{
+    char text[64];
+    pmix_info_t data;
+    snprintf(text, sizeof text, fmt, me.rank);
+    PMIX_INFO_LOAD(&data, key, text, PMIX_STRING);
+    pmix_status_t rc = PMIx_Log(&data, 1, dirs, ndirs);
+    PMIX_INFO_DESTRUCT(&data);
+    return rc;
+}
+
+static void channels(void)
+{
+    pmix_info_t pri;
+    int warning = 4;
+    PMIX_INFO_LOAD(&pri, PMIX_LOG_SYSLOG_PRI, &warning, PMIX_INT);
+    pmix_status_t sys = log_one(PMIX_LOG_SYSLOG, "syslog from rank %u", &pri, 1);
+    PMIX_INFO_DESTRUCT(&pri);
+    pmix_status_t rec = log_one(PMIX_LOG_JOB_RECORD, "record from rank %u", NULL, 0);
+    pmix_info_t email, *fields;
+    pmix_data_array_t *mail;
+    PMIX_DATA_ARRAY_CREATE(mail, 3, PMIX_INFO);
+    fields = (pmix_info_t *) mail->array;
+    PMIX_INFO_LOAD(&fields[0], PMIX_LOG_EMAIL_ADDR, "nobody@example.invalid", PMIX_STRING);
+    PMIX_INFO_LOAD(&fields[1], PMIX_LOG_EMAIL_SUBJECT, "test", PMIX_STRING);
+    PMIX_INFO_LOAD(&fields[2], PMIX_LOG_MSG, "body", PMIX_STRING);
+    PMIX_INFO_LOAD(&email, PMIX_LOG_EMAIL, mail, PMIX_DATA_ARRAY);
+    pmix_status_t mailed = PMIx_Log(&email, 1, NULL, 0);
+    PMIX_INFO_DESTRUCT(&email);
+    PMIX_DATA_ARRAY_FREE(mail);
+    printf("channels rank=%u syslog=%d record=%d email=%d\n", me.rank, sys, rec, mailed);
 }
 
 /* ---- kill / signal -------------------------------------------------------------------- */
@@ -356,7 +393,7 @@ static void cleanup(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_control query|psets|log|kill|signal|terminate|unsupported|cleanup DIR|watch");
+        fail("usage: pmix_control query|psets|log|channels|kill|signal|terminate|unsupported|cleanup DIR|watch");
     setvbuf(stdout, NULL, _IOLBF, 0);
     MUST(PMIx_Init(&me, NULL, 0));
     const char *s = argv[1];
@@ -366,6 +403,8 @@ int main(int argc, char **argv)
         psets();
     else if (strcmp(s, "log") == 0)
         log_line();
+    else if (strcmp(s, "channels") == 0)
+        channels();
     else if (strcmp(s, "kill") == 0 || strcmp(s, "signal") == 0 || strcmp(s, "terminate") == 0)
         kill_peer(s);
     else if (strcmp(s, "unsupported") == 0)

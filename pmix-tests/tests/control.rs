@@ -70,7 +70,20 @@ fn run_n(lib: Lib, nodes: bool, n: u32, args: &[&str]) -> Output {
 
 /// [`run_n`] with pmixrun options `opts`.
 fn run_with(lib: Lib, nodes: bool, n: u32, opts: &[&str], args: &[&str]) -> Output {
+    run_in(lib, nodes, n, opts, &[], args)
+}
+
+/// [`run_with`] with environment variables `env` for pmixrun.
+fn run_in(
+    lib: Lib,
+    nodes: bool,
+    n: u32,
+    opts: &[&str],
+    env: &[(&str, &Path)],
+    args: &[&str],
+) -> Output {
     let mut cmd = Command::new(pmixrun_bin());
+    cmd.envs(env.iter().copied());
     if nodes {
         cmd.args(["--launcher", "local", "--host", "a:1,b:3"]);
     }
@@ -147,6 +160,64 @@ fn log(lib: Lib, nodes: bool) {
             "{lib:?}: no {line:?} in {out:#?}"
         );
     }
+}
+
+/// `PMIX_ERR_NOT_AVAILABLE`: no channel asked for could log.
+const NOT_AVAILABLE: i32 = -64;
+
+/// Syslog (to a socket of the test's, named by `PMIXRS_SYSLOG_SOCKET`), the job record (on
+/// pmixrun's stderr) and email (not served); then syslog without a daemon listening.
+fn channels(lib: Lib, nodes: bool) {
+    use std::os::unix::net::UnixDatagram;
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("control")
+        .join(format!("syslog-{lib:?}-{nodes}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let path = dir.join("log");
+    let daemon = UnixDatagram::bind(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let env = [("PMIXRS_SYSLOG_SOCKET", path.as_path())];
+    let out = run_in(lib, nodes, 2, &[], &env, &["channels"]);
+    let want = both(|r| format!("channels rank={r} syslog=0 record=0 email={NOT_AVAILABLE}"));
+    assert_lines(&out, "channels", "channels", want);
+    let at = |r: usize| if nodes { ["@a", "@b"][r] } else { "" };
+    for r in 0..2 {
+        let line = format!("pmixrun: job record: [{r}{}] record from rank {r}", at(r));
+        assert!(
+            out.stderr.lines().any(|l| l == line),
+            "{lib:?}: no {line:?} in {out:#?}"
+        );
+    }
+    // Sent before the run ended: waiting in the socket now.
+    daemon
+        .set_nonblocking(true)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while let Ok(n) = daemon.recv(&mut buf) {
+        got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+    }
+    got.sort();
+    // LOG_USER (1) * 8 + LOG_WARNING (4); the tag pmixrun[pid].
+    let shapes: Vec<(bool, String)> = got
+        .iter()
+        .map(|d| {
+            let tail = d.split_once("]: ").map_or("", |(_, t)| t);
+            (d.starts_with("<12>pmixrun["), tail.to_owned())
+        })
+        .collect();
+    let want: Vec<(bool, String)> = (0..2)
+        .map(|r| (true, format!("[{r}{}] syslog from rank {r}", at(r))))
+        .collect();
+    assert_eq!(shapes, want, "{lib:?}: datagrams {got:?}");
+    drop(daemon);
+    // Nobody listening any more: syslog alone could not log.
+    let out = run_in(lib, nodes, 2, &[], &env, &["channels"]);
+    let want = both(|r| {
+        format!("channels rank={r} syslog={NOT_AVAILABLE} record=0 email={NOT_AVAILABLE}")
+    });
+    assert_lines(&out, "channels", "channels", want);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The name `PMIx_Error_string` gives a status (`name` as libpmix 4.2 and pmix-rs spell it):
@@ -255,6 +326,7 @@ fn libpmix_client(lib: Lib) {
         query(lib, nodes);
         psets(lib, nodes);
         log(lib, nodes);
+        channels(lib, nodes);
         unsupported(lib, nodes);
         kill(lib, nodes);
         terminate(lib, nodes);

@@ -67,6 +67,13 @@ information whose keys do not start with \"pmix\", and with --tag-output their l
 `[n:rank] `. pmixrun runs until every job has ended. A spawn whose program or working
 directory is missing fails with an error the spawning process receives; the run goes on.
 
+Logging (PMIx_Log): PMIX_LOG_STDOUT and PMIX_LOG_STDERR text goes to pmixrun's stdout and
+stderr, each line tagged [rank]; the syslog channels to the syslog daemon of pmixrun's node
+(/dev/log, or the socket PMIXRS_SYSLOG_SOCKET names), at PMIX_LOG_SYSLOG_PRI (default
+LOG_ERR); PMIX_LOG_JOB_RECORD to stderr as `pmixrun: job record: [rank] text`. Email and
+global data stores are not served: a request none of whose channels could log fails with
+PMIX_ERR_NOT_AVAILABLE.
+
 Exit status: 0 when every process of every job exits 0; otherwise the status of the first
 process that failed (128+S for a process killed by signal S), or the status a process passed
 to abort. A process that connected and then exits without calling finalize fails the run.

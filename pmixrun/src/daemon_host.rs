@@ -367,10 +367,11 @@ impl Host for DaemonHost {
         });
     }
 
-    fn log(&mut self, proc: &Proc, data: &[Info], _directives: &[Info], done: Completion<()>) {
+    fn log(&mut self, proc: &Proc, data: &[Info], directives: &[Info], done: Completion<()>) {
         let req = Req::Log {
             source: proc.clone(),
             data: data.to_vec(),
+            directives: directives.to_vec(),
         };
         self.ask_root(&req, done, |a| matches!(a, Answer::Unit).then_some(()));
     }

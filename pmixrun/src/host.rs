@@ -39,10 +39,12 @@ pub(crate) enum Event {
         apps: Vec<App>,
         done: Completion<Nspace>,
     },
-    /// A process asked for `data` to be logged (`PMIx_Log`); `done` answers it.
+    /// A process asked for `data` to be logged (`PMIx_Log`) as `directives` say; `done`
+    /// answers it.
     Log {
         source: Proc,
         data: Vec<Info>,
+        directives: Vec<Info>,
         done: Completion<()>,
     },
     /// A process asked to act on processes of the run (`PMIx_Job_control`).
@@ -199,12 +201,13 @@ impl Host for RunHost {
         }
     }
 
-    fn log(&mut self, proc: &Proc, data: &[Info], _directives: &[Info], done: Completion<()>) {
+    fn log(&mut self, proc: &Proc, data: &[Info], directives: &[Info], done: Completion<()>) {
         forward(
             &self.events,
             Event::Log {
                 source: proc.clone(),
                 data: data.to_vec(),
+                directives: directives.to_vec(),
                 done,
             },
         );

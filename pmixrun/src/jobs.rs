@@ -330,6 +330,10 @@ impl Jobs for RunJobs<'_> {
         crate::launch::write_log(stdout, line);
     }
 
+    fn syslog(&mut self, severity: u8, line: &str) -> bool {
+        crate::syslog::send(severity, line)
+    }
+
     fn notify(&mut self, code: Status, info: &[Info]) {
         let me = self.server.proc();
         let _ = self

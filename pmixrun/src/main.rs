@@ -24,6 +24,7 @@ mod root_jobs;
 mod root_sink;
 mod run_msg;
 mod supervise;
+mod syslog;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -237,6 +237,10 @@ impl Jobs for RootJobs {
         crate::launch::write_log(stdout, line);
     }
 
+    fn syslog(&mut self, severity: u8, line: &str) -> bool {
+        crate::syslog::send(severity, line)
+    }
+
     fn notify(&mut self, code: Status, info: &[Info]) {
         // The root hosts no server: the daemons raise it, each for its own processes.
         let msg = Msg::Event {

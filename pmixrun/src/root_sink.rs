@@ -209,9 +209,19 @@ impl RootSink {
                 self.names
                     .unpublish(&proc, &keys, &info, move |r| done.complete(r));
             }
-            Req::Log { source, data } => {
+            Req::Log {
+                source,
+                data,
+                directives,
+            } => {
                 let done = self.completion(origin, id, |()| Answer::Unit);
-                forward(&self.events, Event::Log { source, data, done });
+                let ev = Event::Log {
+                    source,
+                    data,
+                    directives,
+                    done,
+                };
+                forward(&self.events, ev);
             }
             Req::JobControl {
                 requester,

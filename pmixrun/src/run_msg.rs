@@ -214,7 +214,11 @@ pub(crate) enum Req {
         message: String,
     },
     /// To the root: write what a process logged (`PMIx_Log`).
-    Log { source: Proc, data: Vec<Info> },
+    Log {
+        source: Proc,
+        data: Vec<Info>,
+        directives: Vec<Info>,
+    },
     /// To the root: act on processes of the run (`PMIx_Job_control`).
     JobControl {
         requester: Proc,

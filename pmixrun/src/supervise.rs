@@ -25,6 +25,7 @@ use pmix_types::{Info, Nspace, Proc, Status};
 use crate::host::Event;
 
 mod control;
+mod log;
 
 /// How long processes get between SIGTERM (or a forwarded signal) and SIGKILL, unless
 /// `--grace` says otherwise: when the run stops, and after `PMIX_JOB_CTRL_TERMINATE`.
@@ -62,6 +63,9 @@ pub(crate) trait Jobs {
     fn say(&mut self, line: &str);
     /// Writes a line a process logged (`PMIx_Log`), as it is, on stdout or stderr.
     fn write_log(&mut self, stdout: bool, line: &str);
+    /// Sends a line a process logged to the syslog daemon at `severity`; false if it did
+    /// not take it.
+    fn syslog(&mut self, severity: u8, line: &str) -> bool;
     /// Raises a lifecycle event for the processes `info` names in `EVENT_CUSTOM_RANGE`.
     fn notify(&mut self, code: Status, info: &[Info]);
     /// The node of `proc` in a multi-node run (`None` on one node).
@@ -541,7 +545,12 @@ impl<J: Jobs> Supervisor<J> {
                 }
             }
             Event::StdinClosed => {}
-            Event::Log { source, data, done } => self.log(&source, &data, done),
+            Event::Log {
+                source,
+                data,
+                directives,
+                done,
+            } => self.log(&source, &data, &directives, done),
             Event::JobControl {
                 requester,
                 targets,
@@ -702,6 +711,10 @@ mod tests {
         jobs_ended: Vec<String>,
         said: Vec<String>,
         logged: Vec<String>,
+        /// Lines sent to syslog, with their severity.
+        syslogged: Vec<(u8, String)>,
+        /// Whether the syslog daemon takes them.
+        syslog_up: bool,
         notified: Vec<(Status, Vec<Info>)>,
     }
 
@@ -743,6 +756,11 @@ mod tests {
         }
         fn write_log(&mut self, _stdout: bool, line: &str) {
             self.0.borrow_mut().logged.push(line.to_owned());
+        }
+        fn syslog(&mut self, severity: u8, line: &str) -> bool {
+            let mut me = self.0.borrow_mut();
+            me.syslogged.push((severity, line.to_owned()));
+            me.syslog_up
         }
         fn notify(&mut self, code: Status, info: &[Info]) {
             self.0.borrow_mut().notified.push((code, info.to_vec()));
@@ -1071,4 +1089,5 @@ mod tests {
     }
 
     mod control;
+    mod log;
 }

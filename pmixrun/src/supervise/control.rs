@@ -1,5 +1,5 @@
-//! What processes ask of the run besides spawn and abort (logging, job control, the process
-//! table), and the lifecycle events the run raises for them, as a custom range that the server
+//! What processes ask of the run besides spawn and abort (job control, the process table;
+//! logging is `log.rs`), and the lifecycle events the run raises for them, as a custom range that the server
 //! delivers to the processes registered for their code:
 //!
 //! - a process ending abnormally (an exit status other than 0, a signal) while the run is not
@@ -110,7 +110,7 @@ fn audience(procs: Vec<Proc>) -> Info {
 impl<J: Jobs> Supervisor<J> {
     /// How log lines name a process: as `--tag-output` tags its output, `@node` always in a
     /// multi-node run.
-    fn tag(&self, proc: &Proc) -> String {
+    pub(super) fn tag(&self, proc: &Proc) -> String {
         let at = self
             .jobs
             .node_of(proc)
@@ -121,32 +121,6 @@ impl<J: Jobs> Supervisor<J> {
             Some(j) => format!("[{j}:{}{at}]", proc.rank),
             None => format!("[{proc}{at}]"),
         }
-    }
-
-    /// `PMIx_Log`: `LOG_STDERR` and `LOG_STDOUT` text, each line tagged with its source, on
-    /// pmixrun's stderr or stdout; other channels (syslog, email, ...) are not served.
-    pub(super) fn log(&mut self, source: &Proc, data: &[Info], done: Completion<()>) {
-        let tag = self.tag(source);
-        let mut served = false;
-        for i in data {
-            let stdout = match i.key.as_str() {
-                attr::LOG_STDERR => false,
-                attr::LOG_STDOUT => true,
-                _ => continue,
-            };
-            let Some(text) = i.value.as_str() else {
-                continue;
-            };
-            served = true;
-            for line in text.lines() {
-                self.jobs.write_log(stdout, &format!("{tag} {line}"));
-            }
-        }
-        done.complete(if served {
-            Ok(())
-        } else {
-            Err(Status::ERR_NOT_SUPPORTED)
-        });
     }
 
     /// `PMIx_Job_control`: signals the targets (processes of the run; rank `WILDCARD` for a

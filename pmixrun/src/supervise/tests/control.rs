@@ -1,4 +1,4 @@
-//! Job control, logging, the process table and lifecycle events, as the supervisor decides
+//! Job control, the process table and lifecycle events, as the supervisor decides
 //! them.
 
 use pmix_types::{ProcState as State, Rank, Value, attr};
@@ -110,31 +110,6 @@ fn an_unrequested_signal_is_announced_as_an_abort_and_fails_the_run() {
             Status::ERR_PROC_ABORTED_BY_SIG
         ]
     );
-}
-
-#[test]
-fn logged_lines_are_tagged_with_their_source() {
-    let fake = Fake::default();
-    let (done, answer) = answered();
-    let log = Event::Log {
-        source: p("job", 1),
-        data: vec![Info::attr(attr::LOG_STDERR, "one\ntwo\n")],
-        done,
-    };
-    let (done, refused) = answered();
-    let syslog = Event::Log {
-        source: p("job", 1),
-        data: vec![Info::attr(attr::LOG_SYSLOG, "x")],
-        done,
-    };
-    run_with(
-        &fake,
-        2,
-        vec![log, syslog, exited("job", 0, 0), exited("job", 1, 0)],
-    );
-    assert_eq!(fake.0.borrow().logged, ["[1] one", "[1] two"]);
-    assert_eq!(answer.try_recv(), Ok(Ok(())));
-    assert_eq!(refused.try_recv(), Ok(Err(Status::ERR_NOT_SUPPORTED)));
 }
 
 #[test]
