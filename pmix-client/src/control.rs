@@ -40,7 +40,8 @@ impl Client {
     ///
     /// A pmix-rs server answers itself the namespaces it serves (`QUERY_NAMESPACES`), the
     /// process sets a job's data names (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`), its functions
-    /// and attributes (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`, `QUERY_ATTRIBUTE_SUPPORT`)
+    /// and attributes (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`, `QUERY_ATTRIBUTE_SUPPORT`
+    /// with a `SERVER_ATTRIBUTES` or `SERVER_FUNCTIONS` qualifier: `REGATTR`s by function)
     /// and job-level keys of a namespace (`NSPACE` qualifier, else this job), and passes the
     /// rest (process tables, job status, ...) to its host. When only some keys could be
     /// answered (the server returned `QUERY_PARTIAL_SUCCESS`), those come back and the others

@@ -11,6 +11,12 @@
  *                             sets, then the members of its own (PMIX_PSET_NAME); prints
  *                             "psets rank=R num=N names=A,B mine=A members=0,1", the members
  *                             as ranks of its own namespace ("?" for another's)
+ *   pmix_control attrs        queries PMIX_QUERY_ATTRIBUTE_SUPPORT for the server's attributes of
+ *                             PMIx_Fence and PMIx_Get and its functions; prints "attrs rank=R
+ *                             fence_collect=1 get_timeout=1 functions=1" when the answer has
+ *                             PMIx_Fence's PMIX_COLLECT_DATA and PMIx_Get's PMIX_TIMEOUT as
+ *                             described PMIX_REGATTRs of the right type, and PMIx_Fence among
+ *                             the PMIX_SERVER_FUNCTIONS
  *   pmix_control log          logs "log from rank R" on the server's stderr channel; prints
  *                             "log rank=R ok"
  *   pmix_control channels     logs "syslog from rank R" to PMIX_LOG_SYSLOG at PMIX_LOG_SYSLOG_PRI
@@ -173,6 +179,65 @@ static void psets(void)
            mine->data.string, members);
     PMIX_INFO_FREE(results, nresults);
     PMIX_VALUE_RELEASE(mine);
+}
+
+/* ---- attrs ---------------------------------------------------------------------------- */
+
+/* Whether `regs` (a function's PMIX_REGATTR array) describes `key`, named `name`, of `type`. */
+static bool described(const pmix_data_array_t *regs, const char *name, const char *key,
+                      pmix_data_type_t type)
+{
+    const pmix_regattr_t *r = (const pmix_regattr_t *) regs->array;
+    for (size_t i = 0; i < regs->size; i++)
+        if (r[i].name != NULL && strcmp(r[i].name, name) == 0 && strcmp(r[i].string, key) == 0)
+            return r[i].type == type && r[i].description != NULL && r[i].description[0] != NULL;
+    return false;
+}
+
+static void attrs(void)
+{
+    pmix_query_t q;
+    pmix_status_t rc;
+    pmix_info_t *results = NULL;
+    size_t nresults = 0;
+    bool fence_collect = false, get_timeout = false, functions = false, yes = true;
+
+    PMIX_QUERY_CONSTRUCT(&q);
+    PMIX_ARGV_APPEND(rc, q.keys, PMIX_QUERY_ATTRIBUTE_SUPPORT);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIX_ARGV_APPEND");
+    PMIX_QUERY_QUALIFIERS_CREATE(&q, 2);
+    PMIX_INFO_LOAD(&q.qualifiers[0], PMIX_SERVER_ATTRIBUTES, "PMIx_Fence,PMIx_Get", PMIX_STRING);
+    PMIX_INFO_LOAD(&q.qualifiers[1], PMIX_SERVER_FUNCTIONS, &yes, PMIX_BOOL);
+    MUST(PMIx_Query_info(&q, 1, &results, &nresults));
+    for (size_t n = 0; n < nresults; n++) {
+        pmix_value_t *v = &results[n].value;
+        if (!PMIX_CHECK_KEY(&results[n], PMIX_QUERY_ATTRIBUTE_SUPPORT))
+            continue;
+        if (v->type != PMIX_DATA_ARRAY || v->data.darray->type != PMIX_INFO)
+            fail("attribute support of type %d", v->type);
+        pmix_info_t *levels = (pmix_info_t *) v->data.darray->array;
+        for (size_t m = 0; m < v->data.darray->size; m++) {
+            pmix_value_t *w = &levels[m].value;
+            if (PMIX_CHECK_KEY(&levels[m], PMIX_SERVER_FUNCTIONS)) {
+                if (w->type != PMIX_STRING)
+                    fail("server functions of type %d", w->type);
+                functions = strstr(w->data.string, "PMIx_Fence") != NULL;
+            } else if (w->type == PMIX_DATA_ARRAY && w->data.darray->type == PMIX_REGATTR) {
+                if (PMIX_CHECK_KEY(&levels[m], "PMIx_Fence"))
+                    fence_collect = described(w->data.darray, "PMIX_COLLECT_DATA",
+                                              PMIX_COLLECT_DATA, PMIX_BOOL);
+                else if (PMIX_CHECK_KEY(&levels[m], "PMIx_Get"))
+                    get_timeout = described(w->data.darray, "PMIX_TIMEOUT", PMIX_TIMEOUT,
+                                            PMIX_INT);
+            } else {
+                fail("attributes of %s of type %d", levels[m].key, w->type);
+            }
+        }
+    }
+    printf("attrs rank=%u fence_collect=%d get_timeout=%d functions=%d\n", me.rank, fence_collect,
+           get_timeout, functions);
+    PMIX_INFO_FREE(results, nresults);
 }
 
 /* ---- log ------------------------------------------------------------------------------ */
@@ -393,7 +458,7 @@ static void cleanup(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_control query|psets|log|channels|kill|signal|terminate|unsupported|cleanup DIR|watch");
+        fail("usage: pmix_control query|psets|attrs|log|channels|kill|signal|terminate|unsupported|cleanup DIR|watch");
     setvbuf(stdout, NULL, _IOLBF, 0);
     MUST(PMIx_Init(&me, NULL, 0));
     const char *s = argv[1];
@@ -401,6 +466,8 @@ int main(int argc, char **argv)
         query();
     else if (strcmp(s, "psets") == 0)
         psets();
+    else if (strcmp(s, "attrs") == 0)
+        attrs();
     else if (strcmp(s, "log") == 0)
         log_line();
     else if (strcmp(s, "channels") == 0)

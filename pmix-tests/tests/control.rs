@@ -148,6 +148,14 @@ fn psets(lib: Lib, nodes: bool) {
     assert_lines(&out, &format!("{lib:?} psets"), "psets", want);
 }
 
+/// `PMIX_QUERY_ATTRIBUTE_SUPPORT` answers with described `PMIX_REGATTR`s per function, and the
+/// functions, as libpmix decodes them.
+fn attrs(lib: Lib, nodes: bool) {
+    let out = run(lib, nodes, &["attrs"]);
+    let want = both(|r| format!("attrs rank={r} fence_collect=1 get_timeout=1 functions=1"));
+    assert_lines(&out, &format!("{lib:?} attrs"), "attrs", want);
+}
+
 fn log(lib: Lib, nodes: bool) {
     let out = run(lib, nodes, &["log"]);
     assert_lines(&out, "log", "log", both(|r| format!("log rank={r} ok")));
@@ -325,6 +333,7 @@ fn libpmix_client(lib: Lib) {
     for nodes in [false, true] {
         query(lib, nodes);
         psets(lib, nodes);
+        attrs(lib, nodes);
         log(lib, nodes);
         channels(lib, nodes);
         unsupported(lib, nodes);

@@ -29,7 +29,7 @@ pub use error::Error;
 pub use info::{Info, InfoFlags};
 pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
 pub use status::Status;
-pub use value::{DataArray, Envar, ProcInfo, Timeval, Value};
+pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};
 
 /// Longest namespace, in bytes, that the standard allows (`PMIX_MAX_NSLEN`).
 pub const MAX_NSLEN: usize = 255;

@@ -46,6 +46,20 @@ pub struct ProcInfo {
     pub state: ProcState,
 }
 
+/// An attribute as a PMIx library registers it for one of its functions (`pmix_regattr_t`):
+/// the elements of a `QUERY_ATTRIBUTE_SUPPORT` answer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RegAttr {
+    /// The attribute's name in the standard's C spelling (`PMIX_TIMEOUT`).
+    pub name: String,
+    /// Its key (`pmix.timeout`).
+    pub key: String,
+    /// The type of its value.
+    pub ty: DataType,
+    /// What it does, in lines of text (may be empty).
+    pub description: Vec<String>,
+}
+
 /// An array of values that all have one declared type (`pmix_data_array_t`).
 ///
 /// The element type is kept even when the array is empty. An array declared as
@@ -218,6 +232,8 @@ pub enum Value {
     LinkState(LinkState),
     /// A locality bit set (`PMIX_LOCTYPE`).
     Locality(Locality),
+    /// A registered attribute (`PMIX_REGATTR`).
+    RegAttr(Box<RegAttr>),
 }
 
 impl Value {
@@ -267,6 +283,7 @@ impl Value {
             Value::JobState(_) => DataType::JOB_STATE,
             Value::LinkState(_) => DataType::LINK_STATE,
             Value::Locality(_) => DataType::LOCTYPE,
+            Value::RegAttr(_) => DataType::REGATTR,
         }
     }
 
@@ -401,6 +418,7 @@ impl PartialEq for Value {
             (V::JobState(a), V::JobState(b)) => a == b,
             (V::LinkState(a), V::LinkState(b)) => a == b,
             (V::Locality(a), V::Locality(b)) => a == b,
+            (V::RegAttr(a), V::RegAttr(b)) => a == b,
             _ => false,
         }
     }

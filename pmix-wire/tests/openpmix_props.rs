@@ -56,6 +56,11 @@ fn wire_form(v: &Value, codec: Codec) -> Option<Value> {
             }))
         }
         Value::Envar(e) if has_nul(&e.name) || has_nul(&e.value) => return None,
+        Value::RegAttr(r)
+            if has_nul(&r.name) || has_nul(&r.key) || r.description.iter().any(|d| has_nul(d)) =>
+        {
+            return None;
+        }
         Value::Regex(r) => {
             let blob = r.starts_with(b"blob") && r.contains(&0);
             if r.contains(&0) && !blob {

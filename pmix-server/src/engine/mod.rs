@@ -9,6 +9,7 @@
 //! takes.
 
 pub(crate) mod anl_map;
+mod attributes;
 mod auth;
 mod collective;
 pub(crate) mod cross_run;

@@ -5,14 +5,13 @@
 //! job's data or defined by the host (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`, and
 //! `QUERY_PSET_MEMBERSHIP` of either kind, named by a `PSET_NAME` qualifier), the
 //! functions and attributes this server serves (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`,
-//! `QUERY_ATTRIBUTE_SUPPORT`), and any job-level key of a namespace's data (`JOB_SIZE` and
+//! `QUERY_ATTRIBUTE_SUPPORT`, in `attributes.rs`), and any job-level key of a namespace's data (`JOB_SIZE` and
 //! the like, of the namespace named by a `NSPACE` qualifier, else the caller's). Everything
 //! else (process tables with their pids, job status, host functions) is the host's
 //! ([`Host::query`](crate::Host::query)); answers from both are merged into one reply, one
 //! [`Info`] per answered key, as OpenPMIx lays them out.
 
 use super::*;
-use pmix_types::DataArray;
 
 /// The query keys answered here.
 const LOCAL_KEYS: &[&str] = &[
@@ -23,40 +22,6 @@ const LOCAL_KEYS: &[&str] = &[
     attr::QUERY_SUPPORTED_KEYS,
     attr::QUERY_ATTRIBUTE_SUPPORT,
     attr::SERVER_FUNCTIONS,
-];
-
-/// The PMIx functions a client of this server can use, whatever the host.
-const SERVER_FUNCTIONS: &str = "PMIx_Init,PMIx_Finalize,PMIx_Abort,PMIx_Put,PMIx_Commit,\
-PMIx_Fence,PMIx_Fence_nb,PMIx_Get,PMIx_Get_nb,PMIx_Publish,PMIx_Publish_nb,PMIx_Lookup,\
-PMIx_Lookup_nb,PMIx_Unpublish,PMIx_Unpublish_nb,PMIx_Spawn,PMIx_Spawn_nb,PMIx_Connect,\
-PMIx_Connect_nb,PMIx_Disconnect,PMIx_Disconnect_nb,PMIx_Register_event_handler,\
-PMIx_Deregister_event_handler,PMIx_Notify_event,PMIx_Query_info,PMIx_Query_info_nb,PMIx_Log,\
-PMIx_Log_nb,PMIx_Job_control,PMIx_Job_control_nb";
-
-/// The directives this server itself honours, by function (`QUERY_ATTRIBUTE_SUPPORT`).
-const SERVER_ATTRIBUTES: &[(&str, &[&str])] = &[
-    ("PMIx_Fence", &[attr::COLLECT_DATA, attr::TIMEOUT]),
-    (
-        "PMIx_Get",
-        &[attr::IMMEDIATE, attr::TIMEOUT, attr::OPTIONAL],
-    ),
-    ("PMIx_Publish", &[attr::RANGE, attr::PERSISTENCE]),
-    ("PMIx_Lookup", &[attr::RANGE, attr::WAIT, attr::TIMEOUT]),
-    (
-        "PMIx_Query_info",
-        &[attr::NSPACE, attr::QUERY_REFRESH_CACHE],
-    ),
-    (
-        "PMIx_Job_control",
-        &[
-            attr::REGISTER_CLEANUP,
-            attr::REGISTER_CLEANUP_DIR,
-            attr::CLEANUP_RECURSIVE,
-            attr::CLEANUP_IGNORE,
-            attr::CLEANUP_LEAVE_TOPDIR,
-            attr::CLEANUP_EMPTY,
-        ],
-    ),
 ];
 
 /// A comma-separated list, as query answers give lists of names.
@@ -88,6 +53,14 @@ impl Engine {
                 .unwrap_or_else(|| me.nspace.as_str().to_owned());
             let mut unanswered = Vec::new();
             for key in q.keys.iter() {
+                if key.as_str() == attr::QUERY_ATTRIBUTE_SUPPORT {
+                    let found = super::attributes::attribute_support(&q);
+                    if found.is_empty() {
+                        unanswered.push(key.clone());
+                    }
+                    local.extend(found);
+                    continue;
+                }
                 match self.answer_key(key, &q, &target) {
                     Some(value) => local.push(Info::new(key.clone(), value)),
                     None => unanswered.push(key.clone()),
@@ -128,23 +101,7 @@ impl Engine {
                 Value::from(super::psets::procs_array(&self.pset_members(name)?))
             }
             attr::QUERY_SUPPORTED_KEYS => Value::String(comma_list(LOCAL_KEYS.iter().copied())),
-            attr::SERVER_FUNCTIONS => Value::String(SERVER_FUNCTIONS.to_owned()),
-            attr::QUERY_ATTRIBUTE_SUPPORT => {
-                let asked: Vec<&str> = [attr::SERVER_ATTRIBUTES, attr::CLIENT_ATTRIBUTES]
-                    .iter()
-                    .filter_map(|k| qualifier(q, k)?.as_str())
-                    .flat_map(|s| s.split(','))
-                    .collect();
-                let all = asked.is_empty() || asked.contains(&"all");
-                let found = SERVER_ATTRIBUTES
-                    .iter()
-                    .filter(|(f, _)| all || asked.contains(f))
-                    .filter_map(|(f, attrs)| {
-                        let key = Key::new(f).ok()?;
-                        Some(Info::new(key, comma_list(attrs.iter().copied())))
-                    });
-                Value::from(DataArray::from_infos(found))
-            }
+            attr::SERVER_FUNCTIONS => Value::from(super::attributes::SERVER_FUNCTIONS),
             // Not a query key: a job-level value of the namespace, if its data holds one.
             _ if !key.as_str().starts_with("pmix.qry.") => {
                 self.job_value(nspace, key.as_str())?.clone()

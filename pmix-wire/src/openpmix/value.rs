@@ -2,8 +2,8 @@
 
 use pmix_types::{
     AllocDirective, DataArray, DataRange, DataType, Envar, Info, InfoFlags, IofChannel, JobState,
-    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, Scope, Timeval,
-    Value,
+    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr, Scope,
+    Timeval, Value,
 };
 
 use super::item::Item;
@@ -92,6 +92,7 @@ impl Packer<'_> {
             Value::JobState(s) => self.put_u8(s.0),
             Value::LinkState(s) => self.put_u8(s.0),
             Value::Locality(l) => self.put_u16(l.0),
+            Value::RegAttr(r) => self.put_regattr(r)?,
             other => {
                 return Err(Error::Unsupported(format!(
                     "a {:?} value has no OpenPMIx encoding here",
@@ -110,6 +111,26 @@ impl Packer<'_> {
         self.put_str_or_null(&pi.executable_name)?;
         self.put_pid(pi.pid);
         self.put_u8(pi.state.0);
+        Ok(())
+    }
+
+    /// A `REGATTR`: name, key (both strings), type, then an `INT32` count of description
+    /// lines and the lines.
+    ///
+    /// The type goes as an `INT16`, which is how libpmix reads a `DATA_TYPE` field
+    /// (`pmix_bfrops_base_unpack_datatype`); its packer writes a `UINT16`, which in `v41`'s
+    /// variable-length integers is another encoding, so libpmix misreads the types of its
+    /// own servers' answers (1 as -1) and reads ours right.
+    pub fn put_regattr(&mut self, r: &RegAttr) -> Result<(), Error> {
+        self.put_str(&r.name)?;
+        self.put_str(&r.key)?;
+        self.put_i16(r.ty.0 as i16);
+        let n = i32::try_from(r.description.len())
+            .map_err(|_| Error::Unsupported("a description of 2^31 lines".into()))?;
+        self.put_i32(n);
+        for line in &r.description {
+            self.put_str(line)?;
+        }
         Ok(())
     }
 
@@ -336,6 +357,7 @@ impl Unpacker<'_> {
             DataType::JOB_STATE => Value::JobState(JobState(self.get_u8()?)),
             DataType::LINK_STATE => Value::LinkState(LinkState(self.get_u8()?)),
             DataType::LOCTYPE => Value::Locality(Locality(self.get_u16()?)),
+            DataType::REGATTR => Value::RegAttr(Box::new(self.get_regattr()?)),
             other => {
                 return Err(Error::Unsupported(format!(
                     "a value of type {other:?} (at byte {})",
@@ -357,6 +379,30 @@ impl Unpacker<'_> {
                 self.position()
             )))
         }
+    }
+
+    /// A `REGATTR` ([`Packer::put_regattr`]). The reference refuses a missing key.
+    pub fn get_regattr(&mut self) -> Result<RegAttr, Error> {
+        let name = self.get_string()?;
+        let at = self.position();
+        let key = self
+            .get_opt_string()?
+            .ok_or_else(|| self.malformed(format!("a REGATTR without its key (at byte {at})")))?;
+        // As libpmix reads it (see `Packer::put_regattr`).
+        let ty = DataType(self.get_i16()? as u16);
+        let at = self.position();
+        let n = self.get_i32()?;
+        let n = self.count(i64::from(n), at)?;
+        let mut description = Vec::with_capacity(n);
+        for _ in 0..n {
+            description.push(self.get_string()?);
+        }
+        Ok(RegAttr {
+            name,
+            key,
+            ty,
+            description,
+        })
     }
 
     /// A `PROC_INFO` (the exit code, not on the wire, reads as 0).

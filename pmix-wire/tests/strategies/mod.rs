@@ -9,8 +9,8 @@
 
 use pmix_types::{
     AllocDirective, DataArray, DataRange, DataType, Envar, Info, InfoFlags, IofChannel, JobState,
-    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, Scope, Status,
-    Timeval, Value,
+    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr, Scope,
+    Status, Timeval, Value,
 };
 use pmix_wire::openpmix::{BufferType, Codec, Dialect};
 use pmix_wire::{
@@ -178,6 +178,21 @@ pub(crate) fn leaf_value() -> impl Strategy<Value = Value> {
             .boxed(),
         any::<u16>()
             .prop_map(|v| Value::Locality(Locality(v)))
+            .boxed(),
+        (
+            any_string(),
+            any_string(),
+            any::<u16>(),
+            proptest::collection::vec(any_string(), 0..3),
+        )
+            .prop_map(|(name, key, ty, description)| {
+                Value::RegAttr(Box::new(RegAttr {
+                    name,
+                    key,
+                    ty: DataType(ty),
+                    description,
+                }))
+            })
             .boxed(),
     ];
     balanced_union(arms)

@@ -258,3 +258,78 @@ fn cleanups_are_kept_by_the_server_and_run_when_the_namespace_ends() {
     assert_eq!(c.files, ["/tmp/f"]);
     assert!(c.recursive && !c.leave_topdir);
 }
+
+/// `QUERY_ATTRIBUTE_SUPPORT`: one answer per level asked, the attributes as `REGATTR`s by
+/// function; the client level is left to the host (libpmix answers it itself).
+#[test]
+fn attribute_support_is_answered_per_level_with_registered_attributes() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    let asked = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(
+                &[attr::QUERY_ATTRIBUTE_SUPPORT],
+                vec![
+                    Info::attr(attr::SERVER_ATTRIBUTES, "PMIx_Fence"),
+                    Info::attr(attr::SERVER_FUNCTIONS, true),
+                ],
+            )],
+        },
+    );
+    assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
+    let got = results(s.reply(1, asked));
+    let levels: Vec<Vec<Info>> = got
+        .iter()
+        .map(|i| match &i.value {
+            Value::DataArray(a) if i.key.as_str() == attr::QUERY_ATTRIBUTE_SUPPORT => {
+                a.infos().cloned().collect()
+            }
+            other => panic!("{}: {other:?}", i.key.as_str()),
+        })
+        .collect();
+    assert_eq!(levels.len(), 2, "{got:?}");
+    // Only the function asked for, its attributes registered.
+    assert_eq!(levels[0].len(), 1);
+    assert_eq!(levels[0][0].key.as_str(), "PMIx_Fence");
+    let Value::DataArray(regs) = &levels[0][0].value else {
+        panic!("{:?}", levels[0][0]);
+    };
+    let collect = regs.items().iter().find_map(|v| match v {
+        Value::RegAttr(r) if r.key == attr::COLLECT_DATA => Some(r),
+        _ => None,
+    });
+    let collect = collect.unwrap_or_else(|| panic!("{regs:?}"));
+    assert_eq!(collect.name, "PMIX_COLLECT_DATA");
+    assert_eq!(collect.ty, pmix_types::DataType::BOOL);
+    assert!(!collect.description.is_empty());
+    assert_eq!(levels[1][0].key.as_str(), attr::SERVER_FUNCTIONS);
+    // `true`, as libpmix 5 sends it: every function.
+    let all = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(
+                &[attr::QUERY_ATTRIBUTE_SUPPORT],
+                vec![Info::attr(attr::SERVER_ATTRIBUTES, true)],
+            )],
+        },
+    );
+    let got = results(s.reply(1, all));
+    let Value::DataArray(fns) = value_of(&got, attr::QUERY_ATTRIBUTE_SUPPORT) else {
+        panic!("{got:?}");
+    };
+    assert!(fns.infos().count() > 1, "{fns:?}");
+    // The client level is not the server's to answer.
+    s.send(
+        1,
+        Request::Query {
+            queries: vec![query(
+                &[attr::QUERY_ATTRIBUTE_SUPPORT],
+                vec![Info::attr(attr::CLIENT_ATTRIBUTES, "PMIx_Get")],
+            )],
+        },
+    );
+    assert_eq!(s.host_calls.len(), 1, "{:?}", s.host_calls);
+}
