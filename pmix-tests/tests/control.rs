@@ -104,6 +104,14 @@ fn run_in(
     out
 }
 
+/// `line` is a line of pmixrun's stderr.
+fn assert_stderr_line(lib: Lib, out: &Output, line: &str) {
+    assert!(
+        out.stderr.lines().any(|l| l == line),
+        "{lib:?}: no {line:?} in {out:#?}"
+    );
+}
+
 /// Each rank's line, as both ranks print it.
 fn both(f: impl Fn(u32) -> String) -> Vec<String> {
     (0..2).map(f).collect()
@@ -162,11 +170,7 @@ fn log(lib: Lib, nodes: bool) {
     // On pmixrun's stderr, tagged with the source, and its node across nodes.
     for r in 0..2 {
         let at = if nodes { ["@a", "@b"][r] } else { "" };
-        let line = format!("[{r}{at}] log from rank {r}");
-        assert!(
-            out.stderr.lines().any(|l| l == line),
-            "{lib:?}: no {line:?} in {out:#?}"
-        );
+        assert_stderr_line(lib, &out, &format!("[{r}{at}] log from rank {r}"));
     }
 }
 
@@ -191,10 +195,7 @@ fn channels(lib: Lib, nodes: bool) {
     let at = |r: usize| if nodes { ["@a", "@b"][r] } else { "" };
     for r in 0..2 {
         let line = format!("pmixrun: job record: [{r}{}] record from rank {r}", at(r));
-        assert!(
-            out.stderr.lines().any(|l| l == line),
-            "{lib:?}: no {line:?} in {out:#?}"
-        );
+        assert_stderr_line(lib, &out, &line);
     }
     // Sent before the run ended: waiting in the socket now.
     daemon
@@ -258,10 +259,7 @@ fn terminate(lib: Lib, nodes: bool) {
     assert_lines(&out, "terminate", "terminate", want);
     let said = "pmixrun: rank 0 asked for the termination (SIGCONT, SIGTERM, SIGKILL after 500 ms) \
                 of 1 process(es)";
-    assert!(
-        out.stderr.lines().any(|l| l == said),
-        "{lib:?}: no {said:?} in {out:#?}"
-    );
+    assert_stderr_line(lib, &out, said);
 }
 
 /// What each rank registered for cleanup is gone once the run is over.
