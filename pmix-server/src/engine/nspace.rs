@@ -79,13 +79,27 @@ impl LazyJob {
     /// (`PSET_NAME` in their `PROC_DATA`), or else whose application's does (launchers such
     /// as pmixrun and prterun name the set of each application context given `--pset`).
     pub(crate) fn pset_ranks(&self, name: &str) -> Vec<Rank> {
-        let spec = &self.spec;
-        if spec.nodata {
-            return Vec::new();
-        }
         fn named(infos: &[Info]) -> Option<&str> {
             find(infos, attr::PSET_NAME).and_then(Value::as_str)
         }
+        let spec = match &self.0 {
+            Job::Derived { spec, .. } if spec.nodata => return Vec::new(),
+            Job::Derived { spec, .. } => spec,
+            // Another run's, as its server derived it: each rank's data and its application's.
+            Job::Given(job) => {
+                let app_set = |info: &[Info]| {
+                    let appnum = find(info, attr::APPNUM)?.as_u64()?;
+                    let app = job.apps.iter().find(|a| u64::from(a.id) == appnum)?;
+                    named(&app.info)
+                };
+                return job
+                    .procs
+                    .iter()
+                    .filter(|p| named(&p.info).or_else(|| app_set(&p.info)) == Some(name))
+                    .map(|p| p.rank)
+                    .collect();
+            }
+        };
         let leaders_ascend = spec.app_of_rank.is_sorted_by_key(|&(_, ldr)| ldr);
         (0..spec.size)
             .map(Rank)
