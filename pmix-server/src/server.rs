@@ -251,6 +251,7 @@ impl Server {
             let frontends = Frontends {
                 native: frontend::native::Common::new(options.max_frame),
                 pmi1: frontend::pmi1::Common::default(),
+                pmi2: frontend::pmi2::node_attrs::Common::default(),
                 openpmix: frontend::openpmix::Common::new(ds21, hostname.clone()),
             };
             let parts = ShellParts {

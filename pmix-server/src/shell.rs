@@ -351,6 +351,7 @@ impl<H: Host> Shell<H> {
                 self.step(conn);
             }
             moved |= self.drain_outputs();
+            moved |= self.wake();
             if !moved {
                 break;
             }
@@ -712,6 +713,17 @@ impl<H: Host> Shell<H> {
         }
     }
 
+    /// Lets the connections a front-end woke look again at what they wait for; true if any.
+    fn wake(&mut self) -> bool {
+        let woken = self.frontends.take_woken();
+        for conn in &woken {
+            if let Some(slot) = self.slot_of(*conn) {
+                self.deliver(slot, |p, fe, out| p.woken(fe, out));
+            }
+        }
+        !woken.is_empty()
+    }
+
     /// Delivers the engine's outputs; true if there were any.
     fn drain_outputs(&mut self) -> bool {
         let mut any = false;
@@ -879,6 +891,7 @@ impl<H: Host> Shell<H> {
             return;
         };
         c.gone = true;
+        c.proto.closed(&mut self.frontends);
         let _ = self.poll.registry().deregister(&mut c.stream);
         c.stream.shutdown();
         let unauthenticated = c.unauthenticated.take();

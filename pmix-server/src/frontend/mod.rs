@@ -17,6 +17,7 @@ mod job_bytes;
 pub(crate) mod native;
 pub(crate) mod openpmix;
 pub(crate) mod pmi1;
+pub(crate) mod pmi2;
 
 use std::cell::OnceCell;
 use std::io;
@@ -28,6 +29,7 @@ use pmix_wire::{Event, JobData, Reply, Request};
 use self::native::NativeConn;
 use self::openpmix::OpenpmixConn;
 use self::pmi1::Pmi1Conn;
+use self::pmi2::Pmi2Conn;
 use crate::engine::{Auth, ConnId, PeerCreds};
 
 /// What a connection's front-end wants done next.
@@ -78,6 +80,8 @@ pub(crate) enum Proto {
     Native(NativeConn),
     /// MPICH's PMI-1 text lines.
     Pmi1(Box<Pmi1Conn>),
+    /// PMI-2 frames, after a PMI-1 `init pmi_version=2` handed the connection over.
+    Pmi2(Box<Pmi2Conn>),
     /// The OpenPMIx 4.2 wire protocol of libpmix clients.
     Openpmix(Box<OpenpmixConn>),
 }
@@ -86,6 +90,7 @@ pub(crate) enum Proto {
 pub(crate) struct Frontends {
     pub(crate) native: native::Common,
     pub(crate) pmi1: pmi1::Common,
+    pub(crate) pmi2: pmi2::node_attrs::Common,
     pub(crate) openpmix: openpmix::Common,
 }
 
@@ -93,6 +98,12 @@ impl Frontends {
     /// A namespace was registered with `nlocalprocs` processes on this node.
     pub(crate) fn nspace_registered(&mut self, nspace: &Nspace, nlocalprocs: u32) {
         self.openpmix.nspace_registered(nspace, nlocalprocs);
+    }
+
+    /// The connections (by the engine's id) whose front-end must look again at what they wait
+    /// for, because another connection changed it ([`Proto::woken`]).
+    pub(crate) fn take_woken(&mut self) -> Vec<ConnId> {
+        self.pmi2.take_woken()
     }
 
     /// The server stops: shared memory is unmapped and its files removed.
@@ -104,6 +115,7 @@ impl Frontends {
     pub(crate) fn nspace_deregistered(&mut self, nspace: &Nspace) {
         self.native.nspace_deregistered(nspace);
         self.openpmix.nspace_deregistered(nspace);
+        self.pmi2.nspace_deregistered(nspace);
     }
 }
 
@@ -159,6 +171,7 @@ impl Proto {
             // Straight into the frame reader's buffer: no copy.
             Proto::Native(n) => n.read_from(src),
             Proto::Pmi1(p) => src.read(scratch).inspect(|&n| p.feed(&scratch[..n])),
+            Proto::Pmi2(p) => src.read(scratch).inspect(|&n| p.feed(&scratch[..n])),
             Proto::Openpmix(o) => src.read(scratch).inspect(|&n| o.feed(&scratch[..n])),
         }
     }
@@ -168,8 +181,32 @@ impl Proto {
     pub(crate) fn step(&mut self, fe: &mut Frontends, out: &mut Vec<u8>) -> Step {
         match self {
             Proto::Native(n) => n.step(out),
-            Proto::Pmi1(p) => p.step(&mut fe.pmi1, out),
+            Proto::Pmi1(p) => {
+                let step = p.step(&mut fe.pmi1, out);
+                match p.take_upgrade() {
+                    Some((proc, rest)) => {
+                        *self = Proto::Pmi2(Box::new(Pmi2Conn::upgraded(proc, rest, out)));
+                        self.step(fe, out)
+                    }
+                    None => step,
+                }
+            }
+            Proto::Pmi2(p) => p.step(&mut fe.pmi1, &mut fe.pmi2, out),
             Proto::Openpmix(o) => o.step(&mut fe.openpmix, out),
+        }
+    }
+
+    /// Another connection changed what this one may wait for (see [`Frontends::take_woken`]).
+    pub(crate) fn woken(&mut self, fe: &mut Frontends, out: &mut Vec<u8>) {
+        if let Proto::Pmi2(p) = self {
+            p.woken(&mut fe.pmi2, out);
+        }
+    }
+
+    /// The connection is closed (by either side).
+    pub(crate) fn closed(&mut self, fe: &mut Frontends) {
+        if let Proto::Pmi2(p) = self {
+            p.closed(&mut fe.pmi2);
         }
     }
 
@@ -184,6 +221,7 @@ impl Proto {
         match self {
             Proto::Native(n) => n.accepted(&mut fe.native, job, out),
             Proto::Pmi1(p) => p.accepted(job.clone(), out),
+            Proto::Pmi2(p) => p.accepted(conn, job.clone(), &mut fe.pmi2, out),
             Proto::Openpmix(o) => o.accepted(job.clone(), conn as u32, out),
         }
     }
@@ -193,6 +231,7 @@ impl Proto {
         match self {
             Proto::Native(n) => n.refused(status, reason, out),
             Proto::Pmi1(p) => p.refused(status, reason, out),
+            Proto::Pmi2(p) => p.refused(status, reason, out),
             Proto::Openpmix(o) => o.refused(),
         }
     }
@@ -202,6 +241,7 @@ impl Proto {
         match self {
             Proto::Native(n) => n.replied(id, reply, out),
             Proto::Pmi1(p) => p.replied(id, &reply, out),
+            Proto::Pmi2(p) => p.replied(id, &reply, out),
             Proto::Openpmix(o) => o.replied(&mut fe.openpmix, id, &reply, None, out),
         }
     }
@@ -217,6 +257,7 @@ impl Proto {
         match self {
             Proto::Native(n) => n.replied_shared(id, answer, out),
             Proto::Pmi1(p) => p.replied(id, answer.reply(), out),
+            Proto::Pmi2(p) => p.replied(id, answer.reply(), out),
             Proto::Openpmix(o) => o.replied(
                 &mut fe.openpmix,
                 id,
@@ -231,8 +272,8 @@ impl Proto {
     pub(crate) fn event(&mut self, event: &Event, out: &mut Vec<u8>) {
         match self {
             Proto::Native(n) => n.event(event, out),
-            // PMI-1 has no events (and its processes never register for any).
-            Proto::Pmi1(_) => {}
+            // PMI-1 and PMI-2 have no events (and their processes never register for any).
+            Proto::Pmi1(_) | Proto::Pmi2(_) => {}
             Proto::Openpmix(o) => o.event(event, out),
         }
     }
@@ -244,6 +285,7 @@ impl Proto {
         match self {
             Proto::Native(n) => n.wants_input(),
             Proto::Pmi1(p) => p.wants_input(),
+            Proto::Pmi2(p) => p.wants_input(),
             Proto::Openpmix(o) => o.wants_input(),
         }
     }
@@ -253,6 +295,7 @@ impl Proto {
         match self {
             Proto::Native(n) => n.is_closing(),
             Proto::Pmi1(p) => p.is_closing(),
+            Proto::Pmi2(p) => p.is_closing(),
             Proto::Openpmix(o) => o.is_closing(),
         }
     }

@@ -78,6 +78,11 @@ impl Common {
         self.ids.insert(id, proc);
         true
     }
+
+    /// The process `id` was handed out to; the id is spent.
+    pub(crate) fn claim(&mut self, id: u32) -> Option<Proc> {
+        self.ids.remove(&id)
+    }
 }
 
 /// Why the connection waits for the engine, and how its answer is put into words.
@@ -107,6 +112,7 @@ enum Pending {
     Abort,
 }
 
+#[derive(PartialEq, Eq)]
 enum State {
     /// Nothing received yet.
     Fresh,
@@ -115,6 +121,8 @@ enum State {
     Ready,
     /// The process said finalize (or abort); anything after is refused.
     Done,
+    /// The process asked for PMI-2 (`init pmi_version=2`): the PMI-2 front-end takes over.
+    Upgraded,
 }
 
 /// One PMI-1 connection.
@@ -400,6 +408,11 @@ impl Pmi1Conn {
 
     /// The first line: `init` over an inherited socket, `initack` over TCP.
     fn first_command(&mut self, l: &Line<'_>, common: &mut Common, out: &mut Vec<u8>) -> Step {
+        if l.cmd == "init" && l.arg("pmi_version") == Some("2") {
+            // The rest of the connection is PMI-2's (over TCP its fullinit names the PMI_ID).
+            self.state = State::Upgraded;
+            return Step::Idle;
+        }
         match (self.transport, l.cmd) {
             (Transport::Fd, "init") => {
                 if let Some(v) = l.arg("pmi_version").filter(|v| *v != "1") {
@@ -446,6 +459,22 @@ impl Pmi1Conn {
                 Step::Close
             }
         }
+    }
+
+    /// After `init pmi_version=2`: the process (when the socket was made for one) and what
+    /// it sent after that line, for the PMI-2 front-end to go on with.
+    pub(crate) fn take_upgrade(&mut self) -> Option<(Option<Proc>, Vec<u8>)> {
+        if self.state != State::Upgraded || self.closing {
+            return None;
+        }
+        self.state = State::Done;
+        self.closing = true;
+        let rest = self.input.split_off(self.consumed);
+        let proc = match self.transport {
+            Transport::Fd => self.proc.clone(),
+            Transport::Port => None,
+        };
+        Some((proc, rest))
     }
 
     /// The engine accepted the process.
@@ -720,14 +749,14 @@ fn mapping_room() -> usize {
 
 /// The handshake of a process this front-end vouches for: its socket was made for it, or it
 /// showed the one-time `PMI_ID` handed out for it.
-fn hello(proc: Proc) -> Step {
+pub(crate) fn hello(proc: Proc) -> Step {
     Step::Hello {
         proc,
         auth: Auth::Vouched { creds: None },
     }
 }
 
-fn range_global() -> Info {
+pub(crate) fn range_global() -> Info {
     Info::attr(attr::RANGE, DataRange::GLOBAL)
 }
 
@@ -789,7 +818,7 @@ fn word(s: &str) -> String {
 }
 
 /// The text of a value, as a PMI-1 value.
-fn value_text(v: &Value) -> Option<String> {
+pub(crate) fn value_text(v: &Value) -> Option<String> {
     match v {
         Value::String(s) => Some(s.clone()),
         Value::Bool(b) => Some(b.to_string()),
@@ -802,7 +831,7 @@ fn value_text(v: &Value) -> Option<String> {
 
 /// The value of `key` in a Get reply: the job and session levels, then the data of the
 /// process that answered. `Some(Err)` when the value cannot be written on a line.
-fn found_value(r: &Reply, key: &Key) -> Option<Result<String, &'static str>> {
+pub(crate) fn found_value(r: &Reply, key: &Key) -> Option<Result<String, &'static str>> {
     if r.status != Status::SUCCESS {
         return None;
     }

@@ -276,11 +276,31 @@ fn bad_input_gets_an_answer_and_never_a_panic() {
     let (s, out) = run(&mut c, &"y".repeat(MAX_LINE + 10));
     assert_eq!(s, Step::Close);
     assert!(out.starts_with("cmd=error rc=-1"), "{out}");
-    // PMI-2 is refused cleanly.
+    // A version this server does not speak is refused cleanly.
     let mut c = Pmi1Conn::with_fd(Proc::new(ns("kvs"), 0));
-    let (s, out) = run(&mut c, "cmd=init pmi_version=2 pmi_subversion=0\n");
+    let (s, out) = run(&mut c, "cmd=init pmi_version=3 pmi_subversion=0\n");
     assert_eq!(s, Step::Close);
     assert!(out.starts_with("cmd=response_to_init rc=-1"), "{out}");
+}
+
+#[test]
+fn pmi_version_2_hands_the_connection_over_with_what_followed() {
+    let me = Proc::new(ns("kvs"), 1);
+    let mut c = Pmi1Conn::with_fd(me.clone());
+    let (s, out) = run(
+        &mut c,
+        "cmd=init pmi_version=2 pmi_subversion=0\n38    cmd=fullinit",
+    );
+    assert_eq!(s, Step::Idle);
+    assert_eq!(out, "");
+    let (proc, rest) = c.take_upgrade().unwrap();
+    assert_eq!(proc, Some(me));
+    assert_eq!(rest, b"38    cmd=fullinit");
+    assert!(c.take_upgrade().is_none());
+    // Over TCP the process is not known until its fullinit names its PMI_ID.
+    let mut c = Pmi1Conn::with_port();
+    run(&mut c, "cmd=init pmi_version=2 pmi_subversion=0\n");
+    assert_eq!(c.take_upgrade(), Some((None, vec![])));
 }
 
 #[test]
