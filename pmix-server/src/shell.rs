@@ -716,10 +716,10 @@ impl<H: Host> Shell<H> {
     /// Lets the connections a front-end woke look again at what they wait for; true if any.
     fn wake(&mut self) -> bool {
         let woken = self.frontends.take_woken();
-        for conn in &woken {
-            if let Some(slot) = self.slot_of(*conn) {
-                self.deliver(slot, |p, fe, out| p.woken(fe, out));
-            }
+        // A slot taken over by a newer connection meanwhile is woken for nothing: a front-end
+        // that waits for nothing does nothing.
+        for &conn in &woken {
+            self.deliver(conn, |p, fe, out| p.woken(fe, out));
         }
         !woken.is_empty()
     }

@@ -155,9 +155,11 @@ struct Global {
     nameserver_uri: Option<String>,
     /// The process-management protocol the processes speak: `pmix` (this project's PMIx
     /// client), `pmi1` (MPICH's simple PMI over an inherited socket, PMI_FD, as Hydra does),
-    /// `pmi1-port` (simple PMI over loopback TCP, PMI_PORT and PMI_ID), or `auto`: `pmi1`
-    /// when a program of the command line links MPICH's shared library, else `pmix`. Jobs
-    /// the processes spawn speak the same.
+    /// `pmi1-port` (simple PMI over loopback TCP, PMI_PORT and PMI_ID), `pmi2` and `pmi2-port`
+    /// (PMI-2, as Slurm's libpmi2 and MPICH built --with-pmi=pmi2 speak it, over the same two
+    /// transports; a PMI socket serves either version, the process's init picks), or `auto`:
+    /// `pmi2` when a program of the command line links libpmi2, `pmi1` when it links MPICH's
+    /// shared library, else `pmix`. Jobs the processes spawn speak the same.
     #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "PROTOCOL")]
     pmi: Protocol,
     #[command(flatten)]
@@ -245,6 +247,24 @@ pub(crate) enum Protocol {
     /// MPICH's PMI-1 over loopback TCP.
     #[value(name = "pmi1-port")]
     Pmi1Port,
+    /// PMI-2 (Slurm's libpmi2, MPICH built for PMI-2) over an inherited socket.
+    Pmi2,
+    /// PMI-2 over loopback TCP.
+    #[value(name = "pmi2-port")]
+    Pmi2Port,
+}
+
+impl Protocol {
+    /// A PMI version (1 or 2) rather than PMIx: the processes get a PMI socket or port,
+    /// which serves either version.
+    pub(crate) fn is_pmi(self) -> bool {
+        !matches!(self, Protocol::Auto | Protocol::Pmix)
+    }
+
+    /// PMI over loopback TCP (`PMI_PORT`, `PMI_ID`) rather than an inherited socket.
+    pub(crate) fn over_port(self) -> bool {
+        matches!(self, Protocol::Pmi1Port | Protocol::Pmi2Port)
+    }
 }
 
 /// `pmixrun --nameserver ...`: run a name server instead of a job.

@@ -1,9 +1,10 @@
 //! What a program expects of its launcher, judged from the shared libraries it links.
 //!
-//! `--pmi auto`: an MPICH program links `libmpi.so.12` (MPICH's ABI; Open MPI's is
-//! `libmpi.so.40`) or, for older builds, `libmpich.so`: it speaks PMI-1. Anything else is taken
-//! to speak PMIx. A statically linked MPICH program cannot be recognised this way; `--pmi
-//! pmi1` says it.
+//! `--pmi auto`: a program linking Slurm's `libpmi2.so` speaks PMI-2; an MPICH program links
+//! `libmpi.so.12` (MPICH's ABI; Open MPI's is `libmpi.so.40`) or, for older builds,
+//! `libmpich.so`: it speaks PMI-1, or PMI-2 when MPICH was built for it, which the same PMI
+//! socket serves (the process's init says which). Anything else is taken to speak PMIx. A
+//! statically linked MPICH program cannot be recognised this way; `--pmi pmi1` says it.
 //!
 //! An Open MPI 4 program (`libmpi.so.40`) speaks PMIx through libpmix, but only believes it
 //! was launched when it also recognises a resource manager (see [`open_mpi_env`]).
@@ -88,7 +89,9 @@ pub(crate) fn open_mpi_env(hostname: &str, job_id: u32) -> Vec<(String, String)>
 /// The protocol of the program at `path`, from its libraries.
 pub(crate) fn protocol_of(path: &Path) -> Protocol {
     let libs = libraries_of(path);
-    if libs
+    if libs.iter().any(|l| l.starts_with("libpmi2.so")) {
+        Protocol::Pmi2
+    } else if libs
         .iter()
         .any(|l| l == "libmpi.so.12" || l.starts_with("libmpich.so"))
     {

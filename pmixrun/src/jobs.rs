@@ -96,8 +96,8 @@ impl RunJobs<'_> {
     /// (see `detect.rs`; a program that cannot be found yet fails later, at its start).
     fn client_options(&self, app: &App) -> ClientOptions {
         let openpmix = match self.pmi {
-            Protocol::Pmi1 | Protocol::Pmi1Port => false,
-            Protocol::Pmix | Protocol::Auto => {
+            p if p.is_pmi() => false,
+            _ => {
                 let env = launch::app_env(app);
                 !launch::find_program(&app.program, &job::wdir_of(app, &self.cwd), &env)
                     .is_ok_and(|p| crate::detect::is_pmix_rs_client(&p))
@@ -151,14 +151,12 @@ impl RunJobs<'_> {
         for &rank in ranks {
             let proc = Proc::new(nspace.clone(), rank);
             let setup = match self.pmi {
-                Protocol::Pmix | Protocol::Auto => {
-                    self.server.setup_fork(&proc).map(|env| (env, None))
-                }
-                Protocol::Pmi1 | Protocol::Pmi1Port => {
-                    let transport = if self.pmi == Protocol::Pmi1 {
-                        PmiTransport::Fd
-                    } else {
+                p if !p.is_pmi() => self.server.setup_fork(&proc).map(|env| (env, None)),
+                p => {
+                    let transport = if p.over_port() {
                         PmiTransport::Port
+                    } else {
+                        PmiTransport::Fd
                     };
                     self.server
                         .setup_fork_pmi1(&proc, transport)

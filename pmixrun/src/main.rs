@@ -240,16 +240,19 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     let user_env: Vec<_> = opts.apps.iter().map(launch::app_env).collect();
     let pmi = match opts.pmi {
         cli::Protocol::Auto => {
-            // An MPICH program anywhere in the job makes it a PMI-1 job.
-            let mpich = opts.apps.iter().zip(&user_env).any(|(app, env)| {
+            // A PMI program (libpmi2, MPICH) anywhere in the job makes it a PMI job.
+            let pmi = opts.apps.iter().zip(&user_env).find_map(|(app, env)| {
                 launch::find_program(&app.program, &job::wdir_of(app, &cwd), env)
-                    .is_ok_and(|p| detect::protocol_of(&p) == cli::Protocol::Pmi1)
+                    .ok()
+                    .map(|p| detect::protocol_of(&p))
+                    .filter(|p| p.is_pmi())
             });
-            if mpich {
-                tracing::debug!("MPICH program: speaking PMI-1");
-                cli::Protocol::Pmi1
-            } else {
-                cli::Protocol::Pmix
+            match pmi {
+                Some(p) => {
+                    tracing::debug!("PMI program: speaking {p:?}");
+                    p
+                }
+                None => cli::Protocol::Pmix,
             }
         }
         p => p,

@@ -147,6 +147,8 @@ pub(crate) enum WireProtocol {
     Pmix,
     Pmi1,
     Pmi1Port,
+    Pmi2,
+    Pmi2Port,
 }
 
 impl From<Protocol> for WireProtocol {
@@ -155,6 +157,8 @@ impl From<Protocol> for WireProtocol {
             Protocol::Auto | Protocol::Pmix => WireProtocol::Pmix,
             Protocol::Pmi1 => WireProtocol::Pmi1,
             Protocol::Pmi1Port => WireProtocol::Pmi1Port,
+            Protocol::Pmi2 => WireProtocol::Pmi2,
+            Protocol::Pmi2Port => WireProtocol::Pmi2Port,
         }
     }
 }
@@ -165,6 +169,8 @@ impl From<WireProtocol> for Protocol {
             WireProtocol::Pmix => Protocol::Pmix,
             WireProtocol::Pmi1 => Protocol::Pmi1,
             WireProtocol::Pmi1Port => Protocol::Pmi1Port,
+            WireProtocol::Pmi2 => Protocol::Pmi2,
+            WireProtocol::Pmi2Port => Protocol::Pmi2Port,
         }
     }
 }

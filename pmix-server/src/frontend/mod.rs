@@ -100,8 +100,8 @@ impl Frontends {
         self.openpmix.nspace_registered(nspace, nlocalprocs);
     }
 
-    /// The connections (by the engine's id) whose front-end must look again at what they wait
-    /// for, because another connection changed it ([`Proto::woken`]).
+    /// The connections (by the id [`Proto::accepted`] was given) whose front-end must look
+    /// again at what they wait for, because another connection changed it ([`Proto::woken`]).
     pub(crate) fn take_woken(&mut self) -> Vec<ConnId> {
         self.pmi2.take_woken()
     }

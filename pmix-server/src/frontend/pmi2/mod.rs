@@ -50,7 +50,9 @@ enum Pending {
     FullInit,
     Put,
     Fence,
-    Get(Key),
+    /// A key of a job's KVS, and the process named as its source (`srcid`), asked next if
+    /// nothing here has the key.
+    Get(Key, Option<Proc>),
     Publish,
     Unpublish,
     Lookup(Key),
@@ -75,7 +77,8 @@ pub(crate) struct Pmi2Conn {
     /// Known from the start over an inherited socket; from `srcid` over TCP.
     proc: Option<Proc>,
     job: Option<Arc<JobData>>,
-    /// The engine's id of this connection, which node-attribute waits are woken by.
+    /// The id of this connection the shell gave [`Pmi2Conn::accepted`], which node-attribute
+    /// waits are woken by.
     conn: Option<ConnId>,
     state: State,
     input: Vec<u8>,
@@ -85,6 +88,8 @@ pub(crate) struct Pmi2Conn {
     /// An `info-getnodeattr wait=TRUE` not yet answered: its key and `thrid`.
     waiting: Option<(String, Option<String>)>,
     next_id: u32,
+    /// A request to make before the next frame is read, to word a reply.
+    follow_up: Option<(Pending, Request, Option<String>)>,
     closing: bool,
     /// Counted as ended in the node-attribute table (finalize, abort or close).
     ended: bool,
@@ -105,6 +110,7 @@ impl Pmi2Conn {
             pending: None,
             waiting: None,
             next_id: 0,
+            follow_up: None,
             closing: false,
             ended: false,
         }
@@ -141,6 +147,14 @@ impl Pmi2Conn {
         nodes: &mut node_attrs::Common,
         out: &mut Vec<u8>,
     ) -> Step {
+        if self.pending.is_none() {
+            if let Some((pending, req, thrid)) = self.follow_up.take() {
+                let id = self.next_id;
+                self.next_id = self.next_id.wrapping_add(1);
+                self.pending = Some((id, pending, thrid));
+                return Step::Request(id, req);
+            }
+        }
         while !self.closing && self.pending.is_none() && self.waiting.is_none() {
             if !matches!(self.state, State::Framed | State::Ready | State::Done) {
                 break;
@@ -310,7 +324,9 @@ impl Pmi2Conn {
                 let Some(key) = c.get("key").and_then(|k| Key::new(k).ok()) else {
                     return error_reply(out, &resp, c, "missing or bad key");
                 };
-                // The KVS is the job's: srcid (who put the key) is a hint it does not need.
+                // The KVS is the job's: whichever process put the key answers. The source the
+                // request names is asked next if nothing here has it (its node, by direct
+                // modex, when it lives on another).
                 let nspace = match c.get("jobid").filter(|j| !j.is_empty()) {
                     None => me.nspace.clone(),
                     Some(j) => match Nspace::new(j) {
@@ -321,9 +337,13 @@ impl Pmi2Conn {
                         }
                     },
                 };
+                let source = c
+                    .get("srcid")
+                    .and_then(|s| s.parse::<u32>().ok())
+                    .map(|r| Proc::new(nspace.clone(), Rank(r)));
                 return self.request(
                     c,
-                    Pending::Get(key.clone()),
+                    Pending::Get(key.clone(), source),
                     Request::Get {
                         proc: Proc::new(nspace, Rank::UNDEF),
                         key: Some(key),
@@ -539,7 +559,7 @@ impl Pmi2Conn {
             Pending::Abort => return,
             Pending::Put => "kvs-put-response",
             Pending::Fence => "kvs-fence-response",
-            Pending::Get(_) => "kvs-get-response",
+            Pending::Get(..) => "kvs-get-response",
             Pending::Publish => "name-publish-response",
             Pending::Unpublish => "name-unpublish-response",
             Pending::Lookup(_) => "name-lookup-response",
@@ -550,7 +570,16 @@ impl Pmi2Conn {
         let jobid;
         let errcodes;
         match pending {
-            Pending::Get(key) => match pmi1::found_value(r, &key) {
+            Pending::Get(key, Some(source)) if pmi1::found_value(r, &key).is_none() => {
+                let req = Request::Get {
+                    proc: source,
+                    key: Some(key.clone()),
+                    info: vec![],
+                };
+                self.follow_up = Some((Pending::Get(key, None), req, thrid));
+                return;
+            }
+            Pending::Get(key, _) => match pmi1::found_value(r, &key) {
                 Some(Ok(v)) if v.len() <= MAX_VALUE => {
                     value = v;
                     pairs.extend([("found", "TRUE"), ("value", value.as_str())]);

@@ -153,9 +153,17 @@ fn a_put_and_a_get_go_to_the_engine_and_semicolons_survive() {
     t.c.replied(id, &reply, &mut out);
     let f = frames(&out);
     assert_eq!(f[0].get("value"), Some("a;b=c;"));
+    // Nothing here has it: the source named is asked (its node, when it lives on another).
     let (s, _) = t.send("cmd=kvs-get;jobid=kvs;srcid=0;key=missing;");
     let Step::Request(id, _) = s else { panic!() };
     let mut out = Vec::new();
+    t.c.replied(id, &Reply::status(Status::ERR_NOT_FOUND), &mut out);
+    assert!(out.is_empty());
+    let s = t.c.step(&mut t.ids, &mut t.nodes, &mut out);
+    let Step::Request(id, Request::Get { proc, .. }) = s else {
+        panic!("{s:?}")
+    };
+    assert_eq!(proc, Proc::new(ns("kvs"), 0));
     t.c.replied(id, &Reply::status(Status::ERR_NOT_FOUND), &mut out);
     let f = frames(&out);
     assert_eq!(
