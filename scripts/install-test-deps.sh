@@ -2,6 +2,7 @@
 # Installs what the tests need beyond Rust, and only what is missing (safe to run again):
 #   - Debian packages: OpenPMIx 4.2 (libpmix-dev, the reference implementation the tests
 #     compare and interoperate with; python3-pmix, its binding for /usr/bin/python3),
+#     Slurm's PMI-2 client library (libpmi2-0-dev: pmi2.h, libpmi2.so, for tests/pmi2.rs),
 #     Open MPI 4.1 (openmpi-bin, libopenmpi-dev: mpicc.openmpi, mpirun.openmpi), MPICH 4.0.2
 #     (mpich, libmpich-dev: mpicc.mpich, Hydra), pkg-config (libpmix's flags), iproute2 (`ip`,
 #     to run Open MPI's mpirun in a network namespace with only loopback; also the pretend
@@ -20,7 +21,7 @@
 # As root it installs; otherwise it says what is missing and fails if anything is.
 set -euo pipefail
 
-PKGS=(libpmix-dev python3-pmix openmpi-bin libopenmpi-dev mpich libmpich-dev gcc pkg-config
+PKGS=(libpmix-dev libpmi2-0-dev python3-pmix openmpi-bin libopenmpi-dev mpich libmpich-dev gcc pkg-config
   python3 python3-venv iproute2 util-linux openssh-server slurmd slurmctld slurm-client munge)
 MPICH5="${PMIXRS_MPICH5:-/opt/mpich5}"
 MPICH5_VERSION=5.0.2

@@ -109,8 +109,14 @@ static void spawn(const char *self, int size) {
                             child_job, sizeof child_job, errors);
     CHECK(rc == PMI2_SUCCESS, "spawn: %d", rc);
     CHECK(strcmp(child_job, jobid) != 0 && child_job[0], "spawn gave job %s", child_job);
-    printf("spawn rank=%d size=%d child_job_differs=1\n", rank, size);
-    (void)size;
+    /* A key of the children's job, from its rank 0: the get waits until that rank put
+     * something (which keeps this parent, and so the children's access to its job, alive). */
+    char got[1024];
+    int len;
+    CHECK(PMI2_KVS_Get(child_job, 0, "child-key", got, sizeof got, &len) == PMI2_SUCCESS,
+          "get in the children's job");
+    CHECK(strcmp(got, "ck;=0") == 0, "child key %s", got);
+    printf("spawn rank=%d size=%d child_job_differs=1 child_key=ok\n", rank, size);
 }
 
 static void child(const char *parent_job, int size, int spawned, int appnum) {
@@ -121,9 +127,15 @@ static void child(const char *parent_job, int size, int spawned, int appnum) {
     CHECK(PMI2_KVS_Get(jobid, PMI2_ID_NULL, "PARENT_PORT", got, sizeof got, &len) == PMI2_SUCCESS,
           "get preput");
     CHECK(strcmp(got, "tag#1$a;b=c$") == 0, "preput %s", got);
-    CHECK(PMI2_KVS_Get(parent_job, 0, "parent-key", got, sizeof got, &len) == PMI2_SUCCESS,
-          "get in the parent's job");
-    CHECK(strcmp(got, "pk;=1") == 0, "parent key %s", got);
+    /* The parent is alive until rank 0 put its key (it waits for it). */
+    if (rank == 1) {
+        CHECK(PMI2_KVS_Get(parent_job, 0, "parent-key", got, sizeof got, &len) == PMI2_SUCCESS,
+              "get in the parent's job");
+        CHECK(strcmp(got, "pk;=1") == 0, "parent key %s", got);
+    }
+    CHECK(PMI2_KVS_Fence() == PMI2_SUCCESS, "fence");
+    if (rank == 0)
+        CHECK(PMI2_KVS_Put("child-key", "ck;=0") == PMI2_SUCCESS, "put");
     CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
     printf("child rank=%d size=%d appnum=%d preput=ok parent=ok cwd=%s\n", rank, size, appnum, cwd);
 }
@@ -165,9 +177,9 @@ int main(int argc, char **argv) {
             PMI2_Abort(1, "pmi2_client; aborting on purpose");
         }
         /* The others wait in a fence rank 1 never joins: only the abort ends them. */
-        PMI2_KVS_Fence();
-        printf("abort rank=%d survived\n", rank);
-        return 0;
+        if (PMI2_KVS_Fence() == PMI2_SUCCESS)
+            printf("abort rank=%d survived\n", rank);
+        return 3;
     } else {
         CHECK(0, "unknown scenario %s", what);
     }

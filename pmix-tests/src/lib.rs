@@ -529,7 +529,8 @@ impl Running {
 /// What to say when a compiler, a library or an interpreter the tests need is missing.
 pub const INSTALL_TEST_DEPS: &str = "install the test dependencies with \
      `bash scripts/install-test-deps.sh` (as root; it installs the Debian packages libpmix-dev, \
-     python3-pmix, openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, pkg-config and MPICH 5)";
+     libpmi2-0-dev, python3-pmix, openmpi-bin, libopenmpi-dev, mpich, libmpich-dev, pkg-config and \
+     MPICH 5)";
 
 /// Makes the libpmix programs `cmd` starts (programs compiled against Debian's libpmix 4.2)
 /// load Open MPI 5's OpenPMIx 5.0.11 instead, through `LD_LIBRARY_PATH`: the two are binary
