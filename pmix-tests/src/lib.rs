@@ -31,6 +31,16 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     bin
 }
 
+/// The `pmixrun` binary, built once per test process by [`cargo_build`] (`cargo test -p
+/// pmix-tests` does not build other packages' binaries).
+pub fn pmixrun_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
+        profile_dir().join("pmixrun")
+    })
+}
+
 /// `target/<profile>`, where the running test lives (`target/<profile>/deps/<test>`).
 pub fn profile_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("current exe");

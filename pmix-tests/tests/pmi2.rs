@@ -10,25 +10,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use pmix_tests::{Output, Running, cargo_build, compile_c, compiled_programs_dir, profile_dir};
+use pmix_tests::{Output, Running, compile_c, compiled_programs_dir, pmixrun_bin, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
-
-fn wire_client() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmix-tests", "--bin", "pmix-pmi2-wire"]);
-        profile_dir().join("pmix-pmi2-wire")
-    })
-}
 
 /// `pmi2_client.c`, compiled once per test process against Slurm's libpmi2.
 fn libpmi2_client() -> &'static Path {
@@ -185,7 +169,8 @@ fn libpmi2_abort_ends_the_run_with_its_exit_code() {
 /// `pmix-pmi2-wire <scenario>` with its standard input and output on the PMI socket, `n`
 /// ranks.
 fn wire(scenario: &str, n: &str) -> Output {
-    let client = wire_client().to_str().expect("path");
+    let client = workspace_bin("pmix-pmi2-wire");
+    let client = client.to_str().expect("path");
     pmixrun(&[
         "--pmi",
         "pmi2",

@@ -24,7 +24,7 @@
 
 pub(crate) mod job;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::HashMap;
 use std::sync::Arc;

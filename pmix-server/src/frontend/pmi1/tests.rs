@@ -3,11 +3,12 @@
 use super::*;
 use pmix_wire::{ProcKvs, ProcRealm, Published, Realm};
 
-fn ns(s: &str) -> Nspace {
+pub(crate) fn ns(s: &str) -> Nspace {
     Nspace::new(s).unwrap()
 }
 
-fn job(name: &str, size: u32) -> Arc<JobData> {
+/// A job of `size` ranks on one node, with a universe of 16 and app numbers alternating.
+pub(crate) fn job(name: &str, size: u32) -> Arc<JobData> {
     Arc::new(JobData {
         nspace: ns(name),
         session: vec![Info::attr(attr::UNIV_SIZE, 16u32)],

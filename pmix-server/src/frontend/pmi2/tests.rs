@@ -2,34 +2,8 @@
 
 use super::*;
 use crate::engine::Auth;
-use pmix_wire::{ProcKvs, ProcRealm, Realm};
-
-fn ns(s: &str) -> Nspace {
-    Nspace::new(s).unwrap()
-}
-
-fn job(name: &str, size: u32) -> Arc<JobData> {
-    Arc::new(JobData {
-        nspace: ns(name),
-        session: vec![Info::attr(attr::UNIV_SIZE, 16u32)],
-        job: vec![Info::attr(attr::JOB_SIZE, size)],
-        apps: vec![],
-        nodes: vec![Realm {
-            id: 0,
-            info: vec![Info::attr(attr::LOCAL_SIZE, size)],
-        }],
-        procs: (0..size)
-            .map(|r| ProcRealm {
-                rank: Rank(r),
-                info: vec![
-                    Info::attr(attr::APPNUM, 0u32),
-                    Info::attr(attr::NODEID, 0u32),
-                    Info::attr(attr::LOCAL_RANK, r),
-                ],
-            })
-            .collect(),
-    })
-}
+use crate::frontend::pmi1::tests::{job, ns};
+use pmix_wire::ProcKvs;
 
 fn frame(body: &str) -> Vec<u8> {
     let mut f = format!("{:<6}", body.len()).into_bytes();
