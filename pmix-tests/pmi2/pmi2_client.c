@@ -94,18 +94,21 @@ static void spawn(const char *self, int size) {
     CHECK(PMI2_KVS_Fence() == PMI2_SUCCESS, "fence");
     if (rank != 0)
         return;
-    const char *cmds[1] = {self};
-    int argcs[1] = {2};
-    const char *argv0[2] = {"child", jobid};
-    const char **argvs[1] = {argv0};
-    int maxprocs[1] = {2};
-    MPID_Info wdir = {0, 0, 0, NULL, "wdir", "/tmp"};
-    const MPID_Info *infos[1] = {&wdir};
-    int infosizes[1] = {1};
+    /* Two commands (spawn_multiple), one process each, with their own arguments and wdir. */
+    const char *cmds[2] = {self, self};
+    int argcs[2] = {3, 3};
+    const char *argv0[3] = {"child", jobid, "a b;c"};
+    const char *argv1[3] = {"child", jobid, "d=e"};
+    const char **argvs[2] = {argv0, argv1};
+    int maxprocs[2] = {1, 1};
+    MPID_Info wdir0 = {0, 0, 0, NULL, "wdir", "/tmp"};
+    MPID_Info wdir1 = {0, 0, 0, NULL, "wdir", "/"};
+    const MPID_Info *infos[2] = {&wdir0, &wdir1};
+    int infosizes[2] = {1, 1};
     MPID_Info pre = {0, 0, 0, NULL, "PARENT_PORT", "tag#1$a;b=c$"};
     const MPID_Info *preput[1] = {&pre};
     int errors[2] = {-1, -1};
-    int rc = PMI2_Job_Spawn(1, cmds, argcs, argvs, maxprocs, infosizes, infos, 1, preput,
+    int rc = PMI2_Job_Spawn(2, cmds, argcs, argvs, maxprocs, infosizes, infos, 1, preput,
                             child_job, sizeof child_job, errors);
     CHECK(rc == PMI2_SUCCESS, "spawn: %d", rc);
     CHECK(strcmp(child_job, jobid) != 0 && child_job[0], "spawn gave job %s", child_job);
@@ -119,7 +122,7 @@ static void spawn(const char *self, int size) {
     printf("spawn rank=%d size=%d child_job_differs=1 child_key=ok\n", rank, size);
 }
 
-static void child(const char *parent_job, int size, int spawned, int appnum) {
+static void child(const char *parent_job, const char *arg, int size, int spawned, int appnum) {
     char got[1024], cwd[1024], jobid[256];
     int len;
     CHECK(spawned == 1, "spawned=%d", spawned);
@@ -137,7 +140,8 @@ static void child(const char *parent_job, int size, int spawned, int appnum) {
     if (rank == 0)
         CHECK(PMI2_KVS_Put("child-key", "ck;=0") == PMI2_SUCCESS, "put");
     CHECK(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
-    printf("child rank=%d size=%d appnum=%d preput=ok parent=ok cwd=%s\n", rank, size, appnum, cwd);
+    printf("child rank=%d size=%d appnum=%d preput=ok parent=ok cwd=%s arg=%s\n", rank, size, appnum,
+           cwd, arg);
 }
 
 int main(int argc, char **argv) {
@@ -168,8 +172,8 @@ int main(int argc, char **argv) {
     } else if (strcmp(what, "spawn") == 0) {
         spawn(argv[0], size);
     } else if (strcmp(what, "child") == 0) {
-        CHECK(argc >= 3, "child needs the parent's job id");
-        child(argv[2], size, spawned, appnum);
+        CHECK(argc >= 4, "child needs the parent's job id and an argument");
+        child(argv[2], argv[3], size, spawned, appnum);
     } else if (strcmp(what, "abort") == 0) {
         if (rank == 1) {
             printf("abort rank=1 aborting\n");

@@ -141,12 +141,14 @@ fn libpmi2_spawn_with_preput_and_info_keys() {
             ["spawn rank=0 size=2 child_job_differs=1 child_key=ok"],
             "{out:#?}"
         );
-        // The children read the preput key in their own job (and one of them rank 0's key
-        // in the parent's job, while the parent waits for a key of theirs), in the working
-        // directory the wdir info key gave.
-        let want: Vec<String> = (0..2)
-            .map(|r| format!("child rank={r} size=2 appnum=0 preput=ok parent=ok cwd=/tmp"))
-            .collect();
+        // Two commands of one process each: one job of two ranks, app numbers 0 and 1, each
+        // with its own arguments and the working directory its wdir info key gave. They read
+        // the preput key in their own job (and one of them rank 0's key in the parent's job,
+        // while the parent waits for a key of theirs).
+        let want = [
+            "child rank=0 size=2 appnum=0 preput=ok parent=ok cwd=/tmp arg=a b;c",
+            "child rank=1 size=2 appnum=1 preput=ok parent=ok cwd=/ arg=d=e",
+        ];
         assert_eq!(lines(&out.stdout, "child"), want, "{out:#?}");
     }
 }

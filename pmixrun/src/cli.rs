@@ -30,6 +30,11 @@ Examples:
   The hosts of a file (lines such as `node1 slots=4`), one rank per host in turn:
       pmixrun --hostfile hosts.txt --map-by node -n 8 ./app
 
+  A program speaking PMI-2 (linked to Slurm's libpmi2, recognised; or MPICH built for PMI-2,
+  served by the PMI socket MPICH programs get), and one over loopback TCP:
+      pmixrun -n 4 ./libpmi2_app
+      pmixrun --pmi pmi2-port -n 4 ./static_pmi2_app
+
   Four logical nodes on this machine, each run by a daemon of its own (for tests):
       pmixrun --launcher local --host 'n[1-4]:2' -n 8 ./app
 
