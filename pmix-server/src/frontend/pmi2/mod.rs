@@ -128,10 +128,8 @@ impl Pmi2Conn {
     /// False while a whole frame (or more than one may hold) waits to be taken.
     pub(crate) fn wants_input(&self) -> bool {
         let rest = &self.input[self.consumed..];
-        match wire::decode(rest) {
-            Ok(None) => rest.len() <= wire::LEN_FIELD + wire::MAX_BODY,
-            _ => false,
-        }
+        // A bad length field is answered when the frame is taken: nothing more is needed.
+        matches!(wire::frame_len(rest), Ok(None)) && rest.len() <= wire::LEN_FIELD + wire::MAX_BODY
     }
 
     /// Bytes received and not yet taken as frames.

@@ -62,15 +62,20 @@ impl fmt::Display for FrameError {
 /// The first whole frame of `input`, and how many bytes it took; `Ok(None)` while it is
 /// incomplete. Nothing is allocated from the length field before its bytes are there.
 pub(crate) fn decode(input: &[u8]) -> Result<Option<(Command, usize)>, FrameError> {
+    match frame_len(input)? {
+        Some(end) => Ok(Some((parse_body(&input[LEN_FIELD..end])?, end))),
+        None => Ok(None),
+    }
+}
+
+/// The length (length field included) of the first frame of `input` once all of it is
+/// there; `Ok(None)` before. The body is not looked at.
+pub(crate) fn frame_len(input: &[u8]) -> Result<Option<usize>, FrameError> {
     if input.len() < LEN_FIELD {
         return Ok(None);
     }
-    let len = body_len(&input[..LEN_FIELD])?;
-    let end = LEN_FIELD + len;
-    if input.len() < end {
-        return Ok(None);
-    }
-    Ok(Some((parse_body(&input[LEN_FIELD..end])?, end)))
+    let end = LEN_FIELD + body_len(&input[..LEN_FIELD])?;
+    Ok((input.len() >= end).then_some(end))
 }
 
 fn body_len(field: &[u8]) -> Result<usize, FrameError> {
