@@ -198,6 +198,17 @@ fn own_client_thrid_is_echoed_and_semicolons_round_trip() {
 }
 
 #[test]
+fn own_client_a_node_attribute_wait_is_woken_by_another_process_put() {
+    let out = wire("wake", "2");
+    assert_ok(&out, "wake");
+    assert_eq!(
+        lines(&out.stderr, "wire"),
+        ["wire wake rank=0 put", "wire wake rank=1 woken"],
+        "{out:#?}"
+    );
+}
+
+#[test]
 fn own_client_garbage_and_oversized_frames_get_an_error_and_a_close() {
     for (scenario, why) in [
         ("garbage", "a_frame_length_that_is_not_a_number"),

@@ -5,6 +5,12 @@
 //!
 //! - `thrid`: fullinit and requests carrying `thrid`, whose replies must echo it; a value
 //!   holding `;;` and `=` put and read back; finalize.
+//! - `wake` (2 ranks): rank 1 puts a key and, in the same write, waits for node attribute
+//!   `late`; rank 0 gets rank 1's key (waiting until rank 1 put it, so rank 1's wait is
+//!   registered by then: the server takes a connection's next frame as soon as the previous
+//!   one is answered, before it reads other connections again), then puts `late`, which must
+//!   wake rank 1's wait with its value. Both then fence, so that nothing rank 0 does after
+//!   the put (its finalize) can be what ends the wait.
 //! - `garbage`: after fullinit, a frame whose length field is not a number.
 //! - `oversized`: after fullinit, a length field announcing more than 64 KiB.
 //!
@@ -194,6 +200,51 @@ fn run(scenario: &str) -> Res<String> {
             let r = ask(&mut s, &[("cmd", "finalize")])?;
             expect(&r, "cmd", "finalize-response")?;
             Ok("echoed".into())
+        }
+        "wake" if rank == "1" => {
+            let mut both = encode(&[("cmd", "kvs-put"), ("key", "ready"), ("value", "1")]);
+            both.extend(encode(&[
+                ("cmd", "info-getnodeattr"),
+                ("key", "late"),
+                ("wait", "TRUE"),
+            ]));
+            s.write_all(&both)
+                .and_then(|()| s.flush())
+                .map_err(|e| format!("writing: {e}"))?;
+            expect(&read_frame(&mut s)?, "cmd", "kvs-put-response")?;
+            let r = read_frame(&mut s)?;
+            expect(&r, "cmd", "info-getnodeattr-response")?;
+            expect(&r, "value", "v;late")?;
+            expect(&r, "rc", "0")?;
+            expect(&ask(&mut s, &[("cmd", "kvs-fence")])?, "rc", "0")?;
+            expect(&ask(&mut s, &[("cmd", "finalize")])?, "rc", "0")?;
+            Ok("woken".into())
+        }
+        "wake" => {
+            let r = ask(&mut s, &[("cmd", "job-getid")])?;
+            let job = get(&r, "jobid").ok_or("no jobid")?.to_owned();
+            let r = ask(
+                &mut s,
+                &[
+                    ("cmd", "kvs-get"),
+                    ("jobid", &job),
+                    ("srcid", "1"),
+                    ("key", "ready"),
+                ],
+            )?;
+            expect(&r, "value", "1")?;
+            let r = ask(
+                &mut s,
+                &[
+                    ("cmd", "info-putnodeattr"),
+                    ("key", "late"),
+                    ("value", "v;late"),
+                ],
+            )?;
+            expect(&r, "rc", "0")?;
+            expect(&ask(&mut s, &[("cmd", "kvs-fence")])?, "rc", "0")?;
+            expect(&ask(&mut s, &[("cmd", "finalize")])?, "rc", "0")?;
+            Ok("put".into())
         }
         "garbage" => {
             s.write_all(b"zz?!  cmd=kvs-fence;")
