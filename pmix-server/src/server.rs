@@ -526,7 +526,8 @@ impl Server {
         Ok(env)
     }
 
-    /// How a registered client that speaks MPICH's PMI-1 ("simple PMI") reaches this server,
+    /// How a registered client that speaks MPICH's PMI-1 ("simple PMI") or PMI-2 (Slurm's
+    /// libpmi2, MPICH built for it; its `init` line asks for version 2) reaches this server,
     /// and the environment its process must be started with.
     ///
     /// With [`PmiTransport::Fd`] the server makes a connected socket pair and keeps one end;

@@ -7,11 +7,15 @@
 //! (`accepted`, `refused`, `replied`, `replied_shared`, `event`), which appends what the
 //! client is to receive to the connection's write buffer. What the connections of one
 //! personality share across the server (encoded job data, `PMI_ID`s handed out, the ds21
-//! segments) lives in [`Frontends`], which every call is given.
+//! segments, PMI-2's node attributes) lives in [`Frontends`], which every call is given. When
+//! one connection changes what another waits for there (a PMI-2 node attribute put), the
+//! other is named by [`Frontends::take_woken`] and the shell calls its [`Proto::woken`];
+//! [`Proto::closed`] tells a front-end its connection is gone.
 //!
 //! Sans-IO like the engine, except `openpmix/ds21/`, which writes shared-memory segments.
 //! Adding a personality is a folder here, a variant of [`Proto`] and of [`Personality`], and a
-//! listener in the shell.
+//! listener in the shell. PMI-2 has no listener of its own: a PMI-1 connection whose `init`
+//! asks for version 2 becomes one ([`Proto::step`] swaps the variant).
 
 mod job_bytes;
 pub(crate) mod native;
