@@ -448,6 +448,7 @@ fn pmix_rs_clients_under_prterun_with_either_store_and_no_pmix_error() {
     };
     let oracle = workspace_bin("pmix-oracle-client");
     let test_client = workspace_bin("pmix-test-client");
+    let control_client = workspace_bin("pmix-control-client");
     let scenarios = ["job", "modex", "modex-direct"];
     for gds in [None, Some("hash")] {
         let (what, out) = under_prterun(gds, 2, &demo, &[]);
@@ -474,5 +475,24 @@ fn pmix_rs_clients_under_prterun_with_either_store_and_no_pmix_error() {
         assert_no_pmix_error(&what, &out);
         assert_code(&what, &out, 0);
         assert_lines(&out, &what, "ok", vec!["ok".to_owned(); 3]);
+        // Queries answered by PRRTE: its namespaces and the job's process table, in which
+        // each process finds its own pid, program and host. (Its state there is not RUNNING
+        // but the state PRRTE gives a process once it has connected, so it is not checked.)
+        let (what, out) = under_prterun(gds, 2, &control_client, &["query"]);
+        assert_no_pmix_error(&what, &out);
+        assert_code(&what, &out, 0);
+        let mut rows: Vec<String> = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("query "))
+            .map(|l| l.split(" own_state=").next().unwrap_or(l).to_owned())
+            .collect();
+        rows.sort_unstable();
+        let want: Vec<String> = (0..2)
+            .map(|r| {
+                format!("query rank={r} has_own_nspace=1 ptable=2 own_pid=1 own_exe=1 own_host=1")
+            })
+            .collect();
+        assert_eq!(rows, want, "{what}: {out:#?}");
     }
 }
