@@ -222,6 +222,9 @@ pub(crate) fn call_host<H: Host>(
             info,
             data,
         } => host.group(gop, &grp, &procs, &info, data, done(op, tx, waker)),
+        HostCall::ToolConnected { tool, info } => {
+            host.tool_connected(&tool, &info, done(op, tx, waker))
+        }
     }
 }
 
@@ -229,12 +232,22 @@ pub(crate) fn call_host<H: Host>(
 ///
 /// Every method runs on the server's event-loop thread and must not block it; it answers
 /// through its [`Completion`], now or later, from any thread. Every method has a default:
-/// `client_connected` and `client_finalized` accept, everything else answers
+/// `client_connected`, `client_finalized` and `tool_connected` accept, everything else answers
 /// `ERR_NOT_SUPPORTED`, which the requesting client receives as its call's status.
 #[allow(unused_variables)]
 pub trait Host: Send + 'static {
     /// A registered client connected and was authenticated. Answering with an error refuses it.
     fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
+        done.complete(Ok(()));
+    }
+
+    /// A tool connected (`PMIx_tool_init`, `PMIx_tool_attach_to_server`; see `docs/TOOLS.md`)
+    /// and was authenticated: its uid is root's or the server's. `tool` is its name (the one
+    /// it brought, or the one the server gave it); `info` holds its `USERID` and `GRPID`, then
+    /// what it passed along (`PROC_PID`, `CMD_LINE`, ...). Answering with an error refuses it.
+    /// Only called when the server was started with `ServerOptions::tool_support`. Added
+    /// after the first release; the default accepts.
+    fn tool_connected(&mut self, tool: &Proc, info: &[Info], done: Completion<()>) {
         done.complete(Ok(()));
     }
 

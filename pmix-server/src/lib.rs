@@ -28,6 +28,7 @@ mod server;
 mod shell;
 mod shell_io;
 mod tcp_peer;
+mod tool_files;
 
 pub use engine::{GroupOp, NameService};
 pub use error::Error;

@@ -61,6 +61,15 @@ pub struct ServerOptions {
     /// server per node gives each node a residue of its own (node `i` of `n`: `(i + 1, n)`),
     /// so that no two groups of a run get the same id.
     pub context_ids: (u64, u64),
+    /// Serve tools (debuggers, job monitors: processes this server did not launch) of this
+    /// user and root, and, with [`ServerOptions::openpmix`], write the rendezvous files by
+    /// which libpmix tools and the Rust `Tool` find this server by pid or namespace
+    /// (`docs/TOOLS.md`); default false: every tool is refused.
+    pub tool_support: bool,
+    /// With [`ServerOptions::tool_support`], also be this node's system server: write
+    /// `pmix.sys.<host>` at the top of `system_tmpdir`, where tools asking for the system
+    /// server (`PMIX_CONNECT_TO_SYSTEM`) look; default false.
+    pub system_server: bool,
 }
 
 impl Default for ServerOptions {
@@ -78,6 +87,8 @@ impl Default for ServerOptions {
             ds21: true,
             limits: Limits::default(),
             context_ids: (1, 1),
+            tool_support: false,
+            system_server: false,
         }
     }
 }
@@ -208,6 +219,18 @@ impl Server {
                 (None, None)
             };
             let (openpmix_listener, openpmix_port) = openpmix;
+            let uri = openpmix_port
+                .map(|port| format!("{}.{};tcp4://127.0.0.1:{port}", nspace, options.rank.0));
+            if let Some(uri) = uri.as_deref().filter(|_| options.tool_support) {
+                let contact = crate::tool_files::Contact {
+                    uri,
+                    version: crate::frontend::openpmix::ADVERTISED_VERSION,
+                    hostname: &hostname,
+                    nspace: nspace.as_str(),
+                };
+                let system = options.system_server.then_some(system_tmpdir.as_path());
+                cleanup.extend(crate::tool_files::write(&contact, &dir, system)?);
+            }
             // The ds21 segments: in the rendezvous directory, not the session one, whose top
             // Open MPI cleans when it ends.
             let ds21 = if options.openpmix && options.ds21 {
@@ -237,6 +260,7 @@ impl Server {
                 Info::attr(attr::TDIR_RMCLEAN, true),
             ];
             let mut engine = Engine::new(hostname.clone(), extras, options.name_service);
+            engine.set_tool_support(options.tool_support, nix::unistd::geteuid().as_raw());
             engine.set_context_ids(options.context_ids.0, options.context_ids.1);
             let mut listeners = vec![
                 Listener::unix(listener, Personality::Native)
@@ -270,8 +294,6 @@ impl Server {
                 .name("pmix-server".into())
                 .spawn(move || shell.run())
                 .map_err(Error::io("starting the event-loop thread"))?;
-            let uri = openpmix_port
-                .map(|port| format!("{}.{};tcp4://127.0.0.1:{port}", nspace, options.rank.0));
             Ok((tx, waker, thread, uri, ds21_dir))
         })();
         let (tx, waker, thread, openpmix_uri, ds21_dir) = match result {

@@ -687,6 +687,7 @@ impl<H: Host> Shell<H> {
                     return;
                 }
                 Step::Hello { proc, auth } => self.engine.handle_hello(engine_conn, &proc, auth),
+                Step::ToolHello(hello) => self.engine.handle_tool_hello(engine_conn, hello),
                 Step::Request(id, req) => {
                     self.engine
                         .handle_request(engine_conn, id, req, Instant::now());
@@ -748,6 +749,19 @@ impl<H: Host> Shell<H> {
                     self.handshake_over(uid);
                 }
                 self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, out));
+            }
+            Output::ToolAccept { conn, tool, server } => {
+                let Some(conn) = self.slot_of(conn) else {
+                    return;
+                };
+                let uid = self
+                    .conns
+                    .get_mut(conn)
+                    .and_then(|c| c.unauthenticated.take());
+                if let Some(uid) = uid {
+                    self.handshake_over(uid);
+                }
+                self.deliver(conn, |p, _, out| p.tool_accepted(&tool, &server, out));
             }
             Output::Refuse {
                 conn,

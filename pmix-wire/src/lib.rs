@@ -19,6 +19,7 @@ pub mod names;
 pub mod openpmix;
 pub mod packed;
 mod scan;
+pub mod tool;
 
 pub use error::Error;
 pub use frame::{
@@ -33,3 +34,4 @@ pub use names::{
     NS_MAGIC, NS_PROTOCOL_VERSION, NsCaller, NsHello, NsMsg, NsReply, NsRequest, NsWelcome,
 };
 pub use packed::{FenceReplyRef, PackedProc, decode_kvs, peek_fence_reply};
+pub use tool::{TOOL_MAGIC, ToolHello, ToolWelcome, decode_tool_hello};

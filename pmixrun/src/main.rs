@@ -285,6 +285,8 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
             } else {
                 NameService::BuiltIn
             },
+            // Debuggers and monitors attach by pmixrun's pid (docs/TOOLS.md).
+            tool_support: true,
             ..ServerOptions::default()
         },
     )

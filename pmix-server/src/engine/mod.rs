@@ -27,6 +27,7 @@ pub(crate) mod nspace;
 mod psets;
 mod query;
 mod store;
+mod tools;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -48,6 +49,7 @@ pub use self::groups::GroupOp;
 use self::groups::Groups;
 pub use self::names::NameService;
 pub(crate) use self::nspace::Locale;
+pub(crate) use self::tools::ToolHello;
 
 /// A connection, as the I/O shell numbers them.
 pub(crate) type ConnId = usize;
@@ -148,6 +150,10 @@ pub(crate) enum HostCall {
         info: Vec<Info>,
         data: Vec<u8>,
     },
+    ToolConnected {
+        tool: Proc,
+        info: Vec<Info>,
+    },
 }
 
 /// What the engine asks the shell to do.
@@ -155,6 +161,12 @@ pub(crate) enum HostCall {
 pub(crate) enum Output {
     /// The handshake succeeded: send the client its job data.
     Accept { conn: ConnId, job: Arc<JobData> },
+    /// A tool's handshake succeeded: tell it its name and the server's.
+    ToolAccept {
+        conn: ConnId,
+        tool: Proc,
+        server: Proc,
+    },
     /// The handshake failed: tell the client why, then close.
     Refuse {
         conn: ConnId,
@@ -287,6 +299,10 @@ enum PendingHost {
     Connect {
         conn: ConnId,
     },
+    /// A tool's connection, with the host (`tool_connected`).
+    ToolConnect {
+        conn: ConnId,
+    },
     Finalize {
         conn: ConnId,
         id: u32,
@@ -396,6 +412,8 @@ pub(crate) struct Engine {
     groups: Groups,
     /// Process sets the host defined.
     psets: psets::Psets,
+    /// The tools connected.
+    tools: tools::Tools,
     out: VecDeque<Output>,
 }
 
@@ -460,6 +478,7 @@ impl Engine {
             cleanups: HashMap::new(),
             groups: Groups::default(),
             psets: psets::Psets::default(),
+            tools: tools::Tools::default(),
             out: VecDeque::new(),
         }
     }
@@ -800,6 +819,9 @@ impl Engine {
 
     /// A connection went away (closed, reset, or closed by us).
     pub(crate) fn handle_closed(&mut self, conn: ConnId, _now: Instant) {
+        if self.tool_closed(conn) {
+            return;
+        }
         let Some(c) = self.conns.remove(&conn) else {
             return;
         };
@@ -874,6 +896,9 @@ impl Engine {
 
     /// A request from an authenticated client.
     pub(crate) fn handle_request(&mut self, conn: ConnId, id: u32, req: Request, now: Instant) {
+        if self.is_tool(conn) {
+            return self.tool_request(conn, id, req);
+        }
         let Some(c) = self.conns.get(&conn) else {
             return;
         };
@@ -1062,6 +1087,7 @@ impl Engine {
                 self.reply(conn, id, reply);
             }
             PendingHost::Query { conn, id, local } => self.query_done(conn, id, local, outcome),
+            PendingHost::ToolConnect { conn } => self.tool_connect_done(conn, &outcome),
             PendingHost::Collective { seq } => {
                 let status = status_of(&outcome);
                 if status.is_success() {

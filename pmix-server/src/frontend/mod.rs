@@ -34,7 +34,7 @@ use self::native::NativeConn;
 use self::openpmix::OpenpmixConn;
 use self::pmi1::Pmi1Conn;
 use self::pmi2::Pmi2Conn;
-use crate::engine::{Auth, ConnId, PeerCreds};
+use crate::engine::{Auth, ConnId, PeerCreds, ToolHello};
 
 /// What a connection's front-end wants done next.
 #[derive(Debug)]
@@ -46,6 +46,8 @@ pub(crate) enum Step {
     Close,
     /// The client named itself: authenticate it with the engine.
     Hello { proc: Proc, auth: Auth },
+    /// A tool (a process this server did not launch) asks to connect.
+    ToolHello(ToolHello),
     /// Hand the engine request `id` (the id is the connection's own).
     Request(u32, Request),
 }
@@ -230,13 +232,23 @@ impl Proto {
         }
     }
 
+    /// The engine accepted a tool as `tool`; `server` is the server's own name.
+    pub(crate) fn tool_accepted(&mut self, tool: &Proc, server: &Proc, out: &mut Vec<u8>) {
+        match self {
+            Proto::Native(n) => n.tool_accepted(tool, server, out),
+            // PMI-1 and PMI-2 have no tools: their front-ends never ask for one.
+            Proto::Pmi1(_) | Proto::Pmi2(_) => {}
+            Proto::Openpmix(o) => o.tool_accepted(tool, server, out),
+        }
+    }
+
     /// The engine refused the client; the connection closes once this is written.
     pub(crate) fn refused(&mut self, status: Status, reason: &str, out: &mut Vec<u8>) {
         match self {
             Proto::Native(n) => n.refused(status, reason, out),
             Proto::Pmi1(p) => p.refused(status, reason, out),
             Proto::Pmi2(p) => p.refused(status, reason, out),
-            Proto::Openpmix(o) => o.refused(),
+            Proto::Openpmix(o) => o.refused(status, out),
         }
     }
 

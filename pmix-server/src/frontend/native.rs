@@ -12,12 +12,12 @@ use std::sync::Arc;
 use pmix_types::{Nspace, Proc, Status};
 use pmix_wire::{
     ClientMsg, Event, FrameDecoder, FrameReader, JobData, PROTOCOL_VERSION, Reply, ServerMsg,
-    SharedReply, Welcome, decode_body, decode_hello, encode_frame, encode_welcome,
+    SharedReply, ToolWelcome, Welcome, decode_body, decode_hello, encode_frame, encode_welcome,
 };
 
 use super::job_bytes::JobBytes;
 use super::{SharedAnswer, Step};
-use crate::engine::{Auth, PeerCreds};
+use crate::engine::{Auth, PeerCreds, ToolHello};
 
 /// The largest hello accepted: a peer that has not authenticated may make the server hold
 /// only this much of a frame (a hello is a namespace, a rank and a secret: well under 1 KiB).
@@ -61,7 +61,9 @@ enum State {
     Fresh,
     /// The hello is with the engine: nothing more is read until it answers.
     Greeting(Proc),
-    /// Serving requests.
+    /// A tool's hello is with the engine.
+    ToolGreeting,
+    /// Serving requests (of a client, or of a tool under the name it was given).
     Ready(Proc),
     /// Refused or broken: nothing more is read.
     Done,
@@ -111,7 +113,12 @@ impl NativeConn {
     }
 
     pub(crate) fn step(&mut self, out: &mut Vec<u8>) -> Step {
-        if self.closing || matches!(self.state, State::Greeting(_) | State::Done) {
+        if self.closing
+            || matches!(
+                self.state,
+                State::Greeting(_) | State::ToolGreeting | State::Done
+            )
+        {
             return Step::Idle;
         }
         let body = match self.reader.next_frame() {
@@ -137,11 +144,63 @@ impl NativeConn {
                     },
                 }
             }
+            // Not a client's: perhaps a tool's.
+            Err(pmix_wire::Error::NotPmixRs) => match pmix_wire::decode_tool_hello(body) {
+                Ok(hello) => self.tool_hello(hello),
+                Err(pmix_wire::Error::NotPmixRs) => {
+                    let e = pmix_wire::Error::NotPmixRs;
+                    tracing::warn!("refusing a handshake: {e}");
+                    self.refused(e.status(), &e.to_string(), out);
+                    Step::Close
+                }
+                Err(e) => {
+                    tracing::warn!("refusing a tool's handshake: {e}");
+                    self.state = State::ToolGreeting;
+                    self.refused(e.status(), &e.to_string(), out);
+                    Step::Close
+                }
+            },
             Err(e) => {
                 tracing::warn!("refusing a handshake: {e}");
                 self.refused(e.status(), &e.to_string(), out);
                 Step::Close
             }
+        }
+    }
+
+    /// A tool's hello: to the engine with the uid the kernel reports for the socket (a tool
+    /// has nothing else to show).
+    fn tool_hello(&mut self, hello: pmix_wire::ToolHello) -> Step {
+        self.state = State::ToolGreeting;
+        let Some(creds) = self.creds else {
+            // Cannot happen on a Unix socket under Linux; without it nothing is proven.
+            tracing::warn!("refusing a tool: the kernel did not say who owns its socket");
+            self.state = State::Done;
+            self.closing = true;
+            return Step::Close;
+        };
+        Step::ToolHello(ToolHello {
+            proc: hello.proc(),
+            creds,
+            info: hello.info,
+        })
+    }
+
+    /// The engine accepted a tool as `tool`.
+    pub(crate) fn tool_accepted(&mut self, tool: &Proc, server: &Proc, out: &mut Vec<u8>) {
+        if !matches!(self.state, State::ToolGreeting) {
+            return;
+        }
+        self.state = State::Ready(tool.clone());
+        self.reader.set_decoder(self.full);
+        let welcome = ToolWelcome::Accepted {
+            version: PROTOCOL_VERSION,
+            tool: tool.clone(),
+            server: server.clone(),
+        };
+        if let Err(e) = encode_frame(&welcome, out) {
+            tracing::error!(%tool, "cannot encode a tool's welcome: {e}");
+            self.closing = true;
         }
     }
 
@@ -167,12 +226,26 @@ impl NativeConn {
     }
 
     pub(crate) fn refused(&mut self, status: Status, reason: &str, out: &mut Vec<u8>) {
-        let refusal = Welcome::Refused {
-            status,
-            version: PROTOCOL_VERSION,
-            reason: reason.to_owned(),
+        let encoded = if matches!(self.state, State::ToolGreeting) {
+            encode_frame(
+                &ToolWelcome::Refused {
+                    status,
+                    version: PROTOCOL_VERSION,
+                    reason: reason.to_owned(),
+                },
+                out,
+            )
+        } else {
+            encode_frame(
+                &Welcome::Refused {
+                    status,
+                    version: PROTOCOL_VERSION,
+                    reason: reason.to_owned(),
+                },
+                out,
+            )
         };
-        if let Err(e) = encode_frame(&refusal, out) {
+        if let Err(e) = encoded {
             tracing::error!("cannot encode a refusal: {e}");
         }
         self.state = State::Done;

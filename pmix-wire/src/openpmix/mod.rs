@@ -81,6 +81,7 @@ mod item;
 pub mod job;
 mod msg;
 mod pack;
+pub mod rendezvous;
 mod unpack;
 mod value;
 mod version;

@@ -88,6 +88,8 @@ enum State {
         gds: Gds,
         job: Arc<JobData>,
     },
+    /// A tool's handshake is with the engine.
+    ToolChecking(super::tool::Pending),
     /// Refused or failed: nothing more is read.
     Done,
 }
@@ -112,6 +114,8 @@ pub(crate) struct OpenpmixConn {
     /// The client reads a group construction's answer without the membership (libpmix
     /// before 4.2.4).
     group_reply_before_424: bool,
+    /// The peer is a tool (`docs/TOOLS.md`), not a process of a job.
+    tool: bool,
 }
 
 impl OpenpmixConn {
@@ -126,6 +130,7 @@ impl OpenpmixConn {
             closing: false,
             ds21,
             group_reply_before_424: false,
+            tool: false,
         }
     }
 
@@ -156,7 +161,10 @@ impl OpenpmixConn {
             if self.closing {
                 return Step::Idle;
             }
-            if matches!(self.state, State::Checking { .. } | State::Done) {
+            if matches!(
+                self.state,
+                State::Checking { .. } | State::ToolChecking(_) | State::Done
+            ) {
                 return Step::Idle;
             }
             let dialect = self.dialect();
@@ -202,6 +210,15 @@ impl OpenpmixConn {
         };
         let proc = match &hs.identity {
             Identity::Client(p) => p.clone(),
+            other if super::tool::is_tool(other.flag()) => {
+                return match super::tool::read(hs, self.kernel_uid) {
+                    Ok((hello, pending)) => {
+                        self.state = State::ToolChecking(pending);
+                        Step::ToolHello(hello)
+                    }
+                    Err(why) => refuse(self, why),
+                };
+            }
             other => {
                 return refuse(
                     self,
@@ -292,8 +309,35 @@ impl OpenpmixConn {
         };
     }
 
-    /// The engine refused the client.
-    pub(crate) fn refused(&mut self) {
+    /// The engine accepted a tool as `tool`: answer its handshake with its name and the
+    /// server's; it is then served as a client of a job of its own.
+    pub(crate) fn tool_accepted(&mut self, tool: &Proc, server: &Proc, out: &mut Vec<u8>) {
+        let State::ToolChecking(pending) = self.state else {
+            return;
+        };
+        super::tool::accepted(pending, tool, server, out);
+        self.tool = true;
+        self.state = State::Ready {
+            proc: tool.clone(),
+            dialect: pending.dialect,
+            gds: Gds::Hash,
+            job: Arc::new(JobData {
+                nspace: tool.nspace.clone(),
+                session: Vec::new(),
+                job: Vec::new(),
+                apps: Vec::new(),
+                nodes: Vec::new(),
+                procs: Vec::new(),
+            }),
+        };
+    }
+
+    /// The engine refused the client (a launched client hears nothing, as from the reference;
+    /// a tool hears the status).
+    pub(crate) fn refused(&mut self, status: Status, out: &mut Vec<u8>) {
+        if matches!(self.state, State::ToolChecking(_)) {
+            super::tool::refused(status, out);
+        }
         self.state = State::Done;
         self.closing = true;
     }
@@ -309,6 +353,7 @@ impl OpenpmixConn {
     fn dialect(&self) -> Dialect {
         match &self.state {
             State::Checking { dialect, .. } | State::Ready { dialect, .. } => *dialect,
+            State::ToolChecking(p) => p.dialect,
             _ => Dialect::V41,
         }
     }
@@ -347,6 +392,11 @@ impl OpenpmixConn {
             }
         };
         match req {
+            OpenpmixRequest::Req if self.tool => {
+                let bytes = super::tool::job_data(proc, dialect).ok();
+                send_job_data(tag, bytes.as_deref(), dialect, out);
+                None
+            }
             OpenpmixRequest::Req => {
                 let bytes = common.job_bytes(job, dialect, gds);
                 send_job_data(tag, bytes.as_deref(), dialect, out);

@@ -10,6 +10,7 @@
 mod common;
 mod conn;
 pub(crate) mod ds21;
+mod tool;
 
 pub(crate) use common::Common;
 pub(crate) use conn::{Gds, OpenpmixConn};

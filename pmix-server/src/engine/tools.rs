@@ -1,0 +1,201 @@
+//! Tools: processes this server did not launch (debuggers, job monitors, `pmixps`) that
+//! connect to ask it about its jobs (`PMIx_tool_init`, `PMIx_tool_attach_to_server`).
+//!
+//! A tool is authenticated by the uid the kernel confirms for its socket: it is served when
+//! that uid is root's or the server's own, refused otherwise, as OpenPMIx's `native` security
+//! module does for a tool. One that has no name is given one here (OpenPMIx leaves that to
+//! its host's `tool_connected` and refuses such a tool without one); one that brings its own
+//! (a tool started by a PMIx server, or named by its caller) keeps it unless a registered
+//! namespace or another connected tool has it. The host then has the last word
+//! ([`Host::tool_connected`](crate::Host::tool_connected)).
+//!
+//! What a tool may ask is a short list: queries (the namespaces, process tables, job data)
+//! and finalize. It belongs to no job: it takes part in no collective, its end ends nothing,
+//! and nothing a job waits for waits for it. I/O forwarding and debugger release will be
+//! more requests on this list.
+
+use super::*;
+
+/// The tools of one server.
+pub(crate) struct Tools {
+    /// Tools are served at all (the host enabled tool support).
+    enabled: bool,
+    /// The uid of the server's own user, whose tools are served (besides root's).
+    server_uid: u32,
+    /// The number in the next name given out.
+    next: u32,
+    conns: HashMap<ConnId, ToolConn>,
+}
+
+impl Default for Tools {
+    fn default() -> Self {
+        Tools {
+            enabled: false,
+            server_uid: u32::MAX,
+            next: 1,
+            conns: HashMap::new(),
+        }
+    }
+}
+
+struct ToolConn {
+    proc: Proc,
+    /// The host accepted it.
+    active: bool,
+}
+
+/// A tool's handshake, as a front-end read it.
+#[derive(Debug)]
+#[cfg_attr(test, derive(PartialEq))]
+pub(crate) struct ToolHello {
+    /// The name it brings, if any.
+    pub(crate) proc: Option<Proc>,
+    /// Its uid and gid, as the kernel confirmed them (or, where it cannot tell, as claimed).
+    pub(crate) creds: PeerCreds,
+    /// What it passed along (its pid, its command line, ...).
+    pub(crate) info: Vec<Info>,
+}
+
+impl Engine {
+    /// Serves tools (or stops serving new ones): those of root and of `server_uid`.
+    pub(crate) fn set_tool_support(&mut self, enabled: bool, server_uid: u32) {
+        self.tools.enabled = enabled;
+        self.tools.server_uid = server_uid;
+    }
+
+    /// True if connection `conn` is a tool's.
+    pub(crate) fn is_tool(&self, conn: ConnId) -> bool {
+        self.tools.conns.contains_key(&conn)
+    }
+
+    /// A tool's handshake: refused at once, or handed to the host with the tool's name.
+    pub(crate) fn handle_tool_hello(&mut self, conn: ConnId, hello: ToolHello) {
+        let refuse = |eng: &mut Engine, status: Status, reason: String| {
+            tracing::warn!(
+                conn,
+                uid = hello.creds.uid,
+                ?status,
+                "refusing a tool: {reason}"
+            );
+            eng.out.push_back(Output::Refuse {
+                conn,
+                status,
+                reason,
+            });
+        };
+        if !self.tools.enabled {
+            let why = "this server does not serve tools (its host did not enable them)";
+            return refuse(self, Status::ERR_NOT_SUPPORTED, why.into());
+        }
+        let uid = hello.creds.uid;
+        if uid != 0 && uid != self.tools.server_uid {
+            let why = format!(
+                "uid {uid} is neither the server's ({}) nor root's",
+                self.tools.server_uid
+            );
+            return refuse(self, Status::ERR_NO_PERMISSIONS, why);
+        }
+        let proc = match hello.proc {
+            Some(p) => {
+                if self.ns_id(p.nspace.as_str()).is_some() || self.tool_named(&p) {
+                    let why = format!("the name {p} it brings is taken");
+                    return refuse(self, Status::ERR_EXISTS, why);
+                }
+                p
+            }
+            None => match self.tool_name() {
+                Ok(p) => p,
+                Err(why) => return refuse(self, Status::ERR_NOMEM, why),
+            },
+        };
+        let mut info = vec![
+            Info::attr(attr::USERID, hello.creds.uid),
+            Info::attr(attr::GRPID, hello.creds.gid),
+        ];
+        info.extend(hello.info);
+        self.tools.conns.insert(
+            conn,
+            ToolConn {
+                proc: proc.clone(),
+                active: false,
+            },
+        );
+        self.host_call(
+            PendingHost::ToolConnect { conn },
+            HostCall::ToolConnected { tool: proc, info },
+        );
+    }
+
+    fn tool_named(&self, p: &Proc) -> bool {
+        self.tools.conns.values().any(|t| t.proc == *p)
+    }
+
+    /// A fresh name for a tool: `<server nspace>-tool-<n>`, rank 0.
+    fn tool_name(&mut self) -> Result<Proc, String> {
+        loop {
+            let n = self.tools.next;
+            self.tools.next = n.checked_add(1).ok_or("out of tool names")?;
+            let name = format!("{}-tool-{n}", self.me.nspace);
+            let nspace = Nspace::new(name).map_err(|e| e.to_string())?;
+            let proc = Proc::new(nspace, Rank(0));
+            if self.ns_id(proc.nspace.as_str()).is_none() && !self.tool_named(&proc) {
+                return Ok(proc);
+            }
+        }
+    }
+
+    /// The host answered `tool_connected`.
+    pub(super) fn tool_connect_done(&mut self, conn: ConnId, outcome: &HostOutcome) {
+        let status = status_of(outcome);
+        let Some(t) = self.tools.conns.get_mut(&conn) else {
+            return;
+        };
+        if status.is_success() {
+            t.active = true;
+            let tool = t.proc.clone();
+            tracing::debug!(conn, %tool, "a tool connected");
+            self.out.push_back(Output::ToolAccept {
+                conn,
+                tool,
+                server: self.me.clone(),
+            });
+        } else {
+            let tool = t.proc.clone();
+            tracing::warn!(%tool, ?status, "the host refused a tool");
+            self.tools.conns.remove(&conn);
+            self.out.push_back(Output::Refuse {
+                conn,
+                status,
+                reason: "the host refused the tool".into(),
+            });
+        }
+    }
+
+    /// A request from a tool (`conn` is one, [`Engine::is_tool`]).
+    pub(super) fn tool_request(&mut self, conn: ConnId, id: u32, req: Request) {
+        let Some(t) = self.tools.conns.get(&conn) else {
+            return;
+        };
+        if !t.active {
+            return self.reply_status(conn, id, Status::ERR_INIT);
+        }
+        let me = t.proc.clone();
+        match req {
+            Request::Query { queries } => self.query(conn, id, me, queries),
+            Request::Finalize { .. } => {
+                tracing::debug!(conn, tool = %me, "a tool finalized");
+                self.tools.conns.remove(&conn);
+                self.reply_status(conn, id, Status::SUCCESS);
+            }
+            other => {
+                tracing::debug!(conn, tool = %me, ?other, "a tool asked what tools may not");
+                self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED);
+            }
+        }
+    }
+
+    /// A tool's connection ended: it is forgotten. True if `conn` was a tool's.
+    pub(super) fn tool_closed(&mut self, conn: ConnId) -> bool {
+        self.tools.conns.remove(&conn).is_some()
+    }
+}
