@@ -5,6 +5,10 @@
 //! run on this node, starts real client processes with the environment `setup_fork` gives, and
 //! waits for them with a deadline, killing them and failing with a message if they hang.
 
+mod held_job;
+
+pub use held_job::HeldJob;
+
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -90,6 +90,9 @@ enum State {
     },
     /// A tool's handshake is with the engine.
     ToolChecking(super::tool::Pending),
+    /// A tool was refused: its next message gets an empty answer, then the connection
+    /// closes (see `tool::refused`).
+    ToolRefused,
     /// Refused or failed: nothing more is read.
     Done,
 }
@@ -184,6 +187,14 @@ impl OpenpmixConn {
                             Step::Close
                         }
                     };
+                }
+                Ok(Some(Incoming::Message { header, .. }))
+                    if matches!(self.state, State::ToolRefused) =>
+                {
+                    super::tool::answer_refused(header.tag, out);
+                    self.state = State::Done;
+                    self.closing = true;
+                    return Step::Idle;
                 }
                 // Decoded where it lies in the reader's buffer: no copy of the payload.
                 Ok(Some(Incoming::Message { header, payload })) => {
@@ -337,6 +348,8 @@ impl OpenpmixConn {
     pub(crate) fn refused(&mut self, status: Status, out: &mut Vec<u8>) {
         if matches!(self.state, State::ToolChecking(_)) {
             super::tool::refused(status, out);
+            self.state = State::ToolRefused;
+            return;
         }
         self.state = State::Done;
         self.closing = true;

@@ -93,7 +93,14 @@ pub(super) fn accepted(pending: Pending, tool: &Proc, server: &Proc, out: &mut V
     }
 }
 
-/// The answer that refuses a tool: the status alone (the reference then closes).
+/// The answer that refuses a tool: the status alone.
+///
+/// The reference then closes the connection. A libpmix 4.2 tool does not look at the status
+/// (its `recv_connect_ack` drops it; fixed in 5.0): it goes on as if accepted and sends its
+/// `REQ`, and, when the close reaches it before its `REQ` is out, waits for the answer
+/// forever. So the connection stays open for that one message, which gets an empty answer
+/// ([`answer_refused`]) that fails the tool's init at once; the handshake deadline closes
+/// it if no message comes.
 pub(super) fn refused(status: Status, out: &mut Vec<u8>) {
     let reply = ToolReply {
         status,
@@ -103,6 +110,12 @@ pub(super) fn refused(status: Status, out: &mut Vec<u8>) {
     };
     // A failure status encodes without the names: it cannot fail.
     let _ = reply.encode(out);
+}
+
+/// The answer to the one message of a refused tool ([`refused`]): empty, which libpmix
+/// cannot read as its job data, so its `PMIx_tool_init` fails.
+pub(super) fn answer_refused(tag: u32, out: &mut Vec<u8>) {
+    let _ = pmix_wire::openpmix::encode_message(out, 0, tag, &[]);
 }
 
 /// The answer to a tool's `REQ`: its namespace and no data. A tool belongs to no job the

@@ -1,0 +1,175 @@
+//! A job under `pmixrun` held running while a test looks at it (a tool attaches to it), with
+//! no sleep: each rank prints its rank and pid, then waits on a FIFO of its own, which the
+//! test opens and closes to let it end.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, unbounded};
+
+use crate::{Output, Running};
+
+/// A running `pmixrun -n N` whose ranks wait to be released.
+pub struct HeldJob {
+    /// pmixrun's pid.
+    pub pid: u32,
+    /// Each rank's pid, by rank, as the rank itself printed it.
+    pub rank_pids: Vec<u32>,
+    dir: PathBuf,
+    child: Option<Child>,
+    rest: Receiver<String>,
+}
+
+/// The line each rank prints before it waits.
+const HELD: &str = "held";
+
+impl HeldJob {
+    /// Starts `pmixrun -n <n>` (with `args` before `-n`), each rank `sh` printing
+    /// `held rank=R pid=P` and waiting; returns once every rank printed, failing the test
+    /// if that has not happened by `end`.
+    pub fn start(pmixrun: &Path, args: &[&str], n: u32, end: Instant) -> HeldJob {
+        let dir = std::env::temp_dir().join(format!(
+            "pmixrs-held.{}.{}",
+            std::process::id(),
+            crate::held_job::unique()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+        for r in 0..n {
+            let fifo = dir.join(format!("rank.{r}"));
+            nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+                .unwrap_or_else(|e| panic!("mkfifo {}: {e}", fifo.display()));
+        }
+        let script = format!(
+            "echo \"{HELD} rank=$PMIX_RANK pid=$$\"; cat \"$0/rank.$PMIX_RANK\" > /dev/null"
+        );
+        let mut cmd = Command::new(pmixrun);
+        cmd.args(args)
+            .args(["-n", &n.to_string(), "sh", "-c", &script])
+            .arg(&dir)
+            .env_remove("PMIXRS_NAMESERVER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", pmixrun.display()));
+        let pid = child.id();
+        let (lines_tx, lines) = unbounded();
+        let (rest_tx, rest) = unbounded();
+        let stdout = child.stdout.take();
+        std::thread::spawn(move || {
+            let mut all = String::new();
+            if let Some(out) = stdout {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    let _ = lines_tx.send(line.clone());
+                    all.push_str(&line);
+                    all.push('\n');
+                }
+            }
+            let _ = rest_tx.send(all);
+        });
+        let mut job = HeldJob {
+            pid,
+            rank_pids: vec![0; n as usize],
+            dir,
+            child: Some(child),
+            rest,
+        };
+        let mut seen = 0;
+        while seen < n {
+            let Ok(line) = lines.recv_deadline(end) else {
+                let out = job.finish_now();
+                panic!("pmixrun's {n} ranks did not all start in time (seen {seen}): {out:#?}");
+            };
+            let fields = crate::keyed_lines(&format!("{line}\n"), HELD);
+            let Some(f) = fields.first() else { continue };
+            let rank: usize = f
+                .get("rank")
+                .and_then(|r| r.parse().ok())
+                .unwrap_or(usize::MAX);
+            let rpid: u32 = f.get("pid").and_then(|p| p.parse().ok()).unwrap_or(0);
+            if let Some(slot) = job.rank_pids.get_mut(rank) {
+                *slot = rpid;
+                seen += 1;
+            }
+        }
+        job
+    }
+
+    /// pmixrun's private rendezvous directory (`$TMPDIR/pmixrs.<pid>.<random>`): its socket
+    /// and the files by which tools find it.
+    pub fn rendezvous_dir(&self) -> PathBuf {
+        let prefix = format!("pmixrs.{}.", self.pid);
+        std::fs::read_dir(std::env::temp_dir())
+            .expect("reading the temporary directory")
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path())
+            .unwrap_or_else(|| panic!("pmixrun {} has no rendezvous directory", self.pid))
+    }
+
+    /// Lets every rank end and waits for pmixrun until `end`.
+    pub fn release(mut self, end: Instant) -> Output {
+        let n = self.rank_pids.len();
+        let fifos: Vec<PathBuf> = (0..n).map(|r| self.dir.join(format!("rank.{r}"))).collect();
+        let (done_tx, done) = unbounded();
+        let opening = fifos.clone();
+        std::thread::spawn(move || {
+            // Blocks until the rank has the FIFO open; closing it ends the rank's `cat`.
+            for f in opening {
+                let _ = std::fs::OpenOptions::new().write(true).open(&f);
+            }
+            let _ = done_tx.send(());
+        });
+        if done.recv_deadline(end).is_err() {
+            // A rank gone before it opened its FIFO: open the read ends ourselves so that the
+            // thread above is let go, then fail.
+            for f in &fifos {
+                use std::os::unix::fs::OpenOptionsExt;
+                let _ = std::fs::OpenOptions::new()
+                    .read(true)
+                    .custom_flags(nix::libc::O_NONBLOCK)
+                    .open(f);
+            }
+            let out = self.finish_now();
+            panic!("the held ranks could not be released: {out:#?}");
+        }
+        self.wait(end)
+    }
+
+    fn wait(&mut self, end: Instant) -> Output {
+        let child = self.child.take().expect("pmixrun is waited for once");
+        let (_, rest) = unbounded();
+        let rest = std::mem::replace(&mut self.rest, rest);
+        Running::with_stdout(child, rest).finish(end, "the held pmixrun job")
+    }
+
+    /// Ends pmixrun and its job now (SIGTERM, passed on to the ranks).
+    fn finish_now(&mut self) -> Output {
+        if let Some(c) = &self.child {
+            let pid = nix::unistd::Pid::from_raw(i32::try_from(c.id()).unwrap_or(0));
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        }
+        self.wait(Instant::now() + std::time::Duration::from_secs(10))
+    }
+}
+
+impl Drop for HeldJob {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.finish_now()));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A number of this test process's own, for directory names.
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}

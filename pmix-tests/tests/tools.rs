@@ -1,0 +1,329 @@
+//! Tools attach to a running `pmixrun` (`docs/TOOLS.md`): a python3-pmix tool
+//! (`openpmix/pmix_tool.py`), a libpmix tool (`openpmix/pmix_tool.c`, with libpmix 4.2 and
+//! 5.0.11) and the Rust `Tool` (`pmix-tool-client`) find it by its pid, its namespace or its
+//! URI, read its job's process table (the pids must be the ranks' own), and detach; the job,
+//! held running meanwhile by FIFOs its ranks wait on, then ends well. A tool of another user is
+//! refused, and a peer sending garbage loses only its own connection. Every run is bounded
+//! by a deadline.
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use pmix_tests::{
+    HeldJob, Output, Running, assert_ok, cargo_build, keyed_lines, openpmix_program,
+    openpmix_python_client, openpmix_sources, profile_dir,
+};
+
+/// For one run: a tool takes well under a second.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+fn pmixrun_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
+        profile_dir().join("pmixrun")
+    })
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lib {
+    /// `pmix_tool.py` on python3-pmix (OpenPMIx 4.2).
+    Python,
+    /// `pmix_tool.c` with Debian's libpmix 4.2.
+    C,
+    /// `pmix_tool.c` with Open MPI 5's OpenPMIx 5.0.11.
+    CWheel,
+    /// `pmix-tool-client`, on the Rust `Tool` (native protocol).
+    Rust,
+}
+
+/// The command that runs the tool of `lib` with `how` (`pid PID`, `nspace NS`, `uri URI`).
+fn tool(lib: Lib, how: &[&str]) -> Command {
+    let argv: Vec<OsString> = match lib {
+        Lib::Python => {
+            let (python, _) = openpmix_python_client();
+            vec![
+                python.into(),
+                "-W".into(),
+                "ignore".into(),
+                openpmix_sources().join("pmix_tool.py").into(),
+            ]
+        }
+        Lib::C | Lib::CWheel => vec![openpmix_program("pmix_tool").into()],
+        Lib::Rust => {
+            static BIN: OnceLock<PathBuf> = OnceLock::new();
+            let bin = BIN.get_or_init(|| {
+                cargo_build(&["-p", "pmix-tests", "--bin", "pmix-tool-client"]);
+                profile_dir().join("pmix-tool-client")
+            });
+            vec![bin.into()]
+        }
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .args(how)
+        .env_remove("PMIXRS_SERVER_URI")
+        .env_remove("PMIX_SERVER_URI41")
+        .env_remove("PMIX_SERVER_URI4")
+        .env_remove("PMIX_SERVER_URI3")
+        .env_remove("PMIX_SERVER_URI21")
+        .env_remove("PMIX_NAMESPACE")
+        .env_remove("PMIX_RANK")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if lib == Lib::CWheel {
+        pmix_tests::use_ompi5_libpmix(&mut cmd);
+    }
+    cmd
+}
+
+fn run_tool(lib: Lib, how: &[&str], what: &str) -> Output {
+    Running::start(tool(lib, how), what).finish(Instant::now() + DEADLINE, what)
+}
+
+/// The first line of the rendezvous file `name` in pmixrun's directory (the server's URI).
+fn uri_of(job: &HeldJob, name: &str) -> String {
+    let path = job.rendezvous_dir().join(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .expect("gethostname")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The tool named itself, listed every rank of the held job with the rank's own pid, running
+/// `sh` here, and finalized.
+fn check_table(out: &Output, job: &HeldJob, what: &str) {
+    assert_ok(out, what);
+    let me = keyed_lines(&out.stdout, "tool");
+    assert!(
+        me.first().and_then(|f| f.get("me")).is_some(),
+        "{what}: the tool did not say its name: {out:#?}"
+    );
+    let rows: Vec<_> = me.iter().filter(|f| f.contains_key("job")).collect();
+    assert_eq!(rows.len(), job.rank_pids.len(), "{what}: {out:#?}");
+    for (rank, pid) in job.rank_pids.iter().enumerate() {
+        let row = rows
+            .iter()
+            .find(|f| f.get("rank").map(String::as_str) == Some(&rank.to_string()))
+            .unwrap_or_else(|| panic!("{what}: rank {rank} is not in the table: {out:#?}"));
+        assert_eq!(row["job"], format!("pmixrun-{}", job.pid), "{what}");
+        assert_eq!(row["pid"], pid.to_string(), "{what}: rank {rank}: {out:#?}");
+        assert_eq!(row["host"], hostname(), "{what}");
+        assert_eq!(row["exe"], "sh", "{what}");
+        // PMIX_PROC_STATE_RUNNING.
+        assert_eq!(row["state"], "5", "{what}");
+    }
+    assert!(
+        out.stdout.lines().any(|l| l == "tool finalized"),
+        "{what}: {out:#?}"
+    );
+}
+
+/// Holds a job of two, attaches `lib`'s tool to it in each way it can find pmixrun, then
+/// releases the job, which must end well.
+fn attach(lib: Lib) {
+    let job = HeldJob::start(pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
+    let pid = job.pid.to_string();
+    let server_ns = format!("pmixrs-server-{pid}");
+    let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
+    for how in [
+        ["pid", pid.as_str()],
+        ["nspace", server_ns.as_str()],
+        ["uri", uri.as_str()],
+    ] {
+        let what = format!("{lib:?} tool by {}", how.join(" "));
+        let out = run_tool(lib, &how, &what);
+        check_table(&out, &job, &what);
+    }
+    let out = job.release(Instant::now() + DEADLINE);
+    assert_ok(&out, &format!("the job {lib:?} tools attached to"));
+}
+
+#[test]
+fn python3_pmix_tool_attaches_by_pid_nspace_and_uri() {
+    attach(Lib::Python);
+}
+
+#[test]
+fn libpmix_4_tool_attaches_by_pid_nspace_and_uri() {
+    attach(Lib::C);
+}
+
+#[test]
+fn libpmix_5_tool_attaches_by_pid_nspace_and_uri() {
+    attach(Lib::CWheel);
+}
+
+#[test]
+fn rust_tool_attaches_by_pid_nspace_and_uri() {
+    attach(Lib::Rust);
+}
+
+/// pmixrun's rendezvous files are gone when it ends.
+#[test]
+fn rendezvous_files_are_removed_at_exit() {
+    let job = HeldJob::start(pmixrun_bin(), &[], 1, Instant::now() + DEADLINE);
+    let dir = job.rendezvous_dir();
+    let files = [
+        dir.join(format!("pmix.{}.tool.{}", hostname(), job.pid)),
+        dir.join(format!(
+            "pmix.{}.tool.pmixrs-server-{}",
+            hostname(),
+            job.pid
+        )),
+    ];
+    for f in &files {
+        assert!(f.is_file(), "{} is missing", f.display());
+    }
+    let out = job.release(Instant::now() + DEADLINE);
+    assert_ok(&out, "the job");
+    for f in &files {
+        assert!(!f.exists(), "{} is left", f.display());
+    }
+}
+
+/// Runs as root only: the tool is then started as `nobody`.
+fn require_root(what: &str) {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "{what} runs a tool as another user (nobody): run the tests as root"
+    );
+}
+
+#[test]
+fn a_tool_of_another_user_is_refused() {
+    require_root("a_tool_of_another_user_is_refused");
+    let job = HeldJob::start(pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
+    let pid = job.pid.to_string();
+    let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
+    // Given the URI, the tool reaches the server, which refuses it for its uid.
+    for lib in [Lib::Python, Lib::C, Lib::CWheel] {
+        let what = format!("{lib:?} tool of nobody by uri");
+        let mut cmd = tool(lib, &["uri", &uri]);
+        {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(65534).gid(65534).current_dir("/");
+        }
+        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+        assert!(
+            !out.status.success() && out.stderr.contains("FAIL rank=-1: PMIx_tool_init"),
+            "{what}: it was not refused at init: {out:#?}"
+        );
+        assert!(!out.stdout.contains("tool job="), "{what}: {out:#?}");
+    }
+    // By pid it does not even find the server: the files lie where only the user may look.
+    let what = "C tool of nobody by pid";
+    let mut cmd = tool(Lib::C, &["pid", &pid]);
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(65534).gid(65534).current_dir("/");
+    }
+    let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
+    assert!(
+        !out.status.success() && out.stderr.contains("FAIL rank=-1: PMIx_tool_init"),
+        "{what}: {out:#?}"
+    );
+    // The user's own tool is served, and the job is unaffected.
+    let out = run_tool(Lib::C, &["pid", &pid], "the user's tool after nobody's");
+    check_table(&out, &job, "the user's tool after nobody's");
+    assert_ok(&job.release(Instant::now() + DEADLINE), "the job");
+}
+
+/// Reads `stream` until the peer closes it; fails the test if it does not by the deadline.
+fn expect_closed(stream: &mut impl Read, what: &str) {
+    let end = Instant::now() + DEADLINE;
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(e) if Instant::now() < end && e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => panic!("{what}: the server did not close the connection: {e}"),
+        }
+    }
+}
+
+#[test]
+fn a_peer_sending_garbage_closes_only_its_own_connection() {
+    use pmix_wire::openpmix::{
+        ClientHandshake, Dialect, Identity, PeerFlag, ToolReply, native_credential,
+    };
+    let job = HeldJob::start(pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
+    let uri = uri_of(&job, &format!("pmix.{}.tool.{}", hostname(), job.pid));
+    let addr = uri
+        .split_once(";tcp4://")
+        .map(|(_, a)| a.to_owned())
+        .unwrap_or_else(|| panic!("no tcp4 address in {uri:?}"));
+    let connect = || {
+        let s = std::net::TcpStream::connect(&addr).expect("connecting to the OpenPMIx port");
+        s.set_read_timeout(Some(DEADLINE)).expect("timeout");
+        s
+    };
+    // Garbage instead of a handshake.
+    let mut s = connect();
+    s.write_all(&[0xff; 64]).expect("writing garbage");
+    expect_closed(&mut s, "garbage handshake on the OpenPMIx port");
+    // A tool's handshake, accepted, then a message announcing 4 GiB.
+    let (uid, gid) = (
+        nix::unistd::geteuid().as_raw(),
+        nix::unistd::getegid().as_raw(),
+    );
+    let mut hs = ClientHandshake::simple_client(
+        pmix_wire::openpmix::Proc::new(pmix_wire::openpmix::Nspace::new("x").expect("ns"), 0),
+        native_credential(uid, gid).to_vec(),
+        Dialect::V41,
+        "hash",
+    );
+    hs.identity = Identity::Ids {
+        flag: PeerFlag::TOOL_NEEDS_ID,
+        uid,
+        gid,
+    };
+    hs.stray_byte = false;
+    let mut bytes = Vec::new();
+    hs.encode(&mut bytes).expect("encoding a tool handshake");
+    let mut s = connect();
+    s.write_all(&bytes).expect("writing the handshake");
+    let mut got = Vec::new();
+    let reply = loop {
+        let mut buf = [0u8; 1024];
+        let n = s.read(&mut buf).expect("reading the handshake's answer");
+        assert!(n > 0, "the server closed a tool's handshake");
+        got.extend_from_slice(&buf[..n]);
+        if let Some((r, _)) = ToolReply::decode(&got, true).expect("a tool reply") {
+            break r;
+        }
+    };
+    assert!(reply.status.is_success(), "{reply:?}");
+    let header = pmix_wire::openpmix::Header {
+        pindex: 1,
+        tag: 7,
+        nbytes: u32::MAX,
+    };
+    s.write_all(&header.encode()).expect("writing the header");
+    expect_closed(&mut s, "a tool announcing 4 GiB");
+    // Garbage on the native socket.
+    let sock = job.rendezvous_dir().join("server.sock");
+    let mut u = std::os::unix::net::UnixStream::connect(&sock).expect("connecting natively");
+    u.set_read_timeout(Some(DEADLINE)).expect("timeout");
+    u.write_all(&[0, 0, 0, 8, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1, 0xc1])
+        .expect("writing garbage");
+    expect_closed(&mut u, "garbage on the native socket");
+    // Everyone else is served as before.
+    let pid = job.pid.to_string();
+    let out = run_tool(Lib::Python, &["pid", &pid], "a tool after the garbage");
+    check_table(&out, &job, "a tool after the garbage");
+    assert_ok(&job.release(Instant::now() + DEADLINE), "the job");
+}
