@@ -86,6 +86,7 @@ mod groups;
 mod names;
 mod openpmix;
 mod store;
+pub mod tool;
 mod version;
 
 pub use client::Client;
@@ -106,4 +107,4 @@ pub use pmix_types::{
     DataArray, DataRange, DataType, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value,
     attr,
 };
-pub use pmix_wire::{App, Event, Reply, ReplyBody, Request};
+pub use pmix_wire::{App, Event, Query, Reply, ReplyBody, Request};

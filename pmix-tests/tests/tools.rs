@@ -208,7 +208,7 @@ fn a_tool_of_another_user_is_refused() {
     let pid = job.pid.to_string();
     let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
     // Given the URI, the tool reaches the server, which refuses it for its uid.
-    for lib in [Lib::Python, Lib::C, Lib::CWheel] {
+    for lib in [Lib::Python, Lib::C, Lib::CWheel, Lib::Rust] {
         let what = format!("{lib:?} tool of nobody by uri");
         let mut cmd = tool(lib, &["uri", &uri]);
         {

@@ -1,0 +1,187 @@
+//! Finding a server from outside its job: the rendezvous files OpenPMIx servers and pmix-rs
+//! servers write (`pmix_wire::openpmix::rendezvous`), searched where libpmix tools search
+//! them: the file of a server's pid or namespace anywhere under the temporary directory, the
+//! system server's at its top (`docs/TOOLS.md`).
+
+use std::path::{Path, PathBuf};
+
+use pmix_wire::openpmix::rendezvous::{Contact, nspace_file_name, pid_file_name, system_file_name};
+
+use super::Attach;
+use crate::Error;
+
+/// How deep under the temporary directory files are looked for: a server's own directory
+/// lies one level down (pmix-rs: `pmixrs.<pid>.<random>`; PRRTE: `prte.<host>.<uid>/...`
+/// two or three), and walking all of `/tmp` is neither needed nor cheap.
+const MAX_DEPTH: usize = 4;
+
+/// Where a found server listens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Found {
+    /// What its file says (the URI alone when given one).
+    pub(crate) contact: Contact,
+    /// A pmix-rs server's native socket, next to its file: tools speak the native protocol
+    /// there.
+    pub(crate) native: Option<PathBuf>,
+}
+
+/// The server `how` names: its rendezvous file under `tmpdir` (the file of a pid or
+/// namespace, anywhere down to [`MAX_DEPTH`]; the system server's at the top of
+/// `system_tmpdir`), or the URI itself.
+pub(crate) fn find(
+    how: &Attach,
+    host: &str,
+    tmpdir: &Path,
+    system_tmpdir: &Path,
+) -> Result<Found, Error> {
+    let file = match how {
+        Attach::Uri(uri) => return Ok(from_uri(uri)),
+        Attach::Pid(pid) => search(tmpdir, &pid_file_name(host, *pid))?,
+        Attach::Nspace(ns) => search(tmpdir, &nspace_file_name(host, ns))?,
+        Attach::System => {
+            let p = system_tmpdir.join(system_file_name(host));
+            if !p.is_file() {
+                return Err(unreachable(format!(
+                    "no system server on {host}: {} does not exist",
+                    p.display()
+                )));
+            }
+            p
+        }
+    };
+    let text = std::fs::read_to_string(&file).map_err(|e| Error::Connect {
+        path: file.display().to_string(),
+        source: e,
+    })?;
+    let contact = Contact::parse(&text)
+        .ok_or_else(|| Error::Protocol(format!("{} names no server URI", file.display())))?;
+    let native = file
+        .parent()
+        .map(|d| d.join(NATIVE_SOCKET))
+        .filter(|s| is_socket(s));
+    Ok(Found { contact, native })
+}
+
+/// The name of a pmix-rs server's socket in its rendezvous directory.
+const NATIVE_SOCKET: &str = "server.sock";
+
+fn is_socket(p: &Path) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket())
+}
+
+/// A server given by URI: `unix:<path>` is a pmix-rs server's native socket; anything else an
+/// OpenPMIx URI.
+fn from_uri(uri: &str) -> Found {
+    let native = uri.strip_prefix("unix:").map(PathBuf::from);
+    Found {
+        contact: Contact {
+            uri: uri.to_owned(),
+            version: None,
+            pid: None,
+            ids: None,
+        },
+        native,
+    }
+}
+
+fn unreachable(why: String) -> Error {
+    Error::Connect {
+        path: String::new(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
+    }
+}
+
+/// The one file named `name` under `dir` (down to [`MAX_DEPTH`], never through a symbolic
+/// link). Several with the same name (servers of the same pid in other pid namespaces, or a
+/// file left by a server killed) are an error naming them, as the reference refuses to pick.
+fn search(dir: &Path, name: &str) -> Result<PathBuf, Error> {
+    let mut found = Vec::new();
+    walk(dir, name, MAX_DEPTH, &mut found);
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => Err(unreachable(format!(
+            "no server's rendezvous file {name} under {} (is the server running, with tool \
+             support, as this user?)",
+            dir.display()
+        ))),
+        _ => Err(unreachable(format!(
+            "several rendezvous files {name} under {}: {}",
+            dir.display(),
+            found
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+fn walk(dir: &Path, name: &str, depth: usize, found: &mut Vec<PathBuf>) {
+    // Directories this user may not read are skipped, as others' private ones are.
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let Ok(t) = e.file_type() else { continue };
+        if t.is_file() && e.file_name() == name {
+            found.push(e.path());
+        } else if t.is_dir() && depth > 1 {
+            walk(&e.path(), name, depth - 1, found);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn files_are_found_by_pid_nspace_and_system_and_say_which_protocol() {
+        let top = std::env::temp_dir().join(format!("pmixrs-find.{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&top);
+        let srv = top.join("pmixrs.7.00ab");
+        let prte = top.join("prte.h.0").join("dvm");
+        std::fs::create_dir_all(&srv).unwrap();
+        std::fs::create_dir_all(&prte).unwrap();
+        let text = "srv.0;tcp4://127.0.0.1:5\n4.2.2\n7\n0:0\nnow\n";
+        std::fs::write(srv.join("pmix.h.tool.7"), text).unwrap();
+        std::fs::write(srv.join("pmix.h.tool.srv"), text).unwrap();
+        let _l = std::os::unix::net::UnixListener::bind(srv.join("server.sock")).unwrap();
+        std::fs::write(prte.join("pmix.h.tool.70"), "prte@0.0;tcp4://127.0.0.1:6\n").unwrap();
+        std::fs::write(
+            top.join("pmix.sys.h"),
+            "sys.0;tcp4://127.0.0.1:7\nv5.0.11\n",
+        )
+        .unwrap();
+
+        let f = find(&Attach::Pid(7), "h", &top, &top).unwrap();
+        assert_eq!(f.contact.uri, "srv.0;tcp4://127.0.0.1:5");
+        assert_eq!(f.contact.pid, Some(7));
+        assert_eq!(f.native, Some(srv.join("server.sock")));
+        let f = find(&Attach::Nspace("srv".into()), "h", &top, &top).unwrap();
+        assert_eq!(f.native, Some(srv.join("server.sock")));
+        // Pid 70 is not pid 7's prefix match, and an OpenPMIx server has no native socket.
+        let f = find(&Attach::Pid(70), "h", &top, &top).unwrap();
+        assert_eq!(
+            (f.contact.uri.as_str(), f.native),
+            ("prte@0.0;tcp4://127.0.0.1:6", None)
+        );
+        let f = find(&Attach::System, "h", &top, &top).unwrap();
+        assert_eq!(f.contact.version.as_deref(), Some("v5.0.11"));
+        assert!(find(&Attach::Pid(8), "h", &top, &top).is_err());
+        assert!(find(&Attach::Pid(7), "other-host", &top, &top).is_err());
+        assert!(find(&Attach::System, "other-host", &top, &top).is_err());
+        // Two servers' files of the same name: no guess.
+        let again = top.join("pmixrs.7.00cd");
+        std::fs::create_dir_all(&again).unwrap();
+        std::fs::write(again.join("pmix.h.tool.7"), text).unwrap();
+        let e = find(&Attach::Pid(7), "h", &top, &top).unwrap_err();
+        assert!(e.to_string().contains("several"), "{e}");
+        let f = find(&Attach::Uri("unix:/x/server.sock".into()), "h", &top, &top).unwrap();
+        assert_eq!(f.native, Some(PathBuf::from("/x/server.sock")));
+        std::fs::remove_dir_all(&top).unwrap();
+    }
+}
