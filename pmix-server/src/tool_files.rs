@@ -198,7 +198,11 @@ mod tests {
         let dead = child.id();
         child.wait().unwrap();
         let old = dir.join("pmix.nodeA.tool.srv");
-        std::fs::write(&old, format!("x\n4.2.2\n{dead}\n0:0\n0\n")).unwrap();
+        std::fs::write(
+            &old,
+            format!("old.0;tcp4://127.0.0.1:1\n4.2.2\n{dead}\n0:0\n0\n"),
+        )
+        .unwrap();
         let paths = write(&c, &dir, None).unwrap();
         assert!(std::fs::read_to_string(&old).unwrap().starts_with("srv.0;"));
         remove(&paths);

@@ -59,6 +59,8 @@ struct Sim {
     cleanups: Vec<super::job_control::Cleanup>,
     auto_host: bool,
     next_id: u32,
+    /// Tools accepted, with the names they were given.
+    tools: Vec<(ConnId, Proc)>,
 }
 
 impl Sim {
@@ -77,6 +79,7 @@ impl Sim {
             cleanups: vec![],
             auto_host: true,
             next_id: 1,
+            tools: vec![],
         }
     }
 
@@ -105,6 +108,7 @@ impl Sim {
                 progressed = true;
                 match out {
                     Output::Accept { conn, .. } => self.accepted.push(conn),
+                    Output::ToolAccept { conn, tool, .. } => self.tools.push((conn, tool)),
                     Output::Refuse {
                         conn,
                         status,
@@ -1829,6 +1833,7 @@ mod control;
 mod group_membership;
 mod groups;
 mod psets;
+mod tools;
 
 /// The frames of a connect contribution: every part, decoded.
 fn connect_parts(data: &[u8]) -> Vec<pmix_wire::ConnectPart> {

@@ -18,7 +18,9 @@ fn run(args: &[String]) -> Result<(), String> {
         [w, v] if w == "nspace" => Attach::Nspace(v.clone()),
         [w, v] if w == "uri" => Attach::Uri(v.clone()),
         _ => {
-            return Err("usage: pmix-tool-client pid PID | nspace NSPACE | uri URI | system".into());
+            return Err(
+                "usage: pmix-tool-client pid PID | nspace NSPACE | uri URI | system".into(),
+            );
         }
     };
     let mut tool = Tool::init(how).map_err(|e| format!("PMIx_tool_init (Tool::init): {e}"))?;
