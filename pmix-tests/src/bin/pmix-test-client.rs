@@ -288,6 +288,55 @@ fn anl_map(c: &Client, expected: &str) -> Res {
 /// 2k+1), each with a context id; the members come back sorted, every member of a group got
 /// the same id and no two groups got the same one (checked through each rank's put of its
 /// ids); then the groups are destructed, and a destructed group is not found.
+/// Each rank attaches a Rust `Tool` to its own server (found by the server's namespace, from
+/// the job data, through the server's rendezvous file), finds itself with its own pid in its
+/// job's process table, and finalizes the tool; the job then fences: the tools changed
+/// nothing for it.
+fn tool(c: &Client) -> Res {
+    use pmix_client::tool::{Attach, Tool};
+    let me = c.proc().clone();
+    let size = job_size(c, &me.nspace)?;
+    let server = c
+        .get(
+            &Proc::new(me.nspace.clone(), Rank::WILDCARD),
+            attr::SERVER_NSPACE,
+            &[],
+        )
+        .map_err(e("get SERVER_NSPACE"))?;
+    let server = server.as_str().ok_or("SERVER_NSPACE is no string")?;
+    let mut t = Tool::init(Attach::Nspace(server.to_owned())).map_err(e("Tool::init"))?;
+    let table = t
+        .query_keys(
+            &[attr::QUERY_PROC_TABLE],
+            vec![Info::attr(attr::NSPACE, me.nspace.as_str())],
+        )
+        .map_err(e("query the process table"))?;
+    let rows = table
+        .iter()
+        .find(|i| i.key.as_str() == attr::QUERY_PROC_TABLE)
+        .and_then(|i| match &i.value {
+            Value::DataArray(a) => Some(a.items().to_vec()),
+            _ => None,
+        })
+        .ok_or("no process table")?;
+    check!(
+        rows.len() == size as usize,
+        "{} rows for {size} ranks",
+        rows.len()
+    );
+    let mine = rows.iter().find_map(|r| match r {
+        Value::ProcInfo(p) if p.proc == me => Some(p.pid),
+        _ => None,
+    });
+    check!(
+        mine == Some(std::process::id()),
+        "my row has pid {mine:?}, I am {}",
+        std::process::id()
+    );
+    t.finalize().map_err(e("tool finalize"))?;
+    c.fence(&[], &[]).map_err(e("fence"))
+}
+
 fn groups(c: &Client) -> Res {
     let me = c.proc().clone();
     let size = job_size(c, &me.nspace)?;
@@ -576,6 +625,7 @@ fn run(args: &[String]) -> Res {
         "anl-map" => anl_map(&c, arg(1)),
         "refresh" => refresh(&c),
         "groups" => groups(&c),
+        "tool" => tool(&c),
         "psets" => psets(&c, arg(1), arg(2), arg(3)),
         "scope" => scope(&c),
         "double-init" => double_init(&c),

@@ -123,6 +123,10 @@ const PASSED: Expect = Expect {
 /// Scenarios whose checks say every rank is on one node, with why: the multi-node column
 /// skips them (what they check across nodes is checked by the others).
 pub(crate) const ONE_NODE: &[(&str, &str)] = &[
+    (
+        "tools",
+        "one node: only pmixrun's own server serves tools, not its daemons",
+    ),
     ("job-info", "one node: checks LOCAL_SIZE == JOB_SIZE"),
     ("put-scopes", "one node: every peer sees LOCAL data"),
     ("resolve-peers", "one node: every rank is a peer here"),
@@ -798,8 +802,17 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
     Scenario {
         ids: &["C14"],
         name: "tools",
-        about: "tool init, query, IOF",
-        plan: Plan::Skip("not implemented yet (tools)"),
+        about: "tool init (by the server's namespace), process-table query, finalize; the \
+                job goes on; IOF not implemented yet",
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: TEST_CLIENT,
+                np: 3,
+                args: &["tool"],
+            }],
+            expect: PASSED,
+        }),
     },
     // ---- ours: the launcher's contract and the authentication rules -----------------------
     Scenario {
