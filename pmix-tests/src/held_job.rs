@@ -1,5 +1,5 @@
-//! A job under `pmixrun` held running while a test looks at it (a tool attaches to it), with
-//! no sleep: each rank prints its rank and pid, then waits on a FIFO of its own, which the
+//! A job under `pmixrun` (or PRRTE's `prterun`) held running while a test looks at it (a tool
+//! attaches to it), with no sleep: each rank prints its rank and pid, then waits on a FIFO of its own, which the
 //! test opens and closes to let it end.
 
 use std::io::{BufRead, BufReader};
@@ -13,7 +13,7 @@ use crate::{Output, Running};
 
 /// A running `pmixrun -n N` whose ranks wait to be released.
 pub struct HeldJob {
-    /// pmixrun's pid.
+    /// The launcher's pid.
     pub pid: u32,
     /// Each rank's pid, by rank, as the rank itself printed it.
     pub rank_pids: Vec<u32>,
@@ -26,10 +26,10 @@ pub struct HeldJob {
 const HELD: &str = "held";
 
 impl HeldJob {
-    /// Starts `pmixrun -n <n>` (with `args` before `-n`), each rank `sh` printing
-    /// `held rank=R pid=P` and waiting; returns once every rank printed, failing the test
-    /// if that has not happened by `end`.
-    pub fn start(pmixrun: &Path, args: &[&str], n: u32, end: Instant) -> HeldJob {
+    /// Starts `<launcher> <args> -n <n> sh -c ...` (`pmixrun`, `prterun`), each rank `sh`
+    /// printing `held rank=R pid=P` and waiting; returns once every rank printed, failing
+    /// the test if that has not happened by `end`.
+    pub fn start(launcher: &Path, args: &[&str], n: u32, end: Instant) -> HeldJob {
         let dir = std::env::temp_dir().join(format!(
             "pmixrs-held.{}.{}",
             std::process::id(),
@@ -45,7 +45,7 @@ impl HeldJob {
         let script = format!(
             "echo \"{HELD} rank=$PMIX_RANK pid=$$\"; cat \"$0/rank.$PMIX_RANK\" > /dev/null"
         );
-        let mut cmd = Command::new(pmixrun);
+        let mut cmd = Command::new(launcher);
         cmd.args(args)
             .args(["-n", &n.to_string(), "sh", "-c", &script])
             .arg(&dir)
@@ -55,7 +55,7 @@ impl HeldJob {
             .stderr(Stdio::piped());
         let mut child = cmd
             .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", pmixrun.display()));
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", launcher.display()));
         let pid = child.id();
         let (lines_tx, lines) = unbounded();
         let (rest_tx, rest) = unbounded();
@@ -83,7 +83,7 @@ impl HeldJob {
         while seen < n {
             let Ok(line) = lines.recv_deadline(end) else {
                 let out = job.finish_now();
-                panic!("pmixrun's {n} ranks did not all start in time (seen {seen}): {out:#?}");
+                panic!("the {n} ranks did not all start in time (seen {seen}): {out:#?}");
             };
             let fields = crate::keyed_lines(&format!("{line}\n"), HELD);
             let Some(f) = fields.first() else { continue };
@@ -112,7 +112,7 @@ impl HeldJob {
             .unwrap_or_else(|| panic!("pmixrun {} has no rendezvous directory", self.pid))
     }
 
-    /// Lets every rank end and waits for pmixrun until `end`.
+    /// Lets every rank end and waits for the launcher until `end`.
     pub fn release(mut self, end: Instant) -> Output {
         let n = self.rank_pids.len();
         let fifos: Vec<PathBuf> = (0..n).map(|r| self.dir.join(format!("rank.{r}"))).collect();
@@ -145,10 +145,10 @@ impl HeldJob {
         let child = self.child.take().expect("pmixrun is waited for once");
         let (_, rest) = unbounded();
         let rest = std::mem::replace(&mut self.rest, rest);
-        Running::with_stdout(child, rest).finish(end, "the held pmixrun job")
+        Running::with_stdout(child, rest).finish(end, "the held job")
     }
 
-    /// Ends pmixrun and its job now (SIGTERM, passed on to the ranks).
+    /// Ends the launcher and its job now (SIGTERM, passed on to the ranks).
     fn finish_now(&mut self) -> Output {
         if let Some(c) = &self.child {
             let pid = nix::unistd::Pid::from_raw(i32::try_from(c.id()).unwrap_or(0));

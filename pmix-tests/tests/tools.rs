@@ -101,9 +101,15 @@ fn hostname() -> String {
         .into_owned()
 }
 
-/// The tool named itself, listed every rank of the held job with the rank's own pid, running
-/// `sh` here, and finalized.
+/// The tool named itself, listed every rank of the held pmixrun job with the rank's own pid,
+/// running `sh` here, and finalized.
 fn check_table(out: &Output, job: &HeldJob, what: &str) {
+    let nspace = format!("pmixrun-{}", job.pid);
+    check_rows(out, job, what, &nspace, "sh");
+}
+
+/// [`check_table`] for a job named `nspace` whose processes run `exe`.
+fn check_rows(out: &Output, job: &HeldJob, what: &str, nspace: &str, exe: &str) {
     assert_ok(out, what);
     let me = keyed_lines(&out.stdout, "tool");
     assert!(
@@ -117,10 +123,10 @@ fn check_table(out: &Output, job: &HeldJob, what: &str) {
             .iter()
             .find(|f| f.get("rank").map(String::as_str) == Some(&rank.to_string()))
             .unwrap_or_else(|| panic!("{what}: rank {rank} is not in the table: {out:#?}"));
-        assert_eq!(row["job"], format!("pmixrun-{}", job.pid), "{what}");
+        assert_eq!(row["job"], nspace, "{what}");
         assert_eq!(row["pid"], pid.to_string(), "{what}: rank {rank}: {out:#?}");
         assert_eq!(row["host"], hostname(), "{what}");
-        assert_eq!(row["exe"], "sh", "{what}");
+        assert_eq!(row["exe"], exe, "{what}");
         // PMIX_PROC_STATE_RUNNING.
         assert_eq!(row["state"], "5", "{what}");
     }
@@ -326,4 +332,45 @@ fn a_peer_sending_garbage_closes_only_its_own_connection() {
     let out = run_tool(Lib::Python, &["pid", &pid], "a tool after the garbage");
     check_table(&out, &job, "a tool after the garbage");
     assert_ok(&job.release(Instant::now() + DEADLINE), "the job");
+}
+
+/// The Rust `Tool` and the libpmix tools attach to PRRTE's `prterun` (an OpenPMIx 5.0.11
+/// server) by its pid and its namespace and read its job's process table: the tool side of
+/// the OpenPMIx wire against the reference. One tool per `prterun`: after a second tool has
+/// come and gone, `prterun` 5.0.11 no longer ends when its job does (with any tool library).
+#[test]
+fn rust_and_libpmix_tools_attach_to_prterun() {
+    let prterun = Path::new("/opt/ompi5/bin/prterun");
+    assert!(
+        prterun.is_file(),
+        "{} is missing: {}",
+        prterun.display(),
+        pmix_tests::INSTALL_TEST_DEPS
+    );
+    for (lib, by_pid) in [
+        (Lib::Rust, true),
+        (Lib::Rust, false),
+        (Lib::C, true),
+        (Lib::CWheel, false),
+    ] {
+        let job = HeldJob::start(
+            prterun,
+            &["--allow-run-as-root", "--oversubscribe"],
+            2,
+            Instant::now() + DEADLINE,
+        );
+        let pid = job.pid.to_string();
+        // PRRTE names its own namespace `prterun-<host>-<pid>@0` and its first job `...@1`.
+        let dvm = format!("prterun-{}-{pid}@0", hostname());
+        let first = format!("prterun-{}-{pid}@1", hostname());
+        let how = if by_pid {
+            ["pid", pid.as_str()]
+        } else {
+            ["nspace", dvm.as_str()]
+        };
+        let what = format!("{lib:?} tool to prterun by {}", how.join(" "));
+        let out = run_tool(lib, &how, &what);
+        check_rows(&out, &job, &what, &first, "/usr/bin/sh");
+        assert_ok(&job.release(Instant::now() + DEADLINE), &what);
+    }
 }

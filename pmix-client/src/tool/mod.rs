@@ -153,7 +153,12 @@ impl Tool {
     /// the primary. Returns the server's name.
     pub fn attach_to_server(&mut self, how: Attach) -> Result<Proc, Error> {
         let found = find::find(&how, &self.hostname, &self.tmpdir, &self.system_tmpdir)?;
-        let info = vec![Info::attr(attr::PROC_PID, std::process::id())];
+        // What libpmix tools tell a server of themselves.
+        let cmd_line = std::env::args().collect::<Vec<_>>().join(" ");
+        let info = vec![
+            Info::attr(attr::PROC_PID, pmix_types::Value::Pid(std::process::id())),
+            Info::attr(attr::CMD_LINE, cmd_line),
+        ];
         let link = match &found.native {
             Some(socket) => Link::native(
                 socket,
@@ -164,6 +169,7 @@ impl Tool {
             None => Link::openpmix(
                 &found.contact.uri,
                 found.contact.version.as_deref(),
+                info,
                 self.options.timeout,
             )?,
         };

@@ -92,6 +92,7 @@ impl Link {
     pub(crate) fn openpmix(
         uri: &str,
         version: Option<&str>,
+        info: Vec<Info>,
         timeout: Duration,
     ) -> Result<Link, Error> {
         let addr = uri
@@ -126,6 +127,8 @@ impl Link {
             uid,
             gid,
         };
+        // PRRTE's `prterun` reads them (it crashes without), as libpmix tools send them.
+        hello.info = info;
         hello.stray_byte = ClientHandshake::stray_byte_for(
             version.and_then(|v| Version::parse(v.trim_start_matches('v'))),
         );
