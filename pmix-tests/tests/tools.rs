@@ -374,3 +374,59 @@ fn rust_and_libpmix_tools_attach_to_prterun() {
         assert_ok(&job.release(Instant::now() + DEADLINE), &what);
     }
 }
+
+/// A server started as the node's system server writes `pmix.sys.<host>` at the top of its
+/// system temporary directory; libpmix and Rust tools asking for the system server find it
+/// there, and it is gone when the server stops.
+#[test]
+fn the_system_server_is_found_by_libpmix_and_rust_tools() {
+    use pmix_client::tool::{Attach, Tool, ToolOptions};
+    let top = std::env::temp_dir().join(format!("pmixrs-systools.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&top);
+    let sys = top.join("sys");
+    std::fs::create_dir_all(&sys).expect("creating the test's directories");
+    let h = pmix_tests::TestHost::start_with(
+        pmix_server::NoHost,
+        pmix_server::ServerOptions {
+            tmpdir: Some(top.clone()),
+            system_tmpdir: Some(sys.clone()),
+            tool_support: true,
+            system_server: true,
+            ..Default::default()
+        },
+    );
+    h.job("sysjob", 1);
+    let file = sys.join(format!("pmix.sys.{}", h.server.hostname()));
+    assert!(file.is_file(), "{} is missing", file.display());
+    // Rust, in this process.
+    let mut rust = Tool::init_with(ToolOptions {
+        server: Some(Attach::System),
+        tmpdir: Some(top.clone()),
+        system_tmpdir: Some(sys.clone()),
+        hostname: Some(h.server.hostname().to_owned()),
+        ..ToolOptions::default()
+    })
+    .expect("a Rust tool attaching to the system server");
+    assert_eq!(rust.server(), Some(&h.server.proc()));
+    let names = rust
+        .query_keys(&[pmix_server::types::attr::QUERY_NAMESPACES], Vec::new())
+        .expect("query");
+    assert_eq!(names[0].value.as_str(), Some("sysjob"), "{names:?}");
+    rust.finalize().expect("finalize");
+    // libpmix 4.2, looking in PMIX_SYSTEM_TMPDIR: attached, it lists the job; the test host
+    // answers no process table, so the C tool stops there.
+    let what = "libpmix tool to the system server";
+    let mut cmd = tool(Lib::C, &["system"]);
+    cmd.env("PMIX_SYSTEM_TMPDIR", &sys);
+    let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
+    let me = format!("tool me={}-tool-", h.server.proc().nspace);
+    assert!(out.stdout.contains(&me), "{what}: {out:#?}");
+    assert!(
+        out.stderr
+            .contains("FAIL rank=-1: PMIx_Query_info(pmix.qry.ptable of sysjob)"),
+        "{what}: {out:#?}"
+    );
+    h.server.finalize().expect("finalize the server");
+    assert!(!file.exists(), "{} is left", file.display());
+    let _ = std::fs::remove_dir_all(&top);
+}
