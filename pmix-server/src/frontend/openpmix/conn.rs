@@ -180,7 +180,7 @@ impl OpenpmixConn {
                         return Step::Close;
                     }
                     return match ClientHandshake::decode(body) {
-                        Ok(hs) => self.handshake(hs),
+                        Ok(hs) => self.handshake(hs, out),
                         Err(e) => {
                             tracing::warn!("closing a libpmix connection: bad handshake: {e}");
                             self.state = State::Done;
@@ -212,7 +212,7 @@ impl OpenpmixConn {
         }
     }
 
-    fn handshake(&mut self, hs: ClientHandshake) -> Step {
+    fn handshake(&mut self, hs: ClientHandshake, out: &mut Vec<u8>) -> Step {
         let refuse = |this: &mut Self, why: String| {
             // The reference closes the socket without a word; the log says why.
             tracing::warn!("refusing a libpmix client: {why}");
@@ -227,14 +227,20 @@ impl OpenpmixConn {
                         self.state = State::ToolChecking(pending);
                         Step::ToolHello(hello)
                     }
-                    Err(why) => refuse(self, why),
+                    Err((status, why)) => {
+                        // Answered as a refusal by the engine is (see `tool::refused`).
+                        tracing::warn!(?status, "refusing a tool: {why}");
+                        super::tool::refused(status, out);
+                        self.state = State::ToolRefused;
+                        Step::Idle
+                    }
                 };
             }
             other => {
                 return refuse(
                     self,
                     format!(
-                        "only processes this server launched are served, not a peer of kind {:?}",
+                        "served are processes this server launched and tools, not a peer of kind {:?}",
                         other.flag()
                     ),
                 );

@@ -28,41 +28,47 @@ pub(super) struct Pending {
 }
 
 /// Reads a tool's handshake: the hello for the engine and what the answer needs, or why it is
-/// refused. `kernel_uid` is who owns the peer's socket, when the kernel tells.
+/// refused (the status it is told, and the reason for the log). `kernel_uid` is who owns the
+/// peer's socket, when the kernel tells.
 pub(super) fn read(
     hs: ClientHandshake,
     kernel_uid: Option<u32>,
-) -> Result<(ToolHello, Pending), String> {
+) -> Result<(ToolHello, Pending), (Status, String)> {
     let flag = hs.identity.flag();
+    let unsupported = |why: String| (Status::ERR_NOT_SUPPORTED, why);
+    let bad_cred = |why: String| (Status::ERR_INVALID_CRED, why);
     if !is_tool(flag) {
-        return Err(format!("peers of kind {flag:?} are not served"));
+        return Err(unsupported(format!(
+            "peers of kind {flag:?} are not served"
+        )));
     }
-    let dialect = hs.dialect().map_err(|e| e.to_string())?;
+    let dialect = hs.dialect().map_err(|e| unsupported(e.to_string()))?;
     let (stated_uid, stated_gid) = hs
         .identity
         .ids()
-        .ok_or_else(|| format!("a {flag:?} handshake without ids"))?;
+        .ok_or_else(|| bad_cred(format!("a {flag:?} handshake without ids")))?;
     // The `native` module's credential is the only proof this wire carries; the kernel
     // confirms it on loopback TCP where it can tell.
     let creds = (hs.psec == "native")
         .then(|| pmix_wire::openpmix::native_credential_ids(&hs.credential))
         .flatten();
     let Some((uid, gid)) = creds else {
-        return Err(format!(
+        return Err(bad_cred(format!(
             "a tool sent no native credential (security module {:?})",
             hs.psec
-        ));
+        )));
     };
     if (uid, gid) != (stated_uid, stated_gid) {
-        return Err(format!(
+        return Err(bad_cred(format!(
             "a tool states uid {stated_uid} gid {stated_gid} but its credential says uid {uid} \
              gid {gid}"
-        ));
+        )));
     }
     if let Some(k) = kernel_uid {
         if k != uid {
-            return Err(format!(
-                "a tool claims uid {uid} but its socket belongs to uid {k}"
+            return Err((
+                Status::ERR_NO_PERMISSIONS,
+                format!("a tool claims uid {uid} but its socket belongs to uid {k}"),
             ));
         }
     }
@@ -70,7 +76,7 @@ pub(super) fn read(
     let proc = match &hs.identity {
         Identity::IdsAndProc { proc, .. } => Some(proc.clone()),
         Identity::Ids { .. } if needs_id => None,
-        _ => return Err(format!("a {flag:?} handshake without a name")),
+        _ => return Err(bad_cred(format!("a {flag:?} handshake without a name"))),
     };
     let hello = ToolHello {
         proc,
@@ -129,4 +135,82 @@ pub(super) fn job_data(tool: &Proc, dialect: Dialect) -> Result<Vec<u8>, pmix_wi
     })
     .encode(dialect, &mut out)?;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use pmix_types::Nspace;
+    use pmix_wire::openpmix::native_credential;
+
+    fn hs(identity: Identity, cred: (u32, u32)) -> ClientHandshake {
+        let mut h = ClientHandshake::simple_client(
+            Proc::new(Nspace::new("x").unwrap(), 0),
+            native_credential(cred.0, cred.1).to_vec(),
+            Dialect::V41,
+            "hash",
+        );
+        h.identity = identity;
+        h
+    }
+
+    fn needs_id(uid: u32, gid: u32) -> Identity {
+        Identity::Ids {
+            flag: PeerFlag::TOOL_NEEDS_ID,
+            uid,
+            gid,
+        }
+    }
+
+    #[test]
+    fn tool_handshakes_are_read_checked_and_answered() {
+        let (hello, pending) = read(hs(needs_id(5, 6), (5, 6)), Some(5)).unwrap();
+        assert_eq!(hello.proc, None);
+        assert_eq!(hello.creds, PeerCreds { uid: 5, gid: 6 });
+        assert!(pending.needs_id);
+        let named = Proc::new(Nspace::new("dbg").unwrap(), 2);
+        let given = Identity::IdsAndProc {
+            flag: PeerFlag::TOOL_GIVEN_ID,
+            uid: 5,
+            gid: 6,
+            proc: named.clone(),
+        };
+        let (hello, pending) = read(hs(given, (5, 6)), None).unwrap();
+        assert_eq!(hello.proc, Some(named.clone()));
+        assert!(!pending.needs_id);
+        // The ids stated and the credential's must agree, and the kernel's uid with both.
+        let e = read(hs(needs_id(0, 0), (5, 6)), Some(5)).unwrap_err();
+        assert_eq!(e.0, Status::ERR_INVALID_CRED, "{e:?}");
+        let e = read(hs(needs_id(5, 6), (5, 6)), Some(7)).unwrap_err();
+        assert_eq!(e.0, Status::ERR_NO_PERMISSIONS, "{e:?}");
+        let singleton = Identity::IdsAndProc {
+            flag: PeerFlag::SINGLETON_CLIENT,
+            uid: 5,
+            gid: 6,
+            proc: named.clone(),
+        };
+        assert_eq!(
+            read(hs(singleton, (5, 6)), None).unwrap_err().0,
+            Status::ERR_NOT_SUPPORTED
+        );
+        // The answer names the tool only when it asked for a name.
+        let server = Proc::new(Nspace::new("srv").unwrap(), 0);
+        for needs in [true, false] {
+            let p = Pending {
+                dialect: Dialect::V41,
+                needs_id: needs,
+            };
+            let mut out = Vec::new();
+            accepted(p, &named, &server, &mut out);
+            let (r, used) = ToolReply::decode(&out, needs).unwrap().unwrap();
+            assert_eq!(used, out.len());
+            assert_eq!(r.assigned, needs.then(|| named.clone()));
+            assert_eq!(r.server, Some(server.clone()));
+        }
+        let mut out = Vec::new();
+        refused(Status::ERR_NO_PERMISSIONS, &mut out);
+        assert_eq!(out, Status::ERR_NO_PERMISSIONS.0.to_be_bytes());
+    }
 }
