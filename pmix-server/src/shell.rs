@@ -738,30 +738,14 @@ impl<H: Host> Shell<H> {
     fn output(&mut self, out: Output) {
         match out {
             Output::Accept { conn, job } => {
-                let Some(conn) = self.slot_of(conn) else {
-                    return;
-                };
-                let uid = self
-                    .conns
-                    .get_mut(conn)
-                    .and_then(|c| c.unauthenticated.take());
-                if let Some(uid) = uid {
-                    self.handshake_over(uid);
+                if let Some(conn) = self.authenticated(conn) {
+                    self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, out));
                 }
-                self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, out));
             }
             Output::ToolAccept { conn, tool, server } => {
-                let Some(conn) = self.slot_of(conn) else {
-                    return;
-                };
-                let uid = self
-                    .conns
-                    .get_mut(conn)
-                    .and_then(|c| c.unauthenticated.take());
-                if let Some(uid) = uid {
-                    self.handshake_over(uid);
+                if let Some(conn) = self.authenticated(conn) {
+                    self.deliver(conn, |p, _, out| p.tool_accepted(&tool, &server, out));
                 }
-                self.deliver(conn, |p, _, out| p.tool_accepted(&tool, &server, out));
             }
             Output::Refuse {
                 conn,
@@ -805,6 +789,20 @@ impl<H: Host> Shell<H> {
             }
             Output::Cleanup { list } => list.iter().for_each(crate::cleanup::run),
         }
+    }
+
+    /// The engine accepted connection `conn` (a client or a tool): it no longer counts as
+    /// unauthenticated. Its slot, if it is still there.
+    fn authenticated(&mut self, conn: ConnId) -> Option<usize> {
+        let conn = self.slot_of(conn)?;
+        let uid = self
+            .conns
+            .get_mut(conn)
+            .and_then(|c| c.unauthenticated.take());
+        if let Some(uid) = uid {
+            self.handshake_over(uid);
+        }
+        Some(conn)
     }
 
     /// The slot of the live connection the engine calls `conn` (see [`engine_id`]); None for

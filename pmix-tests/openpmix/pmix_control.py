@@ -14,27 +14,15 @@ import sys
 
 import pmix
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the sources
+import pmix_py  # noqa: E402 (after the line above)
+from pmix_py import info, say, text
+
 RANK = -1
 
 
 def fail(msg):
-    print("FAIL rank=%d: %s" % (RANK, msg), file=sys.stderr, flush=True)
-    os._exit(2)
-
-
-def say(line):
-    """One line in one write(2), so ranks sharing a pipe never mix within a line."""
-    sys.stdout.flush()
-    os.write(1, (line + "\n").encode())
-
-
-def text(x):
-    """The binding gives some strings as bytes (its attribute names among them)."""
-    return x.decode() if isinstance(x, bytes) else x
-
-
-def info(key, value, val_type):
-    return {"key": key, "value": value, "val_type": val_type}
+    pmix_py.fail(RANK, msg)
 
 
 def main():

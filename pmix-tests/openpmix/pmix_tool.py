@@ -15,29 +15,17 @@ The job is the first namespace the server lists (QUERY_NAMESPACES) that is not t
 Debian's /usr/bin/python3.
 """
 import contextlib
-import os
 import sys
 
 import pmix
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the sources
+import pmix_py  # noqa: E402 (after the line above)
+from pmix_py import info, say, text
+
 
 def fail(msg):
-    print("FAIL rank=-1: %s" % msg, file=sys.stderr, flush=True)
-    os._exit(2)
-
-
-def say(line):
-    sys.stdout.flush()
-    os.write(1, (line + "\n").encode())
-
-
-def text(x):
-    """The binding gives some strings as bytes."""
-    return x.decode() if isinstance(x, bytes) else x
-
-
-def info(key, value, val_type):
-    return {"key": key, "value": value, "val_type": val_type}
+    pmix_py.fail(-1, msg)
 
 
 def main():

@@ -21,14 +21,6 @@ use pmix_tests::{
 /// For one run: a tool takes well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
-
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Lib {
     /// `pmix_tool.py` on python3-pmix (OpenPMIx 4.2).
@@ -139,7 +131,12 @@ fn check_rows(out: &Output, job: &HeldJob, what: &str, nspace: &str, exe: &str) 
 /// Holds a job of two, attaches `lib`'s tool to it in each way it can find pmixrun, then
 /// releases the job, which must end well.
 fn attach(lib: Lib) {
-    let job = HeldJob::start(pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_program(),
+        &[],
+        2,
+        Instant::now() + DEADLINE,
+    );
     let pid = job.pid.to_string();
     let server_ns = format!("pmixrs-server-{pid}");
     let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
@@ -179,7 +176,12 @@ fn rust_tool_attaches_by_pid_nspace_and_uri() {
 /// pmixrun's rendezvous files are gone when it ends.
 #[test]
 fn rendezvous_files_are_removed_at_exit() {
-    let job = HeldJob::start(pmixrun_bin(), &[], 1, Instant::now() + DEADLINE);
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_program(),
+        &[],
+        1,
+        Instant::now() + DEADLINE,
+    );
     let dir = job.rendezvous_dir();
     let files = [
         dir.join(format!("pmix.{}.tool.{}", hostname(), job.pid)),
@@ -210,7 +212,12 @@ fn require_root(what: &str) {
 #[test]
 fn a_tool_of_another_user_is_refused() {
     require_root("a_tool_of_another_user_is_refused");
-    let job = HeldJob::start(pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_program(),
+        &[],
+        2,
+        Instant::now() + DEADLINE,
+    );
     let pid = job.pid.to_string();
     let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
     // Given the URI, the tool reaches the server, which refuses it for its uid.
@@ -263,10 +270,13 @@ fn expect_closed(stream: &mut impl Read, what: &str) {
 
 #[test]
 fn a_peer_sending_garbage_closes_only_its_own_connection() {
-    use pmix_wire::openpmix::{
-        ClientHandshake, Dialect, Identity, PeerFlag, ToolReply, native_credential,
-    };
-    let job = HeldJob::start(pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
+    use pmix_wire::openpmix::{ClientHandshake, Dialect, ToolReply};
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_program(),
+        &[],
+        2,
+        Instant::now() + DEADLINE,
+    );
     let uri = uri_of(&job, &format!("pmix.{}.tool.{}", hostname(), job.pid));
     let addr = uri
         .split_once(";tcp4://")
@@ -286,18 +296,7 @@ fn a_peer_sending_garbage_closes_only_its_own_connection() {
         nix::unistd::geteuid().as_raw(),
         nix::unistd::getegid().as_raw(),
     );
-    let mut hs = ClientHandshake::simple_client(
-        pmix_wire::openpmix::Proc::new(pmix_wire::openpmix::Nspace::new("x").expect("ns"), 0),
-        native_credential(uid, gid).to_vec(),
-        Dialect::V41,
-        "hash",
-    );
-    hs.identity = Identity::Ids {
-        flag: PeerFlag::TOOL_NEEDS_ID,
-        uid,
-        gid,
-    };
-    hs.stray_byte = false;
+    let hs = ClientHandshake::tool_needs_id(uid, gid, Dialect::V41);
     let mut bytes = Vec::new();
     hs.encode(&mut bytes).expect("encoding a tool handshake");
     let mut s = connect();

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use pmix_types::{Info, Proc, Status};
 use pmix_wire::openpmix::{
-    ClientHandshake, Cmd, DEFAULT_MAX_MESSAGE, Dialect, Identity, Incoming, MsgReader, PeerFlag,
-    Request as OpenpmixRequest, ToolReply, Version, encode_message_with, native_credential,
+    ClientHandshake, Cmd, DEFAULT_MAX_MESSAGE, Dialect, Incoming, MsgReader,
+    Request as OpenpmixRequest, ToolReply, Version, encode_message_with,
 };
 use pmix_wire::{
     ClientMsg, FrameDecoder, FrameReader, Reply, Request, ServerMsg, ToolHello, ToolWelcome,
@@ -111,22 +111,7 @@ impl Link {
         let uid = nix::unistd::geteuid().as_raw();
         let gid = nix::unistd::getegid().as_raw();
         let dialect = Dialect::V41;
-        // The builder of a launched client's handshake, made a tool's: ids instead of a name.
-        let placeholder = Proc::new(
-            pmix_types::Nspace::new("tool").map_err(|e| Error::BadParam(e.to_string()))?,
-            0,
-        );
-        let mut hello = ClientHandshake::simple_client(
-            placeholder,
-            native_credential(uid, gid).to_vec(),
-            dialect,
-            "hash",
-        );
-        hello.identity = Identity::Ids {
-            flag: PeerFlag::TOOL_NEEDS_ID,
-            uid,
-            gid,
-        };
+        let mut hello = ClientHandshake::tool_needs_id(uid, gid, dialect);
         // PRRTE's `prterun` reads them (it crashes without), as libpmix tools send them.
         hello.info = info;
         hello.stray_byte = ClientHandshake::stray_byte_for(

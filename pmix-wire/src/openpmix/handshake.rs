@@ -205,6 +205,29 @@ impl ClientHandshake {
         }
     }
 
+    /// The handshake of a self-started tool asking the server for a name
+    /// ([`PeerFlag::TOOL_NEEDS_ID`]), as libpmix's `PMIx_tool_init` sends it: `native`
+    /// security with the credential of `uid` and `gid`, this crate's [`VERSION`], the
+    /// dialect's codec, `hash`, no stray byte and no info (set [`ClientHandshake::info`] to
+    /// pass `PROC_PID` and `CMD_LINE`, as libpmix does).
+    pub fn tool_needs_id(uid: u32, gid: u32, dialect: Dialect) -> Self {
+        ClientHandshake {
+            psec: "native".into(),
+            credential: native_credential(uid, gid).to_vec(),
+            identity: Identity::Ids {
+                flag: PeerFlag::TOOL_NEEDS_ID,
+                uid,
+                gid,
+            },
+            version: VERSION.into(),
+            bfrops: dialect.codec.name().into(),
+            buffer_type: dialect.buffer,
+            gds: "hash".into(),
+            info: Vec::new(),
+            stray_byte: false,
+        }
+    }
+
     /// Whether a client's handshake to a server of version `server` (`PMIX_VERSION`) ends with
     /// the stray byte: yes for servers before 4.2.3, as a 4.2.2 client's does (those servers
     /// skip whatever follows a client's `gds` name), no for later or unknown ones. From 5.0.9
