@@ -54,15 +54,6 @@ pub fn profile_dir() -> PathBuf {
         .to_path_buf()
 }
 
-/// `pmixrun`, built once per test process ([`cargo_build`]).
-pub fn pmixrun_program() -> &'static Path {
-    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
-
 /// Builds binaries of other packages of the workspace (`what`: cargo's package and target
 /// arguments) into the running test's target directory and profile: `cargo test -p
 /// pmix-tests` does not build them, and an old one must not be tested. A no-op when they are

@@ -131,12 +131,7 @@ fn check_rows(out: &Output, job: &HeldJob, what: &str, nspace: &str, exe: &str) 
 /// Holds a job of two, attaches `lib`'s tool to it in each way it can find pmixrun, then
 /// releases the job, which must end well.
 fn attach(lib: Lib) {
-    let job = HeldJob::start(
-        pmix_tests::pmixrun_program(),
-        &[],
-        2,
-        Instant::now() + DEADLINE,
-    );
+    let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
     let pid = job.pid.to_string();
     let server_ns = format!("pmixrs-server-{pid}");
     let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
@@ -176,12 +171,7 @@ fn rust_tool_attaches_by_pid_nspace_and_uri() {
 /// pmixrun's rendezvous files are gone when it ends.
 #[test]
 fn rendezvous_files_are_removed_at_exit() {
-    let job = HeldJob::start(
-        pmix_tests::pmixrun_program(),
-        &[],
-        1,
-        Instant::now() + DEADLINE,
-    );
+    let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 1, Instant::now() + DEADLINE);
     let dir = job.rendezvous_dir();
     let files = [
         dir.join(format!("pmix.{}.tool.{}", hostname(), job.pid)),
@@ -212,12 +202,7 @@ fn require_root(what: &str) {
 #[test]
 fn a_tool_of_another_user_is_refused() {
     require_root("a_tool_of_another_user_is_refused");
-    let job = HeldJob::start(
-        pmix_tests::pmixrun_program(),
-        &[],
-        2,
-        Instant::now() + DEADLINE,
-    );
+    let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
     let pid = job.pid.to_string();
     let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
     // Given the URI, the tool reaches the server, which refuses it for its uid.
@@ -271,12 +256,7 @@ fn expect_closed(stream: &mut impl Read, what: &str) {
 #[test]
 fn a_peer_sending_garbage_closes_only_its_own_connection() {
     use pmix_wire::openpmix::{ClientHandshake, Dialect, ToolReply};
-    let job = HeldJob::start(
-        pmix_tests::pmixrun_program(),
-        &[],
-        2,
-        Instant::now() + DEADLINE,
-    );
+    let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
     let uri = uri_of(&job, &format!("pmix.{}.tool.{}", hostname(), job.pid));
     let addr = uri
         .split_once(";tcp4://")
