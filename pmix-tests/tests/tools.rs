@@ -94,10 +94,21 @@ fn hostname() -> String {
 }
 
 /// The tool named itself, listed every rank of the held pmixrun job with the rank's own pid,
-/// running `sh` here, and finalized.
+/// running `sh` (as found on `PATH`) here, and finalized.
 fn check_table(out: &Output, job: &HeldJob, what: &str) {
     let nspace = format!("pmixrun-{}", job.pid);
-    check_rows(out, job, what, &nspace, "sh");
+    check_rows(out, job, what, &nspace, &sh());
+}
+
+/// Where `sh` is found on `PATH`, as the launchers name the program they started.
+fn sh() -> String {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|d| d.join("sh"))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .expect("sh on PATH")
 }
 
 /// [`check_table`] for a job named `nspace` whose processes run `exe`.
@@ -349,7 +360,7 @@ fn rust_and_libpmix_tools_attach_to_prterun() {
         };
         let what = format!("{lib:?} tool to prterun by {}", how.join(" "));
         let out = run_tool(lib, &how, &what);
-        check_rows(&out, &job, &what, &first, "/usr/bin/sh");
+        check_rows(&out, &job, &what, &first, &sh());
         assert_ok(&job.release(Instant::now() + DEADLINE), &what);
     }
 }
