@@ -420,3 +420,44 @@ fn the_system_server_is_found_by_libpmix_and_rust_tools() {
     assert!(!file.exists(), "{} is left", file.display());
     let _ = std::fs::remove_dir_all(&top);
 }
+
+/// One Rust `Tool` attached to two pmixruns at once: both listed, requests to the primary
+/// one, `set_server` switching, `disconnect` letting one go; both jobs end well.
+#[test]
+fn one_rust_tool_holds_two_servers() {
+    use pmix_client::tool::{Attach, Tool};
+    use pmix_server::types::attr;
+    let end = Instant::now() + DEADLINE;
+    let first = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 1, end);
+    let second = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 1, end);
+    let mut tool = Tool::init(Attach::Pid(first.pid)).expect("attaching to the first");
+    let server_of = |job: &HeldJob| format!("pmixrs-server-{}", job.pid);
+    let two = tool
+        .attach_to_server(Attach::Pid(second.pid))
+        .expect("attaching to the second");
+    let servers: Vec<String> = tool
+        .get_servers()
+        .iter()
+        .map(|p| p.nspace.to_string())
+        .collect();
+    assert_eq!(servers, [server_of(&first), server_of(&second)]);
+    let jobs = |tool: &mut Tool| {
+        let r = tool
+            .query_keys(&[attr::QUERY_NAMESPACES], Vec::new())
+            .expect("query");
+        r[0].value.as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(jobs(&mut tool), format!("pmixrun-{}", first.pid));
+    tool.set_server(&two).expect("set_server");
+    assert_eq!(jobs(&mut tool), format!("pmixrun-{}", second.pid));
+    tool.disconnect(&two).expect("disconnect");
+    assert_eq!(tool.get_servers().len(), 1);
+    assert_eq!(jobs(&mut tool), format!("pmixrun-{}", first.pid));
+    assert!(
+        tool.set_server(&two).is_err(),
+        "set_server to a server let go"
+    );
+    tool.finalize().expect("finalize");
+    assert_ok(&first.release(end), "the first job");
+    assert_ok(&second.release(end), "the second job");
+}

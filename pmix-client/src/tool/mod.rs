@@ -39,6 +39,9 @@ use crate::Error;
 
 use self::wire::Link;
 
+/// The longest command line a tool passes to a server (`CMD_LINE`).
+const MAX_CMD_LINE: usize = 1024;
+
 /// How a tool finds the server to attach to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Attach {
@@ -153,8 +156,16 @@ impl Tool {
     /// the primary. Returns the server's name.
     pub fn attach_to_server(&mut self, how: Attach) -> Result<Proc, Error> {
         let found = find::find(&how, &self.hostname, &self.tmpdir, &self.system_tmpdir)?;
-        // What libpmix tools tell a server of themselves.
-        let cmd_line = std::env::args().collect::<Vec<_>>().join(" ");
+        // What libpmix tools tell a server of themselves; the command line cut to fit well
+        // within the hello a server reads before it knows who speaks (4 KiB for pmix-rs).
+        let mut cmd_line = std::env::args().collect::<Vec<_>>().join(" ");
+        if cmd_line.len() > MAX_CMD_LINE {
+            let mut end = MAX_CMD_LINE;
+            while !cmd_line.is_char_boundary(end) {
+                end -= 1;
+            }
+            cmd_line.truncate(end);
+        }
         let info = vec![
             Info::attr(attr::PROC_PID, pmix_types::Value::Pid(std::process::id())),
             Info::attr(attr::CMD_LINE, cmd_line),
