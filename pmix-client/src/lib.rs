@@ -30,6 +30,10 @@
 //!
 //! [`version`] names the library (`PMIx_Get_version`).
 //!
+//! A process that no server launched (a debugger, a job monitor) uses [`tool::Tool`] instead:
+//! it attaches to running servers, found by pid, namespace, URI or as the system server, and
+//! queries them (`docs/TOOLS.md`).
+//!
 //! Host authors (launchers, resource managers) want `pmix-server` instead.
 //!
 //! # How it works
