@@ -461,3 +461,39 @@ fn one_rust_tool_holds_two_servers() {
     assert_ok(&first.release(end), "the first job");
     assert_ok(&second.release(end), "the second job");
 }
+
+/// A server whose host did not enable tools refuses them on both ports, with a status the tool
+/// sees, and writes no rendezvous files.
+#[test]
+fn a_server_without_tool_support_refuses_tools() {
+    use pmix_client::tool::{Attach, Tool};
+    let h = pmix_tests::TestHost::start(pmix_server::NoHost);
+    let ns = h.job("plain", 1);
+    let env = h
+        .server
+        .setup_fork(&pmix_server::types::Proc::new(ns, 0))
+        .expect("setup_fork");
+    let socket = pmix_tests::native_socket(&env);
+    let dir = socket.parent().expect("the rendezvous directory");
+    let files: Vec<_> = std::fs::read_dir(dir)
+        .expect("reading the rendezvous directory")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("pmix."))
+        .map(|e| e.path())
+        .collect();
+    assert!(
+        files.is_empty(),
+        "rendezvous files without tool support: {files:?}"
+    );
+    let tcp = pmix_tests::env_value(&env, "PMIX_SERVER_URI41").to_owned();
+    for uri in [format!("unix:{}", socket.display()), tcp] {
+        match Tool::init(Attach::Uri(uri.clone())) {
+            Err(e) => assert_eq!(
+                e.status(),
+                pmix_server::types::Status::ERR_NOT_SUPPORTED,
+                "{uri}: {e}"
+            ),
+            Ok(t) => panic!("{uri}: a tool was served: {t:?}"),
+        }
+    }
+}
