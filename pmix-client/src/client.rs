@@ -13,7 +13,7 @@ use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::conn::{Conn, Shared};
 use crate::group_info::context_qualifier;
 use crate::store::{LevelSel, Lookup, Qualifiers};
-use crate::{Error, env};
+use crate::{Error, env, singleton};
 
 /// How long finalize waits for the server's acknowledgement before closing anyway.
 const FINALIZE_WAIT: Duration = Duration::from_secs(30);
@@ -21,8 +21,9 @@ const FINALIZE_WAIT: Duration = Duration::from_secs(30);
 /// A connection to the local PMIx server, and the process's view of the job.
 ///
 /// Cheap to clone (an `Arc` inside), `Send` and `Sync`: every thread of the process may use
-/// the same client. Create one per process with [`Client::init`]; a second `init` would open
-/// a second connection as the same process, which the server refuses (`ERR_EXISTS`).
+/// the same client. Create one per process with [`Client::init`]; a second `init` while the
+/// first client is initialized would open a second connection as the same process, which the
+/// server refuses (`ERR_EXISTS`). After [`Client::finalize`], `init` may be called again.
 ///
 /// **Blocking and non-blocking.** Every call that may need the server exists in a
 /// non-blocking form taking a completion; the blocking form is that plus a wait, during which
@@ -215,29 +216,60 @@ fn resolve_local(
 
 impl Client {
     /// Connects to the server that started this process, as its environment describes
-    /// (`docs/PROTOCOL.md`, "Rendezvous"), and receives the job's data.
+    /// (`docs/PROTOCOL.md`, "Rendezvous"), and receives the job's data; or, with no server in
+    /// the environment, makes this process a singleton.
     ///
     /// A pmix-rs server (`PMIXRS_SERVER_URI`) is preferred; without one, an OpenPMIx server
     /// (`PMIX_SERVER_URI41`, `4`, `3` or `21`) is spoken to in its own protocol
-    /// (`docs/OPENPMIX.md`, "The client side"). Fails with [`Error::NoServer`] (`ERR_INIT`)
-    /// when the environment names neither; singletons are not supported yet.
+    /// (`docs/OPENPMIX.md`, "The client side"). A server the environment names must be there:
+    /// if it cannot be reached, init fails ([`Error::Connect`], `ERR_UNREACH`) rather than
+    /// carry on as a singleton, since the launcher meant the process to be part of a job; so
+    /// does an environment giving `PMIX_NAMESPACE` without a server ([`Error::BadEnvironment`]).
+    ///
+    /// **Singleton.** With no server named at all, the process is a job of its own, as under
+    /// OpenPMIx and MPICH: namespace `singleton.<host>.<pid>` (OpenPMIx's form), rank 0, job
+    /// data of a one-process job on this node (`JOB_SIZE`, `UNIV_SIZE`, `LOCAL_SIZE`,
+    /// `NODE_SIZE`, `MAX_PROCS` 1; `HOSTNAME`, `LOCAL_RANK`, `NODE_RANK`, `APPNUM`, ...;
+    /// `SINGLETON` names the namespace). Put, commit, get, fences and connects over itself,
+    /// publish, lookup (`WAIT` included) and unpublish, event registration, `PMIx_Log` to
+    /// stdout or stderr, and groups of itself are answered in the process. What needs other
+    /// processes or a launcher (a fence, connect, get or group naming another namespace,
+    /// queries, job control) fails with `ERR_UNREACH`. [`Client::spawn`] starts a private
+    /// server first (`pmixrun`, found through `PMIXRS_PMIXRUN`, next to this program, or on
+    /// `PATH`), which adopts this process as rank 0 of its job; from then on the singleton
+    /// is an ordinary client of that server, and the spawned processes see it as their
+    /// parent (`PARENT_ID`) and read what it committed and published.
+    ///
+    /// **Again after finalize.** Init may be called again after [`Client::finalize`]: the
+    /// process connects again under the same name (a singleton gets the same namespace) and
+    /// receives its job's data afresh; what it had put must be put again.
     pub fn init() -> Result<Client, Error> {
         Client::init_with_env(|k| std::env::var(k).ok())
     }
 
     /// [`Client::init`] reading the rendezvous through `get` instead of the process
-    /// environment, so tests and embedders can start several clients in one process.
+    /// environment, so tests and embedders can start several clients in one process (a `get`
+    /// that knows no variable makes a singleton).
     pub fn init_with_env(get: impl Fn(&str) -> Option<String>) -> Result<Client, Error> {
-        let rv = env::parse(&get)?;
-        let (conn, job) = Conn::open(&rv)?;
+        let (proc, (conn, job)) = match env::parse(&get) {
+            Ok(rv) => (rv.proc.clone(), Conn::open(&rv)?),
+            Err(Error::NoServer) => {
+                let me = Proc::new(
+                    singleton::nspace(&singleton::hostname(), std::process::id()),
+                    Rank(0),
+                );
+                (me.clone(), Conn::singleton(me)?)
+            }
+            Err(e) => return Err(e),
+        };
         {
             let mut store = conn.shared.store.write();
-            store.set_me(rv.proc.clone());
+            store.set_me(proc.clone());
             store.insert_job(job);
         }
         Ok(Client {
             inner: Arc::new(Inner {
-                proc: rv.proc,
+                proc,
                 conn,
                 puts: Mutex::new(Puts::default()),
                 initialized: AtomicBool::new(true),

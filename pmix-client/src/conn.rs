@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use hashbrown::HashMap;
 use parking_lot::{Condvar, Mutex, RwLock};
-use pmix_types::Status;
+use pmix_types::{Proc, Status};
 use pmix_wire::openpmix::{Incoming, MsgReader};
 use pmix_wire::{
     ClientMsg, Decoded, FenceReplyRef, FrameDecoder, FrameReader, Hello, JobData, MAGIC,
@@ -45,6 +45,7 @@ use crate::Error;
 use crate::env::{Rendezvous, Server};
 use crate::event_registry::Events;
 use crate::openpmix::{self, Sent, Session};
+use crate::singleton::Singleton;
 use crate::store::Store;
 
 /// What a request's completion receives.
@@ -85,6 +86,9 @@ enum Wire {
     Native,
     /// OpenPMIx 4.2: requests and answers translated by the session.
     Openpmix(Session),
+    /// No server: a singleton answers its own requests in the process, or passes them on to
+    /// the private server it started (`singleton/`). Nothing is read or written here.
+    Singleton(Singleton),
 }
 
 /// The socket: a Unix stream to a pmix-rs server, TCP to an OpenPMIx server.
@@ -210,7 +214,9 @@ struct Writer {
 pub(crate) struct Shared {
     wire: Wire,
     pub(crate) store: RwLock<Store>,
-    pub(crate) events: Events,
+    /// Shared with a singleton's connection to its private server, whose events reach the
+    /// same handlers.
+    pub(crate) events: Arc<Events>,
     pending: Mutex<Pending>,
     /// Signalled when the reader thread has something to do.
     wake_reader: Condvar,
@@ -347,6 +353,14 @@ impl Conn {
     /// Connects, says hello, and starts the reader thread. Returns the job data of our
     /// namespace from the welcome (the native protocol) or the job data request (OpenPMIx).
     pub(crate) fn open(rv: &Rendezvous) -> Result<(Conn, JobData), Error> {
+        Conn::open_with_events(rv, Arc::default())
+    }
+
+    /// [`Conn::open`] delivering events to `events`.
+    pub(crate) fn open_with_events(
+        rv: &Rendezvous,
+        events: Arc<Events>,
+    ) -> Result<(Conn, JobData), Error> {
         let (stream, wire, input, job, path) = match &rv.server {
             Server::Native { socket, secret } => {
                 let (stream, input, job) = native_handshake(rv, socket, secret)?;
@@ -370,10 +384,81 @@ impl Conn {
             }
         };
         let read_half = stream.try_clone().map_err(frame_io(&path))?;
-        let shared = Arc::new(Shared {
+        let shared = Shared::new(wire, events, stream, read_half, input);
+        let for_reader = Arc::clone(&shared);
+        let handle = thread::Builder::new()
+            .name("pmix-client-reader".into())
+            .spawn(move || reader_loop(&for_reader))
+            .map_err(frame_io(&path))?;
+        let _ = shared.reader_id.set(handle.thread().id());
+        Ok((
+            Conn {
+                shared,
+                reader: Mutex::new(Some(handle)),
+            },
+            job,
+        ))
+    }
+
+    /// The connection of singleton `me`, with no server (`singleton/`), and its job data.
+    /// No reader thread: everything is answered on the caller's thread, or by the private
+    /// server's connection once a spawn started one.
+    pub(crate) fn singleton(me: Proc) -> Result<(Conn, JobData), Error> {
+        let single = Singleton::new(me);
+        let job = single.job();
+        // Stands for the socket the other wires have; nothing reads or writes it.
+        let (stream, read_half) = UnixStream::pair().map_err(frame_io("singleton"))?;
+        let input = Input::Native(FrameReader::new(FrameDecoder::default()));
+        let shared = Shared::new(
+            Wire::Singleton(single),
+            Arc::default(),
+            Stream::Unix(stream),
+            Stream::Unix(read_half),
+            input,
+        );
+        Ok((
+            Conn {
+                shared,
+                reader: Mutex::new(None),
+            },
+            job,
+        ))
+    }
+
+    /// Shuts the socket down and joins the reader thread. Called from the reader thread
+    /// itself (a callback dropping the last handle) it only shuts down: the thread ends on
+    /// its own once it sees the end of the stream.
+    pub(crate) fn close(&self) {
+        if let Wire::Singleton(s) = &self.shared.wire {
+            s.close();
+        }
+        let _ = self.shared.writer.lock().stream.shutdown(Shutdown::Both);
+        self.shared.pending.lock().stop = true;
+        self.shared.wake_reader.notify_all();
+        let handle = self.reader.lock().take();
+        if let Some(h) = handle {
+            if self.shared.on_reader_thread() {
+                return;
+            }
+            if h.join().is_err() {
+                tracing::error!("pmix-client reader thread panicked");
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn new(
+        wire: Wire,
+        events: Arc<Events>,
+        stream: Stream,
+        read_half: Stream,
+        input: Input,
+    ) -> Arc<Shared> {
+        Arc::new(Shared {
             wire,
             store: RwLock::new(Store::default()),
-            events: Events::default(),
+            events,
             pending: Mutex::new(Pending {
                 next_id: 0,
                 waiting: HashMap::new(),
@@ -394,38 +479,7 @@ impl Conn {
             reader_id: OnceLock::new(),
             caller_reading: Mutex::new(None),
             groups: Mutex::default(),
-        });
-        let for_reader = Arc::clone(&shared);
-        let handle = thread::Builder::new()
-            .name("pmix-client-reader".into())
-            .spawn(move || reader_loop(&for_reader))
-            .map_err(frame_io(&path))?;
-        let _ = shared.reader_id.set(handle.thread().id());
-        Ok((
-            Conn {
-                shared,
-                reader: Mutex::new(Some(handle)),
-            },
-            job,
-        ))
-    }
-
-    /// Shuts the socket down and joins the reader thread. Called from the reader thread
-    /// itself (a callback dropping the last handle) it only shuts down: the thread ends on
-    /// its own once it sees the end of the stream.
-    pub(crate) fn close(&self) {
-        let _ = self.shared.writer.lock().stream.shutdown(Shutdown::Both);
-        self.shared.pending.lock().stop = true;
-        self.shared.wake_reader.notify_all();
-        let handle = self.reader.lock().take();
-        if let Some(h) = handle {
-            if self.shared.on_reader_thread() {
-                return;
-            }
-            if h.join().is_err() {
-                tracing::error!("pmix-client reader thread panicked");
-            }
-        }
+        })
     }
 }
 
@@ -433,8 +487,20 @@ impl Shared {
     /// True on a thread that is reading replies (the reader thread, or a caller while it
     /// reads): completions run there, and a blocking wait would wait for itself.
     pub(crate) fn on_reader_thread(&self) -> bool {
+        if let Some(up) = self.upstream() {
+            return up.on_reader_thread();
+        }
         let me = thread::current().id();
         self.reader_id.get() == Some(&me) || *self.caller_reading.lock() == Some(me)
+    }
+
+    /// A singleton's connection to its private server, once it has one: requests go there,
+    /// and so do the questions of who reads.
+    fn upstream(&self) -> Option<&Shared> {
+        match &self.wire {
+            Wire::Singleton(s) => s.upstream().map(|c| &*c.shared),
+            _ => None,
+        }
     }
 
     /// Starts (`true`) or ends (`false`) one reason to read all the time (an event handler).
@@ -453,6 +519,9 @@ impl Shared {
     /// Asks the reader thread to read: a non-blocking request was sent, and nobody may be
     /// reading for it.
     pub(crate) fn kick(&self) {
+        if let Some(up) = self.upstream() {
+            return up.kick();
+        }
         self.pending.lock().handoff = true;
         self.wake_reader.notify_one();
     }
@@ -461,6 +530,14 @@ impl Shared {
     /// `done()` (the caller's reply has been dispatched) or `deadline`, if the reading role is
     /// free.
     pub(crate) fn read_until(&self, done: &dyn Fn() -> bool, deadline: Option<Instant>) -> Turn {
+        if let Wire::Singleton(s) = &self.wire {
+            // Answers come on the caller's thread, from another thread (a publish releasing a
+            // held lookup, a timer) or from the private server's reader: wait on the channel.
+            return match s.upstream() {
+                Some(up) => up.shared.read_until(done, deadline),
+                None => Turn::Busy,
+            };
+        }
         let Some(mut rs) = self.read.try_lock() else {
             return Turn::Busy;
         };
@@ -558,6 +635,13 @@ impl Shared {
     }
 
     fn submit_as(&self, req: Request, done: Completion, whole: bool) -> Option<u32> {
+        if let Wire::Singleton(s) = &self.wire {
+            if self.pending.lock().stop {
+                done(Err(Error::LostConnection));
+                return None;
+            }
+            return s.submit(&self.events, req, done);
+        }
         let id = {
             let mut p = self.pending.lock();
             if p.closed {
@@ -607,6 +691,9 @@ impl Shared {
                 Sent::AwaitReply => None,
                 Sent::Done(reply) => Some(reply),
             },
+            Wire::Singleton(_) => {
+                return Err(Error::Protocol("a singleton sends nothing".into()));
+            }
         };
         if let Err(e) = stream.write_all(buf) {
             tracing::warn!("pmix-client: writing to the server failed: {e}");
@@ -623,6 +710,9 @@ impl Shared {
 
     /// Forgets a request the caller stopped waiting for; a late reply is then dropped.
     pub(crate) fn cancel(&self, id: u32) {
+        if let Wire::Singleton(s) = &self.wire {
+            return s.cancel(id);
+        }
         // Dropped outside the lock: the closure may own the last handle of the client.
         let waiter = self.pending.lock().waiting.remove(&id);
         drop(waiter);
@@ -728,6 +818,9 @@ impl Shared {
 
     /// True once the connection is known to be gone.
     pub(crate) fn is_closed(&self) -> bool {
+        if let Some(up) = self.upstream() {
+            return up.is_closed();
+        }
         self.pending.lock().closed
     }
 }
@@ -807,6 +900,7 @@ fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
         (Input::Openpmix { reader, .. }, Wire::Openpmix(session)) => {
             dispatch_openpmix(shared, session, reader)
         }
+        (_, Wire::Singleton(_)) => Ok(()),
         _ => Err(Error::Protocol(
             "the reader and the writer speak different protocols".into(),
         )),

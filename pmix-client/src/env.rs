@@ -81,7 +81,8 @@ fn bad(var: &'static str, reason: impl Into<String>) -> Error {
 }
 
 /// Parses the environment. A pmix-rs server (`PMIXRS_SERVER_URI`) is preferred; without one,
-/// an OpenPMIx server's URI. The server URI is checked first so that a process started by
+/// an OpenPMIx server's URI; without either, [`Error::NoServer`] (a singleton), unless
+/// `PMIX_NAMESPACE` is set. The server URI is checked first so that a process started by
 /// something else gets the one clear error rather than a complaint about a secret.
 pub(crate) fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Rendezvous, Error> {
     if let Some(uri) = get(SERVER_URI) {
@@ -99,6 +100,14 @@ pub(crate) fn parse(get: &dyn Fn(&str) -> Option<String>) -> Result<Rendezvous, 
         .iter()
         .find_map(|&(var, codec, bfrops)| Some((var, get(var)?, codec, bfrops)));
     let Some((var, uri, codec, bfrops)) = found else {
+        // A launcher that names the process but not its server left a broken rendezvous:
+        // running as a singleton under a name it gave would be a second, separate job.
+        if get(NAMESPACE).is_some() {
+            return Err(bad(
+                NAMESPACE,
+                "set, but no server is named (PMIXRS_SERVER_URI, PMIX_SERVER_URI41/4/3/21)",
+            ));
+        }
         return Err(Error::NoServer);
     };
     let server = openpmix(get, var, uri, codec, bfrops)?;

@@ -12,8 +12,9 @@ use pmix_types::Status;
 #[non_exhaustive]
 pub enum Error {
     /// The process was not started by a PMIx server: neither `PMIXRS_SERVER_URI` (a pmix-rs
-    /// server) nor `PMIX_SERVER_URI41`/`4`/`3`/`21` (an OpenPMIx server) is set. Singletons are
-    /// not supported yet, so this is fatal for init.
+    /// server) nor `PMIX_SERVER_URI41`/`4`/`3`/`21` (an OpenPMIx server) is set. No longer
+    /// returned by [`Client::init`](crate::Client::init), which makes such a process a
+    /// singleton; kept for callers that match on it.
     #[error(
         "not started by a PMIx server: neither PMIXRS_SERVER_URI (pmix-rs) nor \
          PMIX_SERVER_URI41/4/3/21 (OpenPMIx) is set"
@@ -108,6 +109,11 @@ pub enum Error {
     /// server has no counterpart for it); nothing was sent.
     #[error("not supported by this server's protocol: {0}")]
     NotSupported(String),
+    /// A singleton's spawn could not start the private server it needs (`pmixrun`, see
+    /// [`Client::spawn`](crate::Client::spawn)): none was found, it failed to start, or it did
+    /// not say where its server is in time. Nothing was spawned.
+    #[error("a singleton cannot start its private server: {0}")]
+    PrivateServer(String),
     /// A frame could not be encoded or decoded.
     #[error(transparent)]
     Wire(#[from] pmix_wire::Error),
@@ -122,7 +128,7 @@ impl Error {
             }
             Error::VersionMismatch { .. } | Error::NotSupported(_) => Status::ERR_NOT_SUPPORTED,
             Error::Refused { status, .. } | Error::Server { status } => *status,
-            Error::Connect { .. } => Status::ERR_UNREACH,
+            Error::Connect { .. } | Error::PrivateServer(_) => Status::ERR_UNREACH,
             Error::Protocol(_) => Status::ERR_UNPACK_FAILURE,
             Error::LostConnection => Status::ERR_LOST_CONNECTION,
             Error::NotFound { .. } | Error::NotPublished(_) => Status::ERR_NOT_FOUND,

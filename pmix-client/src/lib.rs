@@ -89,6 +89,7 @@ mod group_membership;
 mod groups;
 mod names;
 mod openpmix;
+mod singleton;
 mod store;
 pub mod tool;
 mod version;

@@ -1,0 +1,1 @@
+//! A singleton's answers, through the client's public calls: no server, no processes.
