@@ -6,6 +6,7 @@
 //! are registered and started the same way, and the run ends when every job has. See
 //! `pmixrun --help`.
 
+mod adopt;
 mod bootstrap;
 mod cli;
 mod daemon;
@@ -108,7 +109,7 @@ pub(crate) fn hostname() -> String {
 }
 
 /// Connects to the name server the options or the environment name, if any.
-fn connect_nameserver(given: Option<&str>) -> Result<Option<Arc<NameServerClient>>, String> {
+pub(crate) fn connect_nameserver(given: Option<&str>) -> Result<Option<Arc<NameServerClient>>, String> {
     let from_env = std::env::var(ENV_NAMESERVER).ok();
     let Some(spec) = given.or(from_env.as_deref()).filter(|s| !s.is_empty()) else {
         return Ok(None);
@@ -347,6 +348,17 @@ fn main() -> ExitCode {
             }),
             Err(e) => {
                 eprintln!("pmixrun daemon: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    if argv.first().is_some_and(|a| a == adopt::ADOPT_FLAG) {
+        init_logging(false);
+        let result = catch_signals().and_then(|signals| adopt::run(&argv[1..], signals));
+        return match result {
+            Ok(status) => ExitCode::from(status),
+            Err(msg) => {
+                eprintln!("pmixrun: {msg}");
                 ExitCode::FAILURE
             }
         };

@@ -494,6 +494,9 @@ impl<J: Jobs> Supervisor<J> {
             Event::Connected(proc) => {
                 if let Some((_, p)) = self.find(&proc) {
                     p.connected = true;
+                    // Connected again after a finalize (init after finalize): its end counts
+                    // as a failure again unless it finalizes again.
+                    p.finalized = false;
                 }
             }
             Event::Finalized(proc) => {

@@ -788,16 +788,16 @@ impl Engine {
                 format!("{nspace}:{rank} is already connected{how}"),
             );
         }
+        // A process that finalized may init again (PMIx_Init after PMIx_Finalize): it is
+        // back, with what it committed before; what waited for it had failed at its finalize.
         if reg.finalized {
-            return refuse(
-                self,
-                Status::ERR_EXISTS,
-                format!("{nspace}:{rank} has already finalized"),
-            );
+            tracing::debug!(conn, %nspace, %rank, "a finalized client connects again");
+            self.gone.remove(&(ns, rank));
         }
         if let Some(reg) = self.clients.get_mut(&(ns, rank)) {
             reg.conn = Some(conn);
             reg.claimed = Some(claim);
+            reg.finalized = false;
         }
         let proc = proc.clone();
         self.conns.insert(

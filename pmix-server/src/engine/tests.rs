@@ -772,10 +772,19 @@ fn finalize_replies_after_the_host_and_closes() {
     s.pump();
     assert_eq!(s.reply(0, f).status, Status::SUCCESS);
     assert!(s.closed.contains(&0));
-    // A finalized process cannot come back as a second instance.
+    // A finalized process may init again, with its secret; and a second instance of it is
+    // refused while it is connected again.
     s.auto_host = true;
     s.hello(9, "a", 0, &secret("a", 0), PeerCreds { uid: UID, gid: GID });
-    assert_eq!(s.refused.last(), Some(&(9, Status::ERR_EXISTS)));
+    assert_eq!(s.accepted.last(), Some(&9));
+    s.hello(10, "a", 0, &secret("a", 0), PeerCreds { uid: UID, gid: GID });
+    assert_eq!(s.refused.last(), Some(&(10, Status::ERR_EXISTS)));
+    // It is a member again: a fence over the job waits for it rather than failing at once.
+    let f = s.send(1, fence(vec![], false));
+    assert!(s.take_reply(1, f).is_none());
+    let f9 = s.send(9, fence(vec![], false));
+    assert_eq!(s.reply(9, f9).status, Status::SUCCESS);
+    assert_eq!(s.reply(1, f).status, Status::SUCCESS);
 }
 
 /// Job `m` with ranks `here` on node0, this node (each registered and connected as the
