@@ -62,8 +62,8 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         pset: None,
     }];
     let layout = job::Layout::new(&apps)?;
-    let cwd = std::env::current_dir()
-        .map_err(|e| format!("cannot find the current directory: {e}"))?;
+    let cwd =
+        std::env::current_dir().map_err(|e| format!("cannot find the current directory: {e}"))?;
     let (lines_tx, lines) = unbounded();
     let jobs = RunJobs {
         server: &server,

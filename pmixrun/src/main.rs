@@ -109,7 +109,9 @@ pub(crate) fn hostname() -> String {
 }
 
 /// Connects to the name server the options or the environment name, if any.
-pub(crate) fn connect_nameserver(given: Option<&str>) -> Result<Option<Arc<NameServerClient>>, String> {
+pub(crate) fn connect_nameserver(
+    given: Option<&str>,
+) -> Result<Option<Arc<NameServerClient>>, String> {
     let from_env = std::env::var(ENV_NAMESERVER).ok();
     let Some(spec) = given.or(from_env.as_deref()).filter(|s| !s.is_empty()) else {
         return Ok(None);

@@ -107,7 +107,12 @@ impl Singleton {
     /// Answers `req`, or hands it to the private server; `done` runs on this thread unless the
     /// request was held (a lookup's `WAIT`) or went to the private server. Returns the id to
     /// cancel it by, if it waits.
-    pub(crate) fn submit(&self, events: &Arc<Events>, req: Request, done: Completion) -> Option<u32> {
+    pub(crate) fn submit(
+        &self,
+        events: &Arc<Events>,
+        req: Request,
+        done: Completion,
+    ) -> Option<u32> {
         if let Some(up) = self.upstream() {
             return up.shared.submit_whole(req, done);
         }
@@ -321,8 +326,10 @@ impl Singleton {
                 .submit_whole(Request::Publish { data, info }, warn("publish"));
         }
         for (codes, info) in registrations {
-            conn.shared
-                .submit_whole(Request::RegisterEvents { codes, info }, warn("event registration"));
+            conn.shared.submit_whole(
+                Request::RegisterEvents { codes, info },
+                warn("event registration"),
+            );
         }
         for h in held {
             conn.shared.submit_whole(

@@ -79,8 +79,14 @@ impl Names {
 
     /// `PMIx_Lookup` of `keys` by `me`: what is found (a `FIRST_READ` value is taken), unless
     /// fewer than `need` keys are, when nothing is taken and `None` returned (to wait).
-    pub(crate) fn lookup(&mut self, me: &Proc, keys: &[Key], need: usize) -> Option<Vec<Published>> {
-        let found: Vec<(usize, usize)> = keys.iter().filter_map(|k| self.find(k.as_str())).collect();
+    pub(crate) fn lookup(
+        &mut self,
+        me: &Proc,
+        keys: &[Key],
+        need: usize,
+    ) -> Option<Vec<Published>> {
+        let found: Vec<(usize, usize)> =
+            keys.iter().filter_map(|k| self.find(k.as_str())).collect();
         if found.len() < need {
             return None;
         }
@@ -174,7 +180,10 @@ mod tests {
         assert_eq!(got[0].proc, me);
         // First read takes it.
         let once = vec![Info::attr(attr::PERSISTENCE, Persistence::FIRST_READ)];
-        assert_eq!(n.publish(vec![Info::new(key("c"), 4u32)], once), Status::SUCCESS);
+        assert_eq!(
+            n.publish(vec![Info::new(key("c"), 4u32)], once),
+            Status::SUCCESS
+        );
         assert_eq!(n.lookup(&me, &[key("c")], 1).unwrap().len(), 1);
         assert_eq!(n.lookup(&me, &[key("c")], 1), None);
         assert_eq!(n.unpublish(&[key("a"), key("zz")]), Status::ERR_NOT_FOUND);

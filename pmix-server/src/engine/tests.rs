@@ -777,7 +777,13 @@ fn finalize_replies_after_the_host_and_closes() {
     s.auto_host = true;
     s.hello(9, "a", 0, &secret("a", 0), PeerCreds { uid: UID, gid: GID });
     assert_eq!(s.accepted.last(), Some(&9));
-    s.hello(10, "a", 0, &secret("a", 0), PeerCreds { uid: UID, gid: GID });
+    s.hello(
+        10,
+        "a",
+        0,
+        &secret("a", 0),
+        PeerCreds { uid: UID, gid: GID },
+    );
     assert_eq!(s.refused.last(), Some(&(10, Status::ERR_EXISTS)));
     // It is a member again: a fence over the job waits for it rather than failing at once.
     let f = s.send(1, fence(vec![], false));

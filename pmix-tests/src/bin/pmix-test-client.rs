@@ -599,6 +599,123 @@ fn double_init(c: &Client) -> Res {
     c.fence(&[], &[]).map_err(e("fence"))
 }
 
+/// C01, `init-cycle N`: finalize and init again N times under the launcher (the same name
+/// comes back, with the data it committed in every cycle), then the same as a singleton in
+/// this very process (a rendezvous naming no server), whose job is itself alone.
+fn init_cycle(first: &Client, cycles: &str) -> Res {
+    let n: u32 = cycles.parse().map_err(e("N"))?;
+    let me = first.proc().clone();
+    let size = job_size(first, &me.nspace)?;
+    first
+        .put(Scope::GLOBAL, "ic.first", me.rank.0)
+        .map_err(e("put"))?;
+    first.commit().map_err(e("commit"))?;
+    first.finalize().map_err(e("finalize"))?;
+    let after = first.put(Scope::GLOBAL, "ic.after", 1u8);
+    check!(
+        after
+            .as_ref()
+            .is_err_and(|e| e.status() == Status::ERR_INIT),
+        "put after finalize: {after:?}"
+    );
+    let mut c = first.clone();
+    for i in 1..=n {
+        c = Client::init().map_err(e("init again"))?;
+        check!(
+            *c.proc() == me,
+            "init {i} named {} instead of {me}",
+            c.proc()
+        );
+        check!(job_size(&c, &me.nspace)? == size, "job size in cycle {i}");
+        c.put(Scope::GLOBAL, "ic.cycle", i).map_err(e("put"))?;
+        c.commit().map_err(e("commit"))?;
+        if i < n {
+            c.finalize().map_err(e("finalize"))?;
+        }
+    }
+    // Nobody fences until everyone is done cycling: a fence naming a process between its
+    // finalize and its next init fails at once, as it must for a process that is gone.
+    let done = format!("ic.done.{}", me.rank);
+    c.publish(
+        &[Info::new(
+            pmix_client::Key::new(&done).map_err(e("key"))?,
+            true,
+        )],
+        &[],
+    )
+    .map_err(e("publish"))?;
+    let keys: Vec<String> = (0..size).map(|r| format!("ic.done.{r}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    c.lookup(
+        &keys,
+        &[
+            Info::attr(attr::WAIT, true),
+            Info::attr(attr::TIMEOUT, 60i32),
+        ],
+    )
+    .map_err(e("waiting for everyone's cycles"))?;
+    c.fence(&[], &[Info::attr(attr::COLLECT_DATA, true)])
+        .map_err(e("fence"))?;
+    // What this process put before it finalized is the server's now, no longer its own:
+    // others read it, it does not (a process's own data is only what it put since init).
+    let own = c.get(&me, "ic.first", &[]);
+    check!(
+        own.as_ref()
+            .is_err_and(|e| e.status() == Status::ERR_NOT_FOUND),
+        "own ic.first of an earlier init: {own:?}"
+    );
+    for r in 0..size {
+        let p = Proc::new(me.nspace.clone(), r);
+        if r != me.rank.0 {
+            let v = c.get(&p, "ic.first", &[]).map_err(e("get ic.first"))?;
+            check!(v == Value::Uint32(r), "ic.first of {p}: {v:?}");
+        }
+        let v = c.get(&p, "ic.cycle", &[]).map_err(e("get ic.cycle"))?;
+        check!(v == Value::Uint32(n), "ic.cycle of {p}: {v:?}");
+    }
+    c.fence(&[], &[]).map_err(e("last fence"))?;
+    c.finalize().map_err(e("last finalize"))?;
+
+    let mut single: Option<Nspace> = None;
+    for i in 0..n {
+        let s = Client::init_with_env(|_| None).map_err(e("singleton init"))?;
+        let sp = s.proc().clone();
+        check!(
+            single.as_ref().is_none_or(|ns| *ns == sp.nspace),
+            "singleton {i} is {sp}, was {single:?}"
+        );
+        check!(
+            sp.nspace.as_str().starts_with("singleton.")
+                && sp
+                    .nspace
+                    .as_str()
+                    .ends_with(&format!(".{}", std::process::id()))
+                && sp.rank == Rank(0),
+            "singleton named {sp}"
+        );
+        check!(job_size(&s, &sp.nspace)? == 1, "singleton job size");
+        s.put(Scope::GLOBAL, "ic.single", i)
+            .map_err(e("singleton put"))?;
+        s.commit().map_err(e("singleton commit"))?;
+        s.fence(&[], &[]).map_err(e("singleton fence"))?;
+        let v = s.get(&sp, "ic.single", &[]).map_err(e("singleton get"))?;
+        check!(v == Value::Uint32(i), "singleton value {v:?}");
+        let with_job = s.fence(
+            &[sp.clone(), Proc::new(me.nspace.clone(), Rank::WILDCARD)],
+            &[],
+        );
+        check!(
+            with_job
+                .as_ref()
+                .is_err_and(|e| e.status() == Status::ERR_UNREACH),
+            "a singleton's fence with a launched job: {with_job:?}"
+        );
+        s.finalize().map_err(e("singleton finalize"))?;
+        single = Some(sp.nspace);
+    }
+    Ok(())
+}
+
 fn run(args: &[String]) -> Res {
     let scenario = args.first().map(String::as_str).unwrap_or("");
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
@@ -629,6 +746,7 @@ fn run(args: &[String]) -> Res {
         "psets" => psets(&c, arg(1), arg(2), arg(3)),
         "scope" => scope(&c),
         "double-init" => double_init(&c),
+        "init-cycle" => init_cycle(&c, arg(1)),
         "exit-early" => std::process::exit(3),
         "allgather" => allgather(&c),
         "appinfo" => appinfo(&c, arg(1), arg(2)),

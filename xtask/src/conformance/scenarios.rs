@@ -457,9 +457,15 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         ids: &["C01"],
         name: "init-cycle",
         about: "init/finalize cycles in one process; singleton init without a server",
-        plan: Plan::Skip(
-            "not implemented yet (init after finalize is refused with ERR_EXISTS; no singletons)",
-        ),
+        plan: Plan::Run(Job {
+            timeout_s: T,
+            apps: &[App {
+                bin: TEST_CLIENT,
+                np: 3,
+                args: &["init-cycle", "3"],
+            }],
+            expect: PASSED,
+        }),
     },
     Scenario {
         ids: &["C02"],
