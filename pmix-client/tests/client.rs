@@ -37,14 +37,6 @@ fn s(v: &str) -> Value {
 // ---- init ----------------------------------------------------------------------------------
 
 #[test]
-fn init_without_a_server_is_err_init() {
-    let e = Client::init_with_env(|_| None).unwrap_err();
-    assert!(matches!(e, Error::NoServer), "{e:?}");
-    assert_eq!(e.status(), Status::ERR_INIT);
-    assert!(e.to_string().contains("PMIXRS_SERVER_URI"), "{e}");
-}
-
-#[test]
 fn init_with_a_bad_secret_names_the_variable() {
     with_deadline(|| {
         let mock = Mock::start(job("job-A"), 0, defaults());

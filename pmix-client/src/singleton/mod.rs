@@ -408,6 +408,3 @@ fn log(me: &Proc, data: &[Info]) -> Status {
     }
     if done { Status::SUCCESS } else { NEEDS_SERVER }
 }
-
-#[cfg(test)]
-mod tests;
