@@ -101,7 +101,7 @@ fn what_needs_other_processes_is_unreachable() {
     unreachable(c.disconnect(&[me.clone(), other.clone()], &[]));
     unreachable(c.get(&other, "k", &[]).map(drop));
     let kill = [Info::attr(attr::JOB_CTRL_KILL, true)];
-    unreachable(c.job_control(&[other.clone()], &kill).map(drop));
+    unreachable(c.job_control(std::slice::from_ref(&other), &kill).map(drop));
     // A rank of its own job that does not exist is a bad argument, not a missing server.
     let rank1 = Proc::new(me.nspace.clone(), 1);
     assert_eq!(
@@ -109,7 +109,7 @@ fn what_needs_other_processes_is_unreachable() {
         Status::ERR_BAD_PARAM
     );
     // What the process can do alone works.
-    c.connect(&[me.clone()], &[]).unwrap();
+    c.connect(std::slice::from_ref(&me), &[]).unwrap();
     c.notify_event(Status(-150), DataRange::NAMESPACE, &[])
         .unwrap();
     c.finalize().unwrap();

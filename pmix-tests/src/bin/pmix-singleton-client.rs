@@ -99,9 +99,9 @@ fn basics() -> Res {
     c.commit().map_err(e("commit"))?;
     c.fence(&[], &[Info::attr(attr::COLLECT_DATA, true)])
         .map_err(e("fence"))?;
-    c.fence(&[me.clone()], &[])
+    c.fence(std::slice::from_ref(&me), &[])
         .map_err(e("fence over myself"))?;
-    c.fence(&[wild.clone()], &[])
+    c.fence(std::slice::from_ref(&wild), &[])
         .map_err(e("fence over my job"))?;
     check!(
         c.get(&me, "s.global", &[]).map_err(e("get"))? == Value::Uint32(7),
