@@ -145,6 +145,13 @@ impl Client {
     /// `job_info` has `SPAWN_TIMEOUT` or `TIMEOUT` (seconds), after which (plus a second's
     /// margin for the server's own answer) it gives up with [`Error::Timeout`]; the job may
     /// still start then.
+    ///
+    /// A singleton (a process started without a server, [`Client::init`]) first starts its
+    /// private server: `pmixrun`, from `PMIXRS_PMIXRUN`, next to this program or on `PATH`,
+    /// which adopts this process as rank 0 of its job and launches the children; the call
+    /// (and its `_nb` twin) waits on the caller's thread for pmixrun to say where its server
+    /// is (at most 30 s). If it cannot, the spawn fails with [`Error::PrivateServer`]
+    /// (`ERR_UNREACH`) and the process stays a singleton.
     pub fn spawn(&self, job_info: &[Info], apps: &[App]) -> Result<Nspace, Error> {
         self.check_blocking()?;
         check_apps(apps)?;

@@ -28,6 +28,10 @@
 //! ask the server and its host: what the server knows (namespaces, process tables), a line
 //! for the launcher's output, a signal for other processes or cleanups at the job's end.
 //!
+//! A process started with no server in its environment is a *singleton*, a job of one process
+//! answered in the process (data, fences and names with itself; `ERR_UNREACH` for what needs
+//! others), which starts a private `pmixrun` when it spawns; see [`Client::init`].
+//!
 //! [`version`] names the library (`PMIx_Get_version`).
 //!
 //! A process that no server launched (a debugger, a job monitor) uses [`tool::Tool`] instead:

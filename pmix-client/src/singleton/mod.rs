@@ -127,6 +127,12 @@ impl Singleton {
         }
         let (held, released) = {
             let mut st = self.state.lock();
+            // A spawn on another thread may have moved everything to the private server
+            // while this one waited for the lock (see `start_server`).
+            if let Some(up) = self.upstream() {
+                drop(st);
+                return up.shared.submit_whole(req, done);
+            }
             self.answer(&mut st, req, done)
         };
         for (done, reply) in released {
@@ -297,16 +303,13 @@ impl Singleton {
         conn.shared.store.write().set_me(self.me.clone());
         // Events come whenever the server sends them: read all the time.
         conn.shared.listen(true);
-        let (committed, published, registrations, held) = {
-            let mut st = self.state.lock();
-            let held: Vec<Held> = st.held.drain().map(|(_, h)| h).collect();
-            (
-                std::mem::take(&mut st.committed),
-                st.names.take_all(),
-                std::mem::take(&mut st.registrations),
-                held,
-            )
-        };
+        // Under the state's lock until the connection is in place, so that no other thread's
+        // commit or publish is answered here after the state was handed over.
+        let mut st = self.state.lock();
+        let held: Vec<Held> = st.held.drain().map(|(_, h)| h).collect();
+        let committed = std::mem::take(&mut st.committed);
+        let published = st.names.take_all();
+        let registrations = std::mem::take(&mut st.registrations);
         // In this order on one connection, which the server serves in order: the spawn that
         // follows finds them done.
         let warn = |what: &'static str| -> Completion {
@@ -331,18 +334,20 @@ impl Singleton {
                 warn("event registration"),
             );
         }
-        for h in held {
-            conn.shared.submit_whole(
-                Request::Lookup {
-                    keys: h.keys,
-                    info: h.info,
-                },
-                h.done,
-            );
-        }
         let _ = self.upstream.set(Upstream { conn, server });
-        self.upstream()
-            .ok_or_else(|| Error::Protocol("the private server's connection was lost".into()))
+        drop(st);
+        let up = self
+            .upstream()
+            .ok_or_else(|| Error::Protocol("the private server's connection was lost".into()))?;
+        // Outside the lock: a completion that fails at once may call the client again.
+        for h in held {
+            let req = Request::Lookup {
+                keys: h.keys,
+                info: h.info,
+            };
+            up.shared.submit_whole(req, h.done);
+        }
+        Ok(up)
     }
 
     /// Ends it all: held lookups fail, the private server's connection is closed and the
