@@ -999,3 +999,20 @@ pub fn in_private_network(program: &Path, args: &[&str]) -> Command {
     .args(args);
     cmd
 }
+
+/// An application context running the calling program itself with `args`, `maxprocs`
+/// processes of it, nothing else set: how the test clients spawn children of their own kind.
+pub fn this_program(args: &[&str], maxprocs: u32) -> Result<pmix_wire::App, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("current exe: {e}"))?;
+    let exe = exe.to_string_lossy().into_owned();
+    Ok(pmix_wire::App {
+        cmd: exe.clone(),
+        argv: std::iter::once(exe)
+            .chain(args.iter().map(|a| (*a).to_owned()))
+            .collect(),
+        env: vec![],
+        cwd: String::new(),
+        maxprocs,
+        info: vec![],
+    })
+}

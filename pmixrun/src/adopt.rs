@@ -18,10 +18,9 @@ use std::process::ExitStatus;
 
 use crossbeam_channel::{Sender, unbounded};
 use pmix_server::types::{Nspace, Proc};
-use pmix_server::{NameService, Server, ServerOptions};
 use signal_hook::iterator::Signals;
 
-use crate::host::{Event, RunHost};
+use crate::host::Event;
 use crate::jobs::RunJobs;
 use crate::supervise::Supervisor;
 use crate::{cli, job, output};
@@ -41,18 +40,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
     let (events_tx, events) = unbounded();
     crate::start_signal_thread(signals, events_tx.clone())?;
     let names = crate::connect_nameserver(None)?;
-    let server = Server::init(
-        RunHost::new(events_tx.clone(), names.clone()),
-        ServerOptions {
-            name_service: if names.is_some() {
-                NameService::Host
-            } else {
-                NameService::BuiltIn
-            },
-            ..ServerOptions::default()
-        },
-    )
-    .map_err(|e| format!("cannot start the PMIx server: {e}"))?;
+    let server = crate::start_server(&events_tx, names.as_ref())?;
     let apps = [cli::App {
         np: 1,
         program: program.clone(),

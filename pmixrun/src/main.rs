@@ -203,6 +203,28 @@ fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result
     Ok(0)
 }
 
+/// The PMIx server of a one-node run, its host [`RunHost`] reporting to `events`, names
+/// served by the name server if there is one, else by the server itself.
+pub(crate) fn start_server(
+    events: &Sender<Event>,
+    names: Option<&Arc<NameServerClient>>,
+) -> Result<Server, String> {
+    Server::init(
+        RunHost::new(events.clone(), names.cloned()),
+        ServerOptions {
+            name_service: if names.is_some() {
+                NameService::Host
+            } else {
+                NameService::BuiltIn
+            },
+            // Debuggers and monitors attach by pmixrun's pid (docs/TOOLS.md).
+            tool_support: true,
+            ..ServerOptions::default()
+        },
+    )
+    .map_err(|e| format!("cannot start the PMIx server: {e}"))
+}
+
 /// Everything before the first process starts; an error here is a one-line message.
 fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     let layout = job::Layout::new(&opts.apps)?;
@@ -280,20 +302,7 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     start_signal_thread(signals, events_tx.clone())?;
     let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
-    let server = Server::init(
-        RunHost::new(events_tx.clone(), names.clone()),
-        ServerOptions {
-            name_service: if names.is_some() {
-                NameService::Host
-            } else {
-                NameService::BuiltIn
-            },
-            // Debuggers and monitors attach by pmixrun's pid (docs/TOOLS.md).
-            tool_support: true,
-            ..ServerOptions::default()
-        },
-    )
-    .map_err(|e| format!("cannot start the PMIx server: {e}"))?;
+    let server = start_server(&events_tx, names.as_ref())?;
 
     let (lines_tx, lines) = unbounded();
     let jobs = RunJobs {

@@ -8,9 +8,8 @@
 
 use std::process::ExitCode;
 
-use pmix_client::{
-    App, Client, DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr,
-};
+use pmix_client::{Client, DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
+use pmix_tests::this_program;
 
 type Res = Result<(), String>;
 
@@ -222,22 +221,6 @@ fn reinit(n: u32) -> Res {
     }
     println!("cycles={n}");
     Ok(())
-}
-
-/// An application context of this program with `args`.
-fn this_program(args: &[&str], maxprocs: u32) -> Result<App, String> {
-    let exe = std::env::current_exe().map_err(e("current exe"))?;
-    let exe = exe.to_string_lossy().into_owned();
-    Ok(App {
-        cmd: exe.clone(),
-        argv: std::iter::once(exe)
-            .chain(args.iter().map(|a| (*a).to_owned()))
-            .collect(),
-        env: vec![],
-        cwd: String::new(),
-        maxprocs,
-        info: vec![],
-    })
 }
 
 /// `spawn N`: a singleton puts, commits and publishes, spawns N children (`child` below),

@@ -8,6 +8,7 @@
 use std::process::ExitCode;
 
 use pmix_client::{App, Client, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
+use pmix_tests::this_program;
 
 type Res = Result<(), String>;
 
@@ -36,22 +37,6 @@ const APP_VAR: &str = "SPAWN_T_VAR";
 /// `PMIx_Spawn`: the new namespace, or the status it failed with.
 fn spawn(c: &Client, job_info: Vec<Info>, apps: Vec<App>) -> Result<Nspace, Status> {
     c.spawn(&job_info, &apps).map_err(|err| err.status())
-}
-
-/// An application context running this program with `args`.
-fn this_program(args: &[&str], maxprocs: u32) -> Result<App, String> {
-    let exe = std::env::current_exe().map_err(e("current exe"))?;
-    let exe = exe.to_string_lossy().into_owned();
-    Ok(App {
-        cmd: exe.clone(),
-        argv: std::iter::once(exe)
-            .chain(args.iter().map(|a| (*a).to_owned()))
-            .collect(),
-        env: vec![],
-        cwd: String::new(),
-        maxprocs,
-        info: vec![],
-    })
 }
 
 fn user_info(key: &str, value: &str) -> Result<Info, String> {
