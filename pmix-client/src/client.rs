@@ -238,7 +238,10 @@ impl Client {
     /// server first (`pmixrun`, found through `PMIXRS_PMIXRUN`, next to this program, or on
     /// `PATH`), which adopts this process as rank 0 of its job; from then on the singleton
     /// is an ordinary client of that server, and the spawned processes see it as their
-    /// parent (`PARENT_ID`) and read what it committed and published.
+    /// parent (`PARENT_ID`) and read what it committed and published. Where OpenPMIx's
+    /// `PMIx_Init` returns `PMIX_ERR_UNREACH` for a usable singleton, this returns `Ok`; a
+    /// singleton tells itself by `SINGLETON` in its job data (its namespace), which a launched
+    /// process does not have. OpenPMIx's `NODE_MAP` is not given (it needs the regex codec).
     ///
     /// **Again after finalize.** Init may be called again after [`Client::finalize`]: the
     /// process connects again under the same name (a singleton gets the same namespace) and

@@ -95,6 +95,7 @@ fn a_plain_process_is_a_singleton_with_a_job_of_its_own() {
         assert_line(&out, &format!("{key}={value}"));
     }
     assert_line(&out, &format!("pmix.nspace={ns}"));
+    assert_line(&out, &format!("pmix.singleton={ns}"));
     assert_line(&out, "data ok");
     assert_line(&out, "names ok");
     // What needs other processes fails, saying the server is unreachable.

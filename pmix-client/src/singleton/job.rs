@@ -45,6 +45,7 @@ pub(crate) fn job_data(nspace: &Nspace, host: &str) -> JobData {
         Info::attr(attr::SPAWNED, false),
         // Where a launched process finds its server's name: here, itself.
         Info::attr(attr::SERVER_NSPACE, nspace.as_str()),
+        Info::attr(attr::SERVER_RANK, me),
         Info::attr(attr::SINGLETON, nspace.as_str()),
     ];
     let apps = vec![Realm {

@@ -91,6 +91,11 @@ fn basics() -> Res {
         get_str(&c, &wild, attr::LOCAL_PEERS)?
     );
     println!("{}={}", attr::NSPACE, get_str(&c, &wild, attr::NSPACE)?);
+    println!(
+        "{}={}",
+        attr::SINGLETON,
+        get_str(&c, &wild, attr::SINGLETON)?
+    );
 
     // Put, commit, fence (over the job, and over itself by name), get.
     c.put(Scope::GLOBAL, "s.global", 7u32).map_err(e("put"))?;
@@ -269,6 +274,13 @@ fn child(n: u32) -> Res {
         .cloned()
         .ok_or_else(|| format!("PARENT_ID is {parent:?}"))?;
     check!(get_u32(&c, &wild, attr::JOB_SIZE)? == n, "job size");
+    let single = c.get(&wild, attr::SINGLETON, &[]);
+    check!(
+        single
+            .as_ref()
+            .is_err_and(|e| e.status() == Status::ERR_NOT_FOUND),
+        "a launched child has SINGLETON: {single:?}"
+    );
     let data = get_str(&c, &parent, "parent.data")?;
     let port = c.lookup(&["parent.port"], &[]).map_err(e("lookup"))?;
     let port = port[0].value.as_str().unwrap_or_default().to_owned();
