@@ -1,7 +1,8 @@
 //! Singletons, end to end: `pmix-singleton-client` started as a plain process, with no PMIx
 //! server in its environment (put/commit/fence/get, names, job data, what needs a server),
 //! init after finalize, a singleton spawning children through its private server (pmixrun
-//! adopting it), losing that server, and an environment naming a server that is not there.
+//! adopting it), losing that server, and an environment naming a server that is not there;
+//! and libpmix clients finalizing and initializing again under pmixrun (`openpmix/pmix_cycle.c`).
 //! Every run is bounded by a deadline.
 
 use std::path::{Path, PathBuf};
@@ -9,7 +10,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use pmix_tests::{Output, Running, cargo_build, clean_command, collect_text, workspace_bin};
+use pmix_tests::{
+    Output, Running, cargo_build, clean_command, collect_text, openpmix_program, workspace_bin,
+};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -180,4 +183,25 @@ fn a_server_named_but_absent_is_an_error_not_a_singleton() {
     let (_, out) = run(&["init-status"], &id);
     assert_passed(&out, "namespace without a server");
     assert_line(&out, "init=ERR_INIT");
+}
+
+#[test]
+fn libpmix_clients_init_again_after_finalize_under_pmixrun() {
+    let program = openpmix_program("pmix_cycle");
+    let mut cmd = clean_command(pmixrun_bin());
+    cmd.args(["--timeout", "30", "-n", "3"])
+        .arg(&program)
+        .arg("3");
+    let out = Running::start(cmd, "pmixrun -n 3 pmix_cycle 3")
+        .finish(Instant::now() + DEADLINE, "pmixrun -n 3 pmix_cycle 3");
+    assert!(
+        out.status.success(),
+        "{:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        out.stdout,
+        out.stderr
+    );
+    for r in 0..3 {
+        assert_line(&out, &format!("cycled rank={r} size=3 cycles=3"));
+    }
 }
