@@ -205,3 +205,58 @@ fn libpmix_clients_init_again_after_finalize_under_pmixrun() {
         assert_line(&out, &format!("cycled rank={r} size=3 cycles=3"));
     }
 }
+
+#[test]
+fn a_singleton_killed_takes_its_spawned_children_and_private_server_with_it() {
+    use std::io::{BufRead, BufReader};
+    pmixrun_bin();
+    let mut cmd = clean_command(&client());
+    cmd.arg("orphan");
+    let mut child = cmd.spawn().expect("starting pmix-singleton-client orphan");
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("pid"));
+    let stdout = child.stdout.take().expect("piped stdout");
+    // Lines as they come, and the end of the stream (every writer gone: the singleton, its
+    // private server, which forwards the child's output).
+    let (tx, rx) = crossbeam_channel::unbounded();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(Some(line));
+        }
+        let _ = tx.send(None);
+    });
+    let end = Instant::now() + DEADLINE;
+    let (mut child_pid, mut ready) = (None, false);
+    while child_pid.is_none() || !ready {
+        match rx.recv_deadline(end) {
+            Ok(Some(line)) if line == "parent ready" => ready = true,
+            Ok(Some(line)) => {
+                if let Some(p) = line.strip_prefix("child pid=") {
+                    child_pid = Some(p.parse::<i32>().expect("a pid"));
+                }
+            }
+            other => {
+                let _ = child.kill();
+                panic!("the singleton and its child did not get ready: {other:?}");
+            }
+        }
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("killing the singleton");
+    let _ = child.wait();
+    // The private server sees the singleton's end, stops the child and ends.
+    loop {
+        match rx.recv_deadline(Instant::now() + Duration::from_secs(30)) {
+            Ok(Some(_)) => {}
+            Ok(None) => break,
+            Err(_) => panic!("the private server or the child outlived the singleton by 30 s"),
+        }
+    }
+    let child_pid = child_pid.expect("the child's pid");
+    let state = std::fs::read_to_string(format!("/proc/{child_pid}/stat")).unwrap_or_default();
+    // Gone, or a zombie waiting for whoever inherited it.
+    let state = state.rsplit_once(") ").map(|(_, rest)| &rest[..1]);
+    assert!(
+        matches!(state, None | Some("Z")),
+        "the spawned child {child_pid} still runs: state {state:?}"
+    );
+}

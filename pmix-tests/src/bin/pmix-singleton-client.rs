@@ -341,6 +341,40 @@ fn kill_server() -> Res {
     }
 }
 
+/// `orphan`: a singleton spawns one child (`hang`), fences with it, says `parent ready` and
+/// blocks until it is killed; the test kills it, and its private server must then stop the
+/// child and end.
+fn orphan() -> Res {
+    let c = Client::init().map_err(e("init"))?;
+    let me = c.proc().clone();
+    let ns = c
+        .spawn(&[], &[this_program(&["hang"], 1)?])
+        .map_err(e("spawn"))?;
+    c.fence(&[me, wildcard(&ns)], &[])
+        .map_err(e("fence with the child"))?;
+    println!("parent ready");
+    loop {
+        std::thread::park();
+    }
+}
+
+/// `hang`: the child of `orphan`: fences with its parent, prints its pid, blocks.
+fn hang() -> Res {
+    let c = Client::init().map_err(e("init"))?;
+    let wild = wildcard(&c.proc().nspace);
+    let parent = c.get(&wild, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
+    let parent = parent
+        .as_proc()
+        .cloned()
+        .ok_or_else(|| format!("PARENT_ID is {parent:?}"))?;
+    println!("child pid={}", std::process::id());
+    c.fence(&[parent, wild], &[])
+        .map_err(e("fence with the parent"))?;
+    loop {
+        std::thread::park();
+    }
+}
+
 /// `init-status`: init must fail; prints the status.
 fn init_status() -> Res {
     let s = status_of("init", Client::init())?;
@@ -359,6 +393,8 @@ fn run(args: &[String]) -> Res {
         "lose-server" => lose_server(),
         "kill-server" => kill_server(),
         "init-status" => init_status(),
+        "orphan" => orphan(),
+        "hang" => hang(),
         other => Err(format!("unknown scenario {other:?}")),
     }
 }
