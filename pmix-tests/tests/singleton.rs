@@ -137,6 +137,8 @@ fn a_singleton_spawns_children_through_a_private_server() {
                 &format!("parent read child.{r}=Uint32({r}) from {children}:{r}"),
             );
         }
+        let heard: Vec<String> = (0..2).map(|r| format!("{children}:{r}")).collect();
+        assert_line(&out, &format!("parent heard {}", heard.join(" ")));
         // The children said ok too, through the private server's output.
         let oks = out.stdout.lines().filter(|l| *l == "ok").count();
         assert_eq!(oks, 3, "{}", out.stdout);

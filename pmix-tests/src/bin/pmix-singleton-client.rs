@@ -228,12 +228,25 @@ fn reinit(n: u32) -> Res {
     Ok(())
 }
 
-/// `spawn N`: a singleton puts, commits and publishes, spawns N children (`child` below),
-/// fences with them, and reads what each published back. Prints `parent ...` lines; the
+/// The event each child of `spawn` raises for its parent.
+const CHILD_EVENT: Status = Status(-151);
+
+/// `spawn N`: a singleton registers for an event, puts, commits and publishes, spawns N
+/// children (`child` below), fences with them, reads what each published back and says whose
+/// events it heard. Prints `parent ...` lines; the
 /// children's lines come through the private server's output.
 fn spawn(n: u32) -> Res {
     let c = Client::init().map_err(e("init"))?;
     let me = c.proc().clone();
+    // Registered while a singleton: the private server must learn of it.
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let h = std::sync::Arc::clone(&heard);
+    c.register_event_handler(&[CHILD_EVENT], &[], move |ev| {
+        if let Ok(mut v) = h.lock() {
+            v.push(ev.source.to_string());
+        }
+    })
+    .map_err(e("register"))?;
     c.put(Scope::GLOBAL, "parent.data", format!("from {me}"))
         .map_err(e("put"))?;
     c.commit().map_err(e("commit"))?;
@@ -256,6 +269,13 @@ fn spawn(n: u32) -> Res {
         found.iter().all(|p| p.is_found()),
         "not every child: {found:?}"
     );
+    // Each child raised its event before the fence the parent has passed.
+    let mut heard = heard
+        .lock()
+        .map_err(|_| "a poisoned lock".to_owned())?
+        .clone();
+    heard.sort();
+    println!("parent heard {}", heard.join(" "));
     // Everyone has read before anyone finalizes.
     c.fence(&[me, wildcard(&ns)], &[])
         .map_err(e("last fence"))?;
@@ -290,6 +310,8 @@ fn child(n: u32) -> Res {
     );
     c.publish(&[info(&format!("child.{}", me.rank), me.rank.0)?], &[])
         .map_err(e("publish"))?;
+    c.notify_event(CHILD_EVENT, DataRange::SESSION, &[])
+        .map_err(e("notify"))?;
     c.fence(&[parent.clone(), wild.clone()], &[])
         .map_err(e("fence with the parent"))?;
     c.fence(&[parent, wild], &[]).map_err(e("last fence"))?;
