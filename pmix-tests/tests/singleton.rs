@@ -262,3 +262,13 @@ fn a_singleton_killed_takes_its_spawned_children_and_private_server_with_it() {
         "the spawned child {child_pid} still runs: state {state:?}"
     );
 }
+
+#[test]
+fn a_spawn_whose_private_server_cannot_start_fails_and_the_singleton_goes_on() {
+    let (_, out) = run(
+        &["no-server-to-start"],
+        &[("PMIXRS_PMIXRUN", "/nonexistent/pmixrun")],
+    );
+    assert_passed(&out, "no-server-to-start");
+    assert_line(&out, "spawn=ERR_UNREACH");
+}

@@ -397,6 +397,22 @@ fn hang() -> Res {
     }
 }
 
+/// `no-server-to-start`: a spawn whose private server cannot start fails, and the process
+/// goes on as a singleton.
+fn no_server_to_start() -> Res {
+    let c = Client::init().map_err(e("init"))?;
+    let s = status_of("spawn", c.spawn(&[], &[this_program(&["child", "1"], 1)?]))?;
+    println!("spawn={s:?}");
+    c.put(Scope::GLOBAL, "after", 1u8).map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    c.fence(&[], &[]).map_err(e("fence"))?;
+    check!(
+        c.get(c.proc(), "after", &[]).map_err(e("get"))? == Value::Uint8(1),
+        "value after the failed spawn"
+    );
+    c.finalize().map_err(e("finalize"))
+}
+
 /// `init-status`: init must fail; prints the status.
 fn init_status() -> Res {
     let s = status_of("init", Client::init())?;
@@ -416,6 +432,7 @@ fn run(args: &[String]) -> Res {
         "kill-server" => kill_server(),
         "init-status" => init_status(),
         "orphan" => orphan(),
+        "no-server-to-start" => no_server_to_start(),
         "hang" => hang(),
         other => Err(format!("unknown scenario {other:?}")),
     }
