@@ -35,7 +35,9 @@ pub(crate) struct Scenario {
 pub(crate) enum Plan {
     /// Run a job under pmixrun.
     Run(Job),
-    /// Not run; the reason is shown in the matrix and does not fail the run.
+    /// Not run; the reason is shown in the matrix and does not fail the run. No row is
+    /// skipped since C01 runs; kept so that a row for a feature still missing can be listed.
+    #[allow(dead_code)]
     Skip(&'static str),
 }
 
