@@ -41,6 +41,16 @@ fn get_str(c: &Client, p: &Proc, key: &str) -> Result<String, String> {
         .ok_or_else(|| format!("{key} is {v:?}"))
 }
 
+/// `PARENT_ID` of a spawned process's job.
+fn parent_of(c: &Client) -> Result<Proc, String> {
+    let wild = wildcard(&c.proc().nspace);
+    let parent = c.get(&wild, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
+    parent
+        .as_proc()
+        .cloned()
+        .ok_or_else(|| format!("PARENT_ID is {parent:?}"))
+}
+
 fn info(key: &str, value: impl Into<Value>) -> Result<Info, String> {
     Ok(Info::new(Key::new(key).map_err(e("key"))?, value))
 }
@@ -288,11 +298,7 @@ fn child(n: u32) -> Res {
     let c = Client::init().map_err(e("init"))?;
     let me = c.proc().clone();
     let wild = wildcard(&me.nspace);
-    let parent = c.get(&wild, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
-    let parent = parent
-        .as_proc()
-        .cloned()
-        .ok_or_else(|| format!("PARENT_ID is {parent:?}"))?;
+    let parent = parent_of(&c)?;
     check!(get_u32(&c, &wild, attr::JOB_SIZE)? == n, "job size");
     let single = c.get(&wild, attr::SINGLETON, &[]);
     check!(
@@ -347,11 +353,7 @@ fn lose_server() -> Res {
 fn kill_server() -> Res {
     let c = Client::init().map_err(e("init"))?;
     let wild = wildcard(&c.proc().nspace);
-    let parent = c.get(&wild, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
-    let parent = parent
-        .as_proc()
-        .cloned()
-        .ok_or_else(|| format!("PARENT_ID is {parent:?}"))?;
+    let parent = parent_of(&c)?;
     c.fence(&[parent, wild], &[])
         .map_err(e("fence with the parent"))?;
     let server = nix::unistd::getppid();
@@ -384,11 +386,7 @@ fn orphan() -> Res {
 fn hang() -> Res {
     let c = Client::init().map_err(e("init"))?;
     let wild = wildcard(&c.proc().nspace);
-    let parent = c.get(&wild, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
-    let parent = parent
-        .as_proc()
-        .cloned()
-        .ok_or_else(|| format!("PARENT_ID is {parent:?}"))?;
+    let parent = parent_of(&c)?;
     println!("child pid={}", std::process::id());
     c.fence(&[parent, wild], &[])
         .map_err(e("fence with the parent"))?;
