@@ -109,11 +109,11 @@ fn two_jobs_started_apart_meet_by_publish_lookup_and_connect() {
     let f = wait_all(started, DEADLINE);
     assert_all_ok(&f);
     for r in 0..2 {
-        let line = format!("first {r}: met 3 processes by lookup and connected");
+        let line = format!("first {r}: met 3 processes by lookup, connected and fenced");
         said(&f, "dmeet-first", r, &[&line, "ok"]);
     }
     for r in 0..3 {
-        let line = format!("second {r}: met 2 processes by lookup and connected");
+        let line = format!("second {r}: met 2 processes by lookup, connected and fenced");
         said(&f, "dmeet-second", r, &[&line, "ok"]);
     }
 }

@@ -419,38 +419,55 @@ fn the_rendezvous_example_across_two_runs() {
 
 // ---- connect across runs ---------------------------------------------------------------
 
+/// Where a run's processes are: pmixrun's own node, or logical nodes of this machine (a
+/// root and a daemon per node, `--launcher local --host HOSTS`).
+#[derive(Clone, Copy)]
+enum Nodes {
+    One,
+    Logical(&'static str),
+}
+
 /// Two pmixrun runs of `pmix-dyn-client publish-connect` sharing a one-session name server:
 /// the first (2 ranks) and the second (1 rank) find each other's namespace by publish/lookup
 /// and connect; `extra` is appended to both command lines.
 fn connect_two_runs(extra: &[&str]) -> (Run, Run) {
+    connect_runs((2, Nodes::One), (1, Nodes::One), extra)
+}
+
+/// [`connect_two_runs`] with `first` and `second` ranks and nodes.
+fn connect_runs(first: (u32, Nodes), second: (u32, Nodes), extra: &[&str]) -> (Run, Run) {
     let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
     let client = workspace_bin("pmix-dyn-client").display().to_string();
     let end = Instant::now() + DEADLINE;
-    let args = |side: &'static str, n: &'static str, other: &'static str| {
-        let mut a = vec!["--nameserver-uri", &ns.uri, "-n", n, &client];
-        a.extend(["publish-connect", side, other]);
-        a.extend_from_slice(extra);
-        a.into_iter().map(str::to_owned).collect::<Vec<String>>()
+    let args = |side: &str, (n, nodes): (u32, Nodes), other: u32| {
+        let mut a = vec!["--nameserver-uri".to_owned(), ns.uri.clone()];
+        if let Nodes::Logical(hosts) = nodes {
+            a.extend(["--launcher", "local", "--host", hosts].map(str::to_owned));
+        }
+        a.extend(["-n".to_owned(), n.to_string(), client.clone()]);
+        a.extend([
+            "publish-connect".to_owned(),
+            side.to_owned(),
+            other.to_string(),
+        ]);
+        a.extend(extra.iter().map(|s| (*s).to_owned()));
+        a
     };
-    let first = args("first", "2", "1");
-    let second = args("second", "1", "2");
-    let as_strs = |v: &[String]| {
-        v.iter()
-            .map(String::as_str)
-            .collect::<Vec<&str>>()
-            .join(" ")
-    };
-    let (what_first, what_second) = (as_strs(&first), as_strs(&second));
-    let first = spawn(pmixrun(
-        &first.iter().map(String::as_str).collect::<Vec<_>>(),
-    ));
-    let second = spawn(pmixrun(
-        &second.iter().map(String::as_str).collect::<Vec<_>>(),
-    ));
+    let (first, second) = (
+        args("first", first, second.0),
+        args("second", second, first.0),
+    );
+    let (what_first, what_second) = (strs(&first).join(" "), strs(&second).join(" "));
+    let first = spawn(pmixrun(&strs(&first)));
+    let second = spawn(pmixrun(&strs(&second)));
     let first = finish(first, end, &what_first);
     let second = finish(second, end, &what_second);
     ns.stop();
     (first, second)
+}
+
+fn strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
 }
 
 /// The lines of a run's output, sorted (its ranks print in any order).
@@ -460,43 +477,43 @@ fn sorted_lines(r: &Run) -> Vec<&str> {
     v
 }
 
-#[test]
-fn pmix_rs_processes_of_two_runs_connect_and_disconnect_through_a_name_server() {
-    // Each process checks that after the connect it holds the other run's job size and the
-    // value every process of the other run committed, then disconnects.
-    let (first, second) = connect_two_runs(&[]);
+/// Checks that every process of both runs connected, fenced and disconnected (each checks
+/// that after the connect it holds the other run's job size and the value every process of
+/// the other run committed, and after the fence the second value).
+fn assert_met(first: &Run, second: &Run, sizes: (u32, u32)) {
     assert!(
         first.status.success() && second.status.success(),
         "first run: {first:#?}\nsecond run: {second:#?}"
     );
+    let expected = |side: &str, n: u32, other: u32| {
+        let mut v: Vec<String> = (0..n)
+            .map(|r| format!("{side} {r}: met {other} processes by lookup, connected and fenced"))
+            .collect();
+        v.extend((0..n).map(|_| "ok".to_owned()));
+        v.sort_unstable();
+        v
+    };
     assert_eq!(
-        sorted_lines(&first),
-        [
-            "first 0: met 1 processes by lookup and connected",
-            "first 1: met 1 processes by lookup and connected",
-            "ok",
-            "ok"
-        ],
+        sorted_lines(first),
+        expected("first", sizes.0, sizes.1),
         "{first:#?}"
     );
     assert_eq!(
-        sorted_lines(&second),
-        ["ok", "second 0: met 2 processes by lookup and connected"],
+        sorted_lines(second),
+        expected("second", sizes.1, sizes.0),
         "{second:#?}"
     );
 }
 
-#[test]
-fn a_connect_to_a_run_that_never_comes_fails_with_its_timeout() {
-    // The second run's process finds the first but never connects; it leaves once the first
-    // says its connect failed.
-    let (first, second) = connect_two_runs(&["stood-up"]);
+/// Checks that the first run's connect failed with its timeout in every process, and that
+/// the second run's process never connected.
+fn assert_stood_up(first: &Run, second: &Run) {
     assert!(
         first.status.success() && second.status.success(),
         "first run: {first:#?}\nsecond run: {second:#?}"
     );
     assert_eq!(
-        sorted_lines(&first),
+        sorted_lines(first),
         [
             "first 0: stood up, the connect failed with ERR_TIMEOUT",
             "first 1: stood up, the connect failed with ERR_TIMEOUT",
@@ -506,8 +523,46 @@ fn a_connect_to_a_run_that_never_comes_fails_with_its_timeout() {
         "{first:#?}"
     );
     assert_eq!(
-        sorted_lines(&second),
+        sorted_lines(second),
         ["ok", "second 0: never connected"],
         "{second:#?}"
     );
+}
+
+#[test]
+fn pmix_rs_processes_of_two_runs_connect_and_disconnect_through_a_name_server() {
+    let (first, second) = connect_two_runs(&[]);
+    assert_met(&first, &second, (2, 1));
+}
+
+#[test]
+fn a_connect_to_a_run_that_never_comes_fails_with_its_timeout() {
+    // The second run's process finds the first but never connects; it leaves once the first
+    // says its connect failed.
+    let (first, second) = connect_two_runs(&["stood-up"]);
+    assert_stood_up(&first, &second);
+}
+
+#[test]
+fn a_run_across_two_logical_nodes_connects_fences_and_disconnects_with_a_one_node_run() {
+    // The first run's ranks are on two nodes: each daemon sends its part to the root, which
+    // meets the other run at the name server and brings the answer back down to both.
+    let first = (2, Nodes::Logical("xa:1,xb:1"));
+    let (first, second) = connect_runs(first, (1, Nodes::One), &[]);
+    assert_met(&first, &second, (2, 1));
+}
+
+#[test]
+fn two_runs_each_across_two_logical_nodes_connect_fence_and_disconnect() {
+    let first = (2, Nodes::Logical("xa:1,xb:1"));
+    let second = (3, Nodes::Logical("xc:1,xd:2"));
+    let (first, second) = connect_runs(first, second, &[]);
+    assert_met(&first, &second, (2, 3));
+}
+
+#[test]
+fn a_run_across_two_logical_nodes_whose_connect_nobody_answers_fails_with_its_timeout() {
+    let first = (2, Nodes::Logical("xa:1,xb:1"));
+    let (first, second) = connect_runs(first, (1, Nodes::One), &["stood-up"]);
+    assert_stood_up(&first, &second);
 }

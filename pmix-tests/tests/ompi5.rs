@@ -381,40 +381,73 @@ fn names_across_runs_through_a_one_session_name_server() {
     ns.stop();
 }
 
-#[test]
-fn connect_accept_across_runs_through_a_one_session_name_server() {
-    // Two runs of the connect program sharing a name server: the 2 ranks of one accept on a
-    // published port, the 1 rank of the other connects. Open MPI's PMIx_Connect names both
-    // runs' namespaces, and its MPI_Comm_disconnect is a PMIx_Fence over both: the name
-    // server is their rendezvous, and each run learns the other's job data and modex from it.
-    // Every rank checks the numbers it receives over the intercommunicator.
+/// Two runs of the connect program sharing a one-session name server: the `server.0` ranks of
+/// one accept on a published port `svc`, the `client.0` ranks of the other connect; each run
+/// on logical nodes of this machine (`--launcher local --host`) when it names some (`.1`).
+/// Open MPI's PMIx_Connect names both runs' namespaces, and its MPI_Comm_disconnect is a
+/// PMIx_Fence over both: the name server is their rendezvous, and each run learns the
+/// other's job data and modex from it. Every rank checks the numbers it receives over the
+/// intercommunicator.
+fn connect_accept_across_runs(server: (u32, Option<&str>), client: (u32, Option<&str>), svc: &str) {
     let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
     let uri = ns.file_spec();
     let connect = program("connect");
-    let svc = "ompi5.xrun.connect";
     let end = Instant::now() + DEADLINE;
+    let args = |(n, hosts): (u32, Option<&str>), side: &str| {
+        let mut a = vec!["--nameserver-uri".to_owned(), uri.clone()];
+        if let Some(h) = hosts {
+            a.extend(["--launcher", "local", "--host", h].map(str::to_owned));
+        }
+        a.extend([
+            "-n".to_owned(),
+            n.to_string(),
+            connect.clone(),
+            side.to_owned(),
+            svc.to_owned(),
+        ]);
+        a
+    };
+    let (server_args, client_args) = (args(server, "server"), args(client, "client"));
     // Started together: the client's rank 0 polls until the server's port is published.
-    let server = start_pmixrun(&["--nameserver-uri", &uri, "-n", "2", &connect, "server", svc]);
-    let client = start_pmixrun(&["--nameserver-uri", &uri, "-n", "1", &connect, "client", svc]);
-    let (what_c, out_c) = finish_pmixrun(client, end);
-    let (what_s, out_s) = finish_pmixrun(server, end);
+    let started_server = start_pmixrun(&server_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let started_client = start_pmixrun(&client_args.iter().map(String::as_str).collect::<Vec<_>>());
+    let (what_c, out_c) = finish_pmixrun(started_client, end);
+    let (what_s, out_s) = finish_pmixrun(started_server, end);
     assert_code(&what_s, &out_s, 0);
     assert_code(&what_c, &out_c, 0);
-    assert_stdout(
-        &what_s,
-        &out_s,
-        &[
-            format!("server: published {svc}"),
-            "server rank 0 of 2: exchanged with 1 remote ranks".to_owned(),
-            "server rank 1 of 2: exchanged with 1 remote ranks".to_owned(),
-        ],
-    );
-    assert_stdout(
-        &what_c,
-        &out_c,
-        &["client rank 0 of 1: exchanged with 2 remote ranks".to_owned()],
-    );
+    let mut want = vec![format!("server: published {svc}")];
+    want.extend((0..server.0).map(|r| {
+        format!(
+            "server rank {r} of {}: exchanged with {} remote ranks",
+            server.0, client.0
+        )
+    }));
+    assert_stdout(&what_s, &out_s, &want);
+    let want: Vec<String> = (0..client.0)
+        .map(|r| {
+            format!(
+                "client rank {r} of {}: exchanged with {} remote ranks",
+                client.0, server.0
+            )
+        })
+        .collect();
+    assert_stdout(&what_c, &out_c, &want);
     ns.stop();
+}
+
+#[test]
+fn connect_accept_across_runs_through_a_one_session_name_server() {
+    connect_accept_across_runs((2, None), (1, None), "ompi5.xrun.connect");
+}
+
+#[test]
+fn connect_accept_across_a_one_node_run_and_a_two_node_run() {
+    // The accepting run's ranks are on two logical nodes: its root gathers the connect and
+    // the fence of MPI_Comm_disconnect from both daemons and meets the other run for them.
+    let two = Some("xa:1,xb:1");
+    connect_accept_across_runs((2, two), (1, None), "ompi5.xrun.connect2");
+    // The connecting side on two nodes, the accepting side on one.
+    connect_accept_across_runs((1, None), (2, two), "ompi5.xrun.connect3");
 }
 
 // ---- pmix-rs clients under prterun ------------------------------------------------------

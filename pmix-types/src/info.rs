@@ -95,3 +95,14 @@ impl Info {
         }
     }
 }
+
+/// The `PMIX_TIMEOUT` directive among `info`, in seconds: `None` when it is absent, not an
+/// integer, or 0 or less (no limit).
+pub fn timeout_of(info: &[Info]) -> Option<core::time::Duration> {
+    let secs = info
+        .iter()
+        .find(|i| i.key.as_str() == crate::attr::TIMEOUT)?
+        .value
+        .as_i64()?;
+    (secs > 0).then(|| core::time::Duration::from_secs(secs.unsigned_abs()))
+}

@@ -26,7 +26,7 @@ pub use enums::{
     ProcState, Scope,
 };
 pub use error::Error;
-pub use info::{Info, InfoFlags};
+pub use info::{Info, InfoFlags, timeout_of};
 pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
 pub use status::Status;
 pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};

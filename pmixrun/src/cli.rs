@@ -61,9 +61,9 @@ connected is a session of its own unless --one-session, which makes the SESSION 
 MPI 5 publishes and looks up there) reach every connected run. The name server is also where
 runs meet to connect their processes (PMIx_Connect, and the fences and disconnects that follow
 across runs): such a call fails with a status, never waits forever, when the other run is not
-connected to the same name server, leaves it, or does not come within PMIX_TIMEOUT. Only runs
-on one node connect so (not those with --host or --hostfile). PMIXRS_NAMESERVER stands for
---nameserver-uri. Without a name server, every range is served by pmixrun's own PMIx server, so
+connected to the same name server, leaves it, or does not come within PMIX_TIMEOUT. Runs on
+one node and runs with --host or --hostfile alike (there this pmixrun gathers its daemons'
+parts and meets the other run for them). PMIXRS_NAMESERVER stands for --nameserver-uri. Without a name server, every range is served by pmixrun's own PMIx server, so
 names are shared, and processes connected, within one run only.
 
 Spawned jobs: a process may start further jobs (PMIx_Spawn). The n-th is namespace

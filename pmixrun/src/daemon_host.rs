@@ -1,7 +1,8 @@
 //! A daemon's [`Host`]: what its server cannot do on one node goes over the tree.
 //!
 //! Fences, connects, disconnects and groups become tree fences over the daemons hosting their
-//! participants; direct modex a request to the daemon of the process; names, spawn and abort
+//! participants, or, when some participants belong to another run, requests to the root,
+//! which meets that run at the name server they share; direct modex a request to the daemon of the process; names, spawn and abort
 //! requests to the root; events beyond the node a message to every daemon. Connection and
 //! finalize are reported to the root, which supervises the run.
 //!
@@ -20,7 +21,7 @@ use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status, attr}
 use pmix_server::{App, Completion, GroupOp, Host, LoopContext, LoopHook, Published, Query};
 use pmix_tree::{Dest, FenceKey, TreeLoop, Vertex};
 
-use crate::run_msg::{Answer, Msg, Req, answer_of, encode};
+use crate::run_msg::{Answer, CrossOp, Msg, Req, answer_of, encode};
 
 /// Where the ranks of every namespace of the run are: shared by a daemon's host (on its
 /// server's thread) and its main loop (which learns of new jobs).
@@ -123,6 +124,18 @@ enum Collective {
     GroupDestruct = 4,
 }
 
+impl Collective {
+    /// What the name server's rendezvous calls it, if it may span runs (groups may not).
+    fn across_runs(self) -> Option<CrossOp> {
+        match self {
+            Collective::Fence => Some(CrossOp::Fence),
+            Collective::Connect => Some(CrossOp::Connect),
+            Collective::Disconnect => Some(CrossOp::Disconnect),
+            Collective::GroupConstruct | Collective::GroupDestruct => None,
+        }
+    }
+}
+
 /// The host of a daemon's server.
 pub(crate) struct DaemonHost {
     /// This daemon's tree vertex, driven by the server's loop.
@@ -166,6 +179,10 @@ impl DaemonHost {
     }
 
     /// [`DaemonHost::collective`] for a collective that has a name of its own (a group's).
+    ///
+    /// One naming a namespace that is not this run's (a connect to another run, and the
+    /// fences and disconnect after it) is the root's to gather: it meets the other runs at
+    /// the name server they share.
     fn collective_named(
         &mut self,
         kind: Collective,
@@ -175,8 +192,26 @@ impl DaemonHost {
         data: Vec<u8>,
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
-        let Some(vertices) = self.jobs.vertices_of(procs) else {
-            return done(Err(Status::ERR_BAD_PARAM));
+        let foreign = procs.iter().any(|p| self.jobs.get(&p.nspace).is_none());
+        let vertices = if foreign {
+            let Some(op) = kind.across_runs() else {
+                return done(Err(Status::ERR_BAD_PARAM));
+            };
+            // Only this run's participants name daemons; the root finds them again.
+            let ours: Vec<Proc> = procs
+                .iter()
+                .filter(|p| self.jobs.get(&p.nspace).is_some())
+                .cloned()
+                .collect();
+            if self.jobs.vertices_of(&ours).is_none() {
+                return done(Err(Status::ERR_BAD_PARAM));
+            }
+            Err(op)
+        } else {
+            match self.jobs.vertices_of(procs) {
+                Some(v) => Ok(v),
+                None => return done(Err(Status::ERR_BAD_PARAM)),
+            }
         };
         let mut set = vec![kind as u8];
         set.extend(encode(&name));
@@ -186,9 +221,29 @@ impl DaemonHost {
         }
         let seq = self.seqs.entry(set.clone()).or_insert(0);
         *seq += 1;
-        tracing::debug!(?procs, seq = *seq, ?vertices, "tree fence");
         let key = FenceKey { set, seq: *seq };
-        self.tree.fence(key, vertices, data, done);
+        match vertices {
+            Ok(vertices) => {
+                tracing::debug!(?procs, seq = key.seq, ?vertices, "tree fence");
+                self.tree.fence(key, vertices, data, done);
+            }
+            Err(op) => {
+                tracing::debug!(?procs, seq = key.seq, ?op, "collective across runs");
+                let req = Req::CrossRun {
+                    op,
+                    key,
+                    procs: procs.to_vec(),
+                    info: info.to_vec(),
+                    data,
+                };
+                self.tree.request(0, encode(&req), move |r| {
+                    done(answer_of(r, |a| match a {
+                        Answer::Bytes(b) => Some(b),
+                        _ => None,
+                    }))
+                });
+            }
+        }
     }
 
     /// Asks the root and answers `done` with what `pick` finds in its answer.

@@ -21,6 +21,7 @@ mod launch;
 mod output;
 mod placement;
 mod root;
+mod root_cross;
 mod root_jobs;
 mod root_sink;
 mod run_msg;

@@ -82,6 +82,14 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let tree_cell: Arc<OnceLock<Arc<Tree>>> = Arc::new(OnceLock::new());
     let mut node_names = vec![this_host.clone()];
     node_names.extend(r.nodes.names().map(str::to_owned));
+    // Collectives with other runs need a name server shared with them.
+    let cross = match &r.names {
+        Some(shared) => Some(
+            crate::root_cross::start(tree_cell.clone(), shared.clone(), places.clone(), topology)
+                .map_err(|e| format!("cannot start a thread: {e}"))?,
+        ),
+        None => None,
+    };
     let sink = RootSink {
         tree: tree_cell.clone(),
         events: events_tx.clone(),
@@ -92,6 +100,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         topology,
         nodes: node_names.clone(),
         lost: lost.clone(),
+        cross: cross.as_ref().map(crate::root_cross::CrossRuns::sender),
     };
     let mut config = Config::new(0, topology, secret);
     config.listen = if local {

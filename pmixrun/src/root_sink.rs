@@ -1,5 +1,6 @@
 //! The root's tree thread: what the daemons send becomes the supervisor's events, the
-//! launch's control messages, output lines and answers (names, abort, spawn).
+//! launch's control messages, output lines and answers (names, abort, spawn), and the parts of
+//! collectives across runs go to their gathering ([`crate::root_cross`]).
 
 use std::collections::HashSet;
 use std::os::unix::process::ExitStatusExt;
@@ -14,6 +15,7 @@ use pmix_tree::{Delivery, Topology, Tree, Vertex};
 use crate::daemon_host::Placements;
 use crate::host::{Event, forward};
 use crate::output::{Line, Stream};
+use crate::root_cross::{Input as CrossInput, Part as CrossPart};
 use crate::run_msg::{Answer, End, Msg, Req, Started, decode, encode};
 
 /// What the root's tree thread hands the thread launching jobs.
@@ -40,6 +42,9 @@ pub(crate) struct RootSink {
     pub(crate) nodes: Vec<String>,
     /// Every daemon lost so far.
     pub(crate) lost: Arc<Mutex<HashSet<Vertex>>>,
+    /// The gathering of collectives across runs ([`crate::root_cross`]); `None` without a
+    /// name server shared with other runs, when no namespace of another run can be reached.
+    pub(crate) cross: Option<Sender<CrossInput>>,
 }
 
 impl RootSink {
@@ -73,6 +78,9 @@ impl RootSink {
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
                     .extend((vertex..topo.size()).filter(|v| topo.in_subtree(vertex, *v)));
+                if let Some(cross) = &self.cross {
+                    let _ = cross.send(CrossInput::Lost(vertex));
+                }
                 let _ = self
                     .control
                     .send(Control::Lost(format!("lost {what}: {reason}")));
@@ -122,14 +130,19 @@ impl RootSink {
             }
             Msg::Connected(p) => Event::Connected(p),
             Msg::Finalized(p) => Event::Finalized(p),
-            Msg::Exited { proc, end } => Event::Exited {
-                proc,
-                status: match end {
-                    End::Code(c) => Ok(ExitStatus::from_raw((c & 0xff) << 8)),
-                    End::Signal(s) => Ok(ExitStatus::from_raw(s & 0x7f)),
-                    End::Error(e) => Err(std::io::Error::other(e)),
-                },
-            },
+            Msg::Exited { proc, end } => {
+                if let Some(cross) = &self.cross {
+                    let _ = cross.send(CrossInput::ProcEnded(proc.clone()));
+                }
+                Event::Exited {
+                    proc,
+                    status: match end {
+                        End::Code(c) => Ok(ExitStatus::from_raw((c & 0xff) << 8)),
+                        End::Signal(s) => Ok(ExitStatus::from_raw(s & 0x7f)),
+                        End::Error(e) => Err(std::io::Error::other(e)),
+                    },
+                }
+            }
             _ => return,
         };
         let _ = self.events.send(event);
@@ -245,6 +258,31 @@ impl RootSink {
                     done,
                 };
                 forward(&self.events, ev);
+            }
+            Req::CrossRun {
+                op,
+                key,
+                procs,
+                info,
+                data,
+            } => {
+                let part = CrossPart {
+                    origin,
+                    id,
+                    op,
+                    key,
+                    procs,
+                    info,
+                    data,
+                };
+                let sent = match &self.cross {
+                    Some(cross) => cross.send(CrossInput::Part(part)).is_ok(),
+                    None => false,
+                };
+                if !sent {
+                    // No other run is reachable: the namespace named is unknown.
+                    self.respond(origin, id, Err(Status::ERR_BAD_PARAM));
+                }
             }
             Req::Dmodex(_) => self.respond(origin, id, Err(Status::ERR_NOT_FOUND)),
         }

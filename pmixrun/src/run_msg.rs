@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Status};
 use pmix_server::{App as SpawnApp, Published, Query};
-use pmix_tree::Vertex;
+use pmix_tree::{FenceKey, Vertex};
 use serde::{Deserialize, Serialize};
 
 use crate::cli::{App, Protocol};
@@ -233,6 +233,29 @@ pub(crate) enum Req {
     },
     /// To the root: what only the supervisor knows (process tables).
     Query { asker: Proc, queries: Vec<Query> },
+    /// To the root: this daemon's part of a collective some of whose participants belong to
+    /// another run (a namespace that is not this run's). The root gathers the part of every
+    /// daemon hosting a participant of this run, contributes the run's part to the name
+    /// server shared with the other runs, and answers each with what comes back
+    /// ([`Answer::Bytes`]: every run's data, as the name server concatenated it).
+    CrossRun {
+        op: CrossOp,
+        /// The collective's key, the one a tree fence of it would have: the same on every
+        /// daemon taking part.
+        key: FenceKey,
+        procs: Vec<Proc>,
+        info: Vec<Info>,
+        #[serde(with = "serde_bytes")]
+        data: Vec<u8>,
+    },
+}
+
+/// The collectives that may span runs (what the name server's rendezvous offers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum CrossOp {
+    Connect,
+    Fence,
+    Disconnect,
 }
 
 /// The answer to a [`Req`] that succeeded (failures travel as the tree's `Err(Status)`).

@@ -424,12 +424,7 @@ fn info_flag(info: &[Info], key: &str) -> bool {
 
 /// A `TIMEOUT` directive in seconds; 0 or absent means none.
 fn info_timeout(info: &[Info]) -> Option<Duration> {
-    let secs = info
-        .iter()
-        .find(|i| i.key.as_str() == attr::TIMEOUT)?
-        .value
-        .as_i64()?;
-    (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
+    pmix_types::timeout_of(info)
 }
 
 /// Whether data put with `scope` by `owner` is visible to `reader`, given whether they share

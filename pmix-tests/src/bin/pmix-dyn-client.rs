@@ -451,7 +451,7 @@ fn exchange(c: &Client, w: &World) -> Res {
     Ok(())
 }
 
-/// What each process commits for `fence-both` and `fence-part`.
+/// What each process commits for `fence-both`, `fence-part` and `publish-connect`.
 const FENCE_KEY: &str = "dyn.fence";
 
 /// `fence-both` (`part` false): a collecting fence over both whole jobs, with no connect
@@ -563,7 +563,8 @@ fn disconnect(c: &Client, w: &World) -> Res {
 
 /// `publish-connect first|second OTHER_SIZE [stood-up]`: two jobs started apart; each rank 0
 /// publishes its namespace, every process looks the other's up (waiting for it), then they
-/// connect, read each other's values and disconnect. With `stood-up`, the second never
+/// connect and read each other's values, commit a second value and read each other's after a
+/// collecting fence over both jobs, and disconnect. With `stood-up`, the second never
 /// connects: the first's connect (`PMIX_TIMEOUT` 2 s) must fail with `ERR_TIMEOUT` within
 /// [`PATIENCE`], after which its rank 0 publishes [`STOOD_UP_KEY`], which the second waits for
 /// before it leaves (so that the failure is the timeout's, not its end's).
@@ -627,12 +628,17 @@ fn publish_connect(c: &Client, args: &[String]) -> Res {
     }
     c.connect(&w.both(), &[]).map_err(e("connect"))?;
     holds_everything(c, &w, VALUE_KEY)?;
+    commit_value(c, FENCE_KEY)?;
+    not_held(c, &w.proc(w.other(), 0), FENCE_KEY)?;
+    c.fence(&w.both(), &[Info::attr(attr::COLLECT_DATA, true)])
+        .map_err(e("fence"))?;
+    holds_everything(c, &w, FENCE_KEY)?;
     if w.rank() == 0 {
         c.unpublish(&[mine], &[]).map_err(e("unpublish"))?;
     }
     c.disconnect(&w.both(), &[]).map_err(e("disconnect"))?;
     println!(
-        "{} {}: met {} processes by lookup and connected",
+        "{} {}: met {} processes by lookup, connected and fenced",
         arg(0),
         w.rank(),
         w.size(w.other())
