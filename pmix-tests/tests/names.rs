@@ -508,6 +508,16 @@ fn assert_met(first: &Run, second: &Run, sizes: (u32, u32)) {
 /// Checks that the first run's connect failed with its timeout in every process, and that
 /// the second run's process never connected.
 fn assert_stood_up(first: &Run, second: &Run) {
+    assert_let_down(
+        first,
+        second,
+        "stood up, the connect failed with ERR_TIMEOUT",
+    );
+}
+
+/// Checks that the first run's 2 processes said `first <rank>: <failure>`, and that the second
+/// run's process never connected.
+fn assert_let_down(first: &Run, second: &Run, failure: &str) {
     assert!(
         first.status.success() && second.status.success(),
         "first run: {first:#?}\nsecond run: {second:#?}"
@@ -515,8 +525,8 @@ fn assert_stood_up(first: &Run, second: &Run) {
     assert_eq!(
         sorted_lines(first),
         [
-            "first 0: stood up, the connect failed with ERR_TIMEOUT",
-            "first 1: stood up, the connect failed with ERR_TIMEOUT",
+            &format!("first 0: {failure}"),
+            &format!("first 1: {failure}"),
             "ok",
             "ok"
         ],
@@ -565,4 +575,15 @@ fn a_run_across_two_logical_nodes_whose_connect_nobody_answers_fails_with_its_ti
     let first = (2, Nodes::Logical("xa:1,xb:1"));
     let (first, second) = connect_runs(first, (1, Nodes::One), &["stood-up"]);
     assert_stood_up(&first, &second);
+}
+
+#[test]
+fn a_connect_whose_other_run_leaves_fails_instead_of_waiting() {
+    // No PMIX_TIMEOUT: the second run leaves once the first found it, and the first's connect
+    // fails with the status the name server's rendezvous gives (the root passing it on to
+    // both daemons in the two-node run).
+    for nodes in [Nodes::One, Nodes::Logical("xa:1,xb:1")] {
+        let (first, second) = connect_runs((2, nodes), (1, Nodes::One), &["left"]);
+        assert_let_down(&first, &second, "the other run left, the connect failed");
+    }
 }

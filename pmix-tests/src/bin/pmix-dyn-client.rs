@@ -561,13 +561,17 @@ fn disconnect(c: &Client, w: &World) -> Res {
     Ok(())
 }
 
-/// `publish-connect first|second OTHER_SIZE [stood-up]`: two jobs started apart; each rank 0
-/// publishes its namespace, every process looks the other's up (waiting for it), then they
+/// `publish-connect first|second OTHER_SIZE [stood-up|left]`: two jobs started apart; each rank
+/// 0 publishes its namespace, every process looks the other's up (waiting for it), then they
 /// connect and read each other's values, commit a second value and read each other's after a
 /// collecting fence over both jobs, and disconnect. With `stood-up`, the second never
 /// connects: the first's connect (`PMIX_TIMEOUT` 2 s) must fail with `ERR_TIMEOUT` within
 /// [`PATIENCE`], after which its rank 0 publishes [`STOOD_UP_KEY`], which the second waits for
-/// before it leaves (so that the failure is the timeout's, not its end's).
+/// before it leaves (so that the failure is the timeout's, not its end's). With `left`, the
+/// first's rank 0 publishes [`STOOD_UP_KEY`] once every rank of its job found the second, and
+/// connects with no timeout; the second leaves when it sees the key, without connecting: the
+/// first's connect must fail (with whichever status says the other run is gone) within
+/// [`PATIENCE`], not wait for ever.
 fn publish_connect(c: &Client, args: &[String]) -> Res {
     let me = c.proc().clone();
     let arg = |i: usize| args.get(i).map(String::as_str).unwrap_or("");
@@ -609,7 +613,11 @@ fn publish_connect(c: &Client, args: &[String]) -> Res {
         entry.proc
     );
     not_held(c, &Proc::new(other.clone(), 0), VALUE_KEY)?;
-    let stood_up = arg(2) == "stood-up";
+    let stood_up = match arg(2) {
+        "stood-up" => Some(StoodUp::Waits),
+        "left" => Some(StoodUp::Leaves),
+        _ => None,
+    };
     let (a, a_size, b, b_size) = if arg(0) == "first" {
         (me.nspace.clone(), own_size, other, other_size)
     } else {
@@ -623,8 +631,8 @@ fn publish_connect(c: &Client, args: &[String]) -> Res {
         me,
         spawned: false,
     };
-    if stood_up {
-        return stood_up_connect(c, &w, arg(0) == "first");
+    if let Some(how) = stood_up {
+        return stood_up_connect(c, &w, arg(0) == "first", how);
     }
     c.connect(&w.both(), &[]).map_err(e("connect"))?;
     holds_everything(c, &w, VALUE_KEY)?;
@@ -646,8 +654,17 @@ fn publish_connect(c: &Client, args: &[String]) -> Res {
     Ok(())
 }
 
-/// The `stood-up` end of [`publish_connect`].
-fn stood_up_connect(c: &Client, w: &World, first: bool) -> Res {
+/// How the second job of [`publish_connect`] lets the first's connect down.
+#[derive(Clone, Copy)]
+enum StoodUp {
+    /// It stays, never connecting, until the first's connect timed out.
+    Waits,
+    /// It leaves once the first found it; the first's connect has no timeout.
+    Leaves,
+}
+
+/// The `stood-up` and `left` ends of [`publish_connect`].
+fn stood_up_connect(c: &Client, w: &World, first: bool, how: StoodUp) -> Res {
     let wait = [
         Info::attr(attr::WAIT, true),
         Info::attr(attr::TIMEOUT, PATIENCE_SECS),
@@ -658,17 +675,45 @@ fn stood_up_connect(c: &Client, w: &World, first: bool) -> Res {
         println!("second {}: never connected", w.rank());
         return Ok(());
     }
-    let t0 = Instant::now();
-    let r = c.connect(&w.both(), &[Info::attr(attr::TIMEOUT, 2i32)]);
-    let took = t0.elapsed();
-    match r {
-        Err(err) if err.status() == Status::ERR_TIMEOUT => {}
-        other => return Err(format!("a connect nobody answers gave {other:?}")),
+    let own = [wildcard(&w.me.nspace)];
+    if let StoodUp::Leaves = how {
+        // Every rank of the first job found the second before its rank 0 lets it go.
+        c.fence(&own, &[]).map_err(e("fence"))?;
+        if w.rank() == 0 {
+            c.publish(&[datum(STOOD_UP_KEY, "leave")?], &[])
+                .map_err(e("publish"))?;
+        }
     }
+    let info = match how {
+        StoodUp::Waits => vec![Info::attr(attr::TIMEOUT, 2i32)],
+        StoodUp::Leaves => Vec::new(),
+    };
+    let t0 = Instant::now();
+    let r = c.connect(&w.both(), &info);
+    let took = t0.elapsed();
+    let status = match r {
+        Err(err) => err.status(),
+        Ok(()) => return Err("a connect with a run that never connects succeeded".into()),
+    };
     check!(took < PATIENCE, "the connect failed only after {took:?}");
+    if let StoodUp::Leaves = how {
+        // Which status depends on how far the other run had gone: the name server no
+        // longer knowing its namespace, the namespace ending, or the run disconnecting.
+        let gone = [
+            Status::ERR_NOT_FOUND,
+            Status::ERR_PROC_TERM_WO_SYNC,
+            Status::ERR_UNREACH,
+        ];
+        check!(gone.contains(&status), "the connect failed with {status:?}");
+        println!("first {}: the other run left, the connect failed", w.rank());
+        return Ok(());
+    }
+    check!(
+        status == Status::ERR_TIMEOUT,
+        "a connect nobody answers failed with {status:?}"
+    );
     // Every rank of the first job has failed before its rank 0 tells the second.
-    c.fence(&[wildcard(&w.me.nspace)], &[])
-        .map_err(e("fence"))?;
+    c.fence(&own, &[]).map_err(e("fence"))?;
     if w.rank() == 0 {
         c.publish(&[datum(STOOD_UP_KEY, "timed out")?], &[])
             .map_err(e("publish"))?;
