@@ -219,6 +219,26 @@ pub fn encode_frame<T: Serialize>(msg: &T, out: &mut Vec<u8>) -> Result<(), Erro
     Ok(())
 }
 
+/// Decodes concatenated frames, each holding a list of `T` (how hosts and name servers join
+/// the contributions of several servers: one frame each, back to back), into one list.
+pub fn decode_frame_lists<T: DeserializeOwned>(mut bytes: &[u8]) -> Result<Vec<T>, Error> {
+    let decoder = FrameDecoder::default();
+    let mut all = Vec::new();
+    while !bytes.is_empty() {
+        match decoder.decode(bytes)? {
+            Decoded::Frame { body, consumed } => {
+                let mut part: Vec<T> = decode_body(body)?;
+                all.append(&mut part);
+                bytes = &bytes[consumed..];
+            }
+            Decoded::NeedMore(_) => {
+                return Err(Error::Malformed("a truncated frame".into()));
+            }
+        }
+    }
+    Ok(all)
+}
+
 /// `Welcome::Accepted` with the job record borrowed: serde encodes an enum by its variant's
 /// name and fields, so this spells the same bytes as the owned message without a clone of
 /// what may be megabytes of job data.

@@ -24,7 +24,7 @@ pub mod tool;
 pub use error::Error;
 pub use frame::{
     DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, MAX_DEPTH, READ_ROOM,
-    SharedReply, decode_body, decode_hello, encode_frame, encode_welcome,
+    SharedReply, decode_body, decode_frame_lists, decode_hello, encode_frame, encode_welcome,
 };
 pub use msg::{
     App, ClientMsg, ConnectPart, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs,

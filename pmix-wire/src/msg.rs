@@ -81,9 +81,10 @@ pub struct ProcKvs {
 /// part).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ConnectPart {
-    /// The job data of the participants' namespaces this server has, when some participant's
-    /// namespace is unknown to it (a namespace of another launcher run): the servers that do
-    /// not know a namespace learn it from here. Empty when every namespace is known to it.
+    /// The job data of the participants' namespaces this server's host registered, when some
+    /// participant's namespace is another launcher run's (unknown to it, or known from an
+    /// earlier connect): the servers that do not know a namespace learn it from here. Empty
+    /// when every namespace is of its own run.
     pub jobs: Vec<JobData>,
     /// The committed data of its participants.
     pub data: Vec<ProcKvs>,

@@ -25,6 +25,7 @@ use crossbeam_channel::{RecvTimeoutError, Sender, unbounded};
 use pmix_server::NameServerClient;
 use pmix_server::types::{Info, Proc, Rank, Status};
 use pmix_tree::{FenceKey, Topology, Tree, Vertex};
+use pmix_wire::ConnectPart;
 
 use crate::daemon_host::Placements;
 use crate::run_msg::{Answer, CrossOp, encode};
@@ -50,7 +51,7 @@ pub(crate) struct Contribution {
     pub(crate) procs: Vec<Proc>,
     pub(crate) info: Vec<Info>,
     /// The daemons' data, concatenated in vertex order (each daemon's server sends frames,
-    /// which concatenate).
+    /// which concatenate); a connect's merged into one frame.
     pub(crate) data: Vec<u8>,
 }
 
@@ -92,15 +93,15 @@ pub(crate) struct Gathers {
 
 impl Gathers {
     /// Daemon `part.origin`'s part; `needed` are the daemons hosting this run's participants.
-    /// `Ok(Some)` when it was the last: the run's part, to contribute; `Err` when it is
-    /// refused, with the reply to send.
+    /// `Ok(Some)` when it was the last: the run's part, to contribute; `Err` with the replies
+    /// to send when it is refused, or fails the operation.
     pub(crate) fn join(
         &mut self,
         part: Part,
         mut needed: Vec<Vertex>,
         now: Instant,
-    ) -> Result<Option<Contribution>, Reply> {
-        let refuse = |p: &Part| (p.origin, p.id, Err(Status::ERR_BAD_PARAM));
+    ) -> Result<Option<Contribution>, Vec<Reply>> {
+        let refuse = |p: &Part| vec![(p.origin, p.id, Err(Status::ERR_BAD_PARAM))];
         needed.sort_unstable();
         needed.dedup();
         let g = self.ops.entry(part.key.clone()).or_insert_with(|| Gather {
@@ -127,6 +128,19 @@ impl Gathers {
         let mut data = Vec::new();
         for (_, d) in g.parts.values_mut() {
             data.append(d);
+        }
+        if part.op == CrossOp::Connect {
+            data = match merge_connect_parts(&data) {
+                Ok(d) => d,
+                Err(e) => {
+                    tracing::warn!("a daemon's part of a connect across runs: {e}");
+                    let failed = self
+                        .ops
+                        .remove(&part.key)
+                        .map(|g| g.fail(Status::ERR_UNPACK_FAILURE));
+                    return Err(failed.unwrap_or_default());
+                }
+            };
         }
         Ok(Some(Contribution {
             key: part.key,
@@ -204,6 +218,24 @@ impl Gathers {
     }
 }
 
+/// The daemons' parts of a connect (frames of `ConnectPart`s), as one part: every daemon's
+/// server sends the job data of this run's namespaces along (for the other runs' servers,
+/// which do not know them), and the other runs need each once.
+fn merge_connect_parts(data: &[u8]) -> Result<Vec<u8>, pmix_wire::Error> {
+    let mut merged = ConnectPart::default();
+    for part in pmix_wire::decode_frame_lists::<ConnectPart>(data)? {
+        for job in part.jobs {
+            if merged.jobs.iter().all(|j| j.nspace != job.nspace) {
+                merged.jobs.push(job);
+            }
+        }
+        merged.data.extend(part.data);
+    }
+    let mut out = Vec::new();
+    pmix_wire::encode_frame(&[merged], &mut out)?;
+    Ok(out)
+}
+
 /// What the gathering thread is told.
 #[derive(Debug)]
 pub(crate) enum Input {
@@ -274,7 +306,7 @@ pub(crate) fn start(
                                 contribute(&names, c, &answers);
                                 Vec::new()
                             }
-                            Err(reply) => vec![reply],
+                            Err(replies) => replies,
                         }
                     }
                     Ok(Input::Answered { key, result }) => gathers.answered(&key, &result),

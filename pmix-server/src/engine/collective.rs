@@ -421,18 +421,25 @@ impl Engine {
         arrived
     }
 
-    /// The job data of `participants`' namespaces known here, when some of them are not (they
-    /// belong to another launcher run, whose servers learn ours from it); none otherwise.
+    /// The job data of `participants`' namespaces registered here by the host, when some of
+    /// them are not (they belong to another launcher run, whose servers learn ours from it);
+    /// none otherwise. Also when that run's namespace is known here from an earlier connect:
+    /// another server of this run taking part (on another node) may not know it, nor its
+    /// servers ours.
     fn jobs_for_foreign(&self, participants: &[Proc]) -> Vec<JobData> {
         let mut nss: Vec<&Nspace> = participants.iter().map(|p| &p.nspace).collect();
         nss.dedup();
-        let ids: Vec<Option<NsId>> = nss.iter().map(|n| self.ns_id(n.as_str())).collect();
-        if ids.iter().all(Option::is_some) {
+        let known: Vec<Option<&Namespace>> = nss
+            .iter()
+            .map(|n| self.ns_id(n.as_str()).and_then(|id| self.nspaces.get(&id)))
+            .collect();
+        if known.iter().all(|n| n.is_some_and(|n| !n.job.is_foreign())) {
             return Vec::new();
         }
-        ids.into_iter()
+        known
+            .into_iter()
             .flatten()
-            .filter_map(|ns| self.nspaces.get(&ns))
+            .filter(|n| !n.job.is_foreign())
             .map(|n| (*n.job).clone())
             .collect()
     }

@@ -1235,26 +1235,11 @@ fn decode_blobs(bytes: &[u8]) -> Result<Vec<ProcKvs>, Status> {
 }
 
 /// Decodes concatenated frames, each a list of `T`, into one list.
-fn decode_frames<T: serde::de::DeserializeOwned>(mut bytes: &[u8]) -> Result<Vec<T>, Status> {
-    let decoder = pmix_wire::FrameDecoder::default();
-    let mut all = Vec::new();
-    while !bytes.is_empty() {
-        match decoder.decode(bytes) {
-            Ok(pmix_wire::Decoded::Frame { body, consumed }) => {
-                let mut part: Vec<T> = pmix_wire::decode_body(body).map_err(|e| {
-                    tracing::warn!("undecodable data from the host: {e}");
-                    Status::ERR_UNPACK_FAILURE
-                })?;
-                all.append(&mut part);
-                bytes = &bytes[consumed..];
-            }
-            _ => {
-                tracing::warn!("truncated data from the host");
-                return Err(Status::ERR_UNPACK_FAILURE);
-            }
-        }
-    }
-    Ok(all)
+fn decode_frames<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Vec<T>, Status> {
+    pmix_wire::decode_frame_lists(bytes).map_err(|e| {
+        tracing::warn!("undecodable data from the host: {e}");
+        Status::ERR_UNPACK_FAILURE
+    })
 }
 
 #[cfg(test)]

@@ -115,6 +115,11 @@ impl LazyJob {
             .collect()
     }
 
+    /// Whether this is a namespace of another launcher run ([`Registration::foreign`]).
+    pub(crate) fn is_foreign(&self) -> bool {
+        matches!(self.0, Job::Given(_))
+    }
+
     /// Whether the job data was derived already.
     #[cfg(test)]
     pub(crate) fn is_built(&self) -> bool {

@@ -1955,6 +1955,22 @@ fn connect_across_runs_brings_each_run_the_others_namespace() {
         panic!("not a get reply")
     };
     assert_eq!(data[0].kvs[0].value, Value::from("from-b0"));
+    // A second connect with b, now known here, still carries a's job data (and not b's):
+    // another server of a's run may be taking part without knowing b, nor b's servers a.
+    let again = Request::Connect {
+        procs: vec![Proc::new(ns("a"), 0), Proc::new(ns("b"), 0)],
+        info: vec![],
+    };
+    let c = one.send(1, again);
+    let (op, data) = take_connect_call(&mut one);
+    let jobs: Vec<_> = connect_parts(&data)
+        .into_iter()
+        .flat_map(|p| p.jobs)
+        .map(|j| j.nspace)
+        .collect();
+    assert_eq!(jobs, [ns("a")]);
+    one.answer(op, HostOutcome::Bytes(Ok(data)));
+    assert_eq!(one.reply(1, c).status, Status::SUCCESS);
     // A fence over both runs (Open MPI's disconnect) goes to the host, none of b being here.
     let f = one.send(1, fence(procs.clone(), false));
     let f2 = one.send(2, fence(procs.clone(), false));

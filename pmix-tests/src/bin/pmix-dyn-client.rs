@@ -562,8 +562,9 @@ fn disconnect(c: &Client, w: &World) -> Res {
 }
 
 /// `publish-connect first|second OTHER_SIZE [stood-up|left]`: two jobs started apart; each rank
-/// 0 publishes its namespace, every process looks the other's up (waiting for it), then they
-/// connect and read each other's values, commit a second value and read each other's after a
+/// 0 publishes its namespace, every process looks the other's up (waiting for it), then the
+/// first's rank 0 connects with the whole second job, then all connect and read each other's
+/// values, commit a second value and read each other's after a
 /// collecting fence over both jobs, and disconnect. With `stood-up`, the second never
 /// connects: the first's connect (`PMIX_TIMEOUT` 2 s) must fail with `ERR_TIMEOUT` within
 /// [`PATIENCE`], after which its rank 0 publishes [`STOOD_UP_KEY`], which the second waits for
@@ -633,6 +634,13 @@ fn publish_connect(c: &Client, args: &[String]) -> Res {
     };
     if let Some(how) = stood_up {
         return stood_up_connect(c, &w, arg(0) == "first", how);
+    }
+    // First the first job's rank 0 alone with the whole second job: then the servers of
+    // each run know the other's namespace, or not, depending on where their processes are
+    // (a server of the first run hosting only its other ranks does not).
+    if w.side() == Side::B || w.rank() == 0 {
+        let pair = [w.proc(Side::A, 0), wildcard(&w.b)];
+        c.connect(&pair, &[]).map_err(e("connect of a 0 and b"))?;
     }
     c.connect(&w.both(), &[]).map_err(e("connect"))?;
     holds_everything(c, &w, VALUE_KEY)?;
