@@ -183,14 +183,18 @@ fn connect_part(jobs: Vec<JobData>, rank: u32) -> Vec<u8> {
     out
 }
 
+/// Daemon `origin`'s part of a connect (its request id the same number).
+fn connect(origin: Vertex, data: &[u8]) -> Part {
+    Part {
+        op: CrossOp::Connect,
+        ..part(origin, u64::from(origin), 1, vec![], data)
+    }
+}
+
 #[test]
 fn a_connects_parts_become_one_with_each_namespaces_job_data_once() {
     let mut g = Gathers::default();
     let now = Instant::now();
-    let connect = |origin, data| Part {
-        op: CrossOp::Connect,
-        ..part(origin, u64::from(origin), 1, vec![], data)
-    };
     let one = connect_part(vec![job("a"), job("spawned")], 0);
     let two = connect_part(vec![job("a"), job("spawned")], 1);
     assert_eq!(ok_or_panic(g.join(connect(1, &one), vec![1, 2], now)), None);
@@ -220,10 +224,6 @@ fn a_connects_parts_become_one_with_each_namespaces_job_data_once() {
 fn a_connect_part_that_is_no_connect_part_fails_the_connect_for_every_daemon() {
     let mut g = Gathers::default();
     let now = Instant::now();
-    let connect = |origin, data| Part {
-        op: CrossOp::Connect,
-        ..part(origin, u64::from(origin), 1, vec![], data)
-    };
     let good = connect_part(vec![job("a")], 0);
     assert_eq!(
         ok_or_panic(g.join(connect(1, &good), vec![1, 2], now)),
