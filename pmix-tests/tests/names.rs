@@ -587,3 +587,35 @@ fn a_connect_whose_other_run_leaves_fails_instead_of_waiting() {
         assert_let_down(&first, &second, "the other run left, the connect failed");
     }
 }
+
+#[test]
+fn a_connect_with_a_namespace_no_run_has_fails_on_one_node_and_across_nodes_alike() {
+    // Without a name server no other run is reachable (ERR_BAD_PARAM, from pmixrun's host or
+    // its root); with one, the name server knows no run owning it (ERR_NOT_FOUND).
+    let ns = NameServerProcess::start(pmixrun_bin(), DEADLINE);
+    let client = workspace_bin("pmix-dyn-client").display().to_string();
+    for (names, status) in [(false, "ERR_BAD_PARAM"), (true, "ERR_NOT_FOUND")] {
+        for hosts in [None, Some("xa:1,xb:1")] {
+            let mut args = Vec::new();
+            if names {
+                args.extend(["--nameserver-uri", &ns.uri]);
+            }
+            if let Some(h) = hosts {
+                args.extend(["--launcher", "local", "--host", h]);
+            }
+            args.extend(["-n", "2", &client, "connect-nowhere"]);
+            let what = args.join(" ");
+            let r = run(pmixrun(&args), &what);
+            r.assert_ok(&what);
+            let mut want = vec![
+                format!("0: connect-nowhere failed with {status}"),
+                format!("1: connect-nowhere failed with {status}"),
+                "ok".to_owned(),
+                "ok".to_owned(),
+            ];
+            want.sort_unstable();
+            assert_eq!(sorted_lines(&r), want, "{what}: {r:#?}");
+        }
+    }
+    ns.stop();
+}

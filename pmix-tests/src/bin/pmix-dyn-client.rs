@@ -969,11 +969,31 @@ fn resolve(c: &Client, w: &World) -> Res {
     Ok(())
 }
 
+/// `connect-nowhere`: a connect of this whole job with a namespace no run has (the host's to
+/// find, being unknown to the server) fails, within [`PATIENCE`]; prints its status.
+fn connect_nowhere(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let nowhere = Nspace::new("pmix-rs.nowhere").map_err(e("namespace"))?;
+    let procs = [wildcard(&me.nspace), wildcard(&nowhere)];
+    let t0 = Instant::now();
+    let r = c.connect(&procs, &[Info::attr(attr::TIMEOUT, PATIENCE_SECS)]);
+    let took = t0.elapsed();
+    let status = match r {
+        Err(err) => err.status(),
+        Ok(()) => return Err("a connect with a namespace nobody has succeeded".into()),
+    };
+    check!(took < PATIENCE, "the connect failed only after {took:?}");
+    println!("{}: connect-nowhere failed with {status:?}", me.rank);
+    Ok(())
+}
+
 fn run(args: &[String]) -> Res {
     let scenarios = args.first().map(String::as_str).unwrap_or("");
     let c = Client::init().map_err(e("init"))?;
     if scenarios == "publish-connect" {
         publish_connect(&c, args.get(1..).unwrap_or_default())?;
+    } else if scenarios == "connect-nowhere" {
+        connect_nowhere(&c)?;
     } else {
         let w = world(&c, args, args.get(1..).unwrap_or_default())?;
         for scenario in scenarios.split('+') {
