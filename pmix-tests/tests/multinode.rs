@@ -1047,8 +1047,22 @@ fn fence_failures(r: &Run) -> BTreeMap<u32, String> {
 fn a_rank_exiting_mid_fence_fails_the_fence_on_every_node_at_once() {
     let f = Fixture::new("exit-mid-fence");
     // Rank 3 (n2) exits 5 once rank 0 committed; the others wait in a fence with a 60 s
-    // TIMEOUT, SIGTERM blocked so that they can say how the fence ended.
-    let r = f.run(HOSTS, &["-n", "6", &client(), "stuck-fence", "3", "5"]);
+    // TIMEOUT, SIGTERM blocked so that they can say how the fence ended. pmixrun's SIGKILL
+    // comes only after a 30 s grace: the fence's failure, not the kill, must end them (with
+    // the default 2 s, a loaded machine could kill a rank before it printed its failure).
+    let r = f.run(
+        HOSTS,
+        &[
+            "--grace",
+            "30",
+            "-n",
+            "6",
+            &client(),
+            "stuck-fence",
+            "3",
+            "5",
+        ],
+    );
     assert_eq!(r.code(), Some(5), "{r:?}");
     assert!(
         r.stderr().starts_with(
