@@ -17,15 +17,10 @@ use pmix_client::wire::Query;
 use pmix_client::{
     AppExt, Client, DataRange, Info, Key, Nspace, Proc, Rank, Status, Value, app, attr,
 };
-
-type Res = Result<(), String>;
+use pmix_tests::scenario::{Res, e};
 
 /// How long rank 0 waits for the event of its peer's end.
 const PATIENCE: Duration = Duration::from_secs(20);
-
-fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
-    move |err| format!("{what}: {err}")
-}
 
 fn key(k: &str) -> Result<Key, String> {
     Key::new(k).map_err(e("key"))

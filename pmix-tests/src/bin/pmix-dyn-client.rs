@@ -27,8 +27,8 @@ use pmix_client::{
     AppExt, Client, DataArray, DataRange, DataType, Error, Event, HandlerId, Info, Key, Nspace,
     Proc, Rank, Scope, Status, Value, app, attr,
 };
-
-type Res = Result<(), String>;
+use pmix_tests::check;
+use pmix_tests::scenario::{Res, e, wildcard};
 
 /// How long a process waits for a peer's step (a waiting lookup, an event, a callback): far
 /// more than needed, yet short of the tests' deadline, so that a lost answer is reported by
@@ -54,22 +54,6 @@ const DISC_KEY: &str = "dyn.disc";
 const STOOD_UP_KEY: &str = "dyn.stood-up";
 /// Where A's rank 0 tells its job the namespace it spawned.
 const SPAWNED_KEY: &str = "dyn.spawned";
-
-macro_rules! check {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
-    move |err| format!("{what}: {err}")
-}
-
-fn wildcard(ns: &Nspace) -> Proc {
-    Proc::new(ns.clone(), Rank::WILDCARD)
-}
 
 fn optional() -> Vec<Info> {
     vec![Info::attr(attr::OPTIONAL, true)]

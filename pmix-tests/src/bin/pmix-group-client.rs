@@ -23,15 +23,10 @@ use std::time::Duration;
 use pmix_client::{
     Client, DataArray, Error, Event, GroupOpt, Info, Proc, Rank, Status, Value, attr,
 };
-
-type Res = Result<(), String>;
+use pmix_tests::scenario::{Res, e};
 
 /// How long any wait for an event lasts, as in the C program.
 const PATIENCE: Duration = Duration::from_secs(30);
-
-fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
-    move |err| format!("{what}: {err}")
-}
 
 /// Events of `codes`, as they come.
 fn listen(c: &Client, codes: &[Status]) -> Result<Receiver<Event>, String> {

@@ -15,8 +15,8 @@ use pmix_client::{
     Client, DataArray, DataRange, DataType, Error, Info, Key, Nspace, Pdata, Proc, Rank, Status,
     Value, attr,
 };
-
-type Res = Result<(), String>;
+use pmix_tests::check;
+use pmix_tests::scenario::{Res, e};
 
 /// How long a non-blocking call's callback, or a lookup waiting for a peer's publication, may
 /// take: far more than needed, yet short of the tests' deadline, so that a lost answer is
@@ -24,18 +24,6 @@ type Res = Result<(), String>;
 const PATIENCE: Duration = Duration::from_secs(30);
 /// [`PATIENCE`] as a `PMIX_TIMEOUT` (seconds).
 const PATIENCE_SECS: i32 = 30;
-
-macro_rules! check {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
-    move |err| format!("{what}: {err}")
-}
 
 fn range(r: DataRange) -> Info {
     Info::attr(attr::RANGE, r)

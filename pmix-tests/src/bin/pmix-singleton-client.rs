@@ -8,26 +8,10 @@
 
 use std::process::ExitCode;
 
-use pmix_client::{Client, DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
+use pmix_client::{Client, DataRange, Info, Key, Nspace, Proc, Scope, Status, Value, attr};
+use pmix_tests::check;
+use pmix_tests::scenario::{Res, e, wildcard};
 use pmix_tests::this_program;
-
-type Res = Result<(), String>;
-
-macro_rules! check {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
-    move |err| format!("{what}: {err}")
-}
-
-fn wildcard(ns: &Nspace) -> Proc {
-    Proc::new(ns.clone(), Rank::WILDCARD)
-}
 
 fn get_u32(c: &Client, p: &Proc, key: &str) -> Result<u32, String> {
     let v = c.get(p, key, &[]).map_err(e(key))?;

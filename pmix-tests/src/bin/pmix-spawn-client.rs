@@ -7,22 +7,10 @@
 
 use std::process::ExitCode;
 
-use pmix_client::{App, Client, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
+use pmix_client::{App, Client, Info, Key, Nspace, Proc, Scope, Status, Value, attr};
+use pmix_tests::check;
+use pmix_tests::scenario::{Res, e, wildcard};
 use pmix_tests::this_program;
-
-type Res = Result<(), String>;
-
-macro_rules! check {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
-    move |err| format!("{what}: {err}")
-}
 
 /// The key the parent puts before spawning; its children get it from the parent.
 const PARENT_KEY: &str = "spawn.parent.value";
@@ -41,10 +29,6 @@ fn spawn(c: &Client, job_info: Vec<Info>, apps: Vec<App>) -> Result<Nspace, Stat
 
 fn user_info(key: &str, value: &str) -> Result<Info, String> {
     Ok(Info::new(Key::new(key).map_err(e("key"))?, value))
-}
-
-fn wildcard(ns: &Nspace) -> Proc {
-    Proc::new(ns.clone(), Rank::WILDCARD)
 }
 
 fn get_str(c: &Client, p: &Proc, key: &str) -> Result<String, String> {

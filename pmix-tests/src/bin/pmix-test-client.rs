@@ -7,20 +7,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use pmix_client::{Client, Info, Nspace, Proc, Rank, Scope, Status, Value, attr};
-
-type Res = Result<(), String>;
-
-macro_rules! check {
-    ($cond:expr, $($fmt:tt)+) => {
-        if !$cond {
-            return Err(format!($($fmt)+));
-        }
-    };
-}
-
-fn e<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> String + '_ {
-    move |err| format!("{what}: {err}")
-}
+use pmix_tests::check;
+use pmix_tests::scenario::{Res, e};
 
 fn job_size(c: &Client, ns: &Nspace) -> Result<u32, String> {
     let v = c
