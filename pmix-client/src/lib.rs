@@ -91,6 +91,7 @@ mod events;
 mod group_info;
 mod group_membership;
 mod groups;
+mod locality;
 mod names;
 mod openpmix;
 mod singleton;

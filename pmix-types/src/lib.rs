@@ -20,6 +20,7 @@ mod status;
 mod value;
 
 pub mod attr;
+pub mod locality;
 
 pub use enums::{
     AllocDirective, DataRange, DataType, IofChannel, JobState, LinkState, Locality, Persistence,

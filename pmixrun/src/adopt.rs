@@ -62,6 +62,10 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         events: events_tx.clone(),
         lines: lines_tx,
         pmi: cli::Protocol::Pmix,
+        // The jobs the singleton spawns: not bound, told their place.
+        place: cli::Place::default(),
+        group_rank: 0,
+        master_addr: server.hostname().to_owned(),
     };
     jobs.register(&nspace, &apps, &layout, Vec::new())?;
     let me = Proc::new(nspace.clone(), 0);

@@ -169,6 +169,75 @@ struct Global {
     pmi: Protocol,
     #[command(flatten)]
     nodes: NodeArgs,
+    #[command(flatten)]
+    place: PlaceArgs,
+}
+
+/// Where on its node each process runs, and the environment it is told its place in.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "Placement on a node")]
+struct PlaceArgs {
+    /// Pin each process to one object of this kind: `none` (the default: every process may
+    /// run on every CPU pmixrun may use), `core`, `package` (`socket`) or `numa`. The objects
+    /// that have CPUs pmixrun may use (its affinity mask and cgroup) are dealt out to the
+    /// node's processes in local-rank order, again from the first when there are more
+    /// processes than objects.
+    #[arg(long, value_enum, default_value_t = BindTo::None, value_name = "OBJECT")]
+    bind_to: BindTo,
+    /// Print each process's CPUs, object and locality string on stderr as it starts
+    /// (`pmixrun: [host:rank] bound to core 1: CPUs 1 (SK0:...)`).
+    #[arg(long)]
+    report_bindings: bool,
+    /// Do not set the variables ML and MPI programs read their place from (RANK, LOCAL_RANK,
+    /// WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, OMPI_COMM_WORLD_*).
+    #[arg(long)]
+    no_launcher_env: bool,
+    /// The MASTER_PORT processes are given (default: 20000 + a hash of the job's namespace
+    /// modulo 10000, the same on every node; not checked to be free).
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    master_port: Option<u16>,
+}
+
+/// What a process is pinned to (`--bind-to`).
+#[derive(
+    clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize,
+)]
+pub(crate) enum BindTo {
+    /// Not pinned.
+    None,
+    /// One core (all its hardware threads).
+    Core,
+    /// One package.
+    #[value(alias = "socket")]
+    Package,
+    /// One NUMA node.
+    Numa,
+}
+
+/// Where on its node each process runs and what it is told of its place (`binding.rs`,
+/// `launcher_env.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Place {
+    /// `--bind-to`.
+    pub(crate) bind_to: BindTo,
+    /// `--report-bindings`.
+    pub(crate) report_bindings: bool,
+    /// Not `--no-launcher-env`.
+    pub(crate) launcher_env: bool,
+    /// `--master-port`.
+    pub(crate) master_port: Option<u16>,
+}
+
+impl Default for Place {
+    /// Not bound, not reported, the launcher variables set.
+    fn default() -> Place {
+        Place {
+            bind_to: BindTo::None,
+            report_bindings: false,
+            launcher_env: true,
+            master_port: None,
+        }
+    }
 }
 
 /// Where the processes run.
@@ -398,6 +467,8 @@ pub(crate) struct Options {
     pub(crate) pmi: Protocol,
     /// Where the processes run.
     pub(crate) nodes: Nodes,
+    /// Where on its node each process runs.
+    pub(crate) place: Place,
     /// The application contexts, in rank order.
     pub(crate) apps: Vec<App>,
 }
@@ -537,6 +608,12 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         nameserver_uri: first.global.nameserver_uri,
         pmi: first.global.pmi,
         nodes: nodes(first.global.nodes)?,
+        place: Place {
+            bind_to: first.global.place.bind_to,
+            report_bindings: first.global.place.report_bindings,
+            launcher_env: !first.global.place.no_launcher_env,
+            master_port: first.global.place.master_port,
+        },
         apps,
     })
 }

@@ -26,6 +26,7 @@ use crate::daemon_host::{DaemonHost, Placed, Placements};
 use crate::host::Event;
 use crate::job::Layout;
 use crate::jobs::RunJobs;
+use crate::launcher_env;
 use crate::output::{Line, Stream};
 use crate::run_msg::{Answer, End, Launch, Msg, OutputLine, Req, Started, decode, encode};
 
@@ -365,6 +366,10 @@ impl Daemon {
         let Some(lines) = self.lines.clone() else {
             return;
         };
+        // `--launcher local`: every node is this machine.
+        let logical = self.boot.agent.is_empty() && self.boot.join.is_empty();
+        let (group_rank, master_addr) =
+            launcher_env::group_and_master(&l.vertex_of_rank, me, &self.boot.nodes, logical);
         let run = RunJobs {
             server: &self.server,
             names: None,
@@ -374,10 +379,15 @@ impl Daemon {
             events: self.events_tx.clone(),
             lines,
             pmi: l.pmi.into(),
+            place: l.place,
+            group_rank,
+            master_addr,
         };
-        let registered = run
-            .register_nspace(&l.nspace, ranks.len() as u32, &l.info)
-            .and_then(|()| run.register_clients(&l.nspace, &apps, &layout, &ranks));
+        let registered = run.local_info(&ranks).and_then(|local| {
+            let info: Vec<_> = l.info.iter().cloned().chain(local).collect();
+            run.register_nspace(&l.nspace, ranks.len() as u32, &info)?;
+            run.register_clients(&l.nspace, &apps, &layout, &ranks)
+        });
         match registered {
             Err(message) => {
                 report.failed = ranks

@@ -51,6 +51,7 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
     let mut worker = Command::new("/proc/self/exe")
         .arg(crate::launch::EXEC_MARKER)
         .arg(std::process::id().to_string())
+        .arg(crate::launch::NO_PIN)
         .arg(&me)
         .arg("pmixrun")
         .arg(WORKER_FLAG)

@@ -8,13 +8,15 @@ use std::sync::Arc;
 use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use pmix_server::types::{Info, Nspace, Proc, Status};
+use pmix_server::types::{DataArray, Info, Nspace, Proc, Rank, Status, attr};
 use pmix_server::{ClientOptions, NameServerClient, PmiTransport, Server};
 
-use crate::cli::{App, Protocol};
+use crate::binding::{self, Bound};
+use crate::cli::{App, Place, Protocol};
 use crate::host::Event;
 use crate::job::{self, Layout};
 use crate::launch::{self, LaunchError};
+use crate::launcher_env::{self, NodeJob};
 use crate::output::Line;
 use crate::placement::JobMap;
 use crate::supervise::{Jobs, Launched, SpawnFailed, Started};
@@ -35,6 +37,12 @@ pub(crate) struct RunJobs<'a> {
     pub(crate) lines: Sender<Line>,
     /// The protocol every process of the run speaks.
     pub(crate) pmi: Protocol,
+    /// Where on this node each process runs and what it is told of its place.
+    pub(crate) place: Place,
+    /// This node's index among the jobs' nodes, and the host of their rank 0 (the same for
+    /// every job this `RunJobs` starts: see `launcher_env.rs`).
+    pub(crate) group_rank: u32,
+    pub(crate) master_addr: String,
 }
 
 impl RunJobs<'_> {
@@ -49,9 +57,36 @@ impl RunJobs<'_> {
         let map = JobMap::one_node(self.server.hostname(), layout.size);
         let mut info = job::job_info(&map, apps, layout, &self.cwd)?;
         info.extend(extra);
-        self.register_nspace(nspace, layout.size, &info)?;
         let all: Vec<u32> = (0..layout.size).collect();
+        info.extend(self.local_info(&all)?);
+        self.register_nspace(nspace, layout.size, &info)?;
         self.register_clients(nspace, apps, layout, &all)
+    }
+
+    /// Where each of this node's processes `ranks` (ascending) runs (`binding.rs`).
+    fn bindings(&self, ranks: &[u32]) -> Result<Option<Vec<Bound>>, String> {
+        binding::on_this_node(self.place.bind_to, ranks.len())
+    }
+
+    /// What the registration of a job says of its processes `ranks` on this node (ascending):
+    /// the CPU set, locality string and package rank of each, as data of the process.
+    pub(crate) fn local_info(&self, ranks: &[u32]) -> Result<Vec<Info>, String> {
+        let Some(bound) = self.bindings(ranks)? else {
+            return Ok(Vec::new());
+        };
+        Ok(ranks
+            .iter()
+            .zip(bound)
+            .map(|(&rank, b)| {
+                let data = DataArray::from_infos([
+                    Info::attr(attr::RANK, Rank(rank)),
+                    Info::attr(attr::CPUSET, b.cpuset()),
+                    Info::attr(attr::LOCALITY_STRING, b.locality.as_str()),
+                    Info::attr(attr::PACKAGE_RANK, b.package_rank),
+                ]);
+                Info::attr(attr::PROC_DATA, data)
+            })
+            .collect())
     }
 
     /// Registers `nspace`, `nlocal` of whose processes are on this node, with its
@@ -144,6 +179,20 @@ impl RunJobs<'_> {
         // Per application context: the extra variables an Open MPI program needs.
         let mut ompi_env: Vec<Vec<(String, String)>> = vec![Vec::new(); apps.len()];
         let scrub = launch::launcher_variables();
+        let bound = match self.bindings(ranks) {
+            Ok(b) => b,
+            Err(e) => return (Vec::new(), Some(LaunchError::other(e))),
+        };
+        let node_job = NodeJob {
+            size: layout.size,
+            local_size: count,
+            group_rank: self.group_rank,
+            master_addr: self.master_addr.clone(),
+            master_port: self
+                .place
+                .master_port
+                .unwrap_or_else(|| launcher_env::default_port(nspace)),
+        };
         // Every process's setup (a round trip to the server thread or two each) is done before
         // the first process starts: once started, processes compete for the CPUs the server
         // thread and this one need, and early MPI ranks spin waiting for the late ones.
@@ -175,8 +224,23 @@ impl RunJobs<'_> {
         // (three threads each): the last rank execs as early as it can.
         let mut children = Vec::with_capacity(ranks.len());
         let mut failed = None;
-        for (&rank, (proc, (mut pmix_env, pmi_fd))) in ranks.iter().zip(setups) {
+        for (local, (&rank, (proc, (mut pmix_env, pmi_fd)))) in
+            (0u32..).zip(ranks.iter().zip(setups))
+        {
             let a = layout.app_of(rank);
+            let here = bound.as_ref().and_then(|b| b.get(local as usize));
+            if self.place.report_bindings {
+                if let Some(b) = here {
+                    launch::write_log(
+                        false,
+                        &format!(
+                            "pmixrun: [{}:{rank}] {}",
+                            self.server.hostname(),
+                            b.describe()
+                        ),
+                    );
+                }
+            }
             if paths[a].is_none() {
                 match launch::check_app(&apps[a], &wdirs[a], &user_env[a]) {
                     Ok(path) => {
@@ -204,6 +268,12 @@ impl RunJobs<'_> {
                 user_env: &user_env[a],
                 scrub: &scrub,
                 pmix_env,
+                launcher_env: if self.place.launcher_env {
+                    node_job.vars(rank, local)
+                } else {
+                    Vec::new()
+                },
+                pin: here.filter(|b| b.pinned).map(Bound::cpuset),
                 pmi_fd,
                 wdir: &wdirs[a],
             };

@@ -268,6 +268,10 @@ pub(crate) struct Spawn<'a> {
     pub(crate) scrub: &'a [OsString],
     /// What `setup_fork` (or `setup_fork_pmi1`) gave.
     pub(crate) pmix_env: Vec<(String, String)>,
+    /// The launcher variables (`launcher_env.rs`), beneath the `-x` ones.
+    pub(crate) launcher_env: Vec<(String, String)>,
+    /// The CPUs to pin the process to before its program starts (`binding.rs`), if any.
+    pub(crate) pin: Option<String>,
     /// A PMI-1 process's end of its connection, to be inherited as `PMI_FD`.
     pub(crate) pmi_fd: Option<OwnedFd>,
     pub(crate) wdir: &'a Path,
@@ -369,6 +373,7 @@ fn command(s: &Spawn<'_>, pmi_fd: Option<i32>) -> Command {
     cmd.arg0("pmixrun")
         .arg(EXEC_MARKER)
         .arg(std::process::id().to_string())
+        .arg(s.pin.as_deref().unwrap_or(NO_PIN))
         .arg(s.path)
         // The program sees its name as given, as execvp would have shown it.
         .arg(&s.app.program)
@@ -376,8 +381,10 @@ fn command(s: &Spawn<'_>, pmi_fd: Option<i32>) -> Command {
     for name in s.scrub {
         cmd.env_remove(name);
     }
-    // The PMIx variables come last: a stray `-x PMIX_RANK=...` must not break the job.
-    cmd.envs(s.user_env.iter().map(|(k, v)| (k, v)))
+    // The launcher variables go beneath the `-x` ones, which win; the PMIx variables come
+    // last: a stray `-x PMIX_RANK=...` must not break the job.
+    cmd.envs(s.launcher_env.iter().map(|(k, v)| (k, v)))
+        .envs(s.user_env.iter().map(|(k, v)| (k, v)))
         .envs(s.pmix_env.iter().map(|(k, v)| (k, v)))
         .current_dir(s.wdir)
         .stdin(Stdio::null())
@@ -390,13 +397,35 @@ fn command(s: &Spawn<'_>, pmi_fd: Option<i32>) -> Command {
     cmd
 }
 
+/// The CPU list argument of [`exec_program`] that pins nothing.
+pub(crate) const NO_PIN: &str = "-";
+
+/// Pins this process to `cpus` (a CPU list, `0-3,8`), or leaves it be for [`NO_PIN`].
+fn pin(cpus: &OsStr) -> Result<(), String> {
+    if cpus == NO_PIN {
+        return Ok(());
+    }
+    let text = cpus.to_string_lossy();
+    let list = pmix_types::locality::parse_cpu_list(&text)
+        .filter(|l| !l.is_empty())
+        .ok_or_else(|| format!("{text:?} is not a CPU list"))?;
+    let mut set = nix::sched::CpuSet::new();
+    for cpu in list {
+        set.set(cpu as usize)
+            .map_err(|e| format!("CPU {cpu}: {}", e.desc()))?;
+    }
+    nix::sched::sched_setaffinity(Pid::from_raw(0), &set)
+        .map_err(|e| format!("CPUs {text}: {}", e.desc()))
+}
+
 /// pmixrun started by [`start`] with `args` (those after [`EXEC_MARKER`]: pmixrun's pid, the
-/// program's file, its `argv[0]`, its arguments): asks to be killed when pmixrun's thread that
-/// started it ends and execs the program. Returns only if that fails, with the exit status a
+/// CPUs to pin it to or [`NO_PIN`], the program's file, its `argv[0]`, its arguments): asks
+/// to be killed when pmixrun's thread that started it ends, pins itself, and execs the
+/// program. Returns only if that fails, with the exit status a
 /// shell gives, after saying why on stderr (the process's, which pmixrun forwards).
 pub(crate) fn exec_program(args: &[OsString]) -> u8 {
     use std::os::unix::process::CommandExt;
-    let [parent, path, arg0, rest @ ..] = args else {
+    let [parent, cpus, path, arg0, rest @ ..] = args else {
         eprintln!("pmixrun: {EXEC_MARKER} is pmixrun's own; not for use");
         return 2;
     };
@@ -407,6 +436,10 @@ pub(crate) fn exec_program(args: &[OsString]) -> u8 {
     // pmixrun may have died before that; then no signal will come.
     let parent: Option<i32> = parent.to_str().and_then(|p| p.parse().ok());
     if parent != Some(nix::unistd::getppid().as_raw()) {
+        return 1;
+    }
+    if let Err(e) = pin(cpus) {
+        eprintln!("pmixrun: cannot bind {}: {e}", arg0.to_string_lossy());
         return 1;
     }
     let e = Command::new(path).arg0(arg0).args(rest).exec();

@@ -7,6 +7,7 @@
 //! `pmixrun --help`.
 
 mod adopt;
+mod binding;
 mod bootstrap;
 mod cli;
 mod daemon;
@@ -18,6 +19,7 @@ mod job;
 mod jobs;
 mod join;
 mod launch;
+mod launcher_env;
 mod output;
 mod placement;
 mod root;
@@ -27,6 +29,7 @@ mod root_sink;
 mod run_msg;
 mod supervise;
 mod syslog;
+mod topology;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -315,6 +318,9 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         events: events_tx,
         lines: lines_tx,
         pmi,
+        place: opts.place,
+        group_rank: 0,
+        master_addr: server.hostname().to_owned(),
     };
     jobs.register(&nspace, &opts.apps, &layout, Vec::new())?;
     let output_done = output::start_writer(opts.tag_output, lines, None)

@@ -211,6 +211,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         } else {
             crate::launch::forwarded_env()
         },
+        place: r.opts.place,
     };
     let first = jobs.launch(
         &nspace,

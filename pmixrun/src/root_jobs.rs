@@ -18,6 +18,7 @@ use pmix_tree::{Dest, Tree, Vertex};
 use crate::cli::{App, Protocol};
 use crate::daemon_host::{Placed, Placements};
 use crate::job::{self, Layout};
+use crate::launcher_env;
 use crate::placement::{NodeList, Placement, SlotUsage};
 use crate::root::LAUNCH_TIMEOUT;
 use crate::root_sink::Control;
@@ -51,6 +52,8 @@ pub(crate) struct RootJobs {
     pub(crate) lost: Arc<Mutex<HashSet<Vertex>>>,
     /// The root's environment, beneath each application context's own variables.
     pub(crate) forwarded: Vec<(OsString, OsString)>,
+    /// Where on its node each process runs and what it is told of its place.
+    pub(crate) place: crate::cli::Place,
 }
 
 impl RootJobs {
@@ -87,13 +90,18 @@ impl RootJobs {
                 .iter()
                 .zip(user_env)
                 .map(|(a, own)| {
-                    let env: Vec<_> = self.forwarded.iter().chain(own).cloned().collect();
+                    // The root's own launcher variables would win over those the daemons set.
+                    let forwarded = self.forwarded.iter().filter(|(k, _)| {
+                        !(self.place.launcher_env && launcher_env::is_launcher_variable(k))
+                    });
+                    let env: Vec<_> = forwarded.chain(own).cloned().collect();
                     WireApp::new(a, &job::wdir_of(a, &self.cwd), &env)
                 })
                 .collect(),
             firsts: layout.firsts.clone(),
             vertex_of_rank: vertex_of_rank.clone(),
             pmi: self.pmi.into(),
+            place: self.place,
         };
         self.places
             .insert(nspace.clone(), Placed::new(vertex_of_rank));

@@ -98,6 +98,8 @@ pub(crate) struct Launch {
     /// The daemon of each rank.
     pub(crate) vertex_of_rank: Vec<Vertex>,
     pub(crate) pmi: WireProtocol,
+    /// Where on its node each process runs and what it is told of its place.
+    pub(crate) place: crate::cli::Place,
 }
 
 /// An application context on the wire ([`App`] holds `OsString`s).

@@ -1,0 +1,168 @@
+//! Where on its node each process runs (`--bind-to`), and how that is told to it: the CPU set
+//! (`PMIX_CPUSET`), the locality string (`PMIX_LOCALITY_STRING`) and the rank among the
+//! node's processes on the same package (`PMIX_PACKAGE_RANK`).
+//!
+//! # The rules
+//!
+//! - The CPUs a node's processes may use are those pmixrun (or its daemon) may use there
+//!   ([`crate::topology::allowed_cpus`]).
+//! - **`--bind-to none`** (the default): each process may run on all of them, and is not
+//!   pinned. **`core`**, **`package`** (`socket`), **`numa`**: the objects of that kind that
+//!   have allowed CPUs, in logical order, are dealt out to the node's processes of the job
+//!   in local-rank order, one each, starting again from the first when there are more
+//!   processes than objects (then several share one, as `--oversubscribe` would); a process
+//!   is pinned (`sched_setaffinity`, before its program starts) to the allowed CPUs of its
+//!   object. Each job is dealt out on its own: a spawned job's processes start from the first
+//!   object again.
+//! - Every process's `PMIX_CPUSET` is its CPU set in hwloc's list form (`0-3`), bound or not
+//!   (unbound: every allowed CPU), and its `PMIX_LOCALITY_STRING` names the objects of each
+//!   kind its CPUs touch (`SK0:L30:L20:L10:CR0:HT0:NM0`, see `pmix_types::locality`). Both go
+//!   into the job's registration as data of each of the node's processes, so that a process
+//!   reads its peers' too. (PRRTE gives an unbound process neither; OpenPMIx's generator writes
+//!   no locality for a set covering the whole machine. pmix-rs gives both always, so that every
+//!   process can tell which package and NUMA node it may run on.)
+//! - `PMIX_PACKAGE_RANK`: among the node's processes of the job whose first CPU is on the
+//!   same package, this one's place in local-rank order.
+
+use pmix_types::locality::format_cpu_list;
+
+use crate::cli::BindTo;
+use crate::topology::{Pu, Topology};
+
+/// What one process of a node is given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Bound {
+    /// The CPUs it may run on (OS indexes, ascending).
+    pub(crate) cpus: Vec<u32>,
+    /// Whether it is pinned to them.
+    pub(crate) pinned: bool,
+    /// The object it is bound to, for `--report-bindings` (`core 3`), if bound.
+    pub(crate) object: Option<String>,
+    /// Its `PMIX_LOCALITY_STRING`.
+    pub(crate) locality: String,
+    /// Its `PMIX_PACKAGE_RANK`.
+    pub(crate) package_rank: u16,
+}
+
+impl Bound {
+    /// Its `PMIX_CPUSET`.
+    pub(crate) fn cpuset(&self) -> String {
+        format_cpu_list(&self.cpus)
+    }
+
+    /// What `--report-bindings` says of it.
+    pub(crate) fn describe(&self) -> String {
+        match &self.object {
+            Some(o) => format!("bound to {o}: CPUs {} ({})", self.cpuset(), self.locality),
+            None => format!("not bound: CPUs {} ({})", self.cpuset(), self.locality),
+        }
+    }
+}
+
+/// The object kind of `bind_to` a thread belongs to, and its name in reports.
+fn object_of(pu: &Pu, bind_to: BindTo) -> Option<(u32, &'static str)> {
+    match bind_to {
+        BindTo::None => None,
+        BindTo::Core => Some((pu.core, "core")),
+        BindTo::Package => Some((pu.package, "package")),
+        BindTo::Numa => Some((pu.numa, "NUMA node")),
+    }
+}
+
+/// The locality string of a process that may run on `cpus` (OS indexes, ascending): for each
+/// kind of object the topology has, the logical indexes of those the CPUs touch.
+pub(crate) fn locality_string(topo: &Topology, cpus: &[u32]) -> String {
+    /// The object of each kind a thread belongs to, in the string's order.
+    fn object(kind: &str, p: &Pu) -> Option<u32> {
+        match kind {
+            "SK" => Some(p.package),
+            "L3" => p.caches[2],
+            "L2" => p.caches[1],
+            "L1" => p.caches[0],
+            "CR" => Some(p.core),
+            "HT" => Some(p.ht),
+            _ => Some(p.numa),
+        }
+    }
+    let pus: Vec<&Pu> = topo.pus_of(cpus).collect();
+    let mut parts = Vec::new();
+    for kind in ["SK", "L3", "L2", "L1", "CR", "HT", "NM"] {
+        let mut objs: Vec<u32> = pus.iter().filter_map(|p| object(kind, p)).collect();
+        objs.sort_unstable();
+        objs.dedup();
+        if !objs.is_empty() {
+            parts.push(format!("{kind}{}", format_cpu_list(&objs)));
+        }
+    }
+    parts.join(":")
+}
+
+/// What each of `n` processes of a job on this node gets (index: local rank), the node's
+/// topology `topo`, its allowed CPUs `allowed` (ascending, not empty), bound as `bind_to`
+/// says (see the module docs).
+pub(crate) fn bind(topo: &Topology, allowed: &[u32], bind_to: BindTo, n: usize) -> Vec<Bound> {
+    // The objects with allowed CPUs, in logical order of their first thread.
+    let mut objects: Vec<((u32, &'static str), Vec<u32>)> = Vec::new();
+    for pu in topo.pus_of(allowed) {
+        let Some(obj) = object_of(pu, bind_to) else {
+            continue;
+        };
+        match objects.iter_mut().find(|(o, _)| *o == obj) {
+            Some((_, cpus)) => cpus.push(pu.os),
+            None => objects.push((obj, vec![pu.os])),
+        }
+    }
+    if bind_to == BindTo::Numa {
+        objects.sort_by_key(|((numa, _), _)| *numa);
+    }
+    let mut bound: Vec<Bound> = (0..n)
+        .map(|i| {
+            let (cpus, object) = if objects.is_empty() {
+                (allowed.to_vec(), None)
+            } else {
+                let ((index, kind), cpus) = &objects[i % objects.len()];
+                let mut cpus = cpus.clone();
+                cpus.sort_unstable();
+                (cpus, Some(format!("{kind} {index}")))
+            };
+            Bound {
+                locality: locality_string(topo, &cpus),
+                pinned: object.is_some(),
+                cpus,
+                object,
+                package_rank: 0,
+            }
+        })
+        .collect();
+    // The package of a process: that of its first CPU.
+    let package_of = |b: &Bound| topo.pus_of(&b.cpus).next().map(|p| p.package);
+    let packages: Vec<Option<u32>> = bound.iter().map(package_of).collect();
+    for (i, b) in bound.iter_mut().enumerate() {
+        let before = packages[..i].iter().filter(|p| **p == packages[i]).count();
+        b.package_rank = u16::try_from(before).unwrap_or(u16::MAX);
+    }
+    bound
+}
+
+/// What each of `n` processes of a job on this node gets ([`bind`] on this node's topology
+/// and allowed CPUs). `None` when the topology cannot be read and nothing is to be bound (the
+/// processes then get no CPU set, locality string or package rank); an error when it cannot
+/// be read and `bind_to` asks for binding.
+pub(crate) fn on_this_node(bind_to: BindTo, n: usize) -> Result<Option<Vec<Bound>>, String> {
+    let root = std::path::Path::new("/");
+    match Topology::read(root) {
+        Ok(topo) => {
+            let allowed = crate::topology::allowed_cpus(root, &topo);
+            Ok(Some(bind(&topo, &allowed, bind_to, n)))
+        }
+        Err(e) if bind_to == BindTo::None => {
+            tracing::debug!("no locality for the processes: {e}");
+            Ok(None)
+        }
+        Err(e) => Err(format!("cannot bind the processes: {e}")),
+    }
+}
+
+#[cfg(test)]
+#[path = "binding_tests.rs"]
+mod tests;

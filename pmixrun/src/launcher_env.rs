@@ -1,0 +1,175 @@
+//! The variables ML frameworks and MPI-aware scripts read their place in the job from, which
+//! pmixrun sets for every process unless `--no-launcher-env`.
+//!
+//! # The variables
+//!
+//! | variable | value |
+//! | --- | --- |
+//! | `RANK`, `OMPI_COMM_WORLD_RANK` | the process's rank in its job |
+//! | `WORLD_SIZE`, `OMPI_COMM_WORLD_SIZE` | the job's size |
+//! | `LOCAL_RANK`, `OMPI_COMM_WORLD_LOCAL_RANK` | its rank among the job's processes on its node |
+//! | `LOCAL_WORLD_SIZE`, `OMPI_COMM_WORLD_LOCAL_SIZE` | the job's processes on its node |
+//! | `OMPI_COMM_WORLD_NODE_RANK` | its node rank (`PMIX_NODE_RANK`), which pmixrun makes its local rank |
+//! | `GROUP_RANK` | the index of its node among the job's nodes (torchrun's node rank) |
+//! | `MASTER_ADDR` | the host of rank 0: its node's name; this machine's hostname under `--launcher local`, whose nodes are all this machine |
+//! | `MASTER_PORT` | `--master-port`, else 20000 + (FNV-1a hash of the namespace mod 10000) |
+//!
+//! Spawned jobs get their own: ranks, sizes and port of the spawned job.
+//!
+//! `OMPI_COMM_WORLD_NODE_RANK` is, in Open MPI, the process's rank among *all* the processes
+//! of its node (every job), not the node's index: `GROUP_RANK` is that. The port is not
+//! checked to be free (nothing runs on rank 0's node before its processes do); a run that
+//! needs a particular one says `--master-port`.
+//!
+//! A variable the user sets with `-x` wins over these (see `launch.rs`). pmixrun's own values
+//! of these variables (from a launcher pmixrun itself runs under) are not forwarded to other
+//! nodes' processes when pmixrun sets them: they would win there as `-x` does.
+
+use std::ffi::OsStr;
+
+use pmix_types::Nspace;
+
+/// Every variable this module sets.
+pub(crate) const NAMES: [&str; 12] = [
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_SIZE",
+    "OMPI_COMM_WORLD_NODE_RANK",
+];
+
+/// Whether `name` is one of [`NAMES`].
+pub(crate) fn is_launcher_variable(name: &OsStr) -> bool {
+    NAMES.iter().any(|n| name == *n)
+}
+
+/// The port of a job's `MASTER_PORT` unless `--master-port` says another.
+pub(crate) fn default_port(nspace: &Nspace) -> u16 {
+    // FNV-1a, 32 bits: the same on every node and in every version of pmixrun.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in nspace.as_str().bytes() {
+        h ^= u32::from(b);
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    20000 + (h % 10000) as u16
+}
+
+/// For the daemon of vertex `me` of a multi-node run, whose vertices are on `nodes` (index:
+/// vertex), and a job whose rank `r` is on vertex `vertex_of_rank[r]`: this node's index among
+/// the job's nodes (`GROUP_RANK`; 0 when it has none of its ranks) and `MASTER_ADDR`, the
+/// node of rank 0, or this machine's hostname when the nodes are `logical` (`--launcher
+/// local`).
+pub(crate) fn group_and_master(
+    vertex_of_rank: &[u32],
+    me: u32,
+    nodes: &[String],
+    logical: bool,
+) -> (u32, String) {
+    let mut used: Vec<u32> = vertex_of_rank.to_vec();
+    used.sort_unstable();
+    used.dedup();
+    let group = used.iter().position(|v| *v == me).unwrap_or(0);
+    let master = if logical {
+        nix::unistd::gethostname()
+            .map(|h| h.to_string_lossy().into_owned())
+            .unwrap_or_else(|_| "localhost".into())
+    } else {
+        vertex_of_rank
+            .first()
+            .and_then(|v| nodes.get(*v as usize))
+            .cloned()
+            .unwrap_or_else(|| "localhost".into())
+    };
+    (u32::try_from(group).unwrap_or(0), master)
+}
+
+/// What the variables of a job's processes on one node are made of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct NodeJob {
+    /// The job's size.
+    pub(crate) size: u32,
+    /// Its processes on this node.
+    pub(crate) local_size: u32,
+    /// This node's index among the job's nodes.
+    pub(crate) group_rank: u32,
+    /// `MASTER_ADDR`.
+    pub(crate) master_addr: String,
+    /// `MASTER_PORT`.
+    pub(crate) master_port: u16,
+}
+
+impl NodeJob {
+    /// The variables of the process of rank `rank`, local rank `local_rank`.
+    pub(crate) fn vars(&self, rank: u32, local_rank: u32) -> Vec<(String, String)> {
+        let v = |n: &str, x: String| (n.to_owned(), x);
+        vec![
+            v("RANK", rank.to_string()),
+            v("LOCAL_RANK", local_rank.to_string()),
+            v("WORLD_SIZE", self.size.to_string()),
+            v("LOCAL_WORLD_SIZE", self.local_size.to_string()),
+            v("GROUP_RANK", self.group_rank.to_string()),
+            v("MASTER_ADDR", self.master_addr.clone()),
+            v("MASTER_PORT", self.master_port.to_string()),
+            v("OMPI_COMM_WORLD_RANK", rank.to_string()),
+            v("OMPI_COMM_WORLD_SIZE", self.size.to_string()),
+            v("OMPI_COMM_WORLD_LOCAL_RANK", local_rank.to_string()),
+            v("OMPI_COMM_WORLD_LOCAL_SIZE", self.local_size.to_string()),
+            v("OMPI_COMM_WORLD_NODE_RANK", local_rank.to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variable_is_set_and_named() {
+        let job = NodeJob {
+            size: 6,
+            local_size: 2,
+            group_rank: 2,
+            master_addr: "n1".into(),
+            master_port: 29500,
+        };
+        let vars = job.vars(5, 1);
+        let names: Vec<&str> = vars.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, NAMES);
+        let get = |n: &str| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
+        assert_eq!(get("RANK"), Some("5"));
+        assert_eq!(get("GROUP_RANK"), Some("2"));
+        assert_eq!(get("OMPI_COMM_WORLD_LOCAL_SIZE"), Some("2"));
+        assert!(is_launcher_variable(OsStr::new("MASTER_PORT")));
+        assert!(!is_launcher_variable(OsStr::new("PATH")));
+    }
+
+    #[test]
+    fn the_group_is_the_index_among_the_jobs_nodes() {
+        let nodes: Vec<String> = ["root", "n1", "n2", "n3"].map(String::from).to_vec();
+        // Ranks 0-1 on vertex 3, 2-3 on vertex 1: vertex 1 is the job's first node.
+        let of = [3, 3, 1, 1];
+        assert_eq!(group_and_master(&of, 1, &nodes, false), (0, "n3".into()));
+        assert_eq!(group_and_master(&of, 3, &nodes, false), (1, "n3".into()));
+        assert_eq!(group_and_master(&of, 2, &nodes, false).0, 0);
+        let here = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned());
+        assert_eq!(Ok(group_and_master(&of, 3, &nodes, true).1), here);
+    }
+
+    #[test]
+    fn the_default_port_is_a_fixed_function_of_the_namespace() {
+        let a = default_port(&Nspace::new("pmixrun-1234").unwrap_or_else(|e| panic!("{e}")));
+        let b = default_port(&Nspace::new("pmixrun-1234.1").unwrap_or_else(|e| panic!("{e}")));
+        assert!((20000..30000).contains(&a) && (20000..30000).contains(&b));
+        assert_ne!(a, b);
+        // FNV-1a of "a" is 0xe40c292c.
+        let one = default_port(&Nspace::new("a").unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(u32::from(one), 20000 + 0xe40c_292c % 10000);
+    }
+}
