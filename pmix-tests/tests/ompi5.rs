@@ -164,6 +164,36 @@ fn hello_at_1_and_4_ranks_and_two_programs_in_one_job() {
 }
 
 #[test]
+fn hello_with_processes_bound_and_told_their_locality() {
+    // Open MPI 5 takes PMIX_CPUSET as a sign that the process is bound and compares the
+    // locality strings of its local peers itself (docs/PLACEMENT.md): with either binding it
+    // must run as before, and the launcher variables pmixrun sets must not disturb it.
+    for bind_to in ["none", "core"] {
+        let hello = program("hello");
+        let (what, out) = pmixrun(&[
+            "--bind-to",
+            bind_to,
+            "--report-bindings",
+            "-n",
+            "2",
+            &hello,
+            "2",
+        ]);
+        assert_code(&what, &out, 0);
+        let want: Vec<String> = (0..2)
+            .map(|r| format!("hello rank {r} of 2 appnum 0 sum 1"))
+            .collect();
+        assert_stdout(&what, &out, &want);
+        let reports = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("pmixrun: ["))
+            .count();
+        assert_eq!(reports, 2, "{what}: {out:#?}");
+    }
+}
+
+#[test]
 fn sessions_make_communicators_from_groups_and_list_process_sets() {
     // MPI_Comm_create_from_group and MPI_Intercomm_create_from_groups construct PMIx groups
     // with a context id; MPI_Session_get_num_psets counts Open MPI's three built-in sets

@@ -257,6 +257,28 @@ fn open_mpi_hello_under_pmixrun() {
 }
 
 #[test]
+fn open_mpi_hello_with_its_processes_bound_to_cores() {
+    // Open MPI 4.1 under pmixrun, pinned and with the OMPI_COMM_WORLD_* variables set (its
+    // launcher component knows their names; they must not make it start otherwise).
+    let hello = openmpi_program("mpi_hello_ompi");
+    let what = "pmixrun --bind-to core -n 2 mpi_hello_ompi";
+    let mut all = vec![
+        os("--bind-to"),
+        os("core"),
+        os("-n"),
+        os("2"),
+        hello.as_os_str(),
+    ];
+    all.push(os("2"));
+    let out = run(pmixrun(&all), what);
+    assert_ok(&out, what);
+    let want = (0..2u32)
+        .map(|r| format!("OK rank={r} size=2 sum=1"))
+        .collect();
+    assert_lines(&out, what, "OK", want);
+}
+
+#[test]
 fn libpmix_and_pmix_rs_processes_share_one_job() {
     let c = openpmix_program("pmix_client");
     let rs = oracle_client();

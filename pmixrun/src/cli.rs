@@ -35,6 +35,9 @@ Examples:
       pmixrun -n 4 ./libpmi2_app
       pmixrun --pmi pmi2-port -n 4 ./static_pmi2_app
 
+  Pin each process to a core of its own and show where each went:
+      pmixrun -n 4 --bind-to core --report-bindings ./app
+
   Four logical nodes on this machine, each run by a daemon of its own (for tests):
       pmixrun --launcher local --host 'n[1-4]:2' -n 8 ./app
 
@@ -54,6 +57,13 @@ extra ones wrap around the hosts again (--map-by slot: as if every host had its 
 more, each host's ranks still consecutive; --map-by node: one per host in turn again), never
 above a host's max_slots. A spawned job takes the slots the running jobs leave free, in host
 order; beyond them it fails, unless --oversubscribe, when it wraps as --map-by slot does.
+
+Placement on a node (docs/PLACEMENT.md): every process gets PMIX_CPUSET (the CPUs it may run
+on), PMIX_LOCALITY_STRING and PMIX_PACKAGE_RANK, read from /sys and the CPUs pmixrun may use
+(affinity mask, cgroup), and, unless --no-launcher-env, RANK, LOCAL_RANK, WORLD_SIZE,
+LOCAL_WORLD_SIZE, GROUP_RANK (its node's index in the job), MASTER_ADDR (rank 0's host),
+MASTER_PORT (--master-port, else 20000 + a hash of the namespace mod 10000) and
+OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/NODE_RANK; a -x variable wins over them.
 
 Name server mode: `pmixrun --nameserver [--report-uri FILE] [--socket PATH] [--one-session]`
 serves names until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). Each run
@@ -632,6 +642,31 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn placement_options_and_their_defaults() {
+        let d = p("./a").map(|o| o.place).map_err(|e| e.to_string());
+        assert_eq!(d, Ok(Place::default()));
+        let o = p("--bind-to socket --report-bindings --no-launcher-env --master-port 29500 ./a")
+            .map(|o| o.place)
+            .map_err(|e| e.to_string());
+        assert_eq!(
+            o,
+            Ok(Place {
+                bind_to: BindTo::Package,
+                report_bindings: true,
+                launcher_env: false,
+                master_port: Some(29500),
+            })
+        );
+        for bad in [
+            "--bind-to hwthread ./a",
+            "--master-port 0 ./a",
+            "--master-port 70000 ./a",
+        ] {
+            assert!(p(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -542,15 +542,18 @@ pub(crate) fn signal(pid: Pid, sig: Signal) {
     }
 }
 
-/// Writes a line a process logged (`PMIx_Log`) on pmixrun's stdout or stderr, whole: the
-/// stream's lock keeps it from mixing with the output writer's lines.
+/// Writes a line a process logged (`PMIx_Log`), or pmixrun's report of a process, on
+/// pmixrun's stdout or stderr, whole: the stream's lock keeps it from mixing with the output
+/// writer's lines, and one write call (atomic on a pipe up to 4 KiB) from mixing with what
+/// the daemons sharing the stream write.
 pub(crate) fn write_log(stdout: bool, line: &str) {
     use std::io::Write;
+    let text = format!("{line}\n");
     // A closed stream has nowhere to take it; the log call still succeeded as far as the
     // process is concerned.
     let _ = if stdout {
-        writeln!(std::io::stdout().lock(), "{line}")
+        std::io::stdout().lock().write_all(text.as_bytes())
     } else {
-        writeln!(std::io::stderr().lock(), "{line}")
+        std::io::stderr().lock().write_all(text.as_bytes())
     };
 }

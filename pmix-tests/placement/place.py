@@ -1,0 +1,13 @@
+"""Prints what a process of a pmixrun job was told of its place, from its environment only,
+as place.sh does: "place rank=<PMIX_RANK> RANK=... cpus=<Cpus_allowed_list>"."""
+import os
+
+NAMES = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
+         "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+         "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+         "OMPI_COMM_WORLD_NODE_RANK"]
+fields = ["rank=" + os.environ.get("PMIX_RANK", "unset")]
+fields += [n + "=" + os.environ.get(n, "unset") for n in NAMES]
+with open("/proc/self/status") as f:
+    cpus = next(l.split(":", 1)[1].strip() for l in f if l.startswith("Cpus_allowed_list:"))
+print("place " + " ".join(fields) + " cpus=" + cpus, flush=True)
