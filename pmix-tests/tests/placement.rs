@@ -247,22 +247,21 @@ fn siblings(cpu: u32, file: &str, allowed: &[u32]) -> Vec<u32> {
         .collect()
 }
 
-/// Runs `place.sh` on `n` ranks with `--bind-to bind_to --report-bindings` (and `extra`
-/// first), checks what `--report-bindings` said against what each process sees, and returns
-/// each rank's CPUs and the report's host of each.
-fn bound_cpus(bind_to: &str, n: u32, extra: &[&str]) -> (String, Vec<Vec<u32>>, Vec<String>) {
+/// Runs `place.sh` on `n` ranks with `placement` (such as `--bind-to core`) and
+/// `--report-bindings` (and `extra` first), checks what `--report-bindings` said (`pinned` or
+/// not) against what each process sees, and returns each rank's CPUs and the report's host of
+/// each.
+fn bound_cpus(
+    placement: &[&str],
+    pinned: bool,
+    n: u32,
+    extra: &[&str],
+) -> (String, Vec<Vec<u32>>, Vec<String>) {
     let ns = n.to_string();
     let sh = script("place.sh");
     let mut args = extra.to_vec();
-    args.extend([
-        "--bind-to",
-        bind_to,
-        "--report-bindings",
-        "-n",
-        &ns,
-        "sh",
-        &sh,
-    ]);
+    args.extend(placement);
+    args.extend(["--report-bindings", "-n", &ns, "sh", &sh]);
     let (what, out) = pmixrun(&args);
     let by_rank = places(&what, &out, n);
     let seen: Vec<Vec<u32>> = by_rank.values().map(|l| cpus(&l["cpus"])).collect();
@@ -288,7 +287,6 @@ fn bound_cpus(bind_to: &str, n: u32, extra: &[&str]) -> (String, Vec<Vec<u32>>, 
             .and_then(|s| s.split(' ').next())
             .unwrap_or_else(|| panic!("{what}: {line}"));
         assert_eq!(cpus(reported), seen[r as usize], "{what}: {line}: {out:#?}");
-        let pinned = bind_to != "none";
         assert_eq!(
             line.contains("bound to "),
             pinned,
@@ -301,7 +299,7 @@ fn bound_cpus(bind_to: &str, n: u32, extra: &[&str]) -> (String, Vec<Vec<u32>>, 
 #[test]
 fn bind_to_none_leaves_every_process_every_cpu() {
     let mine = my_cpus();
-    let (what, seen, _) = bound_cpus("none", 2, &[]);
+    let (what, seen, _) = bound_cpus(&["--bind-to", "none"], false, 2, &[]);
     assert!(
         seen.iter().all(|s| *s == mine),
         "{what}: {seen:?}, mine {mine:?}"
@@ -328,10 +326,17 @@ fn bind_to_core_pins_each_process_to_a_core_of_its_own() {
             assert_ne!(seen[0], seen[1], "{what}: two cores, one shared: {seen:?}");
         }
     };
-    let (what, seen, _) = bound_cpus("core", 2, &[]);
-    check(&what, &seen);
+    for placement in [&["--bind-to", "core"][..], &["--map-by", "core"]] {
+        let (what, seen, _) = bound_cpus(placement, true, 2, &[]);
+        check(&what, &seen);
+    }
     // Two logical nodes of two processes each: each node deals its cores out on its own.
-    let (what, seen, hosts) = bound_cpus("core", 4, &["--launcher", "local", "--host", "n[1-2]:2"]);
+    let (what, seen, hosts) = bound_cpus(
+        &["--bind-to", "core"],
+        true,
+        4,
+        &["--launcher", "local", "--host", "n[1-2]:2"],
+    );
     assert_eq!(hosts, ["n1", "n1", "n2", "n2"], "{what}");
     check(&what, &seen[..2]);
     check(&what, &seen[2..]);
@@ -344,7 +349,7 @@ fn bind_to_core_pins_each_process_to_a_core_of_its_own() {
 #[test]
 fn bind_to_package_pins_each_process_to_a_package() {
     let mine = my_cpus();
-    let (what, seen, _) = bound_cpus("socket", 2, &[]);
+    let (what, seen, _) = bound_cpus(&["--bind-to", "socket"], true, 2, &[]);
     for s in &seen {
         assert!(!s.is_empty(), "{what}: {seen:?}");
         assert_eq!(

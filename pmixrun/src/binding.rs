@@ -14,6 +14,13 @@
 //!   is pinned (`sched_setaffinity`, before its program starts) to the allowed CPUs of its
 //!   object. Each job is dealt out on its own: a spawned job's processes start from the first
 //!   object again.
+//! - **`--map-by core|package|numa`** spreads them first: local rank `i` goes to the
+//!   `i mod m`-th of the `m` objects of that kind (with allowed CPUs), and is bound to the
+//!   next of the `--bind-to` objects that have CPUs there (the whole object when it is the
+//!   larger: `--map-by core --bind-to package` binds to the core's package). `--bind-to`
+//!   defaults to the `--map-by` object then. So `--map-by package --bind-to core` puts rank 0
+//!   on the first core of package 0, rank 1 on the first core of package 1, rank 2 on the
+//!   second core of package 0...
 //! - Every process's `PMIX_CPUSET` is its CPU set in hwloc's list form (`0-3`), bound or not
 //!   (unbound: every allowed CPU), and its `PMIX_LOCALITY_STRING` names the objects of each
 //!   kind its CPUs touch (`SK0:L30:L20:L10:CR0:HT0:NM0`, see `pmix_types::locality`). Both go
@@ -97,33 +104,79 @@ pub(crate) fn locality_string(topo: &Topology, cpus: &[u32]) -> String {
     parts.join(":")
 }
 
-/// What each of `n` processes of a job on this node gets (index: local rank), the node's
-/// topology `topo`, its allowed CPUs `allowed` (ascending, not empty), bound as `bind_to`
-/// says (see the module docs).
-pub(crate) fn bind(topo: &Topology, allowed: &[u32], bind_to: BindTo, n: usize) -> Vec<Bound> {
-    // The objects with allowed CPUs, in logical order of their first thread.
-    let mut objects: Vec<((u32, &'static str), Vec<u32>)> = Vec::new();
-    for pu in topo.pus_of(allowed) {
-        let Some(obj) = object_of(pu, bind_to) else {
+/// One object of the topology (a core, package or NUMA node) and its allowed CPUs.
+struct Object {
+    /// Its logical index (a NUMA node: its number) and its kind's name in reports.
+    id: (u32, &'static str),
+    /// Its CPUs among those asked for, ascending.
+    cpus: Vec<u32>,
+}
+
+/// The objects of kind `kind` that have CPUs among `cpus`, each with those CPUs, in logical
+/// order (NUMA nodes by number). None for [`BindTo::None`].
+fn objects_of(topo: &Topology, cpus: &[u32], kind: BindTo) -> Vec<Object> {
+    let mut objects: Vec<Object> = Vec::new();
+    for pu in topo.pus_of(cpus) {
+        let Some(id) = object_of(pu, kind) else {
             continue;
         };
-        match objects.iter_mut().find(|(o, _)| *o == obj) {
-            Some((_, cpus)) => cpus.push(pu.os),
-            None => objects.push((obj, vec![pu.os])),
+        match objects.iter_mut().find(|o| o.id == id) {
+            Some(o) => o.cpus.push(pu.os),
+            None => objects.push(Object {
+                id,
+                cpus: vec![pu.os],
+            }),
         }
     }
-    if bind_to == BindTo::Numa {
-        objects.sort_by_key(|((numa, _), _)| *numa);
+    if kind == BindTo::Numa {
+        objects.sort_by_key(|o| o.id.0);
     }
+    for o in &mut objects {
+        o.cpus.sort_unstable();
+    }
+    objects
+}
+
+/// What each of `n` processes of a job on this node gets (index: local rank), the node's
+/// topology `topo`, its allowed CPUs `allowed` (ascending, not empty), placed on the objects
+/// of kind `map_to` in turn (`--map-by core|package|numa`; [`BindTo::None`]: all allowed CPUs
+/// as one) and bound as `bind_to` says (see the module docs).
+pub(crate) fn bind(
+    topo: &Topology,
+    allowed: &[u32],
+    map_to: BindTo,
+    bind_to: BindTo,
+    n: usize,
+) -> Vec<Bound> {
+    let mut places: Vec<Vec<u32>> = objects_of(topo, allowed, map_to)
+        .into_iter()
+        .map(|o| o.cpus)
+        .collect();
+    if places.is_empty() {
+        places.push(allowed.to_vec());
+    }
+    let targets = objects_of(topo, allowed, bind_to);
+    // For each place, the objects to bind to that have CPUs in it (each with all its allowed
+    // CPUs: an object larger than the place is bound to whole).
+    let within: Vec<Vec<&Object>> = places
+        .iter()
+        .map(|place| {
+            targets
+                .iter()
+                .filter(|o| o.cpus.iter().any(|c| place.binary_search(c).is_ok()))
+                .collect()
+        })
+        .collect();
     let mut bound: Vec<Bound> = (0..n)
         .map(|i| {
-            let (cpus, object) = if objects.is_empty() {
-                (allowed.to_vec(), None)
-            } else {
-                let ((index, kind), cpus) = &objects[i % objects.len()];
-                let mut cpus = cpus.clone();
-                cpus.sort_unstable();
-                (cpus, Some(format!("{kind} {index}")))
+            let (place, turn) = (i % places.len(), i / places.len());
+            let (cpus, object) = match within[place].as_slice() {
+                [] => (allowed.to_vec(), None),
+                objs => {
+                    let o = objs[turn % objs.len()];
+                    let (index, kind) = o.id;
+                    (o.cpus.clone(), Some(format!("{kind} {index}")))
+                }
             };
             Bound {
                 locality: locality_string(topo, &cpus),
@@ -148,14 +201,18 @@ pub(crate) fn bind(topo: &Topology, allowed: &[u32], bind_to: BindTo, n: usize) 
 /// and allowed CPUs). `None` when the topology cannot be read and nothing is to be bound (the
 /// processes then get no CPU set, locality string or package rank); an error when it cannot
 /// be read and `bind_to` asks for binding.
-pub(crate) fn on_this_node(bind_to: BindTo, n: usize) -> Result<Option<Vec<Bound>>, String> {
+pub(crate) fn on_this_node(
+    map_to: BindTo,
+    bind_to: BindTo,
+    n: usize,
+) -> Result<Option<Vec<Bound>>, String> {
     let root = std::path::Path::new("/");
     match Topology::read(root) {
         Ok(topo) => {
             let allowed = crate::topology::allowed_cpus(root, &topo);
-            Ok(Some(bind(&topo, &allowed, bind_to, n)))
+            Ok(Some(bind(&topo, &allowed, map_to, bind_to, n)))
         }
-        Err(e) if bind_to == BindTo::None => {
+        Err(e) if bind_to == BindTo::None && map_to == BindTo::None => {
             tracing::debug!("no locality for the processes: {e}");
             Ok(None)
         }

@@ -27,7 +27,7 @@ fn locality_strings_name_every_object_touched() {
 #[test]
 fn bind_to_core_deals_the_cores_out_in_turn() {
     let t = topo();
-    let b = bind(&t, &ALL, BindTo::Core, 5);
+    let b = bind(&t, &ALL, BindTo::None, BindTo::Core, 5);
     let cpus: Vec<&[u32]> = b.iter().map(|b| b.cpus.as_slice()).collect();
     assert_eq!(cpus, [&[0, 4][..], &[1, 5], &[2, 6], &[3, 7], &[0, 4]]);
     assert!(b.iter().all(|b| b.pinned));
@@ -46,15 +46,15 @@ fn only_the_allowed_cpus_are_used() {
     let t = topo();
     // A cgroup of CPUs 1, 2, 5 and 6: half of each package.
     let allowed = [1, 2, 5, 6];
-    let b = bind(&t, &allowed, BindTo::Package, 3);
+    let b = bind(&t, &allowed, BindTo::None, BindTo::Package, 3);
     let cpus: Vec<&[u32]> = b.iter().map(|b| b.cpus.as_slice()).collect();
     assert_eq!(cpus, [&[1, 5][..], &[2, 6], &[1, 5]]);
     assert_eq!(b[1].object.as_deref(), Some("package 1"));
-    let numa = bind(&t, &[6, 7], BindTo::Numa, 2);
+    let numa = bind(&t, &[6, 7], BindTo::None, BindTo::Numa, 2);
     assert_eq!(numa[0].cpus, [6, 7]);
     assert_eq!(numa[0].object.as_deref(), Some("NUMA node 1"));
     assert_eq!(numa[1].package_rank, 1);
-    let cores = bind(&t, &allowed, BindTo::Core, 4);
+    let cores = bind(&t, &allowed, BindTo::None, BindTo::Core, 4);
     let cpus: Vec<&[u32]> = cores.iter().map(|b| b.cpus.as_slice()).collect();
     assert_eq!(cpus, [&[1, 5][..], &[2, 6], &[1, 5], &[2, 6]]);
 }
@@ -62,7 +62,7 @@ fn only_the_allowed_cpus_are_used() {
 #[test]
 fn unbound_processes_may_use_every_allowed_cpu() {
     let t = topo();
-    let b = bind(&t, &[0, 1, 4], BindTo::None, 3);
+    let b = bind(&t, &[0, 1, 4], BindTo::None, BindTo::None, 3);
     assert!(
         b.iter()
             .all(|b| !b.pinned && b.object.is_none() && b.cpus == [0, 1, 4])
@@ -73,4 +73,35 @@ fn unbound_processes_may_use_every_allowed_cpu() {
         [0, 1, 2]
     );
     assert!(b[0].describe().starts_with("not bound: CPUs 0-1,4 "));
+}
+
+#[test]
+fn map_by_an_object_spreads_the_processes_before_binding_them() {
+    let t = topo();
+    let cpus = |b: &[Bound]| b.iter().map(|b| b.cpus.clone()).collect::<Vec<_>>();
+    // By package, bound to cores: the packages in turn, the cores of each in turn.
+    let b = bind(&t, &ALL, BindTo::Package, BindTo::Core, 5);
+    assert_eq!(
+        cpus(&b),
+        [vec![0, 4], vec![2, 6], vec![1, 5], vec![3, 7], vec![0, 4]]
+    );
+    assert_eq!(
+        b.iter().map(|b| b.package_rank).collect::<Vec<_>>(),
+        [0, 0, 1, 1, 2]
+    );
+    // By package, bound to packages (the default then): whole packages in turn.
+    let b = bind(&t, &ALL, BindTo::Package, BindTo::Package, 3);
+    assert_eq!(
+        cpus(&b),
+        [vec![0, 1, 4, 5], vec![2, 3, 6, 7], vec![0, 1, 4, 5]]
+    );
+    // By core, bound to the core's package: the larger object whole.
+    let b = bind(&t, &ALL, BindTo::Core, BindTo::Package, 3);
+    assert_eq!(
+        cpus(&b),
+        [vec![0, 1, 4, 5], vec![0, 1, 4, 5], vec![2, 3, 6, 7]]
+    );
+    // By NUMA node, not bound: every allowed CPU, nothing pinned.
+    let b = bind(&t, &ALL, BindTo::Numa, BindTo::None, 2);
+    assert!(b.iter().all(|b| !b.pinned && b.cpus == ALL));
 }

@@ -187,13 +187,13 @@ struct Global {
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Placement on a node")]
 struct PlaceArgs {
-    /// Pin each process to one object of this kind: `none` (the default: every process may
-    /// run on every CPU pmixrun may use), `core`, `package` (`socket`) or `numa`. The objects
-    /// that have CPUs pmixrun may use (its affinity mask and cgroup) are dealt out to the
-    /// node's processes in local-rank order, again from the first when there are more
-    /// processes than objects.
-    #[arg(long, value_enum, default_value_t = BindTo::None, value_name = "OBJECT")]
-    bind_to: BindTo,
+    /// Pin each process to one object of this kind: `none` (every process may run on every
+    /// CPU pmixrun may use; the default, unless --map-by names an object, which is then the
+    /// default), `core`, `package` (`socket`) or `numa`. The objects that have CPUs pmixrun
+    /// may use (its affinity mask and cgroup) are dealt out to the node's processes in
+    /// local-rank order, again from the first when there are more processes than objects.
+    #[arg(long, value_enum, value_name = "OBJECT")]
+    bind_to: Option<BindTo>,
     /// Print each process's CPUs, object and locality string on stderr as it starts
     /// (`pmixrun: [host:rank] bound to core 1: CPUs 1 (SK0:...)`).
     #[arg(long)]
@@ -228,7 +228,10 @@ pub(crate) enum BindTo {
 /// `launcher_env.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Place {
-    /// `--bind-to`.
+    /// The objects a node's processes go to in turn (`--map-by core|package|numa`), or
+    /// `BindTo::None`.
+    pub(crate) map_to: BindTo,
+    /// `--bind-to`, or its default.
     pub(crate) bind_to: BindTo,
     /// `--report-bindings`.
     pub(crate) report_bindings: bool,
@@ -242,6 +245,7 @@ impl Default for Place {
     /// Not bound, not reported, the launcher variables set.
     fn default() -> Place {
         Place {
+            map_to: BindTo::None,
             bind_to: BindTo::None,
             report_bindings: false,
             launcher_env: true,
@@ -269,7 +273,10 @@ struct NodeArgs {
     #[arg(long, value_name = "FILE")]
     hostfile: Option<PathBuf>,
     /// `slot`: each host in turn takes as many consecutive ranks as it has slots; `node`: one
-    /// rank per host in turn.
+    /// rank per host in turn. `core`, `package` (`socket`), `numa`: hosts as `slot`, and on
+    /// each host the processes go to objects of that kind in turn (rank 0 on the first
+    /// package, rank 1 on the second...), bound to that object unless --bind-to says
+    /// otherwise (docs/PLACEMENT.md).
     #[arg(long, value_enum, default_value_t = MapBy::Slot, value_name = "POLICY")]
     map_by: MapBy,
     /// Allow more processes than slots: the ranks beyond them wrap around the hosts again
@@ -306,6 +313,25 @@ pub(crate) enum MapBy {
     Slot,
     /// One rank per node in turn.
     Node,
+    /// As `slot`, each node's processes going to its cores in turn.
+    Core,
+    /// As `slot`, each node's processes going to its packages in turn.
+    #[value(alias = "socket")]
+    Package,
+    /// As `slot`, each node's processes going to its NUMA nodes in turn.
+    Numa,
+}
+
+impl MapBy {
+    /// The kind of object a node's processes go to in turn, if any ([`BindTo::None`]: none).
+    pub(crate) fn object(self) -> BindTo {
+        match self {
+            MapBy::Slot | MapBy::Node => BindTo::None,
+            MapBy::Core => BindTo::Core,
+            MapBy::Package => BindTo::Package,
+            MapBy::Numa => BindTo::Numa,
+        }
+    }
 }
 
 /// How the daemons of a multi-node run are started (`--launcher`).
@@ -610,6 +636,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         }
         apps.push(app(Later::try_parse_from(seg)?.app)?);
     }
+    let map_to = first.global.nodes.map_by.object();
     Ok(Options {
         tag_output: first.global.tag_output,
         timeout: first.global.timeout.map(Duration::from_secs),
@@ -619,7 +646,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         pmi: first.global.pmi,
         nodes: nodes(first.global.nodes)?,
         place: Place {
-            bind_to: first.global.place.bind_to,
+            map_to,
+            bind_to: first.global.place.bind_to.unwrap_or(map_to),
             report_bindings: first.global.place.report_bindings,
             launcher_env: !first.global.place.no_launcher_env,
             master_port: first.global.place.master_port,
@@ -654,11 +682,24 @@ mod tests {
         assert_eq!(
             o,
             Ok(Place {
+                map_to: BindTo::None,
                 bind_to: BindTo::Package,
                 report_bindings: true,
                 launcher_env: false,
                 master_port: Some(29500),
             })
+        );
+        let by_package = p("--map-by socket ./a").map(|o| (o.place, o.nodes.map_by));
+        let want = Place {
+            map_to: BindTo::Package,
+            bind_to: BindTo::Package,
+            ..Place::default()
+        };
+        assert_eq!(by_package.ok(), Some((want, MapBy::Package)));
+        let unbound = p("--map-by numa --bind-to none ./a").map(|o| o.place);
+        assert_eq!(
+            unbound.ok().map(|p| (p.map_to, p.bind_to)),
+            Some((BindTo::Numa, BindTo::None))
         );
         for bad in [
             "--bind-to hwthread ./a",
@@ -820,7 +861,7 @@ mod tests {
         assert_eq!(o.nodes.launcher, Some(Launcher::Slurm));
         for bad in [
             "--host a --hostfile /h x",
-            "--map-by core x",
+            "--map-by hwthread x",
             "--radix 0 x",
             "--launcher rsh x",
             "--launch-agent __ x",

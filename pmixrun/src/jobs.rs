@@ -65,7 +65,7 @@ impl RunJobs<'_> {
 
     /// Where each of this node's processes `ranks` (ascending) runs (`binding.rs`).
     fn bindings(&self, ranks: &[u32]) -> Result<Option<Vec<Bound>>, String> {
-        binding::on_this_node(self.place.bind_to, ranks.len())
+        binding::on_this_node(self.place.map_to, self.place.bind_to, ranks.len())
     }
 
     /// What the registration of a job says of its processes `ranks` on this node (ascending):

@@ -11,7 +11,8 @@
 //!   the slots of both (`a,a,b` is `a:2,b:1`, as in Open MPI), in the order of its first
 //!   appearance. Without either, the run has one node, this machine, without a slot limit.
 //! - **`--map-by slot`** (the default): each node in turn takes as many consecutive ranks as
-//!   it has slots. **`--map-by node`**: one rank per node in turn, skipping full nodes. Ranks
+//!   it has slots (so does `--map-by core|package|numa`, which places ranks within a node:
+//!   `binding.rs`). **`--map-by node`**: one rank per node in turn, skipping full nodes. Ranks
 //!   are consecutive across application contexts, so the second one continues where the
 //!   first left off.
 //! - **More ranks than slots** is refused, unless `--oversubscribe`. Then the ranks beyond
@@ -473,8 +474,11 @@ impl Placement {
         let slots: Vec<u64> = nodes.nodes.iter().map(|n| u64::from(n.slots)).collect();
         let room = nodes.room();
         let placement = match map_by {
-            MapBy::Slot => slot_counts(&slots, &slots, &room, n, oversubscribe)
-                .map(|counts| Placement::consecutive(&counts, layout.size)),
+            // Mapping to objects is within a node (`binding.rs`); across nodes it is by slot.
+            MapBy::Slot | MapBy::Core | MapBy::Package | MapBy::Numa => {
+                { slot_counts(&slots, &slots, &room, n, oversubscribe) }
+                    .map(|counts| Placement::consecutive(&counts, layout.size))
+            }
             // One per node in turn fills the same nodes as slot filling, only in another
             // order: it fits when the room of every node together holds the job.
             MapBy::Node => (n <= room.iter().fold(0u64, |a, r| a.saturating_add(*r)))
