@@ -5,7 +5,8 @@ import os
 NAMES = ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "MASTER_ADDR",
          "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
          "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
-         "OMPI_COMM_WORLD_NODE_RANK"]
+         "OMPI_COMM_WORLD_NODE_RANK", "OMPI_UNIVERSE_SIZE", "OMPI_WORLD_SIZE",
+         "OMPI_WORLD_LOCAL_SIZE"]
 fields = ["rank=" + os.environ.get("PMIX_RANK", "unset")]
 fields += [n + "=" + os.environ.get(n, "unset") for n in NAMES]
 with open("/proc/self/status") as f:

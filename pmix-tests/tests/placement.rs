@@ -21,7 +21,7 @@ use pmix_tests::{
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The variables pmixrun sets, as the scripts print them.
-const VARS: [&str; 12] = [
+const VARS: [&str; 15] = [
     "RANK",
     "LOCAL_RANK",
     "WORLD_SIZE",
@@ -34,6 +34,9 @@ const VARS: [&str; 12] = [
     "OMPI_COMM_WORLD_LOCAL_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE",
     "OMPI_COMM_WORLD_NODE_RANK",
+    "OMPI_UNIVERSE_SIZE",
+    "OMPI_WORLD_SIZE",
+    "OMPI_WORLD_LOCAL_SIZE",
 ];
 
 fn pmixrun_bin() -> &'static Path {
@@ -129,6 +132,9 @@ fn check_vars(
             ("OMPI_COMM_WORLD_LOCAL_RANK", local(r).to_string()),
             ("OMPI_COMM_WORLD_LOCAL_SIZE", local_size.to_string()),
             ("OMPI_COMM_WORLD_NODE_RANK", local(r).to_string()),
+            ("OMPI_UNIVERSE_SIZE", n.to_string()),
+            ("OMPI_WORLD_SIZE", n.to_string()),
+            ("OMPI_WORLD_LOCAL_SIZE", local_size.to_string()),
         ];
         for (k, v) in want {
             assert_eq!(l[k], v, "{what}: {k} of rank {r}: {out:#?}");

@@ -62,8 +62,9 @@ Placement on a node (docs/PLACEMENT.md): every process gets PMIX_CPUSET (the CPU
 on), PMIX_LOCALITY_STRING and PMIX_PACKAGE_RANK, read from /sys and the CPUs pmixrun may use
 (affinity mask, cgroup), and, unless --no-launcher-env, RANK, LOCAL_RANK, WORLD_SIZE,
 LOCAL_WORLD_SIZE, GROUP_RANK (its node's index in the job), MASTER_ADDR (rank 0's host),
-MASTER_PORT (--master-port, else 20000 + a hash of the namespace mod 10000) and
-OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/NODE_RANK; a -x variable wins over them.
+MASTER_PORT (--master-port, else 20000 + a hash of the namespace mod 10000),
+OMPI_COMM_WORLD_RANK/SIZE/LOCAL_RANK/LOCAL_SIZE/NODE_RANK, OMPI_UNIVERSE_SIZE, OMPI_WORLD_SIZE
+and OMPI_WORLD_LOCAL_SIZE; a -x variable wins over them.
 
 Name server mode: `pmixrun --nameserver [--report-uri FILE] [--socket PATH] [--one-session]`
 serves names until SIGINT or SIGTERM, printing its URI on stdout (and into FILE). Each run
@@ -199,7 +200,8 @@ struct PlaceArgs {
     #[arg(long)]
     report_bindings: bool,
     /// Do not set the variables ML and MPI programs read their place from (RANK, LOCAL_RANK,
-    /// WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, OMPI_COMM_WORLD_*).
+    /// WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR, MASTER_PORT, OMPI_COMM_WORLD_*,
+    /// OMPI_UNIVERSE_SIZE, OMPI_WORLD_SIZE, OMPI_WORLD_LOCAL_SIZE).
     #[arg(long)]
     no_launcher_env: bool,
     /// The MASTER_PORT processes are given (default: 20000 + a hash of the job's namespace

@@ -6,15 +6,19 @@
 //! | variable | value |
 //! | --- | --- |
 //! | `RANK`, `OMPI_COMM_WORLD_RANK` | the process's rank in its job |
-//! | `WORLD_SIZE`, `OMPI_COMM_WORLD_SIZE` | the job's size |
+//! | `WORLD_SIZE`, `OMPI_COMM_WORLD_SIZE`, `OMPI_WORLD_SIZE`, `OMPI_UNIVERSE_SIZE` | the job's size |
 //! | `LOCAL_RANK`, `OMPI_COMM_WORLD_LOCAL_RANK` | its rank among the job's processes on its node |
-//! | `LOCAL_WORLD_SIZE`, `OMPI_COMM_WORLD_LOCAL_SIZE` | the job's processes on its node |
+//! | `LOCAL_WORLD_SIZE`, `OMPI_COMM_WORLD_LOCAL_SIZE`, `OMPI_WORLD_LOCAL_SIZE` | the job's processes on its node |
 //! | `OMPI_COMM_WORLD_NODE_RANK` | its node rank (`PMIX_NODE_RANK`), which pmixrun makes its local rank |
 //! | `GROUP_RANK` | the index of its node among the job's nodes (torchrun's node rank) |
 //! | `MASTER_ADDR` | the host of rank 0: its node's name; this machine's hostname under `--launcher local`, whose nodes are all this machine |
 //! | `MASTER_PORT` | `--master-port`, else 20000 + (FNV-1a hash of the namespace mod 10000) |
 //!
-//! Spawned jobs get their own: ranks, sizes and port of the spawned job.
+//! Spawned jobs get their own: ranks, sizes and port of the spawned job. The `OMPI_*` ones are
+//! those Open MPI 5's `mpirun` gives every process (its OpenPMIx's `ompi` programming-model
+//! plug-in sets them, with the universe the job's size as pmixrun registers it), less those
+//! that configure Open MPI itself (`OMPI_MCA_*`) or describe the command (`OMPI_COMMAND`,
+//! `OMPI_ARGV`, `OMPI_NUM_APP_CTX`, `OMPI_FIRST_RANKS`...).
 //!
 //! `OMPI_COMM_WORLD_NODE_RANK` is, in Open MPI, the process's rank among *all* the processes
 //! of its node (every job), not the node's index: `GROUP_RANK` is that. The port is not
@@ -30,7 +34,7 @@ use std::ffi::OsStr;
 use pmix_types::Nspace;
 
 /// Every variable this module sets.
-pub(crate) const NAMES: [&str; 12] = [
+pub(crate) const NAMES: [&str; 15] = [
     "RANK",
     "LOCAL_RANK",
     "WORLD_SIZE",
@@ -43,6 +47,9 @@ pub(crate) const NAMES: [&str; 12] = [
     "OMPI_COMM_WORLD_LOCAL_RANK",
     "OMPI_COMM_WORLD_LOCAL_SIZE",
     "OMPI_COMM_WORLD_NODE_RANK",
+    "OMPI_UNIVERSE_SIZE",
+    "OMPI_WORLD_SIZE",
+    "OMPI_WORLD_LOCAL_SIZE",
 ];
 
 /// Whether `name` is one of [`NAMES`].
@@ -122,6 +129,9 @@ impl NodeJob {
             v("OMPI_COMM_WORLD_LOCAL_RANK", local_rank.to_string()),
             v("OMPI_COMM_WORLD_LOCAL_SIZE", self.local_size.to_string()),
             v("OMPI_COMM_WORLD_NODE_RANK", local_rank.to_string()),
+            v("OMPI_UNIVERSE_SIZE", self.size.to_string()),
+            v("OMPI_WORLD_SIZE", self.size.to_string()),
+            v("OMPI_WORLD_LOCAL_SIZE", self.local_size.to_string()),
         ]
     }
 }
