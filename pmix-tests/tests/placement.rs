@@ -368,37 +368,41 @@ fn bind_to_package_pins_each_process_to_a_package() {
 
 // ---- What clients read --------------------------------------------------------------------
 
-/// `openpmix/pmix_locality.c`, compiled against Debian's libpmix (and hwloc), once.
+/// `openpmix/<name>.c` compiled against Debian's libpmix and hwloc (which libpmix-dev
+/// brings).
+fn compile_libpmix_program(name: &str) -> PathBuf {
+    let ask = |what: &str| -> Vec<String> {
+        let out = Command::new("pkg-config")
+            .args([what, "pmix"])
+            .output()
+            .expect("pkg-config (libpmix-dev)");
+        assert!(out.status.success(), "pkg-config {what} pmix: {out:?}");
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    let mut cflags: Vec<String> = ["-O1", "-Wall", "-Wextra", "-Werror"]
+        .map(String::from)
+        .to_vec();
+    cflags.extend(ask("--cflags"));
+    let mut libs = ask("--libs");
+    libs.push("-lhwloc".into());
+    compile_c(
+        Path::new("gcc"),
+        &cflags,
+        &openpmix_sources().join(format!("{name}.c")),
+        &libs,
+        &compiled_programs_dir("openpmix"),
+        name,
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `openpmix/pmix_locality.c`, once.
 fn locality_program() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let ask = |what: &str| -> Vec<String> {
-            let out = Command::new("pkg-config")
-                .args([what, "pmix"])
-                .output()
-                .expect("pkg-config (libpmix-dev)");
-            assert!(out.status.success(), "pkg-config {what} pmix: {out:?}");
-            String::from_utf8_lossy(&out.stdout)
-                .split_whitespace()
-                .map(String::from)
-                .collect()
-        };
-        let mut cflags: Vec<String> = ["-O1", "-Wall", "-Wextra", "-Werror"]
-            .map(String::from)
-            .to_vec();
-        cflags.extend(ask("--cflags"));
-        let mut libs = ask("--libs");
-        libs.push("-lhwloc".into());
-        compile_c(
-            Path::new("gcc"),
-            &cflags,
-            &openpmix_sources().join("pmix_locality.c"),
-            &libs,
-            &compiled_programs_dir("openpmix"),
-            "pmix_locality",
-        )
-        .unwrap_or_else(|e| panic!("{e}"))
-    })
+    BIN.get_or_init(|| compile_libpmix_program("pmix_locality"))
 }
 
 fn native_locality_client() -> &'static Path {
@@ -483,4 +487,168 @@ fn pmix_rs_clients_read_peers_localities_and_compare_them() {
         let (what, out) = pmixrun(&["--bind-to", bind_to, "-n", "2", &program]);
         check_loc_lines(&what, &out);
     }
+}
+
+// ---- Locality strings against libpmix's, on a machine this is not -------------------------
+
+/// Writes a sysfs-like tree of two packages of two cores of two threads (CPUs 0,1,4,5 on
+/// package 0, cores {0,4} and {1,5}; 2,3,6,7 on package 1), L1 and L2 per core, L3 and a NUMA
+/// node per package, with the files pmixrun reads and those hwloc reads (masks, `bus/cpu`).
+fn two_package_tree(root: &Path) {
+    let _ = std::fs::remove_dir_all(root);
+    let w = |rel: &str, text: &str| {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().expect("a parent")).expect("a fixture directory");
+        std::fs::write(&path, format!("{text}\n")).expect("a fixture file");
+    };
+    let mask = |cpus: &[u32]| format!("{:08x}", cpus.iter().fold(0u32, |m, c| m | 1 << c));
+    let list = |cpus: &[u32]| {
+        cpus.iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    for f in ["online", "possible", "present"] {
+        w(&format!("sys/devices/system/cpu/{f}"), "0-7");
+    }
+    w("sys/devices/system/node/online", "0-1");
+    for cpu in 0..8u32 {
+        let first = cpu % 4;
+        let (package, core_id) = (first / 2, first % 2);
+        let core = [first, first + 4];
+        let pkg: [u32; 4] = if package == 0 {
+            [0, 1, 4, 5]
+        } else {
+            [2, 3, 6, 7]
+        };
+        let d = format!("sys/devices/system/cpu/cpu{cpu}");
+        w(&format!("{d}/online"), "1");
+        w(
+            &format!("{d}/topology/physical_package_id"),
+            &package.to_string(),
+        );
+        w(&format!("{d}/topology/core_id"), &core_id.to_string());
+        w(&format!("{d}/topology/die_id"), "0");
+        for (name, cpus) in [
+            ("thread_siblings", &core[..]),
+            ("core_cpus", &core),
+            ("core_siblings", &pkg),
+            ("package_cpus", &pkg),
+        ] {
+            w(&format!("{d}/topology/{name}"), &mask(cpus));
+            w(&format!("{d}/topology/{name}_list"), &list(cpus));
+        }
+        for (index, level, kind, shared, size) in [
+            (0, 1, "Data", &core[..], "32K"),
+            (1, 1, "Instruction", &core, "32K"),
+            (2, 2, "Unified", &core, "1024K"),
+            (3, 3, "Unified", &pkg, "32768K"),
+        ] {
+            let c = format!("{d}/cache/index{index}");
+            w(&format!("{c}/level"), &level.to_string());
+            w(&format!("{c}/type"), kind);
+            w(&format!("{c}/size"), size);
+            w(&format!("{c}/shared_cpu_list"), &list(shared));
+            w(&format!("{c}/shared_cpu_map"), &mask(shared));
+        }
+        let link = root.join(format!("sys/bus/cpu/devices/cpu{cpu}"));
+        std::fs::create_dir_all(link.parent().expect("a parent")).expect("bus/cpu");
+        let _ = std::os::unix::fs::symlink(format!("../../../devices/system/cpu/cpu{cpu}"), link);
+    }
+    for (node, cpus) in [(0, [0u32, 1, 4, 5]), (1, [2, 3, 6, 7])] {
+        let d = format!("sys/devices/system/node/node{node}");
+        w(&format!("{d}/cpulist"), &list(&cpus));
+        w(&format!("{d}/cpumap"), &mask(&cpus));
+        w(
+            &format!("{d}/meminfo"),
+            &format!("Node {node} MemTotal:       1000000 kB"),
+        );
+    }
+}
+
+/// `openpmix/pmix_locstr.c`, once.
+fn locstr_program() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| compile_libpmix_program("pmix_locstr"))
+}
+
+#[test]
+fn locality_strings_are_libpmixs_on_a_two_package_machine() {
+    let root = compiled_programs_dir("placement").join(format!("tree-{}", std::process::id()));
+    two_package_tree(&root);
+    // What pmixrun reports for each process, on that tree (pinning nothing).
+    let mut reported: Vec<(String, String)> = Vec::new();
+    for (args, want) in [
+        (
+            &["--bind-to", "core", "-n", "5"][..],
+            &["0,4", "1,5", "2,6", "3,7", "0,4"][..],
+        ),
+        (
+            &["--map-by", "package", "--bind-to", "core", "-n", "4"],
+            &["0,4", "2,6", "1,5", "3,7"],
+        ),
+        (&["--bind-to", "numa", "-n", "2"], &["0-1,4-5", "2-3,6-7"]),
+        (
+            &["--map-by", "core", "--bind-to", "package", "-n", "3"],
+            &["0-1,4-5", "0-1,4-5", "2-3,6-7"],
+        ),
+        (&["--bind-to", "none", "-n", "1"], &["0-7"]),
+    ] {
+        let what = format!(
+            "PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun {} --report-bindings true",
+            args.join(" ")
+        );
+        let mut cmd = Command::new(pmixrun_bin());
+        cmd.args(args)
+            .args(["--report-bindings", "true"])
+            .env("PMIXRS_TOPOLOGY_ROOT", &root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+        assert_ok(&out, &what);
+        let mut lines: Vec<(u32, String, String)> = out
+            .stderr
+            .lines()
+            .filter_map(|l| {
+                let rank = l
+                    .strip_prefix("pmixrun: [")?
+                    .split(']')
+                    .next()?
+                    .rsplit(':')
+                    .next()?;
+                let rest = l.split("CPUs ").nth(1)?;
+                let (cpus, loc) = rest.split_once(" (")?;
+                Some((
+                    rank.parse().ok()?,
+                    cpus.to_owned(),
+                    loc.trim_end_matches(')').to_owned(),
+                ))
+            })
+            .collect();
+        lines.sort();
+        let got: Vec<&str> = lines.iter().map(|(_, c, _)| c.as_str()).collect();
+        assert_eq!(got, want, "{what}: {out:#?}");
+        reported.extend(lines.into_iter().map(|(_, c, l)| (c, l)));
+    }
+    // What libpmix's server writes for the same CPU sets, hwloc reading the same tree.
+    let mut cmd = Command::new(locstr_program());
+    cmd.args(reported.iter().map(|(c, _)| c))
+        .env("HWLOC_FSROOT", &root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let what = "HWLOC_FSROOT=<tree> pmix_locstr";
+    let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
+    assert_ok(&out, what);
+    let reference = keyed_lines(&out.stdout, "locstr");
+    assert_eq!(reference.len(), reported.len(), "{what}: {out:#?}");
+    for ((cpus, ours), theirs) in reported.iter().zip(&reference) {
+        assert_eq!(&theirs["cpus"], cpus, "{what}: {out:#?}");
+        assert_eq!(
+            ours, &theirs["locality"],
+            "CPUs {cpus}: pmixrun's locality string"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&root);
 }

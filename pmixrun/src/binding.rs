@@ -25,9 +25,10 @@
 //!   (unbound: every allowed CPU), and its `PMIX_LOCALITY_STRING` names the objects of each
 //!   kind its CPUs touch (`SK0:L30:L20:L10:CR0:HT0:NM0`, see `pmix_types::locality`). Both go
 //!   into the job's registration as data of each of the node's processes, so that a process
-//!   reads its peers' too. (PRRTE gives an unbound process neither; OpenPMIx's generator writes
-//!   no locality for a set covering the whole machine. pmix-rs gives both always, so that every
-//!   process can tell which package and NUMA node it may run on.)
+//!   reads its peers' too. (PRRTE gives an unbound process neither. pmix-rs gives both always,
+//!   so that every process can tell which package and NUMA node it may run on.) The strings
+//!   are those libpmix's server writes for the same CPUs (`tests/placement.rs` compares them
+//!   on a two-package tree that hwloc reads too).
 //! - `PMIX_PACKAGE_RANK`: among the node's processes of the job whose first CPU is on the
 //!   same package, this one's place in local-rank order.
 
@@ -197,6 +198,12 @@ pub(crate) fn bind(
     bound
 }
 
+/// The variable that makes pmixrun read another topology than this node's: the root of a
+/// sysfs-like tree (`topology.rs`), for tests that compare pmixrun's locality strings with
+/// libpmix's for machines they are not on (hwloc reads the same tree through `HWLOC_FSROOT`).
+/// Processes are then told of that topology but pinned to nothing.
+pub(crate) const TOPOLOGY_ROOT_VAR: &str = "PMIXRS_TOPOLOGY_ROOT";
+
 /// What each of `n` processes of a job on this node gets ([`bind`] on this node's topology
 /// and allowed CPUs). `None` when the topology cannot be read and nothing is to be bound (the
 /// processes then get no CPU set, locality string or package rank); an error when it cannot
@@ -206,11 +213,17 @@ pub(crate) fn on_this_node(
     bind_to: BindTo,
     n: usize,
 ) -> Result<Option<Vec<Bound>>, String> {
-    let root = std::path::Path::new("/");
-    match Topology::read(root) {
+    let root = std::env::var_os(TOPOLOGY_ROOT_VAR)
+        .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from);
+    let this_machine = root == std::path::Path::new("/");
+    match Topology::read(&root) {
         Ok(topo) => {
-            let allowed = crate::topology::allowed_cpus(root, &topo);
-            Ok(Some(bind(&topo, &allowed, map_to, bind_to, n)))
+            let allowed = crate::topology::allowed_cpus(&root, &topo);
+            let mut bound = bind(&topo, &allowed, map_to, bind_to, n);
+            if !this_machine {
+                bound.iter_mut().for_each(|b| b.pinned = false);
+            }
+            Ok(Some(bound))
         }
         Err(e) if bind_to == BindTo::None && map_to == BindTo::None => {
             tracing::debug!("no locality for the processes: {e}");

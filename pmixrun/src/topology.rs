@@ -241,12 +241,19 @@ fn affinity() -> Option<Vec<u32>> {
 }
 
 /// The CPUs pmixrun may use on this node (ascending OS indexes; see the module docs), among
-/// the threads of `topo`. Never empty: should the masks leave nothing, every thread.
+/// the threads of `topo` read under `root`; the affinity mask counts only when `root` is `/`
+/// (another root describes another machine). Never empty: should the masks leave nothing,
+/// every thread.
 pub(crate) fn allowed_cpus(root: &Path, topo: &Topology) -> Vec<u32> {
     let mut cpus: Vec<u32> = topo.pus.iter().map(|p| p.os).collect();
     cpus.sort_unstable();
     let all = cpus.clone();
-    for mask in [affinity(), cgroup_cpus(root)].into_iter().flatten() {
+    let own = if root == Path::new("/") {
+        affinity()
+    } else {
+        None
+    };
+    for mask in [own, cgroup_cpus(root)].into_iter().flatten() {
         cpus.retain(|c| mask.binary_search(c).is_ok());
     }
     if cpus.is_empty() { all } else { cpus }

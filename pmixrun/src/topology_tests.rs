@@ -139,20 +139,23 @@ fn the_cgroup_cpu_set_is_found_under_v2_and_v1() {
 }
 
 #[test]
-fn the_allowed_cpus_are_within_the_affinity_mask() {
-    // The real mask of this test process against a tree whose cgroup allows only CPU 0 (this
-    // process may run on it unless its mask excludes it: then the cgroup leaves nothing and
-    // every thread is allowed, as documented).
+fn the_allowed_cpus_are_within_the_cgroup_and_the_affinity_mask() {
+    // A tree of another machine: its cgroup counts, this process's mask does not.
     let f = Fixture::new("allowed");
-    f.file("sys/devices/system/cpu/online", "0-1");
-    f.file("proc/self/cgroup", "0::/");
-    f.file("sys/fs/cgroup/cpuset.cpus.effective", "0");
+    f.file("sys/devices/system/cpu/online", "0-7");
+    f.file("proc/self/cgroup", "0::/job");
+    f.file("sys/fs/cgroup/job/cpuset.cpus.effective", "2-3,6");
     let topo = Topology::read(f.root()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(allowed_cpus(f.root(), &topo), [2, 3, 6]);
+    // A cgroup leaving none of the threads: every thread.
+    f.file("sys/fs/cgroup/job/cpuset.cpus.effective", "9");
+    assert_eq!(allowed_cpus(f.root(), &topo), [0, 1, 2, 3, 4, 5, 6, 7]);
+    // This machine: within this process's own mask.
+    let here = Topology::read(Path::new("/")).unwrap_or_else(|e| panic!("{e}"));
     let mask = affinity().unwrap_or_default();
-    let got = allowed_cpus(f.root(), &topo);
-    if mask.contains(&0) {
-        assert_eq!(got, [0]);
-    } else {
-        assert_eq!(got, [0, 1]);
-    }
+    let got = allowed_cpus(Path::new("/"), &here);
+    assert!(
+        !got.is_empty() && got.iter().all(|c| mask.contains(c)),
+        "{got:?} {mask:?}"
+    );
 }
