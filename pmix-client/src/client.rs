@@ -246,6 +246,10 @@ impl Client {
     /// **Again after finalize.** Init may be called again after [`Client::finalize`]: the
     /// process connects again under the same name (a singleton gets the same namespace) and
     /// receives its job's data afresh; what it had put must be put again.
+    ///
+    /// **Stop in init.** A job started to be debugged (`DEBUG_STOP_IN_INIT` in its data,
+    /// `pmixrun --stop-in-init`) is held here until a tool sends `DEBUGGER_RELEASE`, as
+    /// libpmix's `PMIx_Init` holds it (`docs/TOOLS.md`, "Debuggers").
     pub fn init() -> Result<Client, Error> {
         Client::init_with_env(|k| std::env::var(k).ok())
     }
@@ -270,7 +274,7 @@ impl Client {
             store.set_me(proc.clone());
             store.insert_job(job);
         }
-        Ok(Client {
+        let client = Client {
             inner: Arc::new(Inner {
                 proc,
                 conn,
@@ -278,7 +282,9 @@ impl Client {
                 initialized: AtomicBool::new(true),
                 finalizing: Mutex::new(()),
             }),
-        })
+        };
+        client.stop_in_init()?;
+        Ok(client)
     }
 
     /// This process's namespace and rank.

@@ -95,6 +95,7 @@ mod locality;
 mod names;
 mod openpmix;
 mod singleton;
+mod stop_in_init;
 mod store;
 pub mod tool;
 mod version;

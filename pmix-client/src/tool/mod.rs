@@ -11,7 +11,9 @@
 //! which [`Tool::set_server`] chooses.
 //!
 //! Calls are blocking, one at a time per tool. What a tool may ask is the server's to say: a
-//! pmix-rs server answers queries and finalize (`docs/TOOLS.md`).
+//! pmix-rs server answers queries, events (`Tool::register_events`, `Tool::notify_event`,
+//! `Tool::release` of processes held in init), job control, spawn and finalize
+//! (`docs/TOOLS.md`).
 //!
 //! ```no_run
 //! use pmix_client::tool::{Attach, Tool};
@@ -26,6 +28,7 @@
 //! # Ok::<(), pmix_client::Error>(())
 //! ```
 
+mod control;
 mod find;
 mod wire;
 

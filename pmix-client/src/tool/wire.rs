@@ -1,7 +1,8 @@
 //! One tool's connection to one server, blocking: the native protocol to a pmix-rs server
 //! (its Unix socket, a [`ToolHello`]), or the OpenPMIx wire to any OpenPMIx server (loopback
 //! TCP, the tool handshake of libpmix), each request answered before the next is sent.
-//! Events and anything else the server sends unasked are skipped.
+//! Events a pmix-rs server sends are kept for [`Link::next_event`]; anything else sent
+//! unasked (an OpenPMIx server's events included) is skipped.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -29,7 +30,12 @@ pub(crate) struct Link {
     /// The server's name.
     pub(crate) server: Proc,
     wire: Wire,
+    /// Events read while waiting for a reply, oldest first (at most [`MAX_EVENTS`]).
+    events: std::collections::VecDeque<pmix_wire::Event>,
 }
+
+/// The most events a link keeps unread; older ones are dropped first.
+const MAX_EVENTS: usize = 256;
 
 enum Wire {
     Native {
@@ -81,6 +87,7 @@ impl Link {
                     reader,
                     next_id: 1,
                 },
+                events: Default::default(),
             }),
             ToolWelcome::Refused { status, reason, .. } => Err(Error::Refused { status, reason }),
         }
@@ -168,6 +175,7 @@ impl Link {
                 pindex: 0,
                 next_tag: pmix_wire::openpmix::TAG_DYNAMIC,
             },
+            events: Default::default(),
         };
         // As libpmix's tool init: ask for the job data of its own namespace (a server
         // expects it; the answer holds nothing a tool needs).
@@ -192,7 +200,8 @@ impl Link {
                     let body = next_frame(reader, stream)?;
                     match decode_body::<ServerMsg>(&body)? {
                         ServerMsg::Reply { id: got, reply } if got == id => return Ok(reply),
-                        // Events and stray answers are no concern of a blocking tool.
+                        ServerMsg::Event(ev) => keep_event(&mut self.events, ev),
+                        // Stray answers are no concern of a blocking tool.
                         _ => {}
                     }
                 }
@@ -204,6 +213,42 @@ impl Link {
                 )),
             },
         }
+    }
+
+    /// The next event from the server, waiting at most `timeout` for one (pmix-rs servers
+    /// only); `Ok(None)` when none came in time.
+    pub(crate) fn next_event(
+        &mut self,
+        timeout: Duration,
+    ) -> Result<Option<pmix_wire::Event>, Error> {
+        if let Some(ev) = self.events.pop_front() {
+            return Ok(Some(ev));
+        }
+        let Wire::Native { stream, reader, .. } = &mut self.wire else {
+            return Err(Error::NotSupported(
+                "events from an OpenPMIx server to a Rust tool".into(),
+            ));
+        };
+        let deadline = std::time::Instant::now() + timeout;
+        let restore = stream.read_timeout().map_err(lost)?;
+        let got = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break Ok(None);
+            }
+            stream.set_read_timeout(Some(left)).map_err(lost)?;
+            match next_frame(reader, stream) {
+                Ok(body) => match decode_body::<ServerMsg>(&body) {
+                    Ok(ServerMsg::Event(ev)) => break Ok(Some(ev)),
+                    Ok(_) => {}
+                    Err(e) => break Err(e.into()),
+                },
+                Err(Error::Timeout) => break Ok(None),
+                Err(e) => break Err(e),
+            }
+        };
+        stream.set_read_timeout(restore).map_err(lost)?;
+        got
     }
 
     /// Sends an OpenPMIx request and reads its answer as `answer` says (`None`: the answer
@@ -252,6 +297,13 @@ impl Link {
             reader.feed(&chunk[..n]);
         }
     }
+}
+
+fn keep_event(events: &mut std::collections::VecDeque<pmix_wire::Event>, ev: pmix_wire::Event) {
+    if events.len() >= MAX_EVENTS {
+        events.pop_front();
+    }
+    events.push_back(ev);
 }
 
 fn lost(e: io::Error) -> Error {

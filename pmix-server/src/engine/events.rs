@@ -46,6 +46,12 @@ impl Engine {
     /// Delivers an event within its range, relative to its source, to everyone but
     /// `except` (the notifier's own connection).
     pub(super) fn notify(&mut self, event: &Event, except: Option<ConnId>) {
+        self.deliver_to_tools(event, except, false);
+        self.deliver_clients(event, except);
+    }
+
+    /// [`Engine::notify`] to clients only.
+    fn deliver_clients(&mut self, event: &Event, except: Option<ConnId>) {
         let source = event.source.clone();
         let custom = custom_range(event);
         let range = event.range;
@@ -70,7 +76,8 @@ impl Engine {
     /// The host raises an event for this server's clients, within its range.
     pub(crate) fn host_notify(&mut self, event: &Event) {
         if self.group_event_from_host(event) {
-            self.notify(event, None);
+            self.deliver_to_tools(event, None, true);
+            self.deliver_clients(event, None);
         }
     }
 

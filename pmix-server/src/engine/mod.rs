@@ -13,6 +13,7 @@ mod attributes;
 mod auth;
 mod collective;
 pub(crate) mod cross_run;
+mod debug;
 mod events;
 mod fence;
 mod get;
@@ -414,6 +415,8 @@ pub(crate) struct Engine {
     psets: psets::Psets,
     /// The tools connected.
     tools: tools::Tools,
+    /// Processes held in init for a debugger.
+    debug: debug::Debug,
     out: VecDeque<Output>,
 }
 
@@ -474,6 +477,7 @@ impl Engine {
             groups: Groups::default(),
             psets: psets::Psets::default(),
             tools: tools::Tools::default(),
+            debug: debug::Debug::default(),
             out: VecDeque::new(),
         }
     }
@@ -583,6 +587,7 @@ impl Engine {
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
+        self.debug_forget(id);
         let waiting: Vec<_> = self
             .gets
             .keys()
@@ -821,6 +826,7 @@ impl Engine {
             return;
         };
         let key = (c.ns, c.proc.rank);
+        self.debug_proc_gone(c.ns, c.proc.rank);
         let finalized = matches!(c.state, ConnState::Finalizing);
         if let Some(reg) = self.clients.get_mut(&key) {
             reg.conn = None;
@@ -948,6 +954,15 @@ impl Engine {
             Request::Notify { mut event } => {
                 // The source is who sends it, whatever the message claims.
                 event.source = me;
+                if event.code == Status::READY_FOR_DEBUG {
+                    // Held in init: kept here (`debug.rs`), and the host hears of it.
+                    self.ready_for_debug(conn, my_ns, event.source.rank);
+                    self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
+                    return self.reply_status(conn, id, Status::SUCCESS);
+                }
+                if event.code == Status::DEBUGGER_RELEASE {
+                    self.debugger_released(&event);
+                }
                 self.observe_group_event(&event);
                 if event.range == DataRange::RM {
                     return self.host_call(

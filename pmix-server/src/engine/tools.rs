@@ -9,10 +9,17 @@
 //! namespace or another connected tool has it. The host then has the last word
 //! ([`Host::tool_connected`](crate::Host::tool_connected)).
 //!
-//! What a tool may ask is a short list: queries (the namespaces, process tables, job data)
-//! and finalize. It belongs to no job: it takes part in no collective, its end ends nothing,
-//! and nothing a job waits for waits for it. I/O forwarding and debugger release will be
-//! more requests on this list.
+//! What a tool may ask is a short list: queries (the namespaces, process tables, job data),
+//! events (register, deregister, notify: a debugger's `DEBUGGER_RELEASE`, `debug.rs`), job
+//! control and spawn (the host's to carry out, the tool as the requester), and finalize. It
+//! belongs to no job: it takes part in no collective, and nothing a job waits for waits for
+//! it; its end ends nothing, except that the last debugger's end aborts the processes still
+//! held in init (`debug.rs`).
+//!
+//! Events reach a tool that registered for their code when their range covers it (`LOCAL`,
+//! `SESSION`, `GLOBAL`, or a `CUSTOM` range naming it or its namespace), and always when the
+//! host raised them (process and job ends of the server's jobs): a tool watches jobs it is no
+//! part of.
 
 use super::*;
 
@@ -42,6 +49,8 @@ struct ToolConn {
     proc: Proc,
     /// The host accepted it.
     active: bool,
+    /// The event codes it registered for.
+    events: EventReg,
 }
 
 /// A tool's handshake, as a front-end read it.
@@ -118,6 +127,7 @@ impl Engine {
             ToolConn {
                 proc: proc.clone(),
                 active: false,
+                events: EventReg::default(),
             },
         );
         self.host_call(
@@ -182,9 +192,60 @@ impl Engine {
         let me = t.proc.clone();
         match req {
             Request::Query { queries } => self.query(conn, id, me, queries),
+            Request::RegisterEvents { codes, .. } => {
+                if let Some(t) = self.tools.conns.get_mut(&conn) {
+                    t.events.add(&codes);
+                }
+                self.reply_status(conn, id, Status::SUCCESS);
+                self.tell_new_debugger(conn, &codes);
+            }
+            Request::DeregisterEvents { codes } => {
+                if let Some(t) = self.tools.conns.get_mut(&conn) {
+                    t.events.remove(&codes);
+                }
+                self.reply_status(conn, id, Status::SUCCESS);
+                if codes.is_empty() || codes.contains(&Status::READY_FOR_DEBUG) {
+                    self.debugger_gone(&me);
+                }
+            }
+            Request::Notify { mut event } => {
+                // The source is who sends it, whatever the message claims.
+                event.source = me;
+                if event.range == DataRange::RM {
+                    return self.host_call(
+                        PendingHost::Status { conn, id },
+                        HostCall::NotifyEvent { event },
+                    );
+                }
+                self.notify(&event, Some(conn));
+                if event.code == Status::DEBUGGER_RELEASE {
+                    self.debugger_released(&event);
+                }
+                if reaches_other_nodes(event.range) {
+                    self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
+                }
+                self.reply_status(conn, id, Status::SUCCESS);
+            }
+            Request::JobControl {
+                targets,
+                directives,
+            } => self.tool_job_control(conn, id, me, targets, directives),
+            Request::Spawn { job_info, apps } => {
+                if apps.is_empty() || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty()) {
+                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                }
+                self.host_call(
+                    PendingHost::Spawn { conn, id },
+                    HostCall::Spawn {
+                        proc: me,
+                        job_info,
+                        apps,
+                    },
+                );
+            }
             Request::Finalize { .. } => {
                 tracing::debug!(conn, tool = %me, "a tool finalized");
-                self.tools.conns.remove(&conn);
+                self.tool_closed(conn);
                 self.reply_status(conn, id, Status::SUCCESS);
             }
             other => {
@@ -194,8 +255,96 @@ impl Engine {
         }
     }
 
+    /// `PMIx_Job_control` from a tool: kill, terminate or signal processes it names (a tool
+    /// has no job of its own to default to). Cleanup registrations are a job's processes'
+    /// (they run when their job ends, with their ids): a tool's are refused.
+    fn tool_job_control(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        me: Proc,
+        targets: Vec<Proc>,
+        directives: Vec<Info>,
+    ) {
+        if targets.is_empty() {
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        if let Some(t) = targets
+            .iter()
+            .find(|t| self.ns_id(t.nspace.as_str()).is_none())
+        {
+            tracing::debug!(conn, tool = %me, target = %t, "job control of an unknown job");
+            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        }
+        match job_control::parse_cleanup(&directives, 0, 0) {
+            Ok(None) => {}
+            Ok(Some(_)) => return self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED),
+            Err(status) => return self.reply_status(conn, id, status),
+        }
+        self.host_call(
+            PendingHost::Status { conn, id },
+            HostCall::JobControl {
+                proc: me,
+                targets,
+                directives,
+            },
+        );
+    }
+
+    /// The tools registered for `code` (or for every code).
+    pub(super) fn tools_wanting(&self, code: Status) -> Vec<ConnId> {
+        self.tools
+            .conns
+            .iter()
+            .filter(|(_, t)| t.active && t.events.wants(code))
+            .map(|(c, _)| *c)
+            .collect()
+    }
+
+    /// Delivers `event` to the tools that registered for it and that it reaches (see the
+    /// module's doc), but `except` (the notifier). `from_host`: the host raised it.
+    pub(super) fn deliver_to_tools(&mut self, event: &Event, except: Option<ConnId>, from_host: bool) {
+        let custom = if event.range == DataRange::CUSTOM {
+            events::custom_range(event)
+        } else {
+            Vec::new()
+        };
+        let reaches = |p: &Proc| match event.range {
+            _ if from_host => true,
+            DataRange::LOCAL | DataRange::SESSION | DataRange::GLOBAL => true,
+            DataRange::CUSTOM => custom
+                .iter()
+                .any(|c| c.nspace == p.nspace && (c.rank == Rank::WILDCARD || c.rank == p.rank)),
+            _ => false,
+        };
+        let targets: Vec<ConnId> = self
+            .tools
+            .conns
+            .iter()
+            .filter(|(c, t)| Some(**c) != except && t.active && t.events.wants(event.code))
+            .filter(|(_, t)| reaches(&t.proc))
+            .map(|(c, _)| *c)
+            .collect();
+        if targets.is_empty() {
+            return;
+        }
+        let event = Arc::new(event.clone());
+        for conn in targets {
+            self.out.push_back(Output::Event {
+                conn,
+                event: event.clone(),
+            });
+        }
+    }
+
     /// A tool's connection ended: it is forgotten. True if `conn` was a tool's.
     pub(super) fn tool_closed(&mut self, conn: ConnId) -> bool {
-        self.tools.conns.remove(&conn).is_some()
+        let Some(t) = self.tools.conns.remove(&conn) else {
+            return false;
+        };
+        if t.events.wants(Status::READY_FOR_DEBUG) {
+            self.debugger_gone(&t.proc);
+        }
+        true
     }
 }

@@ -1,0 +1,213 @@
+//! Debugger support: processes held in init (`PMIX_DEBUG_STOP_IN_INIT`) until a tool releases
+//! them (`PMIX_DEBUGGER_RELEASE`), as libpmix and pmix-rs clients wait.
+//!
+//! A client of a job with `DEBUG_STOP_IN_INIT` in its job data registers for
+//! `DEBUGGER_RELEASE`, then tells the server it is waiting with a `READY_FOR_DEBUG`
+//! notification (libpmix 4.2 with range `RM`, 5.0 with a custom range naming the server,
+//! pmix-rs with `RM`), then waits. The server:
+//!
+//! - keeps who waits ("held"), and once every local process of the job waits, tells the tools
+//!   registered for `READY_FOR_DEBUG` (one event for the job: `EVENT_AFFECTED_PROC` the job's
+//!   `WILDCARD`, `NSPACE`, `BREAKPOINT` `"pmix-init"`); a tool registering later while the
+//!   job still waits hears it at once;
+//! - delivers a `DEBUGGER_RELEASE` (from a tool or a client) within its range like any event,
+//!   and remembers whom it released: a process that says it waits after its release (the
+//!   release overtook it) is released at once, so no release is lost to a race;
+//! - when the last tool registered for `READY_FOR_DEBUG` (the job's debugger) goes away while
+//!   processes still wait, asks the host to abort them ([`HostCall::Abort`], the tool as the
+//!   asker): a debugger that dies must not leave a job waiting forever, and releasing it would
+//!   run it unobserved where the user asked for it to be held. A tool that never registered
+//!   for `READY_FOR_DEBUG` (a `pmixps`) is no debugger: its end changes nothing.
+
+use std::collections::BTreeSet;
+
+use super::*;
+
+/// The held processes and the releases already sent.
+#[derive(Default)]
+pub(super) struct Debug {
+    /// Local processes waiting in init, by namespace.
+    held: HashMap<NsId, BTreeSet<Rank>>,
+    /// Ranks released by namespace (`WILDCARD`: the whole job).
+    released: HashMap<NsId, HashSet<Rank>>,
+    /// Namespaces whose every local process waits (announced to the tools).
+    ready: HashSet<NsId>,
+}
+
+/// The breakpoint libpmix names for a stop in init.
+const BREAKPOINT_INIT: &str = "pmix-init";
+
+impl Engine {
+    /// A client said it waits for a debugger (`READY_FOR_DEBUG`).
+    pub(super) fn ready_for_debug(&mut self, conn: ConnId, ns: NsId, rank: Rank) {
+        let released = self
+            .debug
+            .released
+            .get(&ns)
+            .is_some_and(|r| r.contains(&Rank::WILDCARD) || r.contains(&rank));
+        if released {
+            tracing::debug!(conn, %rank, "released before it said it waits: released now");
+            let event = self.release_event(ns, rank);
+            self.out.push_back(Output::Event {
+                conn,
+                event: Arc::new(event),
+            });
+            return;
+        }
+        self.debug.held.entry(ns).or_default().insert(rank);
+        let local = self.nspaces.get(&ns).map_or(0, |n| n.local.len());
+        let waiting = self.debug.held.get(&ns).map_or(0, BTreeSet::len);
+        if waiting >= local && self.debug.ready.insert(ns) {
+            if let Some(event) = self.ready_event(ns) {
+                tracing::info!(nspace = %event.source, "every process of a job waits for a debugger");
+                let event = Arc::new(event);
+                let tools: Vec<ConnId> = self.tools_wanting(Status::READY_FOR_DEBUG);
+                for t in tools {
+                    self.out.push_back(Output::Event {
+                        conn: t,
+                        event: event.clone(),
+                    });
+                }
+            }
+        }
+    }
+
+    /// The job-level `READY_FOR_DEBUG` of namespace `ns`.
+    fn ready_event(&self, ns: NsId) -> Option<Event> {
+        let name = self.nspaces.get(&ns)?.name.clone();
+        Some(Event {
+            code: Status::READY_FOR_DEBUG,
+            source: self.me.clone(),
+            range: DataRange::CUSTOM,
+            info: vec![
+                Info::attr(
+                    attr::EVENT_AFFECTED_PROC,
+                    Proc::new(name.clone(), Rank::WILDCARD),
+                ),
+                Info::attr(attr::NSPACE, name.as_str()),
+                Info::attr(attr::BREAKPOINT, BREAKPOINT_INIT),
+            ],
+        })
+    }
+
+    /// A release for one process, from this server (for one the release overtook).
+    fn release_event(&self, ns: NsId, rank: Rank) -> Event {
+        let target = self
+            .nspaces
+            .get(&ns)
+            .map(|n| Proc::new(n.name.clone(), rank));
+        Event {
+            code: Status::DEBUGGER_RELEASE,
+            source: self.me.clone(),
+            range: DataRange::CUSTOM,
+            info: target
+                .map(|p| Info::attr(attr::EVENT_CUSTOM_RANGE, p))
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// A `DEBUGGER_RELEASE` was notified (already delivered within its range): the processes
+    /// it reaches wait no more, and those not waiting yet are released when they say so.
+    pub(super) fn debugger_released(&mut self, event: &Event) {
+        let targets: Vec<(NsId, Rank)> = match event.range {
+            DataRange::CUSTOM => events::custom_range(event)
+                .iter()
+                .filter_map(|p| Some((self.ns_id(p.nspace.as_str())?, p.rank)))
+                .collect(),
+            DataRange::NAMESPACE => self
+                .ns_id(event.source.nspace.as_str())
+                .map(|ns| (ns, Rank::WILDCARD))
+                .into_iter()
+                .collect(),
+            DataRange::PROC_LOCAL => Vec::new(),
+            // LOCAL, SESSION, GLOBAL: every job of this server.
+            _ => self
+                .nspaces
+                .keys()
+                .map(|ns| (*ns, Rank::WILDCARD))
+                .collect(),
+        };
+        for (ns, rank) in targets {
+            self.debug.released.entry(ns).or_default().insert(rank);
+            if let Some(held) = self.debug.held.get_mut(&ns) {
+                if rank == Rank::WILDCARD {
+                    held.clear();
+                } else {
+                    held.remove(&rank);
+                }
+            }
+        }
+        self.debug.held.retain(|_, h| !h.is_empty());
+        let held = &self.debug.held;
+        self.debug.ready.retain(|ns| held.contains_key(ns));
+    }
+
+    /// A tool just registered for `codes`: if it listens for `READY_FOR_DEBUG`, it hears of
+    /// the jobs that already wait.
+    pub(super) fn tell_new_debugger(&mut self, conn: ConnId, codes: &[Status]) {
+        if !codes.is_empty() && !codes.contains(&Status::READY_FOR_DEBUG) {
+            return;
+        }
+        let ready: Vec<NsId> = self.debug.ready.iter().copied().collect();
+        for ns in ready {
+            if let Some(event) = self.ready_event(ns) {
+                self.out.push_back(Output::Event {
+                    conn,
+                    event: Arc::new(event),
+                });
+            }
+        }
+    }
+
+    /// A held process's connection ended: it waits no more.
+    pub(super) fn debug_proc_gone(&mut self, ns: NsId, rank: Rank) {
+        if let Some(h) = self.debug.held.get_mut(&ns) {
+            h.remove(&rank);
+            if h.is_empty() {
+                self.debug.held.remove(&ns);
+                self.debug.ready.remove(&ns);
+            }
+        }
+    }
+
+    /// A namespace was deregistered.
+    pub(super) fn debug_forget(&mut self, ns: NsId) {
+        self.debug.held.remove(&ns);
+        self.debug.released.remove(&ns);
+        self.debug.ready.remove(&ns);
+    }
+
+    /// The debugger `tool` (a tool registered for `READY_FOR_DEBUG`) is gone: if it was the
+    /// last and processes still wait, the host is asked to abort them.
+    pub(super) fn debugger_gone(&mut self, tool: &Proc) {
+        if !self.tools_wanting(Status::READY_FOR_DEBUG).is_empty() || self.debug.held.is_empty()
+        {
+            return;
+        }
+        let mut procs = Vec::new();
+        for (ns, ranks) in std::mem::take(&mut self.debug.held) {
+            if let Some(n) = self.nspaces.get(&ns) {
+                procs.extend(ranks.iter().map(|r| Proc::new(n.name.clone(), *r)));
+            }
+        }
+        self.debug.ready.clear();
+        if procs.is_empty() {
+            return;
+        }
+        let message = format!(
+            "the debugger {tool} went away without releasing {} process(es) held in init",
+            procs.len()
+        );
+        tracing::warn!("{message}");
+        self.host_call(
+            PendingHost::Nothing,
+            HostCall::Abort {
+                proc: tool.clone(),
+                status: Status::ERR_LOST_CONNECTION,
+                message,
+                procs,
+            },
+        );
+    }
+}
