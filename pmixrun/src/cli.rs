@@ -97,7 +97,16 @@ Every job is killed (SIGTERM, then SIGKILL after --grace, 2 s) as soon as one pr
 A process asked to end by PMIx_Job_control with PMIX_JOB_CTRL_TERMINATE gets SIGCONT and
 SIGTERM, then SIGKILL after --grace if it is still there; PMIX_JOB_CTRL_KILL is SIGKILL. 124
 means --timeout (which counts for every job) expired, 127 that a program of the command line
-could not be found.";
+could not be found.
+
+Tools and debuggers: tools of the same user attach to a one-node run by pmixrun's pid
+(docs/TOOLS.md): they query the process table, receive events, kill or signal jobs
+(PMIx_Job_control) and spawn. `pmixps` lists the runs and their processes. With
+--stop-in-init every process waits in PMIx_Init (pmix-rs and libpmix clients alike) until a
+tool sends PMIX_DEBUGGER_RELEASE: the tool registers for PMIX_READY_FOR_DEBUG, which comes
+once every process waits, then releases the job. If the last tool so registered goes away
+first, the held processes are aborted and the run fails: a job held for a debugger does not
+wait forever for one that died.";
 
 /// `--grace`: seconds, a fraction allowed, at most an hour.
 fn grace(s: &str) -> Result<Duration, String> {
@@ -178,6 +187,11 @@ struct Global {
     /// shared library, else `pmix`. Jobs the processes spawn speak the same.
     #[arg(long, value_enum, default_value_t = Protocol::Auto, value_name = "PROTOCOL")]
     pmi: Protocol,
+    /// Hold every process in its PMIx init until a debugger (a tool attached to pmixrun)
+    /// releases it with PMIX_DEBUGGER_RELEASE; if the last tool waiting for the job
+    /// (registered for PMIX_READY_FOR_DEBUG) goes away first, the run fails. One node only.
+    #[arg(long)]
+    stop_in_init: bool,
     #[command(flatten)]
     nodes: NodeArgs,
     #[command(flatten)]
@@ -503,6 +517,8 @@ pub(crate) struct Options {
     pub(crate) nameserver_uri: Option<String>,
     /// The protocol of the processes.
     pub(crate) pmi: Protocol,
+    /// Hold the processes in init for a debugger.
+    pub(crate) stop_in_init: bool,
     /// Where the processes run.
     pub(crate) nodes: Nodes,
     /// Where on its node each process runs.
@@ -646,6 +662,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         verbose: first.global.verbose,
         nameserver_uri: first.global.nameserver_uri,
         pmi: first.global.pmi,
+        stop_in_init: first.global.stop_in_init,
         nodes: nodes(first.global.nodes)?,
         place: Place {
             map_to,

@@ -319,6 +319,9 @@ impl Jobs for RunJobs<'_> {
             message,
             partial: None,
         };
+        if let Some(m) = job::unsupported_debug(job_info) {
+            return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
+        }
         let (apps, layout) =
             job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         // What can be checked before anything is registered or started, is.

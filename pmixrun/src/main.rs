@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Sender, unbounded};
 use nix::sys::signal::{SigSet, Signal};
-use pmix_server::types::Nspace;
+use pmix_server::types::{Info, Nspace, Rank, attr};
 use pmix_server::{NameServer, NameServerClient, NameService, Server, ServerOptions};
 use signal_hook::iterator::Signals;
 
@@ -287,6 +287,13 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         p => p,
     };
 
+    if opts.stop_in_init && nodes.is_some() {
+        return Err(
+            "--stop-in-init: a multi-node run serves no tools yet, so nothing could release \
+             the processes (docs/TOOLS.md)"
+                .into(),
+        );
+    }
     let names = connect_nameserver(opts.nameserver_uri.as_deref())?;
     if let Some((nodes, placement)) = nodes {
         let r = root::RootRun {
@@ -322,7 +329,10 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         group_rank: 0,
         master_addr: server.hostname().to_owned(),
     };
-    jobs.register(&nspace, &opts.apps, &layout, Vec::new())?;
+    let debug = opts
+        .stop_in_init
+        .then(|| Info::attr(attr::DEBUG_STOP_IN_INIT, Rank::WILDCARD));
+    jobs.register(&nspace, &opts.apps, &layout, debug.into_iter().collect())?;
     let output_done = output::start_writer(opts.tag_output, lines, None)
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
     let mut sup = Supervisor::new(jobs, opts.timeout);

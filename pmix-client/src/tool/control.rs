@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use pmix_types::{DataArray, DataType, DataRange, Info, Nspace, Proc, Rank, Status, Value, attr};
+use pmix_types::{DataArray, DataRange, DataType, Info, Nspace, Proc, Rank, Status, Value, attr};
 use pmix_wire::{App, Event, Reply, ReplyBody, Request};
 
 use super::Tool;
@@ -41,10 +41,7 @@ impl Tool {
     /// came. Events arriving while another call waits for its answer are kept (the latest 256).
     pub fn next_event(&mut self, timeout: Duration) -> Result<Option<Event>, Error> {
         let primary = self.primary;
-        let link = self
-            .servers
-            .get_mut(primary)
-            .ok_or(Error::NotInitialized)?;
+        let link = self.servers.get_mut(primary).ok_or(Error::NotInitialized)?;
         link.next_event(timeout)
     }
 
@@ -70,10 +67,7 @@ impl Tool {
         range: DataRange,
         info: Vec<Info>,
     ) -> Result<(), Error> {
-        let source = self
-            .proc()
-            .cloned()
-            .ok_or(Error::NotInitialized)?;
+        let source = self.proc().cloned().ok_or(Error::NotInitialized)?;
         status_of(self.request(Request::Notify {
             event: Event {
                 code,
@@ -88,8 +82,8 @@ impl Tool {
     /// for a whole job), as debuggers do.
     pub fn release(&mut self, procs: &[Proc]) -> Result<(), Error> {
         let items = procs.iter().cloned().map(Value::Proc).collect();
-        let range = DataArray::new(DataType::PROC, items)
-            .map_err(|e| Error::BadParam(e.to_string()))?;
+        let range =
+            DataArray::new(DataType::PROC, items).map_err(|e| Error::BadParam(e.to_string()))?;
         let info = vec![
             Info::attr(attr::EVENT_CUSTOM_RANGE, range),
             Info::attr(attr::EVENT_NON_DEFAULT, true),
@@ -119,7 +113,9 @@ impl Tool {
                 body: ReplyBody::Spawn { nspace },
             } if status.is_success() => Ok(nspace),
             Reply { status, .. } if !status.is_success() => Err(Error::from_status(status)),
-            Reply { .. } => Err(Error::Protocol("a spawn answered without a namespace".into())),
+            Reply { .. } => Err(Error::Protocol(
+                "a spawn answered without a namespace".into(),
+            )),
         }
     }
 }

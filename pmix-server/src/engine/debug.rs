@@ -181,8 +181,7 @@ impl Engine {
     /// The debugger `tool` (a tool registered for `READY_FOR_DEBUG`) is gone: if it was the
     /// last and processes still wait, the host is asked to abort them.
     pub(super) fn debugger_gone(&mut self, tool: &Proc) {
-        if !self.tools_wanting(Status::READY_FOR_DEBUG).is_empty() || self.debug.held.is_empty()
-        {
+        if !self.tools_wanting(Status::READY_FOR_DEBUG).is_empty() || self.debug.held.is_empty() {
             return;
         }
         let mut procs = Vec::new();

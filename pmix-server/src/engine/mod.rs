@@ -568,6 +568,7 @@ impl Engine {
         if let Some(ns) = self.nspaces.remove(&id) {
             // Its APP- and PROC-persistence publications end with it.
             self.names.end_nspace(SESSION, &ns.name);
+            self.tools_job_ended(&ns.name);
         }
         let conns: Vec<ConnId> = self
             .conns

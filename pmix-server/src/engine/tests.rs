@@ -1845,6 +1845,7 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
 }
 
 mod control;
+mod debug;
 mod group_membership;
 mod groups;
 mod psets;

@@ -18,8 +18,9 @@
 //!
 //! Events reach a tool that registered for their code when their range covers it (`LOCAL`,
 //! `SESSION`, `GLOBAL`, or a `CUSTOM` range naming it or its namespace), and always when the
-//! host raised them (process and job ends of the server's jobs): a tool watches jobs it is no
-//! part of.
+//! host raised them (process ends of the server's jobs): a tool watches jobs it is no part
+//! of. Every job's end reaches them as `EVENT_JOB_END` from the server when the host
+//! deregisters the job's namespace.
 
 use super::*;
 
@@ -303,12 +304,21 @@ impl Engine {
 
     /// Delivers `event` to the tools that registered for it and that it reaches (see the
     /// module's doc), but `except` (the notifier). `from_host`: the host raised it.
-    pub(super) fn deliver_to_tools(&mut self, event: &Event, except: Option<ConnId>, from_host: bool) {
+    pub(super) fn deliver_to_tools(
+        &mut self,
+        event: &Event,
+        except: Option<ConnId>,
+        from_host: bool,
+    ) {
         let custom = if event.range == DataRange::CUSTOM {
             events::custom_range(event)
         } else {
             Vec::new()
         };
+        if from_host && event.code == Status::EVENT_JOB_END {
+            // Tools hear every job's end from the server itself (`tools_job_ended`).
+            return;
+        }
         let reaches = |p: &Proc| match event.range {
             _ if from_host => true,
             DataRange::LOCAL | DataRange::SESSION | DataRange::GLOBAL => true,
@@ -335,6 +345,24 @@ impl Engine {
                 event: event.clone(),
             });
         }
+    }
+
+    /// Job `nspace` ended (its namespace was deregistered): `EVENT_JOB_END` for the tools
+    /// registered for it (`EVENT_AFFECTED_PROC` the job's `WILDCARD`, `NSPACE`).
+    pub(super) fn tools_job_ended(&mut self, nspace: &Nspace) {
+        let event = Event {
+            code: Status::EVENT_JOB_END,
+            source: self.me.clone(),
+            range: DataRange::SESSION,
+            info: vec![
+                Info::attr(
+                    attr::EVENT_AFFECTED_PROC,
+                    Proc::new(nspace.clone(), Rank::WILDCARD),
+                ),
+                Info::attr(attr::NSPACE, nspace.as_str()),
+            ],
+        };
+        self.deliver_to_tools(&event, None, false);
     }
 
     /// A tool's connection ended: it is forgotten. True if `conn` was a tool's.
