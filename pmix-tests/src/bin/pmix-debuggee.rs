@@ -1,0 +1,37 @@
+//! A pmix-rs client to be held in init by a debugger (`tests/debugger.rs`):
+//!
+//! `pmix-debuggee MARK` calls `Client::init`, which a job run with `pmixrun --stop-in-init`
+//! holds until a tool releases it; then checks that the file `MARK` exists (the test creates
+//! it just before it has the release sent, so an init that returned early finds none), prints
+//! `debuggee rank=<r> pid=<pid> released`, and finalizes. A failure prints
+//! `FAIL rank=<r>: <what>` on stderr and exits 2.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use pmix_client::Client;
+
+fn main() -> ExitCode {
+    let Some(mark) = std::env::args().nth(1) else {
+        eprintln!("FAIL rank=-1: usage: pmix-debuggee MARK");
+        return ExitCode::from(2);
+    };
+    let client = match Client::init() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("FAIL rank=-1: init: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rank = client.proc().rank.0;
+    if !Path::new(&mark).exists() {
+        eprintln!("FAIL rank={rank}: init returned before the debugger's release");
+        return ExitCode::from(2);
+    }
+    println!("debuggee rank={rank} pid={} released", std::process::id());
+    if let Err(e) = client.finalize() {
+        eprintln!("FAIL rank={rank}: finalize: {e}");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
