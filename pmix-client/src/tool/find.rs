@@ -13,7 +13,7 @@ use crate::Error;
 /// How deep under the temporary directory files are looked for: a server's own directory
 /// lies one level down (pmix-rs: `pmixrs.<pid>.<random>`; PRRTE: `prte.<host>.<uid>/...`
 /// two or three), and walking all of `/tmp` is neither needed nor cheap.
-const MAX_DEPTH: usize = 4;
+pub(crate) const MAX_DEPTH: usize = 4;
 
 /// Where a found server listens.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,9 +63,9 @@ pub(crate) fn find(
 }
 
 /// The name of a pmix-rs server's socket in its rendezvous directory.
-const NATIVE_SOCKET: &str = "server.sock";
+pub(crate) const NATIVE_SOCKET: &str = "server.sock";
 
-fn is_socket(p: &Path) -> bool {
+pub(crate) fn is_socket(p: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket())
 }
@@ -97,7 +97,7 @@ fn unreachable(why: String) -> Error {
 /// file left by a server killed) are an error naming them, as the reference refuses to pick.
 fn search(dir: &Path, name: &str) -> Result<PathBuf, Error> {
     let mut found = Vec::new();
-    walk(dir, name, MAX_DEPTH, &mut found);
+    walk(dir, &|n| n == name, MAX_DEPTH, &mut found);
     match found.len() {
         1 => Ok(found.remove(0)),
         0 => Err(unreachable(format!(
@@ -117,17 +117,24 @@ fn search(dir: &Path, name: &str) -> Result<PathBuf, Error> {
     }
 }
 
-fn walk(dir: &Path, name: &str, depth: usize, found: &mut Vec<PathBuf>) {
+/// The files under `dir` (down to `depth` levels, never through a symbolic link) whose name
+/// `wanted` accepts.
+pub(crate) fn walk(
+    dir: &Path,
+    wanted: &dyn Fn(&str) -> bool,
+    depth: usize,
+    found: &mut Vec<PathBuf>,
+) {
     // Directories this user may not read are skipped, as others' private ones are.
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let Ok(t) = e.file_type() else { continue };
-        if t.is_file() && e.file_name() == name {
+        if t.is_file() && e.file_name().to_str().is_some_and(wanted) {
             found.push(e.path());
         } else if t.is_dir() && depth > 1 {
-            walk(&e.path(), name, depth - 1, found);
+            walk(&e.path(), wanted, depth - 1, found);
         }
     }
 }

@@ -30,7 +30,10 @@
 
 mod control;
 mod find;
+mod list;
 mod wire;
+
+pub use self::list::ServerFile;
 
 use std::path::PathBuf;
 use std::time::Duration;
