@@ -486,6 +486,11 @@ impl Running {
         }
     }
 
+    /// The command's pid.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A command already started whose stdout the caller reads itself and hands over as
     /// `stdout` (the rest of its text); stderr is collected here.
     pub fn with_stdout(mut child: std::process::Child, stdout: Receiver<String>) -> Running {

@@ -1,0 +1,559 @@
+//! Debuggers (`docs/TOOLS.md`, "Debuggers"): `pmixrun --stop-in-init -n 4 APP` holds every
+//! process in its PMIx init (pmix-rs clients, libpmix 4.2 and 5.0.11 clients, an Open MPI 5
+//! program) until a debugger tool (Rust, libpmix 4.2 and 5.0.11, python3-pmix) releases it.
+//!
+//! Each debugger (`pmix-debugger`, `openpmix/pmix_debugger.c`, `openpmix/pmix_debugger.py`)
+//! waits for the job's `READY_FOR_DEBUG` (every process waits in init), prints the process
+//! table and waits for a command on stdin. The held state is seen, not guessed: every process
+//! checks, when its init returns, that a mark file exists which the test creates only after the
+//! debugger saw the whole job waiting and just before it has the release sent; an init that
+//! returned early fails its process, and so the run. Killing the debugger instead fails the
+//! run (the held processes are aborted) within the deadline; a debugger's job control kills
+//! the held job; `pmixps` lists the held job with its processes' pids. Every step has a
+//! deadline, none waits on a sleep.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use pmix_tests::{
+    Output, Running, cargo_build, collect_text, compile_c, compiled_programs_dir, keyed_lines,
+    openpmix_program, openpmix_python_client, openpmix_sources, pmixrun_bin, profile_dir,
+    use_ompi5_libpmix,
+};
+
+/// For one whole scenario.
+const DEADLINE: Duration = Duration::from_secs(90);
+
+/// The processes of each job.
+const N: usize = 4;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Debugger {
+    /// `pmix-debugger`, on the Rust `Tool`.
+    Rust,
+    /// `pmix_debugger.c` on Debian's libpmix 4.2.
+    C,
+    /// `pmix_debugger.c` on Open MPI 5's OpenPMIx 5.0.11.
+    CWheel,
+    /// `pmix_debugger.py` on python3-pmix (OpenPMIx 4.2).
+    Python,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum App {
+    /// `pmix-debuggee`, on `pmix_client::Client`.
+    Rust,
+    /// `pmix_debuggee.c` on libpmix 4.2.
+    C,
+    /// `pmix_debuggee.c` on OpenPMIx 5.0.11.
+    CWheel,
+    /// `mpi/debuggee.c` built with Open MPI 5.
+    Ompi5,
+}
+
+fn bin(name: &str) -> PathBuf {
+    cargo_build(&["-p", "pmix-tests", "--bin", name]);
+    profile_dir().join(name)
+}
+
+fn rust_bin(name: &'static str) -> &'static Path {
+    static DEBUGGER: OnceLock<PathBuf> = OnceLock::new();
+    static DEBUGGEE: OnceLock<PathBuf> = OnceLock::new();
+    static PMIXPS: OnceLock<PathBuf> = OnceLock::new();
+    match name {
+        "pmix-debugger" => DEBUGGER.get_or_init(|| bin(name)),
+        "pmix-debuggee" => DEBUGGEE.get_or_init(|| bin(name)),
+        _ => PMIXPS.get_or_init(|| {
+            cargo_build(&["-p", "pmixps", "--bin", "pmixps"]);
+            profile_dir().join("pmixps")
+        }),
+    }
+}
+
+/// `mpi/debuggee.c` compiled with Open MPI 5's `mpicc` (`PMIXRS_OMPI5`, default `/opt/ompi5`).
+fn ompi5_debuggee() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let prefix: PathBuf = std::env::var_os("PMIXRS_OMPI5")
+            .unwrap_or_else(|| "/opt/ompi5".into())
+            .into();
+        let mpicc = prefix.join("bin").join("mpicc");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mpi")
+            .join("debuggee.c");
+        let cflags: Vec<String> = ["-O1", "-Wall", "-Wextra", "-Werror"]
+            .map(String::from)
+            .to_vec();
+        compile_c(
+            &mpicc,
+            &cflags,
+            &src,
+            &[],
+            &compiled_programs_dir("ompi5"),
+            "debuggee",
+        )
+        .unwrap_or_else(|e| panic!("Open MPI 5: {e}"))
+    })
+}
+
+/// A `pmixrun --stop-in-init` job of [`N`] processes of `app`, and its mark file.
+struct Held {
+    run: Option<Running>,
+    pid: u32,
+    dir: PathBuf,
+    mark: PathBuf,
+}
+
+impl Held {
+    fn start(app: App) -> Held {
+        let dir = std::env::temp_dir().join(format!(
+            "pmixrs-debugger.{}.{}",
+            std::process::id(),
+            unique()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+        let mark = dir.join("released");
+        let program: PathBuf = match app {
+            App::Rust => rust_bin("pmix-debuggee").to_path_buf(),
+            App::C | App::CWheel => openpmix_program("pmix_debuggee"),
+            App::Ompi5 => ompi5_debuggee().to_path_buf(),
+        };
+        let mut cmd = Command::new(pmixrun_bin());
+        cmd.args(["--stop-in-init", "--timeout", "80", "-n", &N.to_string()])
+            .arg(&program)
+            .arg(&mark)
+            .env_remove("PMIXRS_NAMESERVER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if app == App::CWheel {
+            use_ompi5_libpmix(&mut cmd);
+        }
+        let run = Running::start(cmd, &format!("pmixrun --stop-in-init ({app:?})"));
+        let pid = run.pid();
+        let held = Held {
+            run: Some(run),
+            pid,
+            dir,
+            mark,
+        };
+        held.wait_for_server(Instant::now() + DEADLINE);
+        held
+    }
+
+    /// Waits until pmixrun's server wrote the file by which tools find it (it does so before
+    /// it starts a process; the processes print nothing while held, so the file itself is
+    /// watched, every 10 ms, until `end`).
+    fn wait_for_server(&self, end: Instant) {
+        let host = nix::unistd::gethostname()
+            .expect("gethostname")
+            .to_string_lossy()
+            .into_owned();
+        let name = format!("pmix.{host}.tool.{}", self.pid);
+        let prefix = format!("pmixrs.{}.", self.pid);
+        loop {
+            let there = std::fs::read_dir(std::env::temp_dir())
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+                .any(|e| e.path().join(&name).is_file());
+            if there {
+                return;
+            }
+            assert!(
+                Instant::now() < end,
+                "pmixrun {} wrote no {name} in time",
+                self.pid
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn finish(&mut self, end: Instant) -> Output {
+        let run = self.run.take().expect("finished once");
+        run.finish(end, "pmixrun --stop-in-init")
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if let Some(run) = self.run.take() {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                run.finish(Instant::now(), "pmixrun (test failed)")
+            }));
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A debugger running, its stdout read line by line.
+struct Dbg {
+    kind: Debugger,
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Receiver<String>,
+    /// What it printed so far.
+    seen: Vec<String>,
+}
+
+impl Dbg {
+    fn start(kind: Debugger, pmixrun: u32) -> Dbg {
+        let pid = pmixrun.to_string();
+        let mut cmd = match kind {
+            Debugger::Rust => Command::new(rust_bin("pmix-debugger")),
+            Debugger::C | Debugger::CWheel => Command::new(openpmix_program("pmix_debugger")),
+            Debugger::Python => {
+                let (python, _) = openpmix_python_client();
+                let mut c = Command::new(python);
+                c.args(["-W", "ignore"])
+                    .arg(openpmix_sources().join("pmix_debugger.py"));
+                c
+            }
+        };
+        cmd.arg(&pid)
+            .env_remove("PMIXRS_SERVER_URI")
+            .env_remove("PMIX_SERVER_URI41")
+            .env_remove("PMIX_SERVER_URI4")
+            .env_remove("PMIX_NAMESPACE")
+            .env_remove("PMIX_RANK")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if kind == Debugger::CWheel {
+            use_ompi5_libpmix(&mut cmd);
+        }
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{kind:?} debugger: cannot start: {e}"));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let stderr = collect_text(child.stderr.take());
+        let (tx, lines) = unbounded();
+        std::thread::spawn(move || {
+            if let Some(out) = stdout {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        Dbg {
+            kind,
+            child: Some(child),
+            stdin,
+            lines,
+            stderr,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line starting with `prefix` (others are kept in `seen`), by `end`.
+    fn line(&mut self, prefix: &str, end: Instant) -> String {
+        loop {
+            match self.lines.recv_deadline(end) {
+                Ok(l) => {
+                    self.seen.push(l.clone());
+                    if l.starts_with(prefix) {
+                        return l;
+                    }
+                }
+                Err(_) => {
+                    let err = self.stop();
+                    panic!(
+                        "{:?} debugger: no line {prefix:?} in time; it printed {:#?}, stderr: {err}",
+                        self.kind, self.seen
+                    );
+                }
+            }
+        }
+    }
+
+    fn send(&mut self, command: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{command}").expect("writing to the debugger");
+        stdin.flush().expect("writing to the debugger");
+    }
+
+    /// Kills it (SIGKILL): a debugger that dies. Returns its stderr.
+    fn kill(&mut self) -> String {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> String {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        self.stderr
+            .recv_timeout(Duration::from_secs(5))
+            .unwrap_or_default()
+    }
+
+    /// Waits for its exit by `end`: its status.
+    fn wait(&mut self, end: Instant) -> std::process::ExitStatus {
+        let mut c = self.child.take().expect("waited once");
+        let (tx, rx) = unbounded();
+        std::thread::spawn(move || {
+            let _ = tx.send(c.wait());
+            c
+        });
+        match rx.recv_deadline(end) {
+            Ok(s) => s.expect("waiting for the debugger"),
+            Err(_) => panic!(
+                "{:?} debugger did not end in time: {:#?}",
+                self.kind, self.seen
+            ),
+        }
+    }
+}
+
+impl Drop for Dbg {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The job `dbg` found held, as it printed it: the namespace and each rank's pid, once it
+/// waits for a command.
+fn held_table(dbg: &mut Dbg, held: &Held, end: Instant) -> Vec<u32> {
+    let ready = dbg.line("debugger ready", end);
+    assert_eq!(
+        ready,
+        format!("debugger ready job=pmixrun-{}", held.pid),
+        "{:?}",
+        dbg.kind
+    );
+    dbg.line("debugger waiting", end);
+    let rows = keyed_lines(&(dbg.seen.join("\n") + "\n"), "debugger");
+    let mut pids = vec![0u32; N];
+    for r in rows.iter().filter(|r| r.contains_key("rank")) {
+        let rank: usize = r["rank"].parse().expect("a rank");
+        pids[rank] = r["pid"].parse().expect("a pid");
+    }
+    for (rank, pid) in pids.iter().enumerate() {
+        assert!(
+            *pid > 0,
+            "{:?}: rank {rank} has no pid: {:#?}",
+            dbg.kind,
+            dbg.seen
+        );
+        // Alive, waiting in init (it would have failed without the mark otherwise).
+        let alive = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), None);
+        assert!(
+            alive.is_ok(),
+            "{:?}: rank {rank} (pid {pid}) is gone",
+            dbg.kind
+        );
+    }
+    assert!(!held.mark.exists());
+    pids
+}
+
+/// Each rank printed its release with the pid the debugger's table gave it.
+fn check_released(out: &Output, pids: &[u32], what: &str) {
+    let lines = keyed_lines(&out.stdout, "debuggee");
+    assert_eq!(lines.len(), N, "{what}: {out:#?}");
+    for (rank, pid) in pids.iter().enumerate() {
+        let r = lines
+            .iter()
+            .find(|l| l.get("rank").map(String::as_str) == Some(&rank.to_string()))
+            .unwrap_or_else(|| panic!("{what}: rank {rank} did not say it was released: {out:#?}"));
+        assert_eq!(r["pid"], pid.to_string(), "{what}: rank {rank}: {out:#?}");
+    }
+}
+
+/// `debugger` releases a job of `app` held in init.
+fn released_by(debugger: Debugger, app: App) {
+    let end = Instant::now() + DEADLINE;
+    let what = format!("{debugger:?} debugger releasing {app:?} processes");
+    let mut held = Held::start(app);
+    let mut dbg = Dbg::start(debugger, held.pid);
+    let pids = held_table(&mut dbg, &held, end);
+    std::fs::write(&held.mark, "").expect("writing the mark");
+    dbg.send("release");
+    dbg.line("debugger released", end);
+    let job_end = dbg.line("debugger job-end", end);
+    assert_eq!(
+        job_end,
+        format!("debugger job-end job=pmixrun-{}", held.pid)
+    );
+    dbg.line("debugger finalized", end);
+    assert!(dbg.wait(end).success(), "{what}: {:#?}", dbg.seen);
+    let out = held.finish(end);
+    assert!(out.status.success(), "{what}: {out:#?}");
+    check_released(&out, &pids, &what);
+}
+
+#[test]
+fn a_rust_debugger_releases_pmix_rs_processes_held_in_init_and_pmixps_lists_them() {
+    let end = Instant::now() + DEADLINE;
+    let mut held = Held::start(App::Rust);
+    let mut dbg = Dbg::start(Debugger::Rust, held.pid);
+    let pids = held_table(&mut dbg, &held, end);
+    // pmixps lists the held job with the same pids.
+    let mut ps = Command::new(rust_bin("pmixps"));
+    ps.args(["--pid", &held.pid.to_string()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Running::start(ps, "pmixps").finish(end, "pmixps");
+    assert!(out.status.success(), "pmixps: {out:#?}");
+    let mut lines = out.stdout.lines();
+    let head: Vec<&str> = lines
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        head,
+        ["PMIXRUN", "JOB", "RANK", "PID", "STATE", "HOST", "PROGRAM"]
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows.len(), N, "pmixps: {out:#?}");
+    let job = format!("pmixrun-{}", held.pid);
+    let program = rust_bin("pmix-debuggee").display().to_string();
+    for (rank, pid) in pids.iter().enumerate() {
+        let want = [
+            held.pid.to_string(),
+            job.clone(),
+            rank.to_string(),
+            pid.to_string(),
+            "RUNNING".into(),
+        ];
+        let row = rows
+            .iter()
+            .find(|r| r.get(2) == Some(&rank.to_string().as_str()))
+            .unwrap_or_else(|| panic!("pmixps: no rank {rank}: {out:#?}"));
+        assert_eq!(row[..5], want, "pmixps: {out:#?}");
+        assert_eq!(row[6], program, "pmixps: {out:#?}");
+    }
+    // pmixps, a tool that only looked, held nothing back and aborted nothing: release.
+    std::fs::write(&held.mark, "").expect("writing the mark");
+    dbg.send("release");
+    dbg.line("debugger finalized", end);
+    assert!(dbg.wait(end).success(), "{:#?}", dbg.seen);
+    let out = held.finish(end);
+    assert!(out.status.success(), "{out:#?}");
+    check_released(&out, &pids, "Rust debugger, pmix-rs processes");
+}
+
+#[test]
+fn a_libpmix_debugger_releases_libpmix_processes_held_in_init() {
+    released_by(Debugger::C, App::C);
+}
+
+#[test]
+fn a_libpmix_5_debugger_releases_libpmix_5_processes_held_in_init() {
+    released_by(Debugger::CWheel, App::CWheel);
+}
+
+#[test]
+fn a_python3_pmix_debugger_releases_pmix_rs_processes_held_in_init() {
+    released_by(Debugger::Python, App::Rust);
+}
+
+#[test]
+fn a_rust_debugger_releases_libpmix_processes_held_in_init() {
+    released_by(Debugger::Rust, App::C);
+}
+
+#[test]
+fn a_libpmix_debugger_releases_an_open_mpi_5_job_held_in_mpi_init() {
+    released_by(Debugger::C, App::Ompi5);
+}
+
+/// The debugger is killed while the job waits: the run fails, saying why, in time.
+fn debugger_killed(debugger: Debugger, app: App) {
+    let end = Instant::now() + DEADLINE;
+    let what = format!("{debugger:?} debugger of {app:?} processes killed");
+    let mut held = Held::start(app);
+    let mut dbg = Dbg::start(debugger, held.pid);
+    let pids = held_table(&mut dbg, &held, end);
+    dbg.kill();
+    let out = held.finish(end);
+    assert!(!out.status.success(), "{what}: {out:#?}");
+    assert!(
+        out.stderr.contains(&format!(
+            "went away without releasing {N} process(es) held in init"
+        )),
+        "{what}: {out:#?}"
+    );
+    assert!(
+        keyed_lines(&out.stdout, "debuggee").is_empty(),
+        "{what}: a process went on: {out:#?}"
+    );
+    for pid in pids {
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None);
+        assert!(gone.is_err(), "{what}: pid {pid} is still there");
+    }
+}
+
+#[test]
+fn killing_a_rust_debugger_fails_the_held_run() {
+    debugger_killed(Debugger::Rust, App::Rust);
+}
+
+#[test]
+fn killing_a_libpmix_debugger_fails_the_held_run_of_libpmix_processes() {
+    debugger_killed(Debugger::C, App::C);
+}
+
+/// The debugger kills the held job (`PMIx_Job_control`): it ends, nobody released.
+fn debugger_kills(debugger: Debugger) {
+    let end = Instant::now() + DEADLINE;
+    let what = format!("{debugger:?} debugger killing the job");
+    let mut held = Held::start(App::Rust);
+    let mut dbg = Dbg::start(debugger, held.pid);
+    let pids = held_table(&mut dbg, &held, end);
+    dbg.send("kill");
+    dbg.line("debugger killed", end);
+    dbg.line("debugger job-end", end);
+    dbg.line("debugger finalized", end);
+    assert!(dbg.wait(end).success(), "{what}: {:#?}", dbg.seen);
+    let out = held.finish(end);
+    // Processes killed on request are no failure of the run.
+    assert!(out.status.success(), "{what}: {out:#?}");
+    assert!(
+        out.stderr
+            .contains(&format!("SIGKILL to be sent to {N} process(es)")),
+        "{what}: {out:#?}"
+    );
+    assert!(
+        keyed_lines(&out.stdout, "debuggee").is_empty(),
+        "{what}: {out:#?}"
+    );
+    for pid in pids {
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None);
+        assert!(gone.is_err(), "{what}: pid {pid} is still there");
+    }
+}
+
+#[test]
+fn a_rust_debugger_kills_the_held_job() {
+    debugger_kills(Debugger::Rust);
+}
+
+#[test]
+fn a_libpmix_debugger_kills_the_held_job() {
+    debugger_kills(Debugger::C);
+}
+
+#[test]
+fn a_python3_pmix_debugger_kills_the_held_job() {
+    debugger_kills(Debugger::Python);
+}
