@@ -211,6 +211,10 @@ struct Dbg {
 
 impl Dbg {
     fn start(kind: Debugger, pmixrun: u32) -> Dbg {
+        Dbg::start_with(kind, pmixrun, &[])
+    }
+
+    fn start_with(kind: Debugger, pmixrun: u32, extra: &[&str]) -> Dbg {
         let pid = pmixrun.to_string();
         let mut cmd = match kind {
             Debugger::Rust => Command::new(rust_bin("pmix-debugger")),
@@ -224,6 +228,7 @@ impl Dbg {
             }
         };
         cmd.arg(&pid)
+            .args(extra)
             .env_remove("PMIXRS_SERVER_URI")
             .env_remove("PMIX_SERVER_URI41")
             .env_remove("PMIX_SERVER_URI4")
@@ -556,4 +561,50 @@ fn a_libpmix_debugger_kills_the_held_job() {
 #[test]
 fn a_python3_pmix_debugger_kills_the_held_job() {
     debugger_kills(Debugger::Python);
+}
+
+#[test]
+fn a_rust_debugger_spawns_a_job_held_in_init_and_releases_it() {
+    let end = Instant::now() + DEADLINE;
+    // pmixrun's own job, held running by FIFOs while the tool spawns beside it.
+    let first = pmix_tests::HeldJob::start(pmixrun_bin(), &[], 1, end);
+    let dir = std::env::temp_dir().join(format!(
+        "pmixrs-debugger.{}.{}",
+        std::process::id(),
+        unique()
+    ));
+    std::fs::create_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let mark = dir.join("released");
+    let debuggee = rust_bin("pmix-debuggee").display().to_string();
+    let mark_arg = mark.display().to_string();
+    let mut dbg = Dbg::start_with(
+        Debugger::Rust,
+        first.pid,
+        &["spawn", "2", &debuggee, &mark_arg],
+    );
+    let spawned = dbg.line("debugger spawned", end);
+    let job = format!("pmixrun-{}.1", first.pid);
+    assert_eq!(spawned, format!("debugger spawned job={job}"));
+    let ready = dbg.line("debugger ready", end);
+    assert_eq!(ready, format!("debugger ready job={job}"));
+    dbg.line("debugger waiting", end);
+    let procs = dbg
+        .seen
+        .iter()
+        .filter(|l| l.starts_with("debugger proc"))
+        .count();
+    assert_eq!(procs, 2, "{:#?}", dbg.seen);
+    std::fs::write(&mark, "").expect("writing the mark");
+    dbg.send("release");
+    assert_eq!(
+        dbg.line("debugger job-end", end),
+        format!("debugger job-end job={job}")
+    );
+    dbg.line("debugger finalized", end);
+    assert!(dbg.wait(end).success(), "{:#?}", dbg.seen);
+    let out = first.release(end);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "{out:#?}");
+    let released = keyed_lines(&out.stdout, "debuggee");
+    assert_eq!(released.len(), 2, "the spawned processes: {out:#?}");
 }

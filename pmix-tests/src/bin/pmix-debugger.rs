@@ -1,8 +1,11 @@
 //! A debugger on the Rust `Tool` (`tests/debugger.rs`; `openpmix/pmix_debugger.c` is its
 //! libpmix twin, with the same lines):
 //!
-//! `pmix-debugger PID` attaches to the pmixrun of that pid, registers for `READY_FOR_DEBUG`
-//! and `EVENT_JOB_END`, waits for a job held in init to be ready and prints
+//! `pmix-debugger PID [spawn N PROGRAM ARGS...]` attaches to the pmixrun of that pid,
+//! registers for `READY_FOR_DEBUG` and `EVENT_JOB_END`, with `spawn` starts a job of `N`
+//! processes of `PROGRAM ARGS` held in init (`PMIx_Spawn` with `DEBUG_STOP_IN_INIT`) and
+//! prints `debugger spawned job=<nspace>`, waits for a job held in init (that one, if
+//! spawned) to be ready and prints
 //! `debugger ready job=<nspace>`, one `debugger proc rank=<r> pid=<pid>` line per process
 //! (its process table), then `debugger waiting`, and reads one command from stdin:
 //!
@@ -30,14 +33,43 @@ fn nspace_of(info: &[Info]) -> Option<String> {
         .map(str::to_owned)
 }
 
-fn run(pid: u32) -> Result<ExitCode, String> {
+/// Spawns `n` processes of `argv` held in init; their namespace.
+fn spawn(tool: &mut Tool, n: &str, argv: &[String]) -> Result<String, String> {
+    let n: u32 = n.parse().map_err(|_| format!("bad count {n:?}"))?;
+    let cmd = argv.first().ok_or("spawn: no program")?;
+    let app = pmix_client::App {
+        cmd: cmd.clone(),
+        argv: argv.to_vec(),
+        env: Vec::new(),
+        cwd: String::new(),
+        maxprocs: n,
+        info: Vec::new(),
+    };
+    let ns = tool
+        .spawn(vec![Info::attr(attr::DEBUG_STOP_IN_INIT, true)], vec![app])
+        .map_err(|e| format!("spawn: {e}"))?;
+    println!("debugger spawned job={ns}");
+    Ok(ns.to_string())
+}
+
+fn run(pid: u32, spawning: &[String]) -> Result<ExitCode, String> {
     let mut tool = Tool::init(Attach::Pid(pid)).map_err(|e| format!("Tool::init: {e}"))?;
     tool.register_events(&[Status::READY_FOR_DEBUG, Status::EVENT_JOB_END])
         .map_err(|e| format!("register_events: {e}"))?;
-    let ready = tool
-        .wait_event(Status::READY_FOR_DEBUG, WAIT)
-        .map_err(|e| format!("waiting for READY_FOR_DEBUG: {e}"))?;
-    let job = nspace_of(&ready.info).ok_or("READY_FOR_DEBUG without NSPACE")?;
+    let spawned = match spawning {
+        [] => None,
+        [w, n, argv @ ..] if w == "spawn" => Some(spawn(&mut tool, n, argv)?),
+        other => return Err(format!("unknown arguments {other:?}")),
+    };
+    let job = loop {
+        let ready = tool
+            .wait_event(Status::READY_FOR_DEBUG, WAIT)
+            .map_err(|e| format!("waiting for READY_FOR_DEBUG: {e}"))?;
+        let job = nspace_of(&ready.info).ok_or("READY_FOR_DEBUG without NSPACE")?;
+        if spawned.as_ref().is_none_or(|s| *s == job) {
+            break job;
+        }
+    };
     println!("debugger ready job={job}");
     let table = tool
         .query_keys(
@@ -96,12 +128,13 @@ fn run(pid: u32) -> Result<ExitCode, String> {
 }
 
 fn main() -> ExitCode {
-    let pid = std::env::args().nth(1).and_then(|p| p.parse().ok());
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let pid = args.first().and_then(|p| p.parse().ok());
     let Some(pid) = pid else {
-        eprintln!("FAIL rank=-1: usage: pmix-debugger PID");
+        eprintln!("FAIL rank=-1: usage: pmix-debugger PID [spawn N PROGRAM ARGS...]");
         return ExitCode::from(2);
     };
-    match run(pid) {
+    match run(pid, &args[1..]) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("FAIL rank=-1: {e}");
