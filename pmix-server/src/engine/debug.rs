@@ -48,11 +48,7 @@ impl Engine {
         if released {
             tracing::debug!(conn, %rank, "released before it said it waits: released now");
             let event = self.release_event(ns, rank);
-            self.out.push_back(Output::Event {
-                conn,
-                event: Arc::new(event),
-            });
-            return;
+            return self.send_event(vec![conn], &event);
         }
         self.debug.held.entry(ns).or_default().insert(rank);
         let local = self.nspaces.get(&ns).map_or(0, |n| n.local.len());
@@ -60,14 +56,8 @@ impl Engine {
         if waiting >= local && self.debug.ready.insert(ns) {
             if let Some(event) = self.ready_event(ns) {
                 tracing::info!(nspace = %event.source, "every process of a job waits for a debugger");
-                let event = Arc::new(event);
-                let tools: Vec<ConnId> = self.tools_wanting(Status::READY_FOR_DEBUG);
-                for t in tools {
-                    self.out.push_back(Output::Event {
-                        conn: t,
-                        event: event.clone(),
-                    });
-                }
+                let tools = self.tools_wanting(Status::READY_FOR_DEBUG);
+                self.send_event(tools, &event);
             }
         }
     }
@@ -152,10 +142,7 @@ impl Engine {
         let ready: Vec<NsId> = self.debug.ready.iter().copied().collect();
         for ns in ready {
             if let Some(event) = self.ready_event(ns) {
-                self.out.push_back(Output::Event {
-                    conn,
-                    event: Arc::new(event),
-                });
+                self.send_event(vec![conn], &event);
             }
         }
     }

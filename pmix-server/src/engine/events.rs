@@ -31,6 +31,11 @@ impl Engine {
             .filter(|(_, c)| to(self, c))
             .map(|(k, _)| *k)
             .collect();
+        self.send_event(targets, event);
+    }
+
+    /// Sends `event` to each of `targets` (one copy shared).
+    pub(super) fn send_event(&mut self, targets: Vec<ConnId>, event: &Event) {
         if targets.is_empty() {
             return;
         }

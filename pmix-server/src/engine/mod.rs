@@ -927,19 +927,7 @@ impl Engine {
                 }
                 self.collective(Kind::Disconnect, conn, id, &me, procs, &info, now);
             }
-            Request::Spawn { job_info, apps } => {
-                if apps.is_empty() || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty()) {
-                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
-                }
-                self.host_call(
-                    PendingHost::Spawn { conn, id },
-                    HostCall::Spawn {
-                        proc: me,
-                        job_info,
-                        apps,
-                    },
-                );
-            }
+            Request::Spawn { job_info, apps } => self.spawn(conn, id, me, job_info, apps),
             Request::RegisterEvents { codes, .. } => {
                 if let Some(c) = self.conns.get_mut(&conn) {
                     c.events.add(&codes);
@@ -1021,6 +1009,21 @@ impl Engine {
             } => self.job_control(conn, id, me, targets, directives),
             _ => self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED),
         }
+    }
+
+    /// `PMIx_Spawn` from `me` (a client or a tool): the host's to carry out.
+    fn spawn(&mut self, conn: ConnId, id: u32, me: Proc, job_info: Vec<Info>, apps: Vec<App>) {
+        if apps.is_empty() || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty()) {
+            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+        }
+        self.host_call(
+            PendingHost::Spawn { conn, id },
+            HostCall::Spawn {
+                proc: me,
+                job_info,
+                apps,
+            },
+        );
     }
 
     fn commit(&mut self, conn: ConnId, id: u32, ns: NsId, rank: Rank, kvs: Vec<Kv>) {

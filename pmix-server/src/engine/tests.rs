@@ -226,6 +226,18 @@ impl Sim {
             .unwrap_or_else(|| panic!("no reply to request {id} of conn {conn}"))
     }
 
+    /// `conn` registers for the events of `codes` (every code when empty); asserts success.
+    fn register_events(&mut self, conn: ConnId, codes: &[Status]) {
+        let id = self.send(
+            conn,
+            Request::RegisterEvents {
+                codes: codes.to_vec(),
+                info: vec![],
+            },
+        );
+        assert_eq!(self.reply(conn, id).status, Status::SUCCESS);
+    }
+
     /// The host answers callback `op`; the engine's outputs are taken.
     fn answer(&mut self, op: OpId, outcome: HostOutcome) {
         self.eng.handle_host_done(op, outcome, self.now);

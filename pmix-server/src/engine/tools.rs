@@ -231,19 +231,7 @@ impl Engine {
                 targets,
                 directives,
             } => self.tool_job_control(conn, id, me, targets, directives),
-            Request::Spawn { job_info, apps } => {
-                if apps.is_empty() || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty()) {
-                    return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
-                }
-                self.host_call(
-                    PendingHost::Spawn { conn, id },
-                    HostCall::Spawn {
-                        proc: me,
-                        job_info,
-                        apps,
-                    },
-                );
-            }
+            Request::Spawn { job_info, apps } => self.spawn(conn, id, me, job_info, apps),
             Request::Finalize { .. } => {
                 tracing::debug!(conn, tool = %me, "a tool finalized");
                 self.tool_closed(conn);
@@ -335,16 +323,7 @@ impl Engine {
             .filter(|(_, t)| reaches(&t.proc))
             .map(|(c, _)| *c)
             .collect();
-        if targets.is_empty() {
-            return;
-        }
-        let event = Arc::new(event.clone());
-        for conn in targets {
-            self.out.push_back(Output::Event {
-                conn,
-                event: event.clone(),
-            });
-        }
+        self.send_event(targets, event);
     }
 
     /// Job `nspace` ended (its namespace was deregistered): `EVENT_JOB_END` for the tools

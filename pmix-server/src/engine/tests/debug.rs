@@ -23,17 +23,6 @@ fn tool(s: &mut Sim, conn: ConnId) -> Proc {
         .unwrap_or_else(|| panic!("tool {conn} not accepted: {:?}", s.refused))
 }
 
-fn register(s: &mut Sim, conn: ConnId, codes: &[Status]) {
-    let id = s.send(
-        conn,
-        Request::RegisterEvents {
-            codes: codes.to_vec(),
-            info: vec![],
-        },
-    );
-    assert_eq!(s.reply(conn, id).status, Status::SUCCESS);
-}
-
 fn notify(s: &mut Sim, conn: ConnId, code: Status, range: DataRange, info: Vec<Info>) -> Status {
     let event = pmix_wire::Event {
         code,
@@ -60,7 +49,7 @@ fn held_job(n: u32) -> Sim {
     s.job("a", n);
     for r in 0..n {
         s.connect(r as ConnId, "a", r);
-        register(&mut s, r as ConnId, &[Status::DEBUGGER_RELEASE]);
+        s.register_events(r as ConnId, &[Status::DEBUGGER_RELEASE]);
     }
     tool(&mut s, 10);
     s
@@ -82,7 +71,7 @@ fn events_of(s: &Sim, conn: ConnId, code: Status) -> Vec<pmix_wire::Event> {
 #[test]
 fn a_job_waiting_in_init_is_announced_to_its_debugger_once_every_process_waits() {
     let mut s = held_job(2);
-    register(&mut s, 10, &[Status::READY_FOR_DEBUG]);
+    s.register_events(10, &[Status::READY_FOR_DEBUG]);
     ready(&mut s, 0);
     assert!(events_of(&s, 10, Status::READY_FOR_DEBUG).is_empty());
     ready(&mut s, 1);
@@ -96,7 +85,7 @@ fn a_job_waiting_in_init_is_announced_to_its_debugger_once_every_process_waits()
     assert!(events_of(&s, 0, Status::READY_FOR_DEBUG).is_empty());
     // A second tool registering now hears of it at once.
     tool(&mut s, 11);
-    register(&mut s, 11, &[Status::READY_FOR_DEBUG]);
+    s.register_events(11, &[Status::READY_FOR_DEBUG]);
     assert_eq!(events_of(&s, 11, Status::READY_FOR_DEBUG).len(), 1);
     // The release reaches both ranks, not the tool that sent it.
     let all = [Proc::new(ns("a"), Rank::WILDCARD)];
@@ -144,10 +133,10 @@ fn a_release_that_overtakes_a_process_releases_it_when_it_says_it_waits() {
 #[test]
 fn the_last_debuggers_end_aborts_the_processes_it_left_waiting() {
     let mut s = held_job(3);
-    register(&mut s, 10, &[Status::READY_FOR_DEBUG]);
+    s.register_events(10, &[Status::READY_FOR_DEBUG]);
     // A second debugger, and a tool that only looks (pmixps).
     tool(&mut s, 11);
-    register(&mut s, 11, &[Status::READY_FOR_DEBUG]);
+    s.register_events(11, &[Status::READY_FOR_DEBUG]);
     tool(&mut s, 12);
     ready(&mut s, 0);
     ready(&mut s, 2);
@@ -184,7 +173,7 @@ fn the_last_debuggers_end_aborts_the_processes_it_left_waiting() {
 #[test]
 fn a_process_that_ends_while_held_waits_no_more() {
     let mut s = held_job(2);
-    register(&mut s, 10, &[Status::READY_FOR_DEBUG]);
+    s.register_events(10, &[Status::READY_FOR_DEBUG]);
     ready(&mut s, 0);
     s.eng.handle_closed(0, s.now);
     s.auto_host = false;
@@ -238,12 +227,12 @@ fn tools_control_jobs_through_the_host_naming_their_targets() {
 #[test]
 fn tools_hear_of_job_ends_and_of_events_whose_range_covers_them() {
     let mut s = held_job(1);
-    register(&mut s, 10, &[]);
+    s.register_events(10, &[]);
     tool(&mut s, 11);
-    register(&mut s, 11, &[Status::EVENT_JOB_END]);
+    s.register_events(11, &[Status::EVENT_JOB_END]);
     // A tool's NAMESPACE event reaches nobody (a tool has no job); a client's CUSTOM one
     // naming the tool reaches it.
-    register(&mut s, 0, &[]);
+    s.register_events(0, &[]);
     notify(&mut s, 11, Status(-1000), DataRange::NAMESPACE, vec![]);
     assert!(events_of(&s, 0, Status(-1000)).is_empty());
     let me = s.tools[0].1.clone();

@@ -34,17 +34,6 @@ fn group_event(code: Status, grp: Option<&str>, to: Value) -> Request {
     }
 }
 
-fn register(s: &mut Sim, conn: ConnId, codes: &[Status]) {
-    let id = s.send(
-        conn,
-        Request::RegisterEvents {
-            codes: codes.to_vec(),
-            info: vec![],
-        },
-    );
-    assert_eq!(s.reply(conn, id).status, Status::SUCCESS);
-}
-
 fn send_ok(s: &mut Sim, conn: ConnId, req: Request) {
     let id = s.send(conn, req);
     assert_eq!(s.reply(conn, id).status, Status::SUCCESS);
@@ -82,7 +71,7 @@ fn an_invitee_that_ends_before_answering_is_told_to_the_leader_alone() {
     s.job("a", 4);
     for r in 0..4 {
         s.connect(r as ConnId, "a", r);
-        register(&mut s, r as ConnId, &[Status::PROC_TERMINATED]);
+        s.register_events(r as ConnId, &[Status::PROC_TERMINATED]);
     }
     let invitees = procs("a", &[1, 2, 3]);
     send_ok(
@@ -128,7 +117,7 @@ fn a_process_that_accepted_hears_of_the_leaders_end_until_the_group_is_complete(
     s.job("a", 3);
     for r in 0..3 {
         s.connect(r as ConnId, "a", r);
-        register(&mut s, r as ConnId, &[Status::PROC_TERMINATED]);
+        s.register_events(r as ConnId, &[Status::PROC_TERMINATED]);
     }
     let leader = Value::Proc(Proc::new(ns("a"), 0));
     send_ok(
@@ -168,7 +157,7 @@ fn a_group_completed_by_invitation_can_be_left_and_the_others_hear_of_it() {
     s.job("a", 4);
     for r in 0..4 {
         s.connect(r as ConnId, "a", r);
-        register(&mut s, r as ConnId, &[Status::GROUP_LEFT]);
+        s.register_events(r as ConnId, &[Status::GROUP_LEFT]);
     }
     // Unknown before the leader announces it.
     assert_eq!(leave(&mut s, 1, "g"), Status::ERR_NOT_FOUND);
