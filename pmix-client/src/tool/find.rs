@@ -139,6 +139,34 @@ pub(crate) fn walk(
     }
 }
 
+/// The files of two servers on host `h` under a fresh `<tmp>/<name>.<pid>`: a pmix-rs one of
+/// pid 7 and namespace `srv` (with its socket, in `pmixrs.7.00ab`) and an OpenPMIx one of pid
+/// 70 (in `prte.h.0/dvm`). Returns the top, the pmix-rs server's directory, the file text and
+/// the listening socket (which must live while the test runs).
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn two_servers(
+    name: &str,
+) -> (
+    PathBuf,
+    PathBuf,
+    &'static str,
+    std::os::unix::net::UnixListener,
+) {
+    let top = std::env::temp_dir().join(format!("{name}.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&top);
+    let srv = top.join("pmixrs.7.00ab");
+    let prte = top.join("prte.h.0").join("dvm");
+    std::fs::create_dir_all(&srv).unwrap();
+    std::fs::create_dir_all(&prte).unwrap();
+    let text = "srv.0;tcp4://127.0.0.1:5\n4.2.2\n7\n0:0\nnow\n";
+    std::fs::write(srv.join("pmix.h.tool.7"), text).unwrap();
+    std::fs::write(srv.join("pmix.h.tool.srv"), text).unwrap();
+    let l = std::os::unix::net::UnixListener::bind(srv.join("server.sock")).unwrap();
+    std::fs::write(prte.join("pmix.h.tool.70"), "prte@0.0;tcp4://127.0.0.1:6\n").unwrap();
+    (top, srv, text, l)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -147,17 +175,7 @@ mod tests {
 
     #[test]
     fn files_are_found_by_pid_nspace_and_system_and_say_which_protocol() {
-        let top = std::env::temp_dir().join(format!("pmixrs-find.{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&top);
-        let srv = top.join("pmixrs.7.00ab");
-        let prte = top.join("prte.h.0").join("dvm");
-        std::fs::create_dir_all(&srv).unwrap();
-        std::fs::create_dir_all(&prte).unwrap();
-        let text = "srv.0;tcp4://127.0.0.1:5\n4.2.2\n7\n0:0\nnow\n";
-        std::fs::write(srv.join("pmix.h.tool.7"), text).unwrap();
-        std::fs::write(srv.join("pmix.h.tool.srv"), text).unwrap();
-        let _l = std::os::unix::net::UnixListener::bind(srv.join("server.sock")).unwrap();
-        std::fs::write(prte.join("pmix.h.tool.70"), "prte@0.0;tcp4://127.0.0.1:6\n").unwrap();
+        let (top, srv, text, _l) = two_servers("pmixrs-find");
         std::fs::write(
             top.join("pmix.sys.h"),
             "sys.0;tcp4://127.0.0.1:7\nv5.0.11\n",

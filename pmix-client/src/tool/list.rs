@@ -84,20 +84,10 @@ mod tests {
 
     #[test]
     fn pid_files_of_this_host_are_listed_with_their_sockets() {
-        let top = std::env::temp_dir().join(format!("pmixrs-list.{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&top);
-        let srv = top.join("pmixrs.7.00ab");
-        let prte = top.join("prte.h.0").join("dvm");
-        std::fs::create_dir_all(&srv).unwrap();
-        std::fs::create_dir_all(&prte).unwrap();
-        let text = "srv.0;tcp4://127.0.0.1:5\n4.2.2\n7\n0:0\nnow\n";
-        std::fs::write(srv.join("pmix.h.tool.7"), text).unwrap();
-        // The namespace file, another host's and a stray name are not pid files.
-        std::fs::write(srv.join("pmix.h.tool.srv"), text).unwrap();
+        let (top, srv, text, _l) = crate::tool::find::two_servers("pmixrs-list");
+        // The namespace file (there), another host's and a stray name are not pid files.
         std::fs::write(srv.join("pmix.other.tool.8"), text).unwrap();
         std::fs::write(srv.join("pmix.h.tool.9x"), text).unwrap();
-        let _l = std::os::unix::net::UnixListener::bind(srv.join("server.sock")).unwrap();
-        std::fs::write(prte.join("pmix.h.tool.70"), "prte@0.0;tcp4://127.0.0.1:6\n").unwrap();
         let tool = Tool::init_with(ToolOptions {
             tmpdir: Some(top.clone()),
             hostname: Some("h".into()),
