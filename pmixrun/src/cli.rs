@@ -189,7 +189,8 @@ struct Global {
     pmi: Protocol,
     /// Hold every process in its PMIx init until a debugger (a tool attached to pmixrun)
     /// releases it with PMIX_DEBUGGER_RELEASE; if the last tool waiting for the job
-    /// (registered for PMIX_READY_FOR_DEBUG) goes away first, the run fails. One node only.
+    /// (registered for PMIX_READY_FOR_DEBUG) goes away first, the run fails. One node and
+    /// PMIx processes only.
     #[arg(long)]
     stop_in_init: bool,
     #[command(flatten)]

@@ -287,6 +287,11 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         p => p,
     };
 
+    if opts.stop_in_init && pmi.is_pmi() {
+        return Err(
+            "--stop-in-init: PMI-1 and PMI-2 processes have no PMIx init to hold them in".into(),
+        );
+    }
     if opts.stop_in_init && nodes.is_some() {
         return Err(
             "--stop-in-init: a multi-node run serves no tools yet, so nothing could release \

@@ -514,10 +514,14 @@ impl<J: Jobs> Supervisor<J> {
                 // A failure that happened before is decided first.
                 self.settle();
                 self.announce_abort(&proc, status);
-                let who = self.who(&proc);
-                let reason = if message.is_empty() {
-                    format!("{who} called abort with status {}", status.0)
+                let reason = if !self.index.contains_key(&proc.nspace) {
+                    // Not a process of the run: a tool (the server aborts the processes a
+                    // debugger left held in init, in its name).
+                    format!("tool {proc}: {message}")
+                } else if message.is_empty() {
+                    format!("{} called abort with status {}", self.who(&proc), status.0)
                 } else {
+                    let who = self.who(&proc);
                     format!("{who} called abort with status {}: {message}", status.0)
                 };
                 self.fail(exit_code_of_abort(status.0), reason);
@@ -976,6 +980,23 @@ mod tests {
             "the first job's process and the other child"
         );
         assert_eq!(log.jobs_ended, ["job", "job.1"]);
+    }
+
+    #[test]
+    fn an_abort_in_a_tools_name_fails_the_run_naming_the_tool() {
+        let fake = Fake::default();
+        let abort = Event::Abort {
+            proc: p("srv-tool-1", 0),
+            status: Status::ERR_LOST_CONNECTION,
+            message: "the debugger went away".into(),
+            done: Completion::from_fn(|_| {}),
+        };
+        let events = vec![abort, exited("job", 0, 143), exited("job", 1, 143)];
+        assert_eq!(run_with(&fake, 2, events), 1);
+        assert_eq!(
+            fake.0.borrow().said,
+            ["tool srv-tool-1:0: the debugger went away; killing the job"]
+        );
     }
 
     #[test]
