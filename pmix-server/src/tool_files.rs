@@ -88,38 +88,55 @@ fn contents(c: &Contact<'_>) -> String {
     .to_text(&stamp.to_string())
 }
 
-/// Writes a new file (never through a symbolic link or over someone's file: `create_new`),
-/// mode 0640 as the reference's. A file of the same name left by a server that is gone is
-/// replaced, if it is this user's.
+/// Writes a new file (never through a symbolic link or over someone's file), mode 0640 as
+/// the reference's. A file of the same name left by a server that is gone is replaced, if it
+/// is this user's. The file appears whole: its text goes into a temporary file next to it,
+/// which is then hard-linked under the name (failing, as `create_new` would, if the name is
+/// taken), so that a tool looking for it meanwhile finds nothing rather than a file not yet
+/// written.
 fn write_one(path: &Path, text: &str) -> Result<(), Error> {
-    let open = || {
+    let err = |what: &'static str| Error::io(format!("{what} {}", path.display()));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.new", std::process::id()));
+    let create = || {
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o640)
-            .open(path)
+            .open(&tmp)
     };
-    let mut file = match open() {
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && stale_of_ours(path) => {
-            std::fs::remove_file(path)
-                .map_err(Error::io(format!("replacing {}", path.display())))?;
-            open()
+    let mut file = match create() {
+        // Left by a server of this pid (an earlier process of it) killed while writing it.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && plain_file_of_ours(&tmp) => {
+            std::fs::remove_file(&tmp).map_err(err("replacing"))?;
+            create()
         }
         other => other,
     }
-    .map_err(Error::io(format!("writing {}", path.display())))?;
-    file.write_all(text.as_bytes())
-        .map_err(Error::io(format!("writing {}", path.display())))
+    .map_err(err("writing"))?;
+    let written = file.write_all(text.as_bytes()).map_err(err("writing"));
+    drop(file);
+    let linked = written.and_then(|()| {
+        match std::fs::hard_link(&tmp, path) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && stale_of_ours(path) => {
+                std::fs::remove_file(path).map_err(err("replacing"))?;
+                std::fs::hard_link(&tmp, path)
+            }
+            other => other,
+        }
+        .map_err(err("writing"))
+    });
+    let _ = std::fs::remove_file(&tmp);
+    linked
 }
 
 /// True if `path` is a plain file of this user's naming a process that is gone (its third
 /// line).
 fn stale_of_ours(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::symlink_metadata(path) else {
-        return false;
-    };
-    if !meta.is_file() || meta.uid() != nix::unistd::geteuid().as_raw() {
+    if !plain_file_of_ours(path) {
         return false;
     }
     let pid = std::fs::read_to_string(path)
@@ -133,6 +150,13 @@ fn stale_of_ours(path: &Path) -> bool {
                 Err(nix::errno::Errno::ESRCH)
             )
     })
+}
+
+/// True if `path` is a plain file (not a link) of this user's.
+fn plain_file_of_ours(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path)
+        .is_ok_and(|m| m.is_file() && m.uid() == nix::unistd::geteuid().as_raw())
 }
 
 #[cfg(test)]
@@ -206,6 +230,14 @@ mod tests {
         let paths = write(&c, &dir, None).unwrap();
         assert!(std::fs::read_to_string(&old).unwrap().starts_with("srv.0;"));
         remove(&paths);
+        // Written whole under a temporary name first, which is gone afterwards.
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .filter(|n| n != "sys")
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -608,3 +608,36 @@ fn a_rust_debugger_spawns_a_job_held_in_init_and_releases_it() {
     let released = keyed_lines(&out.stdout, "debuggee");
     assert_eq!(released.len(), 2, "the spawned processes: {out:#?}");
 }
+
+#[test]
+fn a_rust_debugger_spawns_its_daemons_beside_a_held_job_then_releases_it() {
+    let end = Instant::now() + DEADLINE;
+    let mut held = Held::start(App::Rust);
+    let mut dbg = Dbg::start(Debugger::Rust, held.pid);
+    let pids = held_table(&mut dbg, &held, end);
+    let daemon = rust_bin("pmix-debuggee").display().to_string();
+    dbg.send(&format!("daemons 2 {daemon} --daemon"));
+    assert_eq!(
+        dbg.line("debugger daemons", end),
+        format!("debugger daemons job=pmixrun-{}.1", held.pid)
+    );
+    std::fs::write(&held.mark, "").expect("writing the mark");
+    dbg.send("release");
+    dbg.line("debugger finalized", end);
+    assert!(dbg.wait(end).success(), "{:#?}", dbg.seen);
+    let out = held.finish(end);
+    assert!(out.status.success(), "{out:#?}");
+    check_released(&out, &pids, "Rust debugger with daemons");
+    // Two daemons (DEBUG_DAEMONS_PER_NODE 2, whatever the app asked), each told the target.
+    let mut daemons: Vec<String> = keyed_lines(&out.stdout, "daemon")
+        .iter()
+        .map(|d| format!("{} {}", d["rank"], d["target"]))
+        .collect();
+    daemons.sort();
+    let target = format!("pmixrun-{}.{}", held.pid, u32::MAX - 1);
+    assert_eq!(
+        daemons,
+        [format!("0 {target}"), format!("1 {target}")],
+        "{out:#?}"
+    );
+}

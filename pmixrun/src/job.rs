@@ -226,34 +226,8 @@ pub(crate) fn spawned_info(parent: &Proc, job_info: &[Info], size: u32) -> Vec<I
             .filter(|i| !i.key.as_str().starts_with("pmix"))
             .cloned(),
     );
-    // A spawn (a debugger's, or a client's) asking for its processes to stop in init: they
-    // read it in their job data. `false` is left out, since libpmix stops on the key alone.
-    info.extend(
-        job_info
-            .iter()
-            .filter(|i| i.key.as_str() == attr::DEBUG_STOP_IN_INIT)
-            .filter(|i| i.value != Value::Bool(false))
-            .cloned(),
-    );
+    info.extend(crate::debug::job_data(job_info));
     info
-}
-
-/// Why a spawn's debugger directives cannot be honoured, if they cannot: pmixrun does not
-/// stop processes at exec (`DEBUG_STOP_ON_EXEC`, which needs ptrace; docs/TOOLS.md), nor
-/// start debugger daemons beside a target (`DEBUG_TARGET` with `DEBUG_DAEMONS_PER_NODE` or
-/// `DEBUG_DAEMONS_PER_PROC`): a spawn asking for them is refused rather than half done.
-pub(crate) fn unsupported_debug(job_info: &[Info]) -> Option<String> {
-    let asks = |k: &str| {
-        job_info
-            .iter()
-            .any(|i| i.key.as_str() == k && i.value != Value::Bool(false))
-    };
-    if asks(attr::DEBUG_STOP_ON_EXEC) {
-        return Some(
-            "PMIX_DEBUG_STOP_ON_EXEC is not supported (use PMIX_DEBUG_STOP_IN_INIT)".into(),
-        );
-    }
-    None
 }
 
 #[cfg(test)]

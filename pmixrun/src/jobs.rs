@@ -319,11 +319,13 @@ impl Jobs for RunJobs<'_> {
             message,
             partial: None,
         };
-        if let Some(m) = job::unsupported_debug(job_info) {
+        if let Some(m) = crate::debug::refused(job_info, false) {
             return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
         }
+        let apps =
+            crate::debug::apps(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let (apps, layout) =
-            job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+            job::spawn_job(&apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         // What can be checked before anything is registered or started, is.
         let user_env: Vec<_> = apps.iter().map(launch::app_env).collect();
         for (app, env) in apps.iter().zip(&user_env) {

@@ -12,6 +12,7 @@ mod bootstrap;
 mod cli;
 mod daemon;
 mod daemon_host;
+mod debug;
 mod detect;
 mod guardian;
 mod host;

@@ -188,6 +188,9 @@ impl Jobs for RootJobs {
             message,
             partial: None,
         };
+        if let Some(m) = crate::debug::refused(job_info, true) {
+            return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
+        }
         let (apps, layout) =
             job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let placement = Placement::spawn(&self.nodes, &self.usage, &layout, self.oversubscribe)

@@ -5,11 +5,15 @@
 //! it just before it has the release sent, so an init that returned early finds none), prints
 //! `debuggee rank=<r> pid=<pid> released`, and finalizes. A failure prints
 //! `FAIL rank=<r>: <what>` on stderr and exits 2.
+//!
+//! `pmix-debuggee --daemon` is a debugger daemon instead (spawned by a tool with
+//! `DEBUG_DAEMONS_PER_NODE`): it reads `DEBUG_TARGET` from its job data, prints
+//! `daemon rank=<r> target=<nspace>.<rank>`, and finalizes.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use pmix_client::Client;
+use pmix_client::{Client, Proc, Rank, Value, attr};
 
 fn main() -> ExitCode {
     let Some(mark) = std::env::args().nth(1) else {
@@ -24,6 +28,20 @@ fn main() -> ExitCode {
         }
     };
     let rank = client.proc().rank.0;
+    if mark == "--daemon" {
+        let job = Proc::new(client.proc().nspace.clone(), Rank::WILDCARD);
+        return match client.get(&job, attr::DEBUG_TARGET, &[]) {
+            Ok(Value::Proc(t)) => {
+                println!("daemon rank={rank} target={}.{}", t.nspace, t.rank.0);
+                let _ = client.finalize();
+                ExitCode::SUCCESS
+            }
+            other => {
+                eprintln!("FAIL rank={rank}: DEBUG_TARGET: {other:?}");
+                ExitCode::from(2)
+            }
+        };
+    }
     if !Path::new(&mark).exists() {
         eprintln!("FAIL rank={rank}: init returned before the debugger's release");
         return ExitCode::from(2);

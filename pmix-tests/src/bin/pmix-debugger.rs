@@ -9,6 +9,9 @@
 //! `debugger ready job=<nspace>`, one `debugger proc rank=<r> pid=<pid>` line per process
 //! (its process table), then `debugger waiting`, and reads one command from stdin:
 //!
+//! - `daemons N PROGRAM ARGS...`: spawns `N` debugger daemons for the job (`PMIx_Spawn` with
+//!   `DEBUG_TARGET` the job and `DEBUG_DAEMONS_PER_NODE` N), prints
+//!   `debugger daemons job=<nspace>`, and reads the next command;
 //! - `release`: sends `DEBUGGER_RELEASE` to the job, prints `debugger released`;
 //! - `kill`: kills the job (`PMIx_Job_control`, `JOB_CTRL_KILL`), prints `debugger killed`;
 //!
@@ -33,9 +36,8 @@ fn nspace_of(info: &[Info]) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Spawns `n` processes of `argv` held in init; their namespace.
-fn spawn(tool: &mut Tool, n: &str, argv: &[String]) -> Result<String, String> {
-    let n: u32 = n.parse().map_err(|_| format!("bad count {n:?}"))?;
+/// Spawns `n` processes of `argv` with `job_info`; their namespace.
+fn spawn(tool: &mut Tool, job_info: Vec<Info>, n: u32, argv: &[String]) -> Result<String, String> {
     let cmd = argv.first().ok_or("spawn: no program")?;
     let app = pmix_client::App {
         cmd: cmd.clone(),
@@ -46,9 +48,8 @@ fn spawn(tool: &mut Tool, n: &str, argv: &[String]) -> Result<String, String> {
         info: Vec::new(),
     };
     let ns = tool
-        .spawn(vec![Info::attr(attr::DEBUG_STOP_IN_INIT, true)], vec![app])
+        .spawn(job_info, vec![app])
         .map_err(|e| format!("spawn: {e}"))?;
-    println!("debugger spawned job={ns}");
     Ok(ns.to_string())
 }
 
@@ -58,7 +59,13 @@ fn run(pid: u32, spawning: &[String]) -> Result<ExitCode, String> {
         .map_err(|e| format!("register_events: {e}"))?;
     let spawned = match spawning {
         [] => None,
-        [w, n, argv @ ..] if w == "spawn" => Some(spawn(&mut tool, n, argv)?),
+        [w, n, argv @ ..] if w == "spawn" => {
+            let n = n.parse().map_err(|_| format!("bad count {n:?}"))?;
+            let stop = vec![Info::attr(attr::DEBUG_STOP_IN_INIT, true)];
+            let ns = spawn(&mut tool, stop, n, argv)?;
+            println!("debugger spawned job={ns}");
+            Some(ns)
+        }
         other => return Err(format!("unknown arguments {other:?}")),
     };
     let job = loop {
@@ -90,28 +97,50 @@ fn run(pid: u32, spawning: &[String]) -> Result<ExitCode, String> {
         }
     }
     println!("debugger waiting");
-    let mut line = String::new();
-    let n = std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| format!("stdin: {e}"))?;
-    if n == 0 {
-        // Gone without a word: no finalize, no release.
-        std::process::exit(3);
-    }
     let ns = Nspace::new(job.clone()).map_err(|e| e.to_string())?;
-    match line.trim() {
-        "release" => {
-            tool.release_job(&ns).map_err(|e| format!("release: {e}"))?;
-            println!("debugger released");
+    let all = Proc::new(ns.clone(), Rank::WILDCARD);
+    loop {
+        let mut line = String::new();
+        let n = std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| format!("stdin: {e}"))?;
+        if n == 0 {
+            // Gone without a word: no finalize, no release.
+            std::process::exit(3);
         }
-        "kill" => {
-            let all = [Proc::new(ns, Rank::WILDCARD)];
-            tool.job_control(&all, vec![Info::attr(attr::JOB_CTRL_KILL, true)])
+        let words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
+        match words.first().map(String::as_str) {
+            Some("release") => {
+                tool.release_job(&ns).map_err(|e| format!("release: {e}"))?;
+                println!("debugger released");
+                break;
+            }
+            Some("kill") => {
+                tool.job_control(
+                    std::slice::from_ref(&all),
+                    vec![Info::attr(attr::JOB_CTRL_KILL, true)],
+                )
                 .map_err(|e| format!("job control: {e}"))?;
-            println!("debugger killed");
+                println!("debugger killed");
+                break;
+            }
+            Some("daemons") => {
+                let [_, n, argv @ ..] = words.as_slice() else {
+                    return Err("daemons N PROGRAM ARGS...".into());
+                };
+                let directives = vec![
+                    Info::attr(attr::DEBUG_TARGET, all.clone()),
+                    Info::attr(
+                        attr::DEBUG_DAEMONS_PER_NODE,
+                        n.parse::<u16>().map_err(|_| format!("bad count {n:?}"))?,
+                    ),
+                ];
+                let daemons = spawn(&mut tool, directives, 1, argv)?;
+                println!("debugger daemons job={daemons}");
+            }
+            _ => return Err(format!("unknown command {line:?}")),
         }
-        other => return Err(format!("unknown command {other:?}")),
     }
     loop {
         let ev = tool

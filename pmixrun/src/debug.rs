@@ -1,0 +1,137 @@
+//! What pmixrun does with a spawn's debugger directives (`docs/TOOLS.md`, "Debuggers"):
+//!
+//! - `DEBUG_STOP_IN_INIT` goes into the new job's data, where its processes' init finds it
+//!   and waits for a debugger's release (`false` is left out: libpmix stops on the key alone);
+//! - `DEBUG_DAEMONS_PER_NODE` with `DEBUG_TARGET` starts that many debugger daemons on the
+//!   target's node: on one node, that is the spawn's one application with its process count
+//!   replaced; the target goes into the daemons' job data (`DEBUG_TARGET`), for them to find
+//!   it;
+//! - `DEBUG_STOP_ON_EXEC`, `DEBUG_DAEMONS_PER_PROC`, and daemons in a multi-node run are
+//!   refused (`ERR_NOT_SUPPORTED`) rather than half done.
+
+use std::borrow::Cow;
+
+use pmix_server::App;
+use pmix_types::{Info, Value, attr};
+
+/// The value of `key` among `job_info`, unless absent or `false`.
+fn asked<'a>(job_info: &'a [Info], key: &str) -> Option<&'a Value> {
+    job_info
+        .iter()
+        .find(|i| i.key.as_str() == key)
+        .map(|i| &i.value)
+        .filter(|v| **v != Value::Bool(false))
+}
+
+/// Why a spawn's debugger directives cannot be honoured here, if they cannot; `multi_node`:
+/// the run spans nodes.
+pub(crate) fn refused(job_info: &[Info], multi_node: bool) -> Option<String> {
+    if asked(job_info, attr::DEBUG_STOP_ON_EXEC).is_some() {
+        return Some(
+            "PMIX_DEBUG_STOP_ON_EXEC is not supported (it needs ptrace; use \
+             PMIX_DEBUG_STOP_IN_INIT)"
+                .into(),
+        );
+    }
+    if asked(job_info, attr::DEBUG_DAEMONS_PER_PROC).is_some() {
+        return Some(
+            "PMIX_DEBUG_DAEMONS_PER_PROC is not supported (PMIX_DEBUG_DAEMONS_PER_NODE is)".into(),
+        );
+    }
+    if asked(job_info, attr::DEBUG_DAEMONS_PER_NODE).is_some() && multi_node {
+        return Some("debugger daemons (PMIX_DEBUG_DAEMONS_PER_NODE) on one node only".into());
+    }
+    None
+}
+
+/// The applications to start for a spawn: as asked, or, for debugger daemons, the one
+/// application with `DEBUG_DAEMONS_PER_NODE` processes. `Err` for a malformed request.
+pub(crate) fn apps<'a>(apps: &'a [App], job_info: &[Info]) -> Result<Cow<'a, [App]>, String> {
+    let Some(n) = asked(job_info, attr::DEBUG_DAEMONS_PER_NODE) else {
+        return Ok(Cow::Borrowed(apps));
+    };
+    let n = n
+        .as_u32()
+        .filter(|n| *n > 0)
+        .ok_or("PMIX_DEBUG_DAEMONS_PER_NODE must be a positive number")?;
+    if asked(job_info, attr::DEBUG_TARGET).is_none() {
+        return Err("PMIX_DEBUG_DAEMONS_PER_NODE without PMIX_DEBUG_TARGET".into());
+    }
+    let [app] = apps else {
+        return Err("debugger daemons are one application".into());
+    };
+    let mut app = app.clone();
+    app.maxprocs = n;
+    Ok(Cow::Owned(vec![app]))
+}
+
+/// The debugger directives a spawned job's data carries (`DEBUG_STOP_IN_INIT`,
+/// `DEBUG_TARGET`).
+pub(crate) fn job_data(job_info: &[Info]) -> Vec<Info> {
+    job_info
+        .iter()
+        .filter(|i| {
+            matches!(
+                i.key.as_str(),
+                attr::DEBUG_STOP_IN_INIT | attr::DEBUG_TARGET
+            )
+        })
+        .filter(|i| i.value != Value::Bool(false))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmix_types::{Nspace, Proc, Rank};
+
+    fn app(n: u32) -> App {
+        App {
+            cmd: "gdbserver".into(),
+            argv: vec!["gdbserver".into()],
+            env: vec![],
+            cwd: String::new(),
+            maxprocs: n,
+            info: vec![],
+        }
+    }
+
+    fn target() -> Info {
+        let job = Nspace::new("pmixrun-1").unwrap_or_else(|e| panic!("{e}"));
+        Info::attr(attr::DEBUG_TARGET, Proc::new(job, Rank::WILDCARD))
+    }
+
+    #[test]
+    fn daemons_per_node_replace_the_count_of_the_one_application() {
+        let info = vec![target(), Info::attr(attr::DEBUG_DAEMONS_PER_NODE, 2u16)];
+        let asked = [app(7)];
+        let out = apps(&asked, &info).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out[0].maxprocs, 2);
+        assert_eq!(job_data(&info), [target()]);
+        assert!(refused(&info, false).is_none());
+        assert!(refused(&info, true).is_some());
+        // Without a target, with two applications, with zero: refused.
+        let no_target = [Info::attr(attr::DEBUG_DAEMONS_PER_NODE, 2u16)];
+        assert!(apps(&[app(1)], &no_target).is_err());
+        assert!(apps(&[app(1), app(1)], &info).is_err());
+        let zero = [target(), Info::attr(attr::DEBUG_DAEMONS_PER_NODE, 0u16)];
+        assert!(apps(&[app(1)], &zero).is_err());
+        // An ordinary spawn is left alone.
+        assert_eq!(
+            apps(&[app(3)], &[]).unwrap_or_else(|e| panic!("{e}"))[0].maxprocs,
+            3
+        );
+    }
+
+    #[test]
+    fn stop_in_init_travels_and_stop_on_exec_is_refused() {
+        let stop = Info::attr(attr::DEBUG_STOP_IN_INIT, true);
+        assert_eq!(job_data(&[stop.clone()]), [stop]);
+        assert!(job_data(&[Info::attr(attr::DEBUG_STOP_IN_INIT, false)]).is_empty());
+        let exec = [Info::attr(attr::DEBUG_STOP_ON_EXEC, true)];
+        assert!(refused(&exec, false).is_some());
+        let per_proc = [target(), Info::attr(attr::DEBUG_DAEMONS_PER_PROC, 1u16)];
+        assert!(refused(&per_proc, false).is_some());
+    }
+}
