@@ -127,7 +127,7 @@ mod tests {
     #[test]
     fn stop_in_init_travels_and_stop_on_exec_is_refused() {
         let stop = Info::attr(attr::DEBUG_STOP_IN_INIT, true);
-        assert_eq!(job_data(&[stop.clone()]), [stop]);
+        assert_eq!(job_data(std::slice::from_ref(&stop)), [stop]);
         assert!(job_data(&[Info::attr(attr::DEBUG_STOP_IN_INIT, false)]).is_empty());
         let exec = [Info::attr(attr::DEBUG_STOP_ON_EXEC, true)];
         assert!(refused(&exec, false).is_some());
