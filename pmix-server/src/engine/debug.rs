@@ -13,8 +13,9 @@
 //! - delivers a `DEBUGGER_RELEASE` (from a tool or a client) within its range like any event,
 //!   and remembers whom it released: a process that says it waits after its release (the
 //!   release overtook it) is released at once, so no release is lost to a race;
-//! - when the last tool registered for `READY_FOR_DEBUG` (the job's debugger) goes away while
-//!   processes still wait, asks the host to abort them ([`HostCall::Abort`], the tool as the
+//! - when the last tool registered for `READY_FOR_DEBUG` by name (a debugger; a registration
+//!   for every code does not make one) goes away while processes still wait, asks the host to
+//!   abort them ([`HostCall::Abort`], the tool as the
 //!   asker): a debugger that dies must not leave a job waiting forever, and releasing it would
 //!   run it unobserved where the user asked for it to be held. A tool that never registered
 //!   for `READY_FOR_DEBUG` (a `pmixps`) is no debugger: its end changes nothing.
@@ -55,7 +56,8 @@ impl Engine {
         let waiting = self.debug.held.get(&ns).map_or(0, BTreeSet::len);
         if waiting >= local && self.debug.ready.insert(ns) {
             if let Some(event) = self.ready_event(ns) {
-                tracing::info!(nspace = %event.source, "every process of a job waits for a debugger");
+                let nspace = self.nspaces.get(&ns).map(|n| n.name.to_string());
+                tracing::info!(?nspace, "every process of the job waits for a debugger");
                 let tools = self.tools_wanting(Status::READY_FOR_DEBUG);
                 self.send_event(tools, &event);
             }
@@ -168,7 +170,7 @@ impl Engine {
     /// The debugger `tool` (a tool registered for `READY_FOR_DEBUG`) is gone: if it was the
     /// last and processes still wait, the host is asked to abort them.
     pub(super) fn debugger_gone(&mut self, tool: &Proc) {
-        if !self.tools_wanting(Status::READY_FOR_DEBUG).is_empty() || self.debug.held.is_empty() {
+        if self.debuggers() > 0 || self.debug.held.is_empty() {
             return;
         }
         let mut procs = Vec::new();

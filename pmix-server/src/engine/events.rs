@@ -78,6 +78,29 @@ impl Engine {
         });
     }
 
+    /// A notification from a client or a tool (`PMIx_Notify_event`, its source already set
+    /// to the notifier): delivered within its range, a `DEBUGGER_RELEASE` noted
+    /// (`debug.rs`), passed to the host for `RM` (which answers it) and for ranges reaching
+    /// other nodes; answered.
+    pub(super) fn relay_notification(&mut self, conn: ConnId, id: u32, event: Event) {
+        if event.code == Status::DEBUGGER_RELEASE {
+            self.debugger_released(&event);
+        }
+        if event.range == DataRange::RM {
+            return self.host_call(
+                PendingHost::Status { conn, id },
+                HostCall::NotifyEvent { event },
+            );
+        }
+        self.notify(&event, Some(conn));
+        if reaches_other_nodes(event.range) {
+            // Other nodes' processes are the host's to reach; the notifier does not wait for
+            // them (nor learn whether the host could).
+            self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
+        }
+        self.reply_status(conn, id, Status::SUCCESS);
+    }
+
     /// The host raises an event for this server's clients, within its range.
     pub(crate) fn host_notify(&mut self, event: &Event) {
         if self.group_event_from_host(event) {

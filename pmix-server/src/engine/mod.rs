@@ -949,23 +949,8 @@ impl Engine {
                     self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
                     return self.reply_status(conn, id, Status::SUCCESS);
                 }
-                if event.code == Status::DEBUGGER_RELEASE {
-                    self.debugger_released(&event);
-                }
                 self.observe_group_event(&event);
-                if event.range == DataRange::RM {
-                    return self.host_call(
-                        PendingHost::Status { conn, id },
-                        HostCall::NotifyEvent { event },
-                    );
-                }
-                self.notify(&event, Some(conn));
-                if reaches_other_nodes(event.range) {
-                    // Other nodes' processes are the host's to reach; the notifier does not
-                    // wait for them (nor learn whether the host could).
-                    self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
-                }
-                self.reply_status(conn, id, Status::SUCCESS);
+                self.relay_notification(conn, id, event);
             }
             Request::Abort {
                 status,

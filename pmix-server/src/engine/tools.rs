@@ -205,27 +205,14 @@ impl Engine {
                     t.events.remove(&codes);
                 }
                 self.reply_status(conn, id, Status::SUCCESS);
-                if codes.is_empty() || codes.contains(&Status::READY_FOR_DEBUG) {
+                if codes.contains(&Status::READY_FOR_DEBUG) {
                     self.debugger_gone(&me);
                 }
             }
             Request::Notify { mut event } => {
                 // The source is who sends it, whatever the message claims.
                 event.source = me;
-                if event.range == DataRange::RM {
-                    return self.host_call(
-                        PendingHost::Status { conn, id },
-                        HostCall::NotifyEvent { event },
-                    );
-                }
-                self.notify(&event, Some(conn));
-                if event.code == Status::DEBUGGER_RELEASE {
-                    self.debugger_released(&event);
-                }
-                if reaches_other_nodes(event.range) {
-                    self.host_call(PendingHost::Nothing, HostCall::NotifyEvent { event });
-                }
-                self.reply_status(conn, id, Status::SUCCESS);
+                self.relay_notification(conn, id, event);
             }
             Request::JobControl {
                 targets,
@@ -278,6 +265,16 @@ impl Engine {
                 directives,
             },
         );
+    }
+
+    /// How many tools are debuggers: registered for `READY_FOR_DEBUG` by name (not only
+    /// through a registration for every code, as a monitor's).
+    pub(super) fn debuggers(&self) -> usize {
+        self.tools
+            .conns
+            .values()
+            .filter(|t| t.active && t.events.codes.contains_key(&Status::READY_FOR_DEBUG))
+            .count()
     }
 
     /// The tools registered for `code` (or for every code).
@@ -349,7 +346,7 @@ impl Engine {
         let Some(t) = self.tools.conns.remove(&conn) else {
             return false;
         };
-        if t.events.wants(Status::READY_FOR_DEBUG) {
+        if t.events.codes.contains_key(&Status::READY_FOR_DEBUG) {
             self.debugger_gone(&t.proc);
         }
         true

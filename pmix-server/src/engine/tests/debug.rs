@@ -134,10 +134,12 @@ fn a_release_that_overtakes_a_process_releases_it_when_it_says_it_waits() {
 fn the_last_debuggers_end_aborts_the_processes_it_left_waiting() {
     let mut s = held_job(3);
     s.register_events(10, &[Status::READY_FOR_DEBUG]);
-    // A second debugger, and a tool that only looks (pmixps).
+    // A second debugger, a tool that only looks (pmixps), a monitor of every event.
     tool(&mut s, 11);
     s.register_events(11, &[Status::READY_FOR_DEBUG]);
     tool(&mut s, 12);
+    tool(&mut s, 13);
+    s.register_events(13, &[]);
     ready(&mut s, 0);
     ready(&mut s, 2);
     s.auto_host = false;
@@ -146,7 +148,7 @@ fn the_last_debuggers_end_aborts_the_processes_it_left_waiting() {
     s.eng.handle_closed(10, s.now);
     s.pump();
     assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
-    // The last one finalizes without releasing.
+    // The last debugger finalizes without releasing (the monitor stays, and is no debugger).
     let fin = s.send(11, Request::Finalize { info: vec![] });
     assert_eq!(s.reply(11, fin).status, Status::SUCCESS);
     assert_eq!(s.host_calls.len(), 1, "{:?}", s.host_calls);
