@@ -26,7 +26,7 @@ use pmix_tests::{
 };
 
 /// For one whole scenario.
-const DEADLINE: Duration = Duration::from_secs(90);
+const DEADLINE: Duration = Duration::from_secs(120);
 
 /// The processes of each job.
 const N: usize = 4;
@@ -124,7 +124,7 @@ impl Held {
             App::Ompi5 => ompi5_debuggee().to_path_buf(),
         };
         let mut cmd = Command::new(pmixrun_bin());
-        cmd.args(["--stop-in-init", "--timeout", "80", "-n", &N.to_string()])
+        cmd.args(["--stop-in-init", "--timeout", "110", "-n", &N.to_string()])
             .arg(&program)
             .arg(&mark)
             .env_remove("PMIXRS_NAMESERVER")
