@@ -498,12 +498,17 @@ fn debugger_killed(debugger: Debugger, app: App) {
         )),
         "{what}: {out:#?}"
     );
+    none_released(&out, &pids, &what);
+}
+
+/// No process got past its init, and every one is gone.
+fn none_released(out: &Output, pids: &[u32], what: &str) {
     assert!(
         keyed_lines(&out.stdout, "debuggee").is_empty(),
         "{what}: a process went on: {out:#?}"
     );
     for pid in pids {
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None);
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid as i32), None);
         assert!(gone.is_err(), "{what}: pid {pid} is still there");
     }
 }
@@ -538,14 +543,7 @@ fn debugger_kills(debugger: Debugger) {
             .contains(&format!("SIGKILL to be sent to {N} process(es)")),
         "{what}: {out:#?}"
     );
-    assert!(
-        keyed_lines(&out.stdout, "debuggee").is_empty(),
-        "{what}: {out:#?}"
-    );
-    for pid in pids {
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None);
-        assert!(gone.is_err(), "{what}: pid {pid} is still there");
-    }
+    none_released(&out, &pids, &what);
 }
 
 #[test]
