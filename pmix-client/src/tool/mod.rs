@@ -274,7 +274,7 @@ impl Tool {
     }
 
     /// Finalizes at every server (`PMIx_tool_finalize`); the first failure is returned after
-    /// all were tried.
+    /// all were tried. A server that is gone already counts as finalized.
     pub fn finalize(mut self) -> Result<(), Error> {
         let mut first = Ok(());
         for link in self.servers.drain(..) {
@@ -286,8 +286,13 @@ impl Tool {
         first
     }
 
+    /// Finalizes at one server. A server already gone (its job ended and it stopped, as
+    /// pmixrun does) has nothing left to be told: that is no failure.
     fn finalize_link(mut link: Link) -> Result<(), Error> {
-        let reply = link.request(Request::Finalize { info: Vec::new() })?;
+        let reply = match link.request(Request::Finalize { info: Vec::new() }) {
+            Err(Error::LostConnection) => return Ok(()),
+            r => r?,
+        };
         if reply.status.is_success() {
             Ok(())
         } else {
