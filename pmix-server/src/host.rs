@@ -225,6 +225,18 @@ pub(crate) fn call_host<H: Host>(
         HostCall::ToolConnected { tool, info } => {
             host.tool_connected(&tool, &info, done(op, tx, waker))
         }
+        HostCall::PushStdin {
+            source,
+            targets,
+            directives,
+            data,
+        } => host.push_stdin(
+            &source,
+            &targets,
+            &directives,
+            data.as_deref(),
+            done(op, tx, waker),
+        ),
     }
 }
 
@@ -397,6 +409,23 @@ pub trait Host: Send + 'static {
         info: &[Info],
         data: Vec<u8>,
         done: Completion<Vec<u8>>,
+    ) {
+        done.complete(Err(Status::ERR_NOT_SUPPORTED));
+    }
+
+    /// A tool pushed input for `targets`' stdin (`PMIx_IOF_push`; empty `targets`: the host's
+    /// choice, rank 0 of its first job for pmixrun). `data` is `None` for a push carrying only
+    /// directives; `IOF_COMPLETE` among the `directives` (or an empty `data`) means the input
+    /// is complete: close their stdin. The answer is the tool's status; the host must not
+    /// block on a target that does not read (bound what it holds and say
+    /// `ERR_OUT_OF_RESOURCE`). Added after the first release; the default refuses.
+    fn push_stdin(
+        &mut self,
+        source: &Proc,
+        targets: &[Proc],
+        directives: &[Info],
+        data: Option<&[u8]>,
+        done: Completion<()>,
     ) {
         done.complete(Err(Status::ERR_NOT_SUPPORTED));
     }

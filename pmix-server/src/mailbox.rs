@@ -71,6 +71,13 @@ pub(crate) enum Call {
         how: Pmi1Way,
         reply: Sender<Result<Pmi1Endpoint, Error>>,
     },
+    /// Output of a process, for the tools that pulled it.
+    IofDeliver {
+        source: Proc,
+        channel: pmix_types::IofChannel,
+        data: Vec<u8>,
+        unix_secs: u64,
+    },
     /// The job data of a namespace, as its clients receive it.
     JobData {
         nspace: Nspace,

@@ -4,6 +4,7 @@ use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
@@ -129,6 +130,9 @@ pub struct Server {
     openpmix_uri: Option<String>,
     /// The ds21 segments' directory, when libpmix clients are offered ds21.
     ds21_dir: Option<PathBuf>,
+    /// How many output pulls tools have registered (kept by the loop), so that
+    /// [`Server::iof_deliver`] costs nothing while no tool listens.
+    pulls: Arc<AtomicUsize>,
 }
 
 impl std::fmt::Debug for Server {
@@ -278,6 +282,7 @@ impl Server {
                 pmi2: frontend::pmi2::node_attrs::Common::default(),
                 openpmix: frontend::openpmix::Common::new(ds21, hostname.clone()),
             };
+            let pulls = Arc::new(AtomicUsize::new(0));
             let parts = ShellParts {
                 poll,
                 listeners,
@@ -288,15 +293,16 @@ impl Server {
                 cleanup: cleanup.clone(),
                 session: session.clone(),
                 limits: options.limits.clone(),
+                pulls: pulls.clone(),
             };
             let shell = Shell::new(parts, engine, host)?;
             let thread = std::thread::Builder::new()
                 .name("pmix-server".into())
                 .spawn(move || shell.run())
                 .map_err(Error::io("starting the event-loop thread"))?;
-            Ok((tx, waker, thread, uri, ds21_dir))
+            Ok((tx, waker, thread, uri, ds21_dir, pulls))
         })();
-        let (tx, waker, thread, openpmix_uri, ds21_dir) = match result {
+        let (tx, waker, thread, openpmix_uri, ds21_dir, pulls) = match result {
             Ok(v) => v,
             Err(e) => {
                 for p in cleanup.iter().rev() {
@@ -310,6 +316,7 @@ impl Server {
             }
         };
         Ok(Server {
+            pulls,
             tx,
             waker,
             thread: Mutex::new(Some(thread)),
@@ -322,6 +329,37 @@ impl Server {
             openpmix_uri,
             ds21_dir,
         })
+    }
+
+    /// Hands the server output `source` wrote on `channel` (`PMIx_server_IOF_deliver`): it
+    /// goes to the tools that pulled it (`PMIx_IOF_pull`), and nowhere if none did (the server
+    /// keeps no copy; a tool sees output delivered after its pull). Returns at once; a tool
+    /// that does not read loses chunks rather than hold anything up (`docs/TOOLS.md`).
+    /// Deliver whole lines where possible: the pull's formats (`IOF_TAG_OUTPUT`, ...) dress
+    /// each line.
+    pub fn iof_deliver(
+        &self,
+        source: &Proc,
+        channel: pmix_types::IofChannel,
+        data: &[u8],
+    ) -> Result<(), Error> {
+        if self.pulls.load(Ordering::Relaxed) == 0 {
+            return Ok(());
+        }
+        let unix_secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let call = Call::IofDeliver {
+            source: source.clone(),
+            channel,
+            data: data.to_vec(),
+            unix_secs,
+        };
+        self.tx
+            .send(LoopMsg::Call(call))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        Ok(())
     }
 
     fn call<T>(&self, make: impl FnOnce(Sender<T>) -> Call) -> Result<T, Error> {

@@ -118,6 +118,10 @@ pub(crate) struct Shell<H: Host> {
     /// turn asked to turn again.
     hook_tokens: Range<usize>,
     hook_due: Option<Instant>,
+    /// The engine's number of output pulls, published for [`crate::Server::iof_deliver`].
+    pulls: Arc<std::sync::atomic::AtomicUsize>,
+    /// Output chunks dropped for tools that did not read.
+    iof_dropped: u64,
 }
 
 /// What the shell is started with, besides the engine and the host.
@@ -132,6 +136,8 @@ pub(crate) struct ShellParts {
     pub(crate) cleanup: Vec<PathBuf>,
     pub(crate) session: PathBuf,
     pub(crate) limits: Limits,
+    /// The number of pulls, for the API side ([`crate::Server::iof_deliver`]).
+    pub(crate) pulls: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl<H: Host> Shell<H> {
@@ -146,6 +152,7 @@ impl<H: Host> Shell<H> {
             cleanup,
             session,
             limits,
+            pulls,
         } = parts;
         for (i, l) in listeners.iter_mut().enumerate() {
             l.register(poll.registry(), listener_token(i))
@@ -193,6 +200,8 @@ impl<H: Host> Shell<H> {
             accept_retry: None,
             hook_tokens,
             hook_due: None,
+            pulls,
+            iof_dropped: 0,
         })
     }
 
@@ -359,6 +368,10 @@ impl<H: Host> Shell<H> {
         for conn in self.gone.drain(..) {
             self.conns.try_remove(conn);
         }
+        self.pulls.store(
+            self.engine.pull_count(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     fn call(&mut self, call: Call) {
@@ -424,6 +437,12 @@ impl<H: Host> Shell<H> {
             Call::Pmi1Connect { proc, how, reply } => {
                 let _ = reply.send(self.pmi1_connect(proc, how));
             }
+            Call::IofDeliver {
+                source,
+                channel,
+                data,
+                unix_secs,
+            } => self.engine.iof_deliver(&source, channel, &data, unix_secs),
             Call::JobData { nspace, reply } => {
                 let _ = reply.send(self.engine.job_data(nspace.as_str()));
             }
@@ -773,6 +792,29 @@ impl<H: Host> Shell<H> {
                 if let Some(conn) = self.slot_of(conn) {
                     self.deliver(conn, |p, _, out| p.event(&event, out));
                 }
+            }
+            Output::Iof { conn, chunk } => {
+                let Some(slot) = self.slot_of(conn) else {
+                    return;
+                };
+                // A tool far behind loses output rather than hold memory or anyone up
+                // (the newest is dropped, as `IOF_DROP_NEWEST` says).
+                let behind = self
+                    .conns
+                    .get(slot)
+                    .is_some_and(|c| c.queued() > self.limits.output_queue);
+                if behind {
+                    self.iof_dropped += 1;
+                    if self.iof_dropped.is_power_of_two() {
+                        tracing::warn!(
+                            conn,
+                            dropped = self.iof_dropped,
+                            "a tool does not read its output: dropping chunks"
+                        );
+                    }
+                    return;
+                }
+                self.deliver(slot, |p, _, out| p.iof(&chunk, out));
             }
             Output::Close { conn } => {
                 if let Some(conn) = self.slot_of(conn) {

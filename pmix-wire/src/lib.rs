@@ -27,8 +27,8 @@ pub use frame::{
     SharedReply, decode_body, decode_frame_lists, decode_hello, encode_frame, encode_welcome,
 };
 pub use msg::{
-    App, ClientMsg, ConnectPart, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs,
-    ProcRealm, Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
+    App, ClientMsg, ConnectPart, Event, Hello, IofChunk, JobData, Kv, MAGIC, PROTOCOL_VERSION,
+    ProcKvs, ProcRealm, Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
 };
 pub use names::{
     NS_MAGIC, NS_PROTOCOL_VERSION, NsCaller, NsHello, NsMsg, NsReply, NsRequest, NsWelcome,

@@ -5,7 +5,7 @@
 //! answers from a [`Reply`]; the native protocol simply serializes them. That is why these types
 //! speak in PMIx operations (fence, get, publish) rather than in bytes.
 
-use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value};
+use pmix_types::{DataRange, Info, IofChannel, Key, Nspace, Proc, Rank, Scope, Status, Value};
 use serde::{Deserialize, Serialize};
 
 /// Magic string opening every handshake, so that a peer speaking something else entirely is
@@ -322,6 +322,51 @@ pub enum Request {
         /// Directives.
         info: Vec<Info>,
     },
+    /// Forward these processes' output to the caller (`PMIx_IOF_pull`; tools only). Answered
+    /// with [`ReplyBody::IofPull`]; the output then comes as [`ServerMsg::Iof`].
+    IofPull {
+        /// Whose output (rank `WILDCARD` for a whole namespace).
+        procs: Vec<Proc>,
+        /// Which outputs, a bit set (`STDOUT`, `STDERR`, `STDDIAG`).
+        channels: IofChannel,
+        /// Directives (`IOF_TAG_OUTPUT`, `IOF_TIMESTAMP_OUTPUT`, `IOF_XML_OUTPUT`, ...).
+        directives: Vec<Info>,
+        /// The caller's own number for this pull, which every chunk for it carries.
+        tag: u64,
+    },
+    /// Stop forwarding for a pull (`PMIx_IOF_deregister`).
+    IofDeregister {
+        /// The server's id of the pull ([`ReplyBody::IofPull`]).
+        id: u64,
+        /// Directives.
+        directives: Vec<Info>,
+    },
+    /// Input for processes' stdin (`PMIx_IOF_push`; tools only).
+    IofPush {
+        /// The processes; empty means rank 0 of the server's first job.
+        targets: Vec<Proc>,
+        /// Directives (`IOF_COMPLETE`: the input is complete, close their stdin).
+        directives: Vec<Info>,
+        /// The bytes; `None` for a push carrying only directives.
+        #[serde(with = "serde_bytes")]
+        data: Option<Vec<u8>>,
+    },
+}
+
+/// Output of one process forwarded to a tool that pulled it ([`ServerMsg::Iof`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IofChunk {
+    /// The puller's own number for the pull (its `tag` in [`Request::IofPull`]).
+    pub tag: u64,
+    /// The process that wrote it.
+    pub source: Proc,
+    /// Which of its outputs.
+    pub channel: IofChannel,
+    /// Attributes of the chunk (none yet).
+    pub info: Vec<Info>,
+    /// The bytes (tagged, timestamped or in XML as the pull asked).
+    #[serde(with = "serde_bytes")]
+    pub data: Vec<u8>,
 }
 
 /// The payload of a reply, by request kind.
@@ -375,6 +420,11 @@ pub enum ReplyBody {
         /// `PMIX_GROUP_CONTEXT_ID`, with `GROUP_ASSIGN_CONTEXT_ID`.
         context_id: Option<u64>,
     },
+    /// A pull registered: the server's id for it, which [`Request::IofDeregister`] names.
+    IofPull {
+        /// The id.
+        id: u64,
+    },
 }
 
 /// A reply to one request.
@@ -419,4 +469,6 @@ pub enum ServerMsg {
     },
     /// An event the client registered for.
     Event(Event),
+    /// Output the tool pulled.
+    Iof(IofChunk),
 }

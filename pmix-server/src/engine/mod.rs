@@ -20,6 +20,7 @@ mod get;
 mod group_info;
 mod group_membership;
 mod groups;
+mod iof;
 pub(crate) mod job_control;
 mod log;
 pub(crate) mod names;
@@ -155,6 +156,12 @@ pub(crate) enum HostCall {
         tool: Proc,
         info: Vec<Info>,
     },
+    PushStdin {
+        source: Proc,
+        targets: Vec<Proc>,
+        directives: Vec<Info>,
+        data: Option<Vec<u8>>,
+    },
 }
 
 /// What the engine asks the shell to do.
@@ -192,6 +199,11 @@ pub(crate) enum Output {
     },
     /// Deliver an event to a client.
     Event { conn: ConnId, event: Arc<Event> },
+    /// Forward output to a tool that pulled it (dropped if the tool is far behind).
+    Iof {
+        conn: ConnId,
+        chunk: Arc<pmix_wire::IofChunk>,
+    },
     /// A namespace ended: remove what its clients registered for cleanup.
     Cleanup { list: Vec<job_control::Cleanup> },
 }
@@ -417,6 +429,7 @@ pub(crate) struct Engine {
     tools: tools::Tools,
     /// Processes held in init for a debugger.
     debug: debug::Debug,
+    pulls: iof::Pulls,
     out: VecDeque<Output>,
 }
 
@@ -478,6 +491,7 @@ impl Engine {
             psets: psets::Psets::default(),
             tools: tools::Tools::default(),
             debug: debug::Debug::default(),
+            pulls: iof::Pulls::default(),
             out: VecDeque::new(),
         }
     }

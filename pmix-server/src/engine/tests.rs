@@ -61,6 +61,8 @@ struct Sim {
     next_id: u32,
     /// Tools accepted, with the names they were given.
     tools: Vec<(ConnId, Proc)>,
+    /// Output forwarded to tools.
+    iof: Vec<(ConnId, pmix_wire::IofChunk)>,
 }
 
 impl Sim {
@@ -80,6 +82,7 @@ impl Sim {
             auto_host: true,
             next_id: 1,
             tools: vec![],
+            iof: vec![],
         }
     }
 
@@ -130,6 +133,7 @@ impl Sim {
                     Output::Host { op, call } => self.host_calls.push((op, call)),
                     Output::Dmodex { token, result } => self.dmodex.push((token, result)),
                     Output::Event { conn, event } => self.events.push((conn, (*event).clone())),
+                    Output::Iof { conn, chunk } => self.iof.push((conn, (*chunk).clone())),
                     Output::Cleanup { list } => self.cleanups.extend(list),
                 }
             }
@@ -1860,6 +1864,7 @@ mod control;
 mod debug;
 mod group_membership;
 mod groups;
+mod iof;
 mod psets;
 mod tools;
 

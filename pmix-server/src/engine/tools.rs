@@ -21,6 +21,8 @@
 //! host raised them (process ends of the server's jobs): a tool watches jobs it is no part
 //! of. Every job's end reaches them as `EVENT_JOB_END` from the server when the host
 //! deregisters the job's namespace.
+//!
+//! Tools also pull the processes' output and push their input (`iof.rs`).
 
 use super::*;
 
@@ -219,6 +221,18 @@ impl Engine {
                 directives,
             } => self.tool_job_control(conn, id, me, targets, directives),
             Request::Spawn { job_info, apps } => self.spawn(conn, id, me, job_info, apps),
+            Request::IofPull {
+                procs,
+                channels,
+                directives,
+                tag,
+            } => self.iof_pull(conn, id, procs, channels, &directives, tag),
+            Request::IofDeregister { id: pull, .. } => self.iof_deregister(conn, id, pull),
+            Request::IofPush {
+                targets,
+                directives,
+                data,
+            } => self.iof_push(conn, id, me, targets, directives, data),
             Request::Finalize { .. } => {
                 tracing::debug!(conn, tool = %me, "a tool finalized");
                 self.tool_closed(conn);
@@ -343,6 +357,7 @@ impl Engine {
 
     /// A tool's connection ended: it is forgotten. True if `conn` was a tool's.
     pub(super) fn tool_closed(&mut self, conn: ConnId) -> bool {
+        self.iof_forget(conn);
         let Some(t) = self.tools.conns.remove(&conn) else {
             return false;
         };

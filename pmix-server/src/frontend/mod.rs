@@ -294,6 +294,16 @@ impl Proto {
         }
     }
 
+    /// Output a tool pulled (only tools pull, and only the native and OpenPMIx front-ends
+    /// serve tools).
+    pub(crate) fn iof(&mut self, chunk: &pmix_wire::IofChunk, out: &mut Vec<u8>) {
+        match self {
+            Proto::Native(n) => n.iof(chunk, out),
+            Proto::Pmi1(_) | Proto::Pmi2(_) => {}
+            Proto::Openpmix(o) => o.iof(chunk, out),
+        }
+    }
+
     /// False while the front-end holds a whole unit of input (frame, line, message) it has
     /// not taken: the shell then reads no more, so what a peer sends ahead of its answers
     /// waits in the kernel, not in the server.

@@ -281,4 +281,10 @@ impl NativeConn {
             tracing::error!(who = %self.who(), "cannot encode an event: {e}");
         }
     }
+
+    pub(crate) fn iof(&mut self, chunk: &pmix_wire::IofChunk, out: &mut Vec<u8>) {
+        if let Err(e) = encode_frame(&ServerMsg::Iof(chunk.clone()), out) {
+            tracing::error!(who = %self.who(), "cannot encode forwarded output: {e}");
+        }
+    }
 }

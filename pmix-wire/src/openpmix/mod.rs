@@ -77,6 +77,7 @@ mod dialect;
 mod flex;
 mod frame;
 mod handshake;
+mod iof;
 mod item;
 pub mod job;
 mod msg;
@@ -97,6 +98,7 @@ pub use handshake::{
     ClientHandshake, Identity, NSPACE_FIELD_LEN, PeerFlag, ServerReply, ToolReply, VERSION,
     native_credential, native_credential_ids,
 };
+pub use iof::IofChunk;
 pub use item::{BUFFER, Buffer, ByteObject, Item, Kval, Size, Time};
 pub use msg::{
     CommitPart, JobInfo, MAP_BLOB, Notification, PROC_BLOB, ProcKvals, Reply, Request,

@@ -6,7 +6,8 @@
 //! (`ERR_NOT_SUPPORTED`), which every client accepts whatever the command.
 
 use pmix_types::{
-    DataArray, DataRange, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value,
+    DataArray, DataRange, Info, InfoFlags, IofChannel, Key, Nspace, Proc, Rank, Scope, Status,
+    Value,
 };
 
 use super::cmd::Cmd;
@@ -193,6 +194,33 @@ pub enum Request {
         /// Directives.
         info: Vec<Info>,
     },
+    /// `IOF_PULL` (see [`super::iof`] for the layout): forward these processes' output.
+    IofPull {
+        /// Whose output (rank `WILDCARD` for a whole namespace).
+        procs: Vec<Proc>,
+        /// Directives (`pmix.iof.tag`, `pmix.iof.ts`, `pmix.iof.xml`, ...).
+        directives: Vec<Info>,
+        /// Which outputs, a bit set.
+        channels: IofChannel,
+        /// The tool's own id for the pull, which every chunk forwarded for it carries.
+        local_id: u64,
+    },
+    /// `IOF_PUSH`: data for these processes' stdin.
+    IofPush {
+        /// The processes; empty means rank 0 of the caller's job (a tool has none).
+        targets: Vec<Proc>,
+        /// Directives (`pmix.iof.cmp`: the input is complete, close their stdin).
+        directives: Vec<Info>,
+        /// The bytes; `None` when the push carries only directives.
+        data: Option<Vec<u8>>,
+    },
+    /// `IOF_DEREG`: stop forwarding for a pull.
+    IofDeregister {
+        /// Directives.
+        directives: Vec<Info>,
+        /// The server's id of the pull (from the pull's reply).
+        refid: u64,
+    },
     /// Any other command, its payload after the command kept as it came, so that a server
     /// can answer it (with [`Reply::Status`] `ERR_NOT_SUPPORTED`) and a relay can forward it.
     Other {
@@ -213,13 +241,17 @@ fn size(u: &mut Unpacker<'_>) -> Result<usize, Error> {
 
 /// Reads a `SIZE` count and the pack of that many items that follows it (which, for a count
 /// of zero, the reference writes for some lists and not for others: both are accepted).
-fn counted<T: Item>(u: &mut Unpacker<'_>) -> Result<Vec<T>, Error> {
+pub(super) fn counted<T: Item>(u: &mut Unpacker<'_>) -> Result<Vec<T>, Error> {
     let n = size(u)?;
     u.unpack_announced(n)
 }
 
 /// Writes a `SIZE` count and, when it is not zero (or `always`), the pack of the items.
-fn put_counted<T: Item>(p: &mut Packer<'_>, items: &[T], always: bool) -> Result<(), Error> {
+pub(super) fn put_counted<T: Item>(
+    p: &mut Packer<'_>,
+    items: &[T],
+    always: bool,
+) -> Result<(), Error> {
     p.pack_one(&Size(items.len() as u64))?;
     if always || !items.is_empty() {
         p.pack(items)?;
@@ -267,7 +299,7 @@ fn nspace_of(u: &Unpacker<'_>, s: String) -> Result<Nspace, Error> {
 }
 
 /// Runs `f` on `out`; on error, `out` is truncated back to where it was.
-fn atomically(
+pub(super) fn atomically(
     out: &mut Vec<u8>,
     dialect: Dialect,
     f: impl FnOnce(&mut Packer<'_>) -> Result<(), Error>,
@@ -321,6 +353,9 @@ impl Request {
             Request::GroupConstruct { .. } => Cmd::GROUP_CONSTRUCT,
             Request::GroupDestruct { .. } => Cmd::GROUP_DESTRUCT,
             Request::GroupLeave { .. } => Cmd::GROUP_LEAVE,
+            Request::IofPull { .. } => Cmd::IOF_PULL,
+            Request::IofPush { .. } => Cmd::IOF_PUSH,
+            Request::IofDeregister { .. } => Cmd::IOF_DEREG,
             Request::Other { cmd, .. } => *cmd,
         }
     }
@@ -475,6 +510,9 @@ impl Request {
                 let info = counted(&mut u)?;
                 Request::GroupLeave { grp, info }
             }
+            Cmd::IOF_PULL => super::iof::decode_pull(&mut u)?,
+            Cmd::IOF_PUSH => super::iof::decode_push(&mut u)?,
+            Cmd::IOF_DEREG => super::iof::decode_dereg(&mut u)?,
             other => {
                 let payload = u.rest().to_vec();
                 return Ok(Request::Other {
@@ -588,6 +626,32 @@ impl Request {
             Request::GroupLeave { grp, info } => {
                 p.pack_one(grp)?;
                 put_counted(p, info, false)?;
+            }
+            Request::IofPull {
+                procs,
+                directives,
+                channels,
+                local_id,
+            } => {
+                put_counted(p, procs, true)?;
+                put_counted(p, directives, false)?;
+                p.pack_one(channels)?;
+                p.pack_one(&Size(*local_id))?;
+            }
+            Request::IofPush {
+                targets,
+                directives,
+                data,
+            } => {
+                put_counted(p, targets, false)?;
+                put_counted(p, directives, false)?;
+                if let Some(d) = data {
+                    p.pack_one(&ByteObject(d.clone()))?;
+                }
+            }
+            Request::IofDeregister { directives, refid } => {
+                put_counted(p, directives, false)?;
+                p.pack_one(&Size(*refid))?;
             }
             Request::Other { payload, .. } => p.put_raw(payload),
         }
@@ -769,6 +833,14 @@ pub enum Reply {
         /// `PMIX_GROUP_CONTEXT_ID`, when one was assigned.
         context_id: Option<u64>,
     },
+    /// The answer to `IOF_PULL`: `STATUS`, then on success the server's id of the pull as a
+    /// `SIZE`.
+    IofPull {
+        /// The outcome.
+        status: Status,
+        /// The id `IOF_DEREG` names.
+        refid: Option<u64>,
+    },
     /// The answer to `JOB_CONTROL` and `QUERY`: `STATUS`, `SIZE` n, `INFO`s if n > 0.
     Info {
         /// The outcome.
@@ -790,6 +862,7 @@ impl Reply {
             | Reply::Connect { status, .. }
             | Reply::Group { status, .. }
             | Reply::GroupBefore424 { status, .. }
+            | Reply::IofPull { status, .. }
             | Reply::Info { status, .. } => *status,
         }
     }
@@ -870,6 +943,14 @@ impl Reply {
                     context_id,
                 }
             }
+            Cmd::IOF_PULL => {
+                let refid = if u.is_empty() {
+                    None
+                } else {
+                    Some(u.unpack_one::<Size>()?.0)
+                };
+                Reply::IofPull { status, refid }
+            }
             Cmd::JOB_CONTROL | Cmd::QUERY => {
                 let info = if u.is_empty() {
                     Vec::new()
@@ -935,6 +1016,11 @@ impl Reply {
             Reply::GroupBefore424 { context_id, .. } => {
                 if let Some(c) = context_id {
                     p.pack_one(&Size(*c))?;
+                }
+            }
+            Reply::IofPull { refid, .. } => {
+                if let Some(id) = refid {
+                    p.pack_one(&Size(*id))?;
                 }
             }
             Reply::Info { info, .. } => {

@@ -66,6 +66,8 @@ enum Answer {
     Info,
     /// A status, then the group's membership (from libpmix 4.2.4 on) and context id.
     Group { before_424: bool },
+    /// A status, then on success the server's id of the pull (`IOF_PULL`).
+    IofPull,
     /// Nothing at all (`DEREGEVENTS` gets no reply).
     Silent,
     /// A status; the client closes after it.
@@ -543,6 +545,42 @@ impl OpenpmixConn {
                 };
                 self.engine_request(tag, Answer::Status, Request::Notify { event })
             }
+            OpenpmixRequest::IofPull {
+                procs,
+                directives,
+                channels,
+                local_id,
+            } => self.engine_request(
+                tag,
+                Answer::IofPull,
+                Request::IofPull {
+                    procs,
+                    channels,
+                    directives,
+                    tag: local_id,
+                },
+            ),
+            OpenpmixRequest::IofDeregister { directives, refid } => self.engine_request(
+                tag,
+                Answer::Status,
+                Request::IofDeregister {
+                    id: refid,
+                    directives,
+                },
+            ),
+            OpenpmixRequest::IofPush {
+                targets,
+                directives,
+                data,
+            } => self.engine_request(
+                tag,
+                Answer::Status,
+                Request::IofPush {
+                    targets,
+                    directives,
+                    data,
+                },
+            ),
             other => {
                 // Commands this server does not serve (`Other`, and those decoded but not
                 // translated yet).
@@ -619,6 +657,29 @@ impl OpenpmixConn {
         });
         if let Err(e) = r {
             tracing::error!(who = %self.who(), "cannot encode an event: {e}");
+        }
+    }
+}
+
+impl OpenpmixConn {
+    /// Output the tool pulled, on the reserved IOF tag with the tool's own id of the pull.
+    pub(crate) fn iof(&mut self, chunk: &pmix_wire::IofChunk, out: &mut Vec<u8>) {
+        if !matches!(self.state, State::Ready { .. }) {
+            return;
+        }
+        let c = pmix_wire::openpmix::IofChunk {
+            source: chunk.source.clone(),
+            channel: chunk.channel,
+            local_id: chunk.tag,
+            info: chunk.info.clone(),
+            data: chunk.data.clone(),
+        };
+        let dialect = self.dialect();
+        let r = encode_message_with(out, 0, pmix_wire::openpmix::TAG_IOF, |o| {
+            c.encode(dialect, o)
+        });
+        if let Err(e) = r {
+            tracing::error!(who = %self.who(), "cannot encode forwarded output: {e}");
         }
     }
 }
@@ -742,6 +803,10 @@ fn translate_with(
                 info: results.clone(),
             }
         }
+        (Answer::IofPull, ReplyBody::IofPull { id }) if ok => OpenpmixReply::IofPull {
+            status,
+            refid: Some(*id),
+        },
         (Answer::Info, _) => OpenpmixReply::Info {
             status,
             info: Vec::new(),
