@@ -40,7 +40,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
     let (events_tx, events) = unbounded();
     crate::start_signal_thread(signals, events_tx.clone())?;
     let names = crate::connect_nameserver(None)?;
-    let server = crate::start_server(&events_tx, names.as_ref())?;
+    let server = crate::start_server(&events_tx, names.as_ref(), None)?;
     let apps = [cli::App {
         np: 1,
         program: program.clone(),
@@ -66,6 +66,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         place: cli::Place::default(),
         group_rank: 0,
         master_addr: server.hostname().to_owned(),
+        stdin: None,
     };
     jobs.register(&nspace, &apps, &layout, Vec::new())?;
     let me = Proc::new(nspace.clone(), 0);
@@ -74,7 +75,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         .map_err(|e| format!("cannot set up {me}: {e}"))?;
     tell(&lifeline, &env)?;
     watch(lifeline, me, events_tx)?;
-    let output_done = output::start_writer(false, lines, None)
+    let output_done = output::start_writer(false, lines, None, None)
         .map_err(|e| format!("cannot start the output thread: {e}"))?;
     let mut sup = Supervisor::new(jobs, None);
     sup.add_job(nspace, 1);

@@ -193,6 +193,14 @@ struct Global {
     /// PMIx processes only.
     #[arg(long)]
     stop_in_init: bool,
+    /// Which processes of the job read pmixrun's stdin: a rank, `all`, or `none` (every
+    /// process's stdin is then /dev/null and pmixrun does not read its own). pmixrun's end of
+    /// file closes theirs. Tools attached to pmixrun (docs/TOOLS.md) may push input to the
+    /// same processes (PMIx_IOF_push) and pull every process's output (PMIx_IOF_pull), which
+    /// pmixrun forwards to them as well as to its own stdout and stderr. Input forwarding
+    /// needs a one-node run: with --host, every process's stdin is /dev/null.
+    #[arg(long, value_name = "RANK|all|none", default_value = "0")]
+    stdin: crate::stdin::Target,
     #[command(flatten)]
     nodes: NodeArgs,
     #[command(flatten)]
@@ -520,6 +528,8 @@ pub(crate) struct Options {
     pub(crate) pmi: Protocol,
     /// Hold the processes in init for a debugger.
     pub(crate) stop_in_init: bool,
+    /// Which processes read pmixrun's stdin.
+    pub(crate) stdin: crate::stdin::Target,
     /// Where the processes run.
     pub(crate) nodes: Nodes,
     /// Where on its node each process runs.
@@ -664,6 +674,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         nameserver_uri: first.global.nameserver_uri,
         pmi: first.global.pmi,
         stop_in_init: first.global.stop_in_init,
+        stdin: first.global.stdin,
         nodes: nodes(first.global.nodes)?,
         place: Place {
             map_to,
@@ -745,6 +756,17 @@ mod tests {
                 pset: None,
             })
         );
+    }
+
+    #[test]
+    fn stdin_goes_to_rank_0_unless_told() {
+        use crate::stdin::Target;
+        let stdin = |line: &str| p(line).map(|o| o.stdin).map_err(|e| e.to_string());
+        assert_eq!(stdin("a"), Ok(Target::Rank(0)));
+        assert_eq!(stdin("--stdin all a"), Ok(Target::All));
+        assert_eq!(stdin("--stdin none a"), Ok(Target::None));
+        assert_eq!(stdin("--stdin 3 -n 4 a"), Ok(Target::Rank(3)));
+        assert!(stdin("--stdin some a").is_err());
     }
 
     #[test]

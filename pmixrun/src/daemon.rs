@@ -382,6 +382,8 @@ impl Daemon {
             place: l.place,
             group_rank,
             master_addr,
+            // Input reaches no process of a multi-node run (docs/TOOLS.md).
+            stdin: None,
         };
         let registered = run.local_info(&ranks).and_then(|local| {
             let info: Vec<_> = l.info.iter().cloned().chain(local).collect();

@@ -87,15 +87,53 @@ pub(crate) enum Event {
 pub(crate) struct RunHost {
     events: Sender<Event>,
     names: Option<Arc<NameServerClient>>,
+    /// Where tools' input goes (`PMIx_IOF_push`).
+    stdin: Option<Arc<crate::stdin::Router>>,
 }
 
 impl RunHost {
     pub(crate) fn new(events: Sender<Event>, names: Option<Arc<NameServerClient>>) -> RunHost {
-        RunHost { events, names }
+        RunHost {
+            events,
+            names,
+            stdin: None,
+        }
+    }
+
+    /// Takes tools' input to the processes `router` holds the stdin of.
+    pub(crate) fn with_stdin(mut self, router: Arc<crate::stdin::Router>) -> RunHost {
+        self.stdin = Some(router);
+        self
     }
 }
 
 impl Host for RunHost {
+    /// Queued without waiting (`crate::stdin`); the end of input closes the targets' stdin.
+    fn push_stdin(
+        &mut self,
+        source: &Proc,
+        targets: &[Proc],
+        directives: &[Info],
+        data: Option<&[u8]>,
+        done: Completion<()>,
+    ) {
+        let Some(router) = &self.stdin else {
+            return done.complete(Err(Status::ERR_NOT_SUPPORTED));
+        };
+        let complete = directives.iter().any(|i| {
+            i.key.as_str() == pmix_server::types::attr::IOF_COMPLETE
+                && i.value.as_bool().unwrap_or(true)
+        });
+        let end = complete || data.is_some_and(<[u8]>::is_empty);
+        tracing::debug!(%source, ?targets, bytes = data.map_or(0, <[u8]>::len), end, "input from a tool");
+        let status = router.push(targets, data, end);
+        done.complete(if status.is_success() {
+            Ok(())
+        } else {
+            Err(status)
+        });
+    }
+
     fn publish(&mut self, proc: &Proc, data: &[Info], info: &[Info], done: Completion<()>) {
         match &self.names {
             Some(ns) => ns.publish(proc, data, info, move |r| done.complete(r)),

@@ -43,6 +43,9 @@ pub(crate) struct RunJobs<'a> {
     /// every job this `RunJobs` starts: see `launcher_env.rs`).
     pub(crate) group_rank: u32,
     pub(crate) master_addr: String,
+    /// Which processes of the first job take input, and where it is routed (one-node runs;
+    /// `None`: every process's stdin is /dev/null).
+    pub(crate) stdin: Option<(crate::stdin::Target, Arc<crate::stdin::Router>)>,
 }
 
 impl RunJobs<'_> {
@@ -276,6 +279,7 @@ impl RunJobs<'_> {
                 pin: here.filter(|b| b.pinned).map(Bound::cpuset),
                 pmi_fd,
                 wdir: &wdirs[a],
+                stdin: tag == 0 && self.stdin.as_ref().is_some_and(|(t, _)| t.takes(rank)),
             };
             let exe = path.to_string_lossy().into_owned();
             match launch::start(spawn) {
@@ -289,7 +293,8 @@ impl RunJobs<'_> {
         let mut pids = Vec::with_capacity(children.len());
         let mut children = children.into_iter();
         for (proc, child, exe) in children.by_ref() {
-            match launch::watch(child, &proc, tag, &self.events, &self.lines) {
+            let router = self.stdin.as_ref().map(|(_, r)| &**r);
+            match launch::watch(child, &proc, tag, &self.events, &self.lines, router) {
                 Ok(pid) => {
                     tracing::debug!(%proc, %pid, "started");
                     let rank = proc.rank.0;

@@ -275,6 +275,8 @@ pub(crate) struct Spawn<'a> {
     /// A PMI-1 process's end of its connection, to be inherited as `PMI_FD`.
     pub(crate) pmi_fd: Option<OwnedFd>,
     pub(crate) wdir: &'a Path,
+    /// Its stdin is a pipe for forwarded input ([`crate::stdin`]), not /dev/null.
+    pub(crate) stdin: bool,
 }
 
 /// Held while a process is being created. A PMI-1 process's end of its connection must
@@ -328,8 +330,8 @@ const SELF: &str = "/proc/self/exe";
 /// catches the signals it forwards with handlers, which exec resets), and std resets the
 /// SIGPIPE that Rust programs ignore (at each exec). (glibc's posix_spawn, which std uses,
 /// leaves glibc's own two signals below SIGRTMIN, 32 and 33, ignored, as in every process
-/// started that way; no program sees them.) Its stdin is /dev/null; its stdout and stderr are
-/// pipes for [`watch`].
+/// started that way; no program sees them.) Its stdin is /dev/null, or a pipe for
+/// [`crate::stdin`]; its stdout and stderr are pipes for [`watch`].
 pub(crate) fn start(mut s: Spawn<'_>) -> Result<Child, LaunchError> {
     debug_assert_eq!(
         std::thread::current().name(),
@@ -387,7 +389,11 @@ fn command(s: &Spawn<'_>, pmi_fd: Option<i32>) -> Command {
         .envs(s.user_env.iter().map(|(k, v)| (k, v)))
         .envs(s.pmix_env.iter().map(|(k, v)| (k, v)))
         .current_dir(s.wdir)
-        .stdin(Stdio::null())
+        .stdin(if s.stdin {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -463,7 +469,7 @@ pub(crate) fn exec_program(args: &[OsString]) -> u8 {
 }
 
 /// Watches a process [`start`] started as `proc` of the job tagged `job`: a thread per output
-/// pipe, and one waiting for its end, which it reports as [`Event::Exited`]. Returns its pid,
+/// pipe (and one writing its stdin pipe, handed to `stdin`), and one waiting for its end, which it reports as [`Event::Exited`]. Returns its pid,
 /// which is also its process group. If a thread cannot be started, the process is killed.
 pub(crate) fn watch(
     mut child: Child,
@@ -471,6 +477,7 @@ pub(crate) fn watch(
     job: u32,
     events: &Sender<Event>,
     lines: &Sender<Line>,
+    stdin: Option<&crate::stdin::Router>,
 ) -> Result<Pid, LaunchError> {
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let rank = proc.rank.0;
@@ -486,6 +493,9 @@ pub(crate) fn watch(
         }
         if let Some(err) = child.stderr.take() {
             start_reader(job, rank, Stream::Stderr, err, lines.clone())?;
+        }
+        if let (Some(pipe), Some(router)) = (child.stdin.take(), stdin) {
+            router.attach(proc, pipe)?;
         }
         Ok(())
     };

@@ -28,6 +28,7 @@ mod root_cross;
 mod root_jobs;
 mod root_sink;
 mod run_msg;
+mod stdin;
 mod supervise;
 mod syslog;
 mod topology;
@@ -213,9 +214,14 @@ fn run_nameserver(opts: &cli::NameServerOptions, mut signals: Signals) -> Result
 pub(crate) fn start_server(
     events: &Sender<Event>,
     names: Option<&Arc<NameServerClient>>,
+    stdin: Option<Arc<stdin::Router>>,
 ) -> Result<Server, String> {
+    let mut host = RunHost::new(events.clone(), names.cloned());
+    if let Some(router) = stdin {
+        host = host.with_stdin(router);
+    }
     Server::init(
-        RunHost::new(events.clone(), names.cloned()),
+        host,
         ServerOptions {
             name_service: if names.is_some() {
                 NameService::Host
@@ -319,7 +325,13 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     start_signal_thread(signals, events_tx.clone())?;
     let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
-    let server = start_server(&events_tx, names.as_ref())?;
+    let router = stdin::Router::new();
+    router.set_first(nspace.clone());
+    let server = Arc::new(start_server(
+        &events_tx,
+        names.as_ref(),
+        Some(router.clone()),
+    )?);
 
     let (lines_tx, lines) = unbounded();
     let jobs = RunJobs {
@@ -334,12 +346,14 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         place: opts.place,
         group_rank: 0,
         master_addr: server.hostname().to_owned(),
+        stdin: Some((opts.stdin, router.clone())),
     };
     let debug = opts
         .stop_in_init
         .then(|| Info::attr(attr::DEBUG_STOP_IN_INIT, Rank::WILDCARD));
     jobs.register(&nspace, &opts.apps, &layout, debug.into_iter().collect())?;
-    let output_done = output::start_writer(opts.tag_output, lines, None)
+    let tools = output::to_tools(server.clone(), nspace.clone());
+    let output_done = output::start_writer(opts.tag_output, lines, None, Some(tools))
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
     let mut sup = Supervisor::new(jobs, opts.timeout);
     sup.set_grace(opts.grace);
@@ -352,6 +366,16 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     }
     if let Some(e) = failed {
         sup.not_started(job, e.code, &e.message);
+    }
+    if opts.stdin != stdin::Target::None {
+        if stdin::is_background_terminal() {
+            tracing::debug!("stdin is a terminal pmixrun is in the background of: not read");
+        } else {
+            if let Err(e) = router.forward_own_stdin() {
+                // The processes are running: they go on without input.
+                tracing::warn!("cannot start the stdin thread: {}", launch::describe(&e));
+            }
+        }
     }
     // The supervisor holds the last senders of output (for spawned jobs) apart from the
     // readers': once it is done, the writer ends when the last pipe closes.

@@ -9,6 +9,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use pmix_server::types::{IofChannel, Nspace, Proc, Rank};
 
 /// The longest piece of a line held before it is passed on.
 pub(crate) const MAX_LINE: u64 = 64 * 1024;
@@ -88,12 +89,38 @@ pub(crate) fn start_reader(
         })
 }
 
+/// Where the writer also shows each line, besides pmixrun's stdout and stderr.
+pub(crate) type Tap = Box<dyn FnMut(&Line) + Send>;
+
+/// A [`Tap`] handing each line to `server` for the tools that pulled it
+/// ([`Server::iof_deliver`](pmix_server::Server::iof_deliver); it costs nothing while no tool
+/// pulls). `first` is the first job's namespace; the `n`-th spawned job's is `<first>.<n>`.
+pub(crate) fn to_tools(server: std::sync::Arc<pmix_server::Server>, first: Nspace) -> Tap {
+    Box::new(move |line: &Line| {
+        let nspace = match line.job {
+            0 => first.clone(),
+            n => match Nspace::new(format!("{first}.{n}")) {
+                Ok(ns) => ns,
+                Err(_) => return,
+            },
+        };
+        let channel = match line.stream {
+            Stream::Stdout => IofChannel::STDOUT,
+            Stream::Stderr => IofChannel::STDERR,
+        };
+        let source = Proc::new(nspace, Rank(line.rank));
+        let _ = server.iof_deliver(&source, channel, &line.bytes);
+    })
+}
+
 /// Starts the writer. It ends when every reader has ended (every sender is dropped), and then
-/// sends on the returned channel, so that its end can be awaited with a deadline.
+/// sends on the returned channel, so that its end can be awaited with a deadline. Each line
+/// also goes to `tap`, if given.
 pub(crate) fn start_writer(
     tag: bool,
     lines: Receiver<Line>,
     mut remote: Option<Remote>,
+    mut tap: Option<Tap>,
 ) -> std::io::Result<Receiver<()>> {
     let (done_tx, done_rx) = crossbeam_channel::bounded(1);
     std::thread::Builder::new()
@@ -117,6 +144,9 @@ pub(crate) fn start_writer(
                     // A closed stdout must not stop the draining, or the processes would block
                     // on full pipes; their output then has nowhere to go.
                     let _ = write_line(w, tag, node, &line);
+                    if let Some(t) = &mut tap {
+                        t(&line);
+                    }
                     if let Some(v) = line.vertex {
                         match written.iter_mut().find(|(w, _)| *w == v) {
                             Some((_, b)) => *b += line.bytes.len() as u64,

@@ -182,6 +182,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
             nodes: node_names.clone(),
             ack: Box::new(move |v, n| ack_tree.send(Dest::Vertex(v), encode(&Msg::OutputAck(n)))),
         }),
+        None,
     )
     .map_err(|e| format!("cannot start the output thread: {e}"))?;
     drop(lines_tx);

@@ -62,6 +62,8 @@ pub(crate) enum Answer {
     Info,
     /// A status, the group's members and its context id.
     Group,
+    /// A status and, on success, the server's id of an output pull.
+    IofPull,
 }
 
 /// A native request as the OpenPMIx server is to receive it.
@@ -221,6 +223,39 @@ pub(crate) fn outbound(req: Request, me: &Proc, uid: u32) -> Outbound {
             Send(OpenpmixRequest::GroupLeave { grp, info }, Answer::Status)
         }
         Request::Finalize { .. } => Send(OpenpmixRequest::Finalize, Answer::Status),
+        Request::IofPull {
+            procs,
+            channels,
+            directives,
+            tag,
+        } => Send(
+            OpenpmixRequest::IofPull {
+                procs,
+                directives,
+                channels,
+                local_id: tag,
+            },
+            Answer::IofPull,
+        ),
+        Request::IofDeregister { id, directives } => Send(
+            OpenpmixRequest::IofDeregister {
+                directives,
+                refid: id,
+            },
+            Answer::Status,
+        ),
+        Request::IofPush {
+            targets,
+            directives,
+            data,
+        } => Send(
+            OpenpmixRequest::IofPush {
+                targets,
+                directives,
+                data,
+            },
+            Answer::Status,
+        ),
         other => Unsupported(format!("{other:?}")),
     }
 }
@@ -342,6 +377,12 @@ pub(crate) fn inbound(
             members,
             context_id,
         },
+        (
+            Answer::IofPull,
+            OpenpmixReply::IofPull {
+                refid: Some(id), ..
+            },
+        ) => ReplyBody::IofPull { id },
         _ => ReplyBody::None,
     };
     Ok(Reply { status, body })

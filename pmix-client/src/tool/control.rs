@@ -37,12 +37,22 @@ impl Tool {
         })?)
     }
 
-    /// The next event the primary server sent, waiting at most `timeout`; `None` if none
-    /// came. Events arriving while another call waits for its answer are kept (the latest 256).
+    /// The next event a server sent, waiting at most `timeout` (for the primary server);
+    /// `None` if none came. Events arriving while another call waits for its answer are kept
+    /// (the latest 256); pulled output that comes meanwhile goes to its handler (`iof.rs`).
     pub fn next_event(&mut self, timeout: Duration) -> Result<Option<Event>, Error> {
-        let primary = self.primary;
-        let link = self.servers.get_mut(primary).ok_or(Error::NotInitialized)?;
-        link.next_event(timeout)
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            self.dispatch();
+            if let Some(ev) = self.pop_event() {
+                return Ok(Some(ev));
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            self.progress(left)?;
+        }
     }
 
     /// Waits up to `timeout` for an event of `code`, dropping others.

@@ -12,8 +12,9 @@
 //!
 //! Calls are blocking, one at a time per tool. What a tool may ask is the server's to say: a
 //! pmix-rs server answers queries, events (`Tool::register_events`, `Tool::notify_event`,
-//! `Tool::release` of processes held in init), job control, spawn and finalize
-//! (`docs/TOOLS.md`).
+//! `Tool::release` of processes held in init), job control, spawn, output pulls and input
+//! pushes, and finalize (`docs/TOOLS.md`). What servers send unasked (pulled output, events)
+//! is dispatched during calls, [`Tool::progress`] and [`Tool::next_event`] (`iof.rs`).
 //!
 //! ```no_run
 //! use pmix_client::tool::{Attach, Tool};
@@ -30,10 +31,13 @@
 
 mod control;
 mod find;
+mod iof;
 mod list;
 mod wire;
 
+pub use self::iof::{IofHandler, IofPull};
 pub use self::list::ServerFile;
+pub use self::wire::Unsolicited;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -104,6 +108,8 @@ pub struct Tool {
     servers: Vec<Link>,
     /// Index of the primary server in `servers`.
     primary: usize,
+    /// Pulls and what servers sent unasked (`iof.rs`).
+    inbox: iof::Inbox,
 }
 
 impl std::fmt::Debug for Tool {
@@ -151,6 +157,7 @@ impl Tool {
             hostname,
             servers: Vec::new(),
             primary: 0,
+            inbox: iof::Inbox::default(),
         };
         if let Some(how) = tool.options.server.clone() {
             tool.attach_to_server(how)?;
@@ -230,13 +237,16 @@ impl Tool {
     }
 
     /// Sends a request to the primary server and waits for its answer: the escape hatch for
-    /// requests without a method here.
+    /// requests without a method here. What the server sent meanwhile unasked is dispatched
+    /// (`iof.rs`).
     pub fn request(&mut self, req: Request) -> Result<Reply, Error> {
         let link = self
             .servers
             .get_mut(self.primary)
             .ok_or(Error::NotInitialized)?;
-        link.request(req)
+        let reply = link.request(req);
+        self.dispatch();
+        reply
     }
 
     /// Asks the primary server (`PMIx_Query_info`): one [`Info`] per answered key. A partial

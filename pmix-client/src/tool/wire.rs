@@ -1,14 +1,16 @@
 //! One tool's connection to one server, blocking: the native protocol to a pmix-rs server
 //! (its Unix socket, a [`ToolHello`]), or the OpenPMIx wire to any OpenPMIx server (loopback
 //! TCP, the tool handshake of libpmix), each request answered before the next is sent.
-//! Events a pmix-rs server sends are kept for [`Link::next_event`]; anything else sent
-//! unasked (an OpenPMIx server's events included) is skipped.
+//! What the server sends unasked (forwarded output, events) is kept, in order, for the tool
+//! to dispatch ([`Unsolicited`]): read while a request waits for its answer, or by
+//! [`Link::receive`].
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use pmix_types::{Info, Proc, Status};
 use pmix_wire::openpmix::{
@@ -16,8 +18,8 @@ use pmix_wire::openpmix::{
     Request as OpenpmixRequest, ToolReply, Version, encode_message_with,
 };
 use pmix_wire::{
-    ClientMsg, FrameDecoder, FrameReader, Reply, Request, ServerMsg, ToolHello, ToolWelcome,
-    decode_body, encode_frame,
+    ClientMsg, Event, FrameDecoder, FrameReader, IofChunk, Reply, Request, ServerMsg, ToolHello,
+    ToolWelcome, decode_body, encode_frame,
 };
 
 use crate::Error;
@@ -30,12 +32,50 @@ pub(crate) struct Link {
     /// The server's name.
     pub(crate) server: Proc,
     wire: Wire,
-    /// Events read while waiting for a reply, oldest first (at most [`MAX_EVENTS`]).
-    events: std::collections::VecDeque<pmix_wire::Event>,
+    /// What the server sent unasked and the tool has not dispatched yet.
+    pub(crate) unsolicited: VecDeque<Unsolicited>,
 }
 
-/// The most events a link keeps unread; older ones are dropped first.
-const MAX_EVENTS: usize = 256;
+/// Most unsolicited messages a link keeps for a tool that does not dispatch them: beyond,
+/// the oldest go (a tool that never looks must not grow without bound).
+const MAX_UNSOLICITED: usize = 4096;
+
+/// What a server sends a tool unasked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Unsolicited {
+    /// Output the tool pulled (`PMIx_IOF_pull`).
+    Iof(IofChunk),
+    /// An event.
+    Event(Event),
+}
+
+/// Keeps `u` for the tool, dropping the oldest beyond [`MAX_UNSOLICITED`].
+fn keep(queue: &mut VecDeque<Unsolicited>, u: Unsolicited) {
+    if queue.len() >= MAX_UNSOLICITED {
+        queue.pop_front();
+    }
+    queue.push_back(u);
+}
+
+/// An OpenPMIx message the server sent on a reserved tag: output (tag 2), an event (tag 0).
+fn openpmix_unsolicited(tag: u32, payload: &[u8], dialect: Dialect) -> Option<Unsolicited> {
+    match tag {
+        pmix_wire::openpmix::TAG_IOF => {
+            let c = pmix_wire::openpmix::IofChunk::decode(payload, dialect).ok()?;
+            Some(Unsolicited::Iof(IofChunk {
+                tag: c.local_id,
+                source: c.source,
+                channel: c.channel,
+                info: c.info,
+                data: c.data,
+            }))
+        }
+        pmix_wire::openpmix::TAG_NOTIFY => crate::openpmix::event(payload, dialect)
+            .ok()
+            .map(Unsolicited::Event),
+        _ => None,
+    }
+}
 
 enum Wire {
     Native {
@@ -87,7 +127,7 @@ impl Link {
                     reader,
                     next_id: 1,
                 },
-                events: Default::default(),
+                unsolicited: VecDeque::new(),
             }),
             ToolWelcome::Refused { status, reason, .. } => Err(Error::Refused { status, reason }),
         }
@@ -175,7 +215,7 @@ impl Link {
                 pindex: 0,
                 next_tag: pmix_wire::openpmix::TAG_DYNAMIC,
             },
-            events: Default::default(),
+            unsolicited: VecDeque::new(),
         };
         // As libpmix's tool init: ask for the job data of its own namespace (a server
         // expects it; the answer holds nothing a tool needs).
@@ -185,7 +225,10 @@ impl Link {
 
     /// Sends `req` and waits for its answer.
     pub(crate) fn request(&mut self, req: Request) -> Result<Reply, Error> {
-        match &mut self.wire {
+        let Link {
+            wire, unsolicited, ..
+        } = self;
+        match wire {
             Wire::Native {
                 stream,
                 reader,
@@ -200,7 +243,8 @@ impl Link {
                     let body = next_frame(reader, stream)?;
                     match decode_body::<ServerMsg>(&body)? {
                         ServerMsg::Reply { id: got, reply } if got == id => return Ok(reply),
-                        ServerMsg::Event(ev) => keep_event(&mut self.events, ev),
+                        ServerMsg::Iof(c) => keep(unsolicited, Unsolicited::Iof(c)),
+                        ServerMsg::Event(e) => keep(unsolicited, Unsolicited::Event(e)),
                         // Stray answers are no concern of a blocking tool.
                         _ => {}
                     }
@@ -215,42 +259,6 @@ impl Link {
         }
     }
 
-    /// The next event from the server, waiting at most `timeout` for one (pmix-rs servers
-    /// only); `Ok(None)` when none came in time.
-    pub(crate) fn next_event(
-        &mut self,
-        timeout: Duration,
-    ) -> Result<Option<pmix_wire::Event>, Error> {
-        if let Some(ev) = self.events.pop_front() {
-            return Ok(Some(ev));
-        }
-        let Wire::Native { stream, reader, .. } = &mut self.wire else {
-            return Err(Error::NotSupported(
-                "events from an OpenPMIx server to a Rust tool".into(),
-            ));
-        };
-        let deadline = std::time::Instant::now() + timeout;
-        let restore = stream.read_timeout().map_err(lost)?;
-        let got = loop {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                break Ok(None);
-            }
-            stream.set_read_timeout(Some(left)).map_err(lost)?;
-            match next_frame(reader, stream) {
-                Ok(body) => match decode_body::<ServerMsg>(&body) {
-                    Ok(ServerMsg::Event(ev)) => break Ok(Some(ev)),
-                    Ok(_) => {}
-                    Err(e) => break Err(e.into()),
-                },
-                Err(Error::Timeout) => break Ok(None),
-                Err(e) => break Err(e),
-            }
-        };
-        stream.set_read_timeout(restore).map_err(lost)?;
-        got
-    }
-
     /// Sends an OpenPMIx request and reads its answer as `answer` says (`None`: the answer
     /// is read and dropped, as the job data of `REQ`).
     fn exchange_openpmix(
@@ -258,6 +266,9 @@ impl Link {
         req: OpenpmixRequest,
         answer: Option<Answer>,
     ) -> Result<Reply, Error> {
+        let Link {
+            wire, unsolicited, ..
+        } = self;
         let Wire::Openpmix {
             stream,
             reader,
@@ -265,7 +276,7 @@ impl Link {
             pindex,
             next_tag,
             ..
-        } = &mut self.wire
+        } = wire
         else {
             return Err(Error::Protocol("not an OpenPMIx link".into()));
         };
@@ -282,6 +293,9 @@ impl Link {
             while let Some(m) = reader.next_message()? {
                 if let Incoming::Message { header, payload } = m {
                     if header.tag != tag {
+                        if let Some(u) = openpmix_unsolicited(header.tag, payload, cx.dialect) {
+                            keep(unsolicited, u);
+                        }
                         continue;
                     }
                     return match answer {
@@ -299,11 +313,83 @@ impl Link {
     }
 }
 
-fn keep_event(events: &mut std::collections::VecDeque<pmix_wire::Event>, ev: pmix_wire::Event) {
-    if events.len() >= MAX_EVENTS {
-        events.pop_front();
+impl Link {
+    /// Waits until `deadline` for the server to send something unasked; `None` if it sent
+    /// nothing by then. What is already kept comes first.
+    pub(crate) fn receive(&mut self, deadline: Instant) -> Result<Option<Unsolicited>, Error> {
+        let Link {
+            wire, unsolicited, ..
+        } = self;
+        loop {
+            if let Some(u) = unsolicited.pop_front() {
+                return Ok(Some(u));
+            }
+            // A zero timeout means none to the socket: wait at least a millisecond.
+            let left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            match wire {
+                Wire::Native { stream, reader, .. } => {
+                    if let Some(body) = reader.next_frame()? {
+                        match decode_body::<ServerMsg>(body)? {
+                            ServerMsg::Iof(c) => keep(unsolicited, Unsolicited::Iof(c)),
+                            ServerMsg::Event(e) => keep(unsolicited, Unsolicited::Event(e)),
+                            _ => {}
+                        }
+                        continue;
+                    }
+                    if Instant::now() >= deadline {
+                        return Ok(None);
+                    }
+                    stream.set_read_timeout(Some(left)).map_err(lost)?;
+                    let r = reader.read_from(stream);
+                    match r {
+                        Ok(0) => return Err(Error::LostConnection),
+                        Ok(_) => {}
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => match lost(e) {
+                            Error::Timeout => return Ok(None),
+                            other => return Err(other),
+                        },
+                    }
+                }
+                Wire::Openpmix {
+                    stream, reader, cx, ..
+                } => {
+                    if let Some(m) = reader.next_message()? {
+                        if let Incoming::Message { header, payload } = m {
+                            if let Some(u) = openpmix_unsolicited(header.tag, payload, cx.dialect) {
+                                keep(unsolicited, u);
+                            }
+                        }
+                        continue;
+                    }
+                    if Instant::now() >= deadline {
+                        return Ok(None);
+                    }
+                    stream.set_read_timeout(Some(left)).map_err(lost)?;
+                    let mut chunk = [0u8; 64 << 10];
+                    match read_some(stream, &mut chunk) {
+                        Ok(0) => return Err(Error::LostConnection),
+                        Ok(n) => reader.feed(&chunk[..n]),
+                        Err(e) => match lost(e) {
+                            Error::Timeout => return Ok(None),
+                            other => return Err(other),
+                        },
+                    }
+                }
+            }
+        }
     }
-    events.push_back(ev);
+
+    /// Sets how long a request's answer may take again, after [`Link::receive`] changed it.
+    pub(crate) fn set_timeout(&mut self, timeout: Duration) -> Result<(), Error> {
+        match &mut self.wire {
+            Wire::Native { stream, .. } => stream.set_read_timeout(Some(timeout)),
+            Wire::Openpmix { stream, .. } => stream.set_read_timeout(Some(timeout)),
+        }
+        .map_err(lost)
+    }
 }
 
 fn lost(e: io::Error) -> Error {
