@@ -115,7 +115,7 @@ pub use pmix_types as types;
 pub use pmix_wire as wire;
 
 pub use pmix_types::{
-    DataArray, DataRange, DataType, Info, InfoFlags, Key, Nspace, Proc, Rank, Scope, Status, Value,
-    attr,
+    DataArray, DataRange, DataType, Info, InfoFlags, IofChannel, Key, Nspace, Proc, Rank, Scope,
+    Status, Value, attr,
 };
-pub use pmix_wire::{App, Event, Query, Reply, ReplyBody, Request};
+pub use pmix_wire::{App, Event, IofChunk, Query, Reply, ReplyBody, Request};

@@ -19,6 +19,8 @@ pub struct HeldJob {
     pub rank_pids: Vec<u32>,
     dir: PathBuf,
     child: Option<Child>,
+    /// pmixrun's stdout lines after those of the start.
+    lines: Receiver<String>,
     rest: Receiver<String>,
 }
 
@@ -30,6 +32,21 @@ impl HeldJob {
     /// printing `held rank=R pid=P` and waiting; returns once every rank printed, failing
     /// the test if that has not happened by `end`.
     pub fn start(launcher: &Path, args: &[&str], n: u32, end: Instant) -> HeldJob {
+        HeldJob::start_then(launcher, args, n, "> /dev/null", end)
+    }
+
+    /// As [`HeldJob::start`], but each rank, let go by [`HeldJob::feed`], writes what it was
+    /// fed to its stdout, `bye rank=R` to its stderr and `fed rank=R` to its stdout, then
+    /// waits again for [`HeldJob::release`] (after [`HeldJob::wait_fed`]): output made after a
+    /// test (a tool) got ready for it, while the job still runs.
+    pub fn start_echoing(launcher: &Path, args: &[&str], n: u32, end: Instant) -> HeldJob {
+        let tail = "; echo \"bye rank=$PMIX_RANK\" >&2; echo \"fed rank=$PMIX_RANK\"; \
+                    cat \"$0/rank.$PMIX_RANK\" > /dev/null";
+        HeldJob::start_then(launcher, args, n, tail, end)
+    }
+
+    /// Starts the job; each rank's `cat` of its FIFO is followed by `after`.
+    fn start_then(launcher: &Path, args: &[&str], n: u32, after: &str, end: Instant) -> HeldJob {
         let dir = std::env::temp_dir().join(format!(
             "pmixrs-held.{}.{}",
             std::process::id(),
@@ -42,9 +59,8 @@ impl HeldJob {
             nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
                 .unwrap_or_else(|e| panic!("mkfifo {}: {e}", fifo.display()));
         }
-        let script = format!(
-            "echo \"{HELD} rank=$PMIX_RANK pid=$$\"; cat \"$0/rank.$PMIX_RANK\" > /dev/null"
-        );
+        let script =
+            format!("echo \"{HELD} rank=$PMIX_RANK pid=$$\"; cat \"$0/rank.$PMIX_RANK\" {after}");
         let mut cmd = Command::new(launcher);
         cmd.args(args)
             .args(["-n", &n.to_string(), "sh", "-c", &script])
@@ -77,6 +93,7 @@ impl HeldJob {
             rank_pids: vec![0; n as usize],
             dir,
             child: Some(child),
+            lines: lines.clone(),
             rest,
         };
         let mut seen = 0;
@@ -114,14 +131,41 @@ impl HeldJob {
 
     /// Lets every rank end and waits for the launcher until `end`.
     pub fn release(mut self, end: Instant) -> Output {
+        self.feed(|_| String::new(), end);
+        self.wait(end)
+    }
+
+    /// Waits until every rank of a [`HeldJob::start_echoing`] job said `fed` (and so waits
+    /// again), failing the test past `end`.
+    pub fn wait_fed(&mut self, end: Instant) {
+        let mut seen = 0;
+        while seen < self.rank_pids.len() {
+            match self.lines.recv_deadline(end) {
+                Ok(l) if l.starts_with("fed rank=") => seen += 1,
+                Ok(_) => {}
+                Err(_) => {
+                    let out = self.finish_now();
+                    panic!("the ranks did not all echo what they were fed in time: {out:#?}");
+                }
+            }
+        }
+    }
+
+    /// Opens each rank's FIFO and writes `text(rank)` into it, which lets the rank go on from
+    /// its wait; fails the test if a rank has not opened its FIFO by `end`.
+    pub fn feed(&mut self, text: impl Fn(usize) -> String, end: Instant) {
+        use std::io::Write;
         let n = self.rank_pids.len();
         let fifos: Vec<PathBuf> = (0..n).map(|r| self.dir.join(format!("rank.{r}"))).collect();
+        let texts: Vec<String> = (0..n).map(text).collect();
         let (done_tx, done) = unbounded();
         let opening = fifos.clone();
         std::thread::spawn(move || {
             // Blocks until the rank has the FIFO open; closing it ends the rank's `cat`.
-            for f in opening {
-                let _ = std::fs::OpenOptions::new().write(true).open(&f);
+            for (f, t) in opening.iter().zip(&texts) {
+                if let Ok(mut w) = std::fs::OpenOptions::new().write(true).open(f) {
+                    let _ = w.write_all(t.as_bytes());
+                }
             }
             let _ = done_tx.send(());
         });
@@ -136,9 +180,8 @@ impl HeldJob {
                     .open(f);
             }
             let out = self.finish_now();
-            panic!("the held ranks could not be released: {out:#?}");
+            panic!("the held ranks could not be let go: {out:#?}");
         }
-        self.wait(end)
     }
 
     fn wait(&mut self, end: Instant) -> Output {

@@ -1,0 +1,356 @@
+//! I/O forwarding through `pmixrun` (`docs/TOOLS.md`, "I/O forwarding"): python3-pmix, libpmix
+//! 4.2, libpmix 5.0.11 and Rust tools pull a held job's output and see each rank's lines on
+//! the right channel with the right source; a tool that stops reading holds up nobody; tools
+//! push input to chosen ranks; `--stdin` gives pmixrun's own stdin to rank 0, all ranks, one
+//! rank or none. No sleeps: ranks wait on FIFOs or on their stdin, tools say when they are
+//! ready, and every run has a deadline.
+
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, unbounded};
+use pmix_tests::{
+    HeldJob, Output, Running, assert_ok, cargo_build, openpmix_program, openpmix_python_client,
+    openpmix_sources, pmixrun_bin, profile_dir,
+};
+
+/// For one run: each takes well under a second.
+const DEADLINE: Duration = Duration::from_secs(60);
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Lib {
+    /// `pmix_iof_tool.py` on python3-pmix (OpenPMIx 4.2).
+    Python,
+    /// `pmix_iof_tool.c` with Debian's libpmix 4.2.
+    C,
+    /// `pmix_iof_tool.c` with Open MPI 5's OpenPMIx 5.0.11.
+    CWheel,
+    /// `pmix-iof-tool`, on the Rust `Tool`.
+    Rust,
+}
+
+fn rust_tool() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        cargo_build(&["-p", "pmix-tests", "--bin", "pmix-iof-tool"]);
+        profile_dir().join("pmix-iof-tool")
+    })
+}
+
+/// The IOF tool of `lib` with `args` (`pull PID NSPACE NLINES`, `push ...`, `stall ...`).
+fn tool(lib: Lib, args: &[&str]) -> Command {
+    let argv: Vec<OsString> = match lib {
+        Lib::Python => {
+            let (python, _) = openpmix_python_client();
+            vec![
+                python.into(),
+                "-W".into(),
+                "ignore".into(),
+                openpmix_sources().join("pmix_iof_tool.py").into(),
+            ]
+        }
+        Lib::C | Lib::CWheel => vec![openpmix_program("pmix_iof_tool").into()],
+        Lib::Rust => vec![rust_tool().into()],
+    };
+    let mut cmd = Command::new(&argv[0]);
+    cmd.args(&argv[1..])
+        .args(args)
+        .env_remove("PMIX_NAMESPACE")
+        .env_remove("PMIX_RANK")
+        .env_remove("PMIX_SERVER_URI41")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if lib == Lib::CWheel {
+        pmix_tests::use_ompi5_libpmix(&mut cmd);
+    }
+    cmd
+}
+
+/// A process whose stdout is read line by line as it comes (and kept whole for the end).
+struct Streamed {
+    child: Child,
+    lines: Receiver<String>,
+    rest: Receiver<String>,
+}
+
+impl Streamed {
+    fn start(mut cmd: Command, what: &str) -> Streamed {
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
+        let (lines_tx, lines) = unbounded();
+        let (rest_tx, rest) = unbounded();
+        let stdout = child.stdout.take();
+        std::thread::spawn(move || {
+            let mut all = String::new();
+            if let Some(out) = stdout {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    let _ = lines_tx.send(line.clone());
+                    all.push_str(&line);
+                    all.push('\n');
+                }
+            }
+            let _ = rest_tx.send(all);
+        });
+        Streamed { child, lines, rest }
+    }
+
+    /// Waits until `n` lines starting with `prefix` came, failing the test past `end`.
+    fn wait_for(self, prefix: &str, n: usize, end: Instant, what: &str) -> Streamed {
+        let mut seen = 0;
+        while seen < n {
+            match self.lines.recv_deadline(end) {
+                Ok(l) if l.starts_with(prefix) => seen += 1,
+                Ok(_) => {}
+                Err(_) => {
+                    let out = self.finish(Instant::now() + Duration::from_secs(10), what);
+                    panic!("{what}: {seen} of {n} '{prefix}' lines came in time: {out:#?}");
+                }
+            }
+        }
+        self
+    }
+
+    fn stdin(&mut self) -> &mut std::process::ChildStdin {
+        self.child.stdin.as_mut().expect("stdin piped")
+    }
+
+    fn finish(self, end: Instant, what: &str) -> Output {
+        Running::with_stdout(self.child, self.rest).finish(end, what)
+    }
+}
+
+/// The lines `iof rank=R channel=C line=L` a tool printed, as `(R, C, L)`, sorted.
+fn iof_lines(out: &Output) -> Vec<(String, String, String)> {
+    let mut v: Vec<_> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("iof rank="))
+        .filter_map(|l| {
+            let (rank, rest) = l.split_once(" channel=")?;
+            let (channel, line) = rest.split_once(" line=")?;
+            Some((rank.to_owned(), channel.to_owned(), line.to_owned()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// A held two-rank job; the tool of `lib` pulls its output, then each rank writes a line of
+/// its own and `fed` to stdout and `bye` to stderr: the tool must see the six lines with
+/// their source ranks and channels (and deregister and finalize while the job runs), and
+/// pmixrun must still print them itself.
+fn pull_from(lib: Lib) {
+    let end = Instant::now() + DEADLINE;
+    let mut job = HeldJob::start_echoing(pmixrun_bin(), &["--stdin", "none"], 2, end);
+    let (pid, nspace) = (job.pid.to_string(), format!("pmixrun-{}", job.pid));
+    let what = format!("{lib:?} tool pulling");
+    let t = Streamed::start(tool(lib, &["pull", &pid, &nspace, "6"]), &what).wait_for(
+        "tool pulled",
+        1,
+        end,
+        &what,
+    );
+    job.feed(|r| format!("line {r} for the tools\n"), end);
+    let got = t.finish(end, &what);
+    job.wait_fed(end);
+    let out = job.release(end);
+    assert_ok(&got, &what);
+    let s = |x: &str| x.to_owned();
+    assert_eq!(
+        iof_lines(&got),
+        vec![
+            (s("0"), s("stderr"), s("bye rank=0")),
+            (s("0"), s("stdout"), s("fed rank=0")),
+            (s("0"), s("stdout"), s("line 0 for the tools")),
+            (s("1"), s("stderr"), s("bye rank=1")),
+            (s("1"), s("stdout"), s("fed rank=1")),
+            (s("1"), s("stdout"), s("line 1 for the tools")),
+        ],
+        "{what}: {got:#?}"
+    );
+    assert!(got.stdout.contains("tool finalized\n"), "{what}: {got:#?}");
+    assert_ok(&out, "the held job");
+    for r in 0..2 {
+        assert!(
+            out.stdout.contains(&format!("line {r} for the tools\n")),
+            "{out:#?}"
+        );
+        assert!(out.stderr.contains(&format!("bye rank={r}\n")), "{out:#?}");
+    }
+}
+
+#[test]
+fn python3_pmix_tool_pulls_each_ranks_output() {
+    pull_from(Lib::Python);
+}
+
+#[test]
+fn libpmix_4_2_tool_pulls_each_ranks_output() {
+    pull_from(Lib::C);
+}
+
+#[test]
+fn libpmix_5_0_tool_pulls_each_ranks_output() {
+    pull_from(Lib::CWheel);
+}
+
+#[test]
+fn rust_tool_pulls_each_ranks_output() {
+    pull_from(Lib::Rust);
+}
+
+/// A tool that pulls and then reads nothing, and one killed after its pull: the job writes
+/// far more than the server queues for a tool (16 MiB) and still ends well, with all of its
+/// output on pmixrun's stdout.
+#[test]
+fn a_tool_that_stops_reading_or_dies_holds_up_nobody() {
+    let end = Instant::now() + DEADLINE;
+    let mut job = HeldJob::start_echoing(pmixrun_bin(), &["--stdin", "none"], 2, end);
+    let (pid, nspace) = (job.pid.to_string(), format!("pmixrun-{}", job.pid));
+    let mut stalled = {
+        let mut cmd = tool(Lib::Rust, &["stall", &pid, &nspace]);
+        cmd.stdin(Stdio::piped());
+        Streamed::start(cmd, "stalled tool").wait_for("tool stalled", 1, end, "stalled tool")
+    };
+    let mut dead = {
+        let mut cmd = tool(Lib::Rust, &["stall", &pid, &nspace]);
+        cmd.stdin(Stdio::piped());
+        Streamed::start(cmd, "dying tool").wait_for("tool stalled", 1, end, "dying tool")
+    };
+    let _ = dead.child.kill();
+    let _ = dead.child.wait();
+    // 2 x 12 MiB of 1 KiB lines.
+    const LINES: usize = 12 * 1024;
+    let line = format!("{}\n", "x".repeat(1023));
+    job.feed(|_| line.repeat(LINES), end);
+    job.wait_fed(end);
+    let out = job.release(end);
+    assert_ok(&out, "the job beside a stalled tool");
+    let n = out.stdout.lines().filter(|l| l.len() == 1023).count();
+    assert_eq!(n, 2 * LINES, "pmixrun lost output");
+    // The server did drop output for the stalled tool (its warning, which pmixrun logs).
+    assert!(
+        out.stderr.contains("a tool does not read its output"),
+        "no output was dropped for the stalled tool: {}",
+        out.stderr
+    );
+    // The stalled tool, told to go, finalizes (its queue drained or dropped) or is gone
+    // with the server; either way it is not stuck.
+    let _ = stalled.stdin().write_all(b"go");
+    drop(stalled.child.stdin.take());
+    let _ = stalled.finish(end, "the stalled tool");
+}
+
+/// `pmixrun -n 2 [--stdin MODE] sh -c 'read lines; say eof'`, fed "a\nb\n" then closed.
+fn with_stdin(mode: Option<&str>) -> Output {
+    let end = Instant::now() + DEADLINE;
+    let mut cmd = Command::new(pmixrun_bin());
+    if let Some(m) = mode {
+        cmd.args(["--stdin", m]);
+    }
+    cmd.args(["-n", "2", "sh", "-c"])
+        .arg(r#"while read l; do echo "got rank=$PMIX_RANK line=$l"; done; echo "eof rank=$PMIX_RANK""#)
+        .env_remove("PMIXRS_NAMESERVER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut run = Streamed::start(cmd, "pmixrun with input");
+    let _ = run.stdin().write_all(b"a\nb\n");
+    drop(run.child.stdin.take());
+    let out = run.finish(end, "pmixrun with input");
+    assert_ok(&out, &format!("--stdin {mode:?}"));
+    out
+}
+
+fn got_lines(out: &Output) -> Vec<&str> {
+    let mut v: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("got ") || l.starts_with("eof "))
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn pmixrun_gives_its_stdin_to_rank_0_by_default_and_as_stdin_says() {
+    let eof = ["eof rank=0", "eof rank=1"];
+    let with = |got: &[&'static str]| {
+        let mut v: Vec<&str> = got.iter().copied().chain(eof).collect();
+        v.sort_unstable();
+        v
+    };
+    let out = with_stdin(None);
+    assert_eq!(
+        got_lines(&out),
+        with(&["got rank=0 line=a", "got rank=0 line=b"]),
+        "{out:#?}"
+    );
+    let out = with_stdin(Some("1"));
+    assert_eq!(
+        got_lines(&out),
+        with(&["got rank=1 line=a", "got rank=1 line=b"]),
+        "{out:#?}"
+    );
+    let out = with_stdin(Some("all"));
+    let all = [
+        "got rank=0 line=a",
+        "got rank=0 line=b",
+        "got rank=1 line=a",
+        "got rank=1 line=b",
+    ];
+    assert_eq!(got_lines(&out), with(&all), "{out:#?}");
+    // None: both read end of file at once, and nothing of pmixrun's input.
+    let out = with_stdin(Some("none"));
+    assert_eq!(got_lines(&out), with(&[]), "{out:#?}");
+}
+
+/// Tools push a line to one rank each and end its input, while pmixrun's own stdin stays open
+/// and silent: each rank echoes its tool's line, then reads end of file.
+#[test]
+fn tools_push_input_to_the_ranks_they_choose() {
+    let end = Instant::now() + DEADLINE;
+    let mut cmd = Command::new(pmixrun_bin());
+    cmd.args(["--stdin", "all", "-n", "3", "sh", "-c"])
+        .arg(concat!(
+            r#"echo "ready rank=$PMIX_RANK"; "#,
+            r#"while read l; do echo "got rank=$PMIX_RANK line=$l"; done; "#,
+            r#"echo "eof rank=$PMIX_RANK""#
+        ))
+        .env_remove("PMIXRS_NAMESERVER")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let run = Streamed::start(cmd, "pmixrun").wait_for("ready rank=", 3, end, "pmixrun");
+    let pid = run.child.id().to_string();
+    let nspace = format!("pmixrun-{pid}");
+    for (lib, rank) in [(Lib::Rust, "2"), (Lib::C, "0"), (Lib::CWheel, "1")] {
+        let text = format!("from-{lib:?}");
+        let what = format!("{lib:?} tool pushing to rank {rank}");
+        let cmd = tool(lib, &["push", &pid, &nspace, rank, &text]);
+        let out = Running::start(cmd, &what).finish(end, &what);
+        assert_ok(&out, &what);
+        assert!(out.stdout.contains("tool pushed"), "{what}: {out:#?}");
+    }
+    let out = run.finish(end, "pmixrun");
+    assert_ok(&out, "pmixrun fed by tools");
+    assert_eq!(
+        got_lines(&out),
+        vec![
+            "eof rank=0",
+            "eof rank=1",
+            "eof rank=2",
+            "got rank=0 line=from-C",
+            "got rank=1 line=from-CWheel",
+            "got rank=2 line=from-Rust",
+        ],
+        "{out:#?}"
+    );
+}
