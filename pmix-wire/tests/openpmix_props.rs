@@ -542,8 +542,25 @@ fn request(codec: Codec) -> BoxedStrategy<Request> {
             info
         }),
         ("[a-z:/]{0,12}", infos()).prop_map(|(grp, info)| Request::GroupLeave { grp, info }),
+        (procs(), infos(), any::<u16>(), any::<u64>()).prop_map(
+            |(procs, directives, c, local_id)| Request::IofPull {
+                procs,
+                directives,
+                channels: pmix_types::IofChannel(c),
+                local_id
+            }
+        ),
+        (procs(), infos(), prop::option::of(vec(any::<u8>(), 0..32))).prop_map(
+            |(targets, directives, data)| Request::IofPush {
+                targets,
+                directives,
+                data
+            }
+        ),
+        (infos(), any::<u64>())
+            .prop_map(|(directives, refid)| Request::IofDeregister { directives, refid }),
         (
-            prop_oneof![Just(17u8), 19u8..=23, 25u8..=26, 29u8..=255],
+            prop_oneof![Just(17u8), 19u8..=21, 25u8..=26, 30u8..=255],
             vec(any::<u8>(), 0..16)
         )
             .prop_map(|(c, payload)| {
@@ -612,6 +629,8 @@ fn reply(codec: Codec) -> BoxedStrategy<(Cmd, Reply)> {
             wire_infos(codec)
         )
             .prop_map(|(c, status, info)| (c, Reply::Info { status, info })),
+        (st(), prop::option::of(any::<u64>()))
+            .prop_map(|(status, refid)| (Cmd::IOF_PULL, Reply::IofPull { status, refid })),
         (st(), procs(), prop::option::of(any::<u64>())).prop_map(
             |(status, members, context_id)| (
                 Cmd::GROUP_CONSTRUCT,
