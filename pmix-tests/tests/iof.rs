@@ -354,3 +354,56 @@ fn tools_push_input_to_the_ranks_they_choose() {
         "{out:#?}"
     );
 }
+
+/// The Rust `Tool` pulls over the OpenPMIx wire from PRRTE's `prterun` (OpenPMIx 5.0.11):
+/// the reference server caches output for late joiners, so the tool also gets the `held`
+/// lines written before its pull (a pmix-rs server keeps none), then the rest, each with its
+/// source and channel.
+#[test]
+fn rust_tool_pulls_from_prterun() {
+    let prterun = std::path::Path::new("/opt/ompi5/bin/prterun");
+    assert!(
+        prterun.is_file(),
+        "{} is missing: {}",
+        prterun.display(),
+        pmix_tests::INSTALL_TEST_DEPS
+    );
+    let end = Instant::now() + DEADLINE;
+    let mut job =
+        HeldJob::start_echoing(prterun, &["--allow-run-as-root", "--oversubscribe"], 2, end);
+    let pid = job.pid.to_string();
+    let host = nix::unistd::gethostname()
+        .expect("gethostname")
+        .to_string_lossy()
+        .into_owned();
+    let first = format!("prterun-{host}-{pid}@1");
+    let what = "Rust tool pulling from prterun";
+    let t = Streamed::start(tool(Lib::Rust, &["pull", &pid, &first, "8"]), what).wait_for(
+        "tool pulled",
+        1,
+        end,
+        what,
+    );
+    job.feed(|r| format!("line {r} for the tools\n"), end);
+    let got = t.finish(end, what);
+    job.wait_fed(end);
+    let out = job.release(end);
+    assert_ok(&got, what);
+    let lines = iof_lines(&got);
+    for r in ["0", "1"] {
+        for (channel, line) in [
+            ("stdout", format!("held rank={r} pid=")),
+            ("stdout", format!("line {r} for the tools")),
+            ("stdout", format!("fed rank={r}")),
+            ("stderr", format!("bye rank={r}")),
+        ] {
+            assert!(
+                lines
+                    .iter()
+                    .any(|(rr, c, l)| rr == r && c == channel && l.starts_with(&line)),
+                "{what}: no {channel} line {line:?} of rank {r}: {got:#?}"
+            );
+        }
+    }
+    assert_ok(&out, "prterun's job");
+}
