@@ -2,7 +2,6 @@
 //! attaches to it), with no sleep: each rank prints its rank and pid, then waits on a FIFO of its own, which the
 //! test opens and closes to let it end.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
@@ -73,21 +72,7 @@ impl HeldJob {
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", launcher.display()));
         let pid = child.id();
-        let (lines_tx, lines) = unbounded();
-        let (rest_tx, rest) = unbounded();
-        let stdout = child.stdout.take();
-        std::thread::spawn(move || {
-            let mut all = String::new();
-            if let Some(out) = stdout {
-                for line in BufReader::new(out).lines() {
-                    let Ok(line) = line else { break };
-                    let _ = lines_tx.send(line.clone());
-                    all.push_str(&line);
-                    all.push('\n');
-                }
-            }
-            let _ = rest_tx.send(all);
-        });
+        let (lines, rest) = crate::stream_lines(child.stdout.take());
         let mut job = HeldJob {
             pid,
             rank_pids: vec![0; n as usize],

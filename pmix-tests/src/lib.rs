@@ -7,8 +7,10 @@
 
 mod held_job;
 pub mod scenario;
+mod tool_programs;
 
 pub use held_job::HeldJob;
+pub use tool_programs::{ToolLib, tool_command};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -469,6 +471,29 @@ pub fn collect_text(pipe: Option<impl Read + Send + 'static>) -> Receiver<String
         let _ = tx.send(s);
     });
     rx
+}
+
+/// Reads a pipe's text on a thread: each line (without its newline) on the first receiver
+/// as it comes, all of it on the second once the pipe closes.
+pub fn stream_lines(
+    pipe: Option<impl Read + Send + 'static>,
+) -> (Receiver<String>, Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    let (lines_tx, lines) = unbounded();
+    let (rest_tx, rest) = unbounded();
+    std::thread::spawn(move || {
+        let mut all = String::new();
+        if let Some(out) = pipe {
+            for line in BufReader::new(out).lines() {
+                let Ok(line) = line else { break };
+                let _ = lines_tx.send(line.clone());
+                all.push_str(&line);
+                all.push('\n');
+            }
+        }
+        let _ = rest_tx.send(all);
+    });
+    (lines, rest)
 }
 
 impl Running {

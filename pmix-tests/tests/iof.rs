@@ -5,70 +5,19 @@
 //! rank or none. No sleeps: ranks wait on FIFOs or on their stdin, tools say when they are
 //! ready, and every run has a deadline.
 
-use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
-use std::path::PathBuf;
+use std::io::Write;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, unbounded};
-use pmix_tests::{
-    HeldJob, Output, Running, assert_ok, cargo_build, openpmix_program, openpmix_python_client,
-    openpmix_sources, pmixrun_bin, profile_dir,
-};
+use crossbeam_channel::Receiver;
+use pmix_tests::{HeldJob, Output, Running, ToolLib as Lib, assert_ok, pmixrun_bin, tool_command};
 
 /// For one run: each takes well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Lib {
-    /// `pmix_iof_tool.py` on python3-pmix (OpenPMIx 4.2).
-    Python,
-    /// `pmix_iof_tool.c` with Debian's libpmix 4.2.
-    C,
-    /// `pmix_iof_tool.c` with Open MPI 5's OpenPMIx 5.0.11.
-    CWheel,
-    /// `pmix-iof-tool`, on the Rust `Tool`.
-    Rust,
-}
-
-fn rust_tool() -> &'static PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmix-tests", "--bin", "pmix-iof-tool"]);
-        profile_dir().join("pmix-iof-tool")
-    })
-}
-
 /// The IOF tool of `lib` with `args` (`pull PID NSPACE NLINES`, `push ...`, `stall ...`).
 fn tool(lib: Lib, args: &[&str]) -> Command {
-    let argv: Vec<OsString> = match lib {
-        Lib::Python => {
-            let (python, _) = openpmix_python_client();
-            vec![
-                python.into(),
-                "-W".into(),
-                "ignore".into(),
-                openpmix_sources().join("pmix_iof_tool.py").into(),
-            ]
-        }
-        Lib::C | Lib::CWheel => vec![openpmix_program("pmix_iof_tool").into()],
-        Lib::Rust => vec![rust_tool().into()],
-    };
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .args(args)
-        .env_remove("PMIX_NAMESPACE")
-        .env_remove("PMIX_RANK")
-        .env_remove("PMIX_SERVER_URI41")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if lib == Lib::CWheel {
-        pmix_tests::use_ompi5_libpmix(&mut cmd);
-    }
-    cmd
+    tool_command(lib, "pmix_iof_tool", "pmix-iof-tool", args)
 }
 
 /// A process whose stdout is read line by line as it comes (and kept whole for the end).
@@ -83,21 +32,7 @@ impl Streamed {
         let mut child = cmd
             .spawn()
             .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-        let (lines_tx, lines) = unbounded();
-        let (rest_tx, rest) = unbounded();
-        let stdout = child.stdout.take();
-        std::thread::spawn(move || {
-            let mut all = String::new();
-            if let Some(out) = stdout {
-                for line in BufReader::new(out).lines() {
-                    let Ok(line) = line else { break };
-                    let _ = lines_tx.send(line.clone());
-                    all.push_str(&line);
-                    all.push('\n');
-                }
-            }
-            let _ = rest_tx.send(all);
-        });
+        let (lines, rest) = pmix_tests::stream_lines(child.stdout.take());
         Streamed { child, lines, rest }
     }
 

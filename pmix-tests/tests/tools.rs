@@ -6,72 +6,19 @@
 //! refused, and a peer sending garbage loses only its own connection. Every run is bounded
 //! by a deadline.
 
-use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use pmix_tests::{
-    HeldJob, Output, Running, assert_ok, cargo_build, keyed_lines, openpmix_program,
-    openpmix_python_client, openpmix_sources, profile_dir,
-};
+use pmix_tests::{HeldJob, Output, Running, ToolLib as Lib, assert_ok, keyed_lines, tool_command};
 
 /// For one run: a tool takes well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Lib {
-    /// `pmix_tool.py` on python3-pmix (OpenPMIx 4.2).
-    Python,
-    /// `pmix_tool.c` with Debian's libpmix 4.2.
-    C,
-    /// `pmix_tool.c` with Open MPI 5's OpenPMIx 5.0.11.
-    CWheel,
-    /// `pmix-tool-client`, on the Rust `Tool` (native protocol).
-    Rust,
-}
-
 /// The command that runs the tool of `lib` with `how` (`pid PID`, `nspace NS`, `uri URI`).
 fn tool(lib: Lib, how: &[&str]) -> Command {
-    let argv: Vec<OsString> = match lib {
-        Lib::Python => {
-            let (python, _) = openpmix_python_client();
-            vec![
-                python.into(),
-                "-W".into(),
-                "ignore".into(),
-                openpmix_sources().join("pmix_tool.py").into(),
-            ]
-        }
-        Lib::C | Lib::CWheel => vec![openpmix_program("pmix_tool").into()],
-        Lib::Rust => {
-            static BIN: OnceLock<PathBuf> = OnceLock::new();
-            let bin = BIN.get_or_init(|| {
-                cargo_build(&["-p", "pmix-tests", "--bin", "pmix-tool-client"]);
-                profile_dir().join("pmix-tool-client")
-            });
-            vec![bin.into()]
-        }
-    };
-    let mut cmd = Command::new(&argv[0]);
-    cmd.args(&argv[1..])
-        .args(how)
-        .env_remove("PMIXRS_SERVER_URI")
-        .env_remove("PMIX_SERVER_URI41")
-        .env_remove("PMIX_SERVER_URI4")
-        .env_remove("PMIX_SERVER_URI3")
-        .env_remove("PMIX_SERVER_URI21")
-        .env_remove("PMIX_NAMESPACE")
-        .env_remove("PMIX_RANK")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    if lib == Lib::CWheel {
-        pmix_tests::use_ompi5_libpmix(&mut cmd);
-    }
-    cmd
+    tool_command(lib, "pmix_tool", "pmix-tool-client", how)
 }
 
 fn run_tool(lib: Lib, how: &[&str], what: &str) -> Output {
