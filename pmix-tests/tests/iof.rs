@@ -185,8 +185,14 @@ fn a_tool_that_stops_reading_or_dies_holds_up_nobody() {
 
 /// `pmixrun -n 2 [--stdin MODE] sh -c 'read lines; say eof'`, fed "a\nb\n" then closed.
 fn with_stdin(mode: Option<&str>) -> Output {
+    with_stdin_on(&[], mode)
+}
+
+/// [`with_stdin`] with more options for pmixrun (`nodes`).
+fn with_stdin_on(nodes: &[&str], mode: Option<&str>) -> Output {
     let end = Instant::now() + DEADLINE;
     let mut cmd = Command::new(pmixrun_bin());
+    cmd.args(nodes);
     if let Some(m) = mode {
         cmd.args(["--stdin", m]);
     }
@@ -245,6 +251,37 @@ fn pmixrun_gives_its_stdin_to_rank_0_by_default_and_as_stdin_says() {
     // None: both read end of file at once, and nothing of pmixrun's input.
     let out = with_stdin(Some("none"));
     assert_eq!(got_lines(&out), with(&[]), "{out:#?}");
+}
+
+/// Across two logical nodes (one daemon each, `--launcher local`), pmixrun's stdin goes down
+/// the tree to the rank of the other node, or to both.
+#[test]
+fn pmixrun_gives_its_stdin_to_ranks_on_other_nodes() {
+    let nodes = ["--launcher", "local", "--host", "n1,n2", "--map-by", "node"];
+    let out = with_stdin_on(&nodes, Some("1"));
+    assert_eq!(
+        got_lines(&out),
+        vec![
+            "eof rank=0",
+            "eof rank=1",
+            "got rank=1 line=a",
+            "got rank=1 line=b"
+        ],
+        "{out:#?}"
+    );
+    let out = with_stdin_on(&nodes, Some("all"));
+    assert_eq!(
+        got_lines(&out),
+        vec![
+            "eof rank=0",
+            "eof rank=1",
+            "got rank=0 line=a",
+            "got rank=0 line=b",
+            "got rank=1 line=a",
+            "got rank=1 line=b",
+        ],
+        "{out:#?}"
+    );
 }
 
 /// Tools push a line to one rank each and end its input, while pmixrun's own stdin stays open

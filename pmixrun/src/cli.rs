@@ -197,8 +197,8 @@ struct Global {
     /// process's stdin is then /dev/null and pmixrun does not read its own). pmixrun's end of
     /// file closes theirs. Tools attached to pmixrun (docs/TOOLS.md) may push input to the
     /// same processes (PMIx_IOF_push) and pull every process's output (PMIx_IOF_pull), which
-    /// pmixrun forwards to them as well as to its own stdout and stderr. Input forwarding
-    /// needs a one-node run: with --host, every process's stdin is /dev/null.
+    /// pmixrun forwards to them as well as to its own stdout and stderr. With --host the
+    /// input goes down to the daemons of the ranks named (tools attach to one-node runs only).
     #[arg(long, value_name = "RANK|all|none", default_value = "0")]
     stdin: crate::stdin::Target,
     #[command(flatten)]

@@ -91,6 +91,11 @@ struct Daemon {
     acks: Sender<u64>,
     /// Says when the output thread ended; taken once the run is over.
     forwarder: Option<Receiver<()>>,
+    /// The local processes that take pmixrun's input.
+    stdin: Arc<crate::stdin::Router>,
+    /// pmixrun's input for them (`None`: its end), to the thread that writes it and answers
+    /// the root.
+    relay: Sender<Option<Vec<u8>>>,
 }
 
 impl Daemon {
@@ -181,6 +186,8 @@ impl Daemon {
                 pid: std::process::id(),
             }),
         );
+        let stdin = crate::stdin::Router::new();
+        let tree_for_relay = tree.clone();
         Ok(Daemon {
             boot,
             tree,
@@ -198,6 +205,8 @@ impl Daemon {
             lines: Some(lines_tx),
             acks,
             forwarder: Some(forwarder),
+            relay: start_relay(stdin.clone(), tree_for_relay)?,
+            stdin,
         })
     }
 
@@ -322,6 +331,12 @@ impl Daemon {
             Msg::OutputAck(n) => {
                 let _ = self.acks.send(n);
             }
+            Msg::Stdin(data) => {
+                let _ = self.relay.send(Some(data));
+            }
+            Msg::StdinEnd => {
+                let _ = self.relay.send(None);
+            }
             Msg::Shutdown => self.finish_output(),
             _ => {}
         }
@@ -382,8 +397,7 @@ impl Daemon {
             place: l.place,
             group_rank,
             master_addr,
-            // Input reaches no process of a multi-node run (docs/TOOLS.md).
-            stdin: None,
+            stdin: Some((l.stdin, self.stdin.clone())),
         };
         let registered = run.local_info(&ranks).and_then(|local| {
             let info: Vec<_> = l.info.iter().cloned().chain(local).collect();
@@ -488,6 +502,28 @@ fn srun_vertex() -> Result<u32, String> {
         .and_then(|r| r.parse::<u32>().ok())
         .and_then(|r| r.checked_add(1))
         .ok_or_else(|| "started for srun, but SLURM_PROCID says no task rank".to_owned())
+}
+
+/// Starts the thread writing pmixrun's input (from the root) to the local processes that
+/// take it, acknowledging each chunk once they took it (the root sends one at a time, so
+/// this channel holds at most one).
+fn start_relay(
+    router: Arc<crate::stdin::Router>,
+    tree: Arc<Tree>,
+) -> Result<Sender<Option<Vec<u8>>>, String> {
+    let (tx, rx) = crossbeam_channel::unbounded::<Option<Vec<u8>>>();
+    std::thread::Builder::new()
+        .name("stdin-relay".into())
+        .stack_size(crate::output::SMALL_STACK)
+        .spawn(move || {
+            while let Ok(Some(data)) = rx.recv() {
+                router.feed_all(&data);
+                tree.send(Dest::Vertex(0), encode(&Msg::StdinAck));
+            }
+            router.end_all();
+        })
+        .map_err(|e| format!("cannot start the stdin relay: {e}"))?;
+    Ok(tx)
 }
 
 /// Reports the end of stdin (the agent or the parent gone) as [`Event::StdinClosed`].

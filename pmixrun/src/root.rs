@@ -90,7 +90,9 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         ),
         None => None,
     };
+    let (stdin_acks_tx, stdin_acks) = unbounded();
     let sink = RootSink {
+        stdin_acks: stdin_acks_tx,
         tree: tree_cell.clone(),
         events: events_tx.clone(),
         control: control_tx,
@@ -203,6 +205,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         spawned: 0,
         pmi: r.pmi,
         oversubscribe: r.opts.nodes.oversubscribe,
+        stdin: r.opts.stdin,
         daemons,
         lost,
         // Processes of other machines start with the root's environment, as those of this
@@ -214,6 +217,13 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         },
         place: r.opts.place,
     };
+    // The daemons of the processes that take pmixrun's input.
+    let mut readers: Vec<Vertex> = (0..r.layout.size)
+        .filter(|rank| r.opts.stdin.takes(*rank))
+        .map(|rank| r.placement.node_of(rank).map_or(1, |n| n as Vertex + 1))
+        .collect();
+    readers.sort_unstable();
+    readers.dedup();
     let first = jobs.launch(
         &nspace,
         0,
@@ -223,6 +233,9 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         &r.user_env,
         Vec::new(),
     );
+    if !readers.is_empty() && first.is_ok() {
+        forward_stdin(tree.clone(), readers, stdin_acks);
+    }
     let mut sup = Supervisor::new(jobs, r.opts.timeout);
     sup.set_grace(r.opts.grace);
     match first {
@@ -246,6 +259,43 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         tracing::warn!("output still open after every process ended; not waiting for it");
     }
     Ok(status)
+}
+
+/// pmixrun's stdin, down the tree to the daemons of the processes that take it, one chunk at
+/// a time (the next once every one of them said it was written: nothing piles up on the way),
+/// then its end. Not read from a terminal pmixrun is in the background of.
+fn forward_stdin(tree: Arc<Tree>, readers: Vec<Vertex>, acks: crossbeam_channel::Receiver<Vertex>) {
+    if crate::stdin::is_background_terminal() {
+        tracing::debug!("stdin is a terminal pmixrun is in the background of: not read");
+        return;
+    }
+    let down = tree.clone();
+    let to = readers.clone();
+    let chunk = move |data: &[u8]| {
+        let msg = encode(&Msg::Stdin(data.to_vec()));
+        for v in &to {
+            down.send(Dest::Vertex(*v), msg.clone());
+        }
+        let mut waiting: HashSet<Vertex> = to.iter().copied().collect();
+        while !waiting.is_empty() {
+            match acks.recv() {
+                Ok(v) => {
+                    waiting.remove(&v);
+                }
+                // The run is over.
+                Err(_) => return false,
+            }
+        }
+        true
+    };
+    let end = move || {
+        for v in &readers {
+            tree.send(Dest::Vertex(*v), encode(&Msg::StdinEnd));
+        }
+    };
+    if let Err(e) = crate::stdin::read_stdin(chunk, end) {
+        tracing::warn!("cannot start the stdin thread: {e}");
+    }
 }
 
 /// A name server private to this run. Its socket (in a private directory) is removed as soon

@@ -48,6 +48,8 @@ pub(crate) struct RootJobs {
     pub(crate) spawned: u32,
     pub(crate) pmi: Protocol,
     pub(crate) oversubscribe: bool,
+    /// Which ranks of the first job take pmixrun's input.
+    pub(crate) stdin: crate::stdin::Target,
     pub(crate) daemons: u32,
     pub(crate) lost: Arc<Mutex<HashSet<Vertex>>>,
     /// The root's environment, beneath each application context's own variables.
@@ -102,6 +104,11 @@ impl RootJobs {
             vertex_of_rank: vertex_of_rank.clone(),
             pmi: self.pmi.into(),
             place: self.place,
+            stdin: if tag == 0 {
+                self.stdin
+            } else {
+                crate::stdin::Target::None
+            },
         };
         self.places
             .insert(nspace.clone(), Placed::new(vertex_of_rank));

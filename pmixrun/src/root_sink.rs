@@ -45,6 +45,8 @@ pub(crate) struct RootSink {
     /// The gathering of collectives across runs ([`crate::root_cross`]); `None` without a
     /// name server shared with other runs, when no namespace of another run can be reached.
     pub(crate) cross: Option<Sender<CrossInput>>,
+    /// Where daemons' [`Msg::StdinAck`]s go (the thread forwarding pmixrun's stdin).
+    pub(crate) stdin_acks: Sender<Vertex>,
 }
 
 impl RootSink {
@@ -110,6 +112,10 @@ impl RootSink {
             }
             Msg::Done => {
                 let _ = self.control.send(Control::Done(from));
+                return;
+            }
+            Msg::StdinAck => {
+                let _ = self.stdin_acks.send(from);
                 return;
             }
             Msg::Output(lines) => {

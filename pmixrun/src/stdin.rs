@@ -9,6 +9,10 @@
 //! `ERR_OUT_OF_RESOURCE`, and the server's loop never waits. End of input (pmixrun's stdin at
 //! end of file, a tool's `IOF_COMPLETE` or empty push) closes the pipe, which the process
 //! reads as end of file; so does the process's end (its pipe breaks) remove it.
+//!
+//! In a multi-node run the root reads its stdin ([`read_stdin`]) and sends each chunk down the
+//! tree to the daemons of the processes that take it, the next once each said its processes
+//! took it (`root.rs`, `daemon.rs`); each daemon has a [`Router`] of its own.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -27,7 +31,7 @@ pub(crate) const QUEUE: usize = 16;
 pub(crate) const CHUNK: usize = 64 * 1024;
 
 /// Which processes of the first job get pmixrun's stdin (`--stdin`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Target {
     /// None: every process's stdin is /dev/null, and pmixrun does not read its own.
     None,
@@ -180,42 +184,64 @@ impl Router {
         let _ = sink.try_send(Input::End);
     }
 
+    /// Queues `data` for every process that takes input, waiting for each to take it (for
+    /// pmixrun's own stdin, read no faster than the processes take it). False when no process
+    /// takes input any more.
+    pub(crate) fn feed_all(&self, data: &[u8]) -> bool {
+        let sinks: Vec<_> = self.sinks().values().cloned().collect();
+        for s in &sinks {
+            let _ = s.send(Input::Data(data.to_vec()));
+        }
+        !sinks.is_empty()
+    }
+
+    /// Ends the input of every process that takes it.
+    pub(crate) fn end_all(&self) {
+        let all: Vec<_> = self.sinks().drain().collect();
+        for (_, s) in all {
+            let _ = s.send(Input::End);
+        }
+    }
+
     /// pmixrun's own stdin, read on a thread of its own until end of file, to the processes
     /// that took pipes for it (waiting for each to take its chunk), then closed for them.
     pub(crate) fn forward_own_stdin(self: &Arc<Self>) -> std::io::Result<()> {
         let me = self.clone();
-        std::thread::Builder::new()
-            .name("stdin".into())
-            .stack_size(SMALL_STACK)
-            .spawn(move || {
-                let mut stdin = std::io::stdin().lock();
-                let mut buf = vec![0u8; CHUNK];
-                loop {
-                    let n = match stdin.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                        Err(e) => {
-                            tracing::debug!("reading stdin: {e}");
-                            break;
-                        }
-                    };
-                    let sinks: Vec<_> = me.sinks().values().cloned().collect();
-                    if sinks.is_empty() {
-                        // Every target's input ended (or its process did).
+        let end = self.clone();
+        read_stdin(move |chunk| me.feed_all(chunk), move || end.end_all())
+    }
+}
+
+/// Reads pmixrun's stdin on a thread of its own, handing each chunk to `chunk` (which says
+/// whether to go on) and calling `end` at end of file (or when told to stop).
+pub(crate) fn read_stdin(
+    mut chunk: impl FnMut(&[u8]) -> bool + Send + 'static,
+    end: impl FnOnce() + Send + 'static,
+) -> std::io::Result<()> {
+    std::thread::Builder::new()
+        .name("stdin".into())
+        .stack_size(SMALL_STACK)
+        .spawn(move || {
+            let mut stdin = std::io::stdin().lock();
+            let mut buf = vec![0u8; CHUNK];
+            loop {
+                let n = match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => {
+                        tracing::debug!("reading stdin: {e}");
                         break;
                     }
-                    for s in sinks {
-                        let _ = s.send(Input::Data(buf[..n].to_vec()));
-                    }
+                };
+                if !chunk(&buf[..n]) {
+                    // Every target's input ended (or its process did).
+                    break;
                 }
-                let all: Vec<_> = me.sinks().drain().collect();
-                for (_, s) in all {
-                    let _ = s.send(Input::End);
-                }
-            })
-            .map(drop)
-    }
+            }
+            end();
+        })
+        .map(drop)
 }
 
 /// Whether reading pmixrun's stdin now would stop it: a terminal of which pmixrun is not in
