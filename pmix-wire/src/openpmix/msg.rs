@@ -194,7 +194,8 @@ pub enum Request {
         /// Directives.
         info: Vec<Info>,
     },
-    /// `IOF_PULL` (see [`super::iof`] for the layout): forward these processes' output.
+    /// `IOF_PULL` (laid out as `pmix-wire/src/openpmix/iof.rs` says): forward these
+    /// processes' output.
     IofPull {
         /// Whose output (rank `WILDCARD` for a whole namespace).
         procs: Vec<Proc>,
