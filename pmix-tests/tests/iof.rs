@@ -197,7 +197,10 @@ fn with_stdin_on(nodes: &[&str], mode: Option<&str>) -> Output {
         cmd.args(["--stdin", m]);
     }
     cmd.args(["-n", "2", "sh", "-c"])
-        .arg(r#"while read l; do echo "got rank=$PMIX_RANK line=$l"; done; echo "eof rank=$PMIX_RANK""#)
+        .arg(concat!(
+            r#"while read l; do echo "got rank=$PMIX_RANK line=$l"; done; "#,
+            r#"echo "eof rank=$PMIX_RANK""#
+        ))
         .env_remove("PMIXRS_NAMESERVER")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
