@@ -382,3 +382,44 @@ fn rust_tool_pulls_from_prterun() {
     }
     assert_ok(&out, "prterun's job");
 }
+
+/// `pmixps --tail NSPACE` follows a held job's output (its stderr merged into stdout here):
+/// each rank's lines with `[rank] ` in front, and it ends when the job does.
+#[test]
+fn pmixps_tail_follows_a_jobs_output_until_it_ends() {
+    let pmixps = pmix_tests::cargo_build(&["-p", "pmixps", "--bin", "pmixps"]).join("pmixps");
+    let end = Instant::now() + DEADLINE;
+    let mut job = HeldJob::start_echoing(pmixrun_bin(), &["--stdin", "none"], 2, end);
+    let nspace = format!("pmixrun-{}", job.pid);
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", r#"exec "$0" --tail "$1" 2>&1"#])
+        .arg(&pmixps)
+        .arg(&nspace)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let tail = Streamed::start(cmd, "pmixps --tail").wait_for(
+        "pmixps: following",
+        1,
+        end,
+        "pmixps --tail",
+    );
+    job.feed(|r| format!("line {r} for the tools\n"), end);
+    job.wait_fed(end);
+    let out = job.release(end);
+    assert_ok(&out, "the held job");
+    let got = tail.finish(end, "pmixps --tail");
+    assert_ok(&got, "pmixps --tail");
+    for r in 0..2 {
+        for line in [
+            format!("[{r}] line {r} for the tools"),
+            format!("[{r}] bye rank={r}"),
+            format!("[{r}] fed rank={r}"),
+        ] {
+            assert!(
+                got.stdout.lines().any(|l| l == line),
+                "no {line:?}: {got:#?}"
+            );
+        }
+    }
+}

@@ -7,6 +7,7 @@
 //! the other's dependencies.
 
 mod list;
+mod tail;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,17 +40,24 @@ struct Args {
     /// Print no header line.
     #[arg(long)]
     no_header: bool,
-    // I/O forwarding (`--tail NSPACE`: follow a job's output) goes here, as a mode of its
-    // own beside the listing (issue 22).
+    /// Instead of listing, follow the output of the job NSPACE (`pmixrun-<pid>`): each line
+    /// its processes write from now on, `[rank] ` in front, on stdout or stderr as they wrote
+    /// it, until the job ends.
+    #[arg(long, value_name = "NSPACE")]
+    tail: Option<String>,
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    match list::run(&list::Listing {
-        pids: args.pid,
-        tmpdir: args.tmpdir,
-        header: !args.no_header,
-    }) {
+    let done = match &args.tail {
+        Some(job) => tail::run(job, args.tmpdir),
+        None => list::run(&list::Listing {
+            pids: args.pid,
+            tmpdir: args.tmpdir,
+            header: !args.no_header,
+        }),
+    };
+    match done {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
