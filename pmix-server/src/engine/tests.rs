@@ -1860,6 +1860,24 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
     assert_eq!(barrier(&mut s, some), [vec!["a", "b", "c"]]);
 }
 
+/// A tool of the server's user connects as `conn` and is accepted: its name.
+fn tool(s: &mut Sim, conn: ConnId) -> Proc {
+    s.eng.handle_tool_hello(
+        conn,
+        crate::engine::ToolHello {
+            proc: None,
+            creds: PeerCreds { uid: UID, gid: GID },
+            info: vec![],
+        },
+    );
+    s.pump();
+    s.tools
+        .iter()
+        .find(|(c, _)| *c == conn)
+        .map(|(_, p)| p.clone())
+        .unwrap_or_else(|| panic!("tool {conn} not accepted: {:?}", s.refused))
+}
+
 mod control;
 mod debug;
 mod group_membership;

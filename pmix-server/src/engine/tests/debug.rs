@@ -3,25 +3,7 @@
 //! debugger goes; and what else a tool may ask (events, job control).
 
 use super::*;
-use crate::engine::ToolHello;
 use pmix_types::{DataArray, DataRange, DataType};
-
-fn tool(s: &mut Sim, conn: ConnId) -> Proc {
-    s.eng.handle_tool_hello(
-        conn,
-        ToolHello {
-            proc: None,
-            creds: PeerCreds { uid: UID, gid: GID },
-            info: vec![],
-        },
-    );
-    s.pump();
-    s.tools
-        .iter()
-        .find(|(c, _)| *c == conn)
-        .map(|(_, p)| p.clone())
-        .unwrap_or_else(|| panic!("tool {conn} not accepted: {:?}", s.refused))
-}
 
 fn notify(s: &mut Sim, conn: ConnId, code: Status, range: DataRange, info: Vec<Info>) -> Status {
     let event = pmix_wire::Event {

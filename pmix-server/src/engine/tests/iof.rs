@@ -2,20 +2,7 @@
 //! their deregistration or their tool; pushes go to the host; clients may do none of it.
 
 use super::*;
-use crate::engine::ToolHello;
 use pmix_types::IofChannel;
-
-fn tool(s: &mut Sim, conn: ConnId) {
-    s.eng.handle_tool_hello(
-        conn,
-        ToolHello {
-            proc: None,
-            creds: PeerCreds { uid: UID, gid: GID },
-            info: vec![],
-        },
-    );
-    s.pump();
-}
 
 fn pull(s: &mut Sim, conn: ConnId, procs: Vec<Proc>, channels: IofChannel, tag: u64) -> u64 {
     let directives = vec![Info::attr(attr::IOF_TAG_OUTPUT, true)];
