@@ -64,6 +64,10 @@ static void on_output(size_t id, pmix_iof_channel_t channel, pmix_proc_t *source
     pthread_mutex_unlock(&lock);
 }
 
+static void on_op(pmix_status_t status, void *cbdata);
+static void begin_op(void);
+static void end_op(const char *what, pmix_status_t rc);
+
 static void pull(const char *nspace, size_t want)
 {
     pmix_proc_t procs[1];
@@ -91,44 +95,56 @@ static void pull(const char *nspace, size_t want)
         printf("%s\n", lines[i]);
     pthread_mutex_unlock(&lock);
     fflush(stdout);
-    MUST(PMIx_IOF_deregister(id, NULL, 0, NULL, NULL));
+    begin_op();
+    end_op("PMIx_IOF_deregister", PMIx_IOF_deregister(id, NULL, 0, on_op, NULL));
 }
 
-static pmix_status_t pushed_status;
-static int pushed;
+static pmix_status_t op_status;
+static int op_done;
 
-/* Called on libpmix's thread with a push's answer. */
-static void on_pushed(pmix_status_t status, void *cbdata)
+/* Called on libpmix's thread with the answer to a push or a deregistration. */
+static void on_op(pmix_status_t status, void *cbdata)
 {
     (void) cbdata;
     pthread_mutex_lock(&lock);
-    pushed_status = status;
-    pushed = 1;
+    op_status = status;
+    op_done = 1;
     pthread_cond_broadcast(&more);
     pthread_mutex_unlock(&lock);
 }
 
-/* One push, waited for here: libpmix's own wait (no callback) hangs in 4.2.2 and 5.0.11, as
- * its answer handler frees the lock the caller waits on. */
-static void push_one(pmix_proc_t *target, pmix_byte_object_t *bo)
+static void begin_op(void)
 {
     pthread_mutex_lock(&lock);
-    pushed = 0;
+    op_done = 0;
     pthread_mutex_unlock(&lock);
-    pmix_status_t rc = PMIx_IOF_push(target, 1, bo, NULL, 0, on_pushed, NULL);
+}
+
+/* Waits here for the answer to an operation begun with begin_op and started with on_op as
+ * its callback: libpmix's own wait (no callback) for a push or a deregistration is racy in
+ * 4.2.2 and 5.0.11, as its answer handler frees the lock the caller waits on (push hangs
+ * every time; deregistration now and then). */
+static void end_op(const char *what, pmix_status_t rc)
+{
     if (rc != PMIX_SUCCESS)
-        fail("PMIx_IOF_push: %s", PMIx_Error_string(rc));
+        fail("%s: %s", what, PMIx_Error_string(rc));
     struct timespec end;
     clock_gettime(CLOCK_REALTIME, &end);
     end.tv_sec += 30;
     pthread_mutex_lock(&lock);
-    while (!pushed)
+    while (!op_done)
         if (pthread_cond_timedwait(&more, &lock, &end) != 0)
-            fail("PMIx_IOF_push: no answer");
-    rc = pushed_status;
+            fail("%s: no answer", what);
+    rc = op_status;
     pthread_mutex_unlock(&lock);
     if (rc != PMIX_SUCCESS)
-        fail("PMIx_IOF_push answered %s", PMIx_Error_string(rc));
+        fail("%s answered %s", what, PMIx_Error_string(rc));
+}
+
+static void push_one(pmix_proc_t *target, pmix_byte_object_t *bo)
+{
+    begin_op();
+    end_op("PMIx_IOF_push", PMIx_IOF_push(target, 1, bo, NULL, 0, on_op, NULL));
 }
 
 static void push(const char *nspace, unsigned rank, const char *text)
