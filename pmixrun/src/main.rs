@@ -27,6 +27,7 @@ mod root;
 mod root_cross;
 mod root_jobs;
 mod root_sink;
+mod root_tools;
 mod run_msg;
 mod stdin;
 mod supervise;

@@ -2,7 +2,8 @@
 //! tree (see [`crate::bootstrap`]), launches each job on them, and supervises the run as on
 //! one node: the same [`Supervisor`] decides, acting on remote processes through the tree
 //! ([`RootJobs`]). It serves the names of the run (its own name server, or the one given) and
-//! writes every process's output.
+//! writes every process's output, and it is the run's one entry point for tools
+//! ([`crate::root_tools`]).
 //!
 //! The root hosts no process: vertex `i + 1` of the tree is the daemon of node `i`.
 
@@ -25,6 +26,7 @@ use crate::job::Layout;
 use crate::placement::{NodeList, Placement, SlotUsage};
 use crate::root_jobs::RootJobs;
 use crate::root_sink::{Control, RootSink};
+use crate::root_tools::RootTools;
 use crate::run_msg::{Msg, encode};
 use crate::supervise::Supervisor;
 
@@ -75,6 +77,14 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     };
     let (events_tx, events) = unbounded();
     crate::start_signal_thread(signals, events_tx.clone())?;
+    // Tools attach here, not to the daemons; on any way out its rendezvous files go with it.
+    let tools = Arc::new(RootTools::start(&events_tx, &names)?);
+    let root_node = r
+        .nodes
+        .names()
+        .find(|n| crate::placement::is_this_machine(n, &this_host))
+        .unwrap_or(&this_host)
+        .to_owned();
     let (control_tx, control) = unbounded();
     let (lines_tx, lines) = unbounded();
     let places = Arc::new(Placements::default());
@@ -216,6 +226,8 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
             crate::launch::forwarded_env()
         },
         place: r.opts.place,
+        tools: tools.clone(),
+        root_node,
     };
     // The daemons of the processes that take pmixrun's input.
     let mut readers: Vec<Vertex> = (0..r.layout.size)
@@ -258,6 +270,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     if output_done.recv_timeout(crate::OUTPUT_DRAIN).is_err() {
         tracing::warn!("output still open after every process ended; not waiting for it");
     }
+    tools.finalize();
     Ok(status)
 }
 

@@ -22,6 +22,7 @@ use crate::launcher_env;
 use crate::placement::{NodeList, Placement, SlotUsage};
 use crate::root::LAUNCH_TIMEOUT;
 use crate::root_sink::Control;
+use crate::root_tools::RootTools;
 use crate::run_msg::{Launch, Msg, WireApp, encode};
 use crate::supervise::{self, Jobs, SpawnFailed};
 
@@ -56,6 +57,11 @@ pub(crate) struct RootJobs {
     pub(crate) forwarded: Vec<(OsString, OsString)>,
     /// Where on its node each process runs and what it is told of its place.
     pub(crate) place: crate::cli::Place,
+    /// The run's tool entry point, which knows every job of the run.
+    pub(crate) tools: Arc<RootTools>,
+    /// The root's node as the run's node list names it (its hostname if the list does not
+    /// name it): where a tool asking at the root is, for `QUERY_LOCAL_PROC_TABLE`.
+    pub(crate) root_node: String,
 }
 
 impl RootJobs {
@@ -110,6 +116,7 @@ impl RootJobs {
                 crate::stdin::Target::None
             },
         };
+        self.tools.job_launched(nspace, &launch.info);
         self.places
             .insert(nspace.clone(), Placed::new(vertex_of_rank));
         self.names.nspace_started(nspace);
@@ -241,6 +248,7 @@ impl Jobs for RootJobs {
         self.tree
             .send(Dest::All, encode(&Msg::JobEnded(nspace.clone())));
         self.names.nspace_ended(nspace);
+        self.tools.job_ended(nspace);
         self.places.remove(nspace);
         if let Some(p) = self.placements.remove(nspace) {
             self.usage.remove(&p);
@@ -280,6 +288,11 @@ impl Jobs for RootJobs {
     }
 
     fn host_of(&self, proc: &Proc) -> String {
-        self.node_of(proc).unwrap_or_default()
+        match self.node_of(proc) {
+            Some(node) => node,
+            // No process of the run: a tool asking at the root, which is on the root's node.
+            None if self.places.get(&proc.nspace).is_none() => self.root_node.clone(),
+            None => String::new(),
+        }
     }
 }

@@ -212,7 +212,8 @@ impl<J: Jobs> Supervisor<J> {
 
     /// `PMIx_Query_info` for what the server does not know: the process tables
     /// (`QUERY_PROC_TABLE`, `QUERY_LOCAL_PROC_TABLE`, of the `NSPACE` qualifier's job, else
-    /// the asking process's), with host names, programs, pids and states.
+    /// the asking process's), with host names, programs, pids and states, and the job's
+    /// status (`QUERY_JOB_STATUS`).
     pub(super) fn query(&mut self, asker: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
         let mut answers = Vec::new();
         for q in queries {
@@ -229,6 +230,13 @@ impl<J: Jobs> Supervisor<J> {
                 let local = match key.as_str() {
                     attr::QUERY_PROC_TABLE => false,
                     attr::QUERY_LOCAL_PROC_TABLE => true,
+                    attr::QUERY_JOB_STATUS => {
+                        let Some(status) = self.job_status(&nspace) else {
+                            return done.complete(Err(Status::ERR_NOT_FOUND));
+                        };
+                        answers.push(Info::new(key.clone(), Value::Status(status)));
+                        continue;
+                    }
                     _ => continue,
                 };
                 let Some(table) = self.proc_table(&nspace, local.then_some(asker)) else {
@@ -242,6 +250,17 @@ impl<J: Jobs> Supervisor<J> {
         } else {
             Ok(answers)
         });
+    }
+
+    /// `QUERY_JOB_STATUS` of `nspace`: the first abnormal end among its processes (as the
+    /// run's exit status reports it), else success.
+    fn job_status(&self, nspace: &Nspace) -> Option<Status> {
+        let &j = self.index.get(nspace)?;
+        Some(
+            self.table[j]
+                .term
+                .map_or(Status::SUCCESS, |(status, _)| status),
+        )
     }
 
     /// The processes of `nspace` (on the node of `near`, if given), as `PROC_INFO`s.

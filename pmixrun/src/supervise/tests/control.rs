@@ -279,3 +279,47 @@ fn terminate_is_its_own_action_and_kill_is_sigkill() {
         Err(Status::ERR_BAD_PARAM)
     );
 }
+
+/// `QUERY_JOB_STATUS` of a job named by an `NSPACE` qualifier.
+fn job_status_query() -> (
+    Event,
+    crossbeam_channel::Receiver<Result<Vec<Info>, Status>>,
+) {
+    let (done, rx) = answered();
+    let ev = Event::Query {
+        asker: p("tool", 0),
+        queries: vec![pmix_server::Query {
+            keys: vec![
+                pmix_types::Key::new(attr::QUERY_JOB_STATUS).unwrap_or_else(|e| panic!("{e}")),
+            ],
+            qualifiers: vec![Info::attr(attr::NSPACE, "job")],
+        }],
+        done,
+    };
+    (ev, rx)
+}
+
+#[test]
+fn the_job_status_is_success_until_a_process_ends_abnormally() {
+    let fake = Fake::default();
+    let (before, before_rx) = job_status_query();
+    let (after, after_rx) = job_status_query();
+    run_with(
+        &fake,
+        2,
+        vec![before, exited("job", 1, 3), after, exited("job", 0, 0)],
+    );
+    let status = |rx: crossbeam_channel::Receiver<Result<Vec<Info>, Status>>| {
+        let infos = rx
+            .try_recv()
+            .unwrap_or_else(|e| panic!("{e}"))
+            .unwrap_or_else(|s| panic!("{s:?}"));
+        assert_eq!(infos[0].key.as_str(), attr::QUERY_JOB_STATUS, "{infos:?}");
+        match &infos[0].value {
+            Value::Status(s) => *s,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(status(before_rx), Status::SUCCESS);
+    assert_eq!(status(after_rx), Status::ERR_EXIT_NONZERO_TERM);
+}
