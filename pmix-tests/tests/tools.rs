@@ -44,7 +44,12 @@ fn hostname() -> String {
 /// running `sh` (as found on `PATH`) here, and finalized.
 fn check_table(out: &Output, job: &HeldJob, what: &str) {
     let nspace = format!("pmixrun-{}", job.pid);
-    check_rows(out, job, what, &nspace, &sh());
+    check_rows(out, job, what, &nspace, &sh(), &here(job));
+}
+
+/// Each rank of `job` on this machine's hostname: a one-node run's, or prterun's.
+fn here(job: &HeldJob) -> Vec<String> {
+    vec![hostname(); job.rank_pids.len()]
 }
 
 /// Where `sh` is found on `PATH`, as the launchers name the program they started.
@@ -58,8 +63,9 @@ fn sh() -> String {
         .expect("sh on PATH")
 }
 
-/// [`check_table`] for a job named `nspace` whose processes run `exe`.
-fn check_rows(out: &Output, job: &HeldJob, what: &str, nspace: &str, exe: &str) {
+/// [`check_table`] for a job named `nspace` whose processes run `exe`, rank `r` on the node
+/// `hosts[r]`.
+fn check_rows(out: &Output, job: &HeldJob, what: &str, nspace: &str, exe: &str, hosts: &[String]) {
     assert_ok(out, what);
     let me = keyed_lines(&out.stdout, "tool");
     assert!(
@@ -75,7 +81,7 @@ fn check_rows(out: &Output, job: &HeldJob, what: &str, nspace: &str, exe: &str) 
             .unwrap_or_else(|| panic!("{what}: rank {rank} is not in the table: {out:#?}"));
         assert_eq!(row["job"], nspace, "{what}");
         assert_eq!(row["pid"], pid.to_string(), "{what}: rank {rank}: {out:#?}");
-        assert_eq!(row["host"], hostname(), "{what}");
+        assert_eq!(row["host"], hosts[rank], "{what}: rank {rank}");
         assert_eq!(row["exe"], exe, "{what}");
         // PMIX_PROC_STATE_RUNNING.
         assert_eq!(row["state"], "5", "{what}");
@@ -161,6 +167,13 @@ fn require_root(what: &str) {
 fn a_tool_of_another_user_is_refused() {
     require_root("a_tool_of_another_user_is_refused");
     let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
+    let hosts = here(&job);
+    refuses_nobody(job, &hosts);
+}
+
+/// Tools of `nobody` are refused by the pmixrun of `job` (its ranks on `hosts`), which then
+/// serves the user's own tool and ends well.
+fn refuses_nobody(job: HeldJob, hosts: &[String]) {
     let pid = job.pid.to_string();
     let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
     // Given the URI, the tool reaches the server, which refuses it for its uid.
@@ -191,8 +204,9 @@ fn a_tool_of_another_user_is_refused() {
         "{what}: {out:#?}"
     );
     // The user's own tool is served, and the job is unaffected.
-    let out = run_tool(Lib::C, &["pid", &pid], "the user's tool after nobody's");
-    check_table(&out, &job, "the user's tool after nobody's");
+    let what = "the user's tool after nobody's";
+    let out = run_tool(Lib::C, &["pid", &pid], what);
+    check_rows(&out, &job, what, &format!("pmixrun-{pid}"), &sh(), hosts);
     assert_ok(&job.release(Instant::now() + DEADLINE), "the job");
 }
 
@@ -307,7 +321,7 @@ fn rust_and_libpmix_tools_attach_to_prterun() {
         };
         let what = format!("{lib:?} tool to prterun by {}", how.join(" "));
         let out = run_tool(lib, &how, &what);
-        check_rows(&out, &job, &what, &first, &sh());
+        check_rows(&out, &job, &what, &first, &sh(), &here(&job));
         assert_ok(&job.release(Instant::now() + DEADLINE), &what);
     }
 }
@@ -443,4 +457,189 @@ fn a_server_without_tool_support_refuses_tools() {
             Ok(t) => panic!("{uri}: a tool was served: {t:?}"),
         }
     }
+}
+
+/// A run on two logical nodes of this machine, two ranks each (ranks 0 and 1 on `n1`, 2 and 3
+/// on `n2`): its root serves tools for both (docs/TOOLS.md, "Multi-node runs").
+const TWO_NODES: [&str; 4] = ["--launcher", "local", "--host", "n[1-2]:2"];
+
+/// The node of each rank of a [`TWO_NODES`] job of four.
+fn two_node_hosts() -> Vec<String> {
+    ["n1", "n1", "n2", "n2"].map(String::from).to_vec()
+}
+
+/// The root's two rendezvous files (by pid and by namespace), in its directory.
+fn root_files(job: &HeldJob) -> [PathBuf; 2] {
+    let dir = job.rendezvous_dir();
+    [
+        dir.join(format!("pmix.{}.tool.{}", hostname(), job.pid)),
+        dir.join(format!(
+            "pmix.{}.tool.pmixrs-server-{}",
+            hostname(),
+            job.pid
+        )),
+    ]
+}
+
+/// The parent of process `pid`, from `/proc`.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The daemons of a multi-node `job` write no tool rendezvous file: each rank's nearest
+/// ancestor with a rendezvous directory (its daemon's server) has none in it.
+fn daemons_serve_no_tools(job: &HeldJob) {
+    for (rank, &pid) in job.rank_pids.iter().enumerate() {
+        let mut at = parent_of(pid);
+        let dir = loop {
+            let Some(a) = at.filter(|&a| a > 1 && a != job.pid) else {
+                panic!("rank {rank} (pid {pid}): no ancestor below pmixrun has a server");
+            };
+            let prefix = format!("pmixrs.{a}.");
+            let found = std::fs::read_dir(std::env::temp_dir())
+                .expect("reading the temporary directory")
+                .flatten()
+                .find(|e| e.file_name().to_string_lossy().starts_with(&prefix));
+            if let Some(d) = found {
+                break d.path();
+            }
+            at = parent_of(a);
+        };
+        let tool_files: Vec<_> = std::fs::read_dir(&dir)
+            .expect("reading a daemon's rendezvous directory")
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("pmix.") && n.contains(".tool."))
+            .collect();
+        assert!(
+            tool_files.is_empty(),
+            "rank {rank}'s daemon ({}) serves tools: {tool_files:?}",
+            dir.display()
+        );
+    }
+}
+
+/// Holds a job of four on two logical nodes, attaches `lib`'s tool to its root by pmixrun's
+/// pid and checks every rank of both nodes, then releases the job, which must end well and
+/// leave no rendezvous file.
+fn attach_to_two_nodes(lib: Lib) {
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_bin(),
+        &TWO_NODES,
+        4,
+        Instant::now() + DEADLINE,
+    );
+    let files = root_files(&job);
+    for f in &files {
+        assert!(f.is_file(), "{} is missing", f.display());
+    }
+    daemons_serve_no_tools(&job);
+    let pid = job.pid.to_string();
+    let what = format!("{lib:?} tool to a two-node run by pid");
+    let out = run_tool(lib, &["pid", &pid], &what);
+    check_rows(
+        &out,
+        &job,
+        &what,
+        &format!("pmixrun-{pid}"),
+        &sh(),
+        &two_node_hosts(),
+    );
+    let out = job.release(Instant::now() + DEADLINE);
+    assert_ok(&out, &format!("the two-node job {lib:?} tools attached to"));
+    for f in &files {
+        assert!(!f.exists(), "{} is left", f.display());
+    }
+}
+
+#[test]
+fn python3_pmix_tool_attaches_to_a_two_node_run() {
+    attach_to_two_nodes(Lib::Python);
+}
+
+#[test]
+fn libpmix_4_tool_attaches_to_a_two_node_run() {
+    attach_to_two_nodes(Lib::C);
+}
+
+#[test]
+fn libpmix_5_tool_attaches_to_a_two_node_run() {
+    attach_to_two_nodes(Lib::CWheel);
+}
+
+#[test]
+fn rust_tool_attaches_to_a_two_node_run() {
+    attach_to_two_nodes(Lib::Rust);
+}
+
+#[test]
+fn a_tool_of_another_user_is_refused_by_a_two_node_run() {
+    require_root("a_tool_of_another_user_is_refused_by_a_two_node_run");
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_bin(),
+        &TWO_NODES,
+        4,
+        Instant::now() + DEADLINE,
+    );
+    refuses_nobody(job, &two_node_hosts());
+}
+
+/// What the root answers a Rust `Tool` besides the whole table, found by namespace and by URI:
+/// the run's namespaces, a job-level key from the job's registration, the job's status, and
+/// the local process table (the ranks on the node the run's node list names as this machine,
+/// `localhost`).
+#[test]
+fn the_root_answers_namespaces_job_data_status_and_its_nodes_table() {
+    use pmix_client::tool::{Attach, Tool};
+    use pmix_server::types::{Status, Value, attr};
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_bin(),
+        &["--launcher", "local", "--host", "localhost:2,n2:2"],
+        4,
+        Instant::now() + DEADLINE,
+    );
+    let server_ns = format!("pmixrs-server-{}", job.pid);
+    let nspace = format!("pmixrun-{}", job.pid);
+    let uri = uri_of(&job, &format!("pmix.{}.tool.{}", hostname(), job.pid));
+    for how in [Attach::Nspace(server_ns.clone()), Attach::Uri(uri)] {
+        let what = format!("{how:?}");
+        let mut tool = Tool::init(how).unwrap_or_else(|e| panic!("{what}: {e}"));
+        let of_job = || vec![pmix_client::Info::attr(attr::NSPACE, nspace.as_str())];
+        let one = |tool: &mut Tool, key: &str, qualifiers| {
+            let got = tool
+                .query_keys(&[key], qualifiers)
+                .unwrap_or_else(|e| panic!("{what}: {key}: {e}"));
+            got.into_iter()
+                .find(|i| i.key.as_str() == key)
+                .unwrap_or_else(|| panic!("{what}: no {key} in the answer"))
+                .value
+        };
+        let names = one(&mut tool, attr::QUERY_NAMESPACES, Vec::new());
+        assert_eq!(names.as_str(), Some(nspace.as_str()), "{what}");
+        let size = one(&mut tool, attr::JOB_SIZE, of_job());
+        assert_eq!(size.as_i64(), Some(4), "{what}: {size:?}");
+        let status = one(&mut tool, attr::QUERY_JOB_STATUS, of_job());
+        assert_eq!(status, Value::Status(Status::SUCCESS), "{what}");
+        let Value::DataArray(local) = one(&mut tool, attr::QUERY_LOCAL_PROC_TABLE, of_job()) else {
+            panic!("{what}: the local table is no array");
+        };
+        let rows: Vec<(u32, u32, String)> = local
+            .items()
+            .iter()
+            .map(|v| match v {
+                Value::ProcInfo(p) => (p.proc.rank.0, p.pid, p.hostname.clone()),
+                other => panic!("{what}: {other:?} in the local table"),
+            })
+            .collect();
+        let expected: Vec<(u32, u32, String)> = (0..2)
+            .map(|r| (r, job.rank_pids[r as usize], "localhost".to_owned()))
+            .collect();
+        assert_eq!(rows, expected, "{what}");
+        tool.finalize()
+            .unwrap_or_else(|e| panic!("{what}: finalize: {e}"));
+    }
+    assert_ok(&job.release(Instant::now() + DEADLINE), "the job");
 }
