@@ -132,7 +132,10 @@ fn grace(s: &str) -> Result<Duration, String> {
         may spawn further jobs, which pmixrun starts the same way and waits for too. With \
         --host or --hostfile the job spans several hosts: pmixrun starts a daemon on each \
         host (over ssh, or as local processes with --launcher local), and the daemons, each \
-        with a PMIx server of its own, start and serve their host's processes.",
+        with a PMIx server of its own, start and serve their host's processes. Tools \
+        (debuggers, monitors: PMIx_tool_init, python3-pmix's PMIxTool) attach to pmixrun by \
+        its pid, on one host or several: with several, pmixrun itself serves them, for the \
+        processes of every host (docs/TOOLS.md).",
     after_long_help = EXAMPLES,
     override_usage = "pmixrun [OPTIONS] [-n N] PROGRAM [ARGS]... [: [-n N] PROGRAM [ARGS]...]..."
 )]
