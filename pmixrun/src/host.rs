@@ -12,7 +12,7 @@ use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
 use std::sync::Arc;
 
-use pmix_server::types::{Info, Key, Nspace, Proc, Status};
+use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Status};
 use pmix_server::{App, Published, Query};
 use pmix_server::{Completion, Host, NameServerClient};
 
@@ -89,7 +89,13 @@ pub(crate) struct RunHost {
     names: Option<Arc<NameServerClient>>,
     /// Where tools' input goes (`PMIx_IOF_push`).
     stdin: Option<Arc<crate::stdin::Router>>,
+    /// Where events of a range beyond this server go, if anywhere.
+    beyond: Option<Beyond>,
 }
+
+/// Passes on an event (code, source, range, info) the server raised for a range beyond
+/// itself: at the root of a multi-node run, one a tool notified, to every daemon.
+pub(crate) type Beyond = Box<dyn FnMut(Status, &Proc, DataRange, &[Info]) + Send>;
 
 impl RunHost {
     pub(crate) fn new(events: Sender<Event>, names: Option<Arc<NameServerClient>>) -> RunHost {
@@ -97,12 +103,20 @@ impl RunHost {
             events,
             names,
             stdin: None,
+            beyond: None,
         }
     }
 
     /// Takes tools' input to the processes `router` holds the stdin of.
     pub(crate) fn with_stdin(mut self, router: Arc<crate::stdin::Router>) -> RunHost {
         self.stdin = Some(router);
+        self
+    }
+
+    /// Sends events of a range beyond the server to `beyond` (without it they are refused:
+    /// on one node every process is the server's own).
+    pub(crate) fn with_beyond(mut self, beyond: Beyond) -> RunHost {
+        self.beyond = Some(beyond);
         self
     }
 }
@@ -269,6 +283,23 @@ impl Host for RunHost {
         );
     }
 
+    fn notify_event(
+        &mut self,
+        code: Status,
+        source: &Proc,
+        range: DataRange,
+        info: &[Info],
+        done: Completion<()>,
+    ) {
+        match &mut self.beyond {
+            Some(pass_on) => {
+                pass_on(code, source, range, info);
+                done.complete(Ok(()));
+            }
+            None => done.complete(Err(Status::ERR_NOT_SUPPORTED)),
+        }
+    }
+
     fn query(&mut self, proc: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
         forward(
             &self.events,
@@ -298,5 +329,46 @@ pub(crate) fn cancel(ev: Event) {
         Event::Spawn { done, .. } => done.complete(Err(Status::ERR_JOB_CANCELED)),
         Event::Abort { done, .. } => done.complete(Ok(())),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pmix_server::types::Rank;
+
+    fn notify(host: &mut RunHost) -> Result<(), Status> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let source = Proc::new(Nspace::new("tool").unwrap_or_else(|e| panic!("{e}")), 0);
+        host.notify_event(
+            Status::EVENT_JOB_END,
+            &source,
+            DataRange::GLOBAL,
+            &[Info::attr("k", 7i64)],
+            Completion::from_fn(move |r| {
+                let _ = tx.send(r);
+            }),
+        );
+        rx.try_recv()
+            .unwrap_or_else(|e| panic!("not answered: {e}"))
+    }
+
+    #[test]
+    fn events_beyond_the_server_are_refused_on_one_node_and_passed_on_with_beyond() {
+        let (events, _rx) = crossbeam_channel::unbounded();
+        let mut alone = RunHost::new(events.clone(), None);
+        assert_eq!(notify(&mut alone), Err(Status::ERR_NOT_SUPPORTED));
+        let (seen_tx, seen) = crossbeam_channel::unbounded();
+        let mut root = RunHost::new(events, None).with_beyond(Box::new(
+            move |code, source: &Proc, range, info: &[Info]| {
+                let _ = seen_tx.send((code, source.rank, range, info.len()));
+            },
+        ));
+        assert_eq!(notify(&mut root), Ok(()));
+        assert_eq!(
+            seen.try_recv()
+                .unwrap_or_else(|e| panic!("not passed on: {e}")),
+            (Status::EVENT_JOB_END, Rank(0), DataRange::GLOBAL, 1)
+        );
     }
 }

@@ -221,10 +221,16 @@ pub(crate) fn start_server(
     if let Some(router) = stdin {
         host = host.with_stdin(router);
     }
+    start_server_with(host, names.is_some())
+}
+
+/// The PMIx server of pmixrun with `host`, tools served; names by the host when `named`
+/// (it has a name server), else by the server itself.
+pub(crate) fn start_server_with(host: RunHost, named: bool) -> Result<Server, String> {
     Server::init(
         host,
         ServerOptions {
-            name_service: if names.is_some() {
+            name_service: if named {
                 NameService::Host
             } else {
                 NameService::BuiltIn

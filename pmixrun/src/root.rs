@@ -78,7 +78,8 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let (events_tx, events) = unbounded();
     crate::start_signal_thread(signals, events_tx.clone())?;
     // Tools attach here, not to the daemons; on any way out its rendezvous files go with it.
-    let tools = Arc::new(RootTools::start(&events_tx, &names)?);
+    let tree_cell: Arc<OnceLock<Arc<Tree>>> = Arc::new(OnceLock::new());
+    let tools = Arc::new(RootTools::start(&events_tx, &names, tree_cell.clone())?);
     let root_node = r
         .nodes
         .names()
@@ -89,7 +90,6 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let (lines_tx, lines) = unbounded();
     let places = Arc::new(Placements::default());
     let lost: Arc<Mutex<HashSet<Vertex>>> = Arc::default();
-    let tree_cell: Arc<OnceLock<Arc<Tree>>> = Arc::new(OnceLock::new());
     let mut node_names = vec![this_host.clone()];
     node_names.extend(r.nodes.names().map(str::to_owned));
     // Collectives with other runs need a name server shared with them.

@@ -4,19 +4,22 @@
 //! It hosts no process. Its host is the one a one-node run's server has ([`RunHost`]), so a
 //! tool's queries and job control reach the root's supervisor, which knows every process of
 //! every node (pids and programs come with the daemons' reports of a launch) and acts on them
-//! through the tree. Every job of the run is registered on it (with no local process), so that
+//! through the tree, and the events a tool raises for a range beyond the server go to every
+//! daemon. Every job of the run is registered on it (with no local process), so that
 //! the server itself answers the namespaces and job-level keys. Tools find it by pmixrun's
 //! pid, by its namespace or by its URI, as on one node: `Server::init` writes the rendezvous
 //! files, and finalizing it (or dropping it, on any way out of the run) removes them. The
 //! daemons' servers keep tool support off.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crossbeam_channel::Sender;
 use pmix_server::types::{Info, Nspace};
 use pmix_server::{NameServerClient, Server};
+use pmix_tree::{Dest, Tree};
 
-use crate::host::Event;
+use crate::host::{Event, RunHost};
+use crate::run_msg::{Msg, encode};
 
 /// The root's tool-serving server.
 pub(crate) struct RootTools {
@@ -24,13 +27,29 @@ pub(crate) struct RootTools {
 }
 
 impl RootTools {
-    /// Starts the server, its host reporting to `events` (the root's supervisor) and serving
-    /// names through the run's name server.
+    /// Starts the server, its host reporting to `events` (the root's supervisor), serving
+    /// names through the run's name server, and passing the events tools raise for a range
+    /// beyond it to every daemon over `tree` (once it is up), whose servers deliver them
+    /// within their range, as a daemon passes on its processes' events.
     pub(crate) fn start(
         events: &Sender<Event>,
         names: &Arc<NameServerClient>,
+        tree: Arc<OnceLock<Arc<Tree>>>,
     ) -> Result<RootTools, String> {
-        let server = crate::start_server(events, Some(names))?;
+        let host = RunHost::new(events.clone(), Some(names.clone())).with_beyond(Box::new(
+            move |code, source, range, info| {
+                let msg = Msg::Event {
+                    code,
+                    source: source.clone(),
+                    range,
+                    info: info.to_vec(),
+                };
+                if let Some(tree) = tree.get() {
+                    tree.send(Dest::All, encode(&msg));
+                }
+            },
+        ));
+        let server = crate::start_server_with(host, true)?;
         tracing::debug!(nspace = %server.proc().nspace, "serving tools at the root");
         Ok(RootTools {
             server: Arc::new(server),
