@@ -136,15 +136,7 @@ fn rust_tool_attaches_by_pid_nspace_and_uri() {
 #[test]
 fn rendezvous_files_are_removed_at_exit() {
     let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 1, Instant::now() + DEADLINE);
-    let dir = job.rendezvous_dir();
-    let files = [
-        dir.join(format!("pmix.{}.tool.{}", hostname(), job.pid)),
-        dir.join(format!(
-            "pmix.{}.tool.pmixrs-server-{}",
-            hostname(),
-            job.pid
-        )),
-    ];
+    let files = tool_files(&job);
     for f in &files {
         assert!(f.is_file(), "{} is missing", f.display());
     }
@@ -468,8 +460,9 @@ fn two_node_hosts() -> Vec<String> {
     ["n1", "n1", "n2", "n2"].map(String::from).to_vec()
 }
 
-/// The root's two rendezvous files (by pid and by namespace), in its directory.
-fn root_files(job: &HeldJob) -> [PathBuf; 2] {
+/// pmixrun's two rendezvous files (by pid and by namespace), in its directory: on several
+/// nodes, the root's.
+fn tool_files(job: &HeldJob) -> [PathBuf; 2] {
     let dir = job.rendezvous_dir();
     [
         dir.join(format!("pmix.{}.tool.{}", hostname(), job.pid)),
@@ -532,7 +525,7 @@ fn attach_to_two_nodes(lib: Lib) {
         4,
         Instant::now() + DEADLINE,
     );
-    let files = root_files(&job);
+    let files = tool_files(&job);
     for f in &files {
         assert!(f.is_file(), "{} is missing", f.display());
     }
