@@ -292,6 +292,8 @@ impl Host for RunHost {
         done: Completion<()>,
     ) {
         match &mut self.beyond {
+            // One for the resource manager itself: nothing pmixrun acts on.
+            _ if range == DataRange::RM => done.complete(Err(Status::ERR_NOT_SUPPORTED)),
             Some(pass_on) => {
                 pass_on(code, source, range, info);
                 done.complete(Ok(()));
@@ -337,13 +339,13 @@ mod tests {
     use super::*;
     use pmix_server::types::Rank;
 
-    fn notify(host: &mut RunHost) -> Result<(), Status> {
+    fn notify(host: &mut RunHost, range: DataRange) -> Result<(), Status> {
         let (tx, rx) = crossbeam_channel::unbounded();
         let source = Proc::new(Nspace::new("tool").unwrap_or_else(|e| panic!("{e}")), 0);
         host.notify_event(
             Status::EVENT_JOB_END,
             &source,
-            DataRange::GLOBAL,
+            range,
             &[Info::attr("k", 7i64)],
             Completion::from_fn(move |r| {
                 let _ = tx.send(r);
@@ -354,21 +356,30 @@ mod tests {
     }
 
     #[test]
-    fn events_beyond_the_server_are_refused_on_one_node_and_passed_on_with_beyond() {
+    fn events_beyond_the_server_are_refused_on_one_node_and_passed_on_with_beyond_but_rm_ones() {
         let (events, _rx) = crossbeam_channel::unbounded();
         let mut alone = RunHost::new(events.clone(), None);
-        assert_eq!(notify(&mut alone), Err(Status::ERR_NOT_SUPPORTED));
+        assert_eq!(
+            notify(&mut alone, DataRange::GLOBAL),
+            Err(Status::ERR_NOT_SUPPORTED)
+        );
         let (seen_tx, seen) = crossbeam_channel::unbounded();
         let mut root = RunHost::new(events, None).with_beyond(Box::new(
             move |code, source: &Proc, range, info: &[Info]| {
                 let _ = seen_tx.send((code, source.rank, range, info.len()));
             },
         ));
-        assert_eq!(notify(&mut root), Ok(()));
+        assert_eq!(notify(&mut root, DataRange::GLOBAL), Ok(()));
         assert_eq!(
             seen.try_recv()
                 .unwrap_or_else(|e| panic!("not passed on: {e}")),
             (Status::EVENT_JOB_END, Rank(0), DataRange::GLOBAL, 1)
         );
+        // One for the resource manager is for pmixrun itself, which has no use for it.
+        assert_eq!(
+            notify(&mut root, DataRange::RM),
+            Err(Status::ERR_NOT_SUPPORTED)
+        );
+        assert!(seen.try_recv().is_err(), "an RM event was passed on");
     }
 }
