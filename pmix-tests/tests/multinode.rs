@@ -625,6 +625,40 @@ fn spawn_from_a_rank_places_the_children_on_the_free_slots_of_the_nodes() {
     assert!(r.stdout().contains("[0@n1] parent: children done"), "{r:?}");
 }
 
+/// The slot the first job leaves free on its own node is free for a spawn (the root once
+/// counted the first job's slots twice, and refused this spawn with `ERR_OUT_OF_RESOURCE`).
+#[test]
+fn a_spawn_takes_the_slot_the_first_job_left_free_on_its_node() {
+    let f = Fixture::new("spawnfree");
+    let r = f.run(
+        "n1:2,n2:1",
+        &[
+            "--tag-output",
+            "-n",
+            "1",
+            &bin("pmix-spawn-client"),
+            "parent",
+            "2",
+        ],
+    );
+    r.assert_ok();
+    let mut nodes: Vec<&str> = r
+        .stdout()
+        .lines()
+        .filter(|l| l.contains("] child ") && l.contains(" of 2: parent "))
+        .map(|l| {
+            l.split(']')
+                .next()
+                .unwrap_or("")
+                .split('@')
+                .nth(1)
+                .unwrap_or("?")
+        })
+        .collect();
+    nodes.sort_unstable();
+    assert_eq!(nodes, ["n1", "n2"], "{r:?}");
+}
+
 #[test]
 fn connect_and_disconnect_across_namespaces_on_different_nodes() {
     let f = Fixture::new("connect");

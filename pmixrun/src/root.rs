@@ -200,8 +200,8 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     drop(lines_tx);
     let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
-    let mut usage = SlotUsage::new(&r.nodes);
-    usage.add(&r.placement);
+    // Empty: launching the first job takes its slots, as it does a spawned job's.
+    let usage = SlotUsage::new(&r.nodes);
     let mut jobs = RootJobs {
         tree: tree.clone(),
         control,
