@@ -594,33 +594,40 @@ fn publish_lookup_and_unpublish_across_nodes() {
     }
 }
 
-#[test]
-fn spawn_from_a_rank_places_the_children_on_the_free_slots_of_the_nodes() {
-    let f = Fixture::new("spawn");
-    // The parent takes n1's slot; three children fill n2 and n3.
+/// `pmixrun --tag-output -n 1 pmix-spawn-client parent N` on `hosts`: the run, and the nodes
+/// of its `N` children (sorted), each tagged as one of the first spawned job.
+fn spawn_children(f: &Fixture, hosts: &str, n: usize) -> (Run, Vec<String>) {
     let r = f.run(
-        "n1:1,n2:2,n3:1",
+        hosts,
         &[
             "--tag-output",
             "-n",
             "1",
             &bin("pmix-spawn-client"),
             "parent",
-            "3",
+            &n.to_string(),
         ],
     );
     r.assert_ok();
-    let mut nodes: Vec<&str> = r
+    let mut nodes: Vec<String> = r
         .stdout()
         .lines()
-        .filter(|l| l.contains("] child ") && l.contains(" of 3: parent "))
+        .filter(|l| l.contains("] child ") && l.contains(&format!(" of {n}: parent ")))
         .map(|l| {
             let tag = l.split(']').next().unwrap_or("");
             assert!(tag.starts_with("[1:"), "a child's tag {tag:?}: {r:?}");
-            tag.split('@').nth(1).unwrap_or("?")
+            tag.split('@').nth(1).unwrap_or("?").to_owned()
         })
         .collect();
     nodes.sort_unstable();
+    (r, nodes)
+}
+
+#[test]
+fn spawn_from_a_rank_places_the_children_on_the_free_slots_of_the_nodes() {
+    let f = Fixture::new("spawn");
+    // The parent takes n1's slot; three children fill n2 and n3.
+    let (r, nodes) = spawn_children(&f, "n1:1,n2:2,n3:1", 3);
     assert_eq!(nodes, ["n2", "n2", "n3"], "{r:?}");
     assert!(r.stdout().contains("[0@n1] parent: children done"), "{r:?}");
 }
@@ -630,32 +637,7 @@ fn spawn_from_a_rank_places_the_children_on_the_free_slots_of_the_nodes() {
 #[test]
 fn a_spawn_takes_the_slot_the_first_job_left_free_on_its_node() {
     let f = Fixture::new("spawnfree");
-    let r = f.run(
-        "n1:2,n2:1",
-        &[
-            "--tag-output",
-            "-n",
-            "1",
-            &bin("pmix-spawn-client"),
-            "parent",
-            "2",
-        ],
-    );
-    r.assert_ok();
-    let mut nodes: Vec<&str> = r
-        .stdout()
-        .lines()
-        .filter(|l| l.contains("] child ") && l.contains(" of 2: parent "))
-        .map(|l| {
-            l.split(']')
-                .next()
-                .unwrap_or("")
-                .split('@')
-                .nth(1)
-                .unwrap_or("?")
-        })
-        .collect();
-    nodes.sort_unstable();
+    let (r, nodes) = spawn_children(&f, "n1:2,n2:1", 2);
     assert_eq!(nodes, ["n1", "n2"], "{r:?}");
 }
 
