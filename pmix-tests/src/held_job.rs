@@ -169,6 +169,12 @@ impl HeldJob {
         }
     }
 
+    /// Waits until `end` for the launcher to end by itself (its ranks ended otherwise than by
+    /// a release: killed, say).
+    pub fn wait_for_end(mut self, end: Instant) -> Output {
+        self.wait(end)
+    }
+
     fn wait(&mut self, end: Instant) -> Output {
         let child = self.child.take().expect("pmixrun is waited for once");
         let (_, rest) = unbounded();

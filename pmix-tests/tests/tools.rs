@@ -636,3 +636,47 @@ fn the_root_answers_namespaces_job_data_status_and_its_nodes_table() {
     }
     assert_ok(&job.release(Instant::now() + DEADLINE), "the job");
 }
+
+/// A tool's job control at the root of a run on two logical nodes reaches every node: the
+/// held ranks of both are killed through their daemons (a kill asked for is no failure: the
+/// run ends well), and the tool hears the job's end from the root.
+#[test]
+fn a_tools_job_control_at_the_root_kills_the_ranks_of_every_node() {
+    use pmix_client::tool::{Attach, Tool};
+    use pmix_server::types::{Nspace, Proc, Rank, Status, attr};
+    let end = Instant::now() + DEADLINE;
+    let job = HeldJob::start(pmix_tests::pmixrun_bin(), &TWO_NODES, 4, end);
+    let nspace = Nspace::new(format!("pmixrun-{}", job.pid)).expect("a namespace");
+    let mut tool = Tool::init(Attach::Pid(job.pid)).expect("attaching to the root");
+    tool.register_events(&[Status::EVENT_JOB_END])
+        .expect("registering for the job's end");
+    tool.job_control(
+        &[Proc::new(nspace.clone(), Rank::WILDCARD)],
+        vec![pmix_client::Info::attr(attr::JOB_CTRL_KILL, true)],
+    )
+    .expect("job control from the root's tool");
+    let ended = tool
+        .wait_event(Status::EVENT_JOB_END, DEADLINE)
+        .expect("the job's end at the root");
+    let of = ended
+        .info
+        .iter()
+        .find(|i| i.key.as_str() == attr::NSPACE)
+        .and_then(|i| i.value.as_str());
+    assert_eq!(of, Some(nspace.as_str()), "{ended:?}");
+    tool.finalize().expect("finalize");
+    let pids = job.rank_pids.clone();
+    let out = job.wait_for_end(end);
+    assert_ok(&out, "the job killed by a tool");
+    assert!(
+        out.stderr
+            .contains("asked for SIGKILL to be sent to 4 process(es)"),
+        "{out:#?}"
+    );
+    for (rank, pid) in pids.iter().enumerate() {
+        assert!(
+            !Path::new(&format!("/proc/{pid}")).exists(),
+            "rank {rank} (pid {pid}) is still there: {out:#?}"
+        );
+    }
+}
