@@ -680,3 +680,95 @@ fn a_tools_job_control_at_the_root_kills_the_ranks_of_every_node() {
         );
     }
 }
+
+/// A tool at the root of a run on two logical nodes spawns a job, placed in the free slots of
+/// both nodes (the first job, mapped by node, leaves one on each; the root counted the first
+/// job's slots twice once, and refused it): the root's server knows it (its process table lists both nodes' ranks with
+/// their pids), the tool's job control ends it and the tool hears its end; holding a spawned
+/// job in init is refused across nodes. The first job, held meanwhile, then ends well.
+#[test]
+fn a_tool_at_the_root_spawns_a_job_across_nodes() {
+    use pmix_client::tool::{Attach, Tool};
+    use pmix_server::types::{Proc, Rank, Status, Value, attr};
+    let end = Instant::now() + DEADLINE;
+    let job = HeldJob::start(
+        pmix_tests::pmixrun_bin(),
+        &[
+            "--launcher",
+            "local",
+            "--host",
+            "n[1-2]:3",
+            "--map-by",
+            "node",
+        ],
+        4,
+        end,
+    );
+    let mut tool = Tool::init(Attach::Pid(job.pid)).expect("attaching to the root");
+    tool.register_events(&[Status::EVENT_JOB_END])
+        .expect("registering for jobs' ends");
+    let app = |argv: &[&str]| pmix_client::App {
+        cmd: argv[0].to_owned(),
+        argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+        env: Vec::new(),
+        cwd: String::new(),
+        maxprocs: 2,
+        info: Vec::new(),
+    };
+    let held = tool.spawn(
+        vec![pmix_client::Info::attr(attr::DEBUG_STOP_IN_INIT, true)],
+        vec![app(&["sh", "-c", "true"])],
+    );
+    assert_eq!(
+        held.map_err(|e| e.status()).err(),
+        Some(Status::ERR_NOT_SUPPORTED),
+        "a job held in init across nodes"
+    );
+    // The spawned ranks wait on a FIFO nobody opens, until killed.
+    let fifo = std::env::temp_dir().join(format!("pmixrs-spawnfifo.{}", job.pid));
+    let _ = std::fs::remove_file(&fifo);
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let script = format!("cat {} > /dev/null", fifo.display());
+    let spawned = tool
+        .spawn(Vec::new(), vec![app(&["sh", "-c", &script])])
+        .expect("a tool's spawn at the root");
+    let table = tool
+        .query_keys(
+            &[attr::QUERY_PROC_TABLE],
+            vec![pmix_client::Info::attr(attr::NSPACE, spawned.as_str())],
+        )
+        .expect("the spawned job's table");
+    let Value::DataArray(rows) = &table[0].value else {
+        panic!("{table:?}");
+    };
+    let hosts: Vec<(u32, String, bool)> = rows
+        .items()
+        .iter()
+        .map(|v| match v {
+            Value::ProcInfo(p) => (p.proc.rank.0, p.hostname.clone(), p.pid > 0),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        hosts,
+        [(0, "n1".to_owned(), true), (1, "n2".to_owned(), true)],
+        "{table:?}"
+    );
+    tool.job_control(
+        &[Proc::new(spawned.clone(), Rank::WILDCARD)],
+        vec![pmix_client::Info::attr(attr::JOB_CTRL_KILL, true)],
+    )
+    .expect("killing the spawned job");
+    let ended = tool
+        .wait_event(Status::EVENT_JOB_END, DEADLINE)
+        .expect("the spawned job's end");
+    let of = ended
+        .info
+        .iter()
+        .find(|i| i.key.as_str() == attr::NSPACE)
+        .and_then(|i| i.value.as_str());
+    assert_eq!(of, Some(spawned.as_str()), "{ended:?}");
+    tool.finalize().expect("finalize");
+    let _ = std::fs::remove_file(&fifo);
+    assert_ok(&job.release(end), "the first job");
+}

@@ -38,6 +38,11 @@ pub(crate) fn refused(job_info: &[Info], multi_node: bool) -> Option<String> {
             "PMIX_DEBUG_DAEMONS_PER_PROC is not supported (PMIX_DEBUG_DAEMONS_PER_NODE is)".into(),
         );
     }
+    if asked(job_info, attr::DEBUG_STOP_IN_INIT).is_some() && multi_node {
+        // The daemons' servers hold their processes, but nothing tells the root's, where
+        // the tools are, that a job waits (READY_FOR_DEBUG), nor that a debugger left.
+        return Some("holding processes in init (PMIX_DEBUG_STOP_IN_INIT) on one node only".into());
+    }
     if asked(job_info, attr::DEBUG_DAEMONS_PER_NODE).is_some() && multi_node {
         return Some("debugger daemons (PMIX_DEBUG_DAEMONS_PER_NODE) on one node only".into());
     }
