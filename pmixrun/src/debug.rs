@@ -6,8 +6,8 @@
 //!   target's node: on one node, that is the spawn's one application with its process count
 //!   replaced; the target goes into the daemons' job data (`DEBUG_TARGET`), for them to find
 //!   it;
-//! - `DEBUG_STOP_ON_EXEC`, `DEBUG_DAEMONS_PER_PROC`, and daemons in a multi-node run are
-//!   refused (`ERR_NOT_SUPPORTED`) rather than half done.
+//! - `DEBUG_STOP_ON_EXEC`, `DEBUG_DAEMONS_PER_PROC`, and daemons or a stop in init in a
+//!   multi-node run are refused (`ERR_NOT_SUPPORTED`) rather than half done.
 
 use std::borrow::Cow;
 
@@ -130,9 +130,13 @@ mod tests {
     }
 
     #[test]
-    fn stop_in_init_travels_and_stop_on_exec_is_refused() {
+    fn stop_in_init_travels_on_one_node_and_stop_on_exec_is_refused() {
         let stop = Info::attr(attr::DEBUG_STOP_IN_INIT, true);
-        assert_eq!(job_data(std::slice::from_ref(&stop)), [stop]);
+        let asked = std::slice::from_ref(&stop);
+        // On one node only.
+        assert!(refused(asked, false).is_none());
+        assert!(refused(asked, true).is_some());
+        assert_eq!(job_data(asked), [stop]);
         assert!(job_data(&[Info::attr(attr::DEBUG_STOP_IN_INIT, false)]).is_empty());
         let exec = [Info::attr(attr::DEBUG_STOP_ON_EXEC, true)];
         assert!(refused(&exec, false).is_some());

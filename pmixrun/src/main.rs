@@ -308,8 +308,8 @@ fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
     }
     if opts.stop_in_init && nodes.is_some() {
         return Err(
-            "--stop-in-init: a multi-node run serves no tools yet, so nothing could release \
-             the processes (docs/TOOLS.md)"
+            "--stop-in-init: on one node only (the root, where debuggers attach, does not learn \
+             when every node's processes wait; docs/TOOLS.md)"
                 .into(),
         );
     }
