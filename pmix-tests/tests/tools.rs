@@ -772,3 +772,42 @@ fn a_tool_at_the_root_spawns_a_job_across_nodes() {
     let _ = std::fs::remove_file(&fifo);
     assert_ok(&job.release(end), "the first job");
 }
+
+/// `pmixps` lists a run on two logical nodes through its root: every rank of both nodes with
+/// its own pid and node.
+#[test]
+fn pmixps_lists_every_node_of_a_two_node_run() {
+    let end = Instant::now() + DEADLINE;
+    let job = HeldJob::start(pmix_tests::pmixrun_bin(), &TWO_NODES, 4, end);
+    let pmixps = cargo_build(&["-p", "pmixps", "--bin", "pmixps"]).join("pmixps");
+    let mut ps = Command::new(pmixps);
+    ps.args(["--pid", &job.pid.to_string(), "--no-header"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Running::start(ps, "pmixps").finish(end, "pmixps");
+    assert_ok(&out, "pmixps");
+    // PMIXRUN JOB RANK PID STATE HOST PROGRAM
+    let mut rows: Vec<Vec<String>> = out
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect();
+    rows.sort_by_key(|r| r.get(2).cloned());
+    let hosts = two_node_hosts();
+    let want: Vec<Vec<String>> = (0..4)
+        .map(|r| {
+            vec![
+                job.pid.to_string(),
+                format!("pmixrun-{}", job.pid),
+                r.to_string(),
+                job.rank_pids[r].to_string(),
+                "RUNNING".to_owned(),
+                hosts[r].clone(),
+                sh(),
+            ]
+        })
+        .collect();
+    assert_eq!(rows, want, "{out:#?}");
+    assert_ok(&job.release(end), "the job pmixps listed");
+}

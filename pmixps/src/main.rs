@@ -21,7 +21,8 @@ use clap::Parser;
     version,
     about = "List the running pmixrun jobs of this user and their processes",
     long_about = "List the running pmixrun jobs of this user and their processes.\n\n\
-        pmixps finds every pmixrun of this node serving tools (one-node runs do) by its \
+        pmixps finds every pmixrun of this node serving tools (every pmixrun typed does, \
+        also the root of a run across nodes, which lists the processes of every node) by its \
         rendezvous file under the temporary directory, attaches to it as a PMIx tool, and \
         prints one line per process of each of its jobs: pmixrun's pid, the job's namespace, \
         the rank, the process's pid, its state, its host and its program. A pmixrun that \
