@@ -811,3 +811,64 @@ fn pmixps_lists_every_node_of_a_two_node_run() {
     assert_eq!(rows, want, "{out:#?}");
     assert_ok(&job.release(end), "the job pmixps listed");
 }
+
+/// A tool's event at the root reaches the processes of every node: a `DEBUGGER_RELEASE` a Rust
+/// tool sends to a job on two logical nodes (`pmix-debuggee --await-release`, every rank
+/// registered for it) is relayed to both daemons, whose servers deliver it; each rank hears
+/// it from the tool and the run ends well.
+#[test]
+fn a_tools_event_at_the_root_reaches_every_node() {
+    use pmix_client::tool::{Attach, Tool};
+    use pmix_server::types::Nspace;
+    let end = Instant::now() + DEADLINE;
+    let debuggee =
+        cargo_build(&["-p", "pmix-tests", "--bin", "pmix-debuggee"]).join("pmix-debuggee");
+    let mut cmd = Command::new(pmix_tests::pmixrun_bin());
+    cmd.args(TWO_NODES)
+        .args(["-n", "4"])
+        .arg(&debuggee)
+        .arg("--await-release")
+        .env_remove("PMIXRS_NAMESERVER")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("starting pmixrun");
+    let pid = child.id();
+    let (lines_tx, lines) = crossbeam_channel::unbounded();
+    let (rest_tx, rest) = crossbeam_channel::unbounded();
+    let stdout = child.stdout.take().expect("stdout piped");
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = lines_tx.send(line.clone());
+            all.push_str(&line);
+            all.push('\n');
+        }
+        let _ = rest_tx.send(all);
+    });
+    let run = Running::with_stdout(child, rest);
+    let mut awaiting = 0;
+    while awaiting < 4 {
+        match lines.recv_deadline(end) {
+            Ok(l) if l.starts_with("awaiting rank=") => awaiting += 1,
+            Ok(_) => {}
+            Err(_) => {
+                let out = run.finish(Instant::now() + DEADLINE, "the awaiting job");
+                panic!("{awaiting} of 4 ranks registered in time: {out:#?}");
+            }
+        }
+    }
+    let mut tool = Tool::init(Attach::Pid(pid)).expect("attaching to the root");
+    let me = tool.proc().cloned().expect("the tool's name");
+    let nspace = Nspace::new(format!("pmixrun-{pid}")).expect("a namespace");
+    tool.release_job(&nspace).expect("the tool's release");
+    tool.finalize().expect("finalize");
+    let out = run.finish(end, "the job a tool's event reached");
+    assert_ok(&out, "the job a tool's event reached");
+    for rank in 0..4 {
+        let heard = format!("heard rank={rank} from={}\n", me.nspace);
+        assert!(out.stdout.contains(&heard), "rank {rank}: {out:#?}");
+    }
+}

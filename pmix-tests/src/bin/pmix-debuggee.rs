@@ -9,11 +9,17 @@
 //! `pmix-debuggee --daemon` is a debugger daemon instead (spawned by a tool with
 //! `DEBUG_DAEMONS_PER_NODE`): it reads `DEBUG_TARGET` from its job data, prints
 //! `daemon rank=<r> target=<nspace>.<rank>`, and finalizes.
+//!
+//! `pmix-debuggee --await-release` (a job not held in init) registers for
+//! `DEBUGGER_RELEASE`, prints `awaiting rank=<r>`, waits at most 60 s for one (from a tool,
+//! relayed to its node in a multi-node run), prints `heard rank=<r> from=<source>`, and
+//! finalizes.
 
 use std::path::Path;
 use std::process::ExitCode;
+use std::time::Duration;
 
-use pmix_client::{Client, Proc, Rank, Value, attr};
+use pmix_client::{Client, Proc, Rank, Status, Value, attr};
 
 fn main() -> ExitCode {
     let Some(mark) = std::env::args().nth(1) else {
@@ -42,11 +48,39 @@ fn main() -> ExitCode {
             }
         };
     }
+    if mark == "--await-release" {
+        return await_release(&client, rank);
+    }
     if !Path::new(&mark).exists() {
         eprintln!("FAIL rank={rank}: init returned before the debugger's release");
         return ExitCode::from(2);
     }
     println!("debuggee rank={rank} pid={} released", std::process::id());
+    if let Err(e) = client.finalize() {
+        eprintln!("FAIL rank={rank}: finalize: {e}");
+        return ExitCode::from(2);
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--await-release`: waits for a `DEBUGGER_RELEASE` event.
+fn await_release(client: &Client, rank: u32) -> ExitCode {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let registered = client.register_event_handler(&[Status::DEBUGGER_RELEASE], &[], move |ev| {
+        let _ = tx.send(ev.source.clone());
+    });
+    if let Err(e) = registered {
+        eprintln!("FAIL rank={rank}: register_event_handler: {e}");
+        return ExitCode::from(2);
+    }
+    println!("awaiting rank={rank}");
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(source) => println!("heard rank={rank} from={}", source.nspace),
+        Err(e) => {
+            eprintln!("FAIL rank={rank}: no DEBUGGER_RELEASE: {e}");
+            return ExitCode::from(2);
+        }
+    }
     if let Err(e) = client.finalize() {
         eprintln!("FAIL rank={rank}: finalize: {e}");
         return ExitCode::from(2);
