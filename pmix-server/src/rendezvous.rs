@@ -93,12 +93,35 @@ fn pid_of(name: &str, prefix: &str) -> Option<i32> {
     pid.parse().ok().filter(|p| *p > 0)
 }
 
-/// True if process `pid` may be running: it exists, or it is another user's (kill says EPERM).
+/// True if process `pid` may be running: it exists, or it is another user's (kill says EPERM),
+/// and it is not on its way out. A server killed with SIGKILL closes its sockets while exiting
+/// and then stays a zombie until its parent reaps it, and those who learn of its death by its
+/// closed connections (its daemons, whose guardians then clean up) may look meanwhile.
 fn may_be_running(pid: i32) -> bool {
-    !matches!(
+    let exists = !matches!(
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
         Err(nix::errno::Errno::ESRCH)
-    )
+    );
+    exists && !is_exiting(pid)
+}
+
+/// The kernel's flag of a task that has begun to exit (`PF_EXITING`, in `/proc/<pid>/stat`).
+const PF_EXITING: u64 = 0x4;
+
+/// True if `/proc` says process `pid` is exiting or a zombie: state `Z` or `X`, or the
+/// `PF_EXITING` flag, set before its files are closed.
+fn is_exiting(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ppid pgrp session tty_nr tpgid flags ...`; comm may hold anything.
+    let Some(close) = stat.rfind(')') else {
+        return false;
+    };
+    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    let state = fields.first().copied().unwrap_or_default();
+    let flags: u64 = fields.get(6).and_then(|f| f.parse().ok()).unwrap_or(0);
+    state == "Z" || state == "X" || flags & PF_EXITING != 0
 }
 
 /// True if a server may still be listening on `socket`: anything but "refused" or "no such
@@ -116,7 +139,7 @@ fn may_be_served(socket: &Path) -> bool {
 /// Removes the rendezvous directories under `parent` that a process which is gone left:
 /// entries named as [`create_private_dir`] names them with `prefix`, that are directories
 /// (never a symbolic link, which is not followed) owned by this user, whose process does not
-/// exist, and on whose `socket` nobody listens. Anything else is left alone. Returns how many
+/// exist (or is exiting, or a zombie), and on whose `socket` nobody listens. Anything else is left alone. Returns how many
 /// were removed; a failure to remove one is logged, not returned.
 pub fn remove_stale_dirs(parent: &Path, prefix: &str, socket: &str) -> usize {
     let Ok(entries) = std::fs::read_dir(parent) else {
@@ -226,6 +249,30 @@ mod tests {
         // Where nothing can be made, the error says what to do.
         let e = create_private_dir(&t.0.join("missing"), "pmixrs").unwrap_err();
         assert!(e.to_string().contains("set TMPDIR"), "{e}");
+    }
+
+    /// A server killed with SIGKILL is a zombie until reaped, and those who clean up after it
+    /// may look before that: its directory goes too.
+    #[test]
+    fn a_zombies_directory_is_stale() {
+        use nix::sys::wait::{Id, WaitPidFlag, waitid};
+        let t = test_dir("zombie");
+        let mut c = std::process::Command::new("true").spawn().unwrap();
+        let pid = i32::try_from(c.id()).unwrap();
+        // Waits for its end without reaping it: it stays a zombie.
+        waitid(
+            Id::Pid(nix::unistd::Pid::from_raw(pid)),
+            WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT,
+        )
+        .unwrap();
+        assert!(is_exiting(pid));
+        let dir = t.0.join(format!("pmixrs.{pid}.0123456789abcdef"));
+        std::fs::create_dir(&dir).unwrap();
+        assert_eq!(remove_stale_dirs(&t.0, "pmixrs", "server.sock"), 1);
+        assert!(!dir.exists());
+        c.wait().unwrap();
+        // A live process is no zombie (this one).
+        assert!(!is_exiting(i32::try_from(std::process::id()).unwrap()));
     }
 
     #[test]
