@@ -82,10 +82,16 @@ fn iof_lines(out: &Output) -> Vec<(String, String, String)> {
 /// their source ranks and channels (and deregister, except python3-pmix's, and finalize while
 /// the job runs), and pmixrun must still print them itself.
 fn pull_from(lib: Lib) {
+    pull_from_run(lib, &[]);
+}
+
+/// [`pull_from`] a run with `args` too.
+fn pull_from_run(lib: Lib, args: &[&str]) {
     let end = Instant::now() + DEADLINE;
-    let mut job = HeldJob::start_echoing(pmixrun_bin(), &["--stdin", "none"], 2, end);
+    let args: Vec<&str> = ["--stdin", "none"].iter().chain(args).copied().collect();
+    let mut job = HeldJob::start_echoing(pmixrun_bin(), &args, 2, end);
     let (pid, nspace) = (job.pid.to_string(), format!("pmixrun-{}", job.pid));
-    let what = format!("{lib:?} tool pulling");
+    let what = format!("{lib:?} tool pulling from pmixrun {}", args.join(" "));
     let t = Streamed::start(tool(lib, &["pull", &pid, &nspace, "6"]), &what).wait_for(
         "tool pulled",
         1,
@@ -139,6 +145,25 @@ fn libpmix_5_0_tool_pulls_each_ranks_output() {
 #[test]
 fn rust_tool_pulls_each_ranks_output() {
     pull_from(Lib::Rust);
+}
+
+/// The root of a run on two logical nodes (one rank each) hands every node's output to the
+/// tools that pulled it (`docs/TOOLS.md`, "Multi-node runs").
+const TWO_NODES: [&str; 4] = ["--launcher", "local", "--host", "n[1-2]:1"];
+
+#[test]
+fn python3_pmix_tool_pulls_each_nodes_output_from_the_root() {
+    pull_from_run(Lib::Python, &TWO_NODES);
+}
+
+#[test]
+fn libpmix_4_2_tool_pulls_each_nodes_output_from_the_root() {
+    pull_from_run(Lib::C, &TWO_NODES);
+}
+
+#[test]
+fn rust_tool_pulls_each_nodes_output_from_the_root() {
+    pull_from_run(Lib::Rust, &TWO_NODES);
 }
 
 /// A tool that pulls and then reads nothing, and one killed after its pull: the job writes

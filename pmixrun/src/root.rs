@@ -187,6 +187,9 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     tracing::debug!(daemons, "every daemon joined");
     let tag = r.opts.tag_output;
     let ack_tree = tree.clone();
+    let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
+        .map_err(|e| format!("cannot name the job: {e}"))?;
+    // Every node's output reaches the root, which hands it to the tools that pulled it.
     let output_done = crate::output::start_writer(
         tag,
         lines,
@@ -194,12 +197,13 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
             nodes: node_names.clone(),
             ack: Box::new(move |v, n| ack_tree.send(Dest::Vertex(v), encode(&Msg::OutputAck(n)))),
         }),
-        None,
+        Some(crate::output::to_tools(
+            tools.server().clone(),
+            nspace.clone(),
+        )),
     )
     .map_err(|e| format!("cannot start the output thread: {e}"))?;
     drop(lines_tx);
-    let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
-        .map_err(|e| format!("cannot name the job: {e}"))?;
     // Empty: launching the first job takes its slots, as it does a spawned job's.
     let usage = SlotUsage::new(&r.nodes);
     let mut jobs = RootJobs {

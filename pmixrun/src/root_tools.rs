@@ -69,6 +69,11 @@ impl RootTools {
         self.server.deregister_nspace(nspace);
     }
 
+    /// The server, which also hands the run's output to the tools that pulled it.
+    pub(crate) fn server(&self) -> &Arc<Server> {
+        &self.server
+    }
+
     /// Stops serving tools and removes the rendezvous files.
     pub(crate) fn finalize(&self) {
         if let Err(e) = self.server.finalize() {
