@@ -7,11 +7,13 @@
 //! by a deadline.
 
 use std::io::{Read, Write};
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pmix_tests::{HeldJob, Output, Running, ToolLib as Lib, assert_ok, keyed_lines, tool_command};
+use pmix_tests::{
+    HeldJob, Output, Running, ToolLib as Lib, assert_ok, cargo_build, keyed_lines, tool_command,
+};
 
 /// For one run: a tool takes well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
