@@ -274,7 +274,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     if output_done.recv_timeout(crate::OUTPUT_DRAIN).is_err() {
         tracing::warn!("output still open after every process ended; not waiting for it");
     }
-    tools.finalize();
+    tools.finish();
     Ok(status)
 }
 

@@ -11,7 +11,8 @@
 //! files, and finalizing it (or dropping it, on any way out of the run) removes them. The
 //! daemons' servers keep tool support off.
 
-use std::sync::{Arc, OnceLock};
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crossbeam_channel::Sender;
 use pmix_server::types::{Info, Nspace};
@@ -24,6 +25,15 @@ use crate::run_msg::{Msg, encode};
 /// The root's tool-serving server.
 pub(crate) struct RootTools {
     server: Arc<Server>,
+    /// The jobs registered and not ended, and those whose end waits for the run's output
+    /// ([`RootTools::job_ended`]).
+    jobs: Mutex<Jobs>,
+}
+
+#[derive(Default)]
+struct Jobs {
+    running: HashSet<Nspace>,
+    ended: Vec<Nspace>,
 }
 
 impl RootTools {
@@ -53,6 +63,7 @@ impl RootTools {
         tracing::debug!(nspace = %server.proc().nspace, "serving tools at the root");
         Ok(RootTools {
             server: Arc::new(server),
+            jobs: Mutex::default(),
         })
     }
 
@@ -62,22 +73,48 @@ impl RootTools {
         if let Err(e) = self.server.register_nspace(nspace, 0, info) {
             tracing::warn!(%nspace, "tools will not see the job: {e}");
         }
+        self.jobs().running.insert(nspace.clone());
     }
 
-    /// Forgets a job that ended, as the server of a one-node run does.
+    /// Forgets a job that ended, as the server of a one-node run does (its tools hear
+    /// `EVENT_JOB_END`) while other jobs run. The last one's end is told only by
+    /// [`RootTools::finish`], once the run's output has reached the root: its processes' last
+    /// lines may still be on their way from the daemons when the last of them is reported
+    /// ended, and a tool following the output (`pmixps --tail`) stops at the job's end.
     pub(crate) fn job_ended(&self, nspace: &Nspace) {
-        self.server.deregister_nspace(nspace);
+        let now = {
+            let mut jobs = self.jobs();
+            jobs.running.remove(nspace);
+            if jobs.running.is_empty() {
+                jobs.ended.push(nspace.clone());
+                false
+            } else {
+                true
+            }
+        };
+        if now {
+            self.server.deregister_nspace(nspace);
+        }
+    }
+
+    fn jobs(&self) -> std::sync::MutexGuard<'_, Jobs> {
+        self.jobs.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The run's output is written: the ends held back are told, and tools are served no
+    /// more (the rendezvous files are removed).
+    pub(crate) fn finish(&self) {
+        let ended = std::mem::take(&mut self.jobs().ended);
+        for nspace in ended {
+            self.server.deregister_nspace(&nspace);
+        }
+        if let Err(e) = self.server.finalize() {
+            tracing::warn!("finalizing the root's tool server: {e}");
+        }
     }
 
     /// The server, which also hands the run's output to the tools that pulled it.
     pub(crate) fn server(&self) -> &Arc<Server> {
         &self.server
-    }
-
-    /// Stops serving tools and removes the rendezvous files.
-    pub(crate) fn finalize(&self) {
-        if let Err(e) = self.server.finalize() {
-            tracing::warn!("finalizing the root's tool server: {e}");
-        }
     }
 }
