@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use pmix_tests::pmixrun_bin;
 use pmix_tests::{
     Output, Running, assert_lines, assert_ok, cargo_build, openpmix_program,
     openpmix_python_client, openpmix_sources, profile_dir, under_pmix_host,
@@ -17,14 +18,6 @@ use pmix_tests::{
 
 /// For one run; each takes well under a second.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Lib {

@@ -11,6 +11,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use pmix_server::NoHost;
+use pmix_tests::pmixrun_bin;
 use pmix_tests::{
     Output, Running, TestHost, assert_ok, cargo_build, openpmix_program, profile_dir, wait_all,
     workspace_bin,
@@ -19,14 +20,6 @@ use pmix_types::Proc;
 
 /// For one run; each takes well under a second, the timeouts tested a few.
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
 
 fn group_client() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();

@@ -11,21 +11,14 @@ use std::process::{Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use pmix_tests::{NameServerProcess, Running, cargo_build, profile_dir};
+use pmix_tests::pmixrun_bin;
+use pmix_tests::{NameServerProcess, Running};
 
 /// For one run (or for the runs of one exchange); they take well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
 
 const INSTALL: &str = "install the test dependencies with `bash scripts/install-test-deps.sh` \
                        (as root; it installs Debian's mpich and MPICH 5.0.2 into /opt/mpich5)";
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
 
 // ---- the MPICH builds and the programs --------------------------------------------------
 

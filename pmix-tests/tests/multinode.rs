@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use pmix_tests::pmixrun_bin;
 use pmix_tests::{
-    Output, Running, cargo_build, check_abort_of_rank_1, check_client_output, compile_c,
-    compiled_programs_dir, keyed_lines, openmpi_program, openpmix_program, openpmix_python_client,
-    profile_dir, workspace_bin,
+    Output, Running, check_abort_of_rank_1, check_client_output, compile_c, compiled_programs_dir,
+    keyed_lines, openmpi_program, openpmix_program, openpmix_python_client, workspace_bin,
 };
 
 /// For one run: they take about a second.
@@ -43,14 +43,6 @@ const HOSTS: &str = "n1:2,n2:2,n3:2";
 
 /// The node of each rank of `-n 6` on [`HOSTS`].
 const NODE_OF_6: [&str; 6] = ["n1", "n1", "n2", "n2", "n3", "n3"];
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
 
 fn bin(name: &str) -> String {
     workspace_bin(name).display().to_string()

@@ -12,10 +12,11 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use pmix_tests::pmixrun_bin;
 use pmix_tests::{
     INSTALL_TEST_DEPS, NameServerProcess, Output, Running, assert_lines, cargo_build,
     check_client_output, clean_command, compile_c, compiled_programs_dir, in_private_network,
-    profile_dir, workspace_bin,
+    workspace_bin,
 };
 
 /// For one run; they take a few seconds at most.
@@ -85,14 +86,6 @@ fn programs() -> &'static Path {
 
 fn program(exe: &str) -> String {
     programs().join(exe).display().to_string()
-}
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
 }
 
 /// Runs `pmixrun <args>` in `cwd` to its end, at most [`DEADLINE`]; Open MPI 5's libpmix

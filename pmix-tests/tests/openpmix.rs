@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use pmix_tests::pmixrun_bin;
 use pmix_tests::{
     Output, Running, assert_lines, assert_ok, cargo_build, check_client_output, keyed_lines,
     openmpi_program, openpmix_program, openpmix_python_client, profile_dir,
@@ -21,14 +22,6 @@ const DEADLINE: Duration = Duration::from_secs(60);
 
 /// Every scenario of the client programs (publish and the split fence need 2 and 3 ranks).
 const ALL_SCENARIOS: [&str; 5] = ["job", "modex", "modex-direct", "fence", "publish"];
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
 
 fn oracle_client() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();

@@ -12,6 +12,7 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use pmix_tests::pmixrun_bin;
 use pmix_tests::{
     Output, Running, SYSTEM_PYTHON, assert_ok, cargo_build, compile_c, compiled_programs_dir,
     keyed_lines, openpmix_sources, profile_dir, use_ompi5_libpmix,
@@ -38,14 +39,6 @@ const VARS: [&str; 15] = [
     "OMPI_WORLD_SIZE",
     "OMPI_WORLD_LOCAL_SIZE",
 ];
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
 
 fn script(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -10,17 +10,10 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
+use pmix_tests::pmixrun_bin;
 use pmix_tests::{cargo_build, collect_text, profile_dir, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
-
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]);
-        profile_dir().join("pmixrun")
-    })
-}
 
 /// pmix-client's demo example, the README's job.
 fn demo_bin() -> &'static Path {

@@ -5,24 +5,17 @@
 //! and libpmix clients finalizing and initializing again under pmixrun (`openpmix/pmix_cycle.c`).
 //! Every run is bounded by a deadline.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use pmix_tests::{
-    Output, Running, cargo_build, clean_command, collect_text, openpmix_program, workspace_bin,
-};
+use pmix_tests::pmixrun_bin;
+use pmix_tests::{Output, Running, clean_command, collect_text, openpmix_program, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// pmixrun, built once per test process next to the test programs (where a singleton looks
 /// for it first after `PMIXRS_PMIXRUN`).
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]).join("pmixrun"))
-}
-
 fn client() -> PathBuf {
     workspace_bin("pmix-singleton-client")
 }

@@ -2,25 +2,19 @@
 //! itself (one and several application contexts), spawns that cannot start, and spawned
 //! processes that fail the run. Every run is bounded by a deadline.
 
-use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use pmix_tests::{cargo_build, collect_text, workspace_bin};
+use pmix_tests::pmixrun_bin;
+use pmix_tests::{collect_text, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// pmixrun, built once per test process: `cargo test -p pmix-tests` does not build other
 /// packages' binaries, and an old one must not be tested.
-fn pmixrun_bin() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| cargo_build(&["-p", "pmixrun", "--bin", "pmixrun"]).join("pmixrun"))
-}
-
 fn client() -> String {
     workspace_bin("pmix-spawn-client").display().to_string()
 }
