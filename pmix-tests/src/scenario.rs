@@ -27,3 +27,19 @@ macro_rules! check {
         }
     };
 }
+
+/// Runs `run` with the program's arguments and reports as the tests read it: `ok` on stdout
+/// and success, or `FAILED: <what>` and failure.
+pub fn run_main(run: impl FnOnce(&[String]) -> Res) -> std::process::ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => {
+            println!("ok");
+            std::process::ExitCode::SUCCESS
+        }
+        Err(msg) => {
+            println!("FAILED: {msg}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

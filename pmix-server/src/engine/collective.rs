@@ -66,7 +66,7 @@ impl Engine {
             return;
         };
         let collect = kind == Kind::Connect || info_flag(info, attr::COLLECT_DATA);
-        let deadline = info_timeout(info).map(|d| now + d);
+        let deadline = pmix_types::timeout_of(info).map(|d| now + d);
         let seq = self.fences.join(
             kind,
             participants,

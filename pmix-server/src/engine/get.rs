@@ -109,7 +109,7 @@ impl Engine {
         if immediate {
             return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
         }
-        let deadline = info_timeout(info).map(|d| now + d);
+        let deadline = pmix_types::timeout_of(info).map(|d| now + d);
         self.park_get(t, Requester::Client { conn, id }, key, deadline, now);
         if !local && self.dmodex_inflight.insert(t) {
             let proc = target.clone();

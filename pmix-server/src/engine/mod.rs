@@ -33,7 +33,7 @@ mod tools;
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
 use pmix_wire::{
@@ -436,11 +436,6 @@ pub(crate) struct Engine {
 fn info_flag(info: &[Info], key: &str) -> bool {
     info.iter()
         .any(|i| i.key.as_str() == key && i.flag().unwrap_or(false))
-}
-
-/// A `TIMEOUT` directive in seconds; 0 or absent means none.
-fn info_timeout(info: &[Info]) -> Option<Duration> {
-    pmix_types::timeout_of(info)
 }
 
 /// Whether data put with `scope` by `owner` is visible to `reader`, given whether they share

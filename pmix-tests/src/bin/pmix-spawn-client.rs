@@ -269,15 +269,5 @@ fn run(args: &[String]) -> Res {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
-        Ok(()) => {
-            println!("ok");
-            ExitCode::SUCCESS
-        }
-        Err(msg) => {
-            println!("FAILED: {msg}");
-            ExitCode::FAILURE
-        }
-    }
+    pmix_tests::scenario::run_main(run)
 }
