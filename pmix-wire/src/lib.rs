@@ -14,6 +14,7 @@ mod error;
 mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod job_image;
 pub mod msg;
 pub mod names;
 pub mod openpmix;
@@ -26,6 +27,7 @@ pub use frame::{
     DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, MAX_DEPTH, READ_ROOM,
     SharedReply, decode_body, decode_frame_lists, decode_hello, encode_frame, encode_welcome,
 };
+pub use job_image::{JobImage, JobSpec, NodeMap};
 pub use msg::{
     App, ClientMsg, ConnectPart, Event, Hello, IofChunk, JobData, Kv, MAGIC, PROTOCOL_VERSION,
     ProcKvs, ProcRealm, Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,

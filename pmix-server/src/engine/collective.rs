@@ -385,7 +385,7 @@ impl Engine {
                 .iter()
                 .filter(|n| **n != own)
                 .filter_map(|n| self.nspaces.get(n))
-                .map(|n| (*n.job).clone())
+                .map(|n| JobData::clone(n.job.get()))
                 .collect();
             for (conn, _) in &to {
                 if let Some(c) = self.conns.get_mut(conn) {
@@ -440,7 +440,7 @@ impl Engine {
             .into_iter()
             .flatten()
             .filter(|n| !n.job.is_foreign())
-            .map(|n| (*n.job).clone())
+            .map(|n| JobData::clone(n.job.get()))
             .collect()
     }
 
@@ -453,7 +453,10 @@ impl Engine {
                 continue;
             }
             let nspace = job.nspace.clone();
-            self.insert_nspace(nspace, nspace::Registration::foreign(job), false);
+            match nspace::Registration::foreign(job) {
+                Ok(reg) => self.insert_nspace(nspace, reg, false),
+                Err(e) => tracing::warn!(%nspace, "cannot take in another run's job data: {e}"),
+            }
         }
     }
 

@@ -25,7 +25,12 @@ impl Engine {
         };
         if target.rank == Rank::UNDEF {
             if let Some(k) = &key {
-                let job_level = nsinfo.job.job.iter().chain(&nsinfo.job.session);
+                let job_level = nsinfo
+                    .job
+                    .image()
+                    .job()
+                    .iter()
+                    .chain(nsinfo.job.image().session());
                 if !job_level.clone().any(|i| i.key == *k) {
                     // A key posted by any process of the namespace: the first that stored it
                     // answers. Nothing is waited for: there is no process to wait for.
@@ -40,10 +45,15 @@ impl Engine {
         }
         if !target.rank.is_valid() {
             // Job-level data: the client asks only for namespaces it lacks (RFC0009).
-            let job = (*nsinfo.job).clone();
-            let found = key
-                .as_ref()
-                .is_none_or(|k| job.job.iter().chain(&job.session).any(|i| i.key == *k));
+            let image = nsinfo.job.image();
+            let found = key.as_ref().is_none_or(|k| {
+                image
+                    .job()
+                    .iter()
+                    .chain(image.session())
+                    .any(|i| i.key == *k)
+            });
+            let job = JobData::clone(nsinfo.job.get());
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.has_jobs.insert(ns);
             }
@@ -67,17 +77,12 @@ impl Engine {
         // server holds for every process of the job: never waited for, never asked of the
         // process's node (libpmix clients ask for those of processes on other nodes).
         if let Some(k) = key.as_ref().filter(|k| k.is_reserved()) {
-            let own = nsinfo
-                .job
-                .procs
-                .iter()
-                .find(|p| p.rank == target.rank)
-                .and_then(|p| p.info.iter().find(|i| i.key == *k));
-            if let Some(found) = own {
+            let own = nsinfo.job.image().proc_value(target.rank, k.as_str());
+            if let Some(value) = own {
                 let kv = Kv {
                     scope: Scope::GLOBAL,
                     key: k.clone(),
-                    value: found.value.clone(),
+                    value,
                 };
                 let data = vec![ProcKvs {
                     proc: target.clone(),
@@ -173,7 +178,7 @@ impl Engine {
                     .proc_kvs(ns, rank, |s| is_self || visible(s, owner_local));
                 let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
                 let jobs = if ship_job {
-                    vec![(*nsinfo.job).clone()]
+                    vec![JobData::clone(nsinfo.job.get())]
                 } else {
                     Vec::new()
                 };

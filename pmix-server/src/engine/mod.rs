@@ -212,8 +212,8 @@ struct Namespace {
     name: Nspace,
     size: u32,
     local: Vec<Rank>,
-    /// Its job data, derived from the registration when first needed.
-    job: nspace::LazyJob,
+    /// Its job data: the compact image, and the whole job data derived when first needed.
+    job: Arc<nspace::LazyJob>,
 }
 
 impl Namespace {

@@ -14,14 +14,12 @@
 //! first needed (a local client's welcome, a job-level get or a connect naming the namespace),
 //! and kept from then on. A job placed entirely on other nodes is typically never expanded.
 
-use std::cell::OnceCell;
 use std::collections::BTreeMap;
-use std::ops::Deref;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pmix_types::attr::{self, Level};
 use pmix_types::{Info, Nspace, Rank, Value};
-use pmix_wire::{JobData, ProcRealm, Realm};
+use pmix_wire::{JobData, JobImage, JobSpec, NodeMap, Realm};
 
 use super::anl_map;
 use crate::Error;
@@ -29,163 +27,100 @@ use crate::Error;
 /// What registration produced for one namespace.
 #[derive(Debug)]
 pub(crate) struct Registration {
-    /// Everything a client of this namespace receives at init, built on first use.
-    pub(crate) job: LazyJob,
+    /// Everything a client of this namespace receives at init.
+    pub(crate) job: Arc<LazyJob>,
     /// Number of processes in the namespace.
     pub(crate) size: u32,
     /// The ranks that run on this server's node, ascending.
     pub(crate) local_ranks: Vec<Rank>,
 }
 
-/// A namespace's [`JobData`], derived from its compact registration the first time it is asked
-/// for and shared from then on (the same `Arc` each time, which the shell's welcome-frame cache
-/// relies on).
+/// A namespace's job data: its compact image (what native clients get, and what answers the
+/// engine's own questions), and the whole [`JobData`] derived from it the first time a
+/// front-end that needs every realm asks (the same `Arc` each time, which the front-ends'
+/// encoding caches rely on).
 #[derive(Debug)]
-pub(crate) struct LazyJob(Job);
-
-#[derive(Debug)]
-enum Job {
-    /// Registered here: derived on first use.
-    Derived {
-        spec: Box<Spec>,
-        built: OnceCell<Arc<JobData>>,
-    },
-    /// A namespace of another launcher run, as its own server derived it
-    /// ([`Registration::foreign`]).
-    Given(Arc<JobData>),
+pub(crate) struct LazyJob {
+    image: JobImage,
+    full: OnceLock<Arc<JobData>>,
+    /// A namespace of another launcher run ([`Registration::foreign`]).
+    foreign: bool,
 }
 
 impl LazyJob {
-    /// The job data, derived now if this is the first call.
-    pub(crate) fn get(&self) -> &Arc<JobData> {
-        match &self.0 {
-            Job::Derived { spec, built } => built.get_or_init(|| Arc::new(spec.expand())),
-            Job::Given(job) => job,
+    fn new(image: JobImage, foreign: bool) -> LazyJob {
+        LazyJob {
+            image,
+            full: OnceLock::new(),
+            foreign,
         }
     }
 
-    /// A job-level value (rank `WILDCARD`) as clients will get it, without deriving the node and
-    /// process levels: those are the expensive part of a large job, and the job level is
-    /// settled at registration.
+    /// The job data with every node and process realm, derived now if this is the first call.
+    pub(crate) fn get(&self) -> &Arc<JobData> {
+        self.full.get_or_init(|| Arc::new(self.image.expand()))
+    }
+
+    /// The compact image.
+    pub(crate) fn image(&self) -> &JobImage {
+        &self.image
+    }
+
+    /// A job-level value (rank `WILDCARD`) as clients will get it.
     pub(crate) fn job_value(&self, key: &str) -> Option<&Value> {
-        match &self.0 {
-            Job::Derived { spec, .. } if spec.nodata => None,
-            Job::Derived { spec, .. } => find(&spec.job, key),
-            Job::Given(job) => find(&job.job, key),
-        }
+        self.image.job_value(key)
     }
 
     /// The ranks of the job in process set `name`: those whose own data names it
     /// (`PSET_NAME` in their `PROC_DATA`), or else whose application's does (launchers such
     /// as pmixrun and prterun name the set of each application context given `--pset`).
     pub(crate) fn pset_ranks(&self, name: &str) -> Vec<Rank> {
-        fn named(infos: &[Info]) -> Option<&str> {
-            find(infos, attr::PSET_NAME).and_then(Value::as_str)
-        }
-        let spec = match &self.0 {
-            Job::Derived { spec, .. } if spec.nodata => return Vec::new(),
-            Job::Derived { spec, .. } => spec,
-            // Another run's, as its server derived it: each rank's data and its application's.
-            Job::Given(job) => {
-                let app_set = |info: &[Info]| {
-                    let appnum = find(info, attr::APPNUM)?.as_u64()?;
-                    let app = job.apps.iter().find(|a| u64::from(a.id) == appnum)?;
-                    named(&app.info)
-                };
-                return job
-                    .procs
-                    .iter()
-                    .filter(|p| named(&p.info).or_else(|| app_set(&p.info)) == Some(name))
-                    .map(|p| p.rank)
-                    .collect();
-            }
+        let named = |v: Option<Value>| v.as_ref().and_then(Value::as_str) == Some(name);
+        let img = &self.image;
+        let app_named = |appnum: Option<u32>| {
+            img.apps()
+                .iter()
+                .find(|a| Some(a.id) == appnum)
+                .and_then(|a| find(&a.info, attr::PSET_NAME))
+                .and_then(Value::as_str)
+                == Some(name)
         };
-        let leaders_ascend = spec.app_of_rank.is_sorted_by_key(|&(_, ldr)| ldr);
-        (0..spec.size)
+        (0..img.size())
             .map(Rank)
-            .filter(|&rank| {
-                let own = spec.given_procs.get(&rank).and_then(|i| named(i));
-                let set = own.or_else(|| {
-                    let (appnum, _) = spec.app_for(rank, leaders_ascend);
-                    let app = spec.apps.iter().find(|a| a.id == appnum)?;
-                    named(&app.info)
-                });
-                set == Some(name)
+            .filter(|&rank| match img.proc_value(rank, attr::PSET_NAME) {
+                Some(v) => named(Some(v)),
+                None => app_named(img.realms_of(rank).0),
             })
             .collect()
     }
 
     /// Whether this is a namespace of another launcher run ([`Registration::foreign`]).
     pub(crate) fn is_foreign(&self) -> bool {
-        matches!(self.0, Job::Given(_))
+        self.foreign
     }
 
-    /// Whether the job data was derived already.
+    /// Whether the whole job data was derived already.
     #[cfg(test)]
     pub(crate) fn is_built(&self) -> bool {
-        match &self.0 {
-            Job::Derived { built, .. } => built.get().is_some(),
-            Job::Given(_) => true,
-        }
-    }
-}
-
-impl Deref for LazyJob {
-    type Target = JobData;
-
-    /// Like `std::cell::LazyCell`: derives the job data on first use.
-    fn deref(&self) -> &JobData {
-        self.get()
+        self.full.get().is_some()
     }
 }
 
 impl Registration {
     /// A namespace of another launcher run, known from the job data its own server derived
     /// (a connect across runs brings it): none of its processes is local here.
-    pub(crate) fn foreign(job: JobData) -> Registration {
-        let size = find(&job.job, attr::JOB_SIZE)
-            .and_then(Value::as_u32)
-            .unwrap_or_else(|| u32::try_from(job.procs.len()).unwrap_or(u32::MAX));
-        Registration {
-            job: LazyJob(Job::Given(Arc::new(job))),
+    pub(crate) fn foreign(job: JobData) -> Result<Registration, Error> {
+        let image = JobImage::from_job_data(&job)
+            .map_err(|e| Error::BadRegistration(format!("job data of {}: {e}", job.nspace)))?;
+        let size = image.size();
+        let lazy = LazyJob::new(image, true);
+        let _ = lazy.full.set(Arc::new(job));
+        Ok(Registration {
+            job: Arc::new(lazy),
             size,
             local_ranks: Vec::new(),
-        }
+        })
     }
-}
-
-/// The parsed node and process maps.
-#[derive(Debug)]
-struct Maps {
-    /// Node names, by node id.
-    names: Vec<String>,
-    /// The ranks on each node, by node id, in the order the map lists them.
-    ppn: Vec<Vec<Rank>>,
-}
-
-/// Everything needed to derive a namespace's [`JobData`]: the levels settled at registration,
-/// the host's node and process values as given, and the maps.
-#[derive(Debug)]
-struct Spec {
-    nspace: Nspace,
-    /// The host asked for no data to be stored (`REGISTER_NODATA`): clients get none.
-    nodata: bool,
-    size: u32,
-    /// Final session, job and app levels.
-    session: Vec<Info>,
-    job: Vec<Info>,
-    apps: Vec<Realm>,
-    /// (app number, leader) in app-number order, for the app of each rank.
-    app_of_rank: Vec<(u32, Rank)>,
-    /// `NPROC_OFFSET`: a rank's global rank is the offset plus its rank.
-    offset: u32,
-    /// `SPAWNED` at job level, which every process repeats.
-    spawned: bool,
-    /// Node arrays as the host gave them.
-    given_nodes: Vec<Vec<Info>>,
-    /// Process arrays as the host gave them.
-    given_procs: BTreeMap<Rank, Vec<Info>>,
-    maps: Option<Maps>,
 }
 
 #[derive(Default)]
@@ -303,7 +238,7 @@ fn map_text(v: &Value) -> Option<&[u8]> {
 }
 
 /// Parses the node map and the process map into node names and the ranks on each node.
-fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<Maps, Error> {
+fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<NodeMap, Error> {
     let bad = |what: &str, e: &dyn std::fmt::Display| {
         Error::BadRegistration(format!("cannot parse PMIX_{what}: {e}"))
     };
@@ -322,7 +257,7 @@ fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<Maps, Error> {
         .into_iter()
         .map(|ranks| ranks.into_iter().map(Rank).collect())
         .collect();
-    Ok(Maps { names, ppn })
+    Ok(NodeMap { names, ppn })
 }
 
 fn join_ranks(ranks: &[Rank]) -> String {
@@ -493,187 +428,47 @@ pub(crate) fn register(
         lv.session.push(Info::attr(attr::UNIV_SIZE, size));
     }
 
-    let spec = Spec {
-        nspace: nspace.clone(),
-        nodata: lv.nodata,
-        size,
-        session: lv.session,
-        job: lv.job,
-        apps: lv
-            .apps
-            .into_iter()
-            .map(|(id, info)| Realm { id, info })
-            .collect(),
-        app_of_rank,
-        offset,
-        spawned,
-        given_nodes: lv.nodes,
-        given_procs: lv.procs,
-        maps,
+    let spec = if lv.nodata {
+        // The host registered the namespace for bookkeeping only: clients get no data.
+        JobSpec {
+            nspace: nspace.clone(),
+            session: Vec::new(),
+            job: Vec::new(),
+            apps: Vec::new(),
+            app_of_rank: Vec::new(),
+            size: 0,
+            offset: 0,
+            spawned: false,
+            maps: None,
+            given_nodes: Vec::new(),
+            given_procs: BTreeMap::new(),
+        }
+    } else {
+        JobSpec {
+            nspace: nspace.clone(),
+            session: lv.session,
+            job: lv.job,
+            apps: lv
+                .apps
+                .into_iter()
+                .map(|(id, info)| Realm { id, info })
+                .collect(),
+            app_of_rank,
+            size,
+            offset,
+            spawned,
+            maps,
+            given_nodes: lv.nodes,
+            given_procs: lv.procs,
+        }
     };
+    let image = JobImage::build(&spec)
+        .map_err(|e| Error::BadRegistration(format!("cannot lay out the job data: {e}")))?;
     Ok(Registration {
-        job: LazyJob(Job::Derived {
-            spec: Box::new(spec),
-            built: OnceCell::new(),
-        }),
+        job: Arc::new(LazyJob::new(image, false)),
         size,
         local_ranks,
     })
-}
-
-impl Spec {
-    /// The job data clients receive.
-    fn expand(&self) -> JobData {
-        if self.nodata {
-            // The host registered the namespace for bookkeeping only.
-            return JobData {
-                nspace: self.nspace.clone(),
-                session: vec![],
-                job: vec![],
-                apps: vec![],
-                nodes: vec![],
-                procs: vec![],
-            };
-        }
-        JobData {
-            nspace: self.nspace.clone(),
-            session: self.session.clone(),
-            job: self.job.clone(),
-            apps: self.apps.clone(),
-            nodes: self.nodes(),
-            procs: self.procs(),
-        }
-    }
-
-    /// One realm per node of the map, or the host's node arrays as given without a map.
-    fn nodes(&self) -> Vec<Realm> {
-        let Some(maps) = &self.maps else {
-            return self
-                .given_nodes
-                .iter()
-                .enumerate()
-                .map(|(idx, given)| Realm {
-                    id: find(given, attr::NODEID)
-                        .and_then(Value::as_u32)
-                        .unwrap_or(u32::try_from(idx).unwrap_or(u32::MAX)),
-                    info: given.clone(),
-                })
-                .collect();
-        };
-        let mut realms = Vec::with_capacity(maps.names.len());
-        for (idx, (name, ranks)) in maps.names.iter().zip(&maps.ppn).enumerate() {
-            let id = u32::try_from(idx).unwrap_or(u32::MAX);
-            // Host-given node arrays for this node, matched by id or by name.
-            let mut infos: Vec<Info> = Vec::new();
-            for given in &self.given_nodes {
-                let by_id = find(given, attr::NODEID).and_then(Value::as_u32) == Some(id);
-                let by_name =
-                    find(given, attr::HOSTNAME).and_then(Value::as_str) == Some(name.as_str());
-                if by_id || by_name {
-                    infos.extend(given.iter().cloned());
-                }
-            }
-            add_missing(&mut infos, attr::NODEID, id);
-            add_missing(&mut infos, attr::HOSTNAME, name.as_str());
-            let lsize = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
-            add_missing(&mut infos, attr::LOCAL_SIZE, lsize);
-            add_missing(&mut infos, attr::NODE_SIZE, lsize);
-            add_missing(&mut infos, attr::LOCAL_PEERS, join_ranks(ranks));
-            if let Some(first) = ranks.iter().min() {
-                add_missing(&mut infos, attr::LOCALLDR, *first);
-            }
-            realms.push(Realm { id, info: infos });
-        }
-        realms
-    }
-
-    /// The app number and leader of the app `rank` belongs to: the last app, in app-number
-    /// order, whose leader is at or below the rank.
-    fn app_for(&self, rank: Rank, leaders_ascend: bool) -> (u32, Rank) {
-        if leaders_ascend {
-            // Then the apps with a leader at or below the rank are a prefix.
-            let n = self.app_of_rank.partition_point(|&(_, ldr)| ldr <= rank);
-            return n
-                .checked_sub(1)
-                .map_or((0, Rank(0)), |i| self.app_of_rank[i]);
-        }
-        let mut best = (0, Rank(0));
-        for &(appnum, ldr) in &self.app_of_rank {
-            if ldr <= rank {
-                best = (appnum, ldr);
-            }
-        }
-        best
-    }
-
-    /// One realm per rank of the job, plus the host's arrays for ranks outside it, by rank.
-    fn procs(&self) -> Vec<ProcRealm> {
-        const UNPLACED: u32 = u32::MAX;
-        // The node that places each rank first, and the rank's position on it.
-        let mut place: Vec<(u32, u16)> = Vec::new();
-        if let Some(maps) = &self.maps {
-            place = vec![(UNPLACED, 0); self.size as usize];
-            for (idx, ranks) in maps.ppn.iter().enumerate() {
-                let id = u32::try_from(idx).unwrap_or(u32::MAX);
-                for (lrank, rank) in ranks.iter().enumerate() {
-                    // Every rank of the map is below the size (checked at registration).
-                    if let Some(p) = place.get_mut(rank.0 as usize) {
-                        if p.0 == UNPLACED {
-                            *p = (id, u16::try_from(lrank).unwrap_or(u16::MAX));
-                        }
-                    }
-                }
-            }
-        }
-        let leaders_ascend = self.app_of_rank.is_sorted_by_key(|&(_, ldr)| ldr);
-        let mut given = self.given_procs.iter().peekable();
-        let mut out = Vec::with_capacity(self.size as usize);
-        for r in 0..self.size {
-            let rank = Rank(r);
-            let given_here = given.next_if(|(g, _)| **g == rank).map(|(_, infos)| infos);
-            // Without host values for the rank nothing can be present already: skip the checks.
-            let check = given_here.is_some();
-            let add = |p: &mut Vec<Info>, key: &'static str, value: Value| {
-                if !check || !has(p, key) {
-                    p.push(Info::attr(key, value));
-                }
-            };
-            let mut p = Vec::with_capacity(given_here.map_or(0, Vec::len) + 10);
-            match given_here {
-                Some(infos) => p.extend(infos.iter().cloned()),
-                // First, where the checked path below inserts it.
-                None => p.push(Info::attr(attr::RANK, rank)),
-            }
-            if let Some(&(node, lrank)) = place.get(r as usize).filter(|p| p.0 != UNPLACED) {
-                let name = self
-                    .maps
-                    .as_ref()
-                    .and_then(|m| m.names.get(node as usize))
-                    .map_or("", String::as_str);
-                add(&mut p, attr::NODEID, node.into());
-                add(&mut p, attr::HOSTNAME, name.into());
-                add(&mut p, attr::LOCAL_RANK, lrank.into());
-                add(&mut p, attr::NODE_RANK, lrank.into());
-            }
-            let (appnum, ldr) = self.app_for(rank, leaders_ascend);
-            if check && !has(&p, attr::RANK) {
-                p.insert(0, Info::attr(attr::RANK, rank));
-            }
-            let global = Rank(self.offset.saturating_add(r));
-            add(&mut p, attr::GLOBAL_RANK, global.into());
-            add(&mut p, attr::APPNUM, appnum.into());
-            add(&mut p, attr::APP_RANK, Rank(r - ldr.0.min(r)).into());
-            add(&mut p, attr::REINCARNATION, 0u32.into());
-            add(&mut p, attr::SPAWNED, self.spawned.into());
-            out.push(ProcRealm { rank, info: p });
-        }
-        // The host may describe ranks beyond the job's size; they keep what it gave.
-        out.extend(given.map(|(&rank, infos)| ProcRealm {
-            rank,
-            info: infos.clone(),
-        }));
-        out
-    }
 }
 
 /// Parses a comma-separated rank list (`PMIX_LOCAL_PEERS`), allowing `a-b` ranges.

@@ -9,6 +9,7 @@ use super::*;
 /// The registration as it was built before job data became lazy: everything at once.
 mod eager {
     use super::super::*;
+    use pmix_wire::ProcRealm;
 
     pub(super) struct Registration {
         pub(super) job: JobData,

@@ -975,7 +975,7 @@ fn registration_derives_what_the_maps_imply() {
         vec![Rank(1), Rank(3), Rank(4)],
         "local ranks of node0"
     );
-    let job = &n.job;
+    let job = n.job.get();
     let jv = |k: &str| {
         job.job
             .iter()
@@ -1098,7 +1098,7 @@ fn register_nodata_gives_clients_no_job_data() {
     ];
     s.eng.register_nspace(ns("nd"), 2, &info).unwrap();
     let id = s.eng.ns_id("nd").unwrap();
-    let job = &s.eng.nspaces[&id].job;
+    let job = s.eng.nspaces[&id].job.get();
     assert!(job.job.is_empty() && job.procs.is_empty() && job.session.is_empty());
     assert_eq!(s.eng.nspaces[&id].size, 2);
 }
@@ -1623,6 +1623,7 @@ fn a_job_registered_as_spawned_says_so_for_every_process() {
         let id = eng.ns_id(name).unwrap();
         eng.nspaces[&id]
             .job
+            .get()
             .procs
             .iter()
             .map(|p| {
