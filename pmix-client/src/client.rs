@@ -10,7 +10,7 @@ use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, i
 use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
 use crate::call::{blocking, on_status, status_result, timeout_of};
-use crate::conn::{Conn, Shared};
+use crate::conn::{Conn, JobIn, Shared};
 use crate::group_info::context_qualifier;
 use crate::store::{LevelSel, Lookup, Qualifiers};
 use crate::{Error, env, singleton};
@@ -269,10 +269,15 @@ impl Client {
             }
             Err(e) => return Err(e),
         };
+        let mut fetch = None;
         {
             let mut store = conn.shared.store.write();
             store.set_me(proc.clone());
-            store.insert_job(job);
+            match job {
+                JobIn::Image(image) => store.insert_image(image),
+                JobIn::Data(job) => store.insert_job(job),
+                JobIn::Fetch(why) => fetch = Some(why),
+            }
         }
         let client = Client {
             inner: Arc::new(Inner {
@@ -283,6 +288,10 @@ impl Client {
                 finalizing: Mutex::new(()),
             }),
         };
+        if let Some(why) = fetch {
+            tracing::info!("pmix-client: {why}; asking for the job data instead");
+            client.fetch_job(&client.inner.proc.nspace)?;
+        }
         client.stop_in_init()?;
         Ok(client)
     }

@@ -36,9 +36,9 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use pmix_types::{Proc, Status};
 use pmix_wire::openpmix::{Incoming, MsgReader};
 use pmix_wire::{
-    ClientMsg, Decoded, FenceReplyRef, FrameDecoder, FrameReader, Hello, JobData, MAGIC,
-    PROTOCOL_VERSION, Reply, ReplyBody, Request, ServerMsg, Welcome, decode_body, encode_frame,
-    peek_fence_reply,
+    ClientMsg, Decoded, FenceReplyRef, FrameDecoder, FrameReader, Hello, JobData, JobImage, MAGIC,
+    PROTOCOL_VERSION, Reply, ReplyBody, Request, ServerMsg, Welcome, WelcomeJob, decode_body,
+    encode_frame, peek_fence_reply,
 };
 
 use crate::Error;
@@ -245,7 +245,7 @@ fn frame_io(path: &str) -> impl Fn(io::Error) -> Error + '_ {
 
 /// Reads one whole frame body during the handshake, keeping whatever followed it.
 fn read_frame(
-    stream: &mut UnixStream,
+    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
     buf: &mut Vec<u8>,
     dec: &FrameDecoder,
     path: &str,
@@ -258,7 +258,7 @@ fn read_frame(
         }
         let start = buf.len();
         buf.resize(start + READ_CHUNK, 0);
-        let n = match stream.read(&mut buf[start..]) {
+        let n = match read(&mut buf[start..]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {
                 buf.truncate(start);
@@ -282,13 +282,23 @@ fn read_frame(
     }
 }
 
+/// Where the welcome left the namespace's job data.
+pub(crate) enum JobIn {
+    /// Its image, inline or mapped.
+    Image(JobImage),
+    /// Job data in full (the OpenPMIx wire, a singleton).
+    Data(JobData),
+    /// The image file could not be mapped (why): ask the server for the image.
+    Fetch(String),
+}
+
 /// The native handshake: hello, welcome. Returns the socket, what followed the welcome, and
 /// the job data.
 fn native_handshake(
     rv: &Rendezvous,
     socket: &std::path::Path,
     secret: &[u8; 16],
-) -> Result<(UnixStream, Input, JobData), Error> {
+) -> Result<(UnixStream, Input, JobIn), Error> {
     let path = socket.display().to_string();
     let mut stream = UnixStream::connect(socket).map_err(frame_io(&path))?;
     stream
@@ -309,7 +319,13 @@ fn native_handshake(
 
     let dec = FrameDecoder::default();
     let mut inbuf = Vec::new();
-    let body = read_frame(&mut stream, &mut inbuf, &dec, &path)?;
+    let mut fd = None;
+    let body = read_frame(
+        |buf| crate::job_file::recv_with_fd(&stream, buf, &mut fd),
+        &mut inbuf,
+        &dec,
+        &path,
+    )?;
     let welcome: Welcome = decode_body(&body)?;
     let job = match welcome {
         Welcome::Refused {
@@ -332,14 +348,27 @@ fn native_handshake(
                     client: PROTOCOL_VERSION,
                 });
             }
-            *job
+            job
         }
     };
-    if job.nspace != rv.proc.nspace {
-        return Err(Error::Protocol(format!(
-            "welcome carries the job data of {:?}, not of our namespace {:?}",
-            job.nspace, rv.proc.nspace
-        )));
+    let job = match job {
+        WelcomeJob::Inline(image) => JobIn::Image(image),
+        WelcomeJob::Shared { len } => match fd {
+            None => JobIn::Fetch("the welcome came without the job image file".into()),
+            Some(fd) => match crate::job_file::map(fd, len) {
+                Err(e) => JobIn::Fetch(format!("cannot map the job image file: {e}")),
+                Ok(bytes) => JobIn::Image(JobImage::parse(bytes)?),
+            },
+        },
+    };
+    if let JobIn::Image(image) = &job {
+        if *image.nspace() != rv.proc.nspace {
+            return Err(Error::Protocol(format!(
+                "welcome carries the job data of {:?}, not of our namespace {:?}",
+                image.nspace(),
+                rv.proc.nspace
+            )));
+        }
     }
     stream.set_read_timeout(None).map_err(frame_io(&path))?;
 
@@ -352,7 +381,7 @@ fn native_handshake(
 impl Conn {
     /// Connects, says hello, and starts the reader thread. Returns the job data of our
     /// namespace from the welcome (the native protocol) or the job data request (OpenPMIx).
-    pub(crate) fn open(rv: &Rendezvous) -> Result<(Conn, JobData), Error> {
+    pub(crate) fn open(rv: &Rendezvous) -> Result<(Conn, JobIn), Error> {
         Conn::open_with_events(rv, Arc::default())
     }
 
@@ -360,7 +389,7 @@ impl Conn {
     pub(crate) fn open_with_events(
         rv: &Rendezvous,
         events: Arc<Events>,
-    ) -> Result<(Conn, JobData), Error> {
+    ) -> Result<(Conn, JobIn), Error> {
         let (stream, wire, input, job, path) = match &rv.server {
             Server::Native { socket, secret } => {
                 let (stream, input, job) = native_handshake(rv, socket, secret)?;
@@ -378,7 +407,7 @@ impl Conn {
                     Stream::Tcp(c.stream),
                     Wire::Openpmix(c.session),
                     input,
-                    c.job,
+                    JobIn::Data(c.job),
                     path,
                 )
             }
@@ -403,9 +432,9 @@ impl Conn {
     /// The connection of singleton `me`, with no server (`singleton/`), and its job data.
     /// No reader thread: everything is answered on the caller's thread, or by the private
     /// server's connection once a spawn started one.
-    pub(crate) fn singleton(me: Proc) -> Result<(Conn, JobData), Error> {
+    pub(crate) fn singleton(me: Proc) -> Result<(Conn, JobIn), Error> {
         let single = Singleton::new(me);
-        let job = single.job();
+        let job = JobIn::Data(single.job());
         // Stands for the socket the other wires have; nothing reads or writes it.
         let (stream, read_half) = UnixStream::pair().map_err(frame_io("singleton"))?;
         let input = Input::Native(FrameReader::new(FrameDecoder::default()));

@@ -366,7 +366,7 @@ impl Client {
 
     /// Asks the server for the job data of `nspace` (which it ships with any answer about the
     /// namespace's job level) and takes it in.
-    fn fetch_job(&self, nspace: &Nspace) -> Result<(), Error> {
+    pub(crate) fn fetch_job(&self, nspace: &Nspace) -> Result<(), Error> {
         self.check_blocking()?;
         let shared = self.shared_arc();
         let status = blocking(self.shared(), None, |done| {

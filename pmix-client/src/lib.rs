@@ -91,6 +91,7 @@ mod events;
 mod group_info;
 mod group_membership;
 mod groups;
+mod job_file;
 mod locality;
 mod names;
 mod openpmix;

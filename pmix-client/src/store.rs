@@ -1,13 +1,16 @@
 //! The client's local store: job data of every namespace it has heard of, its own puts, and
 //! the data of other processes that fences and gets brought in.
 //!
-//! Everything lives in one hash map keyed by `(namespace, level, id, key)`, where the level
-//! says which realm the entry belongs to (session, job, app, node, proc — the information
-//! levels of job data — or `Data`, a process's put data) and `id` is the app number, node id
-//! or rank. A lookup at one level is exactly one probe, made with a borrowed
-//! `(&str, level, u32, &str)` key through hashbrown's [`Equivalent`], so the hot path of Get
-//! neither allocates nor hashes twice. Namespaces are interned, so the thousands of entries of
-//! one job share one `Arc<str>`.
+//! A namespace's job data is its [`JobImage`], kept whole (mapped from the server's memory
+//! file, or as the bytes that came inline): node and process values are read from it, and
+//! derived from its maps, when a get asks for them, so a client of a job of a million ranks
+//! holds a few hundred kilobytes it shares with its node's other clients, not a realm per rank.
+//! The small levels (session, job, apps) and everything else live in one hash map keyed by
+//! `(namespace, level, id, key)`, where the level says which realm the entry belongs to
+//! (session, job, app, or `Data`, a process's put data) and `id` is the app number or rank. A
+//! lookup at one level is exactly one probe, made with a borrowed `(&str, level, u32, &str)`
+//! key through hashbrown's [`Equivalent`], so the hot path of Get neither allocates nor hashes
+//! twice. Namespaces are interned, so the entries of one job share one `Arc<str>`.
 //!
 //! Reserved (`pmix*`) keys and put keys never collide, but they are kept at different levels
 //! anyway: job data is the server's word and never changes, put data is a cache.
@@ -24,7 +27,7 @@ use std::sync::Arc;
 
 use hashbrown::{Equivalent, HashMap};
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Value, attr};
-use pmix_wire::{FenceReplyRef, JobData, ProcKvs};
+use pmix_wire::{FenceReplyRef, JobData, JobImage, ProcKvs};
 
 /// Which realm an entry belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -32,11 +35,6 @@ pub(crate) enum Level {
     Session,
     Job,
     App,
-    Node,
-    /// Per-rank job data (reserved keys the server registered for that rank).
-    Proc,
-    /// Hostname -> node id, so that a `HOSTNAME` qualifier is one probe too.
-    HostIndex,
     /// A process's put data (own puts, or what fences and gets brought in).
     Data,
 }
@@ -217,10 +215,8 @@ pub(crate) struct Store {
     /// The same, by [`NsState::id`].
     by_id: Vec<Nspace>,
     procs: HashMap<ProcId, ProcData>,
-    /// App and node of every rank whose job data named them.
-    realms: HashMap<ProcId, Realms>,
-    /// Node ids of each namespace's node-level job data, ascending.
-    node_ids: HashMap<Nspace, Vec<u32>>,
+    /// The job image of each namespace whose job data arrived.
+    images: HashMap<Nspace, JobImage>,
     /// This process. Copies of its committed data that replies carry back are not taken in:
     /// what it put since is newer, and its internal values were never sent.
     me: Option<Proc>,
@@ -275,77 +271,55 @@ impl Store {
         self.nspaces.get(ns).is_some_and(|st| st.has_job)
     }
 
-    /// Takes in a namespace's job data. Arriving again (it is shipped with replies too) it
-    /// replaces the earlier copy entry by entry; it never changes after registration anyway.
+    /// Takes in a namespace's job data as another server expanded it (a connect's, a get's).
     pub(crate) fn insert_job(&mut self, job: JobData) {
-        let ns = self.intern(&job.nspace);
+        match JobImage::from_job_data(&job) {
+            Ok(image) => self.insert_image(image),
+            Err(e) => tracing::warn!("pmix-client: job data of {} unusable: {e}", job.nspace),
+        }
+    }
+
+    /// Takes in a namespace's job image. Arriving again (it is shipped with replies too) it
+    /// replaces the earlier one; it never changes after registration anyway.
+    pub(crate) fn insert_image(&mut self, image: JobImage) {
+        let ns = self.intern(image.nspace());
         if let Some(st) = self.nspaces.get_mut(ns.as_str()) {
             st.has_job = true;
         }
-        let mut ids: Vec<u32> = job.nodes.iter().map(|n| n.id).collect();
-        ids.sort_unstable();
-        ids.dedup();
-        self.node_ids.insert(ns.clone(), ids);
-        let mut put = |level: Level, id: u32, infos: Vec<Info>| {
+        let mut put = |level: Level, id: u32, infos: &[Info]| {
             for info in infos {
-                if level == Level::Node && info.key.as_str() == attr::HOSTNAME {
-                    if let Some(Ok(host)) = info.value.as_str().map(Key::new) {
-                        self.map.insert(
-                            Slot {
-                                ns: ns.clone(),
-                                level: Level::HostIndex,
-                                id: 0,
-                                key: host,
-                            },
-                            Entry {
-                                value: Value::Uint32(id),
-                                scope: Scope::GLOBAL,
-                            },
-                        );
-                    }
-                }
                 self.map.insert(
                     Slot {
                         ns: ns.clone(),
                         level,
                         id,
-                        key: info.key,
+                        key: info.key.clone(),
                     },
                     Entry {
-                        value: info.value,
+                        value: info.value.clone(),
                         scope: Scope::GLOBAL,
                     },
                 );
             }
         };
-        put(Level::Session, 0, job.session);
-        put(Level::Job, 0, job.job);
-        for app in job.apps {
-            put(Level::App, app.id, app.info);
+        put(Level::Session, 0, image.session());
+        put(Level::Job, 0, image.job());
+        for app in image.apps() {
+            put(Level::App, app.id, &app.info);
         }
-        for node in job.nodes {
-            put(Level::Node, node.id, node.info);
-        }
-        for p in job.procs {
-            let mut r = Realms::default();
-            for i in &p.info {
-                match i.key.as_str() {
-                    attr::APPNUM => r.app = i.value.as_u32(),
-                    attr::NODEID => r.node = i.value.as_u32(),
-                    _ => {}
-                }
-            }
-            if r.app.is_some() || r.node.is_some() {
-                self.realms.insert(
-                    ProcId {
-                        ns: ns.clone(),
-                        rank: p.rank,
-                    },
-                    r,
-                );
-            }
-            put(Level::Proc, p.rank.0, p.info);
-        }
+        self.images.insert(ns, image);
+    }
+
+    fn image(&self, ns: &str) -> Option<&JobImage> {
+        self.images.get(ns)
+    }
+
+    fn node_value(&self, ns: &str, id: u32, key: &str) -> Option<Value> {
+        self.image(ns)?.node_value(id, key)
+    }
+
+    fn proc_value(&self, ns: &str, rank: Rank, key: &str) -> Option<Value> {
+        self.image(ns)?.proc_value(rank, key)
     }
 
     /// Records one put value of `proc`, replacing an earlier value of the key.
@@ -543,13 +517,12 @@ impl Store {
     /// level (a job of one app on one node may register them only there). One probe for
     /// both in the usual case.
     fn realms_of(&self, ns: &str, rank: Rank) -> Realms {
-        let mut r = if rank.is_valid() {
-            self.realms
-                .get(&ProcRef { ns, rank })
-                .copied()
-                .unwrap_or_default()
-        } else {
-            Realms::default()
+        let mut r = match self.image(ns) {
+            Some(image) if rank.is_valid() => {
+                let (app, node) = image.realms_of(rank);
+                Realms { app, node }
+            }
+            _ => Realms::default(),
         };
         if r.app.is_none() {
             r.app = self
@@ -589,27 +562,19 @@ impl Store {
                 .and_then(|a| self.level_value(ns, Level::App, a, key)),
             Some(LevelSel::Node) => q
                 .nodeid
-                .or_else(|| {
-                    let h = q.hostname?;
-                    self.get(ns, Level::HostIndex, 0, h)?.value.as_u32()
-                })
+                .or_else(|| self.image(ns)?.node_by_host(q.hostname?))
                 .or_else(|| self.realms_of(ns, who).node)
-                .and_then(|n| self.level_value(ns, Level::Node, n, key)),
+                .and_then(|n| self.node_value(ns, n, key)),
             None if rank == Rank::WILDCARD => self
                 .level_value(ns, Level::Job, 0, key)
                 .or_else(|| self.level_value(ns, Level::Session, 0, key)),
-            None if rank.is_valid() => {
-                self.level_value(ns, Level::Proc, rank.0, key).or_else(|| {
-                    let r = self.realms_of(ns, rank);
-                    r.app
-                        .and_then(|a| self.level_value(ns, Level::App, a, key))
-                        .or_else(|| {
-                            r.node
-                                .and_then(|n| self.level_value(ns, Level::Node, n, key))
-                        })
-                        .or_else(|| self.level_value(ns, Level::Job, 0, key))
-                })
-            }
+            None if rank.is_valid() => self.proc_value(ns, rank, key).or_else(|| {
+                let r = self.realms_of(ns, rank);
+                r.app
+                    .and_then(|a| self.level_value(ns, Level::App, a, key))
+                    .or_else(|| r.node.and_then(|n| self.node_value(ns, n, key)))
+                    .or_else(|| self.level_value(ns, Level::Job, 0, key))
+            }),
             // Other reserved ranks (LOCAL_NODE, UNDEF, ...) name sets; only the job level
             // answers for a set.
             None => self.level_value(ns, Level::Job, 0, key),
@@ -656,30 +621,33 @@ impl Store {
         self.get(ns, Level::Job, 0, key)?.value.as_str()
     }
 
-    fn node_str(&self, ns: &str, id: u32, key: &str) -> Option<&str> {
-        self.get(ns, Level::Node, id, key)?.value.as_str()
+    fn node_str(&self, ns: &str, id: u32, key: &str) -> Option<String> {
+        match self.node_value(ns, id, key)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
     }
 
-    /// The ranks worth probing one by one: the job's size, bounded by what the store holds
-    /// (every rank the server describes has entries), whatever size the job data claims.
-    fn rank_bound(&self, ns: &str) -> u32 {
-        let size = self
-            .get(ns, Level::Job, 0, attr::JOB_SIZE)
-            .and_then(|e| e.value.as_u32())
-            .unwrap_or(0);
-        size.min(u32::try_from(self.map.len()).unwrap_or(u32::MAX))
+    /// The ranks the host described one by one (whose process data it gave).
+    fn described_ranks(&self, ns: &str) -> Vec<Rank> {
+        self.image(ns)
+            .map_or_else(Vec::new, JobImage::given_proc_ranks)
+    }
+
+    fn rank_host(&self, ns: &str, rank: Rank) -> Option<String> {
+        match self.proc_value(ns, rank, attr::HOSTNAME)? {
+            Value::String(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// The hostname of the node a rank runs on (its proc level, else its node's).
     pub(crate) fn hostname_of(&self, ns: &str, rank: Rank) -> Option<String> {
-        if let Some(h) = self
-            .get(ns, Level::Proc, rank.0, attr::HOSTNAME)
-            .and_then(|e| e.value.as_str())
-        {
-            return Some(h.to_owned());
+        if let Some(h) = self.rank_host(ns, rank) {
+            return Some(h);
         }
         let node = self.realms_of(ns, rank).node?;
-        self.node_str(ns, node, attr::HOSTNAME).map(str::to_owned)
+        self.node_str(ns, node, attr::HOSTNAME)
     }
 
     /// The ranks of `ns` on the node named `host`, ascending; `here` says that node is this
@@ -703,26 +671,24 @@ impl Store {
                 format!("{} of {ns} is not a rank list: {list:?}", attr::LOCAL_PEERS)
             })
         };
-        let node = host.and_then(|h| self.get(ns, Level::HostIndex, 0, h)?.value.as_u32());
+        let node = host.and_then(|h| self.image(ns)?.node_by_host(h));
         let mut ranks = if let Some(id) = node {
             match self.node_str(ns, id, attr::LOCAL_PEERS) {
-                Some(list) => parse(list)?,
+                Some(list) => parse(&list)?,
+                // Ranks placed by the map have their node's peers derived: only ranks the host
+                // described one by one can name a node without peers.
                 None => self
-                    .realms
-                    .iter()
-                    .filter(|(p, r)| p.ns.as_str() == ns && r.node == Some(id))
-                    .map(|(p, _)| p.rank)
+                    .described_ranks(ns)
+                    .into_iter()
+                    .filter(|&r| self.realms_of(ns, r).node == Some(id))
                     .collect(),
             }
         } else {
             let by_host: Vec<Rank> = match host {
-                Some(h) => (0..self.rank_bound(ns))
-                    .map(Rank)
-                    .filter(|r| {
-                        self.get(ns, Level::Proc, r.0, attr::HOSTNAME)
-                            .and_then(|e| e.value.as_str())
-                            == Some(h)
-                    })
+                Some(h) => self
+                    .described_ranks(ns)
+                    .into_iter()
+                    .filter(|&r| self.rank_host(ns, r).as_deref() == Some(h))
                     .collect(),
                 None => Vec::new(),
             };
@@ -743,7 +709,7 @@ impl Store {
     /// True when the job data of `ns` says where its processes run: nodes with hostnames,
     /// or hostnames of ranks.
     fn has_topology(&self, ns: &str) -> bool {
-        let nodes = self.node_ids.get(ns).map_or(&[][..], Vec::as_slice);
+        let nodes = self.image(ns).map_or_else(Vec::new, JobImage::node_ids);
         nodes
             .iter()
             .any(|&id| self.node_str(ns, id, attr::HOSTNAME).is_some())
@@ -773,26 +739,23 @@ impl Store {
             }
             return Some(out);
         }
-        for &id in self.node_ids.get(ns).map_or(&[][..], Vec::as_slice) {
+        for id in self.image(ns).map_or_else(Vec::new, JobImage::node_ids) {
             let empty = match self.node_str(ns, id, attr::LOCAL_PEERS) {
-                Some(list) => parse_rank_list(list).is_some_and(|r| r.is_empty()),
+                Some(list) => parse_rank_list(&list).is_some_and(|r| r.is_empty()),
                 None => {
-                    self.get(ns, Level::Node, id, attr::LOCAL_SIZE)
-                        .and_then(|e| e.value.as_u32())
+                    self.node_value(ns, id, attr::LOCAL_SIZE)
+                        .and_then(|v| v.as_u32())
                         == Some(0)
                 }
             };
             if let (false, Some(h)) = (empty, self.node_str(ns, id, attr::HOSTNAME)) {
-                add(&mut out, h);
+                add(&mut out, &h);
             }
         }
         if out.is_empty() {
-            for r in 0..self.rank_bound(ns) {
-                if let Some(h) = self
-                    .get(ns, Level::Proc, r, attr::HOSTNAME)
-                    .and_then(|e| e.value.as_str())
-                {
-                    add(&mut out, h);
+            for r in self.described_ranks(ns) {
+                if let Some(h) = self.rank_host(ns, r) {
+                    add(&mut out, &h);
                 }
             }
         }

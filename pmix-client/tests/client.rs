@@ -145,7 +145,7 @@ fn server_version_mismatch_is_not_supported() {
         let mock = Mock::start(job("job-A"), 0, defaults());
         let env = mock.env();
         let e = Client::init_with_env(|k| match k {
-            "PMIXRS_PROTOCOL" => Some("2".into()),
+            "PMIXRS_PROTOCOL" => Some("3".into()),
             _ => env(k),
         })
         .unwrap_err();
@@ -153,8 +153,8 @@ fn server_version_mismatch_is_not_supported() {
             matches!(
                 e,
                 Error::VersionMismatch {
-                    server: 2,
-                    client: 1
+                    server: 3,
+                    client: 2
                 }
             ),
             "{e:?}"
@@ -174,7 +174,7 @@ fn server_version_mismatch_is_not_supported() {
                 e,
                 Error::VersionMismatch {
                     server: 7,
-                    client: 1
+                    client: 2
                 }
             ),
             "{e:?}"

@@ -21,6 +21,7 @@ mod hook;
 mod host;
 mod limits;
 mod mailbox;
+mod memfd;
 mod nameserver;
 mod outbuf;
 pub mod rendezvous;

@@ -15,7 +15,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io;
 use std::ops::Range;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -71,6 +71,8 @@ struct ConnIo {
     held: bool,
     /// Since when output over the limit has waited with none of it written.
     stalled_since: Option<Instant>,
+    /// A descriptor to pass with the byte at this index of `wbuf` (a welcome's job image).
+    fd_out: Option<(usize, Arc<OwnedFd>)>,
 }
 
 impl ConnIo {
@@ -545,6 +547,7 @@ impl<H: Host> Shell<H> {
             read_closed: false,
             held: false,
             stalled_since: None,
+            fd_out: None,
         });
         Ok(conn)
     }
@@ -758,7 +761,11 @@ impl<H: Host> Shell<H> {
         match out {
             Output::Accept { conn, job } => {
                 if let Some(conn) = self.authenticated(conn) {
-                    self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, out));
+                    let unix = self
+                        .conns
+                        .get(conn)
+                        .is_some_and(|c| matches!(c.stream, Stream::Unix(_)));
+                    self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, unix, out));
                 }
             }
             Output::ToolAccept { conn, tool, server } => {
@@ -863,6 +870,9 @@ impl<H: Host> Shell<H> {
             return;
         };
         f(&mut c.proto, &mut self.frontends, &mut c.wbuf);
+        if let Some(fd) = self.frontends.native.take_pending_fd() {
+            c.fd_out = Some(fd);
+        }
         if c.stalled_since.is_some() && c.queued() > self.limits.output_queue_hard {
             tracing::warn!(
                 conn,
@@ -888,7 +898,23 @@ impl<H: Host> Shell<H> {
             return;
         };
         let before = c.queued();
-        let dead = !crate::outbuf::write_queued(&mut c.stream, &mut c.wbuf, &mut c.wpos);
+        let mut dead = false;
+        if let Some((at, fd)) = c.fd_out.take() {
+            match crate::shell_io::write_passing_fd(
+                &mut c.stream,
+                &c.wbuf,
+                &mut c.wpos,
+                at,
+                fd.as_fd(),
+            ) {
+                Ok(true) => {}
+                Ok(false) => c.fd_out = Some((at, fd)),
+                Err(()) => dead = true,
+            }
+        }
+        let dead = dead
+            || (c.fd_out.is_none()
+                && !crate::outbuf::write_queued(&mut c.stream, &mut c.wbuf, &mut c.wpos));
         if c.wbuf.is_empty() && c.wbuf.capacity() > 1 << 20 {
             c.wbuf.shrink_to(64 * 1024);
         }

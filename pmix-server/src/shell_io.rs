@@ -2,6 +2,7 @@
 //! behind one type each, and what the kernel says about a peer.
 
 use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, BorrowedFd};
 
 use mio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use mio::{Interest, Registry, Token};
@@ -165,6 +166,56 @@ fn peer_creds(stream: &UnixStream) -> Option<PeerCreds> {
         Err(e) => {
             tracing::warn!("cannot read peer credentials: {e}");
             None
+        }
+    }
+}
+
+/// Writes `buf[*pos..]` to a Unix socket, passing `fd` (`SCM_RIGHTS`) with the byte at index
+/// `at`: the bytes before it plainly, then the rest with the descriptor. `Ok(true)` once the
+/// descriptor went out, `Ok(false)` when the socket filled up first (call again when it is
+/// writable), `Err(())` when the peer is gone or the stream is not a Unix socket.
+pub(crate) fn write_passing_fd(
+    stream: &mut Stream,
+    buf: &[u8],
+    pos: &mut usize,
+    at: usize,
+    fd: BorrowedFd<'_>,
+) -> Result<bool, ()> {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    let Stream::Unix(sock) = stream else {
+        return Err(());
+    };
+    if at >= buf.len() || *pos > at {
+        return Err(());
+    }
+    while *pos < at {
+        match sock.write(&buf[*pos..at]) {
+            Ok(0) => return Err(()),
+            Ok(n) => *pos += n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return Err(()),
+        }
+    }
+    let fds = [fd.as_raw_fd()];
+    let cmsg = [ControlMessage::ScmRights(&fds)];
+    let iov = [io::IoSlice::new(&buf[at..])];
+    loop {
+        match sendmsg::<()>(
+            sock.as_raw_fd(),
+            &iov,
+            &cmsg,
+            MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
+            None,
+        ) {
+            Ok(0) => return Err(()),
+            Ok(n) => {
+                *pos += n;
+                return Ok(true);
+            }
+            Err(nix::errno::Errno::EAGAIN) => return Ok(false),
+            Err(nix::errno::Errno::EINTR) => {}
+            Err(_) => return Err(()),
         }
     }
 }

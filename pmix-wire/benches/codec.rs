@@ -10,8 +10,9 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Status, Value};
 use pmix_wire::{
-    ClientMsg, Decoded, FrameDecoder, JobData, Kv, ProcKvs, ProcRealm, Realm, Reply, ReplyBody,
-    Request, ServerMsg, Welcome, decode_body, decode_kvs, encode_frame, peek_fence_reply,
+    ClientMsg, Decoded, FrameDecoder, JobData, JobImage, Kv, ProcKvs, ProcRealm, Realm, Reply,
+    ReplyBody, Request, ServerMsg, Welcome, WelcomeJob, decode_body, decode_kvs, encode_frame,
+    peek_fence_reply,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -79,22 +80,25 @@ fn welcome_1mib() -> Welcome {
         .collect();
     Welcome::Accepted {
         version: 1,
-        job: Box::new(JobData {
-            nspace: Nspace::new("job-1").unwrap(),
-            session: vec![info("pmix.univ.size", Value::Uint32(7_000))],
-            job: vec![info("pmix.job.size", Value::Uint32(7_000))],
-            apps: vec![Realm {
-                id: 0,
-                info: vec![info("pmix.app.size", Value::Uint32(7_000))],
-            }],
-            nodes: (0..110)
-                .map(|n| Realm {
-                    id: n,
-                    info: vec![info("pmix.hname", Value::String(format!("node{n:05}")))],
-                })
-                .collect(),
-            procs,
-        }),
+        job: WelcomeJob::Inline(
+            JobImage::from_job_data(&JobData {
+                nspace: Nspace::new("job-1").unwrap(),
+                session: vec![info("pmix.univ.size", Value::Uint32(7_000))],
+                job: vec![info("pmix.job.size", Value::Uint32(7_000))],
+                apps: vec![Realm {
+                    id: 0,
+                    info: vec![info("pmix.app.size", Value::Uint32(7_000))],
+                }],
+                nodes: (0..110)
+                    .map(|n| Realm {
+                        id: n,
+                        info: vec![info("pmix.hname", Value::String(format!("node{n:05}")))],
+                    })
+                    .collect(),
+                procs,
+            })
+            .unwrap(),
+        ),
     }
 }
 

@@ -4,7 +4,7 @@ use pmix_types::Status;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::msg::{Hello, JobData, MAGIC, PROTOCOL_VERSION, Reply, ServerMsg};
+use crate::msg::{Hello, MAGIC, PROTOCOL_VERSION, Reply, ServerMsg, Welcome, WelcomeJob};
 use crate::{Error, scan};
 
 /// Bytes of the length prefix.
@@ -239,25 +239,15 @@ pub fn decode_frame_lists<T: DeserializeOwned>(mut bytes: &[u8]) -> Result<Vec<T
     Ok(all)
 }
 
-/// `Welcome::Accepted` with the job record borrowed: serde encodes an enum by its variant's
-/// name and fields, so this spells the same bytes as the owned message without a clone of
-/// what may be megabytes of job data.
-#[derive(Serialize)]
-enum WelcomeRef<'a> {
-    Accepted { version: u16, job: &'a JobData },
-}
-
-/// Appends the frame accepting a client into `job`'s namespace: the same bytes as
-/// [`encode_frame`] of [`Welcome::Accepted`](crate::Welcome::Accepted) with
-/// [`PROTOCOL_VERSION`] and a copy of `job`, without making the copy.
+/// Appends the frame accepting a client, with [`PROTOCOL_VERSION`] and `job`.
 ///
 /// A server that welcomes many clients of one namespace encodes this once and sends the bytes
 /// to each.
-pub fn encode_welcome(job: &JobData, out: &mut Vec<u8>) -> Result<(), Error> {
+pub fn encode_welcome(job: &WelcomeJob, out: &mut Vec<u8>) -> Result<(), Error> {
     encode_frame(
-        &WelcomeRef::Accepted {
+        &Welcome::Accepted {
             version: PROTOCOL_VERSION,
-            job,
+            job: job.clone(),
         },
         out,
     )

@@ -31,6 +31,7 @@ pub use job_image::{JobImage, JobSpec, NodeMap};
 pub use msg::{
     App, ClientMsg, ConnectPart, Event, Hello, IofChunk, JobData, Kv, MAGIC, PROTOCOL_VERSION,
     ProcKvs, ProcRealm, Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
+    WelcomeJob,
 };
 pub use names::{
     NS_MAGIC, NS_PROTOCOL_VERSION, NsCaller, NsHello, NsMsg, NsReply, NsRequest, NsWelcome,

@@ -8,12 +8,14 @@
 use pmix_types::{DataRange, Info, IofChannel, Key, Nspace, Proc, Rank, Scope, Status, Value};
 use serde::{Deserialize, Serialize};
 
+use crate::JobImage;
+
 /// Magic string opening every handshake, so that a peer speaking something else entirely is
 /// recognised at once.
 pub const MAGIC: &str = "PMIXRS";
 
 /// The version of the native protocol this crate speaks.
-pub const PROTOCOL_VERSION: u16 = 1;
+pub const PROTOCOL_VERSION: u16 = 2;
 
 /// The first frame a client sends: who it claims to be, and the proof.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,8 +42,8 @@ pub enum Welcome {
     Accepted {
         /// The server's protocol version.
         version: u16,
-        /// The job data of the client's namespace.
-        job: Box<JobData>,
+        /// The job data of the client's namespace: where its image is.
+        job: WelcomeJob,
     },
     /// The client is refused; the connection will be closed.
     Refused {
@@ -53,6 +55,21 @@ pub enum Welcome {
         version: u16,
         /// A human-readable reason.
         reason: String,
+    },
+}
+
+/// Where a welcome's job image is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum WelcomeJob {
+    /// In the frame.
+    Inline(JobImage),
+    /// In the memory file whose descriptor came with the welcome's first byte (`SCM_RIGHTS`):
+    /// `len` bytes, sealed against writes, shrinking and growing, which every local client of
+    /// the namespace maps. A client that cannot map it asks for the image inline with a Get
+    /// of its namespace's rank `WILDCARD`.
+    Shared {
+        /// The image's length.
+        len: u64,
     },
 }
 

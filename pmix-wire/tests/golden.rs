@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 use pmix_types::{DataArray, DataType, Info, Key, Nspace, Proc, Rank, Scope, Status, Value};
 use pmix_wire::{
-    ClientMsg, Decoded, FrameDecoder, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs,
-    ProcRealm, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome, decode_body, decode_hello,
-    encode_frame,
+    ClientMsg, Decoded, FrameDecoder, Hello, JobData, JobImage, JobSpec, Kv, MAGIC, NodeMap,
+    PROTOCOL_VERSION, ProcKvs, ProcRealm, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
+    WelcomeJob, decode_body, decode_hello, encode_frame,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -261,7 +261,7 @@ fn hello_is_unchanged() {
     let mut frame = Vec::new();
     encode_frame(&hello(), &mut frame).unwrap();
     assert_eq!(&frame[4..12], b"\x96\xa6PMIXRS");
-    assert_eq!(frame[12], 0x01);
+    assert_eq!(frame[12], 0x02);
     assert_eq!(decode_hello(&frame[4..]).unwrap(), hello());
 }
 
@@ -283,4 +283,43 @@ fn get_reply_with_job_data_is_unchanged() {
 #[test]
 fn welcome_refused_is_unchanged() {
     check("welcome_refused", &welcome_refused());
+}
+
+/// A registration's image: two nodes of the map, three ranks, one of them with a value the host
+/// gave, one app. Pins the image layout (`job_image::layout`) as well as the welcome.
+fn welcome_accepted() -> Welcome {
+    let info = |k: &str, v: Value| Info::new(key(k), v);
+    let spec = JobSpec {
+        nspace: Nspace::new("job-3").unwrap(),
+        session: vec![info("pmix.univ.size", Value::Uint32(3))],
+        job: vec![info("pmix.job.size", Value::Uint32(3))],
+        apps: vec![Realm {
+            id: 0,
+            info: vec![info("pmix.appnum", Value::Uint32(0))],
+        }],
+        app_of_rank: vec![(0, Rank(0))],
+        size: 3,
+        offset: 0,
+        spawned: false,
+        maps: Some(NodeMap {
+            names: vec!["n0".into(), "n1".into()],
+            ppn: vec![vec![Rank(0), Rank(1)], vec![Rank(2)]],
+        }),
+        given_nodes: vec![],
+        given_procs: [(
+            Rank(2),
+            vec![info("pmix.cpuset", Value::String("core:2".into()))],
+        )]
+        .into_iter()
+        .collect(),
+    };
+    Welcome::Accepted {
+        version: PROTOCOL_VERSION,
+        job: WelcomeJob::Inline(JobImage::build(&spec).unwrap()),
+    }
+}
+
+#[test]
+fn welcome_accepted_is_unchanged() {
+    check("welcome_accepted", &welcome_accepted());
 }

@@ -244,19 +244,19 @@ fn handshake_classification() {
         Err(Error::NotPmixRs)
     ));
 
-    // Version 2 encoded by hand, in today's shape and in a shape version 1 cannot read.
-    let mut v2 = b"\x96\xa6PMIXRS\x02\xa2ns\x00\xc4\x01\x07\x01".to_vec();
+    // Version 3 encoded by hand, in today's shape and in a shape version 2 cannot read.
+    let mut v2 = b"\x96\xa6PMIXRS\x03\xa2ns\x00\xc4\x01\x07\x01".to_vec();
     let want = |r: Result<Hello, Error>| match r {
-        Err(e @ Error::VersionMismatch { theirs: 2, ours: 1 }) => {
+        Err(e @ Error::VersionMismatch { theirs: 3, ours: 2 }) => {
             assert_eq!(e.status(), pmix_types::Status::ERR_NOT_SUPPORTED);
         }
         other => panic!("{other:?}"),
     };
     want(decode_hello(&v2));
-    v2 = b"\x93\xa6PMIXRS\xcd\x00\x02\x81\xa1x\xc0".to_vec();
+    v2 = b"\x93\xa6PMIXRS\xcd\x00\x03\x81\xa1x\xc0".to_vec();
     want(decode_hello(&v2));
     // As a 16-bit signed integer too: any integer encoding of the number is accepted.
-    want(decode_hello(b"\x92\xa6PMIXRS\xd1\x00\x02"));
+    want(decode_hello(b"\x92\xa6PMIXRS\xd1\x00\x03"));
     assert!(matches!(
         decode_hello(b"\x92\xa6PMIXRS\xce\x00\x01\x00\x00"),
         Err(Error::Malformed(_))

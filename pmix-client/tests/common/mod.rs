@@ -231,11 +231,11 @@ fn serve(
                 let welcome = match greeting.take().unwrap() {
                     Greeting::Accept(job) => Welcome::Accepted {
                         version: PROTOCOL_VERSION,
-                        job: Box::new(job),
+                        job: inline(&job),
                     },
                     Greeting::AcceptVersion(v, job) => Welcome::Accepted {
                         version: v,
-                        job: Box::new(job),
+                        job: inline(&job),
                     },
                     Greeting::Refuse(status, version, reason) => {
                         send_welcome(
@@ -409,4 +409,9 @@ pub fn with_deadline<F: FnOnce() + Send + 'static>(f: F) {
             panic!("test did not finish within {DEADLINE:?}")
         }
     }
+}
+
+/// A welcome's job data, inline, as an image of `job`.
+fn inline(job: &pmix_wire::JobData) -> pmix_wire::WelcomeJob {
+    pmix_wire::WelcomeJob::Inline(pmix_wire::JobImage::from_job_data(job).unwrap())
 }

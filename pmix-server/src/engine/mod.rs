@@ -168,7 +168,10 @@ pub(crate) enum HostCall {
 #[derive(Debug)]
 pub(crate) enum Output {
     /// The handshake succeeded: send the client its job data.
-    Accept { conn: ConnId, job: Arc<JobData> },
+    Accept {
+        conn: ConnId,
+        job: Arc<nspace::LazyJob>,
+    },
     /// A tool's handshake succeeded: tell it its name and the server's.
     ToolAccept {
         conn: ConnId,
@@ -1055,7 +1058,7 @@ impl Engine {
                 };
                 if status.is_success() {
                     c.state = ConnState::Active;
-                    let job = self.nspaces.get(&c.ns).map(|n| n.job.get().clone());
+                    let job = self.nspaces.get(&c.ns).map(|n| n.job.clone());
                     match job {
                         Some(job) => self.out.push_back(Output::Accept { conn, job }),
                         None => self.out.push_back(Output::Refuse {

@@ -22,18 +22,20 @@ pub(crate) mod native;
 pub(crate) mod openpmix;
 pub(crate) mod pmi1;
 pub(crate) mod pmi2;
+mod welcomes;
 
 use std::cell::OnceCell;
 use std::io;
 use std::sync::Arc;
 
 use pmix_types::{Nspace, Proc, Status};
-use pmix_wire::{Event, JobData, Reply, Request};
+use pmix_wire::{Event, Reply, Request};
 
 use self::native::NativeConn;
 use self::openpmix::OpenpmixConn;
 use self::pmi1::Pmi1Conn;
 use self::pmi2::Pmi2Conn;
+use crate::engine::nspace::LazyJob;
 use crate::engine::{Auth, ConnId, PeerCreds, ToolHello};
 
 /// What a connection's front-end wants done next.
@@ -216,19 +218,21 @@ impl Proto {
         }
     }
 
-    /// The engine accepted the client (connection `conn`) into the job `job`.
+    /// The engine accepted the client (connection `conn`) into the job `job`; `can_pass_fds`
+    /// says whether its connection carries descriptors (a Unix socket).
     pub(crate) fn accepted(
         &mut self,
         fe: &mut Frontends,
         conn: ConnId,
-        job: &Arc<JobData>,
+        job: &LazyJob,
+        can_pass_fds: bool,
         out: &mut Vec<u8>,
     ) {
         match self {
-            Proto::Native(n) => n.accepted(&mut fe.native, job, out),
-            Proto::Pmi1(p) => p.accepted(job.clone(), out),
-            Proto::Pmi2(p) => p.accepted(conn, job.clone(), &mut fe.pmi2, out),
-            Proto::Openpmix(o) => o.accepted(job.clone(), conn as u32, out),
+            Proto::Native(n) => n.accepted(&mut fe.native, job.image(), can_pass_fds, out),
+            Proto::Pmi1(p) => p.accepted(job.get().clone(), out),
+            Proto::Pmi2(p) => p.accepted(conn, job.get().clone(), &mut fe.pmi2, out),
+            Proto::Openpmix(o) => o.accepted(job.get().clone(), conn as u32, out),
         }
     }
 

@@ -7,15 +7,16 @@
 //! once per job record and the same bytes go to every client of the namespace.
 
 use std::io;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use pmix_types::{Nspace, Proc, Status};
 use pmix_wire::{
-    ClientMsg, Event, FrameDecoder, FrameReader, JobData, PROTOCOL_VERSION, Reply, ServerMsg,
-    SharedReply, ToolWelcome, Welcome, decode_body, decode_hello, encode_frame, encode_welcome,
+    ClientMsg, Event, FrameDecoder, FrameReader, JobImage, PROTOCOL_VERSION, Reply, ServerMsg,
+    SharedReply, ToolWelcome, Welcome, decode_body, decode_hello, encode_frame,
 };
 
-use super::job_bytes::JobBytes;
+use super::welcomes::Welcomes;
 use super::{SharedAnswer, Step};
 use crate::engine::{Auth, PeerCreds, ToolHello};
 
@@ -26,8 +27,11 @@ const MAX_HELLO: usize = 4096;
 /// What the native connections of a server share.
 pub(crate) struct Common {
     decoder: FrameDecoder,
-    /// Encoded welcome frames: every client of a namespace gets the same bytes.
-    welcomes: JobBytes<()>,
+    /// Welcome frames and job image files: every client of a namespace gets the same.
+    welcomes: Welcomes,
+    /// A descriptor to pass with the byte at this index of the output just written (a
+    /// welcome's image file), for the shell to take.
+    pending_fd: Option<(usize, Arc<OwnedFd>)>,
 }
 
 impl Common {
@@ -35,7 +39,8 @@ impl Common {
     pub(crate) fn new(max_frame: usize) -> Self {
         Common {
             decoder: FrameDecoder::new(max_frame),
-            welcomes: JobBytes::new(),
+            welcomes: Welcomes::default(),
+            pending_fd: None,
         }
     }
 
@@ -47,12 +52,10 @@ impl Common {
         self.welcomes.forget(nspace);
     }
 
-    /// The welcome frame of `job`, encoded on first need.
-    fn welcome(&mut self, job: &Arc<JobData>) -> Option<Arc<[u8]>> {
-        self.welcomes.get_or_encode(job, (), |job| {
-            let mut out = Vec::new();
-            encode_welcome(job, &mut out).map(|()| out)
-        })
+    /// The descriptor to pass with the output just written, and the index of the byte of it
+    /// to pass it with.
+    pub(crate) fn take_pending_fd(&mut self) -> Option<(usize, Arc<OwnedFd>)> {
+        self.pending_fd.take()
     }
 }
 
@@ -212,14 +215,27 @@ impl NativeConn {
         Step::Close
     }
 
-    pub(crate) fn accepted(&mut self, common: &mut Common, job: &Arc<JobData>, out: &mut Vec<u8>) {
+    /// The engine accepted the client into `image`'s namespace; `can_pass_fds` says whether
+    /// the connection carries descriptors.
+    pub(crate) fn accepted(
+        &mut self,
+        common: &mut Common,
+        image: &JobImage,
+        can_pass_fds: bool,
+        out: &mut Vec<u8>,
+    ) {
         let State::Greeting(proc) = &self.state else {
             return;
         };
         self.state = State::Ready(proc.clone());
         self.reader.set_decoder(self.full);
-        match common.welcome(job) {
-            Some(bytes) => out.extend_from_slice(&bytes),
+        match common.welcomes.welcome(image, can_pass_fds) {
+            Some(w) => {
+                if let Some(fd) = w.fd {
+                    common.pending_fd = Some((out.len(), fd));
+                }
+                out.extend_from_slice(&w.frame);
+            }
             // The client waits for a welcome that cannot come: better it learns now.
             None => self.refused(Status::ERR_PACK_FAILURE, "cannot encode the job data", out),
         }

@@ -218,7 +218,7 @@ impl JobImage {
                 })
             })
             .collect();
-        let mut ranks: Vec<u32> = self.given_ranks();
+        let mut ranks: Vec<u32> = self.given_proc_ranks().into_iter().map(|r| r.0).collect();
         if self.derives() {
             ranks.extend(0..self.0.size);
             ranks.sort_unstable();

@@ -271,9 +271,12 @@ impl JobImage {
         ids
     }
 
-    /// The ranks whose values were given beyond or besides the job's (ascending).
-    fn given_ranks(&self) -> Vec<u32> {
+    /// The ranks whose process values the host gave, ascending.
+    pub fn given_proc_ranks(&self) -> Vec<Rank> {
         self.given_keys(Section::GivenProcs)
+            .into_iter()
+            .map(Rank)
+            .collect()
     }
 }
 

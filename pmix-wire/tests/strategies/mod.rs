@@ -14,8 +14,8 @@ use pmix_types::{
 };
 use pmix_wire::openpmix::{BufferType, Codec, Dialect};
 use pmix_wire::{
-    App, ClientMsg, Event, Hello, JobData, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs, ProcRealm,
-    Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
+    App, ClientMsg, Event, Hello, JobData, JobImage, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs,
+    ProcRealm, Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome, WelcomeJob,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -509,7 +509,11 @@ pub(crate) fn welcome() -> impl Strategy<Value = Welcome> {
     prop_oneof![
         (any::<u16>(), job_data()).prop_map(|(version, job)| Welcome::Accepted {
             version,
-            job: Box::new(job),
+            job: WelcomeJob::Inline(JobImage::from_job_data(&job).unwrap()),
+        }),
+        (any::<u16>(), any::<u64>()).prop_map(|(version, len)| Welcome::Accepted {
+            version,
+            job: WelcomeJob::Shared { len },
         }),
         (status(), any::<u16>(), any_string()).prop_map(|(status, version, reason)| {
             Welcome::Refused {

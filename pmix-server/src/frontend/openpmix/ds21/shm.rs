@@ -61,11 +61,6 @@ const GLIBC_LOCK_WORD: usize = 0;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct OutOfBounds;
 
-/// Every seal a segment gets: its size is fixed for good.
-const SEALS: nix::fcntl::SealFlag = nix::fcntl::SealFlag::F_SEAL_SHRINK
-    .union(nix::fcntl::SealFlag::F_SEAL_GROW)
-    .union(nix::fcntl::SealFlag::F_SEAL_SEAL);
-
 /// The longest memory-file name Linux takes (249 bytes) is more than any segment needs; longer
 /// names (long namespaces) are cut, the name being for people reading `/proc` only.
 const MEMFD_NAME_MAX: usize = 200;
@@ -94,7 +89,7 @@ impl Mapping {
         let name = path.file_name().map_or(&[][..], |n| n.as_bytes());
         let name = CString::new(&name[..name.len().min(MEMFD_NAME_MAX)])
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in a segment name"))?;
-        let fd = sealed_memfd(&name, len)?;
+        let fd = crate::memfd::sealed(&name, len, crate::memfd::SIZE_SEALS, |_| Ok(()))?;
         let map = Self::map(fd, len)?;
         let link = format!("/proc/{}/fd/{}", std::process::id(), map.fd.as_raw_fd());
         std::os::unix::fs::symlink(&link, path)?;
@@ -271,24 +266,6 @@ impl Drop for Mapping {
             libc::munmap(self.ptr.as_ptr().cast(), self.len);
         }
     }
-}
-
-/// A memory file of `len` bytes (zeros), close-on-exec, whose size no one can change any more:
-/// sealed with [`SEALS`], which are read back.
-fn sealed_memfd(name: &std::ffi::CStr, len: usize) -> io::Result<OwnedFd> {
-    use nix::fcntl::{FcntlArg, SealFlag, fcntl};
-    use nix::sys::memfd::{MFdFlags, memfd_create};
-    let fd = memfd_create(name, MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING)?;
-    let file = File::from(fd);
-    file.set_len(len as u64)?;
-    fcntl(&file, FcntlArg::F_ADD_SEALS(SEALS))?;
-    let seals = SealFlag::from_bits_truncate(fcntl(&file, FcntlArg::F_GET_SEALS)?);
-    if !seals.contains(SEALS) {
-        return Err(io::Error::other(format!(
-            "a memory file sealed {seals:?} only"
-        )));
-    }
-    Ok(file.into())
 }
 
 /// Whether processes of this uid can open this process's descriptors through `/proc` (the
