@@ -343,3 +343,67 @@ pub fn check_readers(data: &[u8]) {
         }
     }
 }
+
+/// Reads `data` as a job image and, if it parses, asks it everything a client or server
+/// would: nothing may panic, and every answer is bounded by the image (checked here by doing
+/// it: a hostile count that made a read allocate or loop without bound would hang the fuzzer).
+pub fn check_image(data: &[u8]) {
+    use pmix_types::{Rank, attr};
+
+    use crate::JobImage;
+
+    let Ok(image) = JobImage::parse(bytes::Bytes::copy_from_slice(data)) else {
+        return;
+    };
+    const PROC_KEYS: [&str; 11] = [
+        attr::RANK,
+        attr::NODEID,
+        attr::HOSTNAME,
+        attr::LOCAL_RANK,
+        attr::NODE_RANK,
+        attr::GLOBAL_RANK,
+        attr::APPNUM,
+        attr::APP_RANK,
+        attr::REINCARNATION,
+        attr::SPAWNED,
+        attr::LOCAL_PEERS,
+    ];
+    let size = image.size();
+    let ranks = (0..size.min(32)).chain([size.saturating_sub(1), size, u32::MAX - 2]);
+    for r in ranks.map(Rank) {
+        let _ = image.placement(r);
+        let _ = image.realms_of(r);
+        let info = image.proc_info(r);
+        for key in PROC_KEYS {
+            let one = image.proc_value(r, key);
+            // A value read alone is the one the whole realm lists for the key (the last of
+            // its repeats).
+            if let Some(info) = &info {
+                let listed = info.iter().rev().find(|i| i.key.as_str() == key);
+                assert_eq!(one.as_ref(), listed.map(|i| &i.value), "rank {r}, {key}");
+            }
+        }
+    }
+    let ids = image.node_ids();
+    for &id in ids.iter().take(32).chain([&u32::MAX]) {
+        let info = image.node_info(id);
+        for key in PROC_KEYS {
+            let one = image.node_value(id, key);
+            if let Some(info) = &info {
+                let listed = info.iter().rev().find(|i| i.key.as_str() == key);
+                assert_eq!(one.as_ref(), listed.map(|i| &i.value), "node {id}, {key}");
+            }
+        }
+        let _ = image.ranks_of_node(id);
+    }
+    for host in ["", "n0", "node1", "\u{0}"] {
+        // A hostile index may name any node; the answer only has to come.
+        let _ = image.node_by_host(host);
+    }
+    let _ = image.given_proc_ranks();
+    // The whole job data, for an image small enough to expand in a moment.
+    if size <= 4096 && ids.len() <= 4096 {
+        let job = image.expand();
+        assert_eq!(&job.nspace, image.nspace());
+    }
+}

@@ -1,4 +1,4 @@
-//! Replays the `wire_decode`, `openpmix_decode` and `readers_bounded` fuzz corpora on stable through the fuzz
+//! Replays the `wire_decode`, `openpmix_decode`, `readers_bounded` and `job_image` fuzz corpora on stable through the fuzz
 //! targets' own checks, so that every input that once found a bug (and every seed) stays a
 //! regression test.
 
@@ -48,4 +48,12 @@ fn readers_bounded_corpus_replays() {
         replayed >= 4,
         "only {replayed} readers_bounded corpus files"
     );
+}
+
+#[test]
+fn job_image_corpus_replays() {
+    // The seeds: images of registrations and of expanded job data
+    // (`PMIX_BLESS=1 cargo test -p pmix-wire --lib corpus_seeds`).
+    let replayed = replay("job_image", pmix_wire::fuzzing::check_image);
+    assert!(replayed >= 4, "only {replayed} job_image corpus files");
 }
