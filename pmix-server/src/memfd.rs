@@ -6,10 +6,11 @@
 //! any descriptor, so a mapping of it never faults; with `F_SEAL_WRITE` too, no one can change
 //! its bytes either; `F_SEAL_SEAL` forbids changing the seals.
 
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::FileExt;
 
 use nix::fcntl::{FcntlArg, SealFlag, fcntl};
 use nix::sys::memfd::{MFdFlags, memfd_create};
@@ -44,10 +45,23 @@ pub(crate) fn sealed(
     Ok(file.into())
 }
 
+/// The longest memory-file name Linux takes is 249 bytes; longer names are cut (the name is
+/// for people reading `/proc`).
+const NAME_MAX: usize = 200;
+
+/// A sealed, read-only memory file holding `bytes`, named after `name` (cut, NULs dropped).
+pub(crate) fn read_only_copy(name: &str, bytes: &[u8]) -> io::Result<OwnedFd> {
+    let mut name = name.as_bytes().to_vec();
+    name.truncate(NAME_MAX);
+    name.retain(|&b| b != 0);
+    let name = CString::new(name).map_err(io::Error::other)?;
+    sealed(&name, bytes.len(), READ_ONLY_SEALS, |f| {
+        f.write_all_at(bytes, 0)
+    })
+}
+
 #[cfg(test)]
 mod tests {
-    use std::os::unix::fs::FileExt;
-
     use super::*;
 
     #[test]

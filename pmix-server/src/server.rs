@@ -277,7 +277,10 @@ impl Server {
                 );
             }
             let frontends = Frontends {
-                native: frontend::native::Common::new(options.max_frame),
+                native: frontend::native::Common::new(
+                    options.max_frame,
+                    crate::memfd::read_only_copy,
+                ),
                 pmi1: frontend::pmi1::Common::default(),
                 pmi2: frontend::pmi2::node_attrs::Common::default(),
                 openpmix: frontend::openpmix::Common::new(ds21, hostname.clone()),

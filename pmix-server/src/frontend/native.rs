@@ -16,7 +16,7 @@ use pmix_wire::{
     SharedReply, ToolWelcome, Welcome, decode_body, decode_hello, encode_frame,
 };
 
-use super::welcomes::Welcomes;
+use super::welcomes::{ShareFn, Welcomes};
 use super::{SharedAnswer, Step};
 use crate::engine::{Auth, PeerCreds, ToolHello};
 
@@ -35,11 +35,11 @@ pub(crate) struct Common {
 }
 
 impl Common {
-    /// Frames up to `max_frame` bytes are accepted.
-    pub(crate) fn new(max_frame: usize) -> Self {
+    /// Frames up to `max_frame` bytes are accepted; `share` makes the job image files.
+    pub(crate) fn new(max_frame: usize, share: ShareFn) -> Self {
         Common {
             decoder: FrameDecoder::new(max_frame),
-            welcomes: Welcomes::default(),
+            welcomes: Welcomes::new(share),
             pending_fd: None,
         }
     }
