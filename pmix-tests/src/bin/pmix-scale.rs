@@ -579,7 +579,14 @@ fn host_main(args: &[String]) -> Res {
                 out.result("fenced_node_rss_kb", (srss + crss) as f64);
                 out.result("fenced_node_pss_kb", (spss + cpss) as f64);
             } else {
-                for m in ["fence_us", "get_after_fence_first_us", "get_after_fence_us"] {
+                for m in [
+                    "fence_us",
+                    "fence_max_us",
+                    "get_after_fence_first_us",
+                    "get_after_fence_us",
+                    "fenced_node_rss_kb",
+                    "fenced_node_pss_kb",
+                ] {
                     out.na(
                         m,
                         "the job-wide fence needs every local rank (--clients = --ppn)",
