@@ -30,6 +30,7 @@ mod local_tree;
 mod machine;
 mod multinode;
 mod report;
+mod scale;
 mod tree_sim;
 
 use std::collections::BTreeMap;
@@ -74,6 +75,8 @@ options:
                        (`cargo xtask bench --multinode --help`)
     --tree-sim         instead: the daemon tree's fence in simulation, up to 16,384 nodes
                        (`cargo xtask bench --tree-sim --help`)
+    --scale            instead: one daemon's share of a job of 100k and 1M processes on
+                       our stack and on OpenPMIx (`cargo xtask bench --scale --help`)
     --local-tree       instead: pmixrun's tree on logical nodes of this machine with a
                        test-only link delay, fitted to a·depth + b·N
                        (`cargo xtask bench --local-tree --help`)
@@ -215,6 +218,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             .cloned()
             .collect();
         return local_tree::run(&rest);
+    }
+    if args.iter().any(|a| a == "--scale") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--scale").cloned().collect();
+        return scale::run(&rest);
     }
     if args.iter().any(|a| a == "--tree-sim") {
         let rest: Vec<String> = args

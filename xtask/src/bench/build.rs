@@ -44,7 +44,7 @@ pub(crate) enum Bins {
 
 /// Environment variables neither host may inherit: a surrounding PMIx job's (were this run
 /// under a launcher) or MCA settings that would steer OpenPMIx away from its defaults.
-fn scrubbed(mut cmd: Command) -> Command {
+pub(crate) fn scrubbed(mut cmd: Command) -> Command {
     for (k, _) in std::env::vars_os() {
         if k.to_string_lossy().starts_with("PMIX") {
             cmd.env_remove(&k);
@@ -115,7 +115,7 @@ fn run_quiet(cmd: &mut Command, what: &str) -> Result<String, String> {
 }
 
 /// Builds `bin` of `package` in release mode (cargo's own output goes to our stderr).
-fn cargo_release(dirs: &Dirs, package: &str, bin: &str) -> Result<PathBuf, String> {
+pub(crate) fn cargo_release(dirs: &Dirs, package: &str, bin: &str) -> Result<PathBuf, String> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(crate::workspace_root())
@@ -321,6 +321,27 @@ impl Bins {
             Bins::Ours { .. } => None,
         }
     }
+}
+
+/// The scale rows' OpenPMIx host and client (`pmix-tests/openpmix/pmix_bighost.c` and
+/// `pmix_bigclient.c`), compiled against Debian's OpenPMIx: (host, client).
+pub(crate) fn openpmix_scale(dirs: &Dirs) -> Result<(PathBuf, PathBuf), String> {
+    let flags = libpmix_flags()?;
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    let cc = std::env::var_os("CC").unwrap_or_else(|| "cc".into());
+    let src = crate::workspace_root().join("pmix-tests").join("openpmix");
+    let mut built = Vec::new();
+    for name in ["pmix_bighost", "pmix_bigclient"] {
+        built.push(compile_source(
+            Path::new(&cc),
+            &src.join(format!("{name}.c")),
+            &dirs.out.join(name),
+            &flags,
+        )?);
+    }
+    let client = built.pop().unwrap_or_default();
+    let host = built.pop().unwrap_or_default();
+    Ok((host, client))
 }
 
 /// The version line of OpenPMIx's Debian package, for the report.
