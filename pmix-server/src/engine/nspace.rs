@@ -19,6 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 use pmix_types::attr::{self, Level};
 use pmix_types::{Info, Nspace, Rank, Value};
+use pmix_wire::job_image::join_ranks;
 use pmix_wire::{JobData, JobImage, JobSpec, NodeMap, Realm};
 
 use super::anl_map;
@@ -260,15 +261,35 @@ fn parse_maps(node_map: &Value, proc_map: &Value) -> Result<NodeMap, Error> {
     Ok(NodeMap { names, ppn })
 }
 
-fn join_ranks(ranks: &[Rank]) -> String {
-    let mut s = String::with_capacity(ranks.len() * 4);
-    for (i, r) in ranks.iter().enumerate() {
-        if i > 0 {
-            s.push(',');
+/// Puts the node and process maps of the job level in OpenPMIx's compact `pmix[...]` form where
+/// that is shorter than what the host gave (a raw map of a million ranks is megabytes, its
+/// compact form a few hundred kilobytes): every client of the job reads them, libpmix's and
+/// ours alike parse both forms. A value keeps its type (a string stays a string).
+fn compact_maps(job: &mut [Info], maps: &NodeMap) {
+    let ranks: Vec<Vec<u32>> = maps
+        .ppn
+        .iter()
+        .map(|r| r.iter().map(|r| r.0).collect())
+        .collect();
+    let nodes = pmix_regex::generate_regex_with(&maps.names, pmix_regex::Form::Native);
+    let procs = pmix_regex::generate_ppn_with(&ranks, pmix_regex::Form::Native);
+    for (key, compact) in [(attr::NODE_MAP, nodes), (attr::PROC_MAP, procs)] {
+        let Ok(compact) = compact else { continue };
+        let Some(info) = job.iter_mut().find(|i| i.key.as_str() == key) else {
+            continue;
+        };
+        let shorter = map_text(&info.value).is_some_and(|t| compact.len() < t.len());
+        if !shorter {
+            continue;
         }
-        s.push_str(&r.0.to_string());
+        info.value = match &info.value {
+            Value::String(_) => match String::from_utf8(compact) {
+                Ok(s) => Value::String(s),
+                Err(_) => continue,
+            },
+            _ => Value::Regex(compact),
+        };
     }
-    s
 }
 
 /// A server-wide job-level value as one namespace gets it: the namespace directory
@@ -309,6 +330,9 @@ pub(crate) fn register(
             ));
         }
     };
+    if let Some(m) = &maps {
+        compact_maps(&mut lv.job, m);
+    }
 
     let size = match find(&lv.job, attr::JOB_SIZE) {
         Some(v) => v

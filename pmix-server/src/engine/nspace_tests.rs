@@ -293,6 +293,30 @@ fn array(key: &'static str, infos: impl IntoIterator<Item = Info>) -> Info {
     Info::attr(key, DataArray::from_infos(infos))
 }
 
+fn is_map(key: &str) -> bool {
+    key == attr::NODE_MAP || key == attr::PROC_MAP
+}
+
+/// `got`, a node or process map, names what `given` names, in at most as many bytes.
+fn assert_same_map(key: &str, got: Option<&Value>, given: Option<&Value>) {
+    let (Some(got), Some(given)) = (got.and_then(map_text), given.and_then(map_text)) else {
+        assert_eq!(got, given, "{key}");
+        return;
+    };
+    assert!(got.len() <= given.len(), "{key} grew");
+    if key == attr::NODE_MAP {
+        assert_eq!(
+            pmix_regex::parse_regex(got).unwrap(),
+            pmix_regex::parse_regex(given).unwrap()
+        );
+    } else {
+        assert_eq!(
+            pmix_regex::parse_ppn(got).unwrap(),
+            pmix_regex::parse_ppn(given).unwrap()
+        );
+    }
+}
+
 /// Registers `info` both ways and checks that everything agrees; returns the job data.
 fn agree(nlocalprocs: u32, info: &[Info]) -> Arc<JobData> {
     let extras = extras();
@@ -309,15 +333,16 @@ fn agree(nlocalprocs: u32, info: &[Info]) -> Arc<JobData> {
     );
     assert_eq!(new.size, old.size);
     assert_eq!(new.local_ranks, old.local_ranks);
-    // Job-level values read before the job data exists are the ones it will hold.
+    // Job-level values read before the job data exists are the ones it will hold (the maps
+    // in their shorter form: the same nodes and ranks, in no more bytes).
     for i in old.job.job.iter().chain(&old.job.session) {
         let in_job = old.job.job.iter().find(|j| j.key == i.key);
-        assert_eq!(
-            new.job.job_value(i.key.as_str()),
-            in_job.map(|j| &j.value),
-            "job_value({})",
-            i.key
-        );
+        let got = new.job.job_value(i.key.as_str());
+        if is_map(i.key.as_str()) {
+            assert_same_map(i.key.as_str(), got, in_job.map(|j| &j.value));
+            continue;
+        }
+        assert_eq!(got, in_job.map(|j| &j.value), "job_value({})", i.key);
     }
     assert_eq!(new.job.job_value("no.such.key"), None);
     assert!(!new.job.is_built(), "job_value derived the job data");
@@ -327,14 +352,22 @@ fn agree(nlocalprocs: u32, info: &[Info]) -> Arc<JobData> {
         "the job data is derived once"
     );
     assert_eq!(job.session, old.job.session);
-    assert_eq!(job.job, old.job.job);
+    assert_eq!(job.job.len(), old.job.job.len());
+    for (a, b) in job.job.iter().zip(&old.job.job) {
+        assert_eq!(a.key, b.key);
+        if is_map(a.key.as_str()) {
+            assert_same_map(a.key.as_str(), Some(&a.value), Some(&b.value));
+        } else {
+            assert_eq!(a, b);
+        }
+    }
     assert_eq!(job.apps, old.job.apps);
     assert_eq!(job.nodes, old.job.nodes);
     assert_eq!(job.procs.len(), old.job.procs.len());
     for (new, old) in job.procs.iter().zip(&old.job.procs) {
         assert_eq!(new, old, "rank {}", old.rank);
     }
-    assert_eq!(*job, old.job);
+    assert_eq!(job.nspace, old.job.nspace);
     job
 }
 
@@ -697,4 +730,41 @@ fn a_nodata_namespace_has_no_job_values() {
     let reg = register(&ns, 4, &info, &locale).unwrap();
     assert_eq!(reg.job.job_value(attr::JOB_SIZE), None);
     assert!(reg.job.get().job.is_empty());
+}
+
+#[test]
+fn raw_maps_are_kept_in_their_shorter_form() {
+    let names: Vec<String> = (0..8).map(|i| format!("node{i:03}")).collect();
+    let ranks: Vec<Vec<u32>> = (0..8).map(|n| (n * 16..(n + 1) * 16).collect()).collect();
+    let nmap = pmix_regex::generate_regex(&names).unwrap();
+    let pmap = pmix_regex::generate_ppn(&ranks).unwrap();
+    assert!(nmap.starts_with(b"raw:") && pmap.starts_with(b"raw:"));
+    let as_string = String::from_utf8(pmap.clone()).unwrap();
+    let extras = extras();
+    let locale = Locale {
+        hostname: HOST,
+        job_extras: &extras,
+    };
+    let ns = Nspace::new("ns").unwrap();
+    for proc_map in [Value::Regex(pmap.clone()), Value::String(as_string)] {
+        let info = [
+            Info::attr(attr::NODE_MAP, Value::Regex(nmap.clone())),
+            Info::attr(attr::PROC_MAP, proc_map.clone()),
+        ];
+        let reg = register(&ns, 0, &info, &locale).unwrap();
+        let n = reg.job.job_value(attr::NODE_MAP).unwrap();
+        assert_eq!(n, &Value::Regex(b"pmix[node[3:0-7]]".to_vec()));
+        let p = reg.job.job_value(attr::PROC_MAP).unwrap();
+        let text = map_text(p).unwrap();
+        assert!(
+            text.starts_with(b"pmix[") && text.len() < pmap.len(),
+            "{p:?}"
+        );
+        // A string stays a string.
+        assert_eq!(
+            matches!(p, Value::String(_)),
+            matches!(proc_map, Value::String(_))
+        );
+        assert_eq!(pmix_regex::parse_ppn(text).unwrap(), ranks);
+    }
 }

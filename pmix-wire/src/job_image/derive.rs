@@ -245,7 +245,7 @@ impl JobImage {
 }
 
 /// A rank list as `LOCAL_PEERS` holds it: comma-separated.
-pub(crate) fn join_ranks(ranks: &[Rank]) -> String {
+pub fn join_ranks(ranks: &[Rank]) -> String {
     let mut s = String::with_capacity(ranks.len() * 4);
     for (i, r) in ranks.iter().enumerate() {
         if i > 0 {
