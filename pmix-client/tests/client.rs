@@ -1167,3 +1167,97 @@ fn a_completion_run_by_a_blocked_caller_cannot_block() {
         }
     });
 }
+
+/// A memory file holding `bytes`, sealed with `seals` (none: anyone holding it may change it).
+fn memory_file(bytes: &[u8], seals: nix::fcntl::SealFlag) -> std::os::fd::OwnedFd {
+    use nix::fcntl::{FcntlArg, fcntl};
+    use nix::sys::memfd::{MFdFlags, memfd_create};
+    use std::os::unix::fs::FileExt;
+    let fd = memfd_create(
+        c"image",
+        MFdFlags::MFD_CLOEXEC | MFdFlags::MFD_ALLOW_SEALING,
+    )
+    .unwrap();
+    let file = std::fs::File::from(fd);
+    file.write_all_at(bytes, 0).unwrap();
+    if !seals.is_empty() {
+        fcntl(&file, FcntlArg::F_ADD_SEALS(seals)).unwrap();
+    }
+    file.into()
+}
+
+/// Starts a client welcomed with its job image said to be a memory file passed with the
+/// welcome (`fd`); the server answers a get of its namespace's job data. Returns the client and
+/// whether it asked.
+fn welcomed_with_a_file(fd: Option<std::os::fd::OwnedFd>) -> (Mock, Client, bool) {
+    let mock = Mock::start_with(
+        Greeting::AcceptShared(job("job-A"), fd),
+        "job-A",
+        0,
+        Box::new(|req| match req {
+            Request::Get {
+                proc, key: None, ..
+            } if proc.nspace.as_str() == "job-A" && proc.rank == Rank::WILDCARD => {
+                Action::Reply(Reply {
+                    status: Status::SUCCESS,
+                    body: ReplyBody::Get {
+                        data: vec![],
+                        jobs: vec![job("job-A")],
+                    },
+                })
+            }
+            other => default_action(other),
+        }),
+    );
+    let c = Client::init_with_env(mock.env()).unwrap();
+    let asked = mock.count() == 1;
+    (mock, c, asked)
+}
+
+#[test]
+fn a_sealed_image_file_is_mapped_and_nothing_is_asked() {
+    use nix::fcntl::SealFlag;
+    with_deadline(|| {
+        let image = pmix_client::wire::JobImage::from_job_data(&job("job-A")).unwrap();
+        let seals = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_WRITE;
+        let (mock, c, asked) = welcomed_with_a_file(Some(memory_file(image.bytes(), seals)));
+        assert!(!asked, "the client asked for job data it had");
+        assert_eq!(
+            c.get(&wild("job-A"), "pmix.job.size", &[]).unwrap(),
+            Value::Uint32(4)
+        );
+        assert_eq!(
+            c.get(&peer("job-A", 1), "pmix.test.level", &[]).unwrap(),
+            s("app0")
+        );
+        assert_eq!(mock.count(), 0);
+    });
+}
+
+#[test]
+fn an_image_file_that_is_missing_or_unsealed_is_not_mapped_but_asked_for() {
+    use nix::fcntl::SealFlag;
+    with_deadline(|| {
+        let image = pmix_client::wire::JobImage::from_job_data(&job("job-A")).unwrap();
+        // No file at all; a file anyone holding it could still write or truncate; a file
+        // sealed but shorter than the welcome says.
+        let short = &image.bytes()[..image.bytes().len() - 1];
+        let all = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_WRITE;
+        for fd in [
+            None,
+            Some(memory_file(image.bytes(), SealFlag::empty())),
+            Some(memory_file(
+                image.bytes(),
+                SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW,
+            )),
+            Some(memory_file(short, all)),
+        ] {
+            let (_mock, c, asked) = welcomed_with_a_file(fd);
+            assert!(asked, "the client did not ask for its job data");
+            assert_eq!(
+                c.get(&wild("job-A"), "pmix.job.size", &[]).unwrap(),
+                Value::Uint32(4)
+            );
+        }
+    });
+}

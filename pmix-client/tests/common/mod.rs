@@ -43,6 +43,9 @@ pub enum Action {
 /// How the mock answers the hello.
 pub enum Greeting {
     Accept(JobData),
+    /// Accepted, the job image said to come as a memory file with the welcome: with this
+    /// descriptor passed along (`SCM_RIGHTS`), or none.
+    AcceptShared(JobData, Option<std::os::fd::OwnedFd>),
     AcceptVersion(u16, JobData),
     Refuse(Status, u16, String),
 }
@@ -198,6 +201,28 @@ fn send(stream: &mut UnixStream, msg: &ServerMsg) -> bool {
     stream.write_all(&out).is_ok()
 }
 
+/// Writes `bytes`, passing `fd` with the first of them.
+fn send_with_fd(stream: &UnixStream, bytes: &[u8], fd: Option<&std::os::fd::OwnedFd>) -> bool {
+    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+    use std::os::fd::AsRawFd;
+    let fds: Vec<i32> = fd.iter().map(|f| f.as_raw_fd()).collect();
+    let cmsg: Vec<ControlMessage<'_>> = if fds.is_empty() {
+        vec![]
+    } else {
+        vec![ControlMessage::ScmRights(&fds)]
+    };
+    let mut sent = 0;
+    while sent < bytes.len() {
+        let iov = [std::io::IoSlice::new(&bytes[sent..])];
+        let cmsg: &[ControlMessage<'_>] = if sent == 0 { &cmsg } else { &[] };
+        match sendmsg::<()>(stream.as_raw_fd(), &iov, cmsg, MsgFlags::MSG_NOSIGNAL, None) {
+            Ok(n) if n > 0 => sent += n,
+            _ => return false,
+        }
+    }
+    true
+}
+
 fn send_welcome(stream: &mut UnixStream, msg: &Welcome) -> bool {
     let mut out = Vec::new();
     encode_frame(msg, &mut out).unwrap();
@@ -237,6 +262,22 @@ fn serve(
                         version: v,
                         job: inline(&job),
                     },
+                    Greeting::AcceptShared(job, fd) => {
+                        let len = pmix_client::wire::JobImage::from_job_data(&job)
+                            .unwrap()
+                            .bytes()
+                            .len() as u64;
+                        let welcome = Welcome::Accepted {
+                            version: PROTOCOL_VERSION,
+                            job: pmix_client::wire::WelcomeJob::Shared { len },
+                        };
+                        let mut out = Vec::new();
+                        encode_frame(&welcome, &mut out).unwrap();
+                        if !send_with_fd(&locked(writer), &out, fd.as_ref()) {
+                            return;
+                        }
+                        continue;
+                    }
                     Greeting::Refuse(status, version, reason) => {
                         send_welcome(
                             &mut locked(writer),
