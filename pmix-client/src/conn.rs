@@ -31,6 +31,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use hashbrown::HashMap;
 use parking_lot::{Condvar, Mutex, RwLock};
 use pmix_types::{Proc, Status};
@@ -776,7 +777,10 @@ impl Shared {
     ///
     /// The data is taken even if nobody waits any more (a fence given up on): the server
     /// counts it as delivered and will not send it again.
-    fn complete_fence(&self, f: &FenceReplyRef<'_>) -> Result<bool, Error> {
+    ///
+    /// `owner`, when given, holds the frame `f` was found in: the data is kept as a slice of
+    /// it rather than copied.
+    fn complete_fence(&self, f: &FenceReplyRef<'_>, owner: Option<&Bytes>) -> Result<bool, Error> {
         if self
             .pending
             .lock()
@@ -789,7 +793,7 @@ impl Shared {
         if !f.procs.is_empty() {
             self.store
                 .write()
-                .insert_fence(f)
+                .insert_fence(f, owner)
                 .map_err(|e| Error::Protocol(format!("fence reply: {e}")))?;
         }
         self.complete(
@@ -962,20 +966,37 @@ fn dispatch_openpmix(
     Ok(())
 }
 
+/// Frames at least this large are taken from the reader whole, without a copy (a collecting
+/// fence's data is then kept in the very buffer it was read into).
+const LARGE_FRAME: usize = 1 << 20;
+
 /// Dispatches every whole native frame already buffered.
 fn dispatch_native(shared: &Shared, reader: &mut FrameReader) -> Result<(), Error> {
-    while let Some(body) = reader.next_frame()? {
-        if let Some(f) = peek_fence_reply(body) {
-            if shared.complete_fence(&f)? {
-                continue;
-            }
+    loop {
+        if let Some((buf, body)) = reader.take_large_frame(LARGE_FRAME)? {
+            let frame = Bytes::from(buf);
+            dispatch_frame(shared, &frame[body], Some(&frame))?;
+            continue;
         }
-        let msg: ServerMsg = decode_body(body)?;
-        match msg {
-            ServerMsg::Reply { id, reply } => shared.complete(id, reply),
-            ServerMsg::Event(ev) => shared.events.deliver(ev),
-            other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
+        let Some(body) = reader.next_frame()? else {
+            return Ok(());
+        };
+        dispatch_frame(shared, body, None)?;
+    }
+}
+
+/// Dispatches one native frame's `body`; `owner`, when given, holds it.
+fn dispatch_frame(shared: &Shared, body: &[u8], owner: Option<&Bytes>) -> Result<(), Error> {
+    if let Some(f) = peek_fence_reply(body) {
+        if shared.complete_fence(&f, owner)? {
+            return Ok(());
         }
+    }
+    let msg: ServerMsg = decode_body(body)?;
+    match msg {
+        ServerMsg::Reply { id, reply } => shared.complete(id, reply),
+        ServerMsg::Event(ev) => shared.events.deliver(ev),
+        other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
     }
     Ok(())
 }

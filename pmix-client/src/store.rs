@@ -23,8 +23,8 @@
 
 use std::hash::{Hash, Hasher};
 use std::ops::Range;
-use std::sync::Arc;
 
+use bytes::Bytes;
 use hashbrown::{Equivalent, HashMap};
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Value, attr};
 use pmix_wire::{FenceReplyRef, JobData, JobImage, ProcKvs};
@@ -111,7 +111,7 @@ struct ProcData {
 /// fence's data, which every process of that fence shares. Newer than what the map holds of
 /// that process.
 struct Packed {
-    data: Arc<[u8]>,
+    data: Bytes,
     kvs: Range<usize>,
 }
 
@@ -351,7 +351,14 @@ impl Store {
     ///
     /// Fails, taking nothing, if a namespace is not a valid name (as decoding the reply whole
     /// would have).
-    pub(crate) fn insert_fence(&mut self, f: &FenceReplyRef<'_>) -> Result<(), pmix_types::Error> {
+    ///
+    /// `owner`, when given, is the frame `f` lies in: the data is kept as a slice of it, not
+    /// copied.
+    pub(crate) fn insert_fence(
+        &mut self,
+        f: &FenceReplyRef<'_>,
+        owner: Option<&Bytes>,
+    ) -> Result<(), pmix_types::Error> {
         // The processes of a fence are usually of one namespace: its name is looked up once.
         let mut ids = Vec::with_capacity(f.procs.len());
         let mut last: Option<(&str, u32)> = None;
@@ -367,7 +374,10 @@ impl Store {
             let st = self.nspaces.get(me.nspace.as_str())?;
             Some(packed_key(st.id, me.rank))
         });
-        let data: Arc<[u8]> = Arc::from(f.data);
+        let data = match owner {
+            Some(frame) => frame.slice_ref(f.data),
+            None => Bytes::copy_from_slice(f.data),
+        };
         self.packed.reserve(f.procs.len());
         for (p, id) in f.procs.iter().zip(ids) {
             let key = packed_key(id, p.rank);
@@ -375,7 +385,7 @@ impl Store {
                 continue;
             }
             let new = Packed {
-                data: Arc::clone(&data),
+                data: data.clone(),
                 kvs: p.kvs.clone(),
             };
             // Two fences' data of a process nobody asked for: the older goes into the map now,
@@ -869,9 +879,10 @@ mod tests {
         frame.split_off(pmix_wire::HEADER_LEN)
     }
 
+    /// Takes a fence reply in, kept in the frame it came in (as a large frame is).
     fn take_fence(s: &mut Store, data: Vec<ProcKvs>) {
-        let body = fence_body(data);
-        s.insert_fence(&pmix_wire::peek_fence_reply(&body).unwrap())
+        let body = Bytes::from(fence_body(data));
+        s.insert_fence(&pmix_wire::peek_fence_reply(&body).unwrap(), Some(&body))
             .unwrap();
     }
 
@@ -955,7 +966,7 @@ mod tests {
         bad[at + 2] = 0xc0;
         if let Some(f) = pmix_wire::peek_fence_reply(&bad) {
             let mut s = Store::default();
-            s.insert_fence(&f).unwrap();
+            s.insert_fence(&f, None).unwrap();
             assert!(s.unpack(&kvs_of(1, 1).proc).is_err());
             assert!(!s.has_packed(&kvs_of(1, 1).proc));
         } else {
@@ -967,7 +978,7 @@ mod tests {
         nul[ns_at + 1] = 0;
         let f = pmix_wire::peek_fence_reply(&nul).unwrap();
         let mut s = Store::default();
-        assert!(s.insert_fence(&f).is_err());
+        assert!(s.insert_fence(&f, None).is_err());
         assert!(s.packed.is_empty());
     }
 

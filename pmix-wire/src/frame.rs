@@ -1,5 +1,7 @@
 //! Framing: a 4-byte big-endian body length, then a MessagePack body.
 
+use std::ops::Range;
+
 use pmix_types::Status;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -93,6 +95,10 @@ pub struct FrameReader {
     end: usize,
 }
 
+/// A frame taken whole from a [`FrameReader`]: the storage it was read into, and where its
+/// body lies there.
+pub type TakenFrame = (Vec<u8>, Range<usize>);
+
 /// The least room [`FrameReader::read_from`] offers a read: a read that returns less emptied
 /// the source (a non-blocking socket: until more arrives).
 pub const READ_ROOM: usize = 64 << 10;
@@ -163,6 +169,33 @@ impl FrameReader {
             }
             Decoded::NeedMore(_) => Ok(None),
         }
+    }
+
+    /// The next complete frame if its body is at least `min` bytes long, as the storage it was
+    /// read into and the body's range there: the reader's own buffer is handed over (no copy of
+    /// a large frame, which would otherwise be copied out by whoever keeps it), and whatever
+    /// followed the frame moves to a fresh buffer. `None` when the next frame is smaller or
+    /// not complete: take it with [`FrameReader::next_frame`].
+    pub fn take_large_frame(&mut self, min: usize) -> Result<Option<TakenFrame>, Error> {
+        let (body, consumed) = match self.decoder.decode(&self.buf[self.start..self.end])? {
+            Decoded::Frame { body, consumed } if body.len() >= min => (body.len(), consumed),
+            _ => return Ok(None),
+        };
+        let frame_end = self.start + consumed;
+        let rest = self
+            .buf
+            .get(frame_end..self.end)
+            .unwrap_or_default()
+            .to_vec();
+        let mut taken = std::mem::take(&mut self.buf);
+        taken.truncate(frame_end);
+        let range = frame_end - body..frame_end;
+        self.start = 0;
+        self.end = 0;
+        if !rest.is_empty() {
+            self.extend(&rest);
+        }
+        Ok(Some((taken, range)))
     }
 
     /// How many more bytes the next frame needs at least (0 when one is complete or the

@@ -25,7 +25,8 @@ pub mod tool;
 pub use error::Error;
 pub use frame::{
     DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, MAX_DEPTH, READ_ROOM,
-    SharedReply, decode_body, decode_frame_lists, decode_hello, encode_frame, encode_welcome,
+    SharedReply, TakenFrame, decode_body, decode_frame_lists, decode_hello, encode_frame,
+    encode_welcome,
 };
 pub use job_image::{JobImage, JobSpec, NodeMap};
 pub use msg::{

@@ -470,3 +470,51 @@ fn frame_reader_reports_oversized_frames() {
     assert!(reader.next_frame().unwrap().is_none());
     assert_eq!(reader.needed(), 16);
 }
+
+proptest! {
+    /// Frames of every size back to back, received in chunks, taken with `take_large_frame`
+    /// where they are large and `next_frame` where not: every body comes out once, in order,
+    /// byte for byte, and nothing is left over.
+    #[test]
+    fn large_frames_taken_whole_and_small_ones_borrowed_give_the_stream_back(
+        sizes in vec(0usize..5000, 1..8),
+        chunks in vec(1usize..3000, 1..6),
+        min in 1usize..3000,
+    ) {
+        let bodies: Vec<Vec<u8>> = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| (0..n).map(|j| (i * 31 + j) as u8).collect())
+            .collect();
+        let mut stream = Vec::new();
+        for b in &bodies {
+            stream.extend_from_slice(&u32::try_from(b.len()).unwrap().to_be_bytes());
+            stream.extend_from_slice(b);
+        }
+        let mut reader = FrameReader::default();
+        let mut got: Vec<Vec<u8>> = Vec::new();
+        let mut sent = 0;
+        let mut chunk = chunks.iter().cycle();
+        while sent < stream.len() {
+            let n = (*chunk.next().unwrap()).min(stream.len() - sent);
+            reader.extend(&stream[sent..sent + n]);
+            sent += n;
+            loop {
+                if let Some((buf, body)) = reader.take_large_frame(min).unwrap() {
+                    prop_assert!(body.len() >= min);
+                    got.push(buf[body].to_vec());
+                    continue;
+                }
+                match reader.next_frame().unwrap() {
+                    Some(body) => {
+                        prop_assert!(body.len() < min);
+                        got.push(body.to_vec());
+                    }
+                    None => break,
+                }
+            }
+        }
+        prop_assert_eq!(got, bodies);
+        prop_assert_eq!(reader.buffered(), 0);
+    }
+}

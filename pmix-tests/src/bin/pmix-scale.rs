@@ -578,6 +578,8 @@ fn host_main(args: &[String]) -> Res {
                 let (srss, spss) = (rss_kb(me), pss_kb(me));
                 out.result("fenced_node_rss_kb", (srss + crss) as f64);
                 out.result("fenced_node_pss_kb", (spss + cpss) as f64);
+                out.result("fenced_server_rss_kb", srss as f64);
+                out.result("fenced_clients_pss_kb", cpss as f64);
             } else {
                 for m in [
                     "fence_us",
@@ -586,6 +588,8 @@ fn host_main(args: &[String]) -> Res {
                     "get_after_fence_us",
                     "fenced_node_rss_kb",
                     "fenced_node_pss_kb",
+                    "fenced_server_rss_kb",
+                    "fenced_clients_pss_kb",
                 ] {
                     out.na(
                         m,

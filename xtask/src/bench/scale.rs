@@ -288,6 +288,16 @@ fn rows(ppn: u32, clients: u32) -> Vec<(String, String, f64, &'static str)> {
         ),
         ("node VmRSS after the fence (MB)", "fenced_node_rss_kb", mb),
         ("node Pss after the fence (MB)", "fenced_node_pss_kb", mb),
+        (
+            "server VmRSS after the fence (MB)",
+            "fenced_server_rss_kb",
+            mb,
+        ),
+        (
+            "clients' Pss after the fence, sum (MB)",
+            "fenced_clients_pss_kb",
+            mb,
+        ),
     ] {
         r.push((format!("{k} local clients: {label}"), m.into(), div, "many"));
     }
