@@ -88,6 +88,7 @@ mod error;
 mod event_order;
 mod event_registry;
 mod events;
+mod fence_data;
 mod group_info;
 mod group_membership;
 mod groups;

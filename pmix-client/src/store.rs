@@ -22,12 +22,13 @@
 //! allocation per key of every participant, most of which it may never read.
 
 use std::hash::{Hash, Hasher};
-use std::ops::Range;
 
 use bytes::Bytes;
 use hashbrown::{Equivalent, HashMap};
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Value, attr};
 use pmix_wire::{FenceReplyRef, JobData, JobImage, ProcKvs};
+
+use crate::fence_data::{self, PackedFences};
 
 /// Which realm an entry belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -107,14 +108,6 @@ struct ProcData {
     complete: bool,
 }
 
-/// One process's entries as a collecting fence brought them: an encoded `Vec<Kv>` in the
-/// fence's data, which every process of that fence shares. Newer than what the map holds of
-/// that process.
-struct Packed {
-    data: Bytes,
-    kvs: Range<usize>,
-}
-
 /// What the store knows of a namespace besides its name.
 #[derive(Clone, Copy)]
 struct NsState {
@@ -122,11 +115,6 @@ struct NsState {
     id: u32,
     /// Its job data has arrived.
     has_job: bool,
-}
-
-/// The key of a process in [`Store::packed`].
-fn packed_key(ns_id: u32, rank: Rank) -> u64 {
-    (u64::from(ns_id) << 32) | u64::from(rank.0)
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -221,8 +209,8 @@ pub(crate) struct Store {
     /// what it put since is newer, and its internal values were never sent.
     me: Option<Proc>,
     /// What collecting fences brought that no get has needed yet, by process
-    /// ([`packed_key`]): at most one fence's entries per process.
-    packed: HashMap<u64, Packed>,
+    /// (`fence_data.rs`), newer than what the map holds of those processes.
+    packed: PackedFences,
 }
 
 impl Store {
@@ -372,32 +360,27 @@ impl Store {
         }
         let me = self.me.as_ref().and_then(|me| {
             let st = self.nspaces.get(me.nspace.as_str())?;
-            Some(packed_key(st.id, me.rank))
+            Some((st.id, me.rank))
         });
         let data = match owner {
             Some(frame) => frame.slice_ref(f.data),
             None => Bytes::copy_from_slice(f.data),
         };
-        self.packed.reserve(f.procs.len());
-        for (p, id) in f.procs.iter().zip(ids) {
-            let key = packed_key(id, p.rank);
-            if me == Some(key) {
+        let index: Vec<fence_data::Entry> = f
+            .procs
+            .iter()
+            .zip(ids)
+            .filter(|(p, id)| me != Some((*id, p.rank)))
+            .filter_map(|(p, id)| fence_data::Entry::new(id, p.rank, &p.kvs))
+            .collect();
+        // Past the bound, the oldest fence's unread entries go into the map now.
+        for (id, rank, bytes) in self.packed.add(data, index) {
+            let Some(ns) = self.by_id.get(id as usize) else {
                 continue;
-            }
-            let new = Packed {
-                data: data.clone(),
-                kvs: p.kvs.clone(),
             };
-            // Two fences' data of a process nobody asked for: the older goes into the map now,
-            // so that what is kept encoded stays bounded.
-            if let Some(old) = self.packed.insert(key, new) {
-                let Some(ns) = self.by_id.get(id as usize) else {
-                    continue;
-                };
-                let proc = Proc::new(ns.clone(), p.rank);
-                if let Err(e) = self.decode_packed(&proc, &old) {
-                    tracing::warn!("pmix-client: fence data of {proc} does not decode: {e}");
-                }
+            let proc = Proc::new(ns.clone(), rank);
+            if let Err(e) = self.decode_packed(&proc, &bytes) {
+                tracing::warn!("pmix-client: fence data of {proc} does not decode: {e}");
             }
         }
         Ok(())
@@ -410,7 +393,7 @@ impl Store {
             && self
                 .nspaces
                 .get(proc.nspace.as_str())
-                .is_some_and(|st| self.packed.contains_key(&packed_key(st.id, proc.rank)))
+                .is_some_and(|st| self.packed.contains(st.id, proc.rank))
     }
 
     /// Decodes what a collecting fence brought of `proc` into the map, each entry replacing an
@@ -420,14 +403,17 @@ impl Store {
         let Some(st) = self.nspaces.get(proc.nspace.as_str()) else {
             return Ok(());
         };
-        match self.packed.remove(&packed_key(st.id, proc.rank)) {
-            Some(p) => self.decode_packed(proc, &p),
-            None => Ok(()),
+        // Oldest first, each newer than the one before; all are taken, whatever decodes.
+        let mut result = Ok(());
+        for bytes in self.packed.take(st.id, proc.rank) {
+            if let Err(e) = self.decode_packed(proc, &bytes) {
+                result = Err(e);
+            }
         }
+        result
     }
 
-    fn decode_packed(&mut self, proc: &Proc, p: &Packed) -> Result<(), pmix_wire::Error> {
-        let bytes = p.data.get(p.kvs.clone()).unwrap_or_default();
+    fn decode_packed(&mut self, proc: &Proc, bytes: &[u8]) -> Result<(), pmix_wire::Error> {
         let kvs = pmix_wire::decode_kvs(bytes)?;
         self.insert_whole(proc, kvs);
         Ok(())
@@ -939,7 +925,7 @@ mod tests {
         assert!(lazy.has_packed(&second[1].proc));
         // Our own entry is not taken: what we put since is newer.
         assert!(!lazy.has_packed(&me));
-        assert_eq!(lazy.packed.len(), 3);
+        assert_eq!(lazy.packed.live(), 6, "two fences of three processes each");
         assert_eq!(seen(&mut lazy, &second), seen(&mut eager, &second));
         assert!(lazy.packed.is_empty());
         let all = lazy.all_data(&second[1].proc, None, false).unwrap();
