@@ -4,7 +4,9 @@
 //! `pmix-tests/openpmix/pmix_bighost.c` and `pmix_bigclient.c` are its twin on OpenPMIx's
 //! server and client libraries and print the same lines.
 //!
-//! `pmix-scale host --phase PHASE --nodes N --ppn P [--clients K] [--reps R] [--timeout S]`
+//! `pmix-scale host --phase PHASE --nodes N --ppn P [--clients K] [--reps R] [--timeout S]
+//! [--client PROGRAM]` (`--client`: start PROGRAM, e.g. libpmix's `pmix_bigclient`, as the
+//! clients instead of `pmix-scale client`, to measure how our server serves libpmix clients)
 //! runs one phase in a fresh server (so that every memory number starts from the same place):
 //!
 //! - `reg0`: `register_nspace` on a daemon that hosts no rank of the job (its hostname is not
@@ -423,6 +425,7 @@ fn host_main(args: &[String]) -> Res {
         ("reps", "10000".into()),
         ("fence-bytes", "100".into()),
         ("timeout", "600".into()),
+        ("client", String::new()),
     ];
     parse_opts(args, &mut o)?;
     let shape = Shape {
@@ -489,11 +492,23 @@ fn host_main(args: &[String]) -> Res {
             .register_client(&p, uid, gid)
             .map_err(err("register_client"))?;
         let env = server.setup_fork(&p).map_err(err("setup_fork"))?;
-        let mut cmd = Command::new(&exe);
-        cmd.args(["client", role])
-            .args(["--nodes", opt(&o, "nodes"), "--ppn", opt(&o, "ppn")])
+        // Another client program (libpmix's `pmix_bigclient`, for how our server serves
+        // libpmix clients), or our own.
+        let mut cmd = match opt(&o, "client") {
+            "" => {
+                let mut c = Command::new(&exe);
+                c.args(["client", role]);
+                c.args(["--fence-bytes", opt(&o, "fence-bytes")]);
+                c
+            }
+            other => {
+                let mut c = Command::new(other);
+                c.arg(role);
+                c
+            }
+        };
+        cmd.args(["--nodes", opt(&o, "nodes"), "--ppn", opt(&o, "ppn")])
             .args(["--reps", opt(&o, "reps")])
-            .args(["--fence-bytes", opt(&o, "fence-bytes")])
             .envs(env);
         Ok(cmd)
     };
