@@ -348,26 +348,14 @@ pub fn check_readers(data: &[u8]) {
 /// would: nothing may panic, and every answer is bounded by the image (checked here by doing
 /// it: a hostile count that made a read allocate or loop without bound would hang the fuzzer).
 pub fn check_image(data: &[u8]) {
-    use pmix_types::{Rank, attr};
+    use pmix_types::Rank;
 
     use crate::JobImage;
+    use crate::job_image::{NODE_KEYS, PROC_KEYS};
 
     let Ok(image) = JobImage::parse(bytes::Bytes::copy_from_slice(data)) else {
         return;
     };
-    const PROC_KEYS: [&str; 11] = [
-        attr::RANK,
-        attr::NODEID,
-        attr::HOSTNAME,
-        attr::LOCAL_RANK,
-        attr::NODE_RANK,
-        attr::GLOBAL_RANK,
-        attr::APPNUM,
-        attr::APP_RANK,
-        attr::REINCARNATION,
-        attr::SPAWNED,
-        attr::LOCAL_PEERS,
-    ];
     let size = image.size();
     let ranks = (0..size.min(32)).chain([size.saturating_sub(1), size, u32::MAX - 2]);
     for r in ranks.map(Rank) {
@@ -387,7 +375,7 @@ pub fn check_image(data: &[u8]) {
     let ids = image.node_ids();
     for &id in ids.iter().take(32).chain([&u32::MAX]) {
         let info = image.node_info(id);
-        for key in PROC_KEYS {
+        for key in NODE_KEYS {
             let one = image.node_value(id, key);
             if let Some(info) = &info {
                 let listed = info.iter().rev().find(|i| i.key.as_str() == key);

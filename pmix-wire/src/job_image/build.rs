@@ -280,6 +280,25 @@ fn rank_index(ranges: &[Vec<(u32, u32)>], size: u32) -> Vec<[u32; 4]> {
     out
 }
 
+/// The table of `(id, blob offset, blob length)` of given values, each entry's values
+/// appended to `blobs` as a MessagePack blob.
+fn given_table<'a>(
+    blobs: &mut Out,
+    entries: impl Iterator<Item = (u32, &'a [Info])>,
+) -> Result<Out, Error> {
+    let mut table = Out::default();
+    for (id, infos) in entries {
+        let b = msgpack(infos)?;
+        table.record([
+            id,
+            len32(blobs.0.len(), "the blobs")?,
+            len32(b.len(), "a blob")?,
+        ]);
+        blobs.0.extend_from_slice(&b);
+    }
+    Ok(table)
+}
+
 fn write(p: &Parts<'_>) -> Result<Vec<u8>, Error> {
     let mut sections: Vec<Out> = (0..SECTIONS).map(|_| Out::default()).collect();
     let sec = |s: Section| s as usize;
@@ -382,26 +401,8 @@ fn write(p: &Parts<'_>) -> Result<Vec<u8>, Error> {
     sections[sec(Section::Names)] = names;
 
     let mut blobs = Out::default();
-    let mut given_nodes = Out::default();
-    for (id, infos) in &p.nodes {
-        let b = msgpack(infos)?;
-        given_nodes.record([
-            *id,
-            len32(blobs.0.len(), "the blobs")?,
-            len32(b.len(), "a blob")?,
-        ]);
-        blobs.0.extend_from_slice(&b);
-    }
-    let mut given_procs = Out::default();
-    for (rank, infos) in &p.procs {
-        let b = msgpack(infos)?;
-        given_procs.record([
-            *rank,
-            len32(blobs.0.len(), "the blobs")?,
-            len32(b.len(), "a blob")?,
-        ]);
-        blobs.0.extend_from_slice(&b);
-    }
+    let given_nodes = given_table(&mut blobs, p.nodes.iter().map(|(id, i)| (*id, &i[..])))?;
+    let given_procs = given_table(&mut blobs, p.procs.iter().map(|(r, i)| (*r, *i)))?;
     sections[sec(Section::GivenNodes)] = given_nodes;
     sections[sec(Section::GivenProcs)] = given_procs;
     sections[sec(Section::Blobs)] = blobs;

@@ -19,7 +19,7 @@ use crate::{JobData, ProcRealm, Realm};
 const MAX_NODE_RANKS: usize = 1 << 24;
 
 /// The keys derived for a process, in the order [`JobImage::proc_info`] lists them.
-const PROC_KEYS: [&str; 10] = [
+pub const PROC_KEYS: [&str; 10] = [
     attr::RANK,
     attr::NODEID,
     attr::HOSTNAME,
@@ -33,7 +33,7 @@ const PROC_KEYS: [&str; 10] = [
 ];
 
 /// The keys derived for a node of the map, in the order [`JobImage::node_info`] lists them.
-const NODE_KEYS: [&str; 6] = [
+pub const NODE_KEYS: [&str; 6] = [
     attr::NODEID,
     attr::HOSTNAME,
     attr::LOCAL_SIZE,

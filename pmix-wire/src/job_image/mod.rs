@@ -29,7 +29,7 @@ use pmix_types::{Info, Nspace, Rank, Value};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use build::{JobSpec, NodeMap, job_data_image};
-pub use derive::join_ranks;
+pub use derive::{NODE_KEYS, PROC_KEYS, join_ranks};
 pub use layout::IMAGE_VERSION;
 use layout::{
     FLAG_DERIVE, FLAG_SPAWNED, HEADER_LEN, MAGIC, OFF_FLAGS, OFF_NNODES, OFF_OFFSET, OFF_SECTIONS,
