@@ -10,9 +10,9 @@
 //!
 //! The same bytes serve every reader: the server keeps one per namespace, writes it once into
 //! a sealed memory file that every local client of the job maps, or sends it inline in the
-//! welcome where that cannot be done; the client answers gets from it in place. The layout is
-//! versioned and every read is bounds-checked ([`layout`]): a hostile image yields errors or
-//! missing values, never a fault, a panic or a loop longer than the image.
+//! welcome where that cannot be done; the client answers gets from it in place. The layout
+//! (`layout.rs`, `docs/PROTOCOL.md`) is versioned and every read is bounds-checked: a hostile
+//! image yields errors or missing values, never a fault, a panic or an unbounded loop.
 //!
 //! [`JobImage::expand`] gives the whole [`JobData`] (every node and rank realm), for what needs
 //! it all: the OpenPMIx front-end's job info, a connect's job data for another run.
