@@ -757,7 +757,17 @@ impl Shared {
             ReplyBody::Fence { data } if !data.is_empty() => {
                 self.store.write().insert_proc_kvs(data);
             }
-            ReplyBody::Get { data, jobs } | ReplyBody::Connect { jobs, data } => {
+            ReplyBody::Get { data, jobs } => {
+                if data.is_empty() && jobs.is_empty() {
+                    return;
+                }
+                let mut st = self.store.write();
+                for image in jobs {
+                    st.insert_image(image);
+                }
+                st.insert_proc_kvs(data);
+            }
+            ReplyBody::Connect { jobs, data } => {
                 if data.is_empty() && jobs.is_empty() {
                     return;
                 }

@@ -314,7 +314,7 @@ fn reserved_key_of_an_unknown_namespace_asks_the_server_once() {
                         status: Status::SUCCESS,
                         body: ReplyBody::Get {
                             data: vec![],
-                            jobs: vec![job("job-B")],
+                            jobs: vec![image(&job("job-B"))],
                         },
                     })
                 }
@@ -325,7 +325,7 @@ fn reserved_key_of_an_unknown_namespace_asks_the_server_once() {
                         status: Status::ERR_NOT_FOUND,
                         body: ReplyBody::Get {
                             data: vec![],
-                            jobs: vec![job("job-C")],
+                            jobs: vec![image(&job("job-C"))],
                         },
                     })
                 }
@@ -1202,7 +1202,7 @@ fn welcomed_with_a_file(fd: Option<std::os::fd::OwnedFd>) -> (Mock, Client, bool
                     status: Status::SUCCESS,
                     body: ReplyBody::Get {
                         data: vec![],
-                        jobs: vec![job("job-A")],
+                        jobs: vec![image(&job("job-A"))],
                     },
                 })
             }

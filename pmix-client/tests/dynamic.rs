@@ -400,7 +400,7 @@ fn an_unknown_namespace_is_asked_for_once_then_answered_locally() {
                 status: Status::SUCCESS,
                 body: ReplyBody::Get {
                     data: vec![],
-                    jobs: vec![mapped_job("job-C")],
+                    jobs: vec![image(&mapped_job("job-C"))],
                 },
             }),
             other => default_action(other),
@@ -440,14 +440,14 @@ fn a_job_without_node_information_runs_on_this_node() {
                 status: Status::SUCCESS,
                 body: ReplyBody::Get {
                     data: vec![],
-                    jobs: vec![JobData {
+                    jobs: vec![image(&JobData {
                         nspace: ns("job-D"),
                         session: vec![],
                         job: vec![info(attr::JOB_SIZE, 6u32), info(attr::LOCAL_PEERS, "0-2,5")],
                         apps: vec![],
                         nodes: vec![],
                         procs: vec![],
-                    }],
+                    })],
                 },
             }),
             other => default_action(other),

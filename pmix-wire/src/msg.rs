@@ -403,8 +403,8 @@ pub enum ReplyBody {
     Get {
         /// Data of the requested process.
         data: Vec<ProcKvs>,
-        /// Job data of other namespaces.
-        jobs: Vec<JobData>,
+        /// Job data of other namespaces, as their images.
+        jobs: Vec<JobImage>,
     },
     /// Lookup results.
     Lookup {

@@ -151,7 +151,7 @@ fn get_reply() -> ServerMsg {
                         value: Value::String("10.0.1.1".into()),
                     }],
                 }],
-                jobs: vec![job_data()],
+                jobs: vec![JobImage::from_job_data(&job_data()).unwrap()],
             },
         },
     }

@@ -332,6 +332,10 @@ fn get_body(data: Vec<ProcKvals>, cx: &Context) -> Result<ReplyBody, pmix_wire::
                 .collect(),
         });
     }
+    let jobs = jobs
+        .iter()
+        .map(pmix_wire::JobImage::from_job_data)
+        .collect::<Result<_, _>>()?;
     Ok(ReplyBody::Get { data: out, jobs })
 }
 

@@ -764,8 +764,11 @@ fn another_namespaces_data_brings_its_job_data() {
         panic!("not a get answer");
     };
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].nspace, ns("other"));
-    let rank2 = jobs[0].procs.iter().find(|p| p.rank == Rank(2)).unwrap();
+    assert_eq!(jobs[0].nspace(), &ns("other"));
+    let rank2 = pmix_wire::ProcRealm {
+        rank: Rank(2),
+        info: jobs[0].proc_info(Rank(2)).unwrap(),
+    };
     // The rank's own job data is kept, the reserved keys only the answer had are added.
     assert_eq!(find(&rank2.info, attr::LOCAL_RANK), Some(&Value::Uint16(1)));
     assert_eq!(
@@ -773,7 +776,7 @@ fn another_namespaces_data_brings_its_job_data() {
         Some(&Value::Bool(true))
     );
     // This node is "vm", none of theirs: no node's keys at their job level.
-    assert!(find(&jobs[0].job, attr::LOCAL_PEERS).is_none());
+    assert!(find(jobs[0].job(), attr::LOCAL_PEERS).is_none());
     assert_eq!(data.len(), 1);
     assert_eq!(data[0].proc, target);
     let keys: Vec<&str> = data[0].kvs.iter().map(|kv| kv.key.as_str()).collect();

@@ -456,3 +456,8 @@ pub fn with_deadline<F: FnOnce() + Send + 'static>(f: F) {
 fn inline(job: &pmix_wire::JobData) -> pmix_wire::WelcomeJob {
     pmix_wire::WelcomeJob::Inline(pmix_wire::JobImage::from_job_data(job).unwrap())
 }
+
+/// The image of `job`, as a reply carries another namespace's job data.
+pub fn image(job: &JobData) -> pmix_client::wire::JobImage {
+    pmix_client::wire::JobImage::from_job_data(job).unwrap()
+}

@@ -53,7 +53,7 @@ impl Engine {
                     .chain(image.session())
                     .any(|i| i.key == *k)
             });
-            let job = JobData::clone(nsinfo.job.get());
+            let job = image.clone();
             if let Some(c) = self.conns.get_mut(&conn) {
                 c.has_jobs.insert(ns);
             }
@@ -178,7 +178,7 @@ impl Engine {
                     .proc_kvs(ns, rank, |s| is_self || visible(s, owner_local));
                 let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
                 let jobs = if ship_job {
-                    vec![JobData::clone(nsinfo.job.get())]
+                    vec![nsinfo.job.image().clone()]
                 } else {
                     Vec::new()
                 };

@@ -740,10 +740,10 @@ fn get_from_another_namespace_ships_its_job_data_once() {
         panic!()
     };
     assert_eq!(jobs.len(), 1);
-    assert_eq!(jobs[0].nspace, ns("b"));
+    assert_eq!(jobs[0].nspace(), &ns("b"));
     assert!(
         jobs[0]
-            .job
+            .job()
             .iter()
             .any(|i| i.key.as_str() == attr::JOB_SIZE && i.value.as_u32() == Some(1))
     );

@@ -430,7 +430,13 @@ pub(crate) fn reply_body() -> impl Strategy<Value = ReplyBody> {
             .prop_map(|data| ReplyBody::Fence { data })
             .boxed(),
         (vec(proc_kvs(), 0..2), vec(job_data(), 0..2))
-            .prop_map(|(data, jobs)| ReplyBody::Get { data, jobs })
+            .prop_map(|(data, jobs)| ReplyBody::Get {
+                data,
+                jobs: jobs
+                    .iter()
+                    .map(|j| JobImage::from_job_data(j).unwrap())
+                    .collect(),
+            })
             .boxed(),
         vec(
             (proc_(), key(), small_value()).prop_map(|(proc, key, value)| Published {

@@ -766,7 +766,7 @@ fn translate_with(
         (Answer::Get, ReplyBody::Get { data, jobs }) if ok => {
             let mut all = Vec::new();
             for job in jobs {
-                all.extend(to_proc_kvals(job));
+                all.extend(to_proc_kvals(&job.expand()));
             }
             all.extend(data.iter().map(proc_kvals));
             // The processes asked about come first and are not sent twice.

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
-use pmix_wire::{App, JobData, Kv, Reply, ReplyBody, Request};
+use pmix_wire::{App, JobData, JobImage, Kv, Reply, ReplyBody, Request};
 
 use super::Step;
 use crate::engine::Auth;
@@ -566,11 +566,11 @@ impl Pmi1Conn {
             }
             Pending::Mapping(kvs) => {
                 let job = match &r.body {
-                    ReplyBody::Get { jobs, .. } if ok => jobs.first(),
+                    ReplyBody::Get { jobs, .. } if ok => jobs.first().map(JobImage::expand),
                     _ => None,
                 };
                 match job {
-                    Some(job) => value_reply(out, &job::process_mapping(job, mapping_room())),
+                    Some(job) => value_reply(out, &job::process_mapping(&job, mapping_room())),
                     None => kvs_not_found(out, kvs.as_str()),
                 }
             }
@@ -840,7 +840,7 @@ pub(crate) fn found_value(r: &Reply, key: &Key) -> Option<Result<String, &'stati
     };
     let v = jobs
         .iter()
-        .flat_map(|j| j.job.iter().chain(&j.session))
+        .flat_map(|j| j.job().iter().chain(j.session()))
         .find(|i| i.key == *key)
         .map(|i| &i.value)
         .or_else(|| {
