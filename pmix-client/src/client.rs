@@ -166,16 +166,16 @@ fn resolve_local(
     if d.refresh && put_data && proc != me {
         return Local::AskServer;
     }
-    let mut store = shared.store.read();
+    let mut store = shared.store();
     // Put data a collecting fence brought of `proc` is decoded when first asked for.
     if store.has_packed(proc) && key.is_none_or(|k| !is_reserved_key(k)) {
         drop(store);
-        if let Err(e) = shared.store.write().unpack(proc) {
+        if let Err(e) = shared.store_mut().unpack(proc) {
             return Local::Done(Err(Error::Protocol(format!(
                 "fence data of {proc} does not decode: {e}"
             ))));
         }
-        store = shared.store.read();
+        store = shared.store();
     }
     let Some(key) = key else {
         let mine = proc == me;
@@ -271,7 +271,7 @@ impl Client {
         };
         let mut fetch = None;
         {
-            let mut store = conn.shared.store.write();
+            let mut store = conn.shared.store_mut();
             store.set_me(proc.clone());
             match job {
                 JobIn::Image(image) => store.insert_image(image),
@@ -366,8 +366,7 @@ impl Client {
             });
         }
         self.shared()
-            .store
-            .write()
+            .store_mut()
             .insert_data(&self.inner.proc, key, value, scope);
         Ok(())
     }

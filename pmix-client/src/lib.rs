@@ -82,6 +82,7 @@ mod call;
 mod client;
 mod conn;
 mod control;
+mod core;
 mod dynamic;
 mod env;
 mod error;
