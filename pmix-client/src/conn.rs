@@ -48,6 +48,7 @@ use pmix_wire::{
 };
 
 use crate::Error;
+use crate::core::get::{GetDirectives, Local};
 use crate::core::wire::Wire;
 use crate::core::{ClientCore, Input, Output};
 use crate::env::{Rendezvous, Server};
@@ -786,6 +787,28 @@ impl Shared {
         self.control.lock().closed = true;
         self.wake_reader.notify_all();
         self.run(&mut outs, true);
+    }
+
+    /// Answers a Get from the store if the rules of docs/PROTOCOL.md allow it
+    /// ([`ClientCore::resolve_get`]), under the core's read lock; fence data still encoded
+    /// is decoded first, under its write lock.
+    pub(crate) fn resolve_get(
+        &self,
+        me: &Proc,
+        proc: &Proc,
+        key: Option<&str>,
+        d: &GetDirectives<'_>,
+    ) -> Local {
+        if let Some(answer) = self.core.read().resolve_get(me, proc, key, d, false) {
+            return answer;
+        }
+        if let Err(e) = self.core.write().unpack(proc) {
+            return Local::Done(Err(Error::Protocol(format!(
+                "fence data of {proc} does not decode: {e}"
+            ))));
+        }
+        let answer = self.core.read().resolve_get(me, proc, key, d, true);
+        answer.unwrap_or(Local::AskServer)
     }
 
     /// True when the job data of `proc`'s namespace is here.

@@ -19,6 +19,7 @@
 //! runs the outputs only once it has let go of the core: a completion or an event handler
 //! may call the client again.
 
+pub(crate) mod get;
 pub(crate) mod openpmix;
 mod pending;
 pub(crate) mod wire;

@@ -9,6 +9,7 @@ use pmix_wire::{
     ServerMsg, decode_body, encode_frame,
 };
 
+use super::get::{GetDirectives, Local};
 use super::openpmix::{Context, Session};
 use super::wire::{Input, Wire};
 use super::{ClientCore, Output, Submitted};
@@ -396,4 +397,67 @@ fn a_large_fence_reply_is_kept_in_the_buffer_it_was_read_into() {
         panic!("not kept")
     };
     assert_eq!(s.len(), super::wire::LARGE_FRAME + 1);
+}
+
+fn get(core: &ClientCore, proc: &Proc, key: &str, info: &[pmix_types::Info]) -> Option<Local> {
+    let d = GetDirectives::parse(info).unwrap();
+    core.resolve_get(&me(), proc, Some(key), &d, false)
+}
+
+#[test]
+fn a_get_is_answered_from_the_store_once_fence_data_is_unpacked() {
+    let (mut core, mut input) = native();
+    let id = submit(
+        &mut core,
+        Request::Fence {
+            procs: vec![],
+            info: vec![],
+        },
+    );
+    receive(&mut core, &mut input, &fence_reply(id, vec![peer_data(1)])).unwrap();
+    // Still encoded: the driver must unpack first.
+    assert!(get(&core, &peer(1), "demo.rank", &[]).is_none());
+    core.unpack(&peer(1)).unwrap();
+    assert!(matches!(
+        get(&core, &peer(1), "demo.rank", &[]),
+        Some(Local::Done(Ok(Value::Uint32(1))))
+    ));
+    // Another process's missing key is the server's to answer, unless optional.
+    assert!(matches!(
+        get(&core, &peer(1), "demo.other", &[]),
+        Some(Local::AskServer)
+    ));
+    let optional = [pmix_types::Info::attr(pmix_types::attr::OPTIONAL, true)];
+    assert!(matches!(
+        get(&core, &peer(1), "demo.other", &optional),
+        Some(Local::Done(Err(Error::NotFound { .. })))
+    ));
+    // A refresh asks the server even for what is cached.
+    let refresh = [pmix_types::Info::attr(
+        pmix_types::attr::GET_REFRESH_CACHE,
+        true,
+    )];
+    assert!(matches!(
+        get(&core, &peer(1), "demo.rank", &refresh),
+        Some(Local::AskServer)
+    ));
+}
+
+#[test]
+fn this_processs_own_data_is_always_local() {
+    let (mut core, _) = native();
+    core.store_mut().insert_data(
+        &me(),
+        Key::new("mine").unwrap(),
+        Value::Uint32(7),
+        Scope::GLOBAL,
+    );
+    assert!(matches!(
+        get(&core, &me(), "mine", &[]),
+        Some(Local::Done(Ok(Value::Uint32(7))))
+    ));
+    assert!(matches!(
+        get(&core, &me(), "not.put", &[]),
+        Some(Local::Done(Err(Error::NotFound { .. })))
+    ));
 }
