@@ -1,5 +1,5 @@
 //! The connection to the server: the I/O around the client's sans-IO core (`core/`). The
-//! socket, the handshake, the writer (caller's thread, under a mutex), the reading role and
+//! socket, the handshake (`handshake.rs`, `openpmix/`), the writer (caller's thread, under a mutex), the reading role and
 //! the reader thread; what is read goes to the [`ClientCore`] message by message, what it
 //! gives is written, and the completions and events it hands out are run here, once its lock
 //! is let go.
@@ -41,11 +41,8 @@ use parking_lot::{
     Condvar, MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard,
     RwLockWriteGuard,
 };
-use pmix_types::{Proc, Status};
-use pmix_wire::{
-    Decoded, Event, FrameDecoder, FrameReader, Hello, JobData, JobImage, MAGIC, PROTOCOL_VERSION,
-    Reply, Request, Welcome, WelcomeJob, decode_body, encode_frame,
-};
+use pmix_types::Proc;
+use pmix_wire::{Event, Reply, Request};
 
 use crate::Error;
 use crate::core::get::{GetDirectives, Local};
@@ -53,6 +50,7 @@ use crate::core::wire::Wire;
 use crate::core::{ClientCore, Input, Output};
 use crate::env::{Rendezvous, Server};
 use crate::event_registry::Events;
+use crate::handshake::{JobIn, frame_io, native_handshake};
 use crate::openpmix;
 use crate::singleton::Singleton;
 use crate::store::Store;
@@ -66,13 +64,6 @@ enum Ready {
     Event(Event),
     Lost(Proc),
 }
-
-/// How long the handshake may take: a server that accepted the socket but never answers must
-/// not hang init forever.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Bytes read from the socket at a time during the handshake.
-const READ_CHUNK: usize = 64 << 10;
 
 /// Who reads, and why: the reader thread's orders.
 struct Control {
@@ -213,148 +204,6 @@ pub(crate) struct Shared {
 pub(crate) struct Conn {
     pub(crate) shared: Arc<Shared>,
     reader: Mutex<Option<JoinHandle<()>>>,
-}
-
-fn frame_io(path: &str) -> impl Fn(io::Error) -> Error + '_ {
-    move |source| Error::Connect {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-/// Reads one whole frame body during the handshake, keeping whatever followed it.
-fn read_frame(
-    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
-    buf: &mut Vec<u8>,
-    dec: &FrameDecoder,
-    path: &str,
-) -> Result<Vec<u8>, Error> {
-    loop {
-        if let Decoded::Frame { body, consumed } = dec.decode(buf)? {
-            let body = body.to_vec();
-            buf.drain(..consumed);
-            return Ok(body);
-        }
-        let start = buf.len();
-        buf.resize(start + READ_CHUNK, 0);
-        let n = match read(&mut buf[start..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                buf.truncate(start);
-                continue;
-            }
-            Err(e) => {
-                buf.truncate(start);
-                return Err(frame_io(path)(e));
-            }
-        };
-        buf.truncate(start + n);
-        if n == 0 {
-            return Err(Error::Connect {
-                path: path.to_owned(),
-                source: io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "server closed the connection during the handshake",
-                ),
-            });
-        }
-    }
-}
-
-/// Where the welcome left the namespace's job data.
-pub(crate) enum JobIn {
-    /// Its image, inline or mapped.
-    Image(JobImage),
-    /// Job data in full (the OpenPMIx wire, a singleton).
-    Data(JobData),
-    /// The image file could not be mapped (why): ask the server for the image.
-    Fetch(String),
-}
-
-/// The native handshake: hello, welcome. Returns the socket, what followed the welcome, and
-/// the job data.
-fn native_handshake(
-    rv: &Rendezvous,
-    socket: &std::path::Path,
-    secret: &[u8; 16],
-) -> Result<(UnixStream, Input, JobIn), Error> {
-    let path = socket.display().to_string();
-    let mut stream = UnixStream::connect(socket).map_err(frame_io(&path))?;
-    stream
-        .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-        .map_err(frame_io(&path))?;
-
-    let hello = Hello {
-        magic: MAGIC.to_owned(),
-        version: PROTOCOL_VERSION,
-        nspace: rv.proc.nspace.clone(),
-        rank: rv.proc.rank,
-        secret: secret.to_vec(),
-        pid: std::process::id(),
-    };
-    let mut out = Vec::with_capacity(256);
-    encode_frame(&hello, &mut out)?;
-    stream.write_all(&out).map_err(frame_io(&path))?;
-
-    let dec = FrameDecoder::default();
-    let mut inbuf = Vec::new();
-    let mut fd = None;
-    let body = read_frame(
-        |buf| crate::job_file::recv_with_fd(&stream, buf, &mut fd),
-        &mut inbuf,
-        &dec,
-        &path,
-    )?;
-    let welcome: Welcome = decode_body(&body)?;
-    let job = match welcome {
-        Welcome::Refused {
-            status,
-            version,
-            reason,
-        } => {
-            if status == Status::ERR_NOT_SUPPORTED && version != PROTOCOL_VERSION {
-                return Err(Error::VersionMismatch {
-                    server: version,
-                    client: PROTOCOL_VERSION,
-                });
-            }
-            return Err(Error::Refused { status, reason });
-        }
-        Welcome::Accepted { version, job } => {
-            if version != PROTOCOL_VERSION {
-                return Err(Error::VersionMismatch {
-                    server: version,
-                    client: PROTOCOL_VERSION,
-                });
-            }
-            job
-        }
-    };
-    let job = match job {
-        WelcomeJob::Inline(image) => JobIn::Image(image),
-        WelcomeJob::Shared { len } => match fd {
-            None => JobIn::Fetch("the welcome came without the job image file".into()),
-            Some(fd) => match crate::job_file::map(fd, len) {
-                Err(e) => JobIn::Fetch(format!("cannot map the job image file: {e}")),
-                Ok(bytes) => JobIn::Image(JobImage::parse(bytes)?),
-            },
-        },
-    };
-    if let JobIn::Image(image) = &job {
-        if *image.nspace() != rv.proc.nspace {
-            return Err(Error::Protocol(format!(
-                "welcome carries the job data of {:?}, not of our namespace {:?}",
-                image.nspace(),
-                rv.proc.nspace
-            )));
-        }
-    }
-    stream.set_read_timeout(None).map_err(frame_io(&path))?;
-
-    let mut input = Input::native(FrameReader::new(dec));
-    // Whatever followed the welcome in the same read.
-    input.feed(&inbuf);
-    Ok((stream, input, job))
 }
 
 impl Conn {

@@ -93,6 +93,7 @@ mod fence_data;
 mod group_info;
 mod group_membership;
 mod groups;
+mod handshake;
 mod job_file;
 mod locality;
 mod names;
