@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use hashbrown::HashMap;
 use parking_lot::Mutex;
-use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
+use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
 use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
 use crate::call::{blocking, on_status, status_result, timeout_of};
-use crate::conn::{Conn, JobIn, Shared};
+use crate::conn::{Conn, Shared};
+use crate::core::get::{GetDirectives, Local, not_found};
 use crate::group_info::context_qualifier;
-use crate::store::{LevelSel, Lookup, Qualifiers};
+use crate::handshake::JobIn;
 use crate::{Error, env, singleton};
 
 /// How long finalize waits for the server's acknowledgement before closing anyway.
@@ -88,132 +89,6 @@ impl Puts {
     }
 }
 
-/// The directives of a Get that the client acts on; the server receives all of them.
-#[derive(Clone, Copy, Debug, Default)]
-struct GetDirectives<'a> {
-    optional: bool,
-    /// `GET_REFRESH_CACHE`: another process's put data is asked of the server even when
-    /// cached.
-    refresh: bool,
-    timeout: Option<Duration>,
-    q: Qualifiers<'a>,
-}
-
-fn bool_directive(info: &Info) -> bool {
-    info.flag().unwrap_or(false)
-}
-
-impl<'a> GetDirectives<'a> {
-    fn parse(info: &'a [Info]) -> Result<Self, Error> {
-        let mut d = GetDirectives {
-            timeout: timeout_of(info),
-            ..GetDirectives::default()
-        };
-        for i in info {
-            match i.key.as_str() {
-                attr::OPTIONAL => d.optional = bool_directive(i),
-                attr::GET_REFRESH_CACHE => d.refresh = bool_directive(i),
-                attr::DATA_SCOPE => {
-                    let s = match i.value {
-                        Value::Scope(s) => s,
-                        ref v => v
-                            .as_u32()
-                            .and_then(|n| u8::try_from(n).ok())
-                            .map(Scope)
-                            .ok_or_else(|| {
-                                Error::BadParam(format!("{} must be a scope", attr::DATA_SCOPE))
-                            })?,
-                    };
-                    d.q.scope = Some(s);
-                }
-                attr::SESSION_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Session),
-                attr::JOB_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Job),
-                attr::APP_INFO if bool_directive(i) => d.q.level = Some(LevelSel::App),
-                attr::NODE_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Node),
-                attr::APPNUM => d.q.appnum = i.value.as_u32(),
-                attr::NODEID => d.q.nodeid = i.value.as_u32(),
-                attr::HOSTNAME => d.q.hostname = i.value.as_str(),
-                _ => {}
-            }
-        }
-        Ok(d)
-    }
-}
-
-/// What the local store says about a Get.
-enum Local {
-    Done(Result<Value, Error>),
-    AskServer,
-}
-
-fn not_found(proc: &Proc, key: Option<&str>) -> Error {
-    Error::NotFound {
-        proc: proc.to_string(),
-        key: key.unwrap_or("*").to_owned(),
-    }
-}
-
-/// Answers a Get from the store if the rules of docs/PROTOCOL.md allow it.
-fn resolve_local(
-    shared: &Shared,
-    me: &Proc,
-    proc: &Proc,
-    key: Option<&str>,
-    d: &GetDirectives<'_>,
-) -> Local {
-    // What another process put may have changed since it was cached; job data does not.
-    let put_data = proc.rank != Rank::WILDCARD && key.is_none_or(|k| !is_reserved_key(k));
-    if d.refresh && put_data && proc != me {
-        return Local::AskServer;
-    }
-    let mut store = shared.store.read();
-    // Put data a collecting fence brought of `proc` is decoded when first asked for.
-    if store.has_packed(proc) && key.is_none_or(|k| !is_reserved_key(k)) {
-        drop(store);
-        if let Err(e) = shared.store.write().unpack(proc) {
-            return Local::Done(Err(Error::Protocol(format!(
-                "fence data of {proc} does not decode: {e}"
-            ))));
-        }
-        store = shared.store.read();
-    }
-    let Some(key) = key else {
-        let mine = proc == me;
-        return match store.all_data(proc, d.q.scope, mine) {
-            Some(infos) => Local::Done(Ok(Value::from(DataArray::from_infos(infos)))),
-            None if d.optional => Local::Done(Err(not_found(proc, None))),
-            None => Local::AskServer,
-        };
-    };
-    let ns = proc.nspace.as_str();
-    if is_reserved_key(key) {
-        let own_rank = (ns == me.nspace.as_str()).then_some(me.rank);
-        return match store.get_reserved(ns, proc.rank, key, &d.q, own_rank) {
-            Lookup::Found(v) => Local::Done(Ok(v)),
-            Lookup::Missing => Local::Done(Err(not_found(proc, Some(key)))),
-            Lookup::Unknown if d.optional => Local::Done(Err(not_found(proc, Some(key)))),
-            Lookup::Unknown => Local::AskServer,
-        };
-    }
-    if proc.rank == Rank::WILDCARD {
-        // Put data belongs to a process; the only non-reserved keys a namespace has are
-        // whatever the host registered at the job level.
-        return Local::Done(
-            store
-                .get_job_user_key(ns, key)
-                .ok_or_else(|| not_found(proc, Some(key))),
-        );
-    }
-    if let Some(v) = store.get_data(proc, key, d.q.scope) {
-        return Local::Done(Ok(v));
-    }
-    if proc == me || d.optional {
-        // Everything this process put is here, committed or not.
-        return Local::Done(Err(not_found(proc, Some(key))));
-    }
-    Local::AskServer
-}
-
 impl Client {
     /// Connects to the server that started this process, as its environment describes
     /// (`docs/PROTOCOL.md`, "Rendezvous"), and receives the job's data; or, with no server in
@@ -271,7 +146,7 @@ impl Client {
         };
         let mut fetch = None;
         {
-            let mut store = conn.shared.store.write();
+            let mut store = conn.shared.store_mut();
             store.set_me(proc.clone());
             match job {
                 JobIn::Image(image) => store.insert_image(image),
@@ -366,8 +241,7 @@ impl Client {
             });
         }
         self.shared()
-            .store
-            .write()
+            .store_mut()
             .insert_data(&self.inner.proc, key, value, scope);
         Ok(())
     }
@@ -453,7 +327,7 @@ impl Client {
                 self.send_qualified_get(proc, k, ctx, info, done)
             });
         }
-        if let Local::Done(r) = resolve_local(self.shared(), &self.inner.proc, proc, key, &d) {
+        if let Local::Done(r) = self.shared().resolve_get(&self.inner.proc, proc, key, &d) {
             return r;
         }
         self.check_blocking()?;
@@ -484,7 +358,7 @@ impl Client {
             self.send_qualified_get(proc, k, ctx, info, done);
             return self.shared().kick();
         }
-        match resolve_local(self.shared(), &self.inner.proc, proc, key, &d) {
+        match self.shared().resolve_get(&self.inner.proc, proc, key, &d) {
             Local::Done(r) => done(r),
             Local::AskServer => {
                 self.server_get(proc, key, info, done);
@@ -545,7 +419,7 @@ impl Client {
                     d.optional = true;
                     d.refresh = false;
                     let key = wire_key.as_ref().map(Key::as_str);
-                    match resolve_local(&shared, &me, &target, key, &d) {
+                    match shared.resolve_get(&me, &target, key, &d) {
                         Local::Done(Err(Error::NotFound { .. })) if key.is_none() => {
                             // Success with no data: the process put nothing.
                             Ok(Value::from(DataArray::from_infos(Vec::new())))

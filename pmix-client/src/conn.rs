@@ -1,15 +1,15 @@
-//! The connection to the server: handshake, the writer (caller's thread, under a mutex), the
-//! reading of replies, and the failure path that completes every outstanding request when the
-//! connection dies.
+//! The connection to the server: the I/O around the client's sans-IO core (`core/`). The
+//! socket, the handshake (`handshake.rs`, `openpmix/`), the writer (caller's thread, under a mutex), the reading role and
+//! the reader thread; what is read goes to the [`ClientCore`] message by message, what it
+//! gives is written, and the completions and events it hands out are run here, once its lock
+//! is let go.
 //!
 //! **Wire personality.** The rest of the client speaks native [`Request`]s and [`Reply`]s
-//! only. How they travel is the connection's [`Wire`], fixed at [`Conn::open`]: the native
-//! protocol (MessagePack frames over a Unix socket to a pmix-rs server, `docs/PROTOCOL.md`),
-//! or OpenPMIx 4.2 over loopback TCP to a libpmix-based server, where [`openpmix::Session`]
-//! translates each request into its OpenPMIx message and each answer back
-//! (`docs/OPENPMIX.md`, "The client side"). The two differ in three places only: the handshake,
-//! how a request is written ([`Shared::send`]), and how what is read is cut up and dispatched
-//! ([`Input`], `dispatch_buffered`); reading roles, waiting and failure are shared.
+//! only. How they travel is the core's wire (`core/wire.rs`), fixed at [`Conn::open`]: the
+//! native protocol (MessagePack frames over a Unix socket to a pmix-rs server,
+//! `docs/PROTOCOL.md`), or OpenPMIx 4.2 over loopback TCP to a libpmix-based server, whose
+//! session translates each request into its OpenPMIx message and each answer back
+//! (`docs/OPENPMIX.md`, "The client side"). Here they differ in the handshake only.
 //!
 //! **Who reads.** Reading the socket is a role, held by whoever holds the `read` mutex. A
 //! blocking call takes it if it is free and reads on its own thread until its reply has come
@@ -21,6 +21,11 @@
 //! Before sleeping in `read`, a blocking caller looks for its reply for up to 20 µs
 //! (non-blocking reads, yielding the CPU between them): on a shared CPU the server runs
 //! meanwhile, and on another CPU the reply is often there before a sleep and wake-up would end.
+//!
+//! **Locks.** The core is under a read-write lock: gets read the store under its read side,
+//! in parallel; requests, replies and events take its write side for as long as the core
+//! needs, never across a read or a write of the socket. A request is encoded and written
+//! under the writer mutex, so requests leave in the order they were submitted.
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -31,65 +36,46 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use hashbrown::HashMap;
-use parking_lot::{Condvar, Mutex, RwLock};
-use pmix_types::{Proc, Status};
-use pmix_wire::openpmix::{Incoming, MsgReader};
-use pmix_wire::{
-    ClientMsg, Decoded, FenceReplyRef, FrameDecoder, FrameReader, Hello, JobData, JobImage, MAGIC,
-    PROTOCOL_VERSION, Reply, ReplyBody, Request, ServerMsg, Welcome, WelcomeJob, decode_body,
-    encode_frame, peek_fence_reply,
+use parking_lot::{
+    Condvar, MappedRwLockReadGuard, MappedRwLockWriteGuard, Mutex, RwLock, RwLockReadGuard,
+    RwLockWriteGuard,
 };
+use pmix_types::Proc;
+use pmix_wire::{Event, Reply, Request};
 
 use crate::Error;
+use crate::core::get::{GetDirectives, Local};
+use crate::core::wire::Wire;
+use crate::core::{ClientCore, Input, Output};
 use crate::env::{Rendezvous, Server};
 use crate::event_registry::Events;
-use crate::openpmix::{self, Sent, Session};
+use crate::handshake::{JobIn, frame_io, native_handshake};
+use crate::openpmix;
 use crate::singleton::Singleton;
 use crate::store::Store;
 
 /// What a request's completion receives.
 pub(crate) type Completion = Box<dyn FnOnce(Result<Reply, Error>) + Send + 'static>;
 
-/// How long the handshake may take: a server that accepted the socket but never answers must
-/// not hang init forever.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 64 << 10;
-
-/// An outstanding request.
-struct Waiter {
-    done: Completion,
-    /// The caller wants a collecting fence's data in the reply as sent ([`Shared::submit_whole`]),
-    /// not only taken into the store.
-    whole: bool,
+/// What the core handed out, ready to run once its lock is let go.
+enum Ready {
+    Complete(Completion, Result<Reply, Error>),
+    Event(Event),
+    Lost(Proc),
 }
 
-struct Pending {
-    next_id: u32,
-    waiting: HashMap<u32, Waiter>,
-    /// Set once the connection is gone; later requests fail at once with it.
-    closed: bool,
+/// Who reads, and why: the reader thread's orders.
+struct Control {
     /// The reader thread is asked to take the reading role.
     handoff: bool,
     /// The client is closing: the reader thread ends.
     stop: bool,
+    /// The connection is gone.
+    closed: bool,
     /// Event handlers are registered: the reader thread reads all the time, so that events
     /// are delivered when they come rather than at the next reply.
     listen: u32,
-}
-
-/// The protocol of a connection (see the module documentation).
-enum Wire {
-    /// pmix-rs's own: a request is a [`ClientMsg`] frame, answered by a [`ServerMsg`].
-    Native,
-    /// OpenPMIx 4.2: requests and answers translated by the session.
-    Openpmix(Session),
-    /// No server: a singleton answers its own requests in the process, or passes them on to
-    /// the private server it started (`singleton/`). Nothing is read or written here.
-    Singleton(Singleton),
 }
 
 /// The socket: a Unix stream to a pmix-rs server, TCP to an OpenPMIx server.
@@ -158,40 +144,12 @@ impl AsRawFd for Stream {
     }
 }
 
-/// What was read but not yet dispatched, cut up by the connection's protocol.
-enum Input {
-    /// Native frames.
-    Native(FrameReader),
-    /// OpenPMIx messages; `chunk` is what each read fills before it is fed to the reader.
-    Openpmix { reader: MsgReader, chunk: Box<[u8]> },
-}
-
-impl Input {
-    /// Reads once from `src` (see [`FrameReader::read_from`]).
-    fn read_from(&mut self, src: &mut impl Read) -> io::Result<usize> {
-        match self {
-            Input::Native(r) => r.read_from(src),
-            Input::Openpmix { reader, chunk } => {
-                let n = src.read(chunk)?;
-                reader.feed(chunk.get(..n).unwrap_or_default());
-                Ok(n)
-            }
-        }
-    }
-
-    /// Bytes read and not yet handed out.
-    fn buffered(&self) -> usize {
-        match self {
-            Input::Native(r) => r.buffered(),
-            Input::Openpmix { reader, .. } => reader.buffered(),
-        }
-    }
-}
-
-/// The reading side of the socket and what was read but not yet dispatched.
+/// The reading side of the socket, what was read but not yet given to the core, and the
+/// core's outputs on their way to being run.
 struct ReadSide {
     stream: Stream,
     input: Input,
+    outs: Vec<Ready>,
 }
 
 /// What a blocking caller's turn at reading came to.
@@ -211,172 +169,41 @@ struct Writer {
     buf: Vec<u8>,
 }
 
+/// How requests leave.
+enum Link {
+    /// A socket to a server.
+    Socket {
+        writer: Mutex<Writer>,
+        read: Mutex<ReadSide>,
+    },
+    /// No server: a singleton answers its own requests in the process, or passes them on to
+    /// the private server it started (`singleton/`).
+    Singleton(Singleton),
+}
+
 /// State shared by the callers' threads and the reader thread.
 pub(crate) struct Shared {
-    wire: Wire,
-    pub(crate) store: RwLock<Store>,
+    core: RwLock<ClientCore>,
+    /// The completions of the requests the core has waiting, by id. Kept here, not in the
+    /// core: a closure is `Send` but not `Sync`, and the core is read by gets in parallel.
+    /// Filled under the core's lock, so that a reply always finds its completion.
+    completions: Mutex<HashMap<u32, Completion>>,
     /// Shared with a singleton's connection to its private server, whose events reach the
     /// same handlers.
     pub(crate) events: Arc<Events>,
-    pending: Mutex<Pending>,
+    link: Link,
+    control: Mutex<Control>,
     /// Signalled when the reader thread has something to do.
     wake_reader: Condvar,
-    writer: Mutex<Writer>,
-    read: Mutex<ReadSide>,
     reader_id: OnceLock<ThreadId>,
     /// The thread holding the reading role, when it is a caller's.
     caller_reading: Mutex<Option<ThreadId>>,
-    /// The members of the groups this process constructed, by group id: a destruct names
-    /// them (an OpenPMIx server wants them).
-    pub(crate) groups: Mutex<HashMap<String, Vec<pmix_types::Proc>>>,
 }
 
 /// The connection as the client owns it: the shared state plus the reader thread's handle.
 pub(crate) struct Conn {
     pub(crate) shared: Arc<Shared>,
     reader: Mutex<Option<JoinHandle<()>>>,
-}
-
-fn frame_io(path: &str) -> impl Fn(io::Error) -> Error + '_ {
-    move |source| Error::Connect {
-        path: path.to_owned(),
-        source,
-    }
-}
-
-/// Reads one whole frame body during the handshake, keeping whatever followed it.
-fn read_frame(
-    mut read: impl FnMut(&mut [u8]) -> io::Result<usize>,
-    buf: &mut Vec<u8>,
-    dec: &FrameDecoder,
-    path: &str,
-) -> Result<Vec<u8>, Error> {
-    loop {
-        if let Decoded::Frame { body, consumed } = dec.decode(buf)? {
-            let body = body.to_vec();
-            buf.drain(..consumed);
-            return Ok(body);
-        }
-        let start = buf.len();
-        buf.resize(start + READ_CHUNK, 0);
-        let n = match read(&mut buf[start..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
-                buf.truncate(start);
-                continue;
-            }
-            Err(e) => {
-                buf.truncate(start);
-                return Err(frame_io(path)(e));
-            }
-        };
-        buf.truncate(start + n);
-        if n == 0 {
-            return Err(Error::Connect {
-                path: path.to_owned(),
-                source: io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "server closed the connection during the handshake",
-                ),
-            });
-        }
-    }
-}
-
-/// Where the welcome left the namespace's job data.
-pub(crate) enum JobIn {
-    /// Its image, inline or mapped.
-    Image(JobImage),
-    /// Job data in full (the OpenPMIx wire, a singleton).
-    Data(JobData),
-    /// The image file could not be mapped (why): ask the server for the image.
-    Fetch(String),
-}
-
-/// The native handshake: hello, welcome. Returns the socket, what followed the welcome, and
-/// the job data.
-fn native_handshake(
-    rv: &Rendezvous,
-    socket: &std::path::Path,
-    secret: &[u8; 16],
-) -> Result<(UnixStream, Input, JobIn), Error> {
-    let path = socket.display().to_string();
-    let mut stream = UnixStream::connect(socket).map_err(frame_io(&path))?;
-    stream
-        .set_read_timeout(Some(HANDSHAKE_TIMEOUT))
-        .map_err(frame_io(&path))?;
-
-    let hello = Hello {
-        magic: MAGIC.to_owned(),
-        version: PROTOCOL_VERSION,
-        nspace: rv.proc.nspace.clone(),
-        rank: rv.proc.rank,
-        secret: secret.to_vec(),
-        pid: std::process::id(),
-    };
-    let mut out = Vec::with_capacity(256);
-    encode_frame(&hello, &mut out)?;
-    stream.write_all(&out).map_err(frame_io(&path))?;
-
-    let dec = FrameDecoder::default();
-    let mut inbuf = Vec::new();
-    let mut fd = None;
-    let body = read_frame(
-        |buf| crate::job_file::recv_with_fd(&stream, buf, &mut fd),
-        &mut inbuf,
-        &dec,
-        &path,
-    )?;
-    let welcome: Welcome = decode_body(&body)?;
-    let job = match welcome {
-        Welcome::Refused {
-            status,
-            version,
-            reason,
-        } => {
-            if status == Status::ERR_NOT_SUPPORTED && version != PROTOCOL_VERSION {
-                return Err(Error::VersionMismatch {
-                    server: version,
-                    client: PROTOCOL_VERSION,
-                });
-            }
-            return Err(Error::Refused { status, reason });
-        }
-        Welcome::Accepted { version, job } => {
-            if version != PROTOCOL_VERSION {
-                return Err(Error::VersionMismatch {
-                    server: version,
-                    client: PROTOCOL_VERSION,
-                });
-            }
-            job
-        }
-    };
-    let job = match job {
-        WelcomeJob::Inline(image) => JobIn::Image(image),
-        WelcomeJob::Shared { len } => match fd {
-            None => JobIn::Fetch("the welcome came without the job image file".into()),
-            Some(fd) => match crate::job_file::map(fd, len) {
-                Err(e) => JobIn::Fetch(format!("cannot map the job image file: {e}")),
-                Ok(bytes) => JobIn::Image(JobImage::parse(bytes)?),
-            },
-        },
-    };
-    if let JobIn::Image(image) = &job {
-        if *image.nspace() != rv.proc.nspace {
-            return Err(Error::Protocol(format!(
-                "welcome carries the job data of {:?}, not of our namespace {:?}",
-                image.nspace(),
-                rv.proc.nspace
-            )));
-        }
-    }
-    stream.set_read_timeout(None).map_err(frame_io(&path))?;
-
-    let mut reader = FrameReader::new(dec);
-    // Whatever followed the welcome in the same read.
-    reader.extend(&inbuf);
-    Ok((stream, Input::Native(reader), job))
 }
 
 impl Conn {
@@ -399,22 +226,29 @@ impl Conn {
             }
             Server::Openpmix(srv) => {
                 let c = openpmix::connect(&rv.proc, srv)?;
-                let input = Input::Openpmix {
-                    reader: c.reader,
-                    chunk: vec![0; READ_CHUNK].into_boxed_slice(),
-                };
                 let path = srv.uri.clone();
                 (
                     Stream::Tcp(c.stream),
                     Wire::Openpmix(c.session),
-                    input,
+                    Input::openpmix(c.reader),
                     JobIn::Data(c.job),
                     path,
                 )
             }
         };
         let read_half = stream.try_clone().map_err(frame_io(&path))?;
-        let shared = Shared::new(wire, events, stream, read_half, input);
+        let link = Link::Socket {
+            writer: Mutex::new(Writer {
+                stream,
+                buf: Vec::with_capacity(4096),
+            }),
+            read: Mutex::new(ReadSide {
+                stream: read_half,
+                input,
+                outs: Vec::new(),
+            }),
+        };
+        let shared = Shared::new(ClientCore::new(wire), events, link);
         let for_reader = Arc::clone(&shared);
         let handle = thread::Builder::new()
             .name("pmix-client-reader".into())
@@ -431,20 +265,15 @@ impl Conn {
     }
 
     /// The connection of singleton `me`, with no server (`singleton/`), and its job data.
-    /// No reader thread: everything is answered on the caller's thread, or by the private
-    /// server's connection once a spawn started one.
+    /// No socket and no reader thread: everything is answered on the caller's thread, or by
+    /// the private server's connection once a spawn started one.
     pub(crate) fn singleton(me: Proc) -> Result<(Conn, JobIn), Error> {
         let single = Singleton::new(me);
         let job = JobIn::Data(single.job());
-        // Stands for the socket the other wires have; nothing reads or writes it.
-        let (stream, read_half) = UnixStream::pair().map_err(frame_io("singleton"))?;
-        let input = Input::Native(FrameReader::new(FrameDecoder::default()));
         let shared = Shared::new(
-            Wire::Singleton(single),
+            ClientCore::new(Wire::Local),
             Arc::default(),
-            Stream::Unix(stream),
-            Stream::Unix(read_half),
-            input,
+            Link::Singleton(single),
         );
         Ok((
             Conn {
@@ -459,11 +288,14 @@ impl Conn {
     /// itself (a callback dropping the last handle) it only shuts down: the thread ends on
     /// its own once it sees the end of the stream.
     pub(crate) fn close(&self) {
-        if let Wire::Singleton(s) = &self.shared.wire {
-            s.close();
+        self.shared.core.write().handle_close();
+        match &self.shared.link {
+            Link::Singleton(s) => s.close(),
+            Link::Socket { writer, .. } => {
+                let _ = writer.lock().stream.shutdown(Shutdown::Both);
+            }
         }
-        let _ = self.shared.writer.lock().stream.shutdown(Shutdown::Both);
-        self.shared.pending.lock().stop = true;
+        self.shared.control.lock().stop = true;
         self.shared.wake_reader.notify_all();
         let handle = self.reader.lock().take();
         if let Some(h) = handle {
@@ -478,42 +310,39 @@ impl Conn {
 }
 
 impl Shared {
-    fn new(
-        wire: Wire,
-        events: Arc<Events>,
-        stream: Stream,
-        read_half: Stream,
-        input: Input,
-    ) -> Arc<Shared> {
+    fn new(core: ClientCore, events: Arc<Events>, link: Link) -> Arc<Shared> {
         Arc::new(Shared {
-            wire,
-            store: RwLock::new(Store::default()),
+            core: RwLock::new(core),
+            completions: Mutex::new(HashMap::new()),
             events,
-            pending: Mutex::new(Pending {
-                next_id: 0,
-                waiting: HashMap::new(),
-                closed: false,
+            link,
+            control: Mutex::new(Control {
                 handoff: false,
                 stop: false,
+                closed: false,
                 listen: 0,
             }),
             wake_reader: Condvar::new(),
-            writer: Mutex::new(Writer {
-                stream,
-                buf: Vec::with_capacity(4096),
-            }),
-            read: Mutex::new(ReadSide {
-                stream: read_half,
-                input,
-            }),
             reader_id: OnceLock::new(),
             caller_reading: Mutex::new(None),
-            groups: Mutex::default(),
         })
     }
-}
 
-impl Shared {
+    /// The store, for reading (gets run in parallel under it).
+    pub(crate) fn store(&self) -> MappedRwLockReadGuard<'_, Store> {
+        RwLockReadGuard::map(self.core.read(), ClientCore::store)
+    }
+
+    /// The store, for writing.
+    pub(crate) fn store_mut(&self) -> MappedRwLockWriteGuard<'_, Store> {
+        RwLockWriteGuard::map(self.core.write(), ClientCore::store_mut)
+    }
+
+    /// The members of the groups this process constructed, by group id.
+    pub(crate) fn groups(&self) -> MappedRwLockWriteGuard<'_, HashMap<String, Vec<Proc>>> {
+        RwLockWriteGuard::map(self.core.write(), ClientCore::groups_mut)
+    }
+
     /// True on a thread that is reading replies (the reader thread, or a caller while it
     /// reads): completions run there, and a blocking wait would wait for itself.
     pub(crate) fn on_reader_thread(&self) -> bool {
@@ -527,22 +356,22 @@ impl Shared {
     /// A singleton's connection to its private server, once it has one: requests go there,
     /// and so do the questions of who reads.
     fn upstream(&self) -> Option<&Shared> {
-        match &self.wire {
-            Wire::Singleton(s) => s.upstream().map(|c| &*c.shared),
-            _ => None,
+        match &self.link {
+            Link::Singleton(s) => s.upstream().map(|c| &*c.shared),
+            Link::Socket { .. } => None,
         }
     }
 
     /// Starts (`true`) or ends (`false`) one reason to read all the time (an event handler).
     pub(crate) fn listen(&self, on: bool) {
-        let mut p = self.pending.lock();
+        let mut c = self.control.lock();
         if on {
-            p.listen += 1;
-            p.handoff = true;
-            drop(p);
+            c.listen += 1;
+            c.handoff = true;
+            drop(c);
             self.wake_reader.notify_one();
         } else {
-            p.listen = p.listen.saturating_sub(1);
+            c.listen = c.listen.saturating_sub(1);
         }
     }
 
@@ -552,28 +381,76 @@ impl Shared {
         if let Some(up) = self.upstream() {
             return up.kick();
         }
-        self.pending.lock().handoff = true;
+        self.control.lock().handoff = true;
         self.wake_reader.notify_one();
+    }
+
+    /// Hands every whole message already buffered to the core, one at a time, and runs
+    /// what each gives before the next is read (completions and events keep the server's
+    /// order, and none runs under the core's lock).
+    fn dispatch_buffered(&self, rs: &mut ReadSide) -> Result<(), Error> {
+        let ReadSide { input, outs, .. } = rs;
+        while let Some(frame) = input.next_frame()? {
+            let result = {
+                let mut core = self.core.write();
+                let r = core.handle_frame(frame);
+                self.take_outputs(&mut core, outs);
+                r
+            };
+            self.run(outs, true);
+            result?;
+        }
+        Ok(())
+    }
+
+    /// Runs what the core handed out: completions (`catch`: a panicking one is caught, as
+    /// on the reading thread; otherwise it is the caller's own), events.
+    fn run(&self, outs: &mut Vec<Ready>, catch: bool) {
+        for o in outs.drain(..) {
+            match o {
+                Ready::Complete(done, r) if catch => run_completion(done, r),
+                Ready::Complete(done, r) => done(r),
+                Ready::Event(ev) => self.events.deliver(ev),
+                Ready::Lost(me) => self.events.connection_lost(me),
+            }
+        }
+    }
+
+    /// Moves the core's outputs into `outs`, each completion with its closure.
+    fn take_outputs(&self, core: &mut ClientCore, outs: &mut Vec<Ready>) {
+        while let Some(o) = core.poll_output() {
+            outs.push(match o {
+                Output::Complete(id, r) => match self.completions.lock().remove(&id) {
+                    Some(done) => Ready::Complete(done, r),
+                    None => continue,
+                },
+                Output::Event(ev) => Ready::Event(ev),
+                Output::Lost(me) => Ready::Lost(me),
+            });
+        }
     }
 
     /// A blocking caller's turn at reading: reads and dispatches replies on this thread until
     /// `done()` (the caller's reply has been dispatched) or `deadline`, if the reading role is
     /// free.
     pub(crate) fn read_until(&self, done: &dyn Fn() -> bool, deadline: Option<Instant>) -> Turn {
-        if let Wire::Singleton(s) = &self.wire {
+        let read = match &self.link {
+            Link::Socket { read, .. } => read,
             // Answers come on the caller's thread, from another thread (a publish releasing a
             // held lookup, a timer) or from the private server's reader: wait on the channel.
-            return match s.upstream() {
-                Some(up) => up.shared.read_until(done, deadline),
-                None => Turn::Busy,
-            };
-        }
-        let Some(mut rs) = self.read.try_lock() else {
+            Link::Singleton(s) => {
+                return match s.upstream() {
+                    Some(up) => up.shared.read_until(done, deadline),
+                    None => Turn::Busy,
+                };
+            }
+        };
+        let Some(mut rs) = read.try_lock() else {
             return Turn::Busy;
         };
         *self.caller_reading.lock() = Some(thread::current().id());
         let turn = loop {
-            match dispatch_buffered(self, &mut rs) {
+            match self.dispatch_buffered(&mut rs) {
                 Ok(()) => {}
                 Err(e) => break Err(e),
             }
@@ -635,7 +512,7 @@ impl Shared {
             Ok(turn) => {
                 drop(rs);
                 // Others still wait for replies: someone must go on reading.
-                if !self.pending.lock().waiting.is_empty() {
+                if self.core.read().has_pending() {
                     self.kick();
                 }
                 turn
@@ -665,198 +542,127 @@ impl Shared {
     }
 
     fn submit_as(&self, req: Request, done: Completion, whole: bool) -> Option<u32> {
-        if let Wire::Singleton(s) = &self.wire {
-            if self.pending.lock().stop {
-                done(Err(Error::LostConnection));
-                return None;
-            }
-            return s.submit(&self.events, req, done);
-        }
-        let id = {
-            let mut p = self.pending.lock();
-            if p.closed {
-                drop(p);
-                done(Err(Error::LostConnection));
-                return None;
-            }
-            // Ids wrap; skip any still outstanding (the protocol forbids reusing them).
-            let mut id = p.next_id;
-            while p.waiting.contains_key(&id) {
-                id = id.wrapping_add(1);
-            }
-            p.next_id = id.wrapping_add(1);
-            p.waiting.insert(id, Waiter { done, whole });
-            id
-        };
-        match self.send(id, req) {
-            Ok(None) => Some(id),
-            // Complete once sent: nothing will answer it.
-            Ok(Some(reply)) => {
-                self.complete(id, reply);
-                None
-            }
-            Err(e) => {
-                // Taken out before calling: the completion may submit again.
-                let waiter = self.pending.lock().waiting.remove(&id);
-                if let Some(w) = waiter {
-                    (w.done)(Err(e));
+        let writer = match &self.link {
+            Link::Socket { writer, .. } => writer,
+            Link::Singleton(s) => {
+                if self.control.lock().stop {
+                    done(Err(Error::LostConnection));
+                    return None;
                 }
-                None
-            }
-        }
-    }
-
-    /// Writes request `id` as the connection's protocol has it. `Ok(Some(reply))` for a request
-    /// nothing will answer: that is its reply.
-    fn send(&self, id: u32, req: Request) -> Result<Option<Reply>, Error> {
-        let mut w = self.writer.lock();
-        let Writer { stream, buf } = &mut *w;
-        buf.clear();
-        let done = match &self.wire {
-            Wire::Native => {
-                encode_frame(&ClientMsg { id, req }, buf)?;
-                None
-            }
-            Wire::Openpmix(session) => match session.encode(id, req, buf)? {
-                Sent::AwaitReply => None,
-                Sent::Done(reply) => Some(reply),
-            },
-            Wire::Singleton(_) => {
-                return Err(Error::Protocol("a singleton sends nothing".into()));
+                return s.submit(&self.events, req, done);
             }
         };
-        if let Err(e) = stream.write_all(buf) {
-            tracing::warn!("pmix-client: writing to the server failed: {e}");
-            // The reader will see the end of the stream and fail everything outstanding.
-            let _ = stream.shutdown(Shutdown::Both);
-            return Err(Error::LostConnection);
-        }
+        let mut outs = Vec::new();
+        // Held from encoding to writing: requests leave in the order they were submitted.
+        let mut w = writer.lock();
+        let submitted = {
+            let mut core = self.core.write();
+            match core.submit(req, whole) {
+                Ok(s) => {
+                    self.completions.lock().insert(s.id, done);
+                    core.poll_transmit(&mut w.buf);
+                    s
+                }
+                Err(e) => {
+                    drop(core);
+                    drop(w);
+                    done(Err(e));
+                    return None;
+                }
+            }
+        };
+        let id = submitted.id;
+        let Writer { stream, buf } = &mut *w;
+        let written = stream.write_all(buf);
+        buf.clear();
         // Don't let one huge commit pin its buffer for the life of the process.
         if buf.capacity() > 1 << 20 {
             *buf = Vec::with_capacity(4096);
         }
-        Ok(done)
+        if let Err(e) = written {
+            tracing::warn!("pmix-client: writing to the server failed: {e}");
+            // The reader will see the end of the stream and fail everything outstanding.
+            let _ = stream.shutdown(Shutdown::Both);
+            drop(w);
+            {
+                let mut core = self.core.write();
+                core.fail(id, Error::LostConnection);
+                self.take_outputs(&mut core, &mut outs);
+            }
+            self.run(&mut outs, false);
+            return None;
+        }
+        drop(w);
+        if submitted.once_written {
+            // Complete once sent: nothing will answer it.
+            {
+                let mut core = self.core.write();
+                core.handle_written(id);
+                self.take_outputs(&mut core, &mut outs);
+            }
+            self.run(&mut outs, true);
+            return None;
+        }
+        Some(id)
     }
 
     /// Forgets a request the caller stopped waiting for; a late reply is then dropped.
     pub(crate) fn cancel(&self, id: u32) {
-        if let Wire::Singleton(s) = &self.wire {
+        if let Link::Singleton(s) = &self.link {
             return s.cancel(id);
         }
         // Dropped outside the lock: the closure may own the last handle of the client.
-        let waiter = self.pending.lock().waiting.remove(&id);
+        let waiter = {
+            let mut core = self.core.write();
+            core.cancel(id);
+            self.completions.lock().remove(&id)
+        };
         drop(waiter);
     }
 
-    /// Takes in the data a reply carries (fence collection, a Get's process data and job
-    /// data, a connect's), so the next Get of it is local. Failure replies count too: the
-    /// server ships a namespace's job data once, possibly with a not-found. Consumes the
-    /// payload: the callers that need it afterwards clone first.
+    /// Takes in the data a reply carries ([`ClientCore::ingest`]).
     pub(crate) fn ingest(&self, reply: Reply) {
-        match reply.body {
-            ReplyBody::Fence { data } if !data.is_empty() => {
-                self.store.write().insert_proc_kvs(data);
-            }
-            ReplyBody::Get { data, jobs } => {
-                if data.is_empty() && jobs.is_empty() {
-                    return;
-                }
-                let mut st = self.store.write();
-                for image in jobs {
-                    st.insert_image(image);
-                }
-                st.insert_proc_kvs(data);
-            }
-            ReplyBody::Connect { jobs, data } => {
-                if data.is_empty() && jobs.is_empty() {
-                    return;
-                }
-                let mut st = self.store.write();
-                for job in jobs {
-                    st.insert_job(job);
-                }
-                st.insert_proc_kvs(data);
-            }
-            _ => {}
-        }
-    }
-
-    /// Takes in a collecting fence's data still encoded (docs/ARCHITECTURE.md, `pmix-client`),
-    /// then completes the fence with a reply that no longer carries it. A caller that wants the
-    /// reply as sent has it decoded whole instead: `false` then, and nothing is done here.
-    ///
-    /// The data is taken even if nobody waits any more (a fence given up on): the server
-    /// counts it as delivered and will not send it again.
-    ///
-    /// `owner`, when given, holds the frame `f` was found in: the data is kept as a slice of
-    /// it rather than copied.
-    fn complete_fence(&self, f: &FenceReplyRef<'_>, owner: Option<&Bytes>) -> Result<bool, Error> {
-        if self
-            .pending
-            .lock()
-            .waiting
-            .get(&f.id)
-            .is_some_and(|w| w.whole)
-        {
-            return Ok(false);
-        }
-        if !f.procs.is_empty() {
-            self.store
-                .write()
-                .insert_fence(f, owner)
-                .map_err(|e| Error::Protocol(format!("fence reply: {e}")))?;
-        }
-        self.complete(
-            f.id,
-            Reply {
-                status: f.status,
-                body: ReplyBody::Fence { data: Vec::new() },
-            },
-        );
-        Ok(true)
-    }
-
-    fn complete(&self, id: u32, reply: Reply) {
-        let waiter = self.pending.lock().waiting.remove(&id);
-        match waiter {
-            Some(w) => run_completion(w.done, Ok(reply)),
-            None => tracing::debug!("pmix-client: reply to unknown or cancelled request {id}"),
-        }
-    }
-
-    /// Fails one request whose answer could not be read.
-    fn fail(&self, id: u32, e: Error) {
-        tracing::warn!("pmix-client: {e}");
-        let waiter = self.pending.lock().waiting.remove(&id);
-        if let Some(w) = waiter {
-            run_completion(w.done, Err(e));
-        }
+        self.core.write().ingest(reply);
     }
 
     /// The connection is gone: fail everything outstanding, and everything later.
     fn fail_all(&self) {
-        let (waiting, lost): (Vec<Completion>, bool) = {
-            let mut p = self.pending.lock();
-            // Lost, rather than closed by this side, and noticed for the first time.
-            let lost = !p.closed && !p.stop;
-            p.closed = true;
-            (p.waiting.drain().map(|(_, w)| w.done).collect(), lost)
-        };
+        let mut outs = Vec::new();
+        {
+            let mut core = self.core.write();
+            core.handle_lost();
+            self.take_outputs(&mut core, &mut outs);
+        }
+        self.control.lock().closed = true;
         self.wake_reader.notify_all();
-        for done in waiting {
-            run_completion(done, Err(Error::LostConnection));
+        self.run(&mut outs, true);
+    }
+
+    /// Answers a Get from the store if the rules of docs/PROTOCOL.md allow it
+    /// ([`ClientCore::resolve_get`]), under the core's read lock; fence data still encoded
+    /// is decoded first, under its write lock.
+    pub(crate) fn resolve_get(
+        &self,
+        me: &Proc,
+        proc: &Proc,
+        key: Option<&str>,
+        d: &GetDirectives<'_>,
+    ) -> Local {
+        if let Some(answer) = self.core.read().resolve_get(me, proc, key, d, false) {
+            return answer;
         }
-        if lost {
-            let me = self.store.read().me().cloned();
-            if let Some(me) = me {
-                self.events.connection_lost(me);
-            }
+        if let Err(e) = self.core.write().unpack(proc) {
+            return Local::Done(Err(Error::Protocol(format!(
+                "fence data of {proc} does not decode: {e}"
+            ))));
         }
+        let answer = self.core.read().resolve_get(me, proc, key, d, true);
+        answer.unwrap_or(Local::AskServer)
     }
 
     /// True when the job data of `proc`'s namespace is here.
-    pub(crate) fn has_job(&self, proc: &pmix_types::Proc) -> bool {
-        self.store.read().has_job(proc.nspace.as_str())
+    pub(crate) fn has_job(&self, proc: &Proc) -> bool {
+        self.core.read().has_job(proc)
     }
 
     /// True once the connection is known to be gone.
@@ -864,7 +670,7 @@ impl Shared {
         if let Some(up) = self.upstream() {
             return up.is_closed();
         }
-        self.pending.lock().closed
+        self.core.read().is_closed()
     }
 }
 
@@ -878,25 +684,29 @@ fn run_completion(done: Completion, result: Result<Reply, Error>) {
 
 /// The reader thread: sleeps until asked to read, then reads until nothing is outstanding.
 fn reader_loop(shared: &Shared) {
+    let Link::Socket { read, .. } = &shared.link else {
+        return;
+    };
     loop {
         {
-            let mut p = shared.pending.lock();
-            while !(p.handoff || p.stop || p.closed || p.listen > 0) {
-                shared.wake_reader.wait(&mut p);
+            let mut c = shared.control.lock();
+            while !(c.handoff || c.stop || c.closed || c.listen > 0) {
+                shared.wake_reader.wait(&mut c);
             }
-            if p.stop || p.closed {
+            if c.stop || c.closed {
                 return;
             }
-            p.handoff = false;
+            c.handoff = false;
         }
-        let mut rs = shared.read.lock();
+        let mut rs = read.lock();
         let result = loop {
-            if let Err(e) = dispatch_buffered(shared, &mut rs) {
+            if let Err(e) = shared.dispatch_buffered(&mut rs) {
                 break Err(e);
             }
             {
-                let p = shared.pending.lock();
-                if (p.waiting.is_empty() && p.listen == 0) || p.stop {
+                let idle = !shared.core.read().has_pending();
+                let c = shared.control.lock();
+                if (idle && c.listen == 0) || c.stop {
                     break Ok(());
                 }
             }
@@ -915,14 +725,14 @@ fn reader_loop(shared: &Shared) {
             Ok(()) => {
                 drop(rs);
                 // A blocking caller may have found the role taken just before it was given up.
-                let p = shared.pending.lock();
-                if !p.waiting.is_empty() && !p.stop {
-                    drop(p);
-                    shared.pending.lock().handoff = true;
+                let waiting = shared.core.read().has_pending();
+                let mut c = shared.control.lock();
+                if waiting && !c.stop {
+                    c.handoff = true;
                 }
             }
             Err(e) => {
-                if shared.pending.lock().stop {
+                if shared.control.lock().stop {
                     tracing::debug!("pmix-client: connection closed");
                 } else {
                     tracing::warn!("pmix-client: connection to the server lost: {e}");
@@ -936,84 +746,9 @@ fn reader_loop(shared: &Shared) {
     }
 }
 
-/// Dispatches every whole frame (or message) already buffered.
-fn dispatch_buffered(shared: &Shared, rs: &mut ReadSide) -> Result<(), Error> {
-    match (&mut rs.input, &shared.wire) {
-        (Input::Native(reader), Wire::Native) => dispatch_native(shared, reader),
-        (Input::Openpmix { reader, .. }, Wire::Openpmix(session)) => {
-            dispatch_openpmix(shared, session, reader)
-        }
-        (_, Wire::Singleton(_)) => Ok(()),
-        _ => Err(Error::Protocol(
-            "the reader and the writer speak different protocols".into(),
-        )),
-    }
-}
-
-/// Dispatches every OpenPMIx message already buffered: answers complete their requests (one
-/// that does not decode fails its request alone; the framing is intact), events go to the
-/// handlers.
-fn dispatch_openpmix(
-    shared: &Shared,
-    session: &Session,
-    reader: &mut MsgReader,
-) -> Result<(), Error> {
-    while let Some(m) = reader.next_message()? {
-        let Incoming::Message { header, payload } = m else {
-            return Err(Error::Protocol(
-                "a handshake message from the server".into(),
-            ));
-        };
-        if let Some((id, reply)) = session.take(header.tag, payload, |ev| {
-            shared.events.deliver(ev);
-        }) {
-            match reply {
-                Ok(reply) => shared.complete(id, reply),
-                Err(e) => shared.fail(id, e),
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Frames at least this large are taken from the reader whole, without a copy (a collecting
-/// fence's data is then kept in the very buffer it was read into).
-const LARGE_FRAME: usize = 1 << 20;
-
-/// Dispatches every whole native frame already buffered.
-fn dispatch_native(shared: &Shared, reader: &mut FrameReader) -> Result<(), Error> {
-    loop {
-        if let Some((buf, body)) = reader.take_large_frame(LARGE_FRAME)? {
-            let frame = Bytes::from(buf);
-            dispatch_frame(shared, &frame[body], Some(&frame))?;
-            continue;
-        }
-        let Some(body) = reader.next_frame()? else {
-            return Ok(());
-        };
-        dispatch_frame(shared, body, None)?;
-    }
-}
-
-/// Dispatches one native frame's `body`; `owner`, when given, holds it.
-fn dispatch_frame(shared: &Shared, body: &[u8], owner: Option<&Bytes>) -> Result<(), Error> {
-    if let Some(f) = peek_fence_reply(body) {
-        if shared.complete_fence(&f, owner)? {
-            return Ok(());
-        }
-    }
-    let msg: ServerMsg = decode_body(body)?;
-    match msg {
-        ServerMsg::Reply { id, reply } => shared.complete(id, reply),
-        ServerMsg::Event(ev) => shared.events.deliver(ev),
-        other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
-    }
-    Ok(())
-}
-
 /// Reads what the socket has (blocking until something comes). `Ok(false)`: end of stream.
 fn fill(rs: &mut ReadSide) -> io::Result<bool> {
-    let ReadSide { stream, input } = rs;
+    let ReadSide { stream, input, .. } = rs;
     loop {
         match input.read_from(stream) {
             Ok(0) => {
@@ -1053,7 +788,7 @@ impl Read for DontWait<'_> {
 /// Looks for data for up to [`SPIN`], yielding the CPU between looks. `Ok(None)`: nothing
 /// came; `Ok(Some(false))`: end of stream.
 fn spin_fill(rs: &mut ReadSide) -> io::Result<Option<bool>> {
-    let ReadSide { stream, input } = rs;
+    let ReadSide { stream, input, .. } = rs;
     let start = Instant::now();
     loop {
         match input.read_from(&mut DontWait(stream)) {

@@ -313,8 +313,7 @@ impl Client {
         let at_home = node.is_none() || node == here.as_deref();
         let ask = |c: &Client| {
             c.shared()
-                .store
-                .read()
+                .store()
                 .ranks_on(nspace.as_str(), host, at_home)
                 .map_err(Error::Protocol)
         };
@@ -342,8 +341,7 @@ impl Client {
         let here = self.hostname();
         let ask = |c: &Client| {
             c.shared()
-                .store
-                .read()
+                .store()
                 .nodes_of(nspace.as_str(), here.as_deref())
         };
         match ask(self) {
@@ -359,8 +357,7 @@ impl Client {
     fn hostname(&self) -> Option<String> {
         let me = self.proc();
         self.shared()
-            .store
-            .read()
+            .store()
             .hostname_of(me.nspace.as_str(), me.rank)
     }
 

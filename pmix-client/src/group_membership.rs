@@ -199,8 +199,7 @@ impl Client {
             vec![Info::attr(attr::GROUP_MEMBERSHIP, proc_array(&members)?)],
         )?;
         self.shared()
-            .groups
-            .lock()
+            .groups()
             .insert(grp.to_owned(), members.clone());
         Ok(Group {
             members,
@@ -269,8 +268,7 @@ impl Client {
                     members.sort();
                     members.dedup();
                     self.shared()
-                        .groups
-                        .lock()
+                        .groups()
                         .insert(grp.to_owned(), members.clone());
                     return Ok(Some(Group {
                         members,
@@ -300,7 +298,7 @@ impl Client {
                 on_status(done),
             )
         })?;
-        self.shared().groups.lock().remove(grp);
+        self.shared().groups().remove(grp);
         Ok(())
     }
 }

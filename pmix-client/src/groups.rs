@@ -89,7 +89,7 @@ impl Client {
                             context_id,
                         },
                     ) => {
-                        shared.groups.lock().insert(id, members.clone());
+                        shared.groups().insert(id, members.clone());
                         Ok(Group {
                             members,
                             context_id,
@@ -113,7 +113,7 @@ impl Client {
         if grp.is_empty() {
             return Err(Error::BadParam("a group needs an id".into()));
         }
-        let Some(procs) = self.shared().groups.lock().get(grp).cloned() else {
+        let Some(procs) = self.shared().groups().get(grp).cloned() else {
             return Err(Error::from_status(Status::ERR_NOT_FOUND));
         };
         blocking(self.shared(), timeout_of(info), |done| {
@@ -126,7 +126,7 @@ impl Client {
                 on_status(done),
             )
         })?;
-        self.shared().groups.lock().remove(grp);
+        self.shared().groups().remove(grp);
         Ok(())
     }
 }

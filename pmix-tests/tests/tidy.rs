@@ -105,12 +105,27 @@ fn sans_io_cores_do_no_io() {
         root().join("pmix-tree/src/core.rs"),
         root().join("pmix-tree/src/topology.rs"),
         root().join("pmix-tree/src/msg.rs"),
+        // The client's core: pending requests, wire personalities, dispatch; and the store it
+        // owns (with its fence index). Its driver is pmix-client/src/conn.rs.
+        root().join("pmix-client/src/core"),
+        root().join("pmix-client/src/store.rs"),
+        root().join("pmix-client/src/fence_data.rs"),
+    ];
+    // The client's core is also free of locks: its driver holds it under one.
+    let lock_free = root().join("pmix-client/src/core");
+    let locks = [
+        "parking_lot",
+        "Mutex",
+        "RwLock",
+        "Condvar",
+        "std::sync::atomic",
     ];
     // The one front-end part that is I/O by design: it writes the shared-memory segments
     // libpmix clients read (the ds21 store).
     let exempt = root().join("pmix-server/src/frontend/openpmix/ds21");
     let mut checked = 0;
     let mut exempted = 0;
+    let mut client_core = 0;
     for dir in cores {
         let files = if dir.is_file() {
             vec![dir]
@@ -137,11 +152,25 @@ fn sans_io_cores_do_no_io() {
                     file.display()
                 );
             }
+            if file.starts_with(&lock_free) {
+                client_core += 1;
+                for f in locks {
+                    assert!(
+                        !code.contains(f),
+                        "{} uses `{f}`, but the client's core takes no lock",
+                        file.display()
+                    );
+                }
+            }
         }
     }
     assert!(
         checked >= 5,
         "found only {checked} core files: did the layout change?"
+    );
+    assert!(
+        client_core >= 3,
+        "found only {client_core} files of the client's core: did it move?"
     );
     assert!(
         exempted > 0,

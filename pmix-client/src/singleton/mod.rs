@@ -1,7 +1,7 @@
 //! A singleton: a process started with no PMIx server in its environment, which is then a
 //! job of its own, as under OpenPMIx and MPICH (see `docs/ARCHITECTURE.md`, `pmix-client`).
 //!
-//! [`Singleton`] is the connection's [`Wire`](crate::conn) when there is no server: it answers
+//! [`Singleton`] is how the connection (`crate::conn`) sends when there is no server: it answers
 //! every request in the process, at once, on the caller's thread. What one process can do
 //! alone works (commit, fences and connects over itself, its own names, event registrations);
 //! what needs other processes fails with `ERR_UNREACH`, the status OpenPMIx gives when its
@@ -300,7 +300,7 @@ impl Singleton {
         }
         let (server, rv) = PrivateServer::start(&self.me)?;
         let (conn, _job) = Conn::open_with_events(&rv, Arc::clone(events))?;
-        conn.shared.store.write().set_me(self.me.clone());
+        conn.shared.store_mut().set_me(self.me.clone());
         // Events come whenever the server sends them: read all the time.
         conn.shared.listen(true);
         // Under the state's lock until the connection is in place, so that no other thread's

@@ -23,7 +23,7 @@ use pmix_wire::{
 };
 
 use crate::Error;
-use crate::openpmix::{Answer, Context, Outbound};
+use crate::core::openpmix::{Answer, Context, Outbound};
 
 /// A connected server, and the names the handshake gave.
 pub(crate) struct Link {
@@ -70,7 +70,7 @@ fn openpmix_unsolicited(tag: u32, payload: &[u8], dialect: Dialect) -> Option<Un
                 data: c.data,
             }))
         }
-        pmix_wire::openpmix::TAG_NOTIFY => crate::openpmix::event(payload, dialect)
+        pmix_wire::openpmix::TAG_NOTIFY => crate::core::openpmix::event(payload, dialect)
             .ok()
             .map(Unsolicited::Event),
         _ => None,
@@ -250,12 +250,14 @@ impl Link {
                     }
                 }
             }
-            Wire::Openpmix { cx, uid, .. } => match crate::openpmix::outbound(req, &cx.me, *uid) {
-                Outbound::Send(r, answer) => self.exchange_openpmix(r, Some(answer)),
-                Outbound::Unanswered(_) | Outbound::Unsupported(_) => Err(Error::NotSupported(
-                    "a tool's request the OpenPMIx server has no answer for".into(),
-                )),
-            },
+            Wire::Openpmix { cx, uid, .. } => {
+                match crate::core::openpmix::outbound(req, &cx.me, *uid) {
+                    Outbound::Send(r, answer) => self.exchange_openpmix(r, Some(answer)),
+                    Outbound::Unanswered(_) | Outbound::Unsupported(_) => Err(Error::NotSupported(
+                        "a tool's request the OpenPMIx server has no answer for".into(),
+                    )),
+                }
+            }
         }
     }
 
@@ -299,7 +301,7 @@ impl Link {
                         continue;
                     }
                     return match answer {
-                        Some(a) => Ok(crate::openpmix::inbound(cmd, a, payload, cx)?),
+                        Some(a) => Ok(crate::core::openpmix::inbound(cmd, a, payload, cx)?),
                         None => Ok(Reply::status(Status::SUCCESS)),
                     };
                 }

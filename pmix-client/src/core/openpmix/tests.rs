@@ -64,16 +64,11 @@ fn cx(dialect: Dialect) -> Context {
     }
 }
 
-/// A session as [`connect`] leaves it after the job data request (tag 101).
+/// A session as `crate::openpmix::connect` leaves it after the job data request (tag 101).
 fn session(dialect: Dialect) -> Session {
-    let mut tags = Tags::new();
-    assert_eq!(tags.fresh(), 101);
-    Session {
-        cx: cx(dialect),
-        uid: 1000,
-        pindex: 0,
-        tags: Mutex::new(tags),
-    }
+    let mut s = Session::new(cx(dialect), 1000, 0);
+    assert_eq!(s.fresh_tag(), 101);
+    s
 }
 
 fn find<'a>(infos: &'a [Info], k: &str) -> Option<&'a Value> {
@@ -139,7 +134,7 @@ fn the_real_servers_job_data_becomes_job_data() {
 }
 
 fn hostname_of(job: &JobData) -> Option<&str> {
-    super::hostname_of(job, Rank(1))
+    crate::openpmix::hostname_of(job, Rank(1))
 }
 
 fn array(k: &str, infos: Vec<Info>) -> Kval {
@@ -301,7 +296,7 @@ fn a_rank_blob_that_is_not_bytes_or_does_not_decode_is_an_error() {
 // ---- requests ---------------------------------------------------------------------------
 
 /// What the session writes for native request `req`: (tag, payload).
-fn written(s: &Session, id: u32, req: Request) -> (u32, Vec<u8>, Sent) {
+fn written(s: &mut Session, id: u32, req: Request) -> (u32, Vec<u8>, Sent) {
     let mut out = Vec::new();
     let sent = s.encode(id, req, &mut out).unwrap();
     let header: [u8; 16] = out[..16].try_into().unwrap();
@@ -314,7 +309,7 @@ fn written(s: &Session, id: u32, req: Request) -> (u32, Vec<u8>, Sent) {
 #[test]
 fn requests_are_what_libpmix_sends() {
     // Rank 1's session of cap2, request by request, byte for byte.
-    let s = session(Dialect::V41);
+    let mut s = session(Dialect::V41);
     let commit = Request::Commit {
         kvs: vec![Kv {
             scope: Scope::GLOBAL,
@@ -322,7 +317,7 @@ fn requests_are_what_libpmix_sends() {
             value: Value::String("hello-from-1".into()),
         }],
     };
-    let (tag, payload, _) = written(&s, 7, commit);
+    let (tag, payload, _) = written(&mut s, 7, commit);
     assert_eq!(tag, 102);
     assert_eq!(
         payload,
@@ -335,7 +330,7 @@ fn requests_are_what_libpmix_sends() {
         procs: vec![],
         info: vec![Info::attr(attr::COLLECT_DATA, true)],
     };
-    let (tag, payload, _) = written(&s, 8, fence);
+    let (tag, payload, _) = written(&mut s, 8, fence);
     assert_eq!(tag, 103);
     assert_eq!(
         payload,
@@ -346,7 +341,7 @@ fn requests_are_what_libpmix_sends() {
         key: Some(key("wire.test")),
         info: vec![],
     };
-    let (tag, payload, _) = written(&s, 9, get);
+    let (tag, payload, _) = written(&mut s, 9, get);
     assert_eq!(tag, 104);
     assert_eq!(
         payload,
@@ -357,14 +352,14 @@ fn requests_are_what_libpmix_sends() {
         info: vec![],
     };
     assert_eq!(
-        written(&s, 10, barrier).1,
+        written(&mut s, 10, barrier).1,
         hex("020302010210746573746a6f6200feffffff0f0200")
     );
-    let (tag, payload, _) = written(&s, 11, Request::Finalize { info: vec![] });
+    let (tag, payload, _) = written(&mut s, 11, Request::Finalize { info: vec![] });
     assert_eq!((tag, payload), (106, hex("0205")));
     // Each tag maps back to its request.
     let waiting: Vec<(u32, u32)> = {
-        let t = s.tags.lock();
+        let t = s.tags;
         let mut v: Vec<_> = t.waiting.iter().map(|(t, w)| (*t, w.id)).collect();
         v.sort_unstable();
         v
@@ -648,9 +643,9 @@ fn every_native_request_has_its_openpmix_request() {
 
 #[test]
 fn deregistration_is_complete_once_sent() {
-    let s = session(Dialect::V41);
+    let mut s = session(Dialect::V41);
     let (tag, payload, sent) = written(
-        &s,
+        &mut s,
         3,
         Request::DeregisterEvents {
             codes: vec![Status(-101)],
@@ -666,8 +661,11 @@ fn deregistration_is_complete_once_sent() {
         })
     ));
     // Nothing waits for an answer; the next request takes the next tag.
-    assert!(s.tags.lock().waiting.is_empty());
-    assert_eq!(written(&s, 4, Request::Finalize { info: vec![] }).0, 103);
+    assert!(s.tags.waiting.is_empty());
+    assert_eq!(
+        written(&mut s, 4, Request::Finalize { info: vec![] }).0,
+        103
+    );
 }
 
 #[test]
@@ -690,7 +688,7 @@ fn tags_wrap_past_the_reserved_ones_and_skip_those_in_use() {
 
 /// Encodes `reply` as the server would, then reads it as the session does for the request
 /// of id 5 sent as `req`.
-fn answered(s: &Session, req: Request, reply: &OpenpmixReply) -> Result<Reply, Error> {
+fn answered(s: &mut Session, req: Request, reply: &OpenpmixReply) -> Result<Reply, Error> {
     let (tag, _, _) = written(s, 5, req);
     let mut msg = Vec::new();
     encode_message_with(&mut msg, 0, tag, |o| reply.encode(s.cx.dialect, o)).unwrap();
@@ -701,13 +699,13 @@ fn answered(s: &Session, req: Request, reply: &OpenpmixReply) -> Result<Reply, E
 
 #[test]
 fn the_real_servers_get_answer_is_cached_whole() {
-    let s = session(Dialect::V41);
+    let mut s = session(Dialect::V41);
     let req = Request::Get {
         proc: Proc::new(ns("testjob"), 0),
         key: Some(key("wire.test")),
         info: vec![],
     };
-    let (tag, _, _) = written(&s, 5, req);
+    let (tag, _, _) = written(&mut s, 5, req);
     let payload =
         hex("020002260210746573746a6f6200000214776972652e7465737400031a68656c6c6f2d66726f6d2d3000");
     let (id, reply) = s.take(tag, &payload, |_| panic!("no event")).unwrap();
@@ -734,7 +732,7 @@ fn the_real_servers_get_answer_is_cached_whole() {
 
 #[test]
 fn another_namespaces_data_brings_its_job_data() {
-    let s = session(Dialect::V41);
+    let mut s = session(Dialect::V41);
     let target = Proc::new(ns("other"), 2);
     let job = two_node_job(Dialect::V41);
     let answer = OpenpmixReply::Get {
@@ -759,7 +757,7 @@ fn another_namespaces_data_brings_its_job_data() {
         key: Some(key("svc.addr")),
         info: vec![],
     };
-    let reply = answered(&s, req, &answer).unwrap();
+    let reply = answered(&mut s, req, &answer).unwrap();
     let ReplyBody::Get { data, jobs } = reply.body else {
         panic!("not a get answer");
     };
@@ -785,7 +783,7 @@ fn another_namespaces_data_brings_its_job_data() {
 
 #[test]
 fn a_status_alone_answers_anything() {
-    let s = session(Dialect::V41);
+    let mut s = session(Dialect::V41);
     let refused = OpenpmixReply::Status(Status::ERR_NOT_SUPPORTED);
     let reqs = [
         Request::Get {
@@ -809,17 +807,17 @@ fn a_status_alone_answers_anything() {
         Request::Commit { kvs: vec![] },
     ];
     for req in reqs {
-        let r = answered(&s, req.clone(), &refused).unwrap();
+        let r = answered(&mut s, req.clone(), &refused).unwrap();
         assert_eq!(r.status, Status::ERR_NOT_SUPPORTED, "{req:?}");
     }
 }
 
 #[test]
 fn answers_become_native_replies() {
-    let s = session(Dialect::new(Codec::V3, BufferType::FullyDesc));
+    let mut s = session(Dialect::new(Codec::V3, BufferType::FullyDesc));
     // Fence: the collection is empty, whatever was asked.
     let r = answered(
-        &s,
+        &mut s,
         Request::Fence {
             procs: vec![],
             info: vec![Info::attr(attr::COLLECT_DATA, true)],
@@ -840,7 +838,7 @@ fn answers_become_native_replies() {
         value: Value::String("addr".into()),
     }];
     let r = answered(
-        &s,
+        &mut s,
         Request::Lookup {
             keys: vec![key("svc")],
             info: vec![],
@@ -857,7 +855,7 @@ fn answers_become_native_replies() {
         apps: vec![],
     };
     let r = answered(
-        &s,
+        &mut s,
         spawn.clone(),
         &OpenpmixReply::Spawn {
             status: Status::SUCCESS,
@@ -874,7 +872,7 @@ fn answers_become_native_replies() {
     );
     // A success naming no namespace stays one: the caller calls it a protocol error.
     let r = answered(
-        &s,
+        &mut s,
         spawn,
         &OpenpmixReply::Spawn {
             status: Status::SUCCESS,
@@ -884,15 +882,16 @@ fn answers_become_native_replies() {
     )
     .unwrap();
     assert_eq!(r.body, ReplyBody::None);
+    let job = two_node_job(s.cx.dialect);
     let r = answered(
-        &s,
+        &mut s,
         Request::Connect {
             procs: vec![Proc::new(ns("other"), Rank::WILDCARD)],
             info: vec![],
         },
         &OpenpmixReply::Connect {
             status: Status::SUCCESS,
-            jobs: vec![two_node_job(s.cx.dialect)],
+            jobs: vec![job],
         },
     )
     .unwrap();
@@ -904,7 +903,7 @@ fn answers_become_native_replies() {
     assert_eq!(jobs[0].procs.len(), 4);
     let results = vec![Info::new(key("pmix.qry.nspaces"), "a,b")];
     let r = answered(
-        &s,
+        &mut s,
         Request::Query { queries: vec![] },
         &OpenpmixReply::Info {
             status: Status::SUCCESS,
@@ -917,8 +916,8 @@ fn answers_become_native_replies() {
 
 #[test]
 fn an_answer_that_does_not_decode_fails_its_request_alone() {
-    let s = session(Dialect::V41);
-    let (tag, _, _) = written(&s, 9, Request::Commit { kvs: vec![] });
+    let mut s = session(Dialect::V41);
+    let (tag, _, _) = written(&mut s, 9, Request::Commit { kvs: vec![] });
     let (id, r) = s.take(tag, &[0xff, 0xff], |_| {}).unwrap();
     assert_eq!(id, 9);
     assert!(matches!(r, Err(Error::Protocol(_))), "{r:?}");
@@ -926,7 +925,7 @@ fn an_answer_that_does_not_decode_fails_its_request_alone() {
 
 #[test]
 fn notifications_become_events() {
-    let s = session(Dialect::V41);
+    let mut s = session(Dialect::V41);
     let n = Notification {
         status: Status::ERR_PROC_TERM_WO_SYNC,
         source: Proc::new(ns("pmix-server"), 0),

@@ -1,0 +1,151 @@
+//! Get resolution: what the store answers on the caller's thread and when the server must be
+//! asked, by the rules of `docs/PROTOCOL.md` (see [`crate::Client::get`]).
+
+use std::time::Duration;
+
+use pmix_types::{DataArray, Info, Proc, Rank, Scope, Value, attr, is_reserved_key};
+
+use super::ClientCore;
+use crate::Error;
+use crate::call::timeout_of;
+use crate::store::{LevelSel, Lookup, Qualifiers, Store};
+
+/// The directives of a Get that the client acts on; the server receives all of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct GetDirectives<'a> {
+    pub(crate) optional: bool,
+    /// `GET_REFRESH_CACHE`: another process's put data is asked of the server even when
+    /// cached.
+    pub(crate) refresh: bool,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) q: Qualifiers<'a>,
+}
+
+fn bool_directive(info: &Info) -> bool {
+    info.flag().unwrap_or(false)
+}
+
+impl<'a> GetDirectives<'a> {
+    pub(crate) fn parse(info: &'a [Info]) -> Result<Self, Error> {
+        let mut d = GetDirectives {
+            timeout: timeout_of(info),
+            ..GetDirectives::default()
+        };
+        for i in info {
+            match i.key.as_str() {
+                attr::OPTIONAL => d.optional = bool_directive(i),
+                attr::GET_REFRESH_CACHE => d.refresh = bool_directive(i),
+                attr::DATA_SCOPE => {
+                    let s = match i.value {
+                        Value::Scope(s) => s,
+                        ref v => v
+                            .as_u32()
+                            .and_then(|n| u8::try_from(n).ok())
+                            .map(Scope)
+                            .ok_or_else(|| {
+                                Error::BadParam(format!("{} must be a scope", attr::DATA_SCOPE))
+                            })?,
+                    };
+                    d.q.scope = Some(s);
+                }
+                attr::SESSION_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Session),
+                attr::JOB_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Job),
+                attr::APP_INFO if bool_directive(i) => d.q.level = Some(LevelSel::App),
+                attr::NODE_INFO if bool_directive(i) => d.q.level = Some(LevelSel::Node),
+                attr::APPNUM => d.q.appnum = i.value.as_u32(),
+                attr::NODEID => d.q.nodeid = i.value.as_u32(),
+                attr::HOSTNAME => d.q.hostname = i.value.as_str(),
+                _ => {}
+            }
+        }
+        Ok(d)
+    }
+}
+
+/// What the local store says about a Get.
+pub(crate) enum Local {
+    Done(Result<Value, Error>),
+    AskServer,
+}
+
+pub(crate) fn not_found(proc: &Proc, key: Option<&str>) -> Error {
+    Error::NotFound {
+        proc: proc.to_string(),
+        key: key.unwrap_or("*").to_owned(),
+    }
+}
+
+impl ClientCore {
+    /// Answers a Get from the store if the rules of docs/PROTOCOL.md allow it. `None`: put
+    /// data a collecting fence brought of `proc` is still encoded; decode it
+    /// ([`ClientCore::unpack`]) and ask again with `unpacked`.
+    pub(crate) fn resolve_get(
+        &self,
+        me: &Proc,
+        proc: &Proc,
+        key: Option<&str>,
+        d: &GetDirectives<'_>,
+        unpacked: bool,
+    ) -> Option<Local> {
+        // What another process put may have changed since it was cached; job data does not.
+        let put_data = proc.rank != Rank::WILDCARD && key.is_none_or(|k| !is_reserved_key(k));
+        if d.refresh && put_data && proc != me {
+            return Some(Local::AskServer);
+        }
+        // Put data a collecting fence brought of `proc` is decoded when first asked for.
+        if !unpacked && self.store.has_packed(proc) && key.is_none_or(|k| !is_reserved_key(k)) {
+            return None;
+        }
+        Some(from_store(&self.store, me, proc, key, d))
+    }
+
+    /// Decodes the put data a collecting fence brought of `proc`.
+    pub(crate) fn unpack(&mut self, proc: &Proc) -> Result<(), pmix_wire::Error> {
+        self.store.unpack(proc)
+    }
+}
+
+/// What the store says, its fence data of `proc` decoded.
+fn from_store(
+    store: &Store,
+    me: &Proc,
+    proc: &Proc,
+    key: Option<&str>,
+    d: &GetDirectives<'_>,
+) -> Local {
+    let Some(key) = key else {
+        let mine = proc == me;
+        return match store.all_data(proc, d.q.scope, mine) {
+            Some(infos) => Local::Done(Ok(Value::from(DataArray::from_infos(infos)))),
+            None if d.optional => Local::Done(Err(not_found(proc, None))),
+            None => Local::AskServer,
+        };
+    };
+    let ns = proc.nspace.as_str();
+    if is_reserved_key(key) {
+        let own_rank = (ns == me.nspace.as_str()).then_some(me.rank);
+        return match store.get_reserved(ns, proc.rank, key, &d.q, own_rank) {
+            Lookup::Found(v) => Local::Done(Ok(v)),
+            Lookup::Missing => Local::Done(Err(not_found(proc, Some(key)))),
+            Lookup::Unknown if d.optional => Local::Done(Err(not_found(proc, Some(key)))),
+            Lookup::Unknown => Local::AskServer,
+        };
+    }
+    if proc.rank == Rank::WILDCARD {
+        // Put data belongs to a process; the only non-reserved keys a namespace has are
+        // whatever the host registered at the job level.
+        return Local::Done(
+            store
+                .get_job_user_key(ns, key)
+                .ok_or_else(|| not_found(proc, Some(key))),
+        );
+    }
+    if let Some(v) = store.get_data(proc, key, d.q.scope) {
+        return Local::Done(Ok(v));
+    }
+    if proc == me || d.optional {
+        // Everything this process put is here, committed or not.
+        return Local::Done(Err(not_found(proc, Some(key))));
+    }
+    Local::AskServer
+}
