@@ -122,12 +122,13 @@ impl FrameReader {
             self.end -= self.start;
             self.start = 0;
         }
-        if self.buf.len() - self.end < n {
-            self.buf.resize(self.end + n, 0);
-        }
-        // A big frame's buffer does not stay forever once it is consumed.
+        // A big frame's buffer does not stay forever once it is consumed (given up before
+        // growing, so that room asked for now is kept).
         if self.end == 0 && self.buf.len() > 4 * READ_ROOM {
             self.buf = vec![0; READ_ROOM];
+        }
+        if self.buf.len() - self.end < n {
+            self.buf.resize(self.end + n, 0);
         }
     }
 

@@ -518,3 +518,25 @@ proptest! {
         prop_assert_eq!(reader.buffered(), 0);
     }
 }
+
+/// More than a big buffer's worth handed to an empty reader at once (what follows a large
+/// frame taken whole, or a handshake's leftovers) is kept whole; it used to be cut to the read
+/// window and panic.
+#[test]
+fn a_large_extend_into_an_empty_reader_is_kept() {
+    let body = vec![7u8; 600 << 10];
+    let mut stream = u32::try_from(body.len()).unwrap().to_be_bytes().to_vec();
+    stream.extend_from_slice(&body);
+    stream.extend_from_slice(&stream.clone());
+    let mut reader = FrameReader::default();
+    // A big frame first, so the reader holds a big buffer when it is emptied.
+    reader.extend(&stream);
+    let (_, first) = reader.take_large_frame(1).unwrap().unwrap();
+    assert_eq!(first.len(), body.len());
+    assert_eq!(reader.next_frame().unwrap(), Some(&body[..]));
+    // Empty now, with a large buffer: a large extend must still fit.
+    reader.extend(&stream);
+    assert_eq!(reader.next_frame().unwrap(), Some(&body[..]));
+    assert_eq!(reader.next_frame().unwrap(), Some(&body[..]));
+    assert_eq!(reader.buffered(), 0);
+}
