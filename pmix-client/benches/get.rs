@@ -10,8 +10,8 @@ use std::hint::black_box;
 
 use common::*;
 use criterion::{Criterion, criterion_group, criterion_main};
-use pmix_client::wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
 use pmix_client::{Client, Proc, Rank, Scope, Status, Value};
+use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
 
 const PEERS: u32 = 1024;
 

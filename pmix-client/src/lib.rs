@@ -115,9 +115,6 @@ pub use version::version;
 
 /// The PMIx data model, re-exported so applications need only this crate.
 pub use pmix_types as types;
-/// The native protocol's messages, for [`Client::request`].
-pub use pmix_wire as wire;
-
 pub use pmix_types::{
     DataArray, DataRange, DataType, Info, InfoFlags, IofChannel, Key, Nspace, Proc, Rank, Scope,
     Status, Value, attr,

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use common::*;
-use pmix_client::wire::{Event, Kv, ProcKvs, Reply, ReplyBody, Request};
 use pmix_client::{
     Client, DataRange, Error, Info, Proc, Rank, Scope, Status, Value, attr, types::DataType,
 };
+use pmix_wire::{Event, Kv, ProcKvs, Reply, ReplyBody, Request};
 
 fn start(rank: u32, script: Script) -> (Mock, Client) {
     let mock = Mock::start(job("job-A"), rank, script);
@@ -1218,7 +1218,7 @@ fn welcomed_with_a_file(fd: Option<std::os::fd::OwnedFd>) -> (Mock, Client, bool
 fn a_sealed_image_file_is_mapped_and_nothing_is_asked() {
     use nix::fcntl::SealFlag;
     with_deadline(|| {
-        let image = pmix_client::wire::JobImage::from_job_data(&job("job-A")).unwrap();
+        let image = pmix_wire::JobImage::from_job_data(&job("job-A")).unwrap();
         let seals = SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_WRITE;
         let (mock, c, asked) = welcomed_with_a_file(Some(memory_file(image.bytes(), seals)));
         assert!(!asked, "the client asked for job data it had");
@@ -1238,7 +1238,7 @@ fn a_sealed_image_file_is_mapped_and_nothing_is_asked() {
 fn an_image_file_that_is_missing_or_unsealed_is_not_mapped_but_asked_for() {
     use nix::fcntl::SealFlag;
     with_deadline(|| {
-        let image = pmix_client::wire::JobImage::from_job_data(&job("job-A")).unwrap();
+        let image = pmix_wire::JobImage::from_job_data(&job("job-A")).unwrap();
         // No file at all; a file anyone holding it could still write or truncate; a file
         // sealed but shorter than the welcome says.
         let short = &image.bytes()[..image.bytes().len() - 1];

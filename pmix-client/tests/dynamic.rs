@@ -7,8 +7,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use pmix_client::wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
 use pmix_client::{App, AppExt, Client, Error, Info, Proc, Rank, Scope, Status, Value, app, attr};
+use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
 
 fn start(script: Script) -> (Mock, Client) {
     let mock = Mock::start(job("job-A"), 0, script);
@@ -365,7 +365,7 @@ fn peers_and_nodes_of_the_own_job_are_local() {
 /// A job on three nodes described the way pmix-server registers one: node realms with
 /// hostnames and LOCAL_PEERS, ranks with hostnames; a node listed without ranks.
 fn mapped_job(nspace: &str) -> JobData {
-    let node = |id: u32, host: &str, peers: &str| pmix_client::wire::Realm {
+    let node = |id: u32, host: &str, peers: &str| pmix_wire::Realm {
         id,
         info: vec![
             info(attr::NODEID, id),
@@ -384,7 +384,7 @@ fn mapped_job(nspace: &str) -> JobData {
             node(2, "h2", "2,3, 4"),
         ],
         procs: (0..5u32)
-            .map(|r| pmix_client::wire::ProcRealm {
+            .map(|r| pmix_wire::ProcRealm {
                 rank: Rank(r),
                 info: vec![info(attr::HOSTNAME, if r < 2 { "h0" } else { "h2" })],
             })

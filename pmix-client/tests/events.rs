@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use pmix_client::wire::{Event, Reply, Request, ServerMsg};
 use pmix_client::{Client, DataRange, Error, Info, Status, attr};
+use pmix_wire::{Event, Reply, Request, ServerMsg};
 
 fn start(script: Script) -> (Mock, Client) {
     let mock = Mock::start(job("job-A"), 0, script);

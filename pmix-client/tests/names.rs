@@ -5,8 +5,8 @@ mod common;
 
 use common::*;
 use pmix_client::types::Persistence;
-use pmix_client::wire::{Published, Reply, ReplyBody, Request};
 use pmix_client::{Client, DataRange, Error, Pdata, Status, Value, attr};
+use pmix_wire::{Published, Reply, ReplyBody, Request};
 
 fn start(script: Script) -> (Mock, Client) {
     let mock = Mock::start(job("job-A"), 0, script);

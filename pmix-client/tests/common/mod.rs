@@ -12,11 +12,11 @@ use std::thread;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use pmix_client::wire::{
+use pmix_client::{Info, Key, Nspace, Proc, Rank, Status, Value};
+use pmix_wire::{
     ClientMsg, Decoded, Event, FrameDecoder, Hello, JobData, PROTOCOL_VERSION, ProcRealm, Realm,
     Reply, ReplyBody, Request, ServerMsg, Welcome, decode_body, decode_hello, encode_frame,
 };
-use pmix_client::{Info, Key, Nspace, Proc, Rank, Status, Value};
 
 /// How long any test waits for anything.
 pub const DEADLINE: Duration = Duration::from_secs(20);
@@ -263,13 +263,13 @@ fn serve(
                         job: inline(&job),
                     },
                     Greeting::AcceptShared(job, fd) => {
-                        let len = pmix_client::wire::JobImage::from_job_data(&job)
+                        let len = pmix_wire::JobImage::from_job_data(&job)
                             .unwrap()
                             .bytes()
                             .len() as u64;
                         let welcome = Welcome::Accepted {
                             version: PROTOCOL_VERSION,
-                            job: pmix_client::wire::WelcomeJob::Shared { len },
+                            job: pmix_wire::WelcomeJob::Shared { len },
                         };
                         let mut out = Vec::new();
                         encode_frame(&welcome, &mut out).unwrap();
@@ -458,6 +458,6 @@ fn inline(job: &pmix_wire::JobData) -> pmix_wire::WelcomeJob {
 }
 
 /// The image of `job`, as a reply carries another namespace's job data.
-pub fn image(job: &JobData) -> pmix_client::wire::JobImage {
-    pmix_client::wire::JobImage::from_job_data(job).unwrap()
+pub fn image(job: &JobData) -> pmix_wire::JobImage {
+    pmix_wire::JobImage::from_job_data(job).unwrap()
 }

@@ -13,11 +13,11 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
-use pmix_client::wire::Query;
 use pmix_client::{
     AppExt, Client, DataRange, Info, Key, Nspace, Proc, Rank, Status, Value, app, attr,
 };
 use pmix_tests::scenario::{Res, e};
+use pmix_wire::Query;
 
 /// How long rank 0 waits for the event of its peer's end.
 const PATIENCE: Duration = Duration::from_secs(20);

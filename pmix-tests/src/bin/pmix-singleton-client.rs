@@ -177,7 +177,7 @@ fn basics() -> Res {
     println!("get-other={s:?}");
     let s = status_of(
         "query",
-        c.query(&[pmix_client::wire::Query {
+        c.query(&[pmix_wire::Query {
             keys: vec![Key::new(attr::QUERY_NAMESPACES).map_err(e("key"))?],
             qualifiers: vec![],
         }]),

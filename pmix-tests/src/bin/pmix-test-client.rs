@@ -396,7 +396,7 @@ fn groups(c: &Client) -> Res {
 /// `QUERY_PSET_NAMES` is `names`, and the members of each (`QUERY_PSET_MEMBERSHIP`) are the
 /// ranks of this job listed after `=` in `members` ("set=0,2;other=1").
 fn psets(c: &Client, n: &str, names: &str, members: &str) -> Res {
-    use pmix_client::wire::Query;
+    use pmix_wire::Query;
     let me = c.proc().clone();
     let key = |k: &str| pmix_client::types::Key::new(k).map_err(|e| format!("{k}: {e}"));
     let q = Query {
