@@ -116,7 +116,7 @@ pub use version::version;
 /// The PMIx data model, re-exported so applications need only this crate.
 pub use pmix_types as types;
 pub use pmix_types::{
-    DataArray, DataRange, DataType, Info, InfoFlags, IofChannel, Key, Nspace, Proc, Rank, Scope,
-    Status, Value, attr,
+    App, DataArray, DataRange, DataType, Event, Info, InfoFlags, IofChannel, Key, Nspace, Proc,
+    Published, Query, Rank, Scope, Status, Value, attr,
 };
-pub use pmix_wire::{App, Event, IofChunk, Query, Reply, ReplyBody, Request};
+pub use pmix_wire::{IofChunk, Reply, ReplyBody, Request};

@@ -16,6 +16,7 @@ mod error;
 mod info;
 mod macros;
 mod names;
+mod requests;
 mod status;
 mod value;
 
@@ -29,6 +30,7 @@ pub use enums::{
 pub use error::Error;
 pub use info::{Info, InfoFlags, timeout_of};
 pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
+pub use requests::{App, Event, Published, Query};
 pub use status::Status;
 pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};
 
