@@ -44,18 +44,68 @@ impl Entry {
     }
 }
 
+/// At most this many runs of consecutive ranks are kept per fence for direct lookups; a
+/// fence of more scattered processes is binary-searched.
+const MAX_RUNS: usize = 8;
+
+/// Consecutive ranks of one namespace at consecutive places of a fence's index.
+#[derive(Clone, Copy)]
+struct Run {
+    ns: u32,
+    first: u32,
+    count: u32,
+    /// Where the run's first rank is in the index.
+    at: u32,
+}
+
 struct Fence {
     data: Bytes,
     /// Ascending by (namespace, rank), one entry per process.
     index: Vec<Entry>,
+    /// The index as runs of consecutive ranks (a job-wide fence is one or two), so that a
+    /// process is found by arithmetic; empty when there are more than [`MAX_RUNS`].
+    runs: Vec<Run>,
     /// Entries not taken yet.
     live: usize,
 }
 
+/// The runs of consecutive ranks of a sorted index, unless there are more than [`MAX_RUNS`].
+fn runs_of(index: &[Entry]) -> Vec<Run> {
+    let mut runs: Vec<Run> = Vec::new();
+    for (i, e) in index.iter().enumerate() {
+        match runs.last_mut() {
+            Some(r) if r.ns == e.ns && r.first.checked_add(r.count) == Some(e.rank) => {
+                r.count += 1;
+            }
+            _ => {
+                if runs.len() == MAX_RUNS {
+                    return Vec::new();
+                }
+                runs.push(Run {
+                    ns: e.ns,
+                    first: e.rank,
+                    count: 1,
+                    at: u32::try_from(i).unwrap_or(u32::MAX),
+                });
+            }
+        }
+    }
+    runs
+}
+
 impl Fence {
     fn find(&self, key: (u32, u32)) -> Option<usize> {
-        let i = self.index.binary_search_by_key(&key, Entry::key).ok()?;
-        (self.index[i].len != TAKEN).then_some(i)
+        let i = if self.runs.is_empty() {
+            self.index.binary_search_by_key(&key, Entry::key).ok()?
+        } else {
+            let (ns, rank) = key;
+            let r = self
+                .runs
+                .iter()
+                .find(|r| r.ns == ns && rank >= r.first && rank - r.first < r.count)?;
+            (r.at + (rank - r.first)) as usize
+        };
+        (self.index.get(i)?.len != TAKEN).then_some(i)
     }
 
     fn take(&mut self, i: usize) -> Bytes {
@@ -125,7 +175,13 @@ impl PackedFences {
         }
         let live = index.len();
         if live > 0 {
-            self.fences.push(Fence { data, index, live });
+            let runs = runs_of(&index);
+            self.fences.push(Fence {
+                data,
+                index,
+                runs,
+                live,
+            });
         }
         spilled
     }
@@ -179,6 +235,35 @@ mod tests {
         // Rank 0 was taken from every fence; rank 1 of the oldest comes back.
         assert_eq!(spilled, vec![(0, Rank(1), Bytes::from(vec![0u8; 2]))]);
         assert_eq!(p.take(0, Rank(1)).len(), MAX_FENCES);
+    }
+
+    #[test]
+    fn runs_and_scattered_processes_are_found_alike() {
+        // One run with a gap (this process's own rank left out), then many scattered ranks of
+        // another namespace (past MAX_RUNS: binary search).
+        let mut entries: Vec<Entry> = (0..100u32)
+            .filter(|&r| r != 40)
+            .map(|r| entry(0, r, r as usize, 1))
+            .collect();
+        entries.extend((0..20u32).map(|k| entry(1, k * 7, 100 + k as usize, 1)));
+        let mut p = PackedFences::default();
+        p.add(Bytes::from(vec![0u8; 200]), entries.clone());
+        assert_eq!(p.fences[0].runs.len(), 0, "too scattered for runs");
+        let mut q = PackedFences::default();
+        q.add(Bytes::from(vec![0u8; 200]), entries[..99].to_vec());
+        assert_eq!(q.fences[0].runs.len(), 2);
+        for store in [&mut p, &mut q] {
+            assert!(!store.contains(0, Rank(40)));
+            assert!(!store.contains(0, Rank(100)));
+            assert!(!store.contains(2, Rank(0)));
+            for e in &entries[..99] {
+                assert!(store.contains(e.ns, Rank(e.rank)), "{e:?}");
+            }
+            assert_eq!(store.take(0, Rank(41)).len(), 1);
+            assert!(!store.contains(0, Rank(41)));
+            assert!(store.contains(0, Rank(42)));
+        }
+        assert!(p.contains(1, Rank(7 * 19)) && !p.contains(1, Rank(8)));
     }
 
     #[test]

@@ -93,7 +93,8 @@ impl ClientCore {
             return Some(Local::AskServer);
         }
         // Put data a collecting fence brought of `proc` is decoded when first asked for.
-        if !unpacked && self.store.has_packed(proc) && key.is_none_or(|k| !is_reserved_key(k)) {
+        // (The cheap tests first: a get of job data never looks for fence data.)
+        if !unpacked && put_data && self.store.has_packed(proc) {
             return None;
         }
         Some(from_store(&self.store, me, proc, key, d))

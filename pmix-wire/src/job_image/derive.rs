@@ -96,8 +96,8 @@ impl JobImage {
     /// A process-level value of `rank`: the host's, else derived.
     pub fn proc_value(&self, rank: Rank, key: &str) -> Option<Value> {
         if let Some(given) = self.given(Section::GivenProcs, rank.0) {
-            if let Some(i) = given.into_iter().rev().find(|i| i.key.as_str() == key) {
-                return Some(i.value);
+            if let Some(i) = given.iter().rev().find(|i| i.key.as_str() == key) {
+                return Some(i.value.clone());
             }
         }
         self.derived_proc(rank, key)
@@ -107,7 +107,7 @@ impl JobImage {
     pub fn realms_of(&self, rank: Rank) -> (Option<u32>, Option<u32>) {
         let given = self.given(Section::GivenProcs, rank.0).unwrap_or_default();
         let value = |key: &str| {
-            find(&given, key)
+            find(given, key)
                 .and_then(Value::as_u32)
                 .or_else(|| self.derived_proc(rank, key)?.as_u32())
         };
@@ -117,7 +117,9 @@ impl JobImage {
     /// Every process-level value of `rank`, the host's first; `None` for a rank the image
     /// knows nothing of.
     pub fn proc_info(&self, rank: Rank) -> Option<Vec<Info>> {
-        let given = self.given(Section::GivenProcs, rank.0);
+        let given = self
+            .given(Section::GivenProcs, rank.0)
+            .map(<[Info]>::to_vec);
         let derives = self.derives() && rank.0 < self.0.size;
         if !derives {
             return given;
@@ -182,8 +184,8 @@ impl JobImage {
     /// A node-level value of node `id`: the host's, else derived from the map.
     pub fn node_value(&self, id: u32, key: &str) -> Option<Value> {
         if let Some(given) = self.given(Section::GivenNodes, id) {
-            if let Some(i) = given.into_iter().rev().find(|i| i.key.as_str() == key) {
-                return Some(i.value);
+            if let Some(i) = given.iter().rev().find(|i| i.key.as_str() == key) {
+                return Some(i.value.clone());
             }
         }
         self.derived_node(id, key)
@@ -191,7 +193,7 @@ impl JobImage {
 
     /// Every node-level value of node `id`, the host's first.
     pub fn node_info(&self, id: u32) -> Option<Vec<Info>> {
-        let given = self.given(Section::GivenNodes, id);
+        let given = self.given(Section::GivenNodes, id).map(<[Info]>::to_vec);
         if !self.derives() || id >= self.0.nnodes {
             return given;
         }

@@ -22,7 +22,7 @@ mod derive;
 pub(crate) mod layout;
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use pmix_types::{Info, Nspace, Rank, Value};
@@ -58,6 +58,10 @@ struct Inner {
     job: Vec<Info>,
     apps: Vec<Realm>,
     app_of_rank: Vec<(u32, Rank)>,
+    /// The given node and process values, by the index of their first record, decoded on
+    /// first use.
+    given_nodes: Box<[OnceLock<Vec<Info>>]>,
+    given_procs: Box<[OnceLock<Vec<Info>>]>,
 }
 
 type Levels = (Vec<Info>, Vec<Info>, Vec<Realm>, Vec<(u32, u32)>);
@@ -116,8 +120,12 @@ impl JobImage {
         Table::<2>::new(sec(Section::NodeRanges))?;
         Table::<4>::new(sec(Section::RankIndex))?;
         Table::<3>::new(sec(Section::HostIndex))?;
-        Table::<3>::new(sec(Section::GivenNodes))?;
-        Table::<3>::new(sec(Section::GivenProcs))?;
+        let slots = |s: Section| -> Result<Box<[OnceLock<Vec<Info>>]>, Error> {
+            let n = Table::<3>::new(sec(s))?.len();
+            Ok((0..n).map(|_| OnceLock::new()).collect())
+        };
+        let given_nodes = slots(Section::GivenNodes)?;
+        let given_procs = slots(Section::GivenProcs)?;
         let image = Inner {
             nspace,
             flags: word(OFF_FLAGS)?,
@@ -129,6 +137,8 @@ impl JobImage {
             job,
             apps,
             app_of_rank: app_of_rank.into_iter().map(|(a, r)| (a, Rank(r))).collect(),
+            given_nodes,
+            given_procs,
             bytes,
         };
         Ok(JobImage(Arc::new(image)))
@@ -202,25 +212,37 @@ impl JobImage {
     }
 
     /// The values given for the entry `key` (a node id or a rank) of a `GivenNodes` or
-    /// `GivenProcs` table: every record with that key, in order, decoded. A blob that does not
+    /// `GivenProcs` table: every record with that key, in order, decoded the first time they
+    /// are asked for and kept (a repeated get reads them in place). A blob that does not
     /// decode counts as empty.
-    fn given(&self, s: Section, key: u32) -> Option<Vec<Info>> {
+    fn given(&self, s: Section, key: u32) -> Option<&[Info]> {
         let t = self.table::<3>(s);
-        let mut i = t.partition_point(0, |k| k < key);
-        let mut out: Option<Vec<Info>> = None;
-        while let Some([k, off, len]) = t.record(i) {
-            if k != key {
-                break;
-            }
-            let blobs = self.section(Section::Blobs);
-            let infos = blobs
-                .get(off as usize..(off as usize).saturating_add(len as usize))
-                .and_then(|b| decode_with_depth::<Vec<Info>>(b, BLOB_DEPTH).ok())
-                .unwrap_or_default();
-            out.get_or_insert_with(Vec::new).extend(infos);
-            i += 1;
+        let first = t.partition_point(0, |k| k < key);
+        if t.field(first, 0) != Some(key) {
+            return None;
         }
-        out
+        let cache = match s {
+            Section::GivenNodes => &self.0.given_nodes,
+            _ => &self.0.given_procs,
+        };
+        let slot = cache.get(first)?;
+        Some(slot.get_or_init(|| {
+            let mut out = Vec::new();
+            let mut i = first;
+            while let Some([k, off, len]) = t.record(i) {
+                if k != key {
+                    break;
+                }
+                let blobs = self.section(Section::Blobs);
+                let infos = blobs
+                    .get(off as usize..(off as usize).saturating_add(len as usize))
+                    .and_then(|b| decode_with_depth::<Vec<Info>>(b, BLOB_DEPTH).ok())
+                    .unwrap_or_default();
+                out.extend(infos);
+                i += 1;
+            }
+            out
+        }))
     }
 
     /// The keys of a `GivenNodes` or `GivenProcs` table, ascending, without repeats.
