@@ -360,8 +360,8 @@ impl SharedReply {
 ///
 /// Decoding recurses once per level, so a peer could otherwise overflow the stack with a few
 /// hundred kilobytes of nested arrays. Every message is an array or map holding others: a
-/// [`JobData`](crate::JobData) entry's value sits 8 levels down in a `Welcome` and 12 in a Get
-/// reply, and each nested `DataArray` or `Info` value adds 3 or 4, which leaves room for about
+/// [`JobData`](crate::JobData) entry's value sits 12 levels down in a Connect reply (a job
+/// image's values are decoded on their own, with 8 levels fewer allowed), and each nested `DataArray` or `Info` value adds 3 or 4, which leaves room for about
 /// ten levels of info arrays inside info arrays, more than the standard's attributes use. At
 /// this depth a decode needs well under 1 MiB of stack even in a debug build (tested).
 pub const MAX_DEPTH: usize = 64;

@@ -57,7 +57,7 @@ impl Welcomes {
                 shared: None,
                 tried_shared: false,
             });
-        if made.image != *image {
+        if !made.image.is_same(image) {
             *made = Made {
                 image: image.clone(),
                 inline: None,

@@ -299,6 +299,22 @@ fn given_table<'a>(
     Ok(table)
 }
 
+/// A host index record `(name, offset, length, node)` for hostname `h` of node `id`, the name
+/// appended to `names`.
+type HostRecord = (Vec<u8>, u32, u32, u32);
+
+fn add_host(names: &mut Out, hosts: &mut Vec<HostRecord>, h: &str, id: u32) -> Result<(), Error> {
+    let at = names.0.len();
+    names.0.extend_from_slice(h.as_bytes());
+    hosts.push((
+        h.as_bytes().to_vec(),
+        len32(at, "names")?,
+        len32(h.len(), "a name")?,
+        id,
+    ));
+    Ok(())
+}
+
 fn write(p: &Parts<'_>) -> Result<Vec<u8>, Error> {
     let mut sections: Vec<Out> = (0..SECTIONS).map(|_| Out::default()).collect();
     let sec = |s: Section| s as usize;
@@ -341,7 +357,7 @@ fn write(p: &Parts<'_>) -> Result<Vec<u8>, Error> {
     }
 
     // Host index: each node's hostname, the one the host gave over the map's.
-    let mut hosts: Vec<(Vec<u8>, u32, u32, u32)> = Vec::new(); // (name, off, len, id)
+    let mut hosts: Vec<HostRecord> = Vec::new();
     let given_host = |id: u32| -> Option<&str> {
         let i = p.nodes.partition_point(|n| n.0 < id);
         p.nodes[i..]
@@ -354,16 +370,8 @@ fn write(p: &Parts<'_>) -> Result<Vec<u8>, Error> {
         for (i, n) in m.names.iter().enumerate() {
             let id = id_of(i);
             match given_host(id) {
-                Some(h) if h != n => {
-                    let at = names.0.len();
-                    names.0.extend_from_slice(h.as_bytes());
-                    hosts.push((
-                        h.as_bytes().to_vec(),
-                        len32(at, "names")?,
-                        len32(h.len(), "a name")?,
-                        id,
-                    ));
-                }
+                Some(h) if h != n => add_host(&mut names, &mut hosts, h, id)?,
+                // The map's name, already in the names.
                 _ => hosts.push((
                     n.as_bytes().to_vec(),
                     len32(off, "names")?,
@@ -381,14 +389,7 @@ fn write(p: &Parts<'_>) -> Result<Vec<u8>, Error> {
             }
             seen.push(*id);
             if let Some(h) = given_host(*id) {
-                let at = names.0.len();
-                names.0.extend_from_slice(h.as_bytes());
-                hosts.push((
-                    h.as_bytes().to_vec(),
-                    len32(at, "names")?,
-                    len32(h.len(), "a name")?,
-                    *id,
-                ));
+                add_host(&mut names, &mut hosts, h, *id)?;
             }
         }
     }

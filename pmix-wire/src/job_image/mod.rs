@@ -314,6 +314,14 @@ impl fmt::Debug for JobImage {
     }
 }
 
+impl JobImage {
+    /// True when `other` is this very image (a clone of it), not merely equal bytes: a check
+    /// that costs nothing whatever the image's size.
+    pub fn is_same(&self, other: &JobImage) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
 impl PartialEq for JobImage {
     fn eq(&self, other: &JobImage) -> bool {
         self.0.bytes == other.0.bytes

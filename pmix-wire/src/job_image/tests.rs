@@ -157,14 +157,16 @@ fn a_header_that_lies_is_refused() {
     assert!(JobImage::parse(Bytes::from(good)).is_ok());
 }
 
-/// Writes the fuzz corpus seeds when `PMIX_BLESS` is set (with the golden vectors).
+/// The fuzz corpus seeds are the images of these jobs as this code writes them: written with
+/// `PMIX_BLESS` set (with the golden vectors), compared otherwise, so that a layout change
+/// cannot leave the corpus replaying stale images.
 #[test]
 fn corpus_seeds() {
-    if std::env::var_os("PMIX_BLESS").is_none() {
-        return;
-    }
+    let bless = std::env::var_os("PMIX_BLESS").is_some();
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/job_image");
-    std::fs::create_dir_all(&dir).unwrap();
+    if bless {
+        std::fs::create_dir_all(&dir).unwrap();
+    }
     let mut given = spec(&["n0", "node1"], &[&[0, 2], &[1, 3]]);
     given
         .given_procs
@@ -190,7 +192,19 @@ fn corpus_seeds() {
         ),
     ];
     for (name, bytes) in seeds {
-        std::fs::write(dir.join(format!("seed-{name}")), bytes.unwrap()).unwrap();
+        let path = dir.join(format!("seed-{name}"));
+        let bytes = bytes.unwrap();
+        if bless {
+            std::fs::write(&path, bytes).unwrap();
+        } else {
+            let recorded = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}; record with PMIX_BLESS=1", path.display()));
+            assert!(
+                recorded == bytes,
+                "{} is stale: record it again with PMIX_BLESS=1",
+                path.display()
+            );
+        }
     }
 }
 
