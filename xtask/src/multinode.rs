@@ -35,14 +35,14 @@ every scenario run passed.
 
 options:
     --nodes N            nodes in the cluster (default 4, at least 3); ranks are 2 per node
-    --only NAME          run only that scenario
+    --only NAME[,NAME..] run only those scenarios, in the suite's order
     --references-only    skip the pmixrun scenarios (and building pmixrun)
     --list               list the scenarios and exit
     -h, --help           this text";
 
 struct Options {
     nodes: u32,
-    only: Option<String>,
+    only: Option<Vec<String>>,
     references_only: bool,
     list: bool,
 }
@@ -67,11 +67,14 @@ impl Options {
                         .ok_or("--nodes takes 3 to 64")?;
                 }
                 "--only" => {
-                    let name = value()?;
-                    if !SCENARIOS.iter().any(|s| s.name == name.as_str()) {
+                    let names: Vec<String> = value()?.split(',').map(str::to_owned).collect();
+                    if let Some(name) = names
+                        .iter()
+                        .find(|n| !SCENARIOS.iter().any(|s| s.name == n.as_str()))
+                    {
                         return Err(format!("no scenario {name:?} (--list lists them)"));
                     }
-                    o.only = Some(name.clone());
+                    o.only = Some(names);
                 }
                 "--references-only" => o.references_only = true,
                 "--list" => o.list = true,
@@ -83,7 +86,7 @@ impl Options {
 
     fn selected(&self, s: &Scenario) -> bool {
         match &self.only {
-            Some(name) => s.name == name.as_str(),
+            Some(names) => names.iter().any(|n| n.as_str() == s.name),
             None => !(self.references_only && s.pmixrun),
         }
     }
@@ -317,6 +320,12 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
                 failed += 1;
                 println!("  FAIL  {}{tag}", s.name);
             }
+        }
+    }
+    // The reasons again, last: a log cut to its tail still says why.
+    for (s, result) in &results {
+        if let Err(why) = result {
+            println!("\nwhy {} failed: {why}", s.name);
         }
     }
     println!(
