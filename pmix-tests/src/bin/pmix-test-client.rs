@@ -839,11 +839,16 @@ fn exit_rank(c: &Client, rank: &str, status: &str) -> Res {
     park_forever()
 }
 
-/// `abort <status> [park]`: rank 0 aborts the job; the others wait in a fence rank 0 never
-/// joins, or with `park` outside any PMIx call (slurmstepd keeps an unfinished fence's state,
-/// and itself, for its `PMIxTimeout` after the step ended).
+/// `abort <status> [park]`: once every rank is up (a first fence of the whole job), rank 0
+/// aborts the job; the others wait in a fence rank 0 never joins, or with `park` outside any
+/// PMIx call (slurmstepd keeps an unfinished fence's state, and itself, for its `PMIxTimeout`
+/// after the step ended).
+///
+/// Without the first fence rank 0 could abort while another node was still starting its
+/// ranks, and the launcher's teardown of a half-started node is another test than this one.
 fn abort(c: &Client, status: &str, others: &str) -> Res {
     let status: i32 = status.parse().map_err(e("status"))?;
+    c.fence(&[], &[]).map_err(e("first fence"))?;
     if c.proc().rank.0 == 0 {
         c.abort(Status(status), "test abort", &[])
             .map_err(e("abort"))?;
