@@ -12,6 +12,7 @@
 //! a launcher states for its processes only from a launcher running as root; any other
 //! launcher may speak only for processes of its own uid (`ERR_NO_PERMISSIONS` otherwise).
 
+use crate::outbuf::OutQueue;
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -155,8 +156,7 @@ impl Drop for NameServer {
 struct Conn {
     stream: UnixStream,
     reader: FrameReader,
-    wbuf: Vec<u8>,
-    wpos: usize,
+    out: OutQueue,
     writable: bool,
     /// The session, once the hello was accepted.
     session: Option<u64>,
@@ -235,8 +235,7 @@ impl Loop {
                     entry.insert(Conn {
                         stream,
                         reader: FrameReader::new(self.decoder),
-                        wbuf: Vec::new(),
-                        wpos: 0,
+                        out: OutQueue::default(),
                         writable: false,
                         session: None,
                         peer_uid,
@@ -510,7 +509,7 @@ impl Loop {
         let Some(conn) = self.conns.get_mut(c) else {
             return;
         };
-        if let Err(e) = encode_frame(msg, &mut conn.wbuf) {
+        if let Err(e) = encode_frame(msg, conn.out.bytes()) {
             tracing::error!("name server: cannot encode a reply: {e}");
             return;
         }
@@ -521,8 +520,8 @@ impl Loop {
         let Some(conn) = self.conns.get_mut(c) else {
             return;
         };
-        let dead = !crate::outbuf::write_queued(&mut conn.stream, &mut conn.wbuf, &mut conn.wpos);
-        let want = !conn.wbuf.is_empty();
+        let dead = !conn.out.write_to(&mut conn.stream);
+        let want = !conn.out.is_empty();
         if want != conn.writable && !dead {
             let interest = if want {
                 Interest::READABLE | Interest::WRITABLE

@@ -15,7 +15,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io;
 use std::ops::Range;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -31,6 +31,7 @@ use crate::frontend::{Frontends, Peer, Personality, Proto, SharedAnswer, Step};
 use crate::hook::{LoopContext, LoopWaker, hook_tokens};
 use crate::host::{Host, call_host};
 use crate::mailbox::{self, Call, DmodexDone, LoopMsg, Pmi1Endpoint, Pmi1Way};
+use crate::outbuf::OutQueue;
 use crate::shell_io::{Listener, Stream};
 use crate::{Error, Limits};
 
@@ -51,8 +52,8 @@ fn listener_token(index: usize) -> Token {
 struct ConnIo {
     stream: Stream,
     proto: Proto,
-    wbuf: Vec<u8>,
-    wpos: usize,
+    /// Output queued for the peer.
+    out: OutQueue,
     /// Close once the write buffer is empty.
     closing: bool,
     /// Closed and told to the engine; the slot is freed when the pump is done.
@@ -71,14 +72,12 @@ struct ConnIo {
     held: bool,
     /// Since when output over the limit has waited with none of it written.
     stalled_since: Option<Instant>,
-    /// A descriptor to pass with the byte at this index of `wbuf` (a welcome's job image).
-    fd_out: Option<(usize, Arc<OwnedFd>)>,
 }
 
 impl ConnIo {
     /// Output queued and not yet written.
     fn queued(&self) -> usize {
-        self.wbuf.len() - self.wpos
+        self.out.queued()
     }
 }
 
@@ -536,8 +535,7 @@ impl<H: Host> Shell<H> {
         entry.insert(ConnIo {
             stream,
             proto,
-            wbuf: Vec::new(),
-            wpos: 0,
+            out: OutQueue::default(),
             closing: false,
             gone: false,
             writable_interest: false,
@@ -547,7 +545,6 @@ impl<H: Host> Shell<H> {
             read_closed: false,
             held: false,
             stalled_since: None,
-            fd_out: None,
         });
         Ok(conn)
     }
@@ -702,7 +699,7 @@ impl<H: Host> Shell<H> {
                 break;
             }
             let engine_conn = engine_id(conn, c.serial);
-            match c.proto.step(&mut self.frontends, &mut c.wbuf) {
+            match c.proto.step(&mut self.frontends, c.out.bytes()) {
                 Step::Idle => break,
                 Step::Close => {
                     self.close_after_flush(conn);
@@ -742,7 +739,7 @@ impl<H: Host> Shell<H> {
         // A slot taken over by a newer connection meanwhile is woken for nothing: a front-end
         // that waits for nothing does nothing.
         for &conn in &woken {
-            self.deliver(conn, |p, fe, out| p.woken(fe, out));
+            self.deliver(conn, |p, fe, out| p.woken(fe, out.bytes()));
         }
         !woken.is_empty()
     }
@@ -765,12 +762,16 @@ impl<H: Host> Shell<H> {
                         .conns
                         .get(conn)
                         .is_some_and(|c| matches!(c.stream, Stream::Unix(_)));
-                    self.deliver(conn, |p, fe, out| p.accepted(fe, conn, &job, unix, out));
+                    self.deliver(conn, |p, fe, out| {
+                        p.accepted(fe, conn, &job, unix, out.bytes())
+                    });
                 }
             }
             Output::ToolAccept { conn, tool, server } => {
                 if let Some(conn) = self.authenticated(conn) {
-                    self.deliver(conn, |p, _, out| p.tool_accepted(&tool, &server, out));
+                    self.deliver(conn, |p, _, out| {
+                        p.tool_accepted(&tool, &server, out.bytes())
+                    });
                 }
             }
             Output::Refuse {
@@ -779,12 +780,12 @@ impl<H: Host> Shell<H> {
                 reason,
             } => {
                 if let Some(conn) = self.slot_of(conn) {
-                    self.deliver(conn, |p, _, out| p.refused(status, &reason, out));
+                    self.deliver(conn, |p, _, out| p.refused(status, &reason, out.bytes()));
                 }
             }
             Output::Reply { conn, id, reply } => {
                 if let Some(conn) = self.slot_of(conn) {
-                    self.deliver(conn, |p, fe, out| p.replied(fe, id, reply, out));
+                    self.deliver(conn, |p, fe, out| p.replied(fe, id, reply, out.bytes()));
                 }
             }
             Output::SharedReply { to, reply } => {
@@ -797,7 +798,7 @@ impl<H: Host> Shell<H> {
             }
             Output::Event { conn, event } => {
                 if let Some(conn) = self.slot_of(conn) {
-                    self.deliver(conn, |p, _, out| p.event(&event, out));
+                    self.deliver(conn, |p, _, out| p.event(&event, out.bytes()));
                 }
             }
             Output::Iof { conn, chunk } => {
@@ -821,7 +822,7 @@ impl<H: Host> Shell<H> {
                     }
                     return;
                 }
-                self.deliver(slot, |p, _, out| p.iof(&chunk, out));
+                self.deliver(slot, |p, _, out| p.iof(&chunk, out.bytes()));
             }
             Output::Close { conn } => {
                 if let Some(conn) = self.slot_of(conn) {
@@ -865,13 +866,13 @@ impl<H: Host> Shell<H> {
     }
 
     /// Hands an engine output to the connection's front-end, then writes what it produced.
-    fn deliver(&mut self, conn: ConnId, f: impl FnOnce(&mut Proto, &mut Frontends, &mut Vec<u8>)) {
+    fn deliver(&mut self, conn: ConnId, f: impl FnOnce(&mut Proto, &mut Frontends, &mut OutQueue)) {
         let Some(c) = self.conns.get_mut(conn).filter(|c| !c.gone) else {
             return;
         };
-        f(&mut c.proto, &mut self.frontends, &mut c.wbuf);
-        if let Some(fd) = self.frontends.native.take_pending_fd() {
-            c.fd_out = Some(fd);
+        f(&mut c.proto, &mut self.frontends, &mut c.out);
+        if let Some((at, fd)) = self.frontends.native.take_pending_fd() {
+            c.out.pass_fd(at, fd);
         }
         if c.stalled_since.is_some() && c.queued() > self.limits.output_queue_hard {
             tracing::warn!(
@@ -898,26 +899,7 @@ impl<H: Host> Shell<H> {
             return;
         };
         let before = c.queued();
-        let mut dead = false;
-        if let Some((at, fd)) = c.fd_out.take() {
-            match crate::shell_io::write_passing_fd(
-                &mut c.stream,
-                &c.wbuf,
-                &mut c.wpos,
-                at,
-                fd.as_fd(),
-            ) {
-                Ok(true) => {}
-                Ok(false) => c.fd_out = Some((at, fd)),
-                Err(()) => dead = true,
-            }
-        }
-        let dead = dead
-            || (c.fd_out.is_none()
-                && !crate::outbuf::write_queued(&mut c.stream, &mut c.wbuf, &mut c.wpos));
-        if c.wbuf.is_empty() && c.wbuf.capacity() > 1 << 20 {
-            c.wbuf.shrink_to(64 * 1024);
-        }
+        let dead = !c.out.write_to(&mut c.stream);
         if c.queued() > self.limits.output_queue {
             // Backed up: the stall clock runs from the last write that made progress.
             if c.stalled_since.is_none() || c.queued() < before {
@@ -936,8 +918,8 @@ impl<H: Host> Shell<H> {
                 self.ready.push_back(conn);
             }
         }
-        let want_write = !c.wbuf.is_empty();
-        let done_closing = c.closing && c.wbuf.is_empty();
+        let want_write = !c.out.is_empty();
+        let done_closing = c.closing && c.out.is_empty();
         if want_write != c.writable_interest && !dead {
             let interest = if want_write {
                 Interest::READABLE | Interest::WRITABLE

@@ -9,6 +9,7 @@ use mio::{Interest, Registry, Token};
 
 use crate::engine::PeerCreds;
 use crate::frontend::{Peer, Personality};
+use crate::outbuf::PassFd;
 
 /// A connection's socket: a Unix socket (native clients, PMI-1 over an inherited socket) or
 /// loopback TCP (PMI-1 with `PMI_PORT`, libpmix clients).
@@ -31,6 +32,13 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
+        }
+    }
+
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tcp(s) => s.write_vectored(bufs),
         }
     }
 
@@ -170,52 +178,25 @@ fn peer_creds(stream: &UnixStream) -> Option<PeerCreds> {
     }
 }
 
-/// Writes `buf[*pos..]` to a Unix socket, passing `fd` (`SCM_RIGHTS`) with the byte at index
-/// `at`: the bytes before it plainly, then the rest with the descriptor. `Ok(true)` once the
-/// descriptor went out, `Ok(false)` when the socket filled up first (call again when it is
-/// writable), `Err(())` when the peer is gone or the stream is not a Unix socket.
-pub(crate) fn write_passing_fd(
-    stream: &mut Stream,
-    buf: &[u8],
-    pos: &mut usize,
-    at: usize,
-    fd: BorrowedFd<'_>,
-) -> Result<bool, ()> {
-    use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
-    let Stream::Unix(sock) = stream else {
-        return Err(());
-    };
-    if at >= buf.len() || *pos > at {
-        return Err(());
-    }
-    while *pos < at {
-        match sock.write(&buf[*pos..at]) {
-            Ok(0) => return Err(()),
-            Ok(n) => *pos += n,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return Err(()),
+impl PassFd for Stream {
+    fn write_with_fd(&mut self, buf: &[u8], fd: BorrowedFd<'_>) -> io::Result<usize> {
+        match self {
+            Stream::Unix(sock) => sock.write_with_fd(buf, fd),
+            Stream::Tcp(_) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "a descriptor cannot be passed over TCP",
+            )),
         }
     }
-    let fds = [fd.as_raw_fd()];
-    let cmsg = [ControlMessage::ScmRights(&fds)];
-    let iov = [io::IoSlice::new(&buf[at..])];
-    loop {
-        match sendmsg::<()>(
-            sock.as_raw_fd(),
-            &iov,
-            &cmsg,
-            MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT,
-            None,
-        ) {
-            Ok(0) => return Err(()),
-            Ok(n) => {
-                *pos += n;
-                return Ok(true);
-            }
-            Err(nix::errno::Errno::EAGAIN) => return Ok(false),
-            Err(nix::errno::Errno::EINTR) => {}
-            Err(_) => return Err(()),
-        }
+}
+
+impl PassFd for UnixStream {
+    fn write_with_fd(&mut self, buf: &[u8], fd: BorrowedFd<'_>) -> io::Result<usize> {
+        use nix::sys::socket::{ControlMessage, MsgFlags, sendmsg};
+        let fds = [fd.as_raw_fd()];
+        let cmsg = [ControlMessage::ScmRights(&fds)];
+        let iov = [io::IoSlice::new(buf)];
+        let flags = MsgFlags::MSG_NOSIGNAL | MsgFlags::MSG_DONTWAIT;
+        sendmsg::<()>(self.as_raw_fd(), &iov, &cmsg, flags, None).map_err(io::Error::from)
     }
 }

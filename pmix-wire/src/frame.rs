@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 
+use bytes::Bytes;
 use pmix_types::Status;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -295,11 +296,13 @@ pub fn encode_welcome(job: &WelcomeJob, out: &mut Vec<u8>) -> Result<(), Error> 
 /// [`ServerMsg::Reply`] would. This relies on MessagePack writing a struct variant's fields
 /// one after the other with the reply last, so a frame is the small per-id part up to the
 /// reply followed by the shared reply bytes; `write` checks that assumption on every call
-/// rather than trusting it.
+/// rather than trusting it. A writer that can send bytes from several places takes the
+/// per-id part alone ([`write_head`](SharedReply::write_head)) and sends the shared
+/// [`body`](SharedReply::body) after it, never copying the body.
 #[derive(Clone, Debug)]
 pub struct SharedReply {
     /// The reply's MessagePack encoding.
-    body: Vec<u8>,
+    body: Bytes,
     /// The encoding of [`SharedReply::placeholder`], which `write` encodes in the reply's
     /// place to learn where the reply starts.
     placeholder: Vec<u8>,
@@ -310,7 +313,7 @@ impl SharedReply {
     pub fn new(reply: &Reply) -> Result<Self, Error> {
         let encode = |r: &Reply| rmp_serde::to_vec(r).map_err(|e| Error::Encode(e.to_string()));
         Ok(SharedReply {
-            body: encode(reply)?,
+            body: encode(reply)?.into(),
             placeholder: encode(&Self::placeholder())?,
         })
     }
@@ -322,9 +325,23 @@ impl SharedReply {
 
     /// Appends the frame answering request `id` with the reply to `out`.
     pub fn write(&self, id: u32, out: &mut Vec<u8>) -> Result<(), Error> {
-        let start = out.len();
         // The head is a few bytes; one reservation spares the copy of a big body on growth.
         out.reserve(HEADER_LEN + 16 + self.body.len());
+        self.write_head(id, out)?;
+        out.extend_from_slice(&self.body);
+        Ok(())
+    }
+
+    /// The reply's encoding: what follows [`write_head`](SharedReply::write_head)'s bytes in
+    /// the frame.
+    pub fn body(&self) -> &Bytes {
+        &self.body
+    }
+
+    /// Appends the frame answering request `id` up to the reply, the frame's length counting
+    /// the [`body`](SharedReply::body) that must follow.
+    pub fn write_head(&self, id: u32, out: &mut Vec<u8>) -> Result<(), Error> {
+        let start = out.len();
         let head = ServerMsg::Reply {
             id,
             reply: Self::placeholder(),
@@ -350,7 +367,6 @@ impl SharedReply {
                 "reply of {len} bytes is too large for one frame"
             )));
         };
-        out.extend_from_slice(&self.body);
         out[start..start + HEADER_LEN].copy_from_slice(&len32.to_be_bytes());
         Ok(())
     }

@@ -37,6 +37,7 @@ use self::pmi1::Pmi1Conn;
 use self::pmi2::Pmi2Conn;
 use crate::engine::nspace::LazyJob;
 use crate::engine::{Auth, ConnId, PeerCreds, ToolHello};
+use crate::outbuf::OutQueue;
 
 /// What a connection's front-end wants done next.
 #[derive(Debug)]
@@ -272,18 +273,18 @@ impl Proto {
         fe: &mut Frontends,
         id: u32,
         answer: &SharedAnswer,
-        out: &mut Vec<u8>,
+        out: &mut OutQueue,
     ) {
         match self {
             Proto::Native(n) => n.replied_shared(id, answer, out),
-            Proto::Pmi1(p) => p.replied(id, answer.reply(), out),
-            Proto::Pmi2(p) => p.replied(id, answer.reply(), out),
+            Proto::Pmi1(p) => p.replied(id, answer.reply(), out.bytes()),
+            Proto::Pmi2(p) => p.replied(id, answer.reply(), out.bytes()),
             Proto::Openpmix(o) => o.replied(
                 &mut fe.openpmix,
                 id,
                 answer.reply(),
                 Some(&answer.in_ds21),
-                out,
+                out.bytes(),
             ),
         }
     }

@@ -19,6 +19,7 @@ use pmix_wire::{
 use super::welcomes::{ShareFn, Welcomes};
 use super::{SharedAnswer, Step};
 use crate::engine::{Auth, PeerCreds, ToolHello};
+use crate::outbuf::OutQueue;
 
 /// The largest hello accepted: a peer that has not authenticated may make the server hold
 /// only this much of a frame (a hello is a namespace, a rank and a secret: well under 1 KiB).
@@ -274,7 +275,9 @@ impl NativeConn {
         }
     }
 
-    pub(crate) fn replied_shared(&mut self, id: u32, answer: &SharedAnswer, out: &mut Vec<u8>) {
+    /// The shared reply's frame head goes into this connection's output and its body is
+    /// spliced in after it: one copy of the body for every connection it answers.
+    pub(crate) fn replied_shared(&mut self, id: u32, answer: &SharedAnswer, out: &mut OutQueue) {
         let shared = answer
             .native
             .get_or_init(|| match SharedReply::new(answer.reply()) {
@@ -287,8 +290,9 @@ impl NativeConn {
         let Some(shared) = shared else {
             return;
         };
-        if let Err(e) = shared.write(id, out) {
-            tracing::error!(who = %self.who(), "cannot encode a reply: {e}");
+        match shared.write_head(id, out.bytes()) {
+            Ok(()) => out.splice(shared.body().clone()),
+            Err(e) => tracing::error!(who = %self.who(), "cannot encode a reply: {e}"),
         }
     }
 
@@ -301,6 +305,81 @@ impl NativeConn {
     pub(crate) fn iof(&mut self, chunk: &pmix_wire::IofChunk, out: &mut Vec<u8>) {
         if let Err(e) = encode_frame(&ServerMsg::Iof(chunk.clone()), out) {
             tracing::error!(who = %self.who(), "cannot encode forwarded output: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::os::fd::BorrowedFd;
+
+    use pmix_types::{Key, Scope, Value};
+    use pmix_wire::{HEADER_LEN, Kv, ProcKvs, ReplyBody};
+
+    use super::*;
+    use crate::outbuf::PassFd;
+
+    /// A socket that takes everything.
+    struct Sink(Vec<u8>);
+
+    impl io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0.extend_from_slice(buf);
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl PassFd for Sink {
+        fn write_with_fd(&mut self, _: &[u8], _: BorrowedFd<'_>) -> io::Result<usize> {
+            Err(io::ErrorKind::Unsupported.into())
+        }
+    }
+
+    /// A collecting fence's answer to many clients is queued for each as a few head bytes
+    /// and the one shared body, and each client still reads exactly its own frame.
+    #[test]
+    fn a_shared_reply_is_not_copied_per_connection() {
+        let kv = Kv {
+            scope: Scope::GLOBAL,
+            key: Key::new("blob").unwrap(),
+            value: Value::ByteObject(vec![7; 1 << 20]),
+        };
+        let reply = Reply {
+            status: Status::SUCCESS,
+            body: ReplyBody::Fence {
+                data: vec![ProcKvs {
+                    proc: Proc::new(Nspace::new("job").unwrap(), 0),
+                    kvs: vec![kv],
+                }],
+            },
+        };
+        let answer = SharedAnswer::new(Arc::new(reply.clone()));
+        for id in [1u32, 300, 70_000] {
+            let mut conn = NativeConn::new(FrameDecoder::new(1 << 30), None);
+            let mut out = OutQueue::default();
+            conn.replied_shared(id, &answer, &mut out);
+            assert!(
+                out.bytes().len() <= HEADER_LEN + 16,
+                "{} bytes copied into the connection's buffer",
+                out.bytes().len()
+            );
+            let mut sink = Sink(Vec::new());
+            assert!(out.write_to(&mut sink));
+            let mut want = Vec::new();
+            encode_frame(
+                &ServerMsg::Reply {
+                    id,
+                    reply: reply.clone(),
+                },
+                &mut want,
+            )
+            .unwrap();
+            assert!(sink.0 == want, "the frame for request {id} differs");
         }
     }
 }
