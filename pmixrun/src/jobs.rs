@@ -327,6 +327,8 @@ impl Jobs for RunJobs<'_> {
         if let Some(m) = crate::debug::refused(job_info, false) {
             return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
         }
+        crate::capacity::check_spawn(apps, crate::capacity::max_procs())
+            .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
         let apps =
             crate::debug::apps(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let (apps, layout) =

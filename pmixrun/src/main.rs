@@ -9,6 +9,7 @@
 mod adopt;
 mod binding;
 mod bootstrap;
+mod capacity;
 mod cli;
 mod daemon;
 mod daemon_host;

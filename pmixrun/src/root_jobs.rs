@@ -205,6 +205,11 @@ impl Jobs for RootJobs {
         if let Some(m) = crate::debug::refused(job_info, true) {
             return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
         }
+        // Every node taken to run what this one can (their kernels are not asked).
+        let nodes = u64::try_from(self.nodes.len()).unwrap_or(u64::MAX);
+        let max = crate::capacity::max_procs().saturating_mul(nodes);
+        crate::capacity::check_spawn(apps, max)
+            .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
         let (apps, layout) =
             job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let placement = Placement::spawn(&self.nodes, &self.usage, &layout, self.oversubscribe)

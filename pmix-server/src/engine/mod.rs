@@ -1008,9 +1008,17 @@ impl Engine {
         }
     }
 
-    /// `PMIx_Spawn` from `me` (a client or a tool): the host's to carry out.
+    /// `PMIx_Spawn` from `me` (a client or a tool): the host's to carry out, if its
+    /// processes can be ranks of one job (the host checks them against its resources).
     fn spawn(&mut self, conn: ConnId, id: u32, me: Proc, job_info: Vec<Info>, apps: Vec<App>) {
-        if apps.is_empty() || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty()) {
+        let size = apps
+            .iter()
+            .try_fold(0u32, |n, a| n.checked_add(a.maxprocs))
+            .filter(|n| *n < Rank::WILDCARD.0);
+        if size.is_none()
+            || apps.is_empty()
+            || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty())
+        {
             return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
         }
         self.host_call(

@@ -209,6 +209,23 @@ fn spawn_missing(c: &Client) -> Res {
         r == Err(Status::ERR_JOB_APP_NOT_EXECUTABLE),
         "spawn of a file that is no program: {r:?}"
     );
+    // More processes than the machine can run: refused at once, nothing allocated for them
+    // (this crashed pmixrun once, allocating per rank first).
+    let r = spawn(c, vec![], vec![this_program(&[], 4_000_000_000)?]);
+    check!(
+        r == Err(Status::ERR_OUT_OF_RESOURCE),
+        "spawn of 4e9 processes: {r:?}"
+    );
+    // Counts that do not add up to a job's size in 32 bits.
+    let r = spawn(
+        c,
+        vec![],
+        vec![this_program(&[], u32::MAX)?, this_program(&[], 2)?],
+    );
+    check!(
+        r == Err(Status::ERR_BAD_PARAM),
+        "spawn whose counts overflow: {r:?}"
+    );
     c.fence(&[], &[]).map_err(e("fence after the failures"))?;
     let ns = spawn(c, vec![], vec![this_program(&["child-outlives"], 1)?])
         .map_err(|s| format!("spawn after the failures: {s:?}"))?;

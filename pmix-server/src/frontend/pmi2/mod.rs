@@ -393,7 +393,8 @@ impl Pmi2Conn {
             "spawn" => {
                 return match spawn::parse(c) {
                     Ok((job_info, apps)) => {
-                        let n = apps.iter().map(|a| a.maxprocs).sum();
+                        // Counts are the host's to check; summing them must not panic.
+                        let n = apps.iter().fold(0u32, |n, a| n.saturating_add(a.maxprocs));
                         self.request(c, Pending::Spawn(n), Request::Spawn { job_info, apps })
                     }
                     Err(why) => error_reply(out, &resp, c, &why),

@@ -249,3 +249,22 @@ proptest::proptest! {
         }
     }
 }
+
+/// Counts whose sum does not fit in 32 bits reach the engine (which refuses them) without a
+/// panic here.
+#[test]
+fn a_spawn_whose_counts_overflow_is_passed_on_without_a_panic() {
+    let mut t = ready(0, 7);
+    let (s, _) = t.send(
+        "cmd=spawn;ncmds=2;preputcount=0;\
+         subcmd=/a;maxprocs=4294967295;argc=0;infokeycount=0;\
+         subcmd=/b;maxprocs=2;argc=0;infokeycount=0;",
+    );
+    let Step::Request(_, Request::Spawn { apps, .. }) = s else {
+        panic!("{s:?}")
+    };
+    assert_eq!(
+        apps.iter().map(|a| a.maxprocs).collect::<Vec<_>>(),
+        [u32::MAX, 2]
+    );
+}
