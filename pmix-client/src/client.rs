@@ -140,7 +140,7 @@ impl Client {
                     singleton::nspace(&singleton::hostname(), std::process::id()),
                     Rank(0),
                 );
-                (me.clone(), Conn::singleton(me)?)
+                (me.clone(), singleton::open(me))
             }
             Err(e) => return Err(e),
         };
