@@ -85,7 +85,7 @@ struct Control {
 }
 
 /// The socket: a Unix stream to a pmix-rs server, TCP to an OpenPMIx server.
-enum Stream {
+pub(crate) enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
 }
@@ -105,7 +105,7 @@ impl Stream {
         }
     }
 
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_read_timeout(t),
             Stream::Tcp(s) => s.set_read_timeout(t),
@@ -450,6 +450,10 @@ impl Shared {
                 Output::Event(ev) => Ready::Event(ev),
                 Output::Lost(me) => Ready::Lost(me),
                 Output::Timer(id, after) => Ready::Timer(id, after),
+                Output::Iof(chunk) => {
+                    tracing::debug!("pmix-client: ignoring output nobody pulled: {chunk:?}");
+                    continue;
+                }
             });
         }
     }

@@ -38,7 +38,9 @@ use std::time::Duration;
 use bytes::Bytes;
 use hashbrown::HashMap;
 use pmix_types::{Info, Proc, Status, attr};
-use pmix_wire::{Event, FenceReplyRef, Reply, ReplyBody, Request, ServerMsg, decode_body};
+use pmix_wire::{
+    Event, FenceReplyRef, IofChunk, Reply, ReplyBody, Request, ServerMsg, decode_body,
+};
 
 use crate::Error;
 use crate::store::Store;
@@ -55,6 +57,8 @@ pub(crate) enum Output {
     Complete(u32, Result<Reply, Error>),
     /// Deliver an event to the handlers.
     Event(Event),
+    /// Output a tool pulled (`PMIx_IOF_pull`); no client asks for it.
+    Iof(IofChunk),
     /// The connection was lost (not closed by this side): tell the handlers of
     /// `ERR_LOST_CONNECTION`, as this process.
     Lost(Proc),
@@ -273,7 +277,7 @@ impl ClientCore {
             }
             (Frame::Openpmix { tag, payload }, Wire::Openpmix(session)) => {
                 let out = &mut self.out;
-                let answer = session.take(tag, payload, |ev| out.push_back(Output::Event(ev)));
+                let answer = session.take(tag, payload, |o| out.push_back(o));
                 match answer {
                     Some((id, Ok(reply))) => self.complete(id, reply),
                     Some((id, Err(e))) => {
@@ -411,6 +415,7 @@ impl ClientCore {
         match msg {
             ServerMsg::Reply { id, reply } => self.complete(id, reply),
             ServerMsg::Event(ev) => self.out.push_back(Output::Event(ev)),
+            ServerMsg::Iof(chunk) => self.out.push_back(Output::Iof(chunk)),
             other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
         }
         Ok(())

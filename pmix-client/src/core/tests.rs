@@ -659,3 +659,22 @@ fn this_processs_own_data_is_always_local() {
         Some(Local::Done(Err(Error::NotFound { .. })))
     ));
 }
+
+#[test]
+fn pulled_output_comes_out_for_a_tool() {
+    let (mut core, mut input) = native();
+    let chunk = pmix_wire::IofChunk {
+        tag: 7,
+        source: peer(1),
+        channel: pmix_types::IofChannel::STDOUT,
+        info: vec![],
+        data: b"hello\n".to_vec(),
+    };
+    receive(
+        &mut core,
+        &mut input,
+        &frame(&ServerMsg::Iof(chunk.clone())),
+    )
+    .unwrap();
+    assert!(matches!(&outputs(&mut core)[..], [Output::Iof(c)] if *c == chunk));
+}
