@@ -387,6 +387,21 @@ fn publish(k: &str) -> Request {
     }
 }
 
+/// Submits a spawn, which the local wire cannot answer.
+fn spawn(core: &mut ClientCore) -> Submitted {
+    let s = core
+        .submit(
+            Request::Spawn {
+                job_info: vec![],
+                apps: vec![],
+            },
+            false,
+        )
+        .unwrap();
+    assert!(s.needs_server);
+    s
+}
+
 fn status_of(out: &Output) -> (u32, Status) {
     match out {
         Output::Complete(id, Ok(r)) => (*id, r.status),
@@ -472,15 +487,7 @@ fn a_spawn_on_the_local_wire_waits_for_a_server_which_is_told_what_was_done_alon
     );
     outputs(&mut core);
     let held = submit(&mut core, lookup("q", vec![wait_for_it()]));
-    let s = core
-        .submit(
-            Request::Spawn {
-                job_info: vec![],
-                apps: vec![],
-            },
-            false,
-        )
-        .unwrap();
+    let s = spawn(&mut core);
     assert!(s.needs_server);
     assert!(outputs(&mut core).is_empty());
     assert!(!core.poll_transmit(&mut Vec::new()));
@@ -524,15 +531,7 @@ fn a_spawn_on_the_local_wire_waits_for_a_server_which_is_told_what_was_done_alon
 #[test]
 fn a_spawn_that_gets_no_server_fails_alone() {
     let mut core = local(&std::sync::Arc::default());
-    let s = core
-        .submit(
-            Request::Spawn {
-                job_info: vec![],
-                apps: vec![],
-            },
-            false,
-        )
-        .unwrap();
+    let s = spawn(&mut core);
     core.fail(s.id, Error::PrivateServer("no pmixrun".into()));
     assert!(matches!(
         &outputs(&mut core)[..],
