@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use pmix_types::{Info, Status, attr};
+use pmix_types::Status;
 use pmix_wire::Reply;
 
 use crate::Error;
@@ -19,15 +19,7 @@ const TIMEOUT_MARGIN: Duration = Duration::from_secs(1);
 /// What a blocking call hands its non-blocking twin as the completion.
 pub(crate) type Done<T> = Box<dyn FnOnce(Result<T, Error>) + Send + 'static>;
 
-/// `TIMEOUT` in seconds; zero or negative means none, as in the standard.
-pub(crate) fn timeout_of(info: &[Info]) -> Option<Duration> {
-    let t = info
-        .iter()
-        .rev()
-        .find(|i| i.key.as_str() == attr::TIMEOUT)?;
-    let secs = t.value.as_i64()?;
-    (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
-}
+pub(crate) use crate::core::timeout_of;
 
 /// The outcome of a request whose reply carries nothing but its status.
 pub(crate) fn status_result(reply: &Reply) -> Result<(), Error> {

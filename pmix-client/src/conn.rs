@@ -22,6 +22,12 @@
 //! (non-blocking reads, yielding the CPU between them): on a shared CPU the server runs
 //! meanwhile, and on another CPU the reply is often there before a sleep and wake-up would end.
 //!
+//! **Late connections.** A core on the local wire (a singleton, `core/local/`) has no socket
+//! at first: its requests are answered as they are submitted, and from other threads (a
+//! publish releasing a held lookup, a timer the core asked for). When it says a request needs
+//! a server, the connector it was opened with ([`Conn::local`]) gives one, and the core then
+//! gets the socket's wire and hands over what waits.
+//!
 //! **Locks.** The core is under a read-write lock: gets read the store under its read side,
 //! in parallel; requests, replies and events take its write side for as long as the core
 //! needs, never across a read or a write of the socket. A request is encoded and written
@@ -32,7 +38,7 @@ use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::panic::{self, AssertUnwindSafe};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 use std::thread::{self, JoinHandle, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -52,7 +58,6 @@ use crate::env::{Rendezvous, Server};
 use crate::event_registry::Events;
 use crate::handshake::{JobIn, frame_io, native_handshake};
 use crate::openpmix;
-use crate::singleton::Singleton;
 use crate::store::Store;
 
 /// What a request's completion receives.
@@ -63,6 +68,7 @@ enum Ready {
     Complete(Completion, Result<Reply, Error>),
     Event(Event),
     Lost(Proc),
+    Timer(u32, Duration),
 }
 
 /// Who reads, and why: the reader thread's orders.
@@ -79,7 +85,7 @@ struct Control {
 }
 
 /// The socket: a Unix stream to a pmix-rs server, TCP to an OpenPMIx server.
-enum Stream {
+pub(crate) enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
 }
@@ -99,7 +105,7 @@ impl Stream {
         }
     }
 
-    fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
+    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_read_timeout(t),
             Stream::Tcp(s) => s.set_read_timeout(t),
@@ -169,17 +175,26 @@ struct Writer {
     buf: Vec<u8>,
 }
 
-/// How requests leave.
-enum Link {
-    /// A socket to a server.
-    Socket {
-        writer: Mutex<Writer>,
-        read: Mutex<ReadSide>,
-    },
-    /// No server: a singleton answers its own requests in the process, or passes them on to
-    /// the private server it started (`singleton/`).
-    Singleton(Singleton),
+/// A socket to a server: how requests leave and replies come.
+struct Socket {
+    writer: Mutex<Writer>,
+    read: Mutex<ReadSide>,
+    /// What must live as long as the connection, let go when it closes (a private server's
+    /// lifeline).
+    keep: Mutex<Option<Box<dyn Send>>>,
 }
+
+/// A server for a core on the local wire, as its connector gives one: a Unix socket past the
+/// handshake, the wire to speak there, and what must live as long as the connection.
+pub(crate) struct Opened {
+    pub(crate) stream: UnixStream,
+    pub(crate) input: Input,
+    pub(crate) wire: Wire,
+    pub(crate) keep: Box<dyn Send>,
+}
+
+/// Gets a core on the local wire a server (see the module documentation).
+pub(crate) type Connector = Box<dyn Fn() -> Result<Opened, Error> + Send + Sync>;
 
 /// State shared by the callers' threads and the reader thread.
 pub(crate) struct Shared {
@@ -188,36 +203,33 @@ pub(crate) struct Shared {
     /// core: a closure is `Send` but not `Sync`, and the core is read by gets in parallel.
     /// Filled under the core's lock, so that a reply always finds its completion.
     completions: Mutex<HashMap<u32, Completion>>,
-    /// Shared with a singleton's connection to its private server, whose events reach the
-    /// same handlers.
     pub(crate) events: Arc<Events>,
-    link: Link,
+    /// The socket, once there is one (from the start, but for a core on the local wire).
+    socket: OnceLock<Socket>,
+    /// How a core on the local wire gets a server.
+    connector: Option<Connector>,
+    /// Serialises getting a server.
+    connecting: Mutex<()>,
     control: Mutex<Control>,
     /// Signalled when the reader thread has something to do.
     wake_reader: Condvar,
     reader_id: OnceLock<ThreadId>,
+    reader: Mutex<Option<JoinHandle<()>>>,
     /// The thread holding the reading role, when it is a caller's.
     caller_reading: Mutex<Option<ThreadId>>,
+    /// This, for the reader thread and timers started later.
+    this: Weak<Shared>,
 }
 
-/// The connection as the client owns it: the shared state plus the reader thread's handle.
+/// The connection as the client owns it.
 pub(crate) struct Conn {
     pub(crate) shared: Arc<Shared>,
-    reader: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Conn {
     /// Connects, says hello, and starts the reader thread. Returns the job data of our
     /// namespace from the welcome (the native protocol) or the job data request (OpenPMIx).
     pub(crate) fn open(rv: &Rendezvous) -> Result<(Conn, JobIn), Error> {
-        Conn::open_with_events(rv, Arc::default())
-    }
-
-    /// [`Conn::open`] delivering events to `events`.
-    pub(crate) fn open_with_events(
-        rv: &Rendezvous,
-        events: Arc<Events>,
-    ) -> Result<(Conn, JobIn), Error> {
         let (stream, wire, input, job, path) = match &rv.server {
             Server::Native { socket, secret } => {
                 let (stream, input, job) = native_handshake(rv, socket, secret)?;
@@ -236,8 +248,54 @@ impl Conn {
                 )
             }
         };
-        let read_half = stream.try_clone().map_err(frame_io(&path))?;
-        let link = Link::Socket {
+        let socket = Socket::new(stream, input, None).map_err(frame_io(&path))?;
+        let shared = Shared::new(ClientCore::new(wire), None);
+        let _ = shared.socket.set(socket);
+        shared.start_reader().map_err(frame_io(&path))?;
+        Ok((Conn { shared }, job))
+    }
+
+    /// A connection with no socket yet over `core`, on the local wire: every request is
+    /// answered on the caller's thread until one needs a server, which `connector` gives.
+    pub(crate) fn local(core: ClientCore, connector: Connector) -> Conn {
+        Conn {
+            shared: Shared::new(core, Some(connector)),
+        }
+    }
+
+    /// Shuts the socket down and joins the reader thread; what waits on the local wire
+    /// fails. Called from the reader thread itself (a callback dropping the last handle) it
+    /// only shuts down: the thread ends on its own once it sees the end of the stream.
+    pub(crate) fn close(&self) {
+        let shared = &self.shared;
+        let mut outs = Vec::new();
+        {
+            let mut core = shared.core.write();
+            core.handle_close();
+            shared.take_outputs(&mut core, &mut outs);
+        }
+        shared.run(&mut outs, true);
+        if let Some(s) = shared.socket.get() {
+            let _ = s.writer.lock().stream.shutdown(Shutdown::Both);
+        }
+        shared.control.lock().stop = true;
+        shared.wake_reader.notify_all();
+        let handle = shared.reader.lock().take();
+        if let Some(h) = handle {
+            if !shared.on_reader_thread() && h.join().is_err() {
+                tracing::error!("pmix-client reader thread panicked");
+            }
+        }
+        if let Some(s) = shared.socket.get() {
+            drop(s.keep.lock().take());
+        }
+    }
+}
+
+impl Socket {
+    fn new(stream: Stream, input: Input, keep: Option<Box<dyn Send>>) -> io::Result<Socket> {
+        let read_half = stream.try_clone()?;
+        Ok(Socket {
             writer: Mutex::new(Writer {
                 stream,
                 buf: Vec::with_capacity(4096),
@@ -247,75 +305,39 @@ impl Conn {
                 input,
                 outs: Vec::new(),
             }),
-        };
-        let shared = Shared::new(ClientCore::new(wire), events, link);
-        let for_reader = Arc::clone(&shared);
-        let handle = thread::Builder::new()
-            .name("pmix-client-reader".into())
-            .spawn(move || reader_loop(&for_reader))
-            .map_err(frame_io(&path))?;
-        let _ = shared.reader_id.set(handle.thread().id());
-        Ok((
-            Conn {
-                shared,
-                reader: Mutex::new(Some(handle)),
-            },
-            job,
-        ))
+            keep: Mutex::new(keep),
+        })
     }
+}
 
-    /// The connection of singleton `me`, with no server (`singleton/`), and its job data.
-    /// No socket and no reader thread: everything is answered on the caller's thread, or by
-    /// the private server's connection once a spawn started one.
-    pub(crate) fn singleton(me: Proc) -> Result<(Conn, JobIn), Error> {
-        let single = Singleton::new(me);
-        let job = JobIn::Data(single.job());
-        let shared = Shared::new(
-            ClientCore::new(Wire::Local),
-            Arc::default(),
-            Link::Singleton(single),
-        );
-        Ok((
-            Conn {
-                shared,
-                reader: Mutex::new(None),
-            },
-            job,
-        ))
-    }
-
-    /// Shuts the socket down and joins the reader thread. Called from the reader thread
-    /// itself (a callback dropping the last handle) it only shuts down: the thread ends on
-    /// its own once it sees the end of the stream.
-    pub(crate) fn close(&self) {
-        self.shared.core.write().handle_close();
-        match &self.shared.link {
-            Link::Singleton(s) => s.close(),
-            Link::Socket { writer, .. } => {
-                let _ = writer.lock().stream.shutdown(Shutdown::Both);
-            }
+impl Writer {
+    /// Writes out what `buf` holds. On error the socket is shut down: the reader will see the
+    /// end of the stream and fail everything outstanding.
+    fn flush_buf(&mut self) -> io::Result<()> {
+        let Writer { stream, buf } = self;
+        let written = stream.write_all(buf);
+        buf.clear();
+        // Don't let one huge commit pin its buffer for the life of the process.
+        if buf.capacity() > 1 << 20 {
+            *buf = Vec::with_capacity(4096);
         }
-        self.shared.control.lock().stop = true;
-        self.shared.wake_reader.notify_all();
-        let handle = self.reader.lock().take();
-        if let Some(h) = handle {
-            if self.shared.on_reader_thread() {
-                return;
-            }
-            if h.join().is_err() {
-                tracing::error!("pmix-client reader thread panicked");
-            }
+        if let Err(e) = &written {
+            tracing::warn!("pmix-client: writing to the server failed: {e}");
+            let _ = stream.shutdown(Shutdown::Both);
         }
+        written
     }
 }
 
 impl Shared {
-    fn new(core: ClientCore, events: Arc<Events>, link: Link) -> Arc<Shared> {
-        Arc::new(Shared {
+    fn new(core: ClientCore, connector: Option<Connector>) -> Arc<Shared> {
+        Arc::new_cyclic(|this| Shared {
             core: RwLock::new(core),
             completions: Mutex::new(HashMap::new()),
-            events,
-            link,
+            events: Arc::default(),
+            socket: OnceLock::new(),
+            connector,
+            connecting: Mutex::new(()),
             control: Mutex::new(Control {
                 handoff: false,
                 stop: false,
@@ -324,8 +346,23 @@ impl Shared {
             }),
             wake_reader: Condvar::new(),
             reader_id: OnceLock::new(),
+            reader: Mutex::new(None),
             caller_reading: Mutex::new(None),
+            this: this.clone(),
         })
+    }
+
+    /// Starts the reader thread (once there is a socket).
+    fn start_reader(&self) -> io::Result<()> {
+        let Some(for_reader) = self.this.upgrade() else {
+            return Ok(());
+        };
+        let handle = thread::Builder::new()
+            .name("pmix-client-reader".into())
+            .spawn(move || reader_loop(&for_reader))?;
+        let _ = self.reader_id.set(handle.thread().id());
+        *self.reader.lock() = Some(handle);
+        Ok(())
     }
 
     /// The store, for reading (gets run in parallel under it).
@@ -346,20 +383,8 @@ impl Shared {
     /// True on a thread that is reading replies (the reader thread, or a caller while it
     /// reads): completions run there, and a blocking wait would wait for itself.
     pub(crate) fn on_reader_thread(&self) -> bool {
-        if let Some(up) = self.upstream() {
-            return up.on_reader_thread();
-        }
         let me = thread::current().id();
         self.reader_id.get() == Some(&me) || *self.caller_reading.lock() == Some(me)
-    }
-
-    /// A singleton's connection to its private server, once it has one: requests go there,
-    /// and so do the questions of who reads.
-    fn upstream(&self) -> Option<&Shared> {
-        match &self.link {
-            Link::Singleton(s) => s.upstream().map(|c| &*c.shared),
-            Link::Socket { .. } => None,
-        }
     }
 
     /// Starts (`true`) or ends (`false`) one reason to read all the time (an event handler).
@@ -378,9 +403,6 @@ impl Shared {
     /// Asks the reader thread to read: a non-blocking request was sent, and nobody may be
     /// reading for it.
     pub(crate) fn kick(&self) {
-        if let Some(up) = self.upstream() {
-            return up.kick();
-        }
         self.control.lock().handoff = true;
         self.wake_reader.notify_one();
     }
@@ -412,6 +434,7 @@ impl Shared {
                 Ready::Complete(done, r) => done(r),
                 Ready::Event(ev) => self.events.deliver(ev),
                 Ready::Lost(me) => self.events.connection_lost(me),
+                Ready::Timer(id, after) => self.arm_timer(id, after),
             }
         }
     }
@@ -426,6 +449,11 @@ impl Shared {
                 },
                 Output::Event(ev) => Ready::Event(ev),
                 Output::Lost(me) => Ready::Lost(me),
+                Output::Timer(id, after) => Ready::Timer(id, after),
+                Output::Iof(chunk) => {
+                    tracing::debug!("pmix-client: ignoring output nobody pulled: {chunk:?}");
+                    continue;
+                }
             });
         }
     }
@@ -434,18 +462,12 @@ impl Shared {
     /// `done()` (the caller's reply has been dispatched) or `deadline`, if the reading role is
     /// free.
     pub(crate) fn read_until(&self, done: &dyn Fn() -> bool, deadline: Option<Instant>) -> Turn {
-        let read = match &self.link {
-            Link::Socket { read, .. } => read,
-            // Answers come on the caller's thread, from another thread (a publish releasing a
-            // held lookup, a timer) or from the private server's reader: wait on the channel.
-            Link::Singleton(s) => {
-                return match s.upstream() {
-                    Some(up) => up.shared.read_until(done, deadline),
-                    None => Turn::Busy,
-                };
-            }
+        // No socket: answers come on the caller's thread or from another one (a publish
+        // releasing a held lookup, a timer): wait on the channel.
+        let Some(socket) = self.socket.get() else {
+            return Turn::Busy;
         };
-        let Some(mut rs) = read.try_lock() else {
+        let Some(mut rs) = socket.read.try_lock() else {
             return Turn::Busy;
         };
         *self.caller_reading.lock() = Some(thread::current().id());
@@ -542,48 +564,38 @@ impl Shared {
     }
 
     fn submit_as(&self, req: Request, done: Completion, whole: bool) -> Option<u32> {
-        let writer = match &self.link {
-            Link::Socket { writer, .. } => writer,
-            Link::Singleton(s) => {
-                if self.control.lock().stop {
-                    done(Err(Error::LostConnection));
-                    return None;
-                }
-                return s.submit(&self.events, req, done);
-            }
-        };
         let mut outs = Vec::new();
         // Held from encoding to writing: requests leave in the order they were submitted.
-        let mut w = writer.lock();
-        let submitted = {
+        let mut writer = self.socket.get().map(|s| s.writer.lock());
+        let (submitted, waiting, unsent) = {
             let mut core = self.core.write();
             match core.submit(req, whole) {
                 Ok(s) => {
                     self.completions.lock().insert(s.id, done);
-                    core.poll_transmit(&mut w.buf);
-                    s
+                    if let Some(w) = writer.as_mut() {
+                        core.poll_transmit(&mut w.buf);
+                    }
+                    self.take_outputs(&mut core, &mut outs);
+                    let unsent = writer.is_none() && core.poll_transmit(&mut Vec::new());
+                    (s, core.is_waiting(s.id), unsent)
                 }
                 Err(e) => {
                     drop(core);
-                    drop(w);
+                    drop(writer);
                     done(Err(e));
                     return None;
                 }
             }
         };
         let id = submitted.id;
-        let Writer { stream, buf } = &mut *w;
-        let written = stream.write_all(buf);
-        buf.clear();
-        // Don't let one huge commit pin its buffer for the life of the process.
-        if buf.capacity() > 1 << 20 {
-            *buf = Vec::with_capacity(4096);
-        }
-        if let Err(e) = written {
-            tracing::warn!("pmix-client: writing to the server failed: {e}");
-            // The reader will see the end of the stream and fail everything outstanding.
-            let _ = stream.shutdown(Shutdown::Both);
-            drop(w);
+        // The socket came between looking for it and taking the core (a server got for the
+        // local wire): the bytes are written below, in order.
+        let written = match (writer, unsent) {
+            (Some(mut w), _) => w.flush_buf(),
+            (None, true) => self.flush(),
+            (None, false) => Ok(()),
+        };
+        if written.is_err() {
             {
                 let mut core = self.core.write();
                 core.fail(id, Error::LostConnection);
@@ -592,7 +604,11 @@ impl Shared {
             self.run(&mut outs, false);
             return None;
         }
-        drop(w);
+        // Answers the local wire gave at once: the caller's own, or lookups a publish released.
+        self.run(&mut outs, false);
+        if submitted.needs_server {
+            self.connect(id);
+        }
         if submitted.once_written {
             // Complete once sent: nothing will answer it.
             {
@@ -603,14 +619,107 @@ impl Shared {
             self.run(&mut outs, true);
             return None;
         }
-        Some(id)
+        waiting.then_some(id)
+    }
+
+    /// Writes what the core has to write, under the writer mutex.
+    fn flush(&self) -> io::Result<()> {
+        let Some(socket) = self.socket.get() else {
+            return Ok(());
+        };
+        let mut w = socket.writer.lock();
+        self.core.write().poll_transmit(&mut w.buf);
+        w.flush_buf()
+    }
+
+    /// Gets the server request `id` needs (see the module documentation), once: the core
+    /// then hands over what waits. If none can be had, request `id` fails, and the next one
+    /// that needs a server tries again.
+    fn connect(&self, id: u32) {
+        let _one = self.connecting.lock();
+        if self.socket.get().is_some() || !self.core.read().is_waiting(id) {
+            // Handed over already, or cancelled meanwhile.
+            return;
+        }
+        let opened = match &self.connector {
+            Some(connector) => connector(),
+            None => Err(Error::Protocol("no server to send to".into())),
+        };
+        let mut outs = Vec::new();
+        let attached = opened.and_then(|o| self.attach(o, &mut outs));
+        if let Err(e) = attached {
+            let mut core = self.core.write();
+            core.fail(id, e);
+            self.take_outputs(&mut core, &mut outs);
+        }
+        self.run(&mut outs, true);
+    }
+
+    /// Puts a server's socket under a core on the local wire and writes what the core hands
+    /// over to it.
+    fn attach(&self, opened: Opened, outs: &mut Vec<Ready>) -> Result<(), Error> {
+        let Opened {
+            stream,
+            input,
+            wire,
+            keep,
+        } = opened;
+        let socket =
+            Socket::new(Stream::Unix(stream), input, Some(keep)).map_err(frame_io("server"))?;
+        let _ = self.socket.set(socket);
+        let Some(socket) = self.socket.get() else {
+            return Err(Error::Protocol("the server's socket was lost".into()));
+        };
+        {
+            let mut w = socket.writer.lock();
+            {
+                let mut core = self.core.write();
+                core.handle_connected(wire)?;
+                core.poll_transmit(&mut w.buf);
+                self.take_outputs(&mut core, outs);
+            }
+            // A failed write is seen by the reader, which fails everything outstanding.
+            let _ = w.flush_buf();
+        }
+        // What the server sends unasked comes at any time, and the requests handed over were
+        // never kicked for: read all the time.
+        self.listen(true);
+        self.start_reader().map_err(frame_io("server"))
+    }
+
+    /// Calls [`ClientCore::handle_timeout`] for request `id` once `after` has passed, on a
+    /// thread of its own: a core on the local wire has no reader thread, and timers are few
+    /// (a lookup that waits with a `TIMEOUT`).
+    fn arm_timer(&self, id: u32, after: Duration) {
+        let this = self.this.clone();
+        let deadline = Instant::now() + after;
+        let spawned = thread::Builder::new()
+            .name("pmix-client-timer".into())
+            .spawn(move || {
+                while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+                    thread::sleep(left);
+                }
+                if let Some(shared) = this.upgrade() {
+                    shared.handle_timeout(id);
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!("pmix-client: no timer thread for a lookup's TIMEOUT: {e}");
+        }
+    }
+
+    fn handle_timeout(&self, id: u32) {
+        let mut outs = Vec::new();
+        {
+            let mut core = self.core.write();
+            core.handle_timeout(id);
+            self.take_outputs(&mut core, &mut outs);
+        }
+        self.run(&mut outs, true);
     }
 
     /// Forgets a request the caller stopped waiting for; a late reply is then dropped.
     pub(crate) fn cancel(&self, id: u32) {
-        if let Link::Singleton(s) = &self.link {
-            return s.cancel(id);
-        }
         // Dropped outside the lock: the closure may own the last handle of the client.
         let waiter = {
             let mut core = self.core.write();
@@ -667,9 +776,6 @@ impl Shared {
 
     /// True once the connection is known to be gone.
     pub(crate) fn is_closed(&self) -> bool {
-        if let Some(up) = self.upstream() {
-            return up.is_closed();
-        }
         self.core.read().is_closed()
     }
 }
@@ -684,7 +790,7 @@ fn run_completion(done: Completion, result: Result<Reply, Error>) {
 
 /// The reader thread: sleeps until asked to read, then reads until nothing is outstanding.
 fn reader_loop(shared: &Shared) {
-    let Link::Socket { read, .. } = &shared.link else {
+    let Some(Socket { read, .. }) = shared.socket.get() else {
         return;
     };
     loop {

@@ -1,6 +1,6 @@
 //! The registry of event handlers, which the connection hands every event it reads: who
 //! wants which codes, running them, and the backlog of events nobody wanted. It knows nothing
-//! of the client's API (`events.rs` registers and deregisters through it), so that the
+//! of the client's API (`api/events.rs` registers and deregisters through it), so that the
 //! connection, which owns it, does not depend on the API built on the connection.
 //!
 //! [`Events::deliver`] runs the matching handlers in their order, on whichever thread reads

@@ -78,40 +78,30 @@
 //! # }
 //! ```
 
+mod api;
 mod call;
-mod client;
 mod conn;
-mod control;
 mod core;
-mod dynamic;
 mod env;
 mod error;
 mod event_order;
 mod event_registry;
-mod events;
 mod fence_data;
-mod group_info;
-mod group_membership;
-mod groups;
 mod handshake;
 mod job_file;
-mod locality;
-mod names;
 mod openpmix;
 mod singleton;
-mod stop_in_init;
 mod store;
 pub mod tool;
-mod version;
 
-pub use client::Client;
-pub use dynamic::{AppExt, app};
+pub use api::client::Client;
+pub use api::dynamic::{AppExt, app};
+pub use api::events::HandlerId;
+pub use api::group_membership::GroupOpt;
+pub use api::groups::Group;
+pub use api::names::Pdata;
+pub use api::version::version;
 pub use error::Error;
-pub use events::HandlerId;
-pub use group_membership::GroupOpt;
-pub use groups::Group;
-pub use names::Pdata;
-pub use version::version;
 
 /// The PMIx data model, re-exported so applications need only this crate.
 pub use pmix_types as types;

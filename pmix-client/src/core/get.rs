@@ -6,8 +6,8 @@ use std::time::Duration;
 use pmix_types::{DataArray, Info, Proc, Rank, Scope, Value, attr, is_reserved_key};
 
 use super::ClientCore;
+use super::timeout_of;
 use crate::Error;
-use crate::call::timeout_of;
 use crate::store::{LevelSel, Lookup, Qualifiers, Store};
 
 /// The directives of a Get that the client acts on; the server receives all of them.

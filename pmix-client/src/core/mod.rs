@@ -8,6 +8,8 @@
 //! - getters: [`ClientCore::store`], [`ClientCore::is_closed`], [`ClientCore::has_pending`];
 //! - inputs, `handle_*`: [`ClientCore::handle_frame`] (one whole message the server sent, as
 //!   [`Input`] cuts them), [`ClientCore::handle_written`] (a request's bytes left),
+//!   [`ClientCore::handle_timeout`] (a timer the core asked for ran out),
+//!   [`ClientCore::handle_connected`] (a core on the local wire has a server now),
 //!   [`ClientCore::handle_lost`] (the connection is gone), [`ClientCore::handle_close`];
 //! - commands: [`ClientCore::submit`], [`ClientCore::cancel`], [`ClientCore::fail`],
 //!   [`ClientCore::ingest`], [`ClientCore::store_mut`];
@@ -18,21 +20,31 @@
 //! After any input or command, the driver takes the bytes to write, then the outputs, and
 //! runs the outputs only once it has let go of the core: a completion or an event handler
 //! may call the client again.
+//!
+//! A process with no server (a singleton) has a core on the local wire (`local/`,
+//! [`Wire::Local`]): requests are answered as they are submitted, nothing is written, and a
+//! request that needs a server says so ([`Submitted::needs_server`]); the driver then gets
+//! one and hands the core its wire ([`ClientCore::handle_connected`]).
 
 pub(crate) mod get;
+pub(crate) mod local;
 pub(crate) mod openpmix;
 mod pending;
 pub(crate) mod wire;
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use bytes::Bytes;
 use hashbrown::HashMap;
-use pmix_types::Proc;
-use pmix_wire::{Event, FenceReplyRef, Reply, ReplyBody, Request, ServerMsg, decode_body};
+use pmix_types::{Info, Proc, Status, attr};
+use pmix_wire::{
+    Event, FenceReplyRef, IofChunk, Reply, ReplyBody, Request, ServerMsg, decode_body,
+};
 
 use crate::Error;
 use crate::store::Store;
+use local::Answer;
 use pending::Pending;
 use wire::{Frame, Wire};
 
@@ -45,9 +57,24 @@ pub(crate) enum Output {
     Complete(u32, Result<Reply, Error>),
     /// Deliver an event to the handlers.
     Event(Event),
+    /// Output a tool pulled (`PMIx_IOF_pull`); no client asks for it.
+    Iof(IofChunk),
     /// The connection was lost (not closed by this side): tell the handlers of
     /// `ERR_LOST_CONNECTION`, as this process.
     Lost(Proc),
+    /// Call [`ClientCore::handle_timeout`] with request `id` once this has passed.
+    Timer(u32, Duration),
+}
+
+/// `TIMEOUT` in seconds; zero or negative means none, as in the standard. The last one given
+/// counts.
+pub(crate) fn timeout_of(info: &[Info]) -> Option<Duration> {
+    let t = info
+        .iter()
+        .rev()
+        .find(|i| i.key.as_str() == attr::TIMEOUT)?;
+    let secs = t.value.as_i64()?;
+    (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
 }
 
 /// A request [`ClientCore::submit`] took: its bytes wait in [`ClientCore::poll_transmit`].
@@ -58,6 +85,9 @@ pub(crate) struct Submitted {
     /// Nothing will answer it: it completes when the driver says its bytes were written
     /// ([`ClientCore::handle_written`]).
     pub(crate) once_written: bool,
+    /// It waits for a server, which the local wire has not: the driver is to get one and
+    /// call [`ClientCore::handle_connected`] (or fail it).
+    pub(crate) needs_server: bool,
 }
 
 /// The client's state and protocol logic (see the module documentation).
@@ -129,19 +159,39 @@ impl ClientCore {
             return Err(Error::LostConnection);
         }
         let id = self.pending.insert(whole);
+        let mut submitted = Submitted {
+            id,
+            once_written: false,
+            needs_server: false,
+        };
+        if let Wire::Local(responder) = &mut self.wire {
+            let mut released = Vec::new();
+            let answer = responder.answer(id, req, &mut released);
+            for (held, reply) in released {
+                self.complete(held, reply);
+            }
+            match answer {
+                Answer::Now(reply) => self.complete(id, reply),
+                Answer::Held(Some(after)) => self.out.push_back(Output::Timer(id, after)),
+                Answer::Held(None) => {}
+                Answer::NeedsServer => submitted.needs_server = true,
+            }
+            return Ok(submitted);
+        }
+        submitted.once_written = self.encode(id, req)?;
+        Ok(submitted)
+    }
+
+    /// Writes request `id`, already filed, to the transmit buffer. True when nothing will
+    /// answer it. On error it is no longer filed.
+    fn encode(&mut self, id: u32, req: Request) -> Result<bool, Error> {
         match self.wire.encode(id, req, &mut self.transmit) {
-            Ok(None) => Ok(Submitted {
-                id,
-                once_written: false,
-            }),
+            Ok(None) => Ok(false),
             Ok(Some(reply)) => {
                 if let Some(w) = self.pending.get_mut(id) {
                     w.once_written = Some(reply);
                 }
-                Ok(Submitted {
-                    id,
-                    once_written: true,
-                })
+                Ok(true)
             }
             Err(e) => {
                 self.pending.take(id);
@@ -153,10 +203,22 @@ impl ClientCore {
     /// Forgets a request the caller stopped waiting for; a late reply is then dropped.
     pub(crate) fn cancel(&mut self, id: u32) {
         self.pending.take(id);
+        if let Wire::Local(responder) = &mut self.wire {
+            responder.forget(id);
+        }
     }
 
-    /// Fails request `id` with `e` (its bytes could not be written, or its answer read).
+    /// True while request `id` waits for its reply.
+    pub(crate) fn is_waiting(&self, id: u32) -> bool {
+        self.pending.contains(id)
+    }
+
+    /// Fails request `id` with `e` (its bytes could not be written, or its answer read, or
+    /// no server could be had for it).
     pub(crate) fn fail(&mut self, id: u32, e: Error) {
+        if let Wire::Local(responder) = &mut self.wire {
+            responder.forget(id);
+        }
         if self.pending.take(id).is_some() {
             self.out.push_back(Output::Complete(id, Err(e)));
         }
@@ -215,7 +277,7 @@ impl ClientCore {
             }
             (Frame::Openpmix { tag, payload }, Wire::Openpmix(session)) => {
                 let out = &mut self.out;
-                let answer = session.take(tag, payload, |ev| out.push_back(Output::Event(ev)));
+                let answer = session.take(tag, payload, |o| out.push_back(o));
                 match answer {
                     Some((id, Ok(reply))) => self.complete(id, reply),
                     Some((id, Err(e))) => {
@@ -232,9 +294,56 @@ impl ClientCore {
         }
     }
 
-    /// This side closes the connection: what ends it from now on is no loss.
+    /// A timer asked for by [`Output::Timer`] ran out: a lookup still held fails with
+    /// `ERR_TIMEOUT`.
+    pub(crate) fn handle_timeout(&mut self, id: u32) {
+        if let Wire::Local(responder) = &mut self.wire {
+            if responder.expire(id) {
+                self.complete(id, Reply::status(Status::ERR_TIMEOUT));
+            }
+        }
+    }
+
+    /// A core on the local wire has a server now, spoken to over `wire`: what the process
+    /// did alone is sent first (replies to it only warn if refused), then the requests that
+    /// still wait, under their ids. An error: this core was not on the local wire.
+    pub(crate) fn handle_connected(&mut self, wire: Wire) -> Result<(), Error> {
+        if !matches!(self.wire, Wire::Local(_)) {
+            return Err(Error::Protocol("a connection that has one already".into()));
+        }
+        let Wire::Local(responder) = std::mem::replace(&mut self.wire, wire) else {
+            return Ok(());
+        };
+        let handed = responder.hand_over();
+        for (what, req) in handed.replay {
+            let id = self.pending.insert_own(what);
+            if let Err(e) = self.encode(id, req) {
+                tracing::warn!("pmix-client: the singleton's {what} cannot be sent: {e}");
+            }
+        }
+        for (id, req) in handed.waiting {
+            match self.encode(id, req) {
+                Ok(false) => {}
+                Ok(true) => self.handle_written(id),
+                Err(e) => self.fail(id, e),
+            }
+        }
+        Ok(())
+    }
+
+    /// This side closes the connection: what ends it from now on is no loss. On the local
+    /// wire nothing else will end it: it is closed now, and what still waits fails.
     pub(crate) fn handle_close(&mut self) {
         self.closing = true;
+        if let Wire::Local(responder) = &mut self.wire {
+            self.pending.closed = true;
+            for id in responder.drain_waiting() {
+                if self.pending.take(id).is_some() {
+                    self.out
+                        .push_back(Output::Complete(id, Err(Error::NotInitialized)));
+                }
+            }
+        }
     }
 
     /// The connection is gone: everything outstanding fails, and everything later.
@@ -282,7 +391,14 @@ impl ClientCore {
 
     fn complete(&mut self, id: u32, reply: Reply) {
         match self.pending.take(id) {
-            Some(_) => self.out.push_back(Output::Complete(id, Ok(reply))),
+            Some(w) => match w.own {
+                None => self.out.push_back(Output::Complete(id, Ok(reply))),
+                Some(what) if reply.status != Status::SUCCESS => tracing::warn!(
+                    "pmix-client: the server refused the singleton's {what}: {:?}",
+                    reply.status
+                ),
+                Some(_) => {}
+            },
             None => tracing::debug!("pmix-client: reply to unknown or cancelled request {id}"),
         }
     }
@@ -299,6 +415,7 @@ impl ClientCore {
         match msg {
             ServerMsg::Reply { id, reply } => self.complete(id, reply),
             ServerMsg::Event(ev) => self.out.push_back(Output::Event(ev)),
+            ServerMsg::Iof(chunk) => self.out.push_back(Output::Iof(chunk)),
             other => tracing::debug!("pmix-client: ignoring unknown server message {other:?}"),
         }
         Ok(())

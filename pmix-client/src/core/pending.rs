@@ -12,6 +12,9 @@ pub(super) struct Waiter {
     pub(super) whole: bool,
     /// Nothing will answer it: this is its reply, once its bytes are written.
     pub(super) once_written: Option<Reply>,
+    /// The core sent it itself (what a singleton hands the server it gets, `local/`): its
+    /// reply goes to no completion, a refusal is only worth a warning. What it is.
+    pub(super) own: Option<&'static str>,
 }
 
 /// The pending-request table.
@@ -24,26 +27,41 @@ pub(super) struct Pending {
 }
 
 impl Pending {
-    /// Files `done` under a fresh id. Ids wrap; one still outstanding is skipped (the
+    /// Files a request under a fresh id. Ids wrap; one still outstanding is skipped (the
     /// protocol forbids reusing them).
     pub(super) fn insert(&mut self, whole: bool) -> u32 {
+        self.insert_waiter(Waiter {
+            whole,
+            once_written: None,
+            own: None,
+        })
+    }
+
+    /// Files a request the core sends itself (see [`Waiter::own`]).
+    pub(super) fn insert_own(&mut self, what: &'static str) -> u32 {
+        self.insert_waiter(Waiter {
+            whole: false,
+            once_written: None,
+            own: Some(what),
+        })
+    }
+
+    fn insert_waiter(&mut self, w: Waiter) -> u32 {
         let mut id = self.next_id;
         while self.waiting.contains_key(&id) {
             id = id.wrapping_add(1);
         }
         self.next_id = id.wrapping_add(1);
-        self.waiting.insert(
-            id,
-            Waiter {
-                whole,
-                once_written: None,
-            },
-        );
+        self.waiting.insert(id, w);
         id
     }
 
     pub(super) fn get_mut(&mut self, id: u32) -> Option<&mut Waiter> {
         self.waiting.get_mut(&id)
+    }
+
+    pub(super) fn contains(&self, id: u32) -> bool {
+        self.waiting.contains_key(&id)
     }
 
     pub(super) fn take(&mut self, id: u32) -> Option<Waiter> {

@@ -320,7 +320,8 @@ fn an_unanswered_openpmix_request_completes_once_written() {
         s,
         Submitted {
             id: s.id,
-            once_written: true
+            once_written: true,
+            needs_server: false,
         }
     );
     let mut bytes = Vec::new();
@@ -351,13 +352,209 @@ fn an_openpmix_answer_completes_its_request_by_tag() {
     );
 }
 
+/// A singleton's core, its log lines kept in `log`.
+fn local(log: &std::sync::Arc<std::sync::Mutex<Vec<String>>>) -> ClientCore {
+    let log = std::sync::Arc::clone(log);
+    let console: super::local::Console = Box::new(move |_, line| {
+        log.lock().unwrap().push(line.to_owned());
+        true
+    });
+    let responder = super::local::Responder::new(me(), console);
+    let mut core = ClientCore::new(Wire::Local(Box::new(responder)));
+    core.store_mut().set_me(me());
+    core
+}
+
+fn key(k: &str) -> Key {
+    Key::new(k).unwrap()
+}
+
+fn lookup(k: &str, info: Vec<pmix_types::Info>) -> Request {
+    Request::Lookup {
+        keys: vec![key(k)],
+        info,
+    }
+}
+
+fn wait_for_it() -> pmix_types::Info {
+    pmix_types::Info::attr(pmix_types::attr::WAIT, true)
+}
+
+fn publish(k: &str) -> Request {
+    Request::Publish {
+        data: vec![pmix_types::Info::new(key(k), 1u32)],
+        info: vec![],
+    }
+}
+
+/// Submits a spawn, which the local wire cannot answer.
+fn spawn(core: &mut ClientCore) -> Submitted {
+    let s = core
+        .submit(
+            Request::Spawn {
+                job_info: vec![],
+                apps: vec![],
+            },
+            false,
+        )
+        .unwrap();
+    assert!(s.needs_server);
+    s
+}
+
+fn status_of(out: &Output) -> (u32, Status) {
+    match out {
+        Output::Complete(id, Ok(r)) => (*id, r.status),
+        other => panic!("not a reply: {other:?}"),
+    }
+}
+
 #[test]
-fn a_local_wire_sends_nothing() {
-    let mut local = ClientCore::new(Wire::Local);
-    let r = local.submit(Request::Commit { kvs: vec![] }, false);
-    assert!(matches!(r, Err(Error::Protocol(_))), "{r:?}");
-    assert!(!local.poll_transmit(&mut Vec::new()));
-    assert!(!local.has_pending());
+fn a_local_wire_answers_at_once_and_sends_nothing() {
+    let log = std::sync::Arc::default();
+    let mut core = local(&log);
+    let commit = submit(&mut core, Request::Commit { kvs: vec![] });
+    let query = submit(&mut core, Request::Query { queries: vec![] });
+    let other = Proc::new(Nspace::new("other").unwrap(), Rank(0));
+    let fence = submit(
+        &mut core,
+        Request::Fence {
+            procs: vec![other],
+            info: vec![],
+        },
+    );
+    let logged = submit(
+        &mut core,
+        Request::Log {
+            data: vec![pmix_types::Info::attr(pmix_types::attr::LOG_STDOUT, "hi")],
+            directives: vec![],
+        },
+    );
+    let got: Vec<_> = outputs(&mut core).iter().map(status_of).collect();
+    assert_eq!(
+        got,
+        [
+            (commit, Status::SUCCESS),
+            (query, Status::ERR_UNREACH),
+            (fence, Status::ERR_UNREACH),
+            (logged, Status::SUCCESS),
+        ]
+    );
+    assert_eq!(*log.lock().unwrap(), ["[job:0] hi\n"]);
+    assert!(!core.poll_transmit(&mut Vec::new()));
+    assert!(!core.has_pending());
+}
+
+#[test]
+fn a_held_lookup_is_released_by_a_publish_or_times_out() {
+    let mut core = local(&std::sync::Arc::default());
+    let held = submit(&mut core, lookup("a", vec![wait_for_it()]));
+    assert!(outputs(&mut core).is_empty());
+    assert!(core.is_waiting(held));
+    let timeout = pmix_types::Info::attr(pmix_types::attr::TIMEOUT, 5i32);
+    let timed = submit(&mut core, lookup("b", vec![wait_for_it(), timeout]));
+    assert!(matches!(
+        &outputs(&mut core)[..],
+        [Output::Timer(id, t)] if *id == timed && t.as_secs() == 5
+    ));
+    let publ = submit(&mut core, publish("a"));
+    let got: Vec<_> = outputs(&mut core).iter().map(status_of).collect();
+    assert_eq!(got, [(held, Status::SUCCESS), (publ, Status::SUCCESS)]);
+    core.handle_timeout(timed);
+    let got: Vec<_> = outputs(&mut core).iter().map(status_of).collect();
+    assert_eq!(got, [(timed, Status::ERR_TIMEOUT)]);
+    // Once only.
+    core.handle_timeout(timed);
+    assert!(outputs(&mut core).is_empty());
+}
+
+#[test]
+fn a_spawn_on_the_local_wire_waits_for_a_server_which_is_told_what_was_done_alone() {
+    let mut core = local(&std::sync::Arc::default());
+    let kv = Kv {
+        scope: Scope::GLOBAL,
+        key: key("k"),
+        value: Value::Uint32(7),
+    };
+    submit(&mut core, Request::Commit { kvs: vec![kv] });
+    submit(&mut core, publish("p"));
+    submit(
+        &mut core,
+        Request::RegisterEvents {
+            codes: vec![Status(-101)],
+            info: vec![],
+        },
+    );
+    outputs(&mut core);
+    let held = submit(&mut core, lookup("q", vec![wait_for_it()]));
+    let s = spawn(&mut core);
+    assert!(s.needs_server);
+    assert!(outputs(&mut core).is_empty());
+    assert!(!core.poll_transmit(&mut Vec::new()));
+    core.handle_connected(Wire::Native).unwrap();
+    let msgs = sent(&mut core);
+    let kinds: Vec<_> = msgs
+        .iter()
+        .map(|m| match &m.req {
+            Request::Commit { kvs } => format!("commit {}", kvs.len()),
+            Request::Publish { .. } => "publish".into(),
+            Request::RegisterEvents { .. } => "register".into(),
+            Request::Lookup { .. } => format!("lookup {}", m.id == held),
+            Request::Spawn { .. } => format!("spawn {}", m.id == s.id),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "commit 1",
+            "publish",
+            "register",
+            "lookup true",
+            "spawn true"
+        ]
+    );
+    // What the core sent itself completes nothing; the spawn's reply completes the spawn.
+    let mut input = Input::native(FrameReader::new(FrameDecoder::default()));
+    for m in &msgs {
+        let reply = ServerMsg::Reply {
+            id: m.id,
+            reply: Reply::status(Status::SUCCESS),
+        };
+        receive(&mut core, &mut input, &frame(&reply)).unwrap();
+    }
+    let got: Vec<_> = outputs(&mut core).iter().map(status_of).collect();
+    assert_eq!(got, [(held, Status::SUCCESS), (s.id, Status::SUCCESS)]);
+    assert!(core.handle_connected(Wire::Native).is_err());
+}
+
+#[test]
+fn a_spawn_that_gets_no_server_fails_alone() {
+    let mut core = local(&std::sync::Arc::default());
+    let s = spawn(&mut core);
+    core.fail(s.id, Error::PrivateServer("no pmixrun".into()));
+    assert!(matches!(
+        &outputs(&mut core)[..],
+        [Output::Complete(id, Err(Error::PrivateServer(_)))] if *id == s.id
+    ));
+    let commit = submit(&mut core, Request::Commit { kvs: vec![] });
+    let got: Vec<_> = outputs(&mut core).iter().map(status_of).collect();
+    assert_eq!(got, [(commit, Status::SUCCESS)]);
+}
+
+#[test]
+fn closing_the_local_wire_fails_what_waits_and_what_follows() {
+    let mut core = local(&std::sync::Arc::default());
+    let held = submit(&mut core, lookup("a", vec![wait_for_it()]));
+    core.handle_close();
+    assert!(matches!(
+        &outputs(&mut core)[..],
+        [Output::Complete(id, Err(Error::NotInitialized))] if *id == held
+    ));
+    assert!(matches!(
+        core.submit(Request::Commit { kvs: vec![] }, false),
+        Err(Error::LostConnection)
+    ));
 }
 
 #[test]
@@ -460,4 +657,23 @@ fn this_processs_own_data_is_always_local() {
         get(&core, &me(), "not.put", &[]),
         Some(Local::Done(Err(Error::NotFound { .. })))
     ));
+}
+
+#[test]
+fn pulled_output_comes_out_for_a_tool() {
+    let (mut core, mut input) = native();
+    let chunk = pmix_wire::IofChunk {
+        tag: 7,
+        source: peer(1),
+        channel: pmix_types::IofChannel::STDOUT,
+        info: vec![],
+        data: b"hello\n".to_vec(),
+    };
+    receive(
+        &mut core,
+        &mut input,
+        &frame(&ServerMsg::Iof(chunk.clone())),
+    )
+    .unwrap();
+    assert!(matches!(&outputs(&mut core)[..], [Output::Iof(c)] if *c == chunk));
 }

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use pmix_wire::openpmix::{Incoming, MsgReader};
 use pmix_wire::{ClientMsg, FrameReader, Reply, Request, encode_frame};
 
+use super::local::Responder;
 use super::openpmix::{Sent, Session};
 use crate::Error;
 
@@ -25,9 +26,9 @@ pub(crate) enum Wire {
     Native,
     /// OpenPMIx 4.2: requests and answers translated by the session.
     Openpmix(Session),
-    /// No server: a singleton answers its requests outside the core (`singleton/`); nothing
-    /// is written or read.
-    Local,
+    /// No server: a singleton's requests are answered in the process (`local/`); nothing is
+    /// written or read.
+    Local(Box<Responder>),
 }
 
 impl Wire {
@@ -48,7 +49,7 @@ impl Wire {
                 Sent::AwaitReply => Ok(None),
                 Sent::Done(reply) => Ok(Some(reply)),
             },
-            Wire::Local => Err(Error::Protocol("a singleton sends nothing".into())),
+            Wire::Local(_) => Err(Error::Protocol("a singleton sends nothing".into())),
         }
     }
 }

@@ -20,7 +20,6 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use hashbrown::HashMap;
-use parking_lot::Mutex;
 use pmix_types::Proc;
 
 use crate::Error;
@@ -71,9 +70,10 @@ pub(crate) fn find_pmixrun(
     )))
 }
 
-/// A started pmixrun: the child to reap and the lifeline.
+/// A started pmixrun's lifeline: dropping it lets pmixrun know the singleton is done, and
+/// pmixrun ends once what it started has.
 pub(crate) struct PrivateServer {
-    lifeline: Mutex<Option<UnixStream>>,
+    _lifeline: UnixStream,
 }
 
 impl PrivateServer {
@@ -116,17 +116,7 @@ impl PrivateServer {
                 rv.proc
             )));
         }
-        Ok((
-            PrivateServer {
-                lifeline: Mutex::new(Some(ours)),
-            },
-            rv,
-        ))
-    }
-
-    /// Lets pmixrun know the singleton is done: it ends once what it started has.
-    pub(crate) fn release(&self) {
-        drop(self.lifeline.lock().take());
+        Ok((PrivateServer { _lifeline: ours }, rv))
     }
 }
 

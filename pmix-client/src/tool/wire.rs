@@ -1,9 +1,11 @@
 //! One tool's connection to one server, blocking: the native protocol to a pmix-rs server
 //! (its Unix socket, a [`ToolHello`]), or the OpenPMIx wire to any OpenPMIx server (loopback
 //! TCP, the tool handshake of libpmix), each request answered before the next is sent.
-//! What the server sends unasked (forwarded output, events) is kept, in order, for the tool
-//! to dispatch ([`Unsolicited`]): read while a request waits for its answer, or by
-//! [`Link::receive`].
+//!
+//! Here are the tool's handshakes only: once connected, a [`ClientCore`] speaks the wire, as
+//! it does for a client (`core/`), and this is its blocking driver. What the server sends
+//! unasked (forwarded output, events) is kept, in order, for the tool to dispatch
+//! ([`Unsolicited`]): read while a request waits for its answer, or by [`Link::receive`].
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -14,16 +16,19 @@ use std::time::{Duration, Instant};
 
 use pmix_types::{Info, Proc, Status};
 use pmix_wire::openpmix::{
-    ClientHandshake, Cmd, DEFAULT_MAX_MESSAGE, Dialect, Incoming, MsgReader,
-    Request as OpenpmixRequest, ToolReply, Version, encode_message_with,
+    ClientHandshake, DEFAULT_MAX_MESSAGE, Dialect, Incoming, MsgReader, Request as OpenpmixRequest,
+    ToolReply, Version, encode_message_with,
 };
 use pmix_wire::{
-    ClientMsg, Event, FrameDecoder, FrameReader, IofChunk, Reply, Request, ServerMsg, ToolHello,
-    ToolWelcome, decode_body, encode_frame,
+    Event, FrameDecoder, FrameReader, IofChunk, Reply, Request, ToolHello, ToolWelcome,
+    decode_body, encode_frame,
 };
 
 use crate::Error;
-use crate::core::openpmix::{Answer, Context, Outbound};
+use crate::conn::Stream;
+use crate::core::openpmix::{Context, Session};
+use crate::core::wire::Wire;
+use crate::core::{ClientCore, Input, Output};
 
 /// A connected server, and the names the handshake gave.
 pub(crate) struct Link {
@@ -31,7 +36,9 @@ pub(crate) struct Link {
     pub(crate) me: Proc,
     /// The server's name.
     pub(crate) server: Proc,
-    wire: Wire,
+    core: ClientCore,
+    stream: Stream,
+    input: Input,
     /// What the server sent unasked and the tool has not dispatched yet.
     pub(crate) unsolicited: VecDeque<Unsolicited>,
 }
@@ -47,50 +54,6 @@ pub enum Unsolicited {
     Iof(IofChunk),
     /// An event.
     Event(Event),
-}
-
-/// Keeps `u` for the tool, dropping the oldest beyond [`MAX_UNSOLICITED`].
-fn keep(queue: &mut VecDeque<Unsolicited>, u: Unsolicited) {
-    if queue.len() >= MAX_UNSOLICITED {
-        queue.pop_front();
-    }
-    queue.push_back(u);
-}
-
-/// An OpenPMIx message the server sent on a reserved tag: output (tag 2), an event (tag 0).
-fn openpmix_unsolicited(tag: u32, payload: &[u8], dialect: Dialect) -> Option<Unsolicited> {
-    match tag {
-        pmix_wire::openpmix::TAG_IOF => {
-            let c = pmix_wire::openpmix::IofChunk::decode(payload, dialect).ok()?;
-            Some(Unsolicited::Iof(IofChunk {
-                tag: c.local_id,
-                source: c.source,
-                channel: c.channel,
-                info: c.info,
-                data: c.data,
-            }))
-        }
-        pmix_wire::openpmix::TAG_NOTIFY => crate::core::openpmix::event(payload, dialect)
-            .ok()
-            .map(Unsolicited::Event),
-        _ => None,
-    }
-}
-
-enum Wire {
-    Native {
-        stream: UnixStream,
-        reader: FrameReader,
-        next_id: u32,
-    },
-    Openpmix {
-        stream: TcpStream,
-        reader: MsgReader,
-        cx: Context,
-        uid: u32,
-        pindex: i32,
-        next_tag: u32,
-    },
 }
 
 fn io_err(path: &str) -> impl Fn(io::Error) -> Error + '_ {
@@ -122,11 +85,9 @@ impl Link {
             ToolWelcome::Accepted { tool, server, .. } => Ok(Link {
                 me: tool,
                 server,
-                wire: Wire::Native {
-                    stream,
-                    reader,
-                    next_id: 1,
-                },
+                core: ClientCore::new(Wire::Native),
+                stream: Stream::Unix(stream),
+                input: Input::native(reader),
                 unsolicited: VecDeque::new(),
             }),
             ToolWelcome::Refused { status, reason, .. } => Err(Error::Refused { status, reason }),
@@ -199,118 +160,131 @@ impl Link {
         };
         let mut reader = MsgReader::after_handshake(DEFAULT_MAX_MESSAGE);
         reader.feed(buf.get(used..).unwrap_or_default());
-        let mut link = Link {
+        let cx = Context {
             me: me.clone(),
-            server,
-            wire: Wire::Openpmix {
-                stream,
-                reader,
-                cx: Context {
-                    me,
-                    dialect,
-                    hostname: None,
-                },
-                uid,
-                // The reference's tools send their messages with peer index 0.
-                pindex: 0,
-                next_tag: pmix_wire::openpmix::TAG_DYNAMIC,
-            },
-            unsolicited: VecDeque::new(),
+            dialect,
+            hostname: None,
         };
+        // The reference's tools send their messages with peer index 0.
+        let pindex = 0;
+        let mut session = Session::new(cx, uid, pindex);
         // As libpmix's tool init: ask for the job data of its own namespace (a server
         // expects it; the answer holds nothing a tool needs).
-        link.exchange_openpmix(OpenpmixRequest::Req, None)?;
+        let tag = session.fresh_tag();
+        out.clear();
+        encode_message_with(&mut out, pindex, tag, |o| {
+            OpenpmixRequest::Req.encode(dialect, o)
+        })?;
+        stream.write_all(&out).map_err(lost)?;
+        let mut unasked = Vec::new();
+        'answered: loop {
+            while let Some(m) = reader.next_message()? {
+                if let Incoming::Message { header, payload } = m {
+                    if header.tag == tag {
+                        break 'answered;
+                    }
+                    // Kept for the core, which reads what the server sends unasked.
+                    unasked.push((header, payload.to_vec()));
+                }
+            }
+            let n = read_some(&mut stream, &mut chunk).map_err(lost)?;
+            if n == 0 {
+                return Err(Error::LostConnection);
+            }
+            reader.feed(&chunk[..n]);
+        }
+        let mut link = Link {
+            me,
+            server,
+            core: ClientCore::new(Wire::Openpmix(session)),
+            stream: Stream::Tcp(stream),
+            input: Input::openpmix(reader),
+            unsolicited: VecDeque::new(),
+        };
+        for (header, payload) in unasked {
+            link.core.handle_frame(crate::core::wire::Frame::Openpmix {
+                tag: header.tag,
+                payload: &payload,
+            })?;
+        }
+        link.take_unasked();
         Ok(link)
     }
 
     /// Sends `req` and waits for its answer.
     pub(crate) fn request(&mut self, req: Request) -> Result<Reply, Error> {
-        let Link {
-            wire, unsolicited, ..
-        } = self;
-        match wire {
-            Wire::Native {
-                stream,
-                reader,
-                next_id,
-            } => {
-                let id = *next_id;
-                *next_id = next_id.wrapping_add(1).max(1);
-                let mut out = Vec::new();
-                encode_frame(&ClientMsg { id, req }, &mut out)?;
-                stream.write_all(&out).map_err(lost)?;
-                loop {
-                    let body = next_frame(reader, stream)?;
-                    match decode_body::<ServerMsg>(&body)? {
-                        ServerMsg::Reply { id: got, reply } if got == id => return Ok(reply),
-                        ServerMsg::Iof(c) => keep(unsolicited, Unsolicited::Iof(c)),
-                        ServerMsg::Event(e) => keep(unsolicited, Unsolicited::Event(e)),
-                        // Stray answers are no concern of a blocking tool.
-                        _ => {}
-                    }
+        let s = self.core.submit(req, true)?;
+        let mut out = Vec::new();
+        self.core.poll_transmit(&mut out);
+        if let Err(e) = self.stream.write_all(&out) {
+            self.core.cancel(s.id);
+            return Err(lost(e));
+        }
+        if s.once_written {
+            self.core.handle_written(s.id);
+        }
+        loop {
+            while let Some(o) = self.core.poll_output() {
+                match o {
+                    Output::Complete(id, r) if id == s.id => return r,
+                    other => self.keep(other),
                 }
             }
-            Wire::Openpmix { cx, uid, .. } => {
-                match crate::core::openpmix::outbound(req, &cx.me, *uid) {
-                    Outbound::Send(r, answer) => self.exchange_openpmix(r, Some(answer)),
-                    Outbound::Unanswered(_) | Outbound::Unsupported(_) => Err(Error::NotSupported(
-                        "a tool's request the OpenPMIx server has no answer for".into(),
-                    )),
-                }
+            let read = match self.dispatch_buffered() {
+                Ok(true) => Ok(()),
+                Ok(false) => self.read_once(),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = read {
+                self.core.cancel(s.id);
+                return Err(e);
             }
         }
     }
 
-    /// Sends an OpenPMIx request and reads its answer as `answer` says (`None`: the answer
-    /// is read and dropped, as the job data of `REQ`).
-    fn exchange_openpmix(
-        &mut self,
-        req: OpenpmixRequest,
-        answer: Option<Answer>,
-    ) -> Result<Reply, Error> {
-        let Link {
-            wire, unsolicited, ..
-        } = self;
-        let Wire::Openpmix {
-            stream,
-            reader,
-            cx,
-            pindex,
-            next_tag,
-            ..
-        } = wire
-        else {
-            return Err(Error::Protocol("not an OpenPMIx link".into()));
+    /// Keeps what the core handed out unasked for the tool; stray answers (to a request
+    /// given up on) are no concern of a blocking tool.
+    fn keep(&mut self, o: Output) {
+        let u = match o {
+            Output::Iof(c) => Unsolicited::Iof(c),
+            Output::Event(e) => Unsolicited::Event(e),
+            _ => return,
         };
-        let tag = *next_tag;
-        *next_tag = next_tag
-            .wrapping_add(1)
-            .max(pmix_wire::openpmix::TAG_DYNAMIC);
-        let cmd: Cmd = req.cmd();
-        let mut out = Vec::new();
-        encode_message_with(&mut out, *pindex, tag, |o| req.encode(cx.dialect, o))?;
-        stream.write_all(&out).map_err(lost)?;
-        let mut chunk = [0u8; 64 << 10];
+        if self.unsolicited.len() >= MAX_UNSOLICITED {
+            self.unsolicited.pop_front();
+        }
+        self.unsolicited.push_back(u);
+    }
+
+    /// Keeps everything the core handed out.
+    fn take_unasked(&mut self) {
+        while let Some(o) = self.core.poll_output() {
+            self.keep(o);
+        }
+    }
+
+    /// Hands every whole message already read to the core; false when there was none.
+    fn dispatch_buffered(&mut self) -> Result<bool, Error> {
+        let mut any = false;
+        while let Some(frame) = self.input.next_frame()? {
+            self.core.handle_frame(frame)?;
+            any = true;
+        }
+        Ok(any)
+    }
+
+    /// Reads once, waiting as long as the socket's timeout allows.
+    fn read_once(&mut self) -> Result<(), Error> {
         loop {
-            while let Some(m) = reader.next_message()? {
-                if let Incoming::Message { header, payload } = m {
-                    if header.tag != tag {
-                        if let Some(u) = openpmix_unsolicited(header.tag, payload, cx.dialect) {
-                            keep(unsolicited, u);
-                        }
-                        continue;
-                    }
-                    return match answer {
-                        Some(a) => Ok(crate::core::openpmix::inbound(cmd, a, payload, cx)?),
-                        None => Ok(Reply::status(Status::SUCCESS)),
-                    };
+            match self.input.read_from(&mut self.stream) {
+                Ok(0) => {
+                    self.core.handle_lost();
+                    return Err(Error::LostConnection);
                 }
+                Ok(_) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(lost(e)),
             }
-            let n = read_some(stream, &mut chunk).map_err(lost)?;
-            if n == 0 {
-                return Err(Error::LostConnection);
-            }
-            reader.feed(&chunk[..n]);
         }
     }
 }
@@ -319,78 +293,33 @@ impl Link {
     /// Waits until `deadline` for the server to send something unasked; `None` if it sent
     /// nothing by then. What is already kept comes first.
     pub(crate) fn receive(&mut self, deadline: Instant) -> Result<Option<Unsolicited>, Error> {
-        let Link {
-            wire, unsolicited, ..
-        } = self;
         loop {
-            if let Some(u) = unsolicited.pop_front() {
+            self.take_unasked();
+            if let Some(u) = self.unsolicited.pop_front() {
                 return Ok(Some(u));
+            }
+            if self.dispatch_buffered()? {
+                continue;
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
             }
             // A zero timeout means none to the socket: wait at least a millisecond.
             let left = deadline
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_millis(1));
-            match wire {
-                Wire::Native { stream, reader, .. } => {
-                    if let Some(body) = reader.next_frame()? {
-                        match decode_body::<ServerMsg>(body)? {
-                            ServerMsg::Iof(c) => keep(unsolicited, Unsolicited::Iof(c)),
-                            ServerMsg::Event(e) => keep(unsolicited, Unsolicited::Event(e)),
-                            _ => {}
-                        }
-                        continue;
-                    }
-                    if Instant::now() >= deadline {
-                        return Ok(None);
-                    }
-                    stream.set_read_timeout(Some(left)).map_err(lost)?;
-                    let r = reader.read_from(stream);
-                    match r {
-                        Ok(0) => return Err(Error::LostConnection),
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => match lost(e) {
-                            Error::Timeout => return Ok(None),
-                            other => return Err(other),
-                        },
-                    }
-                }
-                Wire::Openpmix {
-                    stream, reader, cx, ..
-                } => {
-                    if let Some(m) = reader.next_message()? {
-                        if let Incoming::Message { header, payload } = m {
-                            if let Some(u) = openpmix_unsolicited(header.tag, payload, cx.dialect) {
-                                keep(unsolicited, u);
-                            }
-                        }
-                        continue;
-                    }
-                    if Instant::now() >= deadline {
-                        return Ok(None);
-                    }
-                    stream.set_read_timeout(Some(left)).map_err(lost)?;
-                    let mut chunk = [0u8; 64 << 10];
-                    match read_some(stream, &mut chunk) {
-                        Ok(0) => return Err(Error::LostConnection),
-                        Ok(n) => reader.feed(&chunk[..n]),
-                        Err(e) => match lost(e) {
-                            Error::Timeout => return Ok(None),
-                            other => return Err(other),
-                        },
-                    }
-                }
+            self.stream.set_read_timeout(Some(left)).map_err(lost)?;
+            match self.read_once() {
+                Ok(()) => {}
+                Err(Error::Timeout) => return Ok(None),
+                Err(e) => return Err(e),
             }
         }
     }
 
     /// Sets how long a request's answer may take again, after [`Link::receive`] changed it.
     pub(crate) fn set_timeout(&mut self, timeout: Duration) -> Result<(), Error> {
-        match &mut self.wire {
-            Wire::Native { stream, .. } => stream.set_read_timeout(Some(timeout)),
-            Wire::Openpmix { stream, .. } => stream.set_read_timeout(Some(timeout)),
-        }
-        .map_err(lost)
+        self.stream.set_read_timeout(Some(timeout)).map_err(lost)
     }
 }
 

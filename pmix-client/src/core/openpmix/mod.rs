@@ -23,10 +23,11 @@ use pmix_types::{DataRange, Info, Proc, Rank, Scope, Status, attr, is_reserved_k
 use pmix_wire::openpmix::job::{Here, from_job_info, from_kvals};
 use pmix_wire::openpmix::{
     Cmd, CommitPart, Dialect, Kval, Notification, ProcKvals, Reply as OpenpmixReply,
-    Request as OpenpmixRequest, TAG_DYNAMIC, TAG_NOTIFY, encode_message_with,
+    Request as OpenpmixRequest, TAG_DYNAMIC, TAG_IOF, TAG_NOTIFY, encode_message_with,
 };
-use pmix_wire::{Event, JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
+use pmix_wire::{Event, IofChunk, JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
 
+use super::Output;
 use crate::Error;
 
 /// How an answer is read and what native reply it becomes.
@@ -507,17 +508,31 @@ impl Session {
     }
 
     /// One message from the server: `Some((id, reply))` for the answer to native request
-    /// `id`, `None` for an event (handed to `deliver`) or anything nobody waits for.
+    /// `id`, `None` for what the server sends unasked (an event, pulled output: handed to
+    /// `deliver` as the core's output) or anything nobody waits for.
     pub(crate) fn take(
         &mut self,
         tag: u32,
         payload: &[u8],
-        deliver: impl FnOnce(Event),
+        deliver: impl FnOnce(Output),
     ) -> Option<(u32, Result<Reply, Error>)> {
         if tag == TAG_NOTIFY {
             match event(payload, self.cx.dialect) {
-                Ok(ev) => deliver(ev),
+                Ok(ev) => deliver(Output::Event(ev)),
                 Err(e) => tracing::warn!("pmix-client: an event that does not decode: {e}"),
+            }
+            return None;
+        }
+        if tag == TAG_IOF {
+            match pmix_wire::openpmix::IofChunk::decode(payload, self.cx.dialect) {
+                Ok(c) => deliver(Output::Iof(IofChunk {
+                    tag: c.local_id,
+                    source: c.source,
+                    channel: c.channel,
+                    info: c.info,
+                    data: c.data,
+                })),
+                Err(e) => tracing::warn!("pmix-client: output that does not decode: {e}"),
             }
             return None;
         }

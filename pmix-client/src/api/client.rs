@@ -9,10 +9,10 @@ use parking_lot::Mutex;
 use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
 use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
+use crate::api::group_info::context_qualifier;
 use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::conn::{Conn, Shared};
 use crate::core::get::{GetDirectives, Local, not_found};
-use crate::group_info::context_qualifier;
 use crate::handshake::JobIn;
 use crate::{Error, env, singleton};
 
@@ -140,7 +140,7 @@ impl Client {
                     singleton::nspace(&singleton::hostname(), std::process::id()),
                     Rank(0),
                 );
-                (me.clone(), Conn::singleton(me)?)
+                (me.clone(), singleton::open(me))
             }
             Err(e) => return Err(e),
         };

@@ -3,7 +3,7 @@
 //! singleton can name holds only itself; `FIRST_READ` persistence and `WAIT` are kept, since a
 //! singleton's other threads can publish what one of them waits for.
 //!
-//! Sans-IO: the caller completes what the calls return. When the singleton starts a private
+//! Sans-IO: the responder (`mod.rs`) completes what the calls return. When the singleton starts a private
 //! server (a spawn), every entry is published there again, in order, with its directives.
 
 use hashbrown::HashSet;
