@@ -4,75 +4,173 @@
 //!
 //! The server may run with more rights than its clients (a resource manager's daemon), so it
 //! removes only what the registering client's uid and gid own, as the reference does, and,
-//! unlike it, never follows a symbolic link: a link is removed as a file (when they own it),
-//! never descended into, so a client cannot point the server at another's directory.
+//! unlike it, never follows a symbolic link, at any depth of a path: each directory is opened
+//! relative to the one above it with `O_NOFOLLOW | O_DIRECTORY`, its owner checked on the
+//! descriptor, and its entries looked at and removed relative to that descriptor
+//! (`fstatat`/`unlinkat`), so no path is resolved twice and a client that swaps a directory
+//! (or one on the way to it) for a link while the cleanup runs cannot point the server at
+//! another's files. A link is removed as a file (when they own it), never descended into; a
+//! path that is not absolute, holds `..`, or passes through a link is left alone.
 
-use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::ffi::{CString, OsStr};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use nix::dir::Dir;
+use nix::fcntl::{AtFlags, OFlag, openat};
+use nix::sys::stat::{FileStat, Mode, SFlag, fstat, fstatat};
+use nix::unistd::{UnlinkatFlags, unlinkat};
 
 use crate::engine::job_control::Cleanup;
 
 /// Removes what `c` registered, as far as its owner owns it.
 pub(crate) fn run(c: &Cleanup) {
     for f in &c.files {
-        let p = Path::new(f);
-        if owned(c, p).is_some_and(|m| !m.is_dir()) {
-            remove_file(p);
+        let Some((parent, name)) = open_parent(Path::new(f)) else {
+            continue;
+        };
+        if entry(c, &parent, &name).is_some_and(|st| !is_dir(&st)) {
+            remove(&parent, &name, UnlinkatFlags::NoRemoveDir, f);
         }
     }
     for d in &c.dirs {
         let p = Path::new(d);
-        if owned(c, p).is_some_and(|m| m.is_dir()) && !ignored(c, p) {
-            empty_dir(c, p, true);
+        if ignored(c, p) {
+            continue;
+        }
+        let Some((parent, name)) = open_parent(p) else {
+            continue;
+        };
+        if let Some(dir) = open_owned_dir(c, &parent, &name) {
+            empty_dir(c, &dir, p);
+            if !c.leave_topdir {
+                // Fails, as it should, while anything is left in it.
+                remove(&parent, &name, UnlinkatFlags::RemoveDir, d);
+            }
         }
     }
 }
 
-/// The metadata of `p` (not following a link) if the cleanup's owner owns it.
-fn owned(c: &Cleanup, p: &Path) -> Option<fs::Metadata> {
-    let m = fs::symlink_metadata(p).ok()?;
-    (m.uid() == c.uid && m.gid() == c.gid).then_some(m)
+/// The directory holding `path` (opened from `/` one component at a time, never through a
+/// link) and the last component's name; None for a path that is not absolute, names no
+/// entry, holds `..`, or passes through a link or a missing directory.
+fn open_parent(path: &Path) -> Option<(OwnedFd, CString)> {
+    let mut names = Vec::new();
+    for comp in path.components() {
+        match comp {
+            Component::RootDir => {}
+            Component::Normal(n) => names.push(n),
+            Component::CurDir => {}
+            Component::Prefix(_) | Component::ParentDir => return None,
+        }
+    }
+    if !path.is_absolute() {
+        tracing::debug!(path = %path.display(), "cleanup: not an absolute path, left alone");
+        return None;
+    }
+    let last = names.pop()?;
+    let mut dir = nix::fcntl::open("/", dir_flags(), Mode::empty()).ok()?;
+    for n in names {
+        dir = match openat(&dir, n, dir_flags() | OFlag::O_NOFOLLOW, Mode::empty()) {
+            Ok(d) => d,
+            Err(e) => {
+                tracing::debug!(path = %path.display(), "cleanup: cannot open {n:?} on the way: {e}");
+                return None;
+            }
+        };
+    }
+    Some((dir, cstring(last)?))
+}
+
+fn dir_flags() -> OFlag {
+    OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC
+}
+
+fn cstring(name: &OsStr) -> Option<CString> {
+    CString::new(name.as_bytes()).ok()
+}
+
+fn is_dir(st: &FileStat) -> bool {
+    SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFDIR
+}
+
+fn owned_by(c: &Cleanup, st: &FileStat) -> bool {
+    st.st_uid == c.uid && st.st_gid == c.gid
+}
+
+/// What `name` in `dir` is (a link is itself, not what it points to), if the cleanup's owner
+/// owns it.
+fn entry(c: &Cleanup, dir: &impl AsFd, name: &CString) -> Option<FileStat> {
+    let st = fstatat(dir, name.as_c_str(), AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+    owned_by(c, &st).then_some(st)
+}
+
+/// The directory `name` in `parent`, opened without following a link, if the cleanup's owner
+/// owns it (checked on the descriptor: what was opened is what was checked).
+fn open_owned_dir(c: &Cleanup, parent: &impl AsFd, name: &CString) -> Option<OwnedFd> {
+    let flags = dir_flags() | OFlag::O_NOFOLLOW;
+    let dir = openat(parent, name.as_c_str(), flags, Mode::empty()).ok()?;
+    let st = fstat(&dir).ok()?;
+    owned_by(c, &st).then_some(dir)
 }
 
 fn ignored(c: &Cleanup, p: &Path) -> bool {
     c.ignore.iter().any(|i| Path::new(i) == p)
 }
 
-fn remove_file(p: &Path) {
-    if let Err(e) = fs::remove_file(p) {
-        tracing::debug!(path = %p.display(), "cleanup: cannot remove: {e}");
+fn remove(dir: &impl AsFd, name: &CString, how: UnlinkatFlags, what: &dyn std::fmt::Debug) {
+    if let Err(e) = unlinkat(dir, name.as_c_str(), how) {
+        tracing::debug!(?what, ?name, "cleanup: cannot remove: {e}");
     }
 }
 
-/// Removes what `dir` holds that the owner owns (subdirectories only when recursive), then
-/// `dir` itself once empty, unless it is a registered directory to be left.
-fn empty_dir(c: &Cleanup, dir: &Path, top: bool) {
-    if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if ignored(c, &p) {
-                continue;
-            }
-            let Some(m) = owned(c, &p) else { continue };
-            if m.is_dir() {
-                if c.recursive {
-                    empty_dir(c, &p, false);
+/// Removes what the open directory `dir` (at `path`, for the ignore list) holds that the owner
+/// owns: files unless only empty directories go, subdirectories (emptied first) when
+/// recursive.
+fn empty_dir(c: &Cleanup, dir: &OwnedFd, path: &Path) {
+    let Ok(listing) = dir
+        .try_clone()
+        .map_err(|_| ())
+        .and_then(|d| Dir::from_fd(d).map_err(|_| ()))
+    else {
+        return;
+    };
+    let names: Vec<CString> = {
+        let mut listing = listing;
+        listing
+            .iter()
+            .flatten()
+            .map(|e| e.file_name().to_owned())
+            .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+            .collect()
+    };
+    for name in names {
+        let child: PathBuf = path.join(OsStr::from_bytes(name.as_bytes()));
+        if ignored(c, &child) {
+            continue;
+        }
+        let Some(st) = entry(c, dir, &name) else {
+            continue;
+        };
+        if is_dir(&st) {
+            if c.recursive {
+                if let Some(sub) = open_owned_dir(c, dir, &name) {
+                    empty_dir(c, &sub, &child);
+                    remove(dir, &name, UnlinkatFlags::RemoveDir, &child);
                 }
-            } else if !c.empty_only {
-                remove_file(&p);
             }
+        } else if !c.empty_only {
+            remove(dir, &name, UnlinkatFlags::NoRemoveDir, &child);
         }
     }
-    if top && c.leave_topdir {
-        return;
-    }
-    // Fails, as it should, while anything is left in it.
-    let _ = fs::remove_dir(dir);
 }
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
+    use std::os::unix::fs::MetadataExt;
+
     use super::*;
 
     fn me(dir: &Path) -> Cleanup {
@@ -122,6 +220,43 @@ mod tests {
             ..me(&base)
         });
         assert!(f.exists());
+        fs::remove_dir_all(&base).unwrap();
+    }
+
+    /// A directory on the way to a registered one replaced by a link (as a rank can do to its
+    /// own directory after registering it): nothing behind the link is touched, at any depth,
+    /// for files and directories alike.
+    #[test]
+    fn a_link_on_the_way_is_not_followed() {
+        let base = std::env::temp_dir().join(format!("pmixrs-cleanup-way-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let victim = base.join("victim");
+        fs::create_dir_all(victim.join("inner/deeper")).unwrap();
+        for f in ["inner/a", "inner/b", "inner/deeper/c", "file"] {
+            fs::write(victim.join(f), "v").unwrap();
+        }
+        // `work` was a directory when the cleanup was registered; now it is a link.
+        std::os::unix::fs::symlink(&victim, base.join("work")).unwrap();
+        let path = |p: &str| base.join(p).to_str().unwrap().to_owned();
+        run(&Cleanup {
+            dirs: vec![path("work/inner")],
+            files: vec![path("work/file")],
+            recursive: true,
+            ..me(&base)
+        });
+        for f in ["inner/a", "inner/b", "inner/deeper/c", "file"] {
+            assert!(victim.join(f).exists(), "removed {f} through a link");
+        }
+        // Relative paths and `..` are refused, too.
+        run(&Cleanup {
+            dirs: vec![
+                format!("{}/../victim/inner", path("nothing")),
+                "victim".into(),
+            ],
+            recursive: true,
+            ..me(&base)
+        });
+        assert!(victim.join("inner/a").exists());
         fs::remove_dir_all(&base).unwrap();
     }
 }
