@@ -2,8 +2,13 @@
 //! registers the singleton's namespace as a job of one process, rank 0 being the singleton,
 //! and serves it and every job it spawns (see `pmixrun`'s `adopt.rs`).
 //!
-//! **Finding pmixrun**: `PMIXRS_PMIXRUN` if set (a path), else a `pmixrun` next to this
-//! process's executable, else the first `pmixrun` on `PATH`.
+//! **Finding pmixrun**: `PMIXRS_PMIXRUN` if set (a path: the user's explicit choice), else a
+//! `pmixrun` next to this process's executable, else the first `pmixrun` on `PATH`. A found
+//! one is run only if no other user could have put it there or changed it ([`trusted`]):
+//! the file and every directory on its path (the link's and the target's) belong to this
+//! process's user or root and are writable by nobody else, except a directory with the sticky
+//! bit (`/tmp`), where others cannot replace what they do not own. Otherwise a singleton of
+//! root in a world-writable directory would run whatever `pmixrun` another user left beside it.
 //!
 //! **The lifeline.** pmixrun's stdin is one end of a socket pair whose other end the
 //! singleton keeps (close-on-exec, so its own children do not hold it): pmixrun writes the
@@ -54,20 +59,65 @@ pub(crate) fn find_pmixrun(
         .as_deref()
         .and_then(Path::parent)
         .map(|d| d.join("pmixrun"));
-    if let Some(p) = beside.filter(|p| p.is_file()) {
-        return Ok(p);
-    }
-    if let Some(p) = path
+    let on_path = path
         .iter()
         .flat_map(|p| std::env::split_paths(p).collect::<Vec<_>>())
-        .map(|d| d.join("pmixrun"))
-        .find(|p| p.is_file())
-    {
-        return Ok(p);
+        .map(|d| d.join("pmixrun"));
+    let mut refused = Vec::new();
+    for p in beside.into_iter().chain(on_path).filter(|p| p.is_file()) {
+        match trusted(&p, nix::unistd::geteuid().as_raw()) {
+            Ok(()) => return Ok(p),
+            Err(why) => refused.push(format!("{}: {why}", p.display())),
+        }
     }
+    let refused = if refused.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; refused, as another user could have placed or changed them: {}",
+            refused.join("; ")
+        )
+    };
     Err(failed(format!(
-        "no pmixrun: {PMIXRUN_ENV} is not set, none is next to this program, none is on PATH"
+        "no pmixrun: {PMIXRUN_ENV} is not set, none is next to this program, none is on PATH{refused}"
     )))
+}
+
+/// Checks that only `uid` or root could have written the file `p` or changed what its path
+/// leads to: the file, and each directory from `/` down to it (following its links, and the
+/// directories holding those links), are owned by `uid` or root and writable by no one else,
+/// but for a sticky directory (others cannot rename or remove what they do not own there).
+pub(crate) fn trusted(p: &Path, uid: u32) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    const SOMEONE_ELSE_WRITES: u32 = 0o022;
+    const STICKY: u32 = 0o1000;
+    let check = |path: &Path, dir: bool| -> Result<(), String> {
+        let m = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if m.uid() != uid && m.uid() != 0 {
+            return Err(format!("{} belongs to uid {}", path.display(), m.uid()));
+        }
+        let others_write = m.mode() & SOMEONE_ELSE_WRITES != 0;
+        if others_write && !(dir && m.mode() & STICKY != 0) {
+            return Err(format!(
+                "{} is writable by others (mode {:o})",
+                path.display(),
+                m.mode() & 0o7777
+            ));
+        }
+        Ok(())
+    };
+    let real = std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    check(&real, false)?;
+    for path in [p, real.as_path()] {
+        for dir in path
+            .ancestors()
+            .skip(1)
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            check(dir, true)?;
+        }
+    }
+    Ok(())
 }
 
 /// A started pmixrun's lifeline: dropping it lets pmixrun know the singleton is done, and
@@ -195,6 +245,59 @@ mod tests {
         );
         let e = find_pmixrun(None, elsewhere, Some("/nonexistent".into())).unwrap_err();
         assert!(e.to_string().contains(PMIXRUN_ENV), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A pmixrun another user could have placed or changed is not run: one in a directory
+    /// others may write (without the sticky bit), one others may write, one of another user
+    /// (when the test can make one: as root).
+    #[test]
+    fn a_pmixrun_others_could_have_placed_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let set_mode = |p: &Path, mode: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+        };
+        let dir = std::env::temp_dir().join(format!("pmix-trust-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let bin = dir.join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let pmixrun = bin.join("pmixrun");
+        std::fs::write(&pmixrun, "").unwrap();
+        set_mode(&pmixrun, 0o755);
+        let uid = nix::unistd::geteuid().as_raw();
+        let exe = Some(bin.join("app"));
+        assert_eq!(find_pmixrun(None, exe.clone(), None).unwrap(), pmixrun);
+
+        set_mode(&bin, 0o777);
+        let e = find_pmixrun(None, exe.clone(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("writable by others"), "{e}");
+        // Sticky, as /tmp: others cannot replace a file they do not own.
+        set_mode(&bin, 0o1777);
+        assert_eq!(find_pmixrun(None, exe.clone(), None).unwrap(), pmixrun);
+        set_mode(&bin, 0o755);
+
+        set_mode(&pmixrun, 0o757);
+        assert!(trusted(&pmixrun, uid).is_err());
+        set_mode(&pmixrun, 0o755);
+
+        // A link to it from a directory others may write.
+        let open = dir.join("open");
+        std::fs::create_dir_all(&open).unwrap();
+        set_mode(&open, 0o777);
+        std::os::unix::fs::symlink(&pmixrun, open.join("pmixrun")).unwrap();
+        let e = trusted(&open.join("pmixrun"), uid).unwrap_err();
+        assert!(e.contains("writable by others"), "{e}");
+
+        if uid == 0 {
+            nix::unistd::chown(&pmixrun, Some(nix::unistd::Uid::from_raw(1001)), None).unwrap();
+            let e = find_pmixrun(None, exe, None).unwrap_err().to_string();
+            assert!(e.contains("belongs to uid 1001"), "{e}");
+        } else {
+            // Another user's file, as seen by a third uid.
+            assert!(trusted(&pmixrun, uid + 1).is_err());
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
