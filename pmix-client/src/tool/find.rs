@@ -2,6 +2,11 @@
 //! servers write (`pmix_wire::openpmix::rendezvous`), searched where libpmix tools search
 //! them: the file of a server's pid or namespace anywhere under the temporary directory, the
 //! system server's at its top (`docs/TOOLS.md`).
+//!
+//! Only what this user or root could have written is believed ([`Trust`]): directories
+//! descended into, rendezvous files and sockets must belong to this process's user or root
+//! and be writable by no one else (a sticky directory such as `/tmp` excepted). Another
+//! user's files are skipped, so a tool never connects to a server that user planted for it.
 
 use std::path::{Path, PathBuf};
 
@@ -34,10 +39,11 @@ pub(crate) fn find(
     tmpdir: &Path,
     system_tmpdir: &Path,
 ) -> Result<Found, Error> {
+    let trust = Trust::me();
     let file = match how {
         Attach::Uri(uri) => return Ok(from_uri(uri)),
-        Attach::Pid(pid) => search(tmpdir, &pid_file_name(host, *pid))?,
-        Attach::Nspace(ns) => search(tmpdir, &nspace_file_name(host, ns))?,
+        Attach::Pid(pid) => search(tmpdir, &pid_file_name(host, *pid), &trust)?,
+        Attach::Nspace(ns) => search(tmpdir, &nspace_file_name(host, ns), &trust)?,
         Attach::System => {
             let p = system_tmpdir.join(system_file_name(host));
             if !p.is_file() {
@@ -45,6 +51,9 @@ pub(crate) fn find(
                     "no system server on {host}: {} does not exist",
                     p.display()
                 )));
+            }
+            if let Err(why) = trust.file(&p) {
+                return Err(unreachable(format!("not trusting {}: {why}", p.display())));
             }
             p
         }
@@ -55,11 +64,49 @@ pub(crate) fn find(
     })?;
     let contact = Contact::parse(&text)
         .ok_or_else(|| Error::Protocol(format!("{} names no server URI", file.display())))?;
-    let native = file
-        .parent()
-        .map(|d| d.join(NATIVE_SOCKET))
-        .filter(|s| is_socket(s));
+    let native = native_beside(&file, &trust);
     Ok(Found { contact, native })
+}
+
+/// The pmix-rs server's native socket next to its rendezvous file `file`, if there is one
+/// `trust` believes.
+pub(crate) fn native_beside(file: &Path, trust: &Trust) -> Option<PathBuf> {
+    file.parent()
+        .map(|d| d.join(NATIVE_SOCKET))
+        .filter(|s| is_socket(s) && trust.file(s).is_ok())
+}
+
+/// Whose files a tool believes: its own user's and root's, writable by no one else.
+pub(crate) struct Trust {
+    uid: u32,
+}
+
+impl Trust {
+    /// This process's (effective) user.
+    pub(crate) fn me() -> Trust {
+        Trust {
+            uid: nix::unistd::geteuid().as_raw(),
+        }
+    }
+
+    /// Whether `p` (not followed if a link) is this user's or root's and no one else may
+    /// write it; a directory others may write is trusted when sticky, a socket by its owner
+    /// alone (others' right to connect changes nothing of it).
+    pub(crate) fn file(&self, p: &Path) -> Result<(), String> {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        let m = std::fs::symlink_metadata(p).map_err(|e| e.to_string())?;
+        if m.uid() != self.uid && m.uid() != 0 {
+            return Err(format!("it belongs to uid {}", m.uid()));
+        }
+        let exempt = (m.is_dir() && m.mode() & 0o1000 != 0) || m.file_type().is_socket();
+        if m.mode() & 0o022 != 0 && !exempt {
+            return Err(format!(
+                "others may write it (mode {:o})",
+                m.mode() & 0o7777
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The name of a pmix-rs server's socket in its rendezvous directory.
@@ -95,9 +142,9 @@ fn unreachable(why: String) -> Error {
 /// The one file named `name` under `dir` (down to [`MAX_DEPTH`], never through a symbolic
 /// link). Several with the same name (servers of the same pid in other pid namespaces, or a
 /// file left by a server killed) are an error naming them, as the reference refuses to pick.
-fn search(dir: &Path, name: &str) -> Result<PathBuf, Error> {
+fn search(dir: &Path, name: &str, trust: &Trust) -> Result<PathBuf, Error> {
     let mut found = Vec::new();
-    walk(dir, &|n| n == name, MAX_DEPTH, &mut found);
+    walk(dir, &|n| n == name, MAX_DEPTH, trust, &mut found);
     match found.len() {
         1 => Ok(found.remove(0)),
         0 => Err(unreachable(format!(
@@ -118,11 +165,13 @@ fn search(dir: &Path, name: &str) -> Result<PathBuf, Error> {
 }
 
 /// The files under `dir` (down to `depth` levels, never through a symbolic link) whose name
-/// `wanted` accepts.
+/// `wanted` accepts, in directories and files `trust` believes; what it does not is skipped
+/// with a note.
 pub(crate) fn walk(
     dir: &Path,
     wanted: &dyn Fn(&str) -> bool,
     depth: usize,
+    trust: &Trust,
     found: &mut Vec<PathBuf>,
 ) {
     // Directories this user may not read are skipped, as others' private ones are.
@@ -131,10 +180,19 @@ pub(crate) fn walk(
     };
     for e in entries.flatten() {
         let Ok(t) = e.file_type() else { continue };
-        if t.is_file() && e.file_name().to_str().is_some_and(wanted) {
-            found.push(e.path());
-        } else if t.is_dir() && depth > 1 {
-            walk(&e.path(), wanted, depth - 1, found);
+        let is_wanted = t.is_file() && e.file_name().to_str().is_some_and(wanted);
+        if !is_wanted && !(t.is_dir() && depth > 1) {
+            continue;
+        }
+        let p = e.path();
+        if let Err(why) = trust.file(&p) {
+            tracing::debug!(path = %p.display(), "tool: skipping what another user could have placed: {why}");
+            continue;
+        }
+        if is_wanted {
+            found.push(p);
+        } else {
+            walk(&p, wanted, depth - 1, trust, found);
         }
     }
 }
@@ -159,6 +217,11 @@ pub(crate) fn two_servers(
     let prte = top.join("prte.h.0").join("dvm");
     std::fs::create_dir_all(&srv).unwrap();
     std::fs::create_dir_all(&prte).unwrap();
+    // Whatever the umask: tools believe only directories no one else may write.
+    for d in [&top, &srv, &top.join("prte.h.0"), &prte] {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
     let text = "srv.0;tcp4://127.0.0.1:5\n4.2.2\n7\n0:0\nnow\n";
     std::fs::write(srv.join("pmix.h.tool.7"), text).unwrap();
     std::fs::write(srv.join("pmix.h.tool.srv"), text).unwrap();
@@ -172,6 +235,42 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+
+    /// Rendezvous files another user could have placed are not believed: in a directory
+    /// others may write (not sticky), writable by others, or (as root, who can make one)
+    /// belonging to another user; the tool then finds no server rather than theirs.
+    #[test]
+    fn files_another_user_could_have_placed_are_skipped() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path, m: u32| {
+            std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        };
+        let (top, srv, _, _l) = two_servers("pmixrs-trust");
+        assert!(find(&Attach::Pid(7), "h", &top, &top).is_ok());
+        mode(&srv, 0o777);
+        assert!(find(&Attach::Pid(7), "h", &top, &top).is_err());
+        mode(&srv, 0o1777);
+        assert!(find(&Attach::Pid(7), "h", &top, &top).is_ok());
+        mode(&srv, 0o755);
+        let file = srv.join("pmix.h.tool.7");
+        mode(&file, 0o666);
+        assert!(find(&Attach::Pid(7), "h", &top, &top).is_err());
+        mode(&file, 0o644);
+        std::fs::write(top.join("pmix.sys.h"), "sys.0;tcp4://127.0.0.1:7\n").unwrap();
+        mode(&top.join("pmix.sys.h"), 0o646);
+        assert!(find(&Attach::System, "h", &top, &top).is_err());
+        if nix::unistd::geteuid().is_root() {
+            let other = Some(nix::unistd::Uid::from_raw(1001));
+            nix::unistd::chown(&file, other, None).unwrap();
+            let e = find(&Attach::Pid(7), "h", &top, &top).unwrap_err();
+            assert!(e.to_string().contains("no server's rendezvous file"), "{e}");
+            nix::unistd::chown(&file, Some(nix::unistd::Uid::from_raw(0)), None).unwrap();
+            // Another user's socket next to a good file is not used.
+            nix::unistd::chown(&srv.join("server.sock"), other, None).unwrap();
+            assert_eq!(find(&Attach::Pid(7), "h", &top, &top).unwrap().native, None);
+        }
+        std::fs::remove_dir_all(&top).unwrap();
+    }
 
     #[test]
     fn files_are_found_by_pid_nspace_and_system_and_say_which_protocol() {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use pmix_wire::openpmix::rendezvous::{Contact, pid_file_name};
 
 use super::Tool;
-use super::find::{MAX_DEPTH, NATIVE_SOCKET, is_socket, walk};
+use super::find::{MAX_DEPTH, Trust, native_beside, walk};
 
 /// A server's pid file, as found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,10 +47,12 @@ impl Tool {
             digits.parse().ok()
         };
         let mut files = Vec::new();
+        let trust = Trust::me();
         walk(
             &self.tmpdir,
             &|n| pid_of(n).is_some(),
             MAX_DEPTH,
+            &trust,
             &mut files,
         );
         let mut out: Vec<ServerFile> = files
@@ -58,10 +60,7 @@ impl Tool {
             .filter_map(|path| {
                 let pid = pid_of(path.file_name()?.to_str()?)?;
                 let contact = Contact::parse(&std::fs::read_to_string(&path).ok()?)?;
-                let native = path
-                    .parent()
-                    .map(|d| d.join(NATIVE_SOCKET))
-                    .filter(|s| is_socket(s));
+                let native = native_beside(&path, &trust);
                 Some(ServerFile {
                     pid,
                     path,
