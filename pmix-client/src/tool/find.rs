@@ -181,7 +181,8 @@ pub(crate) fn walk(
     for e in entries.flatten() {
         let Ok(t) = e.file_type() else { continue };
         let is_wanted = t.is_file() && e.file_name().to_str().is_some_and(wanted);
-        if !is_wanted && !(t.is_dir() && depth > 1) {
+        let descend = t.is_dir() && depth > 1;
+        if !(is_wanted || descend) {
             continue;
         }
         let p = e.path();
