@@ -21,10 +21,29 @@ fn socket_path() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/dev/log"))
 }
 
-/// The datagram for `message` at `severity` (0, emergency, to 7, debug), from `tag`.
+/// The datagram for `message` at `severity` (0, emergency, to 7, debug), from `tag`. The
+/// message is a process's words: its control characters (a newline that would start a forged
+/// `<0>` line, an escape sequence for a terminal, a NUL that ends the record early) are
+/// written as `\xHH`, and a backslash as `\\`, so what reaches the log is one line that
+/// says exactly what was sent.
 pub(crate) fn datagram(severity: u8, tag: &str, message: &str) -> String {
     let pri = u16::from(FACILITY_USER) * 8 + u16::from(severity.min(7));
-    format!("<{pri}>{tag}[{}]: {message}", std::process::id())
+    format!("<{pri}>{tag}[{}]: {}", std::process::id(), escaped(message))
+}
+
+fn escaped(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for c in message.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            c if c.is_control() => {
+                use std::fmt::Write;
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// Sends `message` to the syslog daemon; false if there is none or it did not take it. The
@@ -52,5 +71,16 @@ mod tests {
         assert_eq!(d, want);
         // Out of range severities are debug, never another facility.
         assert!(datagram(42, "t", "m").starts_with("<15>t["), "{d}");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        let d = datagram(6, "t", "a\n<0>forged\u{1b}[31m\0end\\x\u{9b}é");
+        let want = format!(
+            "<14>t[{}]: a\\x0a<0>forged\\x1b[31m\\x00end\\\\x\\x9bé",
+            std::process::id()
+        );
+        assert_eq!(d, want);
+        assert!(!d.contains('\n') && !d.contains('\0'));
     }
 }
