@@ -214,8 +214,16 @@ impl Proto {
 
     /// The connection is closed (by either side).
     pub(crate) fn closed(&mut self, fe: &mut Frontends) {
-        if let Proto::Pmi2(p) = self {
-            p.closed(&mut fe.pmi2);
+        match self {
+            Proto::Pmi2(p) => p.closed(&mut fe.pmi2),
+            // A PMI-1 process of a job whose PMI-2 processes wait for node attributes will
+            // put none: they must not wait for it forever.
+            Proto::Pmi1(p) => {
+                if let Some((ns, clean)) = p.ended_process() {
+                    fe.pmi2.process_ended(ns, clean);
+                }
+            }
+            Proto::Native(_) | Proto::Openpmix(_) => {}
         }
     }
 

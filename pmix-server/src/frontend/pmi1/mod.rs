@@ -150,6 +150,17 @@ impl Pmi1Conn {
         Self::new(Transport::Fd, Some(proc))
     }
 
+    /// The namespace of the accepted process this connection served, and whether it
+    /// finalized (or aborted) before the connection ended.
+    pub(crate) fn ended_process(&self) -> Option<(&Nspace, bool)> {
+        let proc = self.proc.as_ref()?;
+        match self.state {
+            State::Ready => Some((&proc.nspace, false)),
+            State::Done => Some((&proc.nspace, true)),
+            State::Fresh | State::Attaching | State::Upgraded => None,
+        }
+    }
+
     /// A connection accepted on the TCP port; the process names itself with `initack`.
     pub(crate) fn with_port() -> Self {
         Self::new(Transport::Port, None)

@@ -90,10 +90,17 @@ impl Common {
 
     /// A process of `ns` finalized (`clean`) or ended without finalize; it waits no more.
     pub(crate) fn ended(&mut self, ns: &Nspace, conn: ConnId, clean: bool) {
-        let Some(j) = self.jobs.get_mut(ns) else {
-            return;
-        };
-        j.waiters.retain(|&c| c != conn);
+        if let Some(j) = self.jobs.get_mut(ns) {
+            j.waiters.retain(|&c| c != conn);
+        }
+        self.process_ended(ns, clean);
+    }
+
+    /// A process of `ns` that is no PMI-2 connection (a PMI-1 one: it cannot put a node
+    /// attribute or wait for one) finalized (`clean`) or ended without finalize: it will put
+    /// nothing, which the job's waits here must count, whenever they come.
+    pub(crate) fn process_ended(&mut self, ns: &Nspace, clean: bool) {
+        let j = self.jobs.entry(ns.clone()).or_default();
         j.ended += 1;
         if !clean && j.failed.is_none() {
             j.failed = Some("a process of the job on this node ended without finalize".into());
@@ -124,6 +131,22 @@ mod tests {
 
     fn ns() -> Nspace {
         Nspace::new("job").unwrap()
+    }
+
+    /// The process that could have put the attribute finalized over PMI-1 (before or while
+    /// the other waits): the wait fails instead of lasting forever.
+    #[test]
+    fn a_process_ending_over_pmi1_counts() {
+        let mut c = Common::default();
+        c.process_ended(&ns(), true);
+        c.joined(&ns(), 2);
+        assert!(matches!(c.wait(&ns(), "k", 1), Wait::Failed(_)));
+        let mut c = Common::default();
+        c.joined(&ns(), 2);
+        assert_eq!(c.wait(&ns(), "k", 1), Wait::Waiting);
+        c.process_ended(&ns(), true);
+        assert_eq!(c.take_woken(), vec![1]);
+        assert!(matches!(c.wait(&ns(), "k", 1), Wait::Failed(_)));
     }
 
     #[test]
