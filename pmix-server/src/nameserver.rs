@@ -399,8 +399,11 @@ impl Loop {
                 .and_then(|who| self.store.unpublish(&who, &keys, &info))
                 .map(|()| Vec::new()),
             NsRequest::NspaceStarted { nspace } => {
-                self.store.add_nspace(session, &nspace);
-                Ok(Vec::new())
+                let r = self.store.add_nspace(session, &nspace);
+                if r.is_err() {
+                    tracing::warn!(session, %nspace, "name server: refusing a claim on another run's namespace");
+                }
+                r.map(|()| Vec::new())
             }
             NsRequest::NspaceEnded { nspace } => {
                 // Only its owner can say it ended.
@@ -813,7 +816,13 @@ impl NameServerClient {
     /// Tells the server a namespace of this session started.
     pub fn nspace_started(&self, nspace: &Nspace) {
         let nspace = nspace.clone();
-        self.submit(NsRequest::NspaceStarted { nspace }, Box::new(|_| {}));
+        let what = nspace.clone();
+        let said = Box::new(move |r: Result<_, Status>| {
+            if let Err(s) = r {
+                tracing::warn!(nspace = %what, "the name server refused this run's namespace ({s}): another run claimed it first");
+            }
+        });
+        self.submit(NsRequest::NspaceStarted { nspace }, said);
     }
 
     /// Tells the server a namespace of this session ended (its `APP` data goes).

@@ -556,7 +556,8 @@ impl Engine {
                 self.next_ns += 1;
                 self.ns_ids.insert(nspace.clone(), id);
                 if ours {
-                    self.names.add_nspace(SESSION, &nspace);
+                    // This server's own session, the only one in its store: never refused.
+                    let _ = self.names.add_nspace(SESSION, &nspace);
                 }
                 id
             }

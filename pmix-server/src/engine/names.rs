@@ -253,11 +253,19 @@ impl<T> NameStore<T> {
             });
     }
 
-    /// Declares that `nspace` belongs to `session`.
-    pub(crate) fn add_nspace(&mut self, session: SessionId, nspace: &Nspace) {
+    /// Declares that `nspace` belongs to `session`. A namespace belongs to the first session
+    /// that declared it until that one says it ended (or ends): another's claim is refused
+    /// (`ERR_EXISTS`), so no run can take over another's namespace in custom ranges or
+    /// connects across runs.
+    pub(crate) fn add_nspace(&mut self, session: SessionId, nspace: &Nspace) -> Result<(), Status> {
+        match self.session_of(nspace) {
+            Some(owner) if owner != session => return Err(Status::ERR_EXISTS),
+            _ => {}
+        }
         if let Some(s) = self.sessions.get_mut(&session) {
             s.nspaces.insert(nspace.clone());
         }
+        Ok(())
     }
 
     fn host_of(&self, session: SessionId) -> Option<&Arc<str>> {

@@ -41,9 +41,24 @@ fn store() -> NameStore<u32> {
     s.open_session(1, "a");
     s.open_session(2, "b");
     for (sess, ns) in [(1, "a1"), (1, "a2"), (2, "b1")] {
-        s.add_nspace(sess, &Nspace::new(ns).unwrap());
+        s.add_nspace(sess, &Nspace::new(ns).unwrap()).unwrap();
     }
     s
+}
+
+/// A namespace is its first claimer's: another session's claim is refused and changes
+/// nothing; once the owner says it ended, it can be claimed again.
+#[test]
+fn a_namespace_cannot_be_claimed_by_another_session() {
+    let mut s = store();
+    s.open_session(3, "c");
+    let a1 = Nspace::new("a1").unwrap();
+    assert_eq!(s.add_nspace(3, &a1), Err(Status::ERR_EXISTS));
+    assert_eq!(s.session_of(&a1), Some(1));
+    assert_eq!(s.add_nspace(1, &a1), Ok(()));
+    s.end_nspace(1, &a1);
+    assert_eq!(s.add_nspace(3, &a1), Ok(()));
+    assert_eq!(s.session_of(&a1), Some(3));
 }
 
 fn now() -> Instant {
