@@ -11,8 +11,9 @@
 //! and keeps the rest compact: the parsed maps (node names, the ranks on each node) and only the
 //! node and process values the host gave. The node and process levels, one realm per node and
 //! per rank, are derived from those by [`LazyJob::get`] when the namespace's [`JobData`] is
-//! first needed (a local client's welcome, a job-level get or a connect naming the namespace),
-//! and kept from then on. A job placed entirely on other nodes is typically never expanded.
+//! first needed (a PMI-1 or PMI-2 client's setup or welcome, a connect naming the namespace), and kept
+//! from then on. Native clients get the image itself, and libpmix clients what the OpenPMIx
+//! front-end derives from it one rank at a time: a job of theirs is never expanded.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};

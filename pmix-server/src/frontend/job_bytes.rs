@@ -6,14 +6,14 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use pmix_types::Nspace;
-use pmix_wire::JobData;
+use pmix_wire::JobImage;
 
-/// A job record kept with its encoding: keeping the record keeps its address, which keys
+/// A job record kept with its encoding: keeping the record keeps its identity, which keys
 /// the map, from being reused by another record.
-type Encoded = (Arc<JobData>, Arc<[u8]>);
+type Encoded = (JobImage, Arc<[u8]>);
 
-/// Encodings of job records, by the record (its address) and `K`, what else the encoding
-/// depends on (a dialect, a storage module; `()` when nothing).
+/// Encodings of job records, by the record (its [`JobImage::identity`]) and `K`, what else
+/// the encoding depends on (a dialect, a storage module; `()` when nothing).
 pub(crate) struct JobBytes<K> {
     encoded: HashMap<(usize, K), Encoded>,
 }
@@ -29,11 +29,11 @@ impl<K: Eq + Hash> JobBytes<K> {
     /// cannot be made.
     pub(crate) fn get_or_encode<E: std::fmt::Display>(
         &mut self,
-        job: &Arc<JobData>,
+        job: &JobImage,
         k: K,
-        encode: impl FnOnce(&JobData) -> Result<Vec<u8>, E>,
+        encode: impl FnOnce(&JobImage) -> Result<Vec<u8>, E>,
     ) -> Option<Arc<[u8]>> {
-        let key = (Arc::as_ptr(job) as usize, k);
+        let key = (job.identity(), k);
         if let Some((_, bytes)) = self.encoded.get(&key) {
             return Some(bytes.clone());
         }
@@ -44,7 +44,7 @@ impl<K: Eq + Hash> JobBytes<K> {
                 Some(bytes)
             }
             Err(e) => {
-                tracing::error!(nspace = %job.nspace, "cannot encode job data: {e}");
+                tracing::error!(nspace = %job.nspace(), "cannot encode job data: {e}");
                 None
             }
         }
@@ -52,6 +52,6 @@ impl<K: Eq + Hash> JobBytes<K> {
 
     /// Forgets the encodings of a namespace's records.
     pub(crate) fn forget(&mut self, nspace: &Nspace) {
-        self.encoded.retain(|_, (job, _)| job.nspace != *nspace);
+        self.encoded.retain(|_, (job, _)| job.nspace() != nspace);
     }
 }

@@ -241,7 +241,7 @@ impl Proto {
             Proto::Native(n) => n.accepted(&mut fe.native, job.image(), can_pass_fds, out),
             Proto::Pmi1(p) => p.accepted(job.get().clone(), out),
             Proto::Pmi2(p) => p.accepted(conn, job.get().clone(), &mut fe.pmi2, out),
-            Proto::Openpmix(o) => o.accepted(job.get().clone(), conn as u32, out),
+            Proto::Openpmix(o) => o.accepted(job.image().clone(), conn as u32, out),
         }
     }
 

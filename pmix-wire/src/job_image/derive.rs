@@ -210,6 +210,25 @@ impl JobImage {
 
     /// The whole job data: every node's and every rank's realm.
     pub fn expand(&self) -> JobData {
+        let mut job = self.levels();
+        job.procs = self
+            .proc_ranks()
+            .into_iter()
+            .filter_map(|rank| {
+                Some(ProcRealm {
+                    rank,
+                    info: self.proc_info(rank)?,
+                })
+            })
+            .collect();
+        job
+    }
+
+    /// The job data without the process realms: the session, job and application levels and
+    /// every node's realm (one per node, not per rank). With [`proc_ranks`](Self::proc_ranks)
+    /// and [`proc_info`](Self::proc_info) it is [`expand`](Self::expand) taken one rank at a
+    /// time, for a writer that never needs every rank's realm at once.
+    pub fn levels(&self) -> JobData {
         let nodes = self
             .node_ids()
             .into_iter()
@@ -220,29 +239,26 @@ impl JobImage {
                 })
             })
             .collect();
-        let mut ranks: Vec<u32> = self.given_proc_ranks().into_iter().map(|r| r.0).collect();
-        if self.derives() {
-            ranks.extend(0..self.0.size);
-            ranks.sort_unstable();
-            ranks.dedup();
-        }
-        let procs = ranks
-            .into_iter()
-            .filter_map(|r| {
-                Some(ProcRealm {
-                    rank: Rank(r),
-                    info: self.proc_info(Rank(r))?,
-                })
-            })
-            .collect();
         JobData {
             nspace: self.0.nspace.clone(),
             session: self.0.session.clone(),
             job: self.0.job.clone(),
             apps: self.0.apps.clone(),
             nodes,
-            procs,
+            procs: Vec::new(),
         }
+    }
+
+    /// The ranks that have a process realm, ascending: every rank of a derived job, plus any
+    /// the host gave values for.
+    pub fn proc_ranks(&self) -> Vec<Rank> {
+        let mut ranks = self.given_proc_ranks();
+        if self.derives() {
+            ranks.extend((0..self.0.size).map(Rank));
+            ranks.sort_unstable();
+            ranks.dedup();
+        }
+        ranks
     }
 }
 

@@ -320,6 +320,12 @@ impl JobImage {
     pub fn is_same(&self, other: &JobImage) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// This image's identity: equal for its clones, different from any other image alive
+    /// (the address of what they share), for caches keyed by the image.
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
 }
 
 impl PartialEq for JobImage {

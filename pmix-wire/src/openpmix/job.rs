@@ -160,14 +160,28 @@ fn kvals(infos: &[Info]) -> Vec<Kval> {
 /// packed in `dialect`. This is the answer to a client's `REQ`, and what a `CONNECTNB`
 /// answer carries for each other namespace.
 pub fn to_job_info(job: &JobData, dialect: Dialect) -> Result<JobInfo, Error> {
-    let layout = layout(job);
-    let mut pairs = layout.top;
-    pairs.reserve(layout.procs.len());
-    for (rank, infos) in layout.procs {
-        pairs.push(proc_blob_kval(rank, &kvals(infos), dialect)?);
+    let procs = job.procs.iter().map(|p| (p.rank, p.info.as_slice()));
+    to_job_info_with(job, procs, dialect)
+}
+
+/// [`to_job_info`] of a job whose process realms come one at a time: `levels` is the job
+/// data without them (its `procs` are ignored), `procs` each rank's keys in rank order. A
+/// writer holding a job compactly (`JobImage`) thus never has every rank's realm at once.
+pub fn to_job_info_with<I, P>(
+    levels: &JobData,
+    procs: I,
+    dialect: Dialect,
+) -> Result<JobInfo, Error>
+where
+    I: IntoIterator<Item = (Rank, P)>,
+    P: AsRef<[Info]>,
+{
+    let mut pairs = layout(levels).top;
+    for (rank, infos) in procs {
+        pairs.push(proc_blob_kval(rank, &kvals(infos.as_ref()), dialect)?);
     }
     Ok(JobInfo {
-        nspace: job.nspace.clone(),
+        nspace: levels.nspace.clone(),
         kvals: pairs,
     })
 }

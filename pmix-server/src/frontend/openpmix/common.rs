@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pmix_types::{Nspace, Status};
 use pmix_wire::openpmix::Dialect;
-use pmix_wire::{JobData, Reply, ReplyBody};
+use pmix_wire::{JobImage, Reply, ReplyBody};
 
 use super::Gds;
 use super::ds21::{Ds21, Ds21Error};
@@ -66,7 +66,7 @@ impl Common {
     /// (for ds21, with the job data put in the segments first); None if it cannot be encoded.
     pub(crate) fn job_bytes(
         &mut self,
-        job: &Arc<JobData>,
+        job: &JobImage,
         dialect: Dialect,
         gds: Gds,
     ) -> Option<Arc<[u8]>> {
@@ -78,7 +78,7 @@ impl Common {
                 Gds::Hash => super::encode_job_data(job, dialect),
                 Gds::Ds21 => {
                     let mut out = Vec::new();
-                    pmix_wire::openpmix::Reply::JobInfo(super::ds21_job_info(job))
+                    pmix_wire::openpmix::Reply::JobInfo(super::ds21_job_info(&job.levels()))
                         .encode(dialect, &mut out)
                         .map(|()| out)
                 }
@@ -87,18 +87,18 @@ impl Common {
 
     /// Puts a namespace's job data in the ds21 segments, once. On failure the client finds
     /// nothing there and asks over the socket.
-    fn store_job(&mut self, job: &JobData) {
+    fn store_job(&mut self, job: &JobImage) {
         let Some(ds) = &mut self.ds21 else {
             return;
         };
-        if ds.has_job(&job.nspace) {
+        if ds.has_job(job.nspace()) {
             return;
         }
-        let r = super::ds21_job_batches(job, &self.hostname)
-            .map_err(Ds21Error::from)
-            .and_then(|b| ds.store(&b, Some(&job.nspace)));
-        if let Err(e) = r {
-            tracing::warn!(nspace = %job.nspace, "job data not in the ds21 segments: {e}");
+        let levels = job.levels();
+        let batches = super::ds21_job_batches(job, &levels, &self.hostname)
+            .map(|b| b.map_err(Ds21Error::from));
+        if let Err(e) = ds.store_each(batches, Some(job.nspace())) {
+            tracing::warn!(nspace = %job.nspace(), "job data not in the ds21 segments: {e}");
         }
     }
 

@@ -10,7 +10,6 @@
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use pmix_types::{Info, Key, Proc, Scope, Status, Value};
 use pmix_wire::openpmix::job::{to_job_info, to_proc_kvals};
@@ -19,7 +18,7 @@ use pmix_wire::openpmix::{
     ProcKvals, Reply as OpenpmixReply, Request as OpenpmixRequest, ServerReply,
     encode_message_with,
 };
-use pmix_wire::{JobData, Kv, ProcKvs, Reply, ReplyBody, Request};
+use pmix_wire::{JobImage, Kv, ProcKvs, Reply, ReplyBody, Request};
 
 use super::Common;
 use crate::engine::{Auth, PeerCreds};
@@ -88,7 +87,8 @@ enum State {
         proc: Proc,
         dialect: Dialect,
         gds: Gds,
-        job: Arc<JobData>,
+        /// The client's job (a tool has none: its job data is made up at its `REQ`).
+        job: Option<JobImage>,
     },
     /// A tool's handshake is with the engine.
     ToolChecking(super::tool::Pending),
@@ -314,7 +314,7 @@ impl OpenpmixConn {
     }
 
     /// The engine accepted the client: answer the handshake with its peer index.
-    pub(crate) fn accepted(&mut self, job: Arc<JobData>, peer_index: u32, out: &mut Vec<u8>) {
+    pub(crate) fn accepted(&mut self, job: JobImage, peer_index: u32, out: &mut Vec<u8>) {
         let State::Checking { proc, dialect, gds } = &self.state else {
             return;
         };
@@ -324,7 +324,7 @@ impl OpenpmixConn {
             proc,
             dialect,
             gds,
-            job,
+            job: Some(job),
         };
     }
 
@@ -340,14 +340,7 @@ impl OpenpmixConn {
             proc: tool.clone(),
             dialect: pending.dialect,
             gds: Gds::Hash,
-            job: Arc::new(JobData {
-                nspace: tool.nspace.clone(),
-                session: Vec::new(),
-                job: Vec::new(),
-                apps: Vec::new(),
-                nodes: Vec::new(),
-                procs: Vec::new(),
-            }),
+            job: None,
         };
     }
 
@@ -419,7 +412,7 @@ impl OpenpmixConn {
                 None
             }
             OpenpmixRequest::Req => {
-                let bytes = common.job_bytes(job, dialect, gds);
+                let bytes = job.as_ref().and_then(|j| common.job_bytes(j, dialect, gds));
                 send_job_data(tag, bytes.as_deref(), dialect, out);
                 None
             }

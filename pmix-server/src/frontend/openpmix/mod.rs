@@ -15,10 +15,10 @@ mod tool;
 pub(crate) use common::Common;
 pub(crate) use conn::{Gds, OpenpmixConn};
 
-use pmix_types::{Rank, Value};
-use pmix_wire::JobData;
-use pmix_wire::openpmix::job::{layout, to_job_info};
+use pmix_types::{Info, Rank, Value};
+use pmix_wire::openpmix::job::{layout, to_job_info_with};
 use pmix_wire::openpmix::{Dialect, JobInfo, Kval, Reply};
+use pmix_wire::{JobData, JobImage};
 
 /// The version this server claims in `PMIX_VERSION`. A libpmix client takes it for its
 /// server's and picks its compatibility paths by it: anything before 3.1.100 makes it expect
@@ -70,44 +70,76 @@ pub(crate) fn fork_env(
     env
 }
 
-/// The encoded answer to a `REQ` (no header).
+/// The encoded answer to a `REQ` (no header): the job's levels, then each rank's keys, derived
+/// from the image one rank at a time (the whole [`JobData`] is never built for it).
 pub(crate) fn encode_job_data(
-    job: &JobData,
+    job: &JobImage,
     dialect: Dialect,
 ) -> Result<Vec<u8>, pmix_wire::Error> {
+    let levels = job.levels();
     let mut out = Vec::new();
-    Reply::JobInfo(to_job_info(job, dialect)?).encode(dialect, &mut out)?;
+    Reply::JobInfo(to_job_info_with(&levels, proc_realms(job), dialect)?)
+        .encode(dialect, &mut out)?;
     Ok(out)
+}
+
+/// Each rank's keys as the image derives them, in rank order, one at a time.
+fn proc_realms(job: &JobImage) -> impl Iterator<Item = (Rank, Vec<Info>)> + '_ {
+    job.proc_ranks()
+        .into_iter()
+        .filter_map(|rank| Some((rank, job.proc_info(rank)?)))
 }
 
 /// The answer to a `REQ` from a client on the `ds21` store: the namespace, then only the
 /// session, node and application arrays (the client files those in its own hash; the rest it
-/// reads from the segments).
-pub(crate) fn ds21_job_info(job: &JobData) -> JobInfo {
+/// reads from the segments). `levels` is the job data without its process realms
+/// ([`JobImage::levels`]): none of them is read.
+pub(crate) fn ds21_job_info(levels: &JobData) -> JobInfo {
     let arrays = [
         pmix_types::attr::SESSION_INFO_ARRAY,
         pmix_types::attr::NODE_INFO_ARRAY,
         pmix_types::attr::APP_INFO_ARRAY,
     ];
-    let kvals = layout(job)
+    let kvals = layout(levels)
         .top
         .into_iter()
         .filter(|kv| arrays.contains(&kv.key.as_str()))
         .collect();
     JobInfo {
-        nspace: job.nspace.clone(),
+        nspace: levels.nspace.clone(),
         kvals,
     }
 }
 
 /// A namespace's job data as the ds21 store holds it: the job level (job keys and this node's
-/// keys, the info arrays left out), then each rank's keys.
-pub(crate) fn ds21_job_batches(
-    job: &JobData,
+/// keys, the info arrays left out), then each rank's keys, each rank's batch made when the
+/// iterator gets to it (from the image, never from a whole [`JobData`]).
+pub(crate) fn ds21_job_batches<'a>(
+    job: &'a JobImage,
+    levels: &JobData,
     hostname: &str,
-) -> Result<Vec<ds21::Batch>, pmix_wire::Error> {
+) -> impl Iterator<Item = Result<ds21::Batch, pmix_wire::Error>> + 'a {
+    let first = ds21_job_level(levels, hostname);
+    let nspace = levels.nspace.clone();
+    let ranks = proc_realms(job).map(move |(rank, infos)| {
+        let pairs = infos
+            .iter()
+            .filter(|i| !matches!(i.value, Value::Regex(_)))
+            .map(|i| Ok((i.key.clone(), ds21::pack_value(&i.value)?)))
+            .collect::<Result<Vec<_>, pmix_wire::Error>>()?;
+        Ok(ds21::Batch {
+            nspace: nspace.clone(),
+            level: ds21::Level::Rank(rank),
+            pairs,
+        })
+    });
+    std::iter::once(first).chain(ranks)
+}
+
+/// The ds21 job level: job keys and this node's keys, the info arrays left out.
+fn ds21_job_level(levels: &JobData, hostname: &str) -> Result<ds21::Batch, pmix_wire::Error> {
     use pmix_types::attr;
-    let layout = layout(job);
+    let layout = layout(levels);
     let skip = [
         attr::SESSION_INFO_ARRAY,
         attr::NODE_INFO_ARRAY,
@@ -123,13 +155,13 @@ pub(crate) fn ds21_job_batches(
         pairs.push((key.clone(), ds21::pack_value(value)?));
     }
     // This node's keys at the job level, as the reference's store files them.
-    let here = job.nodes.iter().find(|n| {
+    let here = levels.nodes.iter().find(|n| {
         n.info
             .iter()
             .any(|i| i.key.as_str() == attr::HOSTNAME && i.value.as_str() == Some(hostname))
     });
-    if let Some(node) = here.or(if job.nodes.len() == 1 {
-        job.nodes.first()
+    if let Some(node) = here.or(if levels.nodes.len() == 1 {
+        levels.nodes.first()
     } else {
         None
     }) {
@@ -144,24 +176,11 @@ pub(crate) fn ds21_job_batches(
             pairs.push((i.key.clone(), ds21::pack_value(&i.value)?));
         }
     }
-    let mut out = vec![ds21::Batch {
-        nspace: job.nspace.clone(),
+    Ok(ds21::Batch {
+        nspace: levels.nspace.clone(),
         level: ds21::Level::Job,
         pairs,
-    }];
-    for (rank, infos) in layout.procs {
-        let pairs = infos
-            .iter()
-            .filter(|i| !matches!(i.value, Value::Regex(_)))
-            .map(|i| Ok((i.key.clone(), ds21::pack_value(&i.value)?)))
-            .collect::<Result<Vec<_>, pmix_wire::Error>>()?;
-        out.push(ds21::Batch {
-            nspace: job.nspace.clone(),
-            level: ds21::Level::Rank(rank),
-            pairs,
-        });
-    }
-    Ok(out)
+    })
 }
 
 /// A collecting fence's data as ds21 batches, one per process.
@@ -184,3 +203,6 @@ pub(crate) fn ds21_fence_batches(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests;

@@ -319,9 +319,21 @@ impl Ds21 {
         batches: &[Batch],
         job: Option<&Nspace>,
     ) -> Result<(), Ds21Error> {
+        self.store_each(batches.iter().map(Ok), job)
+    }
+
+    /// [`store`](Self::store) of batches made one at a time while the locks are held (a job's
+    /// million ranks need not be packed all at once). A batch that cannot be made stops the
+    /// writing there, with what came before it written, and the namespace is not marked as
+    /// stored.
+    pub(crate) fn store_each<B: std::borrow::Borrow<Batch>>(
+        &mut self,
+        batches: impl IntoIterator<Item = Result<B, Ds21Error>>,
+        job: Option<&Nspace>,
+    ) -> Result<(), Ds21Error> {
         self.locked(|this| {
             for b in batches {
-                match this.store_one(b) {
+                match this.store_one(b?.borrow()) {
                     // That namespace's data is served over the socket; the others' is here.
                     Err(Ds21Error::Name(n)) => {
                         tracing::warn!(nspace = %n, "not in the ds21 segments: its name has a '/'");
