@@ -346,7 +346,7 @@ impl Server {
         channel: pmix_types::IofChannel,
         data: &[u8],
     ) -> Result<(), Error> {
-        if self.pulls.load(Ordering::Relaxed) == 0 {
+        if self.pulls.load(Ordering::Acquire) == 0 {
             return Ok(());
         }
         let unix_secs = std::time::SystemTime::now()

@@ -360,6 +360,9 @@ impl<H: Host> Shell<H> {
                 moved = true;
                 self.step(conn);
             }
+            // Published before the answers go out: a tool told its pull is registered may
+            // make the job write at once, and that output must not find the count still 0.
+            self.publish_pulls();
             moved |= self.drain_outputs();
             moved |= self.wake();
             if !moved {
@@ -369,9 +372,14 @@ impl<H: Host> Shell<H> {
         for conn in self.gone.drain(..) {
             self.conns.try_remove(conn);
         }
+        self.publish_pulls();
+    }
+
+    /// Tells [`crate::Server::iof_deliver`] how many pulls tools have registered.
+    fn publish_pulls(&self) {
         self.pulls.store(
             self.engine.pull_count(),
-            std::sync::atomic::Ordering::Relaxed,
+            std::sync::atomic::Ordering::Release,
         );
     }
 

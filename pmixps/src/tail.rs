@@ -66,8 +66,17 @@ fn attach_to_job(tool: &mut Tool, job: &str) -> Result<Option<u32>, Error> {
         let Ok(server) = tool.attach_to_server(file.attach()) else {
             continue;
         };
-        tool.set_server(&server)?;
-        let names = tool.query_keys(&[attr::QUERY_NAMESPACES], Vec::new())?;
+        // A server that ends or fails while asked is not the one: the others are asked.
+        let names = match tool
+            .set_server(&server)
+            .and_then(|()| tool.query_keys(&[attr::QUERY_NAMESPACES], Vec::new()))
+        {
+            Ok(names) => names,
+            Err(_) => {
+                let _ = tool.disconnect(&server);
+                continue;
+            }
+        };
         let serves = names
             .iter()
             .filter(|i| i.key.as_str() == attr::QUERY_NAMESPACES)
