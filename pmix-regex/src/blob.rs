@@ -59,7 +59,7 @@ pub(crate) fn decompress(map: &[u8], max_bytes: usize) -> Result<String, ParseEr
         });
     }
     i = literal(map, name_end, SIZE, "\":\\0size=\"")?;
-    let (size, j) = crate::parse::number(map, i, 0, u64::from(u32::MAX))?;
+    let (size, j) = crate::num::number(map, i, 0, u64::from(u32::MAX))?;
     i = literal(map, j, b":\0", "\":\\0\" after the size")?;
     let payload = map.get(i..).unwrap_or_default();
     if payload.len() as u64 != size {

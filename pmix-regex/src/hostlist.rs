@@ -26,7 +26,8 @@
 //! arithmetic before anything is allocated, and refused above [`MAX_ITEMS`] names or
 //! [`MAX_BYTES`] bytes (or the limits passed to the `_with` functions).
 
-use crate::parse::{number, range};
+use crate::num::number;
+use crate::parse::range;
 use crate::{MAX_WIDTH, ParseError, ParseLimits, num};
 
 /// The error of this module's parsers: the crate's [`ParseError`], whose `pos` is a byte offset

@@ -1,4 +1,7 @@
-//! Decimal formatting without `fmt` machinery (the generators print millions of numbers).
+//! Decimal numbers: formatting without `fmt` machinery (the generators print millions of
+//! numbers) and reading one, bounded, for the parsers.
+
+use crate::error::ParseError;
 
 /// Number of decimal digits of `v`.
 pub(crate) fn dec_len(mut v: u64) -> usize {
@@ -40,4 +43,40 @@ pub(crate) fn push_padded_str(out: &mut String, v: u64, width: usize) {
     for &d in &buf[start..] {
         out.push(char::from(d));
     }
+}
+
+/// Reads a decimal number at `i`, returning it and the index after its last digit.
+pub(crate) fn number(
+    b: &[u8],
+    i: usize,
+    base: usize,
+    max: u64,
+) -> Result<(u64, usize), ParseError> {
+    let mut v: u64 = 0;
+    let mut j = i;
+    while let Some(&c) = b.get(j) {
+        if !c.is_ascii_digit() {
+            break;
+        }
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(c - b'0')))
+            .filter(|&v| v <= max)
+            .ok_or(ParseError::NumberTooLarge { pos: base + i, max })?;
+        j += 1;
+    }
+    if j == i {
+        return Err(match b.get(j) {
+            Some(&found) => ParseError::Unexpected {
+                pos: base + j,
+                found,
+                expected: "a digit",
+            },
+            None => ParseError::UnexpectedEnd {
+                pos: base + j,
+                expected: "a digit",
+            },
+        });
+    }
+    Ok((v, j))
 }

@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::ops::RangeInclusive;
 
 use crate::error::ParseError;
+use crate::num::number;
 use crate::{Form, MAX_WIDTH, blob, num};
 
 /// Bounds on what a parser may build from one map.
@@ -242,42 +243,6 @@ pub(crate) fn split_names(
         pos += name.len() + 1;
     }
     Ok(names)
-}
-
-/// Reads a decimal number at `i`, returning it and the index after its last digit.
-pub(crate) fn number(
-    b: &[u8],
-    i: usize,
-    base: usize,
-    max: u64,
-) -> Result<(u64, usize), ParseError> {
-    let mut v: u64 = 0;
-    let mut j = i;
-    while let Some(&c) = b.get(j) {
-        if !c.is_ascii_digit() {
-            break;
-        }
-        v = v
-            .checked_mul(10)
-            .and_then(|v| v.checked_add(u64::from(c - b'0')))
-            .filter(|&v| v <= max)
-            .ok_or(ParseError::NumberTooLarge { pos: base + i, max })?;
-        j += 1;
-    }
-    if j == i {
-        return Err(match b.get(j) {
-            Some(&found) => ParseError::Unexpected {
-                pos: base + j,
-                found,
-                expected: "a digit",
-            },
-            None => ParseError::UnexpectedEnd {
-                pos: base + j,
-                expected: "a digit",
-            },
-        });
-    }
-    Ok((v, j))
 }
 
 /// Reads `a` or `a-b` at `i`; returns the range and the index after it.

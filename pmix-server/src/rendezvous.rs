@@ -8,6 +8,8 @@
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
+use std::io::Read;
+
 use crate::Error;
 
 /// How many random names are tried before giving up (each collision is a name someone else
@@ -29,8 +31,8 @@ pub fn create_private_dir(parent: &Path, prefix: &str) -> Result<PathBuf, Error>
     let pid = std::process::id();
     let mut last = None;
     for _ in 0..ATTEMPTS {
-        let random = crate::server::random_bytes::<8>()?;
-        let dir = parent.join(format!("{prefix}.{pid}.{}", crate::server::hex(&random)));
+        let random = random_bytes::<8>()?;
+        let dir = parent.join(format!("{prefix}.{pid}.{}", hex(&random)));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return check_private(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some((dir, e)),
@@ -177,6 +179,20 @@ pub fn remove_stale_dirs(parent: &Path, prefix: &str, socket: &str) -> usize {
         }
     }
     removed
+}
+
+/// `N` bytes from the kernel's randomness: names no one can guess first, secrets.
+pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
+    let mut buf = [0u8; N];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .map_err(Error::io("reading /dev/urandom"))?;
+    Ok(buf)
+}
+
+/// `bytes` in lower-case hex.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

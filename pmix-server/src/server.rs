@@ -1,6 +1,5 @@
 //! [`Server`]: the host-facing API (the standard's server chapter).
 
-use std::io::Read;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +15,7 @@ use crate::engine::{Engine, Proofs, SECRET_LEN};
 use crate::frontend::{self, Frontends, Personality};
 use crate::host::Host;
 use crate::mailbox::{Call, LoopMsg, Pmi1Endpoint, Pmi1Way};
+use crate::rendezvous::{hex, random_bytes};
 use crate::shell::{Shell, ShellParts};
 use crate::shell_io::Listener;
 use crate::{Limits, NameService};
@@ -156,18 +156,6 @@ fn system_hostname() -> String {
         .ok()
         .and_then(|h| h.into_string().ok())
         .unwrap_or_else(|| "localhost".into())
-}
-
-pub(crate) fn random_bytes<const N: usize>() -> Result<[u8; N], Error> {
-    let mut buf = [0u8; N];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .map_err(Error::io("reading /dev/urandom"))?;
-    Ok(buf)
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Server {

@@ -221,3 +221,648 @@ fn unsafe_code_lives_only_where_the_architecture_says() {
         );
     }
 }
+// ---------------------------------------------------------------------------------------------
+// Import circles.
+//
+// Each crate's module graph: one node per module file (inline modules count as part of their
+// file), one arrow per reference from a file to another module of the same crate, through
+// `use crate::…`, `crate::…` paths in code, `super::…`, `self::…` and bare paths into a declared
+// child module (`cli::parse()` in main.rs). A reference to an item a module re-exports
+// (`pub use x::Item`) points at the module that defines it, as a reader would follow it.
+// Comments and string literals are not read. `src/bin/` holds separate crates and is left out.
+
+/// A module path inside one crate: `[]` is the crate root.
+type ModPath = Vec<String>;
+
+/// Circles allowed for now: (crate, the modules of the circle, why it is still there and what
+/// removes it). A circle is allowed only if all its modules are listed in one entry, and an
+/// entry no circle needs any more fails the test, so the list only shrinks.
+const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
+    (
+        "pmix-wire",
+        &["frame", "job_image", "msg"],
+        "msg's Welcome carries a JobImage, and job_image decodes with frame's \
+         decode_with_depth/MAX_DEPTH: move those two into a decode module of their own",
+    ),
+    (
+        "pmix-wire",
+        &[
+            "openpmix::cmd",
+            "openpmix::handshake",
+            "openpmix::item",
+            "openpmix::pack",
+            "openpmix::unpack",
+            "openpmix::version",
+        ],
+        "the codec recursion (Item packs through Packer, Packer::pack takes an Item): move the \
+         generic pack/unpack methods into item.rs, open_u8! into openpmix/macros.rs, and \
+         version.rs's stray-byte test into handshake.rs",
+    ),
+    (
+        "pmix-wire",
+        &["openpmix::iof", "openpmix::msg"],
+        "iof.rs builds Request variants and borrows msg.rs's counted/put_counted/atomically: \
+         move its three decoders into msg.rs and the helpers into item.rs",
+    ),
+    (
+        "pmix-server",
+        &["frontend::openpmix::common", "frontend::openpmix::conn"],
+        "Gds (conn.rs) and Common (common.rs) name each other; the OpenPMIx front-end is being \
+         changed elsewhere: cut there by moving Gds into common.rs",
+    ),
+    (
+        "xtask",
+        &[
+            "bench::build",
+            "bench::launch",
+            "bench::machine",
+            "bench::report",
+        ],
+        "tooling (review 2026-11b, 3.4): split report.rs into rows/measured/goals/render and \
+         move Mpich into build.rs when it is next touched",
+    ),
+    (
+        "xtask",
+        &["multinode::cluster", "multinode::procs"],
+        "procs uses cluster's statics and node helpers, cluster procs' wait_for and \
+         in_node_namespaces: the statics and wait_for into multinode.rs, \
+         in_node_namespaces into cluster.rs",
+    ),
+];
+
+/// Removes comments and the contents of string and char literals, keeping the line structure.
+fn code_only(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
+                    depth += 1;
+                    i += 2;
+                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    if b[i] == b'\n' {
+                        out.push('\n');
+                    }
+                    i += 1;
+                }
+            }
+        } else if c == b'r'
+            && (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
+            && (i == 0 || !is_ident(b[i - 1]))
+        {
+            // Raw string: r"…", r#"…"#.
+            let mut j = i + 1;
+            let mut hashes = 0;
+            while b.get(j) == Some(&b'#') {
+                hashes += 1;
+                j += 1;
+            }
+            if b.get(j) != Some(&b'"') {
+                out.push('r');
+                i += 1;
+                continue;
+            }
+            j += 1;
+            loop {
+                if j >= b.len() {
+                    break;
+                }
+                if b[j] == b'"' && (0..hashes).all(|k| b.get(j + 1 + k) == Some(&b'#')) {
+                    j += 1 + hashes;
+                    break;
+                }
+                if b[j] == b'\n' {
+                    out.push('\n');
+                }
+                j += 1;
+            }
+            out.push_str("\"\"");
+            i = j;
+        } else if c == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    i += 1;
+                } else if b[i] == b'\n' {
+                    out.push('\n');
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if c == b'\'' {
+            // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
+            if b.get(i + 1) == Some(&b'\\') {
+                let mut j = i + 2;
+                while j < b.len() && b[j] != b'\'' {
+                    j += 1;
+                }
+                i = j + 1;
+                out.push_str("' '");
+            } else if b.get(i + 2) == Some(&b'\'') {
+                i += 3;
+                out.push_str("' '");
+            } else {
+                let ch = text[i + 1..].chars().next();
+                match ch {
+                    Some(ch)
+                        if !ch.is_ascii() && text[i + 1 + ch.len_utf8()..].starts_with('\'') =>
+                    {
+                        i += 2 + ch.len_utf8();
+                        out.push_str("' '");
+                    }
+                    _ => {
+                        out.push('\'');
+                        i += 1;
+                    }
+                }
+            }
+        } else {
+            let ch = text[i..].chars().next().expect("char");
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Splits `mod name { … }` blocks out of `code`: returns the code without them and the blocks
+/// (name, body), recursively flattened with their module path relative to this one.
+fn split_inline_modules(code: &str) -> (String, Vec<(Vec<String>, String)>) {
+    let b = code.as_bytes();
+    let mut rest = String::new();
+    let mut blocks = Vec::new();
+    let mut i = 0;
+    let mut copied = 0;
+    while let Some(off) = code[i..].find("mod ") {
+        let at = i + off;
+        i = at + 4;
+        if at > 0 && is_ident(b[at - 1]) {
+            continue;
+        }
+        let after = &code[i..];
+        let name: String = after
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if name.is_empty() {
+            continue;
+        }
+        let name_end = i + (after.len() - after.trim_start().len()) + name.len();
+        let tail = &code[name_end..];
+        if !tail.trim_start().starts_with('{') {
+            continue;
+        }
+        let open = name_end + (tail.len() - tail.trim_start().len());
+        let mut depth = 0;
+        let mut close = open;
+        for (k, &c) in b.iter().enumerate().skip(open) {
+            if c == b'{' {
+                depth += 1;
+            } else if c == b'}' {
+                depth -= 1;
+                if depth == 0 {
+                    close = k;
+                    break;
+                }
+            }
+        }
+        rest.push_str(&code[copied..at]);
+        let (inner, nested) = split_inline_modules(&code[open + 1..close]);
+        blocks.push((vec![name.clone()], inner));
+        for (mut p, body) in nested {
+            p.insert(0, name.clone());
+            blocks.push((p, body));
+        }
+        copied = close + 1;
+        i = close + 1;
+    }
+    rest.push_str(&code[copied..]);
+    (rest, blocks)
+}
+
+/// Expands a use tree (`crate::a::{b, c::{D, E}}`) into its paths.
+fn expand_use(tree: &str) -> Vec<String> {
+    // `X as Y` keeps its alias behind an `@`, so that white space can go.
+    let tree: String = tree
+        .split_whitespace()
+        .map(|t| if t == "as" { "@" } else { t })
+        .collect();
+    let Some(open) = tree.find('{') else {
+        return vec![tree];
+    };
+    let prefix = &tree[..open];
+    let close = tree.rfind('}').unwrap_or(tree.len());
+    let inner = &tree[open + 1..close];
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (k, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&inner[start..k]);
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+        .into_iter()
+        .filter(|p| !p.is_empty())
+        .flat_map(|p| expand_use(&format!("{prefix}{p}")))
+        .collect()
+}
+
+/// The paths one module's code names, as written: each `use` tree expanded, and every
+/// `crate::`, `super::`, `self::` or `<child>::` path in the code.
+fn paths_in(code: &str, children: &[String]) -> (Vec<String>, Vec<(String, String)>) {
+    let mut paths = Vec::new();
+    // (name, path) of `pub use`/`pub(crate) use` re-exports, for resolving through them.
+    let mut reexports = Vec::new();
+    let mut text = String::new();
+    let mut rest = code;
+    // `use` statements first (their trees have braces), the rest as code.
+    while let Some(at) = find_word(rest, "use") {
+        text.push_str(&rest[..at]);
+        let Some(end) = rest[at..].find(';') else {
+            rest = &rest[at + 3..];
+            continue;
+        };
+        let stmt = &rest[at + 3..at + end];
+        let before = rest[..at].trim_end();
+        let public = before.ends_with("pub") || before.ends_with(')') && before.contains("pub(");
+        for p in expand_use(stmt) {
+            let p = p.trim_start_matches("::").to_string();
+            let (p, alias) = match p.split_once('@') {
+                Some((p, a)) => (p.to_string(), Some(a.to_string())),
+                None => (p, None),
+            };
+            if public {
+                let name = alias.unwrap_or_else(|| p.rsplit("::").next().unwrap_or("").to_string());
+                reexports.push((name, p.clone()));
+            }
+            paths.push(p);
+        }
+        rest = &rest[at + end + 1..];
+    }
+    text.push_str(rest);
+    let b = text.as_bytes();
+    let mut heads: Vec<&str> = vec!["crate", "super", "self"];
+    heads.extend(children.iter().map(String::as_str));
+    for head in heads {
+        let pat = format!("{head}::");
+        let mut from = 0;
+        while let Some(off) = text[from..].find(&pat) {
+            let at = from + off;
+            from = at + pat.len();
+            if at > 0 && (is_ident(b[at - 1]) || b[at - 1] == b':' || b[at - 1] == b'$') {
+                continue;
+            }
+            let end = text[at..]
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .map_or(text.len(), |e| at + e);
+            paths.push(text[at..end].trim_end_matches(':').to_string());
+        }
+    }
+    (paths, reexports)
+}
+
+/// Where `word` next stands as a whole word.
+fn find_word(text: &str, word: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut from = 0;
+    while let Some(off) = text[from..].find(word) {
+        let at = from + off;
+        let end = at + word.len();
+        if (at == 0 || !is_ident(b[at - 1])) && end < b.len() && !is_ident(b[end]) {
+            return Some(at);
+        }
+        from = end;
+    }
+    None
+}
+
+/// One crate's modules: module path → (the file it lives in, its code outside inline modules).
+struct Crate {
+    /// Every module (files and inline ones) and the file whose node it belongs to.
+    modules: std::collections::BTreeMap<ModPath, ModPath>,
+    /// Per module: its code (inline modules split out).
+    code: Vec<(ModPath, String)>,
+}
+
+fn module_of(src: &Path, file: &Path) -> ModPath {
+    let rel = file.strip_prefix(src).expect("file under src");
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    let last = parts.pop().expect("file name");
+    let stem = last.trim_end_matches(".rs");
+    if !(stem == "mod" || (parts.is_empty() && (stem == "lib" || stem == "main"))) {
+        parts.push(stem.to_string());
+    }
+    parts
+}
+
+fn load_crate(src: &Path) -> Crate {
+    let files: Vec<PathBuf> = rust_files(src)
+        .into_iter()
+        .filter(|f| !f.starts_with(src.join("bin")))
+        .collect();
+    let mut file_module: std::collections::BTreeMap<PathBuf, ModPath> = files
+        .iter()
+        .map(|f| (f.clone(), module_of(src, f)))
+        .collect();
+    // `#[path = "x.rs"] mod name;` puts a file where its name does not say.
+    for f in &files {
+        let text = std::fs::read_to_string(f).expect("source file");
+        for (k, _) in text.match_indices("#[path = \"") {
+            let target = text[k + 10..].split('"').next().unwrap_or("");
+            let decl = text[k..].lines().find(|l| l.contains("mod ")).unwrap_or("");
+            let name = decl
+                .split("mod ")
+                .nth(1)
+                .unwrap_or("")
+                .trim_end_matches(';')
+                .trim()
+                .to_string();
+            let dir = f.parent().expect("dir");
+            let mut m = file_module[f].clone();
+            m.push(name);
+            file_module.insert(dir.join(target), m);
+        }
+    }
+    let mut modules = std::collections::BTreeMap::new();
+    let mut code = Vec::new();
+    for (f, m) in &file_module {
+        let text = std::fs::read_to_string(f).expect("source file");
+        let (outer, inline) = split_inline_modules(&code_only(&text));
+        modules.insert(m.clone(), m.clone());
+        code.push((m.clone(), outer));
+        for (rel, body) in inline {
+            let mut p = m.clone();
+            p.extend(rel);
+            modules.insert(p.clone(), m.clone());
+            code.push((p, body));
+        }
+    }
+    Crate { modules, code }
+}
+
+/// The import graph of the crate under `src`: file module → the file modules it refers to.
+fn import_graph(
+    src: &Path,
+) -> std::collections::BTreeMap<ModPath, std::collections::BTreeSet<ModPath>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let krate = load_crate(src);
+    let children = |m: &ModPath| -> Vec<String> {
+        krate
+            .modules
+            .keys()
+            .filter(|c| c.len() == m.len() + 1 && c.starts_with(m))
+            .map(|c| c[m.len()].clone())
+            .collect()
+    };
+    // Absolute form of a path written in module `m`: its segments from the crate root.
+    let absolute = |m: &ModPath, path: &str| -> Option<Vec<String>> {
+        let mut segs = path.split("::").filter(|s| !s.is_empty()).peekable();
+        let mut base = match *segs.peek()? {
+            "crate" => {
+                segs.next();
+                Vec::new()
+            }
+            "super" | "self" => {
+                let mut base = m.clone();
+                while let Some(&s) = segs.peek() {
+                    match s {
+                        "super" => {
+                            base.pop()?;
+                        }
+                        "self" => {}
+                        _ => break,
+                    }
+                    segs.next();
+                }
+                base
+            }
+            c if children(m).iter().any(|k| k == c) => m.clone(),
+            _ => return None,
+        };
+        base.extend(
+            segs.filter(|s| *s != "self" && *s != "*")
+                .map(str::to_string),
+        );
+        Some(base)
+    };
+    // Re-exports per module: name → absolute path of what it names.
+    let mut reexports: BTreeMap<ModPath, BTreeMap<String, Vec<String>>> = BTreeMap::new();
+    let mut written: Vec<(ModPath, String)> = Vec::new();
+    for (m, code) in &krate.code {
+        let (paths, re) = paths_in(code, &children(m));
+        for (name, p) in re {
+            if let Some(abs) = absolute(m, &p) {
+                reexports.entry(m.clone()).or_default().insert(name, abs);
+            }
+        }
+        written.extend(paths.into_iter().map(|p| (m.clone(), p)));
+    }
+    // The module an absolute path lands in: its longest module prefix, followed through
+    // re-exports of the item after it.
+    let target = |abs: &[String]| -> ModPath {
+        let mut abs = abs.to_vec();
+        for _ in 0..8 {
+            let n = (0..=abs.len())
+                .rev()
+                .find(|&n| krate.modules.contains_key(&abs[..n]))
+                .unwrap_or(0);
+            let m = abs[..n].to_vec();
+            match abs.get(n).and_then(|item| reexports.get(&m)?.get(item)) {
+                Some(via) if via.as_slice() != abs.as_slice() => {
+                    let mut next = via.clone();
+                    next.extend(abs[n + 1..].iter().cloned());
+                    abs = next;
+                }
+                _ => return m,
+            }
+        }
+        abs
+    };
+    let mut graph: BTreeMap<ModPath, BTreeSet<ModPath>> = BTreeMap::new();
+    for file in krate.modules.values() {
+        graph.entry(file.clone()).or_default();
+    }
+    for (m, p) in written {
+        let Some(abs) = absolute(&m, &p) else {
+            continue;
+        };
+        let from = krate.modules[&m].clone();
+        let to = krate
+            .modules
+            .get(&target(&abs))
+            .cloned()
+            .unwrap_or_default();
+        // A module reaching down into its own folder (declaring, dispatching to, re-exporting
+        // its children) is the folder's wiring, not an import: only arrows up and sideways
+        // count.
+        if !to.starts_with(&from) {
+            graph.entry(from).or_default().insert(to);
+        }
+    }
+    graph
+}
+
+/// The strongly connected components of more than one module (Tarjan).
+fn circles(
+    graph: &std::collections::BTreeMap<ModPath, std::collections::BTreeSet<ModPath>>,
+) -> Vec<Vec<ModPath>> {
+    struct Walk<'g> {
+        graph: &'g std::collections::BTreeMap<ModPath, std::collections::BTreeSet<ModPath>>,
+        index: std::collections::BTreeMap<&'g ModPath, (usize, usize)>,
+        stack: Vec<&'g ModPath>,
+        next: usize,
+        out: Vec<Vec<ModPath>>,
+    }
+    fn visit<'g>(w: &mut Walk<'g>, v: &'g ModPath) {
+        w.index.insert(v, (w.next, w.next));
+        w.next += 1;
+        w.stack.push(v);
+        for u in &w.graph[v] {
+            if !w.index.contains_key(u) {
+                visit(w, u);
+                let low = w.index[u].1.min(w.index[v].1);
+                w.index.get_mut(v).expect("visited").1 = low;
+            } else if w.stack.contains(&u) {
+                let low = w.index[u].0.min(w.index[v].1);
+                w.index.get_mut(v).expect("visited").1 = low;
+            }
+        }
+        if w.index[v].0 == w.index[v].1 {
+            let mut scc = Vec::new();
+            while let Some(u) = w.stack.pop() {
+                scc.push(u.clone());
+                if u == v {
+                    break;
+                }
+            }
+            if scc.len() > 1 {
+                scc.sort();
+                w.out.push(scc);
+            }
+        }
+    }
+    let mut w = Walk {
+        graph,
+        index: Default::default(),
+        stack: Vec::new(),
+        next: 0,
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !w.index.contains_key(v) {
+            visit(&mut w, v);
+        }
+    }
+    w.out
+}
+
+fn show(m: &ModPath) -> String {
+    if m.is_empty() {
+        "crate".into()
+    } else {
+        m.join("::")
+    }
+}
+
+#[test]
+fn no_crate_has_an_import_circle() {
+    let mut found = Vec::new();
+    let mut used: Vec<(&str, &[&str])> = Vec::new();
+    let mut crates = 0;
+    for krate in workspace_members() {
+        let src = root().join(&krate).join("src");
+        if !src.is_dir() {
+            continue;
+        }
+        crates += 1;
+        let graph = import_graph(&src);
+        for scc in circles(&graph) {
+            let names: Vec<String> = scc.iter().map(show).collect();
+            let allowed = ALLOWED_CIRCLES.iter().find(|(k, mods, _)| {
+                *k == krate && names.iter().all(|n| mods.contains(&n.as_str()))
+            });
+            if let Some((k, mods, _)) = allowed {
+                used.push((*k, *mods));
+            } else {
+                let arrows: Vec<String> = scc
+                    .iter()
+                    .flat_map(|a| {
+                        graph[a]
+                            .iter()
+                            .filter(|b| scc.contains(b))
+                            .map(move |b| format!("{} -> {}", show(a), show(b)))
+                    })
+                    .collect();
+                found.push(format!(
+                    "{krate}: {{{}}} via {}",
+                    names.join(", "),
+                    arrows.join("; ")
+                ));
+            }
+        }
+    }
+    assert!(crates >= 8, "found only {crates} crates");
+    let stale: Vec<_> = ALLOWED_CIRCLES
+        .iter()
+        .filter(|(k, mods, _)| !used.contains(&(*k, *mods)))
+        .map(|(k, mods, _)| format!("{k}: {mods:?}"))
+        .collect();
+    assert!(
+        stale.is_empty(),
+        "allowed circles that no longer exist (take them off ALLOWED_CIRCLES): {stale:?}"
+    );
+    assert!(
+        found.is_empty(),
+        "import circles (cut each: move the shared item down into a module of its own):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn no_module_of_pmixrun_imports_from_main_rs() {
+    // main.rs picks the mode and nothing else: a helper it held belongs to the module that
+    // owns its concern (`setup.rs`, `modes/`, `node/`, ...), which main.rs imports.
+    for krate in ["pmixrun", "pmixps"] {
+        let graph = import_graph(&root().join(krate).join("src"));
+        assert!(graph.len() > 2, "{krate}: no modules found");
+        let upward: Vec<String> = graph
+            .iter()
+            .filter(|(_, to)| to.contains(&Vec::new()))
+            .map(|(from, _)| show(from))
+            .collect();
+        assert!(
+            upward.is_empty(),
+            "{krate}: {upward:?} import from main.rs; move what they use into a module"
+        );
+    }
+}

@@ -11,6 +11,9 @@ use sha2::Sha256;
 use crate::Vertex;
 use crate::msg::NONCE_LEN;
 
+/// The length of a run's secret.
+pub const SECRET_LEN: usize = 32;
+
 type HmacSha256 = Hmac<Sha256>;
 
 /// `N` random bytes from the kernel.
@@ -26,7 +29,7 @@ pub(crate) fn nonce() -> std::io::Result<[u8; NONCE_LEN]> {
 }
 
 /// A new run's secret, from the kernel: what every vertex of the run proves it knows.
-pub fn random_secret() -> std::io::Result<[u8; crate::net::SECRET_LEN]> {
+pub fn random_secret() -> std::io::Result<[u8; SECRET_LEN]> {
     random()
 }
 

@@ -32,6 +32,7 @@
 
 pub mod auth;
 pub mod core;
+mod mailbox;
 pub mod msg;
 pub mod net;
 pub mod sim;

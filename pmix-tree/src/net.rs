@@ -25,14 +25,14 @@ use serde_bytes::ByteBuf;
 
 use crate::auth::{self, Side};
 pub use crate::core::Delivery;
-use crate::core::{Core, Outcome, Timing};
+use crate::core::{Core, Timing};
+use crate::mailbox::{Call, Wake};
 use crate::msg::{self, HANDSHAKE_MAX_FRAME, Msg, NONCE_LEN};
 pub use crate::msg::{Dest, FenceKey};
 use crate::tree_loop::{Parts, TreeLoop};
 use crate::{Topology, Vertex};
 
-/// The length of a run's secret.
-pub const SECRET_LEN: usize = 32;
+pub use crate::auth::SECRET_LEN;
 
 /// How one vertex joins the tree.
 #[derive(Clone)]
@@ -152,86 +152,6 @@ impl Error {
             Error::Listen { .. } | Error::Io(_) => Status::ERROR,
             Error::Connect { .. } => Status::ERR_UNREACH,
             Error::Handshake { .. } | Error::Refused { .. } => Status::ERR_INVALID_CRED,
-        }
-    }
-}
-
-/// A `done` callback, called exactly once: with the result, or with ERR_LOST_CONNECTION when
-/// dropped uncalled (the tree stopped first, or the call never reached it).
-pub(crate) struct Done(Option<Box<dyn FnOnce(Outcome) + Send>>);
-
-impl Done {
-    pub(crate) fn new(f: impl FnOnce(Outcome) + Send + 'static) -> Done {
-        Done(Some(Box::new(f)))
-    }
-
-    pub(crate) fn call(mut self, result: Outcome) {
-        if let Some(f) = self.0.take() {
-            f(result)
-        }
-    }
-}
-
-impl Drop for Done {
-    fn drop(&mut self) {
-        if let Some(f) = self.0.take() {
-            f(Err(Status::ERR_LOST_CONNECTION))
-        }
-    }
-}
-
-/// How the handle wakes the vertex's loop.
-pub(crate) type Wake = Box<dyn Fn() + Send + Sync>;
-
-/// A host's call, on its way to the vertex's loop.
-pub(crate) enum Call {
-    Fence {
-        key: FenceKey,
-        vertices: Vec<Vertex>,
-        data: Vec<u8>,
-        done: Done,
-    },
-    Request {
-        target: Vertex,
-        payload: Vec<u8>,
-        done: Done,
-    },
-    Respond {
-        origin: Vertex,
-        id: u64,
-        answer: Outcome,
-    },
-    Send {
-        dest: Dest,
-        payload: Vec<u8>,
-    },
-    Shutdown,
-}
-
-impl Call {
-    pub(crate) fn fence(
-        key: FenceKey,
-        vertices: Vec<Vertex>,
-        data: Vec<u8>,
-        done: impl FnOnce(Outcome) + Send + 'static,
-    ) -> Call {
-        Call::Fence {
-            key,
-            vertices,
-            data,
-            done: Done::new(done),
-        }
-    }
-
-    pub(crate) fn request(
-        target: Vertex,
-        payload: Vec<u8>,
-        done: impl FnOnce(Outcome) + Send + 'static,
-    ) -> Call {
-        Call::Request {
-            target,
-            payload,
-            done: Done::new(done),
         }
     }
 }

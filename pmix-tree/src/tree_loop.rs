@@ -24,10 +24,11 @@ use pmix_wire::{FrameDecoder, FrameReader};
 use serde_bytes::ByteBuf;
 
 use crate::Vertex;
+use crate::auth::SECRET_LEN;
 use crate::auth::{self, Side};
 use crate::core::{Core, Delivery, Output};
+use crate::mailbox::{Call, Done, Wake};
 use crate::msg::{self, Dest, FenceKey, HANDSHAKE_MAX_FRAME, Msg, NONCE_LEN};
-use crate::net::{Call, Done, SECRET_LEN, Wake};
 
 /// The listener's token, relative to the first of the loop's tokens; connections follow.
 const LISTENER: usize = 0;

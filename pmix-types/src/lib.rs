@@ -13,7 +13,6 @@
 
 mod enums;
 mod error;
-mod info;
 mod macros;
 mod names;
 mod requests;
@@ -28,11 +27,11 @@ pub use enums::{
     ProcState, Scope,
 };
 pub use error::Error;
-pub use info::{Info, InfoFlags, timeout_of};
 pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
 pub use requests::{App, Event, Published, Query};
 pub use status::Status;
 pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};
+pub use value::{Info, InfoFlags, checked_timeout_of, timeout_of};
 
 /// Longest namespace, in bytes, that the standard allows (`PMIX_MAX_NSLEN`).
 pub const MAX_NSLEN: usize = 255;

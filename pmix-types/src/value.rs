@@ -1,11 +1,13 @@
 //! [`Value`]: one tagged value of any PMIx data type a process can put, get or pass as a
-//! directive.
+//! directive, and [`Info`]: a key/value pair with directive flags (`pmix_info_t`). The two
+//! nest in each other (a value may be an info, an info holds a value), so they share a file.
 
 use serde::{Deserialize, Serialize};
 
+use crate::macros::open_enum;
 use crate::{
-    AllocDirective, DataRange, DataType, Error, Info, InfoFlags, IofChannel, JobState, LinkState,
-    Locality, Nspace, Persistence, Proc, ProcState, Rank, Scope, Status,
+    AllocDirective, DataRange, DataType, Error, IofChannel, JobState, Key, LinkState, Locality,
+    Nspace, Persistence, Proc, ProcState, Rank, Scope, Status,
 };
 
 /// A time value with microseconds (`struct timeval`).
@@ -484,6 +486,119 @@ impl From<Vec<u8>> for Value {
     }
 }
 
+open_enum! {
+    /// Directive flags of an info entry (`pmix_info_directives_t`), a bit set.
+    pub struct InfoFlags(u32);
+    /// No flags.
+    NONE = 0,
+    /// The receiver must honour this directive or fail the call.
+    REQD = 0x1,
+    /// Marks the end of an info array (a C-ABI artefact; carried for fidelity).
+    ARRAY_END = 0x2,
+    /// A required directive has been processed.
+    REQD_PROCESSED = 0x4,
+    /// This entry qualifies another one (e.g. which namespace a key refers to).
+    QUALIFIER = 0x8,
+    /// The entry is to be kept across operations.
+    PERSISTENT = 0x10,
+}
+
+impl InfoFlags {
+    /// True if every bit of `other` is set here.
+    pub fn contains(self, other: InfoFlags) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+impl core::ops::BitOr for InfoFlags {
+    type Output = InfoFlags;
+    fn bitor(self, rhs: InfoFlags) -> InfoFlags {
+        InfoFlags(self.0 | rhs.0)
+    }
+}
+
+/// A key, a value and directive flags: the unit of every directive list and of job data.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Info {
+    /// The key (an attribute name or a user key).
+    pub key: Key,
+    /// The value.
+    pub value: Value,
+    /// Directive flags.
+    pub flags: InfoFlags,
+}
+
+impl Info {
+    /// An info entry without flags.
+    pub fn new(key: Key, value: impl Into<Value>) -> Self {
+        Info {
+            key,
+            value: value.into(),
+            flags: InfoFlags::NONE,
+        }
+    }
+
+    /// An info entry for a key known to be valid, such as an attribute constant.
+    ///
+    /// # Panics
+    /// If `key` is not a valid key; use [`Key::new`] for keys that come from input.
+    #[allow(clippy::expect_used)]
+    pub fn attr(key: &'static str, value: impl Into<Value>) -> Self {
+        Info::new(
+            Key::from_static(key).expect("attribute keys are valid"),
+            value,
+        )
+    }
+
+    /// Marks the entry as required.
+    pub fn required(mut self) -> Self {
+        self.flags = self.flags | InfoFlags::REQD;
+        self
+    }
+
+    /// Marks the entry as a qualifier.
+    pub fn qualifier(mut self) -> Self {
+        self.flags = self.flags | InfoFlags::QUALIFIER;
+        self
+    }
+
+    /// True when the entry is required.
+    pub fn is_required(&self) -> bool {
+        self.flags.contains(InfoFlags::REQD)
+    }
+
+    /// Reads a boolean directive the standard's way: a bool value, or no value at all
+    /// ([`Value::Undef`]), which means `true`.
+    pub fn flag(&self) -> Option<bool> {
+        match self.value {
+            Value::Undef => Some(true),
+            ref v => v.as_bool(),
+        }
+    }
+}
+
+/// The `PMIX_TIMEOUT` directive among `info`, in seconds: `None` when it is absent, not an
+/// integer, or 0 or less (no limit). Of several, the last one given counts, as everywhere a
+/// directive is repeated ([`checked_timeout_of`] says which rule and tells a non-integer).
+pub fn timeout_of(info: &[Info]) -> Option<core::time::Duration> {
+    checked_timeout_of(info).ok().flatten()
+}
+
+/// [`timeout_of`], refusing a `PMIX_TIMEOUT` that is not an integer with `ERR_BAD_PARAM`
+/// instead of reading it as no limit. The one rule for the whole house: the last
+/// `PMIX_TIMEOUT` among `info` counts; 0 or less means no limit.
+pub fn checked_timeout_of(info: &[Info]) -> Result<Option<core::time::Duration>, Status> {
+    let Some(given) = info
+        .iter()
+        .rev()
+        .find(|i| i.key.as_str() == crate::attr::TIMEOUT)
+    else {
+        return Ok(None);
+    };
+    let secs = given.value.as_i64().ok_or(Status::ERR_BAD_PARAM)?;
+    Ok((secs > 0).then(|| core::time::Duration::from_secs(secs.unsigned_abs())))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -515,5 +630,29 @@ mod tests {
         assert_eq!(Value::Uint64(u64::MAX).as_u32(), None);
         assert_eq!(Value::Uint16(7).as_u32(), Some(7));
         assert_eq!(Value::Size(5).as_i64(), Some(5));
+    }
+
+    #[test]
+    fn the_last_timeout_counts() {
+        use core::time::Duration;
+        let t = |v: Value| Info::new(Key::new(crate::attr::TIMEOUT).unwrap(), v);
+        let other = Info::new(Key::new("x").unwrap(), Value::Int32(7));
+        assert_eq!(timeout_of(&[]), None);
+        assert_eq!(timeout_of(std::slice::from_ref(&other)), None);
+        assert_eq!(
+            timeout_of(&[t(Value::Int32(5)), other.clone(), t(Value::Int32(9))]),
+            Some(Duration::from_secs(9))
+        );
+        // The last one says "no limit", whatever came before.
+        assert_eq!(timeout_of(&[t(Value::Int32(5)), t(Value::Int32(0))]), None);
+        assert_eq!(timeout_of(&[t(Value::Int32(5)), t(Value::Int32(-1))]), None);
+        // A non-integer last one: no limit for timeout_of, refused by checked_timeout_of.
+        let bad = [t(Value::Int32(5)), t(Value::String("soon".into()))];
+        assert_eq!(timeout_of(&bad), None);
+        assert_eq!(checked_timeout_of(&bad), Err(Status::ERR_BAD_PARAM));
+        assert_eq!(
+            checked_timeout_of(&[t(Value::String("soon".into())), t(Value::Uint64(3))]),
+            Ok(Some(Duration::from_secs(3)))
+        );
     }
 }

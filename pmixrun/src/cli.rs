@@ -203,7 +203,7 @@ struct Global {
     /// pmixrun forwards to them as well as to its own stdout and stderr. With --host the
     /// input goes down to the daemons of the ranks named (tools attach to one-node runs only).
     #[arg(long, value_name = "RANK|all|none", default_value = "0")]
-    stdin: crate::stdin::Target,
+    stdin: crate::node::stdin::Target,
     #[command(flatten)]
     nodes: NodeArgs,
     #[command(flatten)]
@@ -532,7 +532,7 @@ pub(crate) struct Options {
     /// Hold the processes in init for a debugger.
     pub(crate) stop_in_init: bool,
     /// Which processes read pmixrun's stdin.
-    pub(crate) stdin: crate::stdin::Target,
+    pub(crate) stdin: crate::node::stdin::Target,
     /// Where the processes run.
     pub(crate) nodes: Nodes,
     /// Where on its node each process runs.
@@ -541,7 +541,7 @@ pub(crate) struct Options {
     pub(crate) apps: Vec<App>,
 }
 
-/// What the command line says about the nodes (see `placement.rs` for what it means).
+/// What the command line says about the nodes (see `plan/placement.rs` for what it means).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Nodes {
     /// The `--host` lists, as given; empty without `--host`.
@@ -763,7 +763,7 @@ mod tests {
 
     #[test]
     fn stdin_goes_to_rank_0_unless_told() {
-        use crate::stdin::Target;
+        use crate::node::stdin::Target;
         let stdin = |line: &str| p(line).map(|o| o.stdin).map_err(|e| e.to_string());
         assert_eq!(stdin("a"), Ok(Target::Rank(0)));
         assert_eq!(stdin("--stdin all a"), Ok(Target::All));

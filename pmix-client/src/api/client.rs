@@ -9,7 +9,6 @@ use parking_lot::Mutex;
 use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
 use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
-use crate::api::group_info::context_qualifier;
 use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::conn::{Conn, Shared};
 use crate::core::get::{GetDirectives, Local, not_found};
@@ -612,4 +611,11 @@ impl std::fmt::Debug for Client {
             .field("initialized", &self.is_initialized())
             .finish()
     }
+}
+
+/// The context id a Get is qualified by, if any.
+fn context_qualifier(info: &[Info]) -> Option<u64> {
+    info.iter()
+        .find(|i| i.key.as_str() == pmix_types::attr::GROUP_CONTEXT_ID)
+        .and_then(|i| i.value.as_u64())
 }

@@ -7,13 +7,6 @@ use pmix_wire::{Reply, ReplyBody, Request};
 
 use crate::{Client, Error};
 
-/// The context id a Get is qualified by, if any.
-pub(crate) fn context_qualifier(info: &[Info]) -> Option<u64> {
-    info.iter()
-        .find(|i| i.key.as_str() == attr::GROUP_CONTEXT_ID)
-        .and_then(|i| i.value.as_u64())
-}
-
 /// The value of `key` among the qualified values of a reply, under context id `ctx`.
 fn qualified_value(reply: Reply, key: &str, ctx: u64) -> Result<Value, Error> {
     if reply.status != Status::SUCCESS {

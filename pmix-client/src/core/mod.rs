@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use hashbrown::HashMap;
-use pmix_types::{Info, Proc, Status, attr};
+use pmix_types::{Proc, Status};
 use pmix_wire::{
     Event, FenceReplyRef, IofChunk, Reply, ReplyBody, Request, ServerMsg, decode_body,
 };
@@ -67,15 +67,8 @@ pub(crate) enum Output {
 }
 
 /// `TIMEOUT` in seconds; zero or negative means none, as in the standard. The last one given
-/// counts.
-pub(crate) fn timeout_of(info: &[Info]) -> Option<Duration> {
-    let t = info
-        .iter()
-        .rev()
-        .find(|i| i.key.as_str() == attr::TIMEOUT)?;
-    let secs = t.value.as_i64()?;
-    (secs > 0).then(|| Duration::from_secs(secs.unsigned_abs()))
-}
+/// counts: the house's one rule, in pmix-types.
+pub(crate) use pmix_types::timeout_of;
 
 /// A request [`ClientCore::submit`] took: its bytes wait in [`ClientCore::poll_transmit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

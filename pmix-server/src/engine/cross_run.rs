@@ -22,9 +22,9 @@
 //!   would go over fails with `ERR_OUT_OF_RESOURCE` and the others keep waiting.
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use pmix_types::{Info, Nspace, Proc, Rank, Status, attr};
+use pmix_types::{Info, Nspace, Proc, Rank, Status};
 
 use super::names::SessionId;
 
@@ -76,17 +76,6 @@ impl<T> Default for CrossRuns<T> {
     }
 }
 
-/// `PMIX_TIMEOUT` (seconds; 0 or less: none).
-fn timeout_of(info: &[Info]) -> Result<Option<Duration>, Status> {
-    match info.iter().find(|i| i.key.as_str() == attr::TIMEOUT) {
-        None => Ok(None),
-        Some(i) => {
-            let secs = i.value.as_i64().ok_or(Status::ERR_BAD_PARAM)?;
-            Ok((secs > 0).then(|| Duration::from_secs(secs.unsigned_abs())))
-        }
-    }
-}
-
 impl<T> CrossRuns<T> {
     /// Session `session`'s part of a `kind` over `procs`. `owner` tells which session owns a
     /// namespace. Returns the answers this part completes (its own included), or the reason
@@ -107,7 +96,7 @@ impl<T> CrossRuns<T> {
         if procs.is_empty() {
             return Err((token, Status::ERR_BAD_PARAM));
         }
-        let timeout = match timeout_of(info) {
+        let timeout = match pmix_types::checked_timeout_of(info) {
             Ok(t) => t,
             Err(s) => return Err((token, s)),
         };

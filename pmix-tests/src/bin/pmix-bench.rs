@@ -709,7 +709,7 @@ fn bigjob_main(args: &[String]) -> Res {
     )
     .map_err(err("server init"))?;
 
-    // The maps as pmixrun builds them (`pmixrun/src/job.rs`).
+    // The maps as pmixrun builds them (`pmixrun/src/plan/job.rs`).
     let ranks: Vec<Vec<u32>> = (0..nodes)
         .map(|n| (n * ppn..(n + 1) * ppn).collect())
         .collect();

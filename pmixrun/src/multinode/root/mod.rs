@@ -1,11 +1,16 @@
 //! `pmixrun` as the root of a multi-node run: it starts a daemon on every node through the
-//! tree (see [`crate::bootstrap`]), launches each job on them, and supervises the run as on
+//! tree (see [`crate::multinode::bootstrap`]), launches each job on them, and supervises the run as on
 //! one node: the same [`Supervisor`] decides, acting on remote processes through the tree
 //! ([`RootJobs`]). It serves the names of the run (its own name server, or the one given) and
 //! writes every process's output, and it is the run's one entry point for tools
-//! ([`crate::root_tools`]).
+//! ([`crate::multinode::root::tools`]).
 //!
 //! The root hosts no process: vertex `i + 1` of the tree is the daemon of node `i`.
+
+pub(crate) mod cross;
+pub(crate) mod jobs;
+pub(crate) mod sink;
+pub(crate) mod tools;
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -19,15 +24,15 @@ use pmix_server::{NameServer, NameServerClient};
 use pmix_tree::{Config, Dest, Topology, Tree, Vertex};
 use signal_hook::iterator::Signals;
 
-use crate::bootstrap::{self, AgentEnded, Boot};
 use crate::cli::{self, Launcher, Protocol};
-use crate::daemon_host::Placements;
-use crate::job::Layout;
-use crate::placement::{NodeList, Placement, SlotUsage};
-use crate::root_jobs::RootJobs;
-use crate::root_sink::{Control, RootSink};
-use crate::root_tools::RootTools;
-use crate::run_msg::{Msg, encode};
+use crate::multinode::bootstrap::{self, AgentEnded, Boot};
+use crate::multinode::msg::{Msg, encode};
+use crate::multinode::placed::Placements;
+use crate::multinode::root::jobs::RootJobs;
+use crate::multinode::root::sink::{Control, RootSink};
+use crate::multinode::root::tools::RootTools;
+use crate::plan::layout::Layout;
+use crate::plan::placement::{NodeList, Placement, SlotUsage};
 use crate::supervise::Supervisor;
 
 /// How long the daemons may take to join, and a job to start on them.
@@ -56,10 +61,10 @@ pub(crate) struct RootRun {
 
 /// Runs the job across the nodes; returns the exit status.
 pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
-    let this_host = crate::hostname();
+    let this_host = crate::setup::hostname();
     let launcher = match r.opts.nodes.launcher {
         None if r.from_allocation => Launcher::Slurm,
-        _ => crate::placement::launcher(&r.opts.nodes, &r.nodes, &this_host),
+        _ => crate::plan::placement::launcher(&r.opts.nodes, &r.nodes, &this_host),
     };
     let local = launcher == Launcher::Local;
     let slurm = launcher == Launcher::Slurm;
@@ -76,14 +81,14 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         }
     };
     let (events_tx, events) = unbounded();
-    crate::start_signal_thread(signals, events_tx.clone())?;
+    crate::setup::start_signal_thread(signals, events_tx.clone())?;
     // Tools attach here, not to the daemons; on any way out its rendezvous files go with it.
     let tree_cell: Arc<OnceLock<Arc<Tree>>> = Arc::new(OnceLock::new());
     let tools = Arc::new(RootTools::start(&events_tx, &names, tree_cell.clone())?);
     let root_node = r
         .nodes
         .names()
-        .find(|n| crate::placement::is_this_machine(n, &this_host))
+        .find(|n| crate::plan::placement::is_this_machine(n, &this_host))
         .unwrap_or(&this_host)
         .to_owned();
     let (control_tx, control) = unbounded();
@@ -95,8 +100,13 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     // Collectives with other runs need a name server shared with them.
     let cross = match &r.names {
         Some(shared) => Some(
-            crate::root_cross::start(tree_cell.clone(), shared.clone(), places.clone(), topology)
-                .map_err(|e| format!("cannot start a thread: {e}"))?,
+            crate::multinode::root::cross::start(
+                tree_cell.clone(),
+                shared.clone(),
+                places.clone(),
+                topology,
+            )
+            .map_err(|e| format!("cannot start a thread: {e}"))?,
         ),
         None => None,
     };
@@ -112,7 +122,9 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         topology,
         nodes: node_names.clone(),
         lost: lost.clone(),
-        cross: cross.as_ref().map(crate::root_cross::CrossRuns::sender),
+        cross: cross
+            .as_ref()
+            .map(crate::multinode::root::cross::CrossRuns::sender),
     };
     let mut config = Config::new(0, topology, secret);
     config.listen = if local {
@@ -156,7 +168,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     // join service (kept until every daemon is up); otherwise the tree spawns itself.
     let mut join = None;
     let (children, failed) = if slurm {
-        let service = crate::join::JoinService::start(secret, topology, here)?;
+        let service = crate::multinode::join::JoinService::start(secret, topology, here)?;
         boot.join = service.addrs();
         join = Some(service);
         match bootstrap::start_srun(&boot, &node_names[1..], &agents_tx) {
@@ -190,14 +202,14 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
     // Every node's output reaches the root, which hands it to the tools that pulled it.
-    let output_done = crate::output::start_writer(
+    let output_done = crate::node::output::start_writer(
         tag,
         lines,
-        Some(crate::output::Remote {
+        Some(crate::node::output::Remote {
             nodes: node_names.clone(),
             ack: Box::new(move |v, n| ack_tree.send(Dest::Vertex(v), encode(&Msg::OutputAck(n)))),
         }),
-        Some(crate::output::to_tools(
+        Some(crate::node::output::to_tools(
             tools.server().clone(),
             nspace.clone(),
         )),
@@ -227,7 +239,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         forwarded: if local {
             Vec::new()
         } else {
-            crate::launch::forwarded_env()
+            crate::node::launch::forwarded_env()
         },
         place: r.opts.place,
         tools: tools.clone(),
@@ -271,7 +283,10 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let status = sup.run(&events);
     tree.send(Dest::All, encode(&Msg::Shutdown));
     end.finish(true);
-    if output_done.recv_timeout(crate::OUTPUT_DRAIN).is_err() {
+    if output_done
+        .recv_timeout(crate::node::output::OUTPUT_DRAIN)
+        .is_err()
+    {
         tracing::warn!("output still open after every process ended; not waiting for it");
     }
     tools.finish();
@@ -282,7 +297,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
 /// a time (the next once every one of them said it was written: nothing piles up on the way),
 /// then its end. Not read from a terminal pmixrun is in the background of.
 fn forward_stdin(tree: Arc<Tree>, readers: Vec<Vertex>, acks: crossbeam_channel::Receiver<Vertex>) {
-    if crate::stdin::is_background_terminal() {
+    if crate::node::stdin::is_background_terminal() {
         tracing::debug!("stdin is a terminal pmixrun is in the background of: not read");
         return;
     }
@@ -310,7 +325,7 @@ fn forward_stdin(tree: Arc<Tree>, readers: Vec<Vertex>, acks: crossbeam_channel:
             tree.send(Dest::Vertex(*v), encode(&Msg::StdinEnd));
         }
     };
-    if let Err(e) = crate::stdin::read_stdin(chunk, end) {
+    if let Err(e) = crate::node::stdin::read_stdin(chunk, end) {
         tracing::warn!("cannot start the stdin thread: {e}");
     }
 }
@@ -320,9 +335,12 @@ fn forward_stdin(tree: Arc<Tree>, readers: Vec<Vertex>, acks: crossbeam_channel:
 /// root is killed.
 fn private_nameserver(host: &str) -> Result<(Arc<NameServerClient>, NameServer), String> {
     let tmp = std::env::temp_dir();
-    let dir = pmix_server::rendezvous::create_private_dir(&tmp, crate::NAMESERVER_PREFIX)
-        .map_err(|e| format!("cannot make the name server's directory: {e}"))?;
-    let path = dir.join(crate::NAMESERVER_SOCKET);
+    let dir = pmix_server::rendezvous::create_private_dir(
+        &tmp,
+        crate::modes::nameserver::NAMESERVER_PREFIX,
+    )
+    .map_err(|e| format!("cannot make the name server's directory: {e}"))?;
+    let path = dir.join(crate::modes::nameserver::NAMESERVER_SOCKET);
     let connected = NameServer::start(&path, 0o600)
         .map_err(|e| format!("cannot start the name server: {e}"))
         .and_then(|server| {

@@ -7,6 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use pmix_server::types::{IofChannel, Nspace, Proc, Rank};
@@ -19,6 +20,10 @@ const BATCH: usize = 256;
 
 /// Stack of the reader threads: they hold nothing big on it, and there are two per process.
 pub(crate) const SMALL_STACK: usize = 128 * 1024;
+
+/// How long output still in the pipes may take to arrive once every process has ended (a
+/// process's own children may hold the pipes open forever).
+pub(crate) const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
 /// Which of a process's outputs a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,8 +19,8 @@ use pmix_server::types::{Info, Nspace};
 use pmix_server::{NameServerClient, Server};
 use pmix_tree::{Dest, Tree};
 
-use crate::host::{Event, RunHost};
-use crate::run_msg::{Msg, encode};
+use crate::multinode::msg::{Msg, encode};
+use crate::node::host::{Event, RunHost};
 
 /// The root's tool-serving server.
 pub(crate) struct RootTools {
@@ -59,7 +59,7 @@ impl RootTools {
                 }
             },
         ));
-        let server = crate::start_server_with(host, true)?;
+        let server = crate::setup::start_server_with(host, true)?;
         tracing::debug!(nspace = %server.proc().nspace, "serving tools at the root");
         Ok(RootTools {
             server: Arc::new(server),

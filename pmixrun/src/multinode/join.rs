@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use pmix_tree::{Topology, Vertex};
 use serde::{Deserialize, Serialize};
 
-use crate::run_msg::{decode, encode, read_frame, write_frame};
+use crate::multinode::msg::{decode, encode, read_frame, write_frame};
 
 /// What the proofs are bound to.
 const LABEL: &[u8] = b"pmixrun join v1";
@@ -94,7 +94,7 @@ impl JoinService {
         let stopping = stop.clone();
         std::thread::Builder::new()
             .name("join".into())
-            .stack_size(crate::output::SMALL_STACK)
+            .stack_size(crate::node::output::SMALL_STACK)
             .spawn(move || {
                 for stream in listener.incoming() {
                     if stopping.load(Ordering::Acquire) {
@@ -104,7 +104,7 @@ impl JoinService {
                     let directory = directory.clone();
                     let spawned = std::thread::Builder::new()
                         .name("join-conn".into())
-                        .stack_size(crate::output::SMALL_STACK)
+                        .stack_size(crate::node::output::SMALL_STACK)
                         .spawn(move || {
                             if let Err(e) = serve(stream, &secret, topology, &directory) {
                                 tracing::warn!("a daemon's join failed: {e}");
@@ -121,7 +121,7 @@ impl JoinService {
 
     /// The addresses the daemons are told to ask at.
     pub(crate) fn addrs(&self) -> Vec<SocketAddr> {
-        crate::bootstrap::my_addresses(false, self.port)
+        crate::multinode::bootstrap::my_addresses(false, self.port)
     }
 }
 
@@ -209,7 +209,7 @@ pub(crate) fn ask_parent(
     secret: &[u8],
     vertex: Vertex,
 ) -> Result<(Vec<SocketAddr>, Joining), String> {
-    let addr = crate::bootstrap::reachable_parent(service)?;
+    let addr = crate::multinode::bootstrap::reachable_parent(service)?;
     let mut stream = TcpStream::connect_timeout(&addr, TIMEOUT)
         .map_err(|e| format!("cannot reach the root at {addr}: {e}"))?;
     stream

@@ -1,11 +1,13 @@
 //! `pmixrun` as the daemon of one node in a multi-node run (started by its parent in the
-//! tree, see [`crate::bootstrap`]): a PMIx server under the node's name, whose host is the
-//! tree ([`crate::daemon_host`]), and the local half of a launcher: it starts the node's
+//! tree, see [`crate::multinode::bootstrap`]): a PMIx server under the node's name, whose host is the
+//! tree ([`crate::multinode::daemon::host`]), and the local half of a launcher: it starts the node's
 //! processes of every job the root launches, forwards their output and ends to the root, and
 //! passes the root's signals on.
 //!
 //! Lifelines: a daemon whose parent is lost (tree link, or its stdin closed by the agent) or
 //! which is told to stop by a signal kills its processes, removes what it made and exits.
+
+pub(crate) mod host;
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -21,14 +23,15 @@ use pmix_server::{NameService, Server, ServerOptions};
 use pmix_tree::{Config, Delivery, Dest, Tree, Vertex};
 use signal_hook::iterator::Signals;
 
-use crate::bootstrap::{self, AgentEnded, Boot};
-use crate::daemon_host::{DaemonHost, Placed, Placements};
-use crate::host::Event;
-use crate::job::Layout;
-use crate::jobs::RunJobs;
-use crate::launcher_env;
-use crate::output::{Line, Stream};
-use crate::run_msg::{Answer, End, Launch, Msg, OutputLine, Req, Started, decode, encode};
+use crate::multinode::bootstrap::{self, AgentEnded, Boot};
+use crate::multinode::daemon::host::DaemonHost;
+use crate::multinode::msg::{Answer, End, Launch, Msg, OutputLine, Req, Started, decode, encode};
+use crate::multinode::placed::{Placed, Placements};
+use crate::node::host::Event;
+use crate::node::jobs::RunJobs;
+use crate::node::output::{Line, Stream};
+use crate::plan::launcher_env;
+use crate::plan::layout::Layout;
 
 /// Output bytes a daemon may have sent that the root has not written yet.
 const OUTPUT_WINDOW: u64 = 4 << 20;
@@ -43,7 +46,7 @@ const OUTPUT_BATCH: usize = 64 * 1024;
 /// How long a stopping daemon waits for its processes' last output.
 const OUTPUT_DRAIN: Duration = Duration::from_secs(2);
 
-/// `pmixrun` started by its [`crate::guardian`]: reads its [`Boot`] from stdin and runs
+/// `pmixrun` started by its [`crate::multinode::guardian`]: reads its [`Boot`] from stdin and runs
 /// until the root says the run is over or a lifeline breaks. Returns the exit status.
 pub(crate) fn run(signals: Signals) -> u8 {
     let boot = match bootstrap::read_boot(&mut std::io::stdin().lock()) {
@@ -53,7 +56,7 @@ pub(crate) fn run(signals: Signals) -> u8 {
             return 1;
         }
     };
-    crate::init_logging(boot.verbose);
+    crate::setup::init_logging(boot.verbose);
     match Daemon::start(boot, signals) {
         Ok(d) => d.run(),
         Err(e) => {
@@ -92,7 +95,7 @@ struct Daemon {
     /// Says when the output thread ended; taken once the run is over.
     forwarder: Option<Receiver<()>>,
     /// The local processes that take pmixrun's input.
-    stdin: Arc<crate::stdin::Router>,
+    stdin: Arc<crate::node::stdin::Router>,
     /// pmixrun's input for them (`None`: its end), to the thread that writes it and answers
     /// the root.
     relay: Sender<Option<Vec<u8>>>,
@@ -106,7 +109,8 @@ impl Daemon {
         let mut joining = None;
         let parents = if srun {
             boot.vertex = srun_vertex()?;
-            let (addrs, j) = crate::join::ask_parent(&boot.join, &boot.secret, boot.vertex)?;
+            let (addrs, j) =
+                crate::multinode::join::ask_parent(&boot.join, &boot.secret, boot.vertex)?;
             joining = Some(j);
             addrs
         } else {
@@ -149,7 +153,7 @@ impl Daemon {
         )
         .map_err(|e| format!("cannot start the PMIx server: {e}"))?;
         let (events_tx, events) = unbounded();
-        crate::start_signal_thread(signals, events_tx.clone())?;
+        crate::setup::start_signal_thread(signals, events_tx.clone())?;
         let (agents_tx, agents) = unbounded();
         let mut children = Vec::new();
         if let Some(j) = joining {
@@ -186,7 +190,7 @@ impl Daemon {
                 pid: std::process::id(),
             }),
         );
-        let stdin = crate::stdin::Router::new();
+        let stdin = crate::node::stdin::Router::new();
         let tree_for_relay = tree.clone();
         Ok(Daemon {
             boot,
@@ -309,7 +313,7 @@ impl Daemon {
                 };
                 for (proc, pid) in procs {
                     if self.running.get(&proc) == Some(&Pid::from_raw(pid)) {
-                        crate::launch::signal(Pid::from_raw(pid), sig);
+                        crate::node::launch::signal(Pid::from_raw(pid), sig);
                     }
                 }
             }
@@ -413,7 +417,7 @@ impl Daemon {
             Ok(()) if ranks.is_empty() => {}
             Ok(()) => {
                 let user_env: Vec<Vec<(OsString, OsString)>> =
-                    apps.iter().map(crate::launch::app_env).collect();
+                    apps.iter().map(crate::node::launch::app_env).collect();
                 let (procs, failed) =
                     run.start_ranks(&l.nspace, l.tag, &apps, &layout, &user_env, &ranks);
                 let n = procs.len();
@@ -442,7 +446,7 @@ impl Daemon {
                         (None, Some(sig)) => End::Signal(sig),
                         (None, None) => End::Code(1),
                     },
-                    Err(e) => End::Error(crate::launch::describe(e)),
+                    Err(e) => End::Error(crate::node::launch::describe(e)),
                 };
                 let lock = |m: &std::sync::Mutex<std::collections::HashSet<Proc>>| {
                     m.lock()
@@ -490,7 +494,7 @@ impl Daemon {
 
     fn kill_all(&mut self) {
         for pid in self.running.values() {
-            crate::launch::signal(*pid, Signal::SIGKILL);
+            crate::node::launch::signal(*pid, Signal::SIGKILL);
         }
     }
 }
@@ -508,13 +512,13 @@ fn srun_vertex() -> Result<u32, String> {
 /// take it, acknowledging each chunk once they took it (the root sends one at a time, so
 /// this channel holds at most one).
 fn start_relay(
-    router: Arc<crate::stdin::Router>,
+    router: Arc<crate::node::stdin::Router>,
     tree: Arc<Tree>,
 ) -> Result<Sender<Option<Vec<u8>>>, String> {
     let (tx, rx) = crossbeam_channel::unbounded::<Option<Vec<u8>>>();
     std::thread::Builder::new()
         .name("stdin-relay".into())
-        .stack_size(crate::output::SMALL_STACK)
+        .stack_size(crate::node::output::SMALL_STACK)
         .spawn(move || {
             while let Ok(Some(data)) = rx.recv() {
                 router.feed_all(&data);
@@ -530,7 +534,7 @@ fn start_relay(
 fn watch_stdin(events: Sender<Event>) -> Result<(), String> {
     std::thread::Builder::new()
         .name("lifeline".into())
-        .stack_size(crate::output::SMALL_STACK)
+        .stack_size(crate::node::output::SMALL_STACK)
         .spawn(move || {
             let mut buf = [0u8; 256];
             let mut stdin = std::io::stdin().lock();

@@ -16,14 +16,15 @@ use pmix_server::types::{Info, Nspace, Proc, Status};
 use pmix_tree::{Dest, Tree, Vertex};
 
 use crate::cli::{App, Protocol};
-use crate::daemon_host::{Placed, Placements};
-use crate::job::{self, Layout};
-use crate::launcher_env;
-use crate::placement::{NodeList, Placement, SlotUsage};
-use crate::root::LAUNCH_TIMEOUT;
-use crate::root_sink::Control;
-use crate::root_tools::RootTools;
-use crate::run_msg::{Launch, Msg, WireApp, encode};
+use crate::multinode::msg::{Launch, Msg, WireApp, encode};
+use crate::multinode::placed::{Placed, Placements};
+use crate::multinode::root::LAUNCH_TIMEOUT;
+use crate::multinode::root::sink::Control;
+use crate::multinode::root::tools::RootTools;
+use crate::plan::job;
+use crate::plan::launcher_env;
+use crate::plan::layout::{self, Layout};
+use crate::plan::placement::{NodeList, Placement, SlotUsage};
 use crate::supervise::{self, Jobs, SpawnFailed};
 
 /// A job that did not start on every daemon.
@@ -50,7 +51,7 @@ pub(crate) struct RootJobs {
     pub(crate) pmi: Protocol,
     pub(crate) oversubscribe: bool,
     /// Which ranks of the first job take pmixrun's input.
-    pub(crate) stdin: crate::stdin::Target,
+    pub(crate) stdin: crate::node::stdin::Target,
     pub(crate) daemons: u32,
     pub(crate) lost: Arc<Mutex<HashSet<Vertex>>>,
     /// The root's environment, beneath each application context's own variables.
@@ -103,7 +104,7 @@ impl RootJobs {
                         !(self.place.launcher_env && launcher_env::is_launcher_variable(k))
                     });
                     let env: Vec<_> = forwarded.chain(own).cloned().collect();
-                    WireApp::new(a, &job::wdir_of(a, &self.cwd), &env)
+                    WireApp::new(a, &layout::wdir_of(a, &self.cwd), &env)
                 })
                 .collect(),
             firsts: layout.firsts.clone(),
@@ -113,7 +114,7 @@ impl RootJobs {
             stdin: if tag == 0 {
                 self.stdin
             } else {
-                crate::stdin::Target::None
+                crate::node::stdin::Target::None
             },
         };
         self.tools.job_launched(nspace, &launch.info);
@@ -202,19 +203,19 @@ impl Jobs for RootJobs {
             message,
             partial: None,
         };
-        if let Some(m) = crate::debug::refused(job_info, true) {
+        if let Some(m) = crate::plan::debug::refused(job_info, true) {
             return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
         }
         // Every node taken to run what this one can (their kernels are not asked).
         let nodes = u64::try_from(self.nodes.len()).unwrap_or(u64::MAX);
-        let max = crate::capacity::max_procs().saturating_mul(nodes);
-        crate::capacity::check_spawn(apps, max)
+        let max = crate::node::capacity::max_procs().saturating_mul(nodes);
+        crate::node::capacity::check_spawn(apps, max)
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
         let (apps, layout) =
             job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let placement = Placement::spawn(&self.nodes, &self.usage, &layout, self.oversubscribe)
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
-        let user_env: Vec<_> = apps.iter().map(crate::launch::app_env).collect();
+        let user_env: Vec<_> = apps.iter().map(crate::node::launch::app_env).collect();
         self.spawned += 1;
         let n = self.spawned;
         let nspace = job::spawned_nspace(&self.first, n)
@@ -265,11 +266,11 @@ impl Jobs for RootJobs {
     }
 
     fn write_log(&mut self, stdout: bool, line: &str) {
-        crate::launch::write_log(stdout, line);
+        crate::node::launch::write_log(stdout, line);
     }
 
     fn syslog(&mut self, severity: u8, line: &str) -> bool {
-        crate::syslog::send(severity, line)
+        crate::node::syslog::send(severity, line)
     }
 
     fn notify(&mut self, code: Status, info: &[Info]) {

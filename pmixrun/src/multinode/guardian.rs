@@ -6,7 +6,7 @@
 //! (The directory is the server's own, not one made here for it: nesting them would lengthen
 //! the socket's path, which must fit in 108 bytes.)
 //!
-//! The guardian passes the daemon its [`Boot`](crate::bootstrap::Boot) and keeps the daemon's
+//! The guardian passes the daemon its [`Boot`](crate::multinode::bootstrap::Boot) and keeps the daemon's
 //! stdin open: closing its own (the agent gone) or a signal stops the daemon, which then
 //! stops its processes.
 
@@ -33,8 +33,11 @@ pub(crate) fn run(signals: Signals) -> u8 {
 
 fn guard(signals: Signals) -> Result<u8, String> {
     // Passed on as it came, undecoded: the daemon reads it.
-    let boot = crate::run_msg::read_frame(&mut std::io::stdin().lock(), crate::bootstrap::MAX_BOOT)
-        .map_err(|e| format!("no boot message on stdin: {e}"))?;
+    let boot = crate::multinode::msg::read_frame(
+        &mut std::io::stdin().lock(),
+        crate::multinode::bootstrap::MAX_BOOT,
+    )
+    .map_err(|e| format!("no boot message on stdin: {e}"))?;
     let result = run_worker(&boot, signals);
     // The daemon is gone, so is its server: if the directory is still there, nobody else will
     // remove it (the daemon's pid in its name is no longer running).
@@ -49,9 +52,9 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find pmixrun itself: {e}"))?;
     // Through the exec trampoline: the daemon asks to die with its guardian.
     let mut worker = Command::new("/proc/self/exe")
-        .arg(crate::launch::EXEC_MARKER)
+        .arg(crate::node::launch::EXEC_MARKER)
         .arg(std::process::id().to_string())
-        .arg(crate::launch::NO_PIN)
+        .arg(crate::node::launch::NO_PIN)
         .arg(&me)
         .arg("pmixrun")
         .arg(WORKER_FLAG)
@@ -59,19 +62,24 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
-        .map_err(|e| format!("cannot start the daemon: {}", crate::launch::describe(&e)))?;
+        .map_err(|e| {
+            format!(
+                "cannot start the daemon: {}",
+                crate::node::launch::describe(&e)
+            )
+        })?;
     let pid = Pid::from_raw(i32::try_from(worker.id()).unwrap_or(i32::MAX));
     // Held until the guardian ends: the daemon's stdin lifeline.
     let mut to_worker = worker.stdin.take();
     if let Some(w) = &mut to_worker {
-        if let Err(e) = crate::run_msg::write_frame(w, boot) {
+        if let Err(e) = crate::multinode::msg::write_frame(w, boot) {
             tracing::debug!("passing the boot message on: {e}");
         }
     }
     // The agent gone (stdin closed) or a signal: the daemon stops.
     std::thread::Builder::new()
         .name("guardian-stdin".into())
-        .stack_size(crate::output::SMALL_STACK)
+        .stack_size(crate::node::output::SMALL_STACK)
         .spawn(move || {
             let mut buf = [0u8; 256];
             let mut stdin = std::io::stdin().lock();
@@ -82,7 +90,7 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
     let handle = signals.handle();
     let forwarder = std::thread::Builder::new()
         .name("guardian-signals".into())
-        .stack_size(crate::output::SMALL_STACK)
+        .stack_size(crate::node::output::SMALL_STACK)
         .spawn(move || {
             for _ in signals.forever() {
                 let _ = kill(pid, Signal::SIGTERM);

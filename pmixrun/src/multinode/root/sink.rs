@@ -1,6 +1,6 @@
 //! The root's tree thread: what the daemons send becomes the supervisor's events, the
 //! launch's control messages, output lines and answers (names, abort, spawn), and the parts of
-//! collectives across runs go to their gathering ([`crate::root_cross`]).
+//! collectives across runs go to their gathering ([`crate::multinode::root::cross`]).
 
 use std::collections::HashSet;
 use std::os::unix::process::ExitStatusExt;
@@ -12,11 +12,11 @@ use pmix_server::types::Status;
 use pmix_server::{Completion, NameServerClient};
 use pmix_tree::{Delivery, Topology, Tree, Vertex};
 
-use crate::daemon_host::Placements;
-use crate::host::{Event, forward};
-use crate::output::{Line, Stream};
-use crate::root_cross::{Input as CrossInput, Part as CrossPart};
-use crate::run_msg::{Answer, End, Msg, Req, Started, decode, encode};
+use crate::multinode::msg::{Answer, End, Msg, Req, Started, decode, encode};
+use crate::multinode::placed::Placements;
+use crate::multinode::root::cross::{Input as CrossInput, Part as CrossPart};
+use crate::node::host::{Event, forward};
+use crate::node::output::{Line, Stream};
 
 /// What the root's tree thread hands the thread launching jobs.
 #[derive(Debug)]
@@ -42,7 +42,7 @@ pub(crate) struct RootSink {
     pub(crate) nodes: Vec<String>,
     /// Every daemon lost so far.
     pub(crate) lost: Arc<Mutex<HashSet<Vertex>>>,
-    /// The gathering of collectives across runs ([`crate::root_cross`]); `None` without a
+    /// The gathering of collectives across runs ([`crate::multinode::root::cross`]); `None` without a
     /// name server shared with other runs, when no namespace of another run can be reached.
     pub(crate) cross: Option<Sender<CrossInput>>,
     /// Where daemons' [`Msg::StdinAck`]s go (the thread forwarding pmixrun's stdin).

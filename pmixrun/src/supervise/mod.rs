@@ -22,7 +22,7 @@ use nix::unistd::Pid;
 use pmix_server::{App, Completion};
 use pmix_types::{Info, Nspace, Proc, Status};
 
-use crate::host::Event;
+use crate::node::host::Event;
 
 mod control;
 mod log;
@@ -218,7 +218,10 @@ fn failure_of(
         Err(e) => {
             return fail(
                 1,
-                format!("cannot wait for {who}: {}", crate::launch::describe(&e)),
+                format!(
+                    "cannot wait for {who}: {}",
+                    crate::node::launch::describe(&e)
+                ),
             );
         }
     };
@@ -682,7 +685,7 @@ impl<J: Jobs> Supervisor<J> {
         // Events still queued (an abort or a spawn racing the run's end) are answered, not
         // dropped.
         while let Ok(ev) = events.try_recv() {
-            crate::host::cancel(ev);
+            crate::node::host::cancel(ev);
         }
         self.status.unwrap_or(0)
     }

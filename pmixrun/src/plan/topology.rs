@@ -260,5 +260,4 @@ pub(crate) fn allowed_cpus(root: &Path, topo: &Topology) -> Vec<u32> {
 }
 
 #[cfg(test)]
-#[path = "topology_tests.rs"]
 pub(crate) mod tests;

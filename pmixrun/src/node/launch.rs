@@ -14,8 +14,8 @@ use nix::unistd::Pid;
 use pmix_types::{Proc, Status};
 
 use crate::cli::App;
-use crate::host::Event;
-use crate::output::{Line, SMALL_STACK, Stream, start_reader};
+use crate::node::host::Event;
+use crate::node::output::{Line, SMALL_STACK, Stream, start_reader};
 
 /// Why a process could not be started, and the exit status pmixrun then ends with.
 #[derive(Debug)]
@@ -275,7 +275,7 @@ pub(crate) struct Spawn<'a> {
     /// A PMI-1 process's end of its connection, to be inherited as `PMI_FD`.
     pub(crate) pmi_fd: Option<OwnedFd>,
     pub(crate) wdir: &'a Path,
-    /// Its stdin is a pipe for forwarded input ([`crate::stdin`]), not /dev/null.
+    /// Its stdin is a pipe for forwarded input ([`crate::node::stdin`]), not /dev/null.
     pub(crate) stdin: bool,
 }
 
@@ -331,7 +331,7 @@ const SELF: &str = "/proc/self/exe";
 /// SIGPIPE that Rust programs ignore (at each exec). (glibc's posix_spawn, which std uses,
 /// leaves glibc's own two signals below SIGRTMIN, 32 and 33, ignored, as in every process
 /// started that way; no program sees them.) Its stdin is /dev/null, or a pipe for
-/// [`crate::stdin`]; its stdout and stderr are pipes for [`watch`].
+/// [`crate::node::stdin`]; its stdout and stderr are pipes for [`watch`].
 pub(crate) fn start(mut s: Spawn<'_>) -> Result<Child, LaunchError> {
     debug_assert_eq!(
         std::thread::current().name(),
@@ -477,7 +477,7 @@ pub(crate) fn watch(
     job: u32,
     events: &Sender<Event>,
     lines: &Sender<Line>,
-    stdin: Option<&crate::stdin::Router>,
+    stdin: Option<&crate::node::stdin::Router>,
 ) -> Result<Pid, LaunchError> {
     let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let rank = proc.rank.0;

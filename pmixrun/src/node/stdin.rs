@@ -12,7 +12,7 @@
 //!
 //! In a multi-node run the root reads its stdin ([`read_stdin`]) and sends each chunk down the
 //! tree to the daemons of the processes that take it, the next once each said its processes
-//! took it (`root.rs`, `daemon.rs`); each daemon has a [`Router`] of its own.
+//! took it (`multinode/root/`, `multinode/daemon/`); each daemon has a [`Router`] of its own.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use crossbeam_channel::{Sender, TrySendError, bounded};
 use pmix_server::types::{Proc, Rank, Status};
 
-use crate::output::SMALL_STACK;
+use crate::node::output::SMALL_STACK;
 
 /// Chunks queued for one process before a push is refused.
 pub(crate) const QUEUE: usize = 16;

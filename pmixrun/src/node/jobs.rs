@@ -11,14 +11,15 @@ use nix::unistd::Pid;
 use pmix_server::types::{DataArray, Info, Nspace, Proc, Rank, Status, attr};
 use pmix_server::{ClientOptions, NameServerClient, PmiTransport, Server};
 
-use crate::binding::{self, Bound};
 use crate::cli::{App, Place, Protocol};
-use crate::host::Event;
-use crate::job::{self, Layout};
-use crate::launch::{self, LaunchError};
-use crate::launcher_env::{self, NodeJob};
-use crate::output::Line;
-use crate::placement::JobMap;
+use crate::node::host::Event;
+use crate::node::launch::{self, LaunchError};
+use crate::node::output::Line;
+use crate::plan::binding::{self, Bound};
+use crate::plan::job;
+use crate::plan::launcher_env::{self, NodeJob};
+use crate::plan::layout::{self, Layout};
+use crate::plan::placement::JobMap;
 use crate::supervise::{Jobs, Launched, SpawnFailed, Started};
 
 /// pmixrun's side of the run: its server, the name server it reports to, and where processes'
@@ -45,7 +46,7 @@ pub(crate) struct RunJobs<'a> {
     pub(crate) master_addr: String,
     /// Which processes of the first job take input, and where it is routed (one-node runs;
     /// `None`: every process's stdin is /dev/null).
-    pub(crate) stdin: Option<(crate::stdin::Target, Arc<crate::stdin::Router>)>,
+    pub(crate) stdin: Option<(crate::node::stdin::Target, Arc<crate::node::stdin::Router>)>,
 }
 
 impl RunJobs<'_> {
@@ -137,8 +138,8 @@ impl RunJobs<'_> {
             p if p.is_pmi() => false,
             _ => {
                 let env = launch::app_env(app);
-                !launch::find_program(&app.program, &job::wdir_of(app, &self.cwd), &env)
-                    .is_ok_and(|p| crate::detect::is_pmix_rs_client(&p))
+                !launch::find_program(&app.program, &layout::wdir_of(app, &self.cwd), &env)
+                    .is_ok_and(|p| crate::plan::detect::is_pmix_rs_client(&p))
             }
         };
         ClientOptions { openpmix }
@@ -176,7 +177,7 @@ impl RunJobs<'_> {
         if let Err(e) = launch::check_descriptors(count) {
             return (Vec::new(), Some(e));
         }
-        let wdirs: Vec<_> = apps.iter().map(|a| job::wdir_of(a, &self.cwd)).collect();
+        let wdirs: Vec<_> = apps.iter().map(|a| layout::wdir_of(a, &self.cwd)).collect();
         // Each application context's program, found when its first process starts.
         let mut paths: Vec<Option<PathBuf>> = vec![None; apps.len()];
         // Per application context: the extra variables an Open MPI program needs.
@@ -248,9 +249,9 @@ impl RunJobs<'_> {
                 match launch::check_app(&apps[a], &wdirs[a], &user_env[a]) {
                     Ok(path) => {
                         if matches!(self.pmi, Protocol::Pmix | Protocol::Auto)
-                            && crate::detect::is_open_mpi(&path)
+                            && crate::plan::detect::is_open_mpi(&path)
                         {
-                            ompi_env[a] = crate::detect::open_mpi_env(
+                            ompi_env[a] = crate::plan::detect::open_mpi_env(
                                 self.server.hostname(),
                                 std::process::id(),
                             );
@@ -324,19 +325,19 @@ impl Jobs for RunJobs<'_> {
             message,
             partial: None,
         };
-        if let Some(m) = crate::debug::refused(job_info, false) {
+        if let Some(m) = crate::plan::debug::refused(job_info, false) {
             return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
         }
-        crate::capacity::check_spawn(apps, crate::capacity::max_procs())
+        crate::node::capacity::check_spawn(apps, crate::node::capacity::max_procs())
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
-        let apps =
-            crate::debug::apps(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let apps = crate::plan::debug::apps(apps, job_info)
+            .map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let (apps, layout) =
             job::spawn_job(&apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         // What can be checked before anything is registered or started, is.
         let user_env: Vec<_> = apps.iter().map(launch::app_env).collect();
         for (app, env) in apps.iter().zip(&user_env) {
-            let wdir = job::wdir_of(app, &self.cwd);
+            let wdir = layout::wdir_of(app, &self.cwd);
             if !wdir.is_dir() {
                 return Err(refuse(
                     Status::ERR_JOB_WDIR_NOT_FOUND,
@@ -407,11 +408,11 @@ impl Jobs for RunJobs<'_> {
     }
 
     fn write_log(&mut self, stdout: bool, line: &str) {
-        crate::launch::write_log(stdout, line);
+        crate::node::launch::write_log(stdout, line);
     }
 
     fn syslog(&mut self, severity: u8, line: &str) -> bool {
-        crate::syslog::send(severity, line)
+        crate::node::syslog::send(severity, line)
     }
 
     fn notify(&mut self, code: Status, info: &[Info]) {

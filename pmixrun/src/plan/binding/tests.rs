@@ -1,7 +1,7 @@
 //! Binding and locality strings on fixture topologies (`topology_tests.rs`).
 
 use super::*;
-use crate::topology::tests::two_packages;
+use crate::plan::topology::tests::two_packages;
 
 fn topo() -> Topology {
     let f = two_packages();

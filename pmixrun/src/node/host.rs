@@ -88,7 +88,7 @@ pub(crate) struct RunHost {
     events: Sender<Event>,
     names: Option<Arc<NameServerClient>>,
     /// Where tools' input goes (`PMIx_IOF_push`).
-    stdin: Option<Arc<crate::stdin::Router>>,
+    stdin: Option<Arc<crate::node::stdin::Router>>,
     /// Where events of a range beyond this server go, if anywhere.
     beyond: Option<Beyond>,
 }
@@ -108,7 +108,7 @@ impl RunHost {
     }
 
     /// Takes tools' input to the processes `router` holds the stdin of.
-    pub(crate) fn with_stdin(mut self, router: Arc<crate::stdin::Router>) -> RunHost {
+    pub(crate) fn with_stdin(mut self, router: Arc<crate::node::stdin::Router>) -> RunHost {
         self.stdin = Some(router);
         self
     }
@@ -122,7 +122,7 @@ impl RunHost {
 }
 
 impl Host for RunHost {
-    /// Queued without waiting (`crate::stdin`); the end of input closes the targets' stdin.
+    /// Queued without waiting (`crate::node::stdin`); the end of input closes the targets' stdin.
     fn push_stdin(
         &mut self,
         source: &Proc,

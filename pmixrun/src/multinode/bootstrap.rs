@@ -147,7 +147,7 @@ fn start_one(boot: &Boot, ended: &Sender<AgentEnded>) -> Result<Started, String>
 /// Inside a Slurm allocation: one `srun` starting the daemon of every node at once (vertex
 /// `i + 1` on `nodes[i]`, by its task rank), each given `boot` on its stdin (srun passes its
 /// stdin on to every task) and finding its parent through the root's join service
-/// ([`crate::join`]). Reported on `ended` as vertex 0's agent.
+/// ([`crate::multinode::join`]). Reported on `ended` as vertex 0's agent.
 pub(crate) fn start_srun(
     boot: &Boot,
     nodes: &[String],
@@ -184,7 +184,7 @@ fn spawn_agent(
         .process_group(0);
     let mut child: Child = cmd
         .spawn()
-        .map_err(|e| format!("cannot start {what}: {}", crate::launch::describe(&e)))?;
+        .map_err(|e| format!("cannot start {what}: {}", crate::node::launch::describe(&e)))?;
     let pid = child.id();
     let mut stdin = child
         .stdin
@@ -192,18 +192,20 @@ fn spawn_agent(
         .ok_or_else(|| format!("no stdin for {what}"))?;
     // The pipe holds far less than a large boot; a daemon that dies before reading it
     // fails the write, and is then reported by its waiter.
-    if let Err(e) = crate::run_msg::write_frame(&mut stdin, &crate::run_msg::encode(boot)) {
+    if let Err(e) =
+        crate::multinode::msg::write_frame(&mut stdin, &crate::multinode::msg::encode(boot))
+    {
         tracing::debug!(what, "writing the boot message: {e}");
     }
     let ended = ended.clone();
     std::thread::Builder::new()
         .name(format!("agent-{vertex}"))
-        .stack_size(crate::output::SMALL_STACK)
+        .stack_size(crate::node::output::SMALL_STACK)
         .spawn(move || {
             let status = child.wait();
             let _ = ended.send(AgentEnded { vertex, status });
         })
-        .map_err(|e| format!("cannot watch {what}: {}", crate::launch::describe(&e)))?;
+        .map_err(|e| format!("cannot watch {what}: {}", crate::node::launch::describe(&e)))?;
     Ok(Started {
         vertex,
         _stdin: stdin,
@@ -228,7 +230,7 @@ pub(crate) fn agent_failure(boot: &Boot, ended: &AgentEnded) -> String {
     if !boot.join.is_empty() {
         let status = match &ended.status {
             Ok(s) => s.to_string(),
-            Err(e) => crate::launch::describe(e),
+            Err(e) => crate::node::launch::describe(e),
         };
         return format!("srun ended ({status}) before every daemon joined");
     }
@@ -240,7 +242,7 @@ pub(crate) fn agent_failure(boot: &Boot, ended: &AgentEnded) -> String {
         Err(e) => {
             return format!(
                 "cannot wait for the daemon of {host}: {}",
-                crate::launch::describe(e)
+                crate::node::launch::describe(e)
             );
         }
     };
@@ -263,9 +265,9 @@ pub(crate) fn agent_failure(boot: &Boot, ended: &AgentEnded) -> String {
 
 /// Reads the [`Boot`] from stdin (a big-endian length, then the message).
 pub(crate) fn read_boot(input: &mut impl Read) -> Result<Boot, String> {
-    let body = crate::run_msg::read_frame(input, MAX_BOOT)
+    let body = crate::multinode::msg::read_frame(input, MAX_BOOT)
         .map_err(|e| format!("no boot message on stdin: {e}"))?;
-    crate::run_msg::decode(&body).ok_or_else(|| "undecodable boot message".to_owned())
+    crate::multinode::msg::decode(&body).ok_or_else(|| "undecodable boot message".to_owned())
 }
 
 /// The addresses this machine can be reached at, for its children: with an agent, every IPv4
@@ -350,7 +352,7 @@ mod tests {
             verbose: false,
             join: Vec::new(),
         };
-        let body = crate::run_msg::encode(&boot);
+        let body = crate::multinode::msg::encode(&boot);
         let mut framed = (body.len() as u32).to_be_bytes().to_vec();
         framed.extend(&body);
         let back = read_boot(&mut framed.as_slice()).unwrap_or_else(|e| panic!("{e}"));

@@ -13,106 +13,16 @@
 //! [`pmix_tree::Tree`] handle.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use pmix_server::mio::event::Event;
-use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Rank, Status, attr};
+use pmix_server::types::{DataRange, Info, Key, Nspace, Proc, Status, attr};
 use pmix_server::{App, Completion, GroupOp, Host, LoopContext, LoopHook, Published, Query};
-use pmix_tree::{Dest, FenceKey, TreeLoop, Vertex};
+use pmix_tree::{Dest, FenceKey, TreeLoop};
 
-use crate::run_msg::{Answer, CrossOp, Msg, Req, answer_of, encode};
-
-/// Where the ranks of every namespace of the run are: shared by a daemon's host (on its
-/// server's thread) and its main loop (which learns of new jobs).
-#[derive(Debug, Default)]
-pub(crate) struct Placements {
-    jobs: RwLock<HashMap<Nspace, Arc<Placed>>>,
-}
-
-/// One job's ranks on the tree.
-#[derive(Debug)]
-pub(crate) struct Placed {
-    /// The daemon of each rank.
-    pub(crate) vertex_of_rank: Vec<Vertex>,
-    /// Every daemon with ranks of it, sorted.
-    pub(crate) vertices: Vec<Vertex>,
-}
-
-impl Placed {
-    pub(crate) fn new(vertex_of_rank: Vec<Vertex>) -> Placed {
-        let mut vertices = vertex_of_rank.clone();
-        vertices.sort_unstable();
-        vertices.dedup();
-        Placed {
-            vertex_of_rank,
-            vertices,
-        }
-    }
-}
-
-impl Placements {
-    pub(crate) fn insert(&self, nspace: Nspace, placed: Placed) {
-        self.jobs
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(nspace, Arc::new(placed));
-    }
-
-    pub(crate) fn remove(&self, nspace: &Nspace) {
-        self.jobs
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(nspace);
-    }
-
-    pub(crate) fn get(&self, nspace: &Nspace) -> Option<Arc<Placed>> {
-        self.jobs
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(nspace)
-            .cloned()
-    }
-
-    /// The daemon hosting `proc`.
-    pub(crate) fn vertex_of(&self, proc: &Proc) -> Option<Vertex> {
-        self.get(&proc.nspace)?
-            .vertex_of_rank
-            .get(proc.rank.0 as usize)
-            .copied()
-    }
-
-    /// The processes of every job hosted by one of `lost`.
-    pub(crate) fn procs_on(&self, lost: impl Fn(Vertex) -> bool) -> Vec<Proc> {
-        let jobs = self.jobs.read().unwrap_or_else(PoisonError::into_inner);
-        let mut procs = Vec::new();
-        for (nspace, placed) in jobs.iter() {
-            for (rank, v) in (0u32..).zip(&placed.vertex_of_rank) {
-                if lost(*v) {
-                    procs.push(Proc::new(nspace.clone(), rank));
-                }
-            }
-        }
-        procs
-    }
-
-    /// The daemons hosting `procs` (a `WILDCARD` rank meaning its whole job), sorted; `None`
-    /// if one is not a process of the run.
-    pub(crate) fn vertices_of(&self, procs: &[Proc]) -> Option<Vec<Vertex>> {
-        let mut out = Vec::new();
-        for p in procs {
-            let placed = self.get(&p.nspace)?;
-            if p.rank == Rank::WILDCARD {
-                out.extend(&placed.vertices);
-            } else {
-                out.push(*placed.vertex_of_rank.get(p.rank.0 as usize)?);
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
-        Some(out)
-    }
-}
+use crate::multinode::msg::{Answer, CrossOp, Msg, Req, answer_of, encode};
+use crate::multinode::placed::Placements;
 
 /// What kind of collective a tree fence stands for (part of its key).
 #[derive(Clone, Copy)]
@@ -484,6 +394,8 @@ fn infos(a: Answer) -> Option<Vec<Info>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::multinode::placed::Placed;
+    use pmix_server::types::Rank;
 
     fn ns(s: &str) -> Nspace {
         Nspace::new(s).unwrap_or_else(|e| panic!("{e}"))

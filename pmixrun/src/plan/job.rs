@@ -12,45 +12,8 @@ use std::path::{Path, PathBuf};
 use pmix_types::{DataArray, Info, Proc, Rank, Value, attr};
 
 use crate::cli::{self, App};
-use crate::placement::JobMap;
-
-/// Where each application context's ranks are.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Layout {
-    /// The first rank of each application context; its ranks are `first..first + np`.
-    pub(crate) firsts: Vec<u32>,
-    /// Number of processes in the job.
-    pub(crate) size: u32,
-}
-
-impl Layout {
-    /// Lays the application contexts out one after the other, in command-line order.
-    pub(crate) fn new(apps: &[App]) -> Result<Layout, String> {
-        let mut firsts = Vec::with_capacity(apps.len());
-        let mut size: u32 = 0;
-        for a in apps {
-            firsts.push(size);
-            size = size
-                .checked_add(a.np)
-                .filter(|s| *s < Rank::WILDCARD.0)
-                .ok_or("too many processes in the job")?;
-        }
-        Ok(Layout { firsts, size })
-    }
-
-    /// The application context (index) that `rank` belongs to.
-    pub(crate) fn app_of(&self, rank: u32) -> usize {
-        self.firsts.iter().rposition(|f| *f <= rank).unwrap_or(0)
-    }
-}
-
-/// The working directory an application context's processes start in, absolute.
-pub(crate) fn wdir_of(app: &App, cwd: &Path) -> PathBuf {
-    match &app.wdir {
-        Some(d) => cwd.join(d),
-        None => cwd.to_path_buf(),
-    }
-}
+use crate::plan::layout::{Layout, wdir_of};
+use crate::plan::placement::JobMap;
 
 /// The job's registration information, the job placed as `map` says (a job on this node
 /// alone: [`JobMap::one_node`]).
@@ -226,7 +189,7 @@ pub(crate) fn spawned_info(parent: &Proc, job_info: &[Info], size: u32) -> Vec<I
             .filter(|i| !i.key.as_str().starts_with("pmix"))
             .cloned(),
     );
-    info.extend(crate::debug::job_data(job_info));
+    info.extend(crate::plan::debug::job_data(job_info));
     info
 }
 
@@ -337,7 +300,7 @@ mod tests {
 
     #[test]
     fn a_job_on_three_nodes_has_their_maps_and_registers() {
-        use crate::placement::{NodeList, Placement};
+        use crate::plan::placement::{NodeList, Placement};
         let apps = [app(3, "a"), app(2, "b")];
         let l = Layout::new(&apps).unwrap_or_else(|e| panic!("{e}"));
         let nodes =
@@ -367,7 +330,7 @@ mod tests {
         // A server on n2 takes the job, its maps agreeing with each other and with the size.
         let (events, _rx) = crossbeam_channel::unbounded();
         let server = pmix_server::Server::init(
-            crate::host::RunHost::new(events, None),
+            crate::node::host::RunHost::new(events, None),
             pmix_server::ServerOptions {
                 hostname: Some("n2".into()),
                 ..Default::default()

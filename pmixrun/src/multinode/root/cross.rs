@@ -2,7 +2,7 @@
 //! (some participant's namespace is not this run's).
 //!
 //! Each daemon hosting a participant of this run sends its node's part as a request
-//! ([`Req::CrossRun`](crate::run_msg::Req::CrossRun)). The root gathers them, as a tree fence
+//! ([`Req::CrossRun`](crate::multinode::msg::Req::CrossRun)). The root gathers them, as a tree fence
 //! would, contributes the run's part once to the name server shared with the other runs (its
 //! rendezvous waits for their parts), and answers every daemon that sent one with what the
 //! name server answers: every run's data, from which each daemon's server learns the other
@@ -27,8 +27,8 @@ use pmix_server::types::{Info, Proc, Rank, Status};
 use pmix_tree::{FenceKey, Topology, Tree, Vertex};
 use pmix_wire::ConnectPart;
 
-use crate::daemon_host::Placements;
-use crate::run_msg::{Answer, CrossOp, encode};
+use crate::multinode::msg::{Answer, CrossOp, encode};
+use crate::multinode::placed::Placements;
 
 /// One daemon's part, as its request brought it.
 #[derive(Debug)]

@@ -5,7 +5,7 @@
 //! # The rules
 //!
 //! - The CPUs a node's processes may use are those pmixrun (or its daemon) may use there
-//!   ([`crate::topology::allowed_cpus`]).
+//!   ([`crate::plan::topology::allowed_cpus`]).
 //! - **`--bind-to none`** (the default): each process may run on all of them, and is not
 //!   pinned. **`core`**, **`package`** (`socket`), **`numa`**: the objects of that kind that
 //!   have allowed CPUs, in logical order, are dealt out to the node's processes of the job
@@ -35,7 +35,7 @@
 use pmix_types::locality::format_cpu_list;
 
 use crate::cli::BindTo;
-use crate::topology::{Pu, Topology};
+use crate::plan::topology::{Pu, Topology};
 
 /// What one process of a node is given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -218,7 +218,7 @@ pub(crate) fn on_this_node(
     let this_machine = root == std::path::Path::new("/");
     match Topology::read(&root) {
         Ok(topo) => {
-            let allowed = crate::topology::allowed_cpus(&root, &topo);
+            let allowed = crate::plan::topology::allowed_cpus(&root, &topo);
             let mut bound = bind(&topo, &allowed, map_to, bind_to, n);
             if !this_machine {
                 bound.iter_mut().for_each(|b| b.pinned = false);
@@ -234,5 +234,4 @@ pub(crate) fn on_this_node(
 }
 
 #[cfg(test)]
-#[path = "binding_tests.rs"]
 mod tests;

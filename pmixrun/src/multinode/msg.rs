@@ -59,7 +59,7 @@ pub(crate) enum Msg {
     /// Daemon → root: every output line of this daemon was sent before this.
     Done,
     /// Root → the daemons of the processes that take input: a chunk of pmixrun's stdin, for
-    /// each of their local ones (`crate::stdin`); answered [`Msg::StdinAck`] once written.
+    /// each of their local ones (`crate::node::stdin`); answered [`Msg::StdinAck`] once written.
     Stdin(#[serde(with = "serde_bytes")] Vec<u8>),
     /// Daemon → root: the last [`Msg::Stdin`] chunk was taken by its local processes (the
     /// root sends no more until then: input goes no faster than the slowest reader).
@@ -109,7 +109,7 @@ pub(crate) struct Launch {
     /// Where on its node each process runs and what it is told of its place.
     pub(crate) place: crate::cli::Place,
     /// Which of its ranks take pmixrun's input (`--stdin`; the first job only).
-    pub(crate) stdin: crate::stdin::Target,
+    pub(crate) stdin: crate::node::stdin::Target,
 }
 
 /// An application context on the wire ([`App`] holds `OsString`s).

@@ -40,7 +40,7 @@ use std::path::Path;
 use pmix_regex::hostlist;
 
 use crate::cli::{self, Launcher, MapBy};
-use crate::job::Layout;
+use crate::plan::layout::Layout;
 
 /// One node of the run.
 #[derive(Debug, Clone, PartialEq, Eq)]

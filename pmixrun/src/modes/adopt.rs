@@ -20,10 +20,11 @@ use crossbeam_channel::{Sender, unbounded};
 use pmix_server::types::{Nspace, Proc};
 use signal_hook::iterator::Signals;
 
-use crate::host::Event;
-use crate::jobs::RunJobs;
+use crate::cli;
+use crate::node::host::Event;
+use crate::node::jobs::RunJobs;
+use crate::node::output;
 use crate::supervise::Supervisor;
-use crate::{cli, job, output};
 
 /// The hidden first argument that selects this mode.
 pub(crate) const ADOPT_FLAG: &str = "--adopt-singleton";
@@ -38,9 +39,9 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         .map_err(|e| format!("{ADOPT_FLAG}: bad namespace: {e}"))?;
     let lifeline = stdin_socket()?;
     let (events_tx, events) = unbounded();
-    crate::start_signal_thread(signals, events_tx.clone())?;
-    let names = crate::connect_nameserver(None)?;
-    let server = crate::start_server(&events_tx, names.as_ref(), None)?;
+    crate::setup::start_signal_thread(signals, events_tx.clone())?;
+    let names = crate::setup::connect_nameserver(None)?;
+    let server = crate::setup::start_server(&events_tx, names.as_ref(), None)?;
     let apps = [cli::App {
         np: 1,
         program: program.clone(),
@@ -49,7 +50,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         env: Vec::new(),
         pset: None,
     }];
-    let layout = job::Layout::new(&apps)?;
+    let layout = crate::plan::layout::Layout::new(&apps)?;
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot find the current directory: {e}"))?;
     let (lines_tx, lines) = unbounded();
@@ -80,7 +81,10 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
     let mut sup = Supervisor::new(jobs, None);
     sup.add_job(nspace, 1);
     let status = sup.run(&events);
-    if output_done.recv_timeout(crate::OUTPUT_DRAIN).is_err() {
+    if output_done
+        .recv_timeout(crate::node::output::OUTPUT_DRAIN)
+        .is_err()
+    {
         tracing::warn!("output still open after every process ended; not waiting for it");
     }
     if let Err(e) = server.finalize() {

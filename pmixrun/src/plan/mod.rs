@@ -1,0 +1,14 @@
+//! The plan of a run, before any process exists: where its nodes and processes go
+//! ([`placement`]), where each application context's ranks are ([`layout`]), what the server
+//! is told about each job ([`job`]), binding and this node's topology, what a program expects
+//! of its launcher ([`detect`], [`launcher_env`]) and what a spawn's debugger directives ask
+//! ([`debug`]).
+
+pub(crate) mod binding;
+pub(crate) mod debug;
+pub(crate) mod detect;
+pub(crate) mod job;
+pub(crate) mod launcher_env;
+pub(crate) mod layout;
+pub(crate) mod placement;
+pub(crate) mod topology;
