@@ -2,6 +2,8 @@
 //! (with this node's contribution) when some participants live on other nodes, completed or
 //! failed for every waiter; and the data other nodes send, stored for later gets.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 impl Engine {
@@ -79,9 +81,7 @@ impl Engine {
             collect,
         );
         if let Some(d) = deadline {
-            let timer = self.next_timer;
-            self.next_timer += 1;
-            self.timers.insert((d, timer), Timer::Fence { seq });
+            self.timers.set_fence(d, seq);
         }
         // A participant that already left will never arrive. The first such in participant
         // order decides the status; looked for from the smaller side, since this runs at every
@@ -239,7 +239,7 @@ impl Engine {
         let Some(op) = self.fences.remove(seq) else {
             return;
         };
-        self.timers.retain(|_, t| *t != Timer::Fence { seq });
+        self.timers.cancel_fence(seq);
         let remote = match remote {
             // The host hands back every node's contribution, ours included; ours is better
             // taken from the store, where LOCAL-scope data is too.
@@ -478,7 +478,7 @@ impl Engine {
 
     pub(super) fn fail_fence(&mut self, seq: u64, status: Status) {
         if let Some(op) = self.fences.remove(seq) {
-            self.timers.retain(|_, t| *t != Timer::Fence { seq });
+            self.timers.cancel_fence(seq);
             for w in op.waiters {
                 self.reply_status(w.conn, w.id, status);
             }

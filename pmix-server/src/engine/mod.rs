@@ -29,9 +29,10 @@ pub(crate) mod nspace;
 mod psets;
 mod query;
 mod store;
+mod timers;
 mod tools;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,8 +42,10 @@ use pmix_wire::{
 };
 
 use self::fence::{FenceOp, FenceTable, Kind};
+use self::get::{Gets, Requester};
 use self::names::{Caller, LookupOutcome, NameStore};
 use self::store::{NsId, Store};
+use self::timers::{Timer, Timers};
 use crate::Error;
 
 pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
@@ -297,20 +300,6 @@ impl EventReg {
     }
 }
 
-/// Who is waiting for a process's data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Requester {
-    Client { conn: ConnId, id: u32 },
-    Host { token: u64 },
-}
-
-struct PendingGet {
-    who: Requester,
-    key: Option<Key>,
-    deadline: Option<Instant>,
-    timer: u64,
-}
-
 enum PendingHost {
     Connect {
         conn: ConnId,
@@ -377,12 +366,6 @@ fn reaches_other_nodes(range: DataRange) -> bool {
 /// The session id of this server in its built-in name service.
 const SESSION: names::SessionId = 0;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Timer {
-    Get { target: (NsId, Rank), timer: u64 },
-    Fence { seq: u64 },
-}
-
 /// The server engine.
 pub(crate) struct Engine {
     locale_host: String,
@@ -406,14 +389,12 @@ pub(crate) struct Engine {
     participant_ids: HashMap<Vec<Proc>, u32>,
     /// Local processes whose connection ended, with the status to give whoever waits for them.
     gone: HashMap<(NsId, Rank), Status>,
-    gets: HashMap<(NsId, Rank), Vec<PendingGet>>,
-    /// Direct-modex requests at the host, by target; requesters wait in `gets`.
-    dmodex_inflight: HashSet<(NsId, Rank)>,
+    /// Gets waiting for their target's data.
+    gets: Gets,
     fences: FenceTable,
     host_ops: HashMap<OpId, PendingHost>,
     next_op: OpId,
-    next_timer: u64,
-    timers: BTreeMap<(Instant, u64), Timer>,
+    timers: Timers,
     /// Namespaces connected with each other (both orders), for failure events.
     connected: HashSet<(NsId, NsId)>,
     /// This server's own identity, the source of the events it raises.
@@ -473,13 +454,11 @@ impl Engine {
             commit_seq: 0,
             participant_ids: HashMap::new(),
             gone: HashMap::new(),
-            gets: HashMap::new(),
-            dmodex_inflight: HashSet::new(),
+            gets: Gets::default(),
             fences: FenceTable::default(),
             host_ops: HashMap::new(),
             next_op: 1,
-            next_timer: 1,
-            timers: BTreeMap::new(),
+            timers: Timers::default(),
             connected: HashSet::new(),
             me,
             name_service,
@@ -501,7 +480,7 @@ impl Engine {
 
     /// When [`Engine::handle_timeout`] must next be called.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let mine = self.timers.keys().next().map(|(t, _)| *t);
+        let mine = self.timers.poll_timeout();
         match (mine, self.names.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -574,7 +553,7 @@ impl Engine {
     }
 
     /// `deregister_nspace`: forgets everything of the namespace and closes its connections.
-    pub(crate) fn deregister_nspace(&mut self, nspace: &str, now: Instant) {
+    pub(crate) fn deregister_nspace(&mut self, nspace: &str) {
         let Some(id) = self.ns_ids.remove(nspace) else {
             return;
         };
@@ -590,7 +569,7 @@ impl Engine {
             .map(|(k, _)| *k)
             .collect();
         for conn in conns {
-            self.handle_closed(conn, now);
+            self.handle_closed(conn);
             self.out.push_back(Output::Close { conn });
         }
         self.clients.retain(|(n, _), _| *n != id);
@@ -602,13 +581,7 @@ impl Engine {
         self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
         self.debug_forget(id);
-        let waiting: Vec<_> = self
-            .gets
-            .keys()
-            .filter(|(n, _)| *n == id)
-            .copied()
-            .collect();
-        for target in waiting {
+        for target in self.gets.targets_in(id) {
             self.fail_gets(target, Status::ERR_NOT_FOUND);
         }
         self.fail_fences_with(|p| p.nspace.as_str() == nspace, Status::ERR_NOT_FOUND);
@@ -650,13 +623,13 @@ impl Engine {
     }
 
     /// `deregister_client`.
-    pub(crate) fn deregister_client(&mut self, proc: &Proc, now: Instant) {
+    pub(crate) fn deregister_client(&mut self, proc: &Proc) {
         let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
             return;
         };
         if let Some(reg) = self.clients.remove(&(ns, proc.rank)) {
             if let Some(conn) = reg.conn {
-                self.handle_closed(conn, now);
+                self.handle_closed(conn);
                 self.out.push_back(Output::Close { conn });
             }
         }
@@ -689,7 +662,7 @@ impl Engine {
     }
 
     /// A host asks for the data of a local process on behalf of another node.
-    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64, now: Instant) {
+    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64) {
         let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
             self.out.push_back(Output::Dmodex {
                 token,
@@ -702,7 +675,8 @@ impl Engine {
             let result = self.remote_blob(target);
             self.out.push_back(Output::Dmodex { token, result });
         } else {
-            self.park_get(target, Requester::Host { token }, None, None, now);
+            let who = Requester::Host { token };
+            self.gets.park(target, who, None, None, &mut self.timers);
         }
     }
 
@@ -832,7 +806,7 @@ impl Engine {
     }
 
     /// A connection went away (closed, reset, or closed by us).
-    pub(crate) fn handle_closed(&mut self, conn: ConnId, _now: Instant) {
+    pub(crate) fn handle_closed(&mut self, conn: ConnId) {
         if self.tool_closed(conn) {
             return;
         }
@@ -849,9 +823,7 @@ impl Engine {
         // Requests of this client that wait for others are dropped; nobody will read the answer.
         self.names.end_proc(SESSION, &c.proc);
         self.names.forget_waiters(|(c2, _)| *c2 == conn);
-        for list in self.gets.values_mut() {
-            list.retain(|g| !matches!(g.who, Requester::Client { conn: c2, .. } if c2 == conn));
-        }
+        self.gets.forget_conn(conn);
         self.fences.forget_conn(conn);
         let term_wo_sync = Status::ERR_PROC_TERM_WO_SYNC;
         self.gone.insert(
@@ -1051,7 +1023,7 @@ impl Engine {
     // ---- host completions and time --------------------------------------------------------
 
     /// The host answered callback `op`.
-    pub(crate) fn handle_host_done(&mut self, op: OpId, outcome: HostOutcome, _now: Instant) {
+    pub(crate) fn handle_host_done(&mut self, op: OpId, outcome: HostOutcome) {
         let Some(pending) = self.host_ops.remove(&op) else {
             tracing::warn!(
                 op,
@@ -1149,7 +1121,7 @@ impl Engine {
                 self.finish_fence(seq, result);
             }
             PendingHost::Dmodex { target } => {
-                self.dmodex_inflight.remove(&target);
+                self.gets.host_answered(target);
                 let result = match outcome {
                     HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
                     other => Err(status_of(&other)),
@@ -1173,26 +1145,12 @@ impl Engine {
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         let expired = self.names.handle_timeout(now);
         self.answer_lookups(expired);
-        while let Some((&(t, n), _)) = self.timers.iter().next() {
-            if t > now {
-                break;
-            }
-            let Some(timer) = self.timers.remove(&(t, n)) else {
-                break;
-            };
+        while let Some(timer) = self.timers.pop_expired(now) {
             match timer {
                 Timer::Get { target, timer } => {
-                    let Some(list) = self.gets.get_mut(&target) else {
-                        continue;
-                    };
-                    let Some(pos) = list.iter().position(|g| g.timer == timer) else {
-                        continue;
-                    };
-                    let g = list.swap_remove(pos);
-                    if list.is_empty() {
-                        self.gets.remove(&target);
+                    if let Some(who) = self.gets.expire(target, timer) {
+                        self.fail_requester(who, Status::ERR_TIMEOUT);
                     }
-                    self.fail_requester(g.who, Status::ERR_TIMEOUT);
                 }
                 Timer::Fence { seq } => self.fail_fence(seq, Status::ERR_TIMEOUT),
             }

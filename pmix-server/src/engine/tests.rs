@@ -128,7 +128,7 @@ impl Sim {
                     }
                     Output::Close { conn } => {
                         self.closed.push(conn);
-                        self.eng.handle_closed(conn, self.now);
+                        self.eng.handle_closed(conn);
                     }
                     Output::Host { op, call } => self.host_calls.push((op, call)),
                     Output::Dmodex { token, result } => self.dmodex.push((token, result)),
@@ -150,7 +150,7 @@ impl Sim {
                         _ => HostOutcome::Unit(Ok(())),
                     };
                     progressed = true;
-                    self.eng.handle_host_done(op, outcome, self.now);
+                    self.eng.handle_host_done(op, outcome);
                 }
             }
             if !progressed {
@@ -190,8 +190,7 @@ impl Sim {
             matches!(call, HostCall::ClientConnected { .. }),
             "expected client_connected, got {call:?}"
         );
-        self.eng
-            .handle_host_done(op, HostOutcome::Unit(Ok(())), self.now);
+        self.eng.handle_host_done(op, HostOutcome::Unit(Ok(())));
         self.pump();
         assert!(
             self.accepted.contains(&conn),
@@ -244,7 +243,7 @@ impl Sim {
 
     /// The host answers callback `op`; the engine's outputs are taken.
     fn answer(&mut self, op: OpId, outcome: HostOutcome) {
-        self.eng.handle_host_done(op, outcome, self.now);
+        self.eng.handle_host_done(op, outcome);
         self.pump();
     }
 
@@ -410,7 +409,7 @@ fn a_name_claimed_with_its_secret_is_not_taken_by_uid_alone_after() {
     s.pump();
     // Its connection goes without a finalize: the name is still not the uid's to take, but
     // the secret still claims it.
-    s.eng.handle_closed(1, s.now);
+    s.eng.handle_closed(1);
     s.eng.handle_hello(3, &me(0), uid());
     s.pump();
     assert_eq!(
@@ -455,7 +454,7 @@ fn queries_go_to_the_host_and_its_answer_back() {
     assert_eq!(queries, vec![query(&[attr::QUERY_PROC_TABLE])]);
     let results = vec![Info::attr(attr::QUERY_PROC_TABLE, "a")];
     s.eng
-        .handle_host_done(op, HostOutcome::Infos(Ok(results.clone())), s.now);
+        .handle_host_done(op, HostOutcome::Infos(Ok(results.clone())));
     s.pump();
     assert_eq!(
         s.reply(1, asked),
@@ -472,11 +471,8 @@ fn queries_go_to_the_host_and_its_answer_back() {
         },
     );
     let (op, _) = s.host_calls.remove(0);
-    s.eng.handle_host_done(
-        op,
-        HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)),
-        s.now,
-    );
+    s.eng
+        .handle_host_done(op, HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)));
     s.pump();
     assert_eq!(s.reply(1, refused).status, Status::ERR_NOT_SUPPORTED);
     // An empty query is the client's mistake; the host never sees it.
@@ -494,11 +490,8 @@ fn host_can_refuse_a_client() {
     assert!(s.accepted.is_empty(), "accepted before the host answered");
     let (op, call) = s.host_calls.remove(0);
     assert!(matches!(call, HostCall::ClientConnected { .. }));
-    s.eng.handle_host_done(
-        op,
-        HostOutcome::Unit(Err(Status::ERR_NO_PERMISSIONS)),
-        s.now,
-    );
+    s.eng
+        .handle_host_done(op, HostOutcome::Unit(Err(Status::ERR_NO_PERMISSIONS)));
     s.pump();
     assert_eq!(s.refused, vec![(1, Status::ERR_NO_PERMISSIONS)]);
     // It may try again once the host agrees.
@@ -763,7 +756,7 @@ fn a_dead_participant_releases_fences_and_gets() {
     }
     let f0 = s.send(0, fence(vec![], true));
     let g1 = s.send(1, get(Proc::new(ns("a"), 2), "never", vec![]));
-    s.eng.handle_closed(2, s.now);
+    s.eng.handle_closed(2);
     s.pump();
     let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
     assert_eq!(s.reply(0, f0).status, term);
@@ -784,7 +777,7 @@ fn finalize_replies_after_the_host_and_closes() {
     assert!(s.take_reply(0, f).is_none());
     let (op, call) = s.host_calls.remove(0);
     assert!(matches!(call, HostCall::ClientFinalized { .. }));
-    s.eng.handle_host_done(op, HostOutcome::Unit(Ok(())), s.now);
+    s.eng.handle_host_done(op, HostOutcome::Unit(Ok(())));
     s.pump();
     assert_eq!(s.reply(0, f).status, Status::SUCCESS);
     assert!(s.closed.contains(&0));
@@ -869,8 +862,7 @@ fn fence_with_remote_participants_goes_through_the_host() {
         .collect();
     let mut all = data.clone();
     pmix_wire::encode_frame(&theirs, &mut all).unwrap();
-    s.eng
-        .handle_host_done(op, HostOutcome::Bytes(Ok(all)), s.now);
+    s.eng.handle_host_done(op, HostOutcome::Bytes(Ok(all)));
     s.pump();
     for (c, id) in [(0, a), (1, b)] {
         let rep = s.reply(c, id);
@@ -906,8 +898,7 @@ fn direct_modex_for_a_remote_process_asks_the_host_once() {
         }],
     }];
     pmix_wire::encode_frame(&pk, &mut blob).unwrap();
-    s.eng
-        .handle_host_done(op, HostOutcome::Bytes(Ok(blob)), s.now);
+    s.eng.handle_host_done(op, HostOutcome::Bytes(Ok(blob)));
     s.pump();
     assert_eq!(s.reply(0, g1).status, Status::SUCCESS);
     assert_eq!(s.reply(0, g2).status, Status::ERR_NOT_FOUND);
@@ -918,7 +909,7 @@ fn dmodex_request_from_the_host_waits_for_commit_and_hides_local_data() {
     let mut s = Sim::new();
     s.job("a", 1);
     s.connect(0, "a", 0);
-    s.eng.dmodex_request(&Proc::new(ns("a"), 0), 77, s.now);
+    s.eng.dmodex_request(&Proc::new(ns("a"), 0), 77);
     s.pump();
     assert!(s.dmodex.is_empty());
     let c = s.send(
@@ -1051,7 +1042,7 @@ fn deregister_purges_the_namespace() {
     );
     s.reply(0, c);
     let g = s.send(0, get(Proc::new(ns("a"), 1), "k", vec![]));
-    s.eng.deregister_nspace("a", s.now);
+    s.eng.deregister_nspace("a");
     s.pump();
     assert!(s.closed.contains(&0) && s.closed.contains(&1));
     assert!(s.eng.ns_id("a").is_none());
@@ -1194,7 +1185,7 @@ fn waiting_lookup_is_answered_by_a_later_publish_or_times_out() {
     assert_eq!(sim.reply(3, timed).status, Status::ERR_TIMEOUT);
     // A waiter whose client goes away is dropped: a later publish answers nobody.
     let gone = sim.send(2, lookup(&["later"], wait));
-    sim.eng.handle_closed(2, sim.now);
+    sim.eng.handle_closed(2);
     sim.pump();
     sim.send(1, publish(&[("later", "v")], vec![]));
     assert!(sim.take_reply(2, gone).is_none());
@@ -1212,7 +1203,7 @@ fn publications_end_with_their_process_or_namespace() {
     sim.send(1, publish(&[("proc", "x")], per(Persistence::PROC)));
     sim.send(1, publish(&[("app", "x")], vec![]));
     sim.send(1, publish(&[("indef", "x")], per(Persistence::INDEF)));
-    sim.eng.handle_closed(1, sim.now);
+    sim.eng.handle_closed(1);
     sim.pump();
     let id = sim.send(3, lookup(&["proc", "app", "indef"], vec![]));
     let names: Vec<_> = found_keys(&sim.reply(3, id))
@@ -1220,7 +1211,7 @@ fn publications_end_with_their_process_or_namespace() {
         .map(|(k, _)| k)
         .collect();
     assert_eq!(names, ["app", "indef"], "PROC data goes with its publisher");
-    sim.eng.deregister_nspace("a", sim.now);
+    sim.eng.deregister_nspace("a");
     sim.pump();
     let id = sim.send(3, lookup(&["proc", "app", "indef"], vec![]));
     let names: Vec<_> = found_keys(&sim.reply(3, id))
@@ -1255,11 +1246,8 @@ fn host_name_service_gets_the_callers_credentials() {
         info.iter()
             .any(|i| i.key.as_str() == attr::GRPID && i.value.as_u32() == Some(GID))
     );
-    sim.eng.handle_host_done(
-        op,
-        HostOutcome::Unit(Err(Status::ERR_DUPLICATE_KEY)),
-        sim.now,
-    );
+    sim.eng
+        .handle_host_done(op, HostOutcome::Unit(Err(Status::ERR_DUPLICATE_KEY)));
     sim.pump();
     assert_eq!(
         sim.reply(1, id).status,
@@ -1269,7 +1257,7 @@ fn host_name_service_gets_the_callers_credentials() {
     let id = sim.send(1, lookup(&["k"], vec![]));
     let (op, _) = sim.host_calls.remove(0);
     sim.eng
-        .handle_host_done(op, HostOutcome::Lookup(Ok(vec![])), sim.now);
+        .handle_host_done(op, HostOutcome::Lookup(Ok(vec![])));
     sim.pump();
     assert_eq!(sim.reply(1, id).status, Status::ERR_NOT_FOUND);
 }
@@ -1433,7 +1421,7 @@ fn a_participant_dying_mid_connect_fails_the_others_and_raises_an_event() {
         },
     );
     // b:0 dies before connecting.
-    sim.eng.handle_closed(2, sim.now);
+    sim.eng.handle_closed(2);
     sim.pump();
     assert_eq!(sim.reply(1, i1).status, Status::ERR_PROC_TERM_WO_SYNC);
     assert_eq!(sim.reply(3, i3).status, Status::ERR_PROC_TERM_WO_SYNC);
@@ -1482,7 +1470,7 @@ fn connected_jobs_hear_of_each_others_failures() {
     );
     sim.reply(1, i1);
     sim.reply(2, i2);
-    sim.eng.handle_closed(2, sim.now);
+    sim.eng.handle_closed(2);
     sim.pump();
     assert_eq!(sim.events.len(), 1, "the connected job is told");
     assert_eq!(sim.events[0].0, 1);
@@ -1580,7 +1568,7 @@ fn spawn_goes_to_the_host_and_its_answer_to_the_client() {
     };
     assert_eq!((proc, apps), (Proc::new(ns("a"), 0), vec![app.clone()]));
     sim.eng
-        .handle_host_done(op, HostOutcome::Nspace(Ok(ns("child"))), sim.now);
+        .handle_host_done(op, HostOutcome::Nspace(Ok(ns("child"))));
     sim.pump();
     let r = sim.reply(1, id);
     assert_eq!(
@@ -1598,11 +1586,8 @@ fn spawn_goes_to_the_host_and_its_answer_to_the_client() {
         },
     );
     let (op, _) = sim.host_calls.remove(0);
-    sim.eng.handle_host_done(
-        op,
-        HostOutcome::Nspace(Err(Status::ERR_JOB_EXE_NOT_FOUND)),
-        sim.now,
-    );
+    sim.eng
+        .handle_host_done(op, HostOutcome::Nspace(Err(Status::ERR_JOB_EXE_NOT_FOUND)));
     sim.pump();
     assert_eq!(sim.reply(1, id).status, Status::ERR_JOB_EXE_NOT_FOUND);
     let id = sim.send(
@@ -1812,8 +1797,7 @@ fn barriers_across_nodes_send_only_the_values_stored_since_over_whole_namespaces
             })
             .collect();
         sent.sort();
-        s.eng
-            .handle_host_done(op, HostOutcome::Bytes(Ok(data)), s.now);
+        s.eng.handle_host_done(op, HostOutcome::Bytes(Ok(data)));
         s.pump();
         for (c, id) in ids {
             assert_eq!(s.reply(c, id).status, Status::SUCCESS);

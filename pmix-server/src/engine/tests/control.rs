@@ -246,10 +246,10 @@ fn cleanups_are_kept_by_the_server_and_run_when_the_namespace_ends() {
         s.reply(1, conflict).status,
         Status::ERR_CONFLICTING_CLEANUP_DIRECTIVES
     );
-    s.eng.deregister_nspace("b", s.now);
+    s.eng.deregister_nspace("b");
     s.pump();
     assert!(s.cleanups.is_empty(), "another job's end ran them");
-    s.eng.deregister_nspace("a", s.now);
+    s.eng.deregister_nspace("a");
     s.pump();
     assert_eq!(s.cleanups.len(), 1);
     let c = &s.cleanups[0];
