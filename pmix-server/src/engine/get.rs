@@ -160,7 +160,7 @@ impl Engine {
                     .any(|i| i.key == *k)
             });
             let job = image.clone();
-            if let Some(c) = self.conns.get_mut(&conn) {
+            if let Some(c) = self.sessions.conn_mut(conn) {
                 c.has_jobs.insert(ns);
             }
             let status = found_status(found);
@@ -213,7 +213,7 @@ impl Engine {
         if self.committed.contains_key(&t) {
             return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
         }
-        if let Some(&status) = self.gone.get(&t) {
+        if let Some(&status) = self.sessions.gone().get(&t) {
             return self.reply_status(conn, id, status);
         }
         let immediate = info_flag(info, attr::IMMEDIATE);
@@ -248,7 +248,7 @@ impl Engine {
                 self.out.push_back(Output::Dmodex { token, result });
             }
             Requester::Client { conn, id } => {
-                let Some(c) = self.conns.get(&conn) else {
+                let Some(c) = self.sessions.conn(conn) else {
                     return;
                 };
                 let requester_rank = c.proc.rank;
@@ -270,7 +270,7 @@ impl Engine {
                 };
                 let proc = Proc::new(nsinfo.name.clone(), rank);
                 if ship_job {
-                    if let Some(c) = self.conns.get_mut(&conn) {
+                    if let Some(c) = self.sessions.conn_mut(conn) {
                         c.has_jobs.insert(ns);
                     }
                 }

@@ -28,6 +28,7 @@ mod naming;
 pub(crate) mod nspace;
 mod psets;
 mod query;
+mod sessions;
 mod store;
 mod timers;
 mod tools;
@@ -44,12 +45,12 @@ use pmix_wire::{
 use self::fence::{FenceOp, FenceTable, Kind};
 use self::get::{Gets, Requester};
 use self::names::{Caller, LookupOutcome, NameStore};
+use self::sessions::{Conn, ConnState, EventReg, Sessions};
 use self::store::{NsId, Store};
 use self::timers::{Timer, Timers};
 use crate::Error;
 
 pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
-use self::auth::{Claim, constant_time_eq};
 pub use self::groups::GroupOp;
 use self::groups::Groups;
 pub use self::names::NameService;
@@ -228,78 +229,6 @@ impl Namespace {
     }
 }
 
-struct ClientReg {
-    uid: u32,
-    gid: u32,
-    proofs: Proofs,
-    conn: Option<ConnId>,
-    /// How the name was last claimed: a name once claimed with a secret or a way made for
-    /// it is not taken by uid alone afterwards (a reconnection), even where that was allowed.
-    claimed: Option<Claim>,
-    finalized: bool,
-}
-
-enum ConnState {
-    /// Authenticated; waiting for the host's client_connected.
-    Connecting,
-    Active,
-    /// Finalize was asked; waiting for the host.
-    Finalizing,
-}
-
-struct Conn {
-    proc: Proc,
-    ns: NsId,
-    state: ConnState,
-    /// Namespaces whose job data this client already holds (RFC0009 shipping).
-    has_jobs: HashSet<NsId>,
-    /// The event codes it registered for.
-    events: EventReg,
-    /// By participant list (numbered in `Engine::participant_ids`): the commit sequence number up to
-    /// which this client received every participant's data from a collecting fence. The next
-    /// collecting fence over the list sends it only what was committed since: it holds the
-    /// rest in its store.
-    collected: HashMap<u32, u64>,
-}
-
-/// A client's event registrations, counted: each registration adds, each deregistration
-/// removes one.
-#[derive(Default)]
-struct EventReg {
-    /// Registrations for every code.
-    all: u32,
-    codes: HashMap<Status, u32>,
-}
-
-impl EventReg {
-    fn wants(&self, code: Status) -> bool {
-        self.all > 0 || self.codes.get(&code).is_some_and(|n| *n > 0)
-    }
-
-    fn add(&mut self, codes: &[Status]) {
-        if codes.is_empty() {
-            self.all += 1;
-        }
-        for c in codes {
-            *self.codes.entry(*c).or_default() += 1;
-        }
-    }
-
-    fn remove(&mut self, codes: &[Status]) {
-        if codes.is_empty() {
-            self.all = self.all.saturating_sub(1);
-        }
-        for c in codes {
-            if let Some(n) = self.codes.get_mut(c) {
-                *n -= 1;
-                if *n == 0 {
-                    self.codes.remove(c);
-                }
-            }
-        }
-    }
-}
-
 enum PendingHost {
     Connect {
         conn: ConnId,
@@ -373,8 +302,8 @@ pub(crate) struct Engine {
     ns_ids: HashMap<Nspace, NsId>,
     nspaces: HashMap<NsId, Namespace>,
     next_ns: NsId,
-    clients: HashMap<(NsId, Rank), ClientReg>,
-    conns: HashMap<ConnId, Conn>,
+    /// Registered clients, their connections, the processes gone.
+    sessions: Sessions,
     store: Store,
     /// Processes whose data is here (committed locally, or brought from other nodes), with
     /// the sequence number of their latest commit.
@@ -387,8 +316,6 @@ pub(crate) struct Engine {
     commit_seq: u64,
     /// Participant lists of collecting fences, numbered (see `Conn::collected`).
     participant_ids: HashMap<Vec<Proc>, u32>,
-    /// Local processes whose connection ended, with the status to give whoever waits for them.
-    gone: HashMap<(NsId, Rank), Status>,
     /// Gets waiting for their target's data.
     gets: Gets,
     fences: FenceTable,
@@ -446,14 +373,12 @@ impl Engine {
             ns_ids: HashMap::new(),
             nspaces: HashMap::new(),
             next_ns: 1,
-            clients: HashMap::new(),
-            conns: HashMap::new(),
+            sessions: Sessions::default(),
             store: Store::default(),
             committed: HashMap::new(),
             shipped: HashMap::new(),
             commit_seq: 0,
             participant_ids: HashMap::new(),
-            gone: HashMap::new(),
             gets: Gets::default(),
             fences: FenceTable::default(),
             host_ops: HashMap::new(),
@@ -562,21 +487,14 @@ impl Engine {
             self.names.end_nspace(SESSION, &ns.name);
             self.tools_job_ended(&ns.name);
         }
-        let conns: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.ns == id)
-            .map(|(k, _)| *k)
-            .collect();
-        for conn in conns {
+        for conn in self.sessions.conns_of(id) {
             self.handle_closed(conn);
             self.out.push_back(Output::Close { conn });
         }
-        self.clients.retain(|(n, _), _| *n != id);
+        self.sessions.purge_nspace(id);
         self.connected.retain(|(a, b)| *a != id && *b != id);
         self.committed.retain(|(n, _), _| *n != id);
         self.shipped.retain(|(n, _), _| *n != id);
-        self.gone.retain(|(n, _), _| *n != id);
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
@@ -586,7 +504,7 @@ impl Engine {
         }
         self.fail_fences_with(|p| p.nspace.as_str() == nspace, Status::ERR_NOT_FOUND);
         self.committed.shrink_to_fit();
-        self.clients.shrink_to_fit();
+        self.sessions.shrink();
     }
 
     /// `register_client`.
@@ -607,18 +525,7 @@ impl Engine {
                 proc.rank, proc.nspace
             )));
         }
-        self.gone.remove(&(ns, proc.rank));
-        self.clients.insert(
-            (ns, proc.rank),
-            ClientReg {
-                uid,
-                gid,
-                proofs,
-                conn: None,
-                claimed: None,
-                finalized: false,
-            },
-        );
+        self.sessions.register((ns, proc.rank), uid, gid, proofs);
         Ok(())
     }
 
@@ -627,11 +534,9 @@ impl Engine {
         let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
             return;
         };
-        if let Some(reg) = self.clients.remove(&(ns, proc.rank)) {
-            if let Some(conn) = reg.conn {
-                self.handle_closed(conn);
-                self.out.push_back(Output::Close { conn });
-            }
+        if let Some(conn) = self.sessions.deregister((ns, proc.rank)) {
+            self.handle_closed(conn);
+            self.out.push_back(Output::Close { conn });
         }
     }
 
@@ -651,14 +556,14 @@ impl Engine {
     /// True when `proc` is a registered client of this server.
     pub(crate) fn is_registered(&self, proc: &Proc) -> bool {
         self.ns_id(proc.nspace.as_str())
-            .is_some_and(|ns| self.clients.contains_key(&(ns, proc.rank)))
+            .is_some_and(|ns| self.sessions.is_registered((ns, proc.rank)))
     }
 
     /// What may claim a registered client (for `setup_fork`: its secret, and whether to name
     /// the OpenPMIx port).
     pub(crate) fn client_proofs(&self, proc: &Proc) -> Option<Proofs> {
         let ns = self.ns_id(proc.nspace.as_str())?;
-        self.clients.get(&(ns, proc.rank)).map(|c| c.proofs)
+        self.sessions.proofs((ns, proc.rank))
     }
 
     /// A host asks for the data of a local process on behalf of another node.
@@ -704,105 +609,36 @@ impl Engine {
     /// `auth` says.
     pub(crate) fn handle_hello(&mut self, conn: ConnId, proc: &Proc, auth: Auth) {
         let (nspace, rank) = (&proc.nspace, proc.rank);
-        let claim = auth.claim();
-        let (secret, creds) = match auth {
-            Auth::Secret { secret, creds } => (Some(secret), creds),
-            Auth::Vouched { creds } => (None, creds),
-            Auth::Uid { creds } => (None, Some(creds)),
-        };
-        let refuse = |eng: &mut Engine, status: Status, reason: String| {
-            if status == Status::ERR_NOT_FOUND {
-                // Routine when a process's hello is read after its job was let go (it was
-                // killed with the rest of the job): the client is told why, the log is not.
-                tracing::info!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
-            } else {
-                tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
-            }
-            eng.out.push_back(Output::Refuse {
-                conn,
-                status,
-                reason,
-            });
-        };
-        let Some(ns) = self.ns_id(nspace.as_str()) else {
-            return refuse(
-                self,
+        let accepted = match self.ns_id(nspace.as_str()) {
+            Some(ns) => self.sessions.hello(conn, proc, ns, auth),
+            None => Err((
                 Status::ERR_NOT_FOUND,
                 format!("namespace {nspace} is not registered"),
-            );
+            )),
         };
-        let Some(reg) = self.clients.get(&(ns, rank)) else {
-            return refuse(
-                self,
-                Status::ERR_NOT_FOUND,
-                format!("process {nspace}:{rank} is not registered"),
-            );
-        };
-        if let Some(c) = creds {
-            if c.uid != reg.uid || c.gid != reg.gid {
-                let reason = format!(
-                    "peer credentials uid {} gid {} differ from the registered uid {} gid {}",
-                    c.uid, c.gid, reg.uid, reg.gid
+        match accepted {
+            Ok(()) => {
+                let proc = proc.clone();
+                self.host_call(
+                    PendingHost::Connect { conn },
+                    HostCall::ClientConnected { proc },
                 );
-                return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
+            }
+            Err((status, reason)) => {
+                if status == Status::ERR_NOT_FOUND {
+                    // Routine when a process's hello is read after its job was let go (it was
+                    // killed with the rest of the job): the client is told why, the log is not.
+                    tracing::info!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+                } else {
+                    tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+                }
+                self.out.push_back(Output::Refuse {
+                    conn,
+                    status,
+                    reason,
+                });
             }
         }
-        if secret.is_some_and(|s| !constant_time_eq(&s, &reg.proofs.secret)) {
-            return refuse(
-                self,
-                Status::ERR_INVALID_CRED,
-                format!("wrong secret for {nspace}:{rank}"),
-            );
-        }
-        if claim == Claim::Uid && !reg.proofs.by_uid {
-            let reason = format!(
-                "{nspace}:{rank} was set up as a pmix-rs or PMI-1 client: its name is not \
-                 claimed by uid alone (the OpenPMIx port), only with what its launcher gave it"
-            );
-            return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
-        }
-        if claim == Claim::Uid && reg.claimed.is_some_and(|c| c != Claim::Uid) {
-            let reason = format!(
-                "{nspace}:{rank} was claimed {} before: it is not claimed by uid alone now",
-                reg.claimed.map_or(String::new(), |c| c.to_string())
-            );
-            return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
-        }
-        if reg.conn.is_some() {
-            let how = reg.claimed.map_or(String::new(), |c| format!(" ({c})"));
-            return refuse(
-                self,
-                Status::ERR_EXISTS,
-                format!("{nspace}:{rank} is already connected{how}"),
-            );
-        }
-        // A process that finalized may init again (PMIx_Init after PMIx_Finalize): it is
-        // back, with what it committed before; what waited for it had failed at its finalize.
-        if reg.finalized {
-            tracing::debug!(conn, %nspace, %rank, "a finalized client connects again");
-            self.gone.remove(&(ns, rank));
-        }
-        if let Some(reg) = self.clients.get_mut(&(ns, rank)) {
-            reg.conn = Some(conn);
-            reg.claimed = Some(claim);
-            reg.finalized = false;
-        }
-        let proc = proc.clone();
-        self.conns.insert(
-            conn,
-            Conn {
-                proc: proc.clone(),
-                ns,
-                state: ConnState::Connecting,
-                has_jobs: HashSet::from([ns]),
-                events: EventReg::default(),
-                collected: HashMap::new(),
-            },
-        );
-        self.host_call(
-            PendingHost::Connect { conn },
-            HostCall::ClientConnected { proc },
-        );
     }
 
     /// A connection went away (closed, reset, or closed by us).
@@ -810,30 +646,18 @@ impl Engine {
         if self.tool_closed(conn) {
             return;
         }
-        let Some(c) = self.conns.remove(&conn) else {
+        let Some(c) = self.sessions.closed(conn) else {
             return;
         };
         let key = (c.ns, c.proc.rank);
         self.debug_proc_gone(c.ns, c.proc.rank);
-        let finalized = matches!(c.state, ConnState::Finalizing);
-        if let Some(reg) = self.clients.get_mut(&key) {
-            reg.conn = None;
-            reg.finalized |= finalized;
-        }
+        let finalized = c.finalized;
         // Requests of this client that wait for others are dropped; nobody will read the answer.
         self.names.end_proc(SESSION, &c.proc);
         self.names.forget_waiters(|(c2, _)| *c2 == conn);
         self.gets.forget_conn(conn);
         self.fences.forget_conn(conn);
         let term_wo_sync = Status::ERR_PROC_TERM_WO_SYNC;
-        self.gone.insert(
-            key,
-            if finalized {
-                Status::ERR_NOT_FOUND
-            } else {
-                term_wo_sync
-            },
-        );
         if finalized {
             // A finalized process will enter no more fences.
             let gone = c.proc.clone();
@@ -865,10 +689,9 @@ impl Engine {
             return;
         };
         let key = (ns, proc.rank);
-        if self.gone.contains_key(&key) {
+        if !self.sessions.ended_elsewhere(key, status) {
             return;
         }
-        self.gone.insert(key, status);
         if !self.committed.contains_key(&key) {
             self.fail_gets(key, status);
         }
@@ -886,7 +709,7 @@ impl Engine {
         if self.is_tool(conn) {
             return self.tool_request(conn, id, req);
         }
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.sessions.conn(conn) else {
             return;
         };
         if !matches!(c.state, ConnState::Active) {
@@ -914,13 +737,13 @@ impl Engine {
             }
             Request::Spawn { job_info, apps } => self.spawn(conn, id, me, job_info, apps),
             Request::RegisterEvents { codes, .. } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.sessions.conn_mut(conn) {
                     c.events.add(&codes);
                 }
                 self.reply_status(conn, id, Status::SUCCESS);
             }
             Request::DeregisterEvents { codes } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.sessions.conn_mut(conn) {
                     c.events.remove(&codes);
                 }
                 self.reply_status(conn, id, Status::SUCCESS);
@@ -953,7 +776,7 @@ impl Engine {
                 );
             }
             Request::Finalize { .. } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.sessions.conn_mut(conn) {
                     c.state = ConnState::Finalizing;
                 }
                 self.host_call(
@@ -1034,7 +857,7 @@ impl Engine {
         match pending {
             PendingHost::Connect { conn } => {
                 let status = status_of(&outcome);
-                let Some(c) = self.conns.get_mut(&conn) else {
+                let Some(c) = self.sessions.conn_mut(conn) else {
                     return;
                 };
                 if status.is_success() {
@@ -1049,12 +872,9 @@ impl Engine {
                         }),
                     }
                 } else {
-                    let proc = c.proc.clone();
-                    tracing::warn!(%proc, ?status, "host refused the client");
-                    if let Some(reg) = self.clients.get_mut(&(c.ns, proc.rank)) {
-                        reg.conn = None;
+                    if let Some(proc) = self.sessions.refused(conn) {
+                        tracing::warn!(%proc, ?status, "host refused the client");
                     }
-                    self.conns.remove(&conn);
                     self.out.push_back(Output::Refuse {
                         conn,
                         status,

@@ -1047,7 +1047,7 @@ fn deregister_purges_the_namespace() {
     assert!(s.closed.contains(&0) && s.closed.contains(&1));
     assert!(s.eng.ns_id("a").is_none());
     assert_eq!(s.eng.store.len(), 0);
-    assert!(s.eng.gets.is_empty() && s.eng.clients.is_empty() && s.eng.conns.is_empty());
+    assert!(s.eng.gets.is_empty() && s.eng.sessions.is_empty());
     let _ = g;
 }
 
