@@ -20,6 +20,7 @@ mod get;
 mod group_info;
 mod group_membership;
 mod groups;
+mod host_ops;
 mod iof;
 pub(crate) mod job_control;
 mod log;
@@ -44,6 +45,8 @@ use pmix_wire::{
 
 use self::fence::{FenceOp, FenceTable, Kind};
 use self::get::{Gets, Requester};
+pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
+use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
 use self::names::{Caller, LookupOutcome, NameStore};
 use self::sessions::{Conn, ConnState, EventReg, Sessions};
 use self::store::{NsId, Store};
@@ -59,114 +62,6 @@ pub(crate) use self::tools::ToolHello;
 
 /// A connection, as the I/O shell numbers them.
 pub(crate) type ConnId = usize;
-
-/// A host callback in flight.
-pub(crate) type OpId = u64;
-
-/// What the host answered, by callback kind.
-#[derive(Debug)]
-#[doc(hidden)]
-pub enum HostOutcome {
-    /// A callback answered with nothing but a status.
-    Unit(Result<(), Status>),
-    /// Bytes (fence data, direct modex data).
-    Bytes(Result<Vec<u8>, Status>),
-    /// Lookup results.
-    Lookup(Result<Vec<pmix_wire::Published>, Status>),
-    /// A namespace (spawn).
-    Nspace(Result<Nspace, Status>),
-    /// Info entries (query).
-    Infos(Result<Vec<Info>, Status>),
-}
-
-/// A call the engine wants the shell to make on the host.
-#[derive(Debug)]
-pub(crate) enum HostCall {
-    ClientConnected {
-        proc: Proc,
-    },
-    ClientFinalized {
-        proc: Proc,
-    },
-    Abort {
-        proc: Proc,
-        status: Status,
-        message: String,
-        procs: Vec<Proc>,
-    },
-    FenceNb {
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-        data: Vec<u8>,
-    },
-    DirectModex {
-        proc: Proc,
-        info: Vec<Info>,
-    },
-    Publish {
-        proc: Proc,
-        data: Vec<Info>,
-        info: Vec<Info>,
-    },
-    Lookup {
-        proc: Proc,
-        keys: Vec<Key>,
-        info: Vec<Info>,
-    },
-    Unpublish {
-        proc: Proc,
-        keys: Vec<Key>,
-        info: Vec<Info>,
-    },
-    Spawn {
-        proc: Proc,
-        job_info: Vec<Info>,
-        apps: Vec<App>,
-    },
-    Connect {
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-        data: Vec<u8>,
-    },
-    Disconnect {
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-    },
-    NotifyEvent {
-        event: Event,
-    },
-    Query {
-        proc: Proc,
-        queries: Vec<Query>,
-    },
-    Log {
-        proc: Proc,
-        data: Vec<Info>,
-        directives: Vec<Info>,
-    },
-    JobControl {
-        proc: Proc,
-        targets: Vec<Proc>,
-        directives: Vec<Info>,
-    },
-    Group {
-        op: GroupOp,
-        grp: String,
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-        data: Vec<u8>,
-    },
-    ToolConnected {
-        tool: Proc,
-        info: Vec<Info>,
-    },
-    PushStdin {
-        source: Proc,
-        targets: Vec<Proc>,
-        directives: Vec<Info>,
-        data: Option<Vec<u8>>,
-    },
-}
 
 /// What the engine asks the shell to do.
 #[derive(Debug)]
@@ -229,61 +124,6 @@ impl Namespace {
     }
 }
 
-enum PendingHost {
-    Connect {
-        conn: ConnId,
-    },
-    /// A tool's connection, with the host (`tool_connected`).
-    ToolConnect {
-        conn: ConnId,
-    },
-    Finalize {
-        conn: ConnId,
-        id: u32,
-    },
-    Abort {
-        conn: ConnId,
-        id: u32,
-    },
-    Fence {
-        seq: u64,
-    },
-    Dmodex {
-        target: (NsId, Rank),
-    },
-    /// A request answered with the host's status alone.
-    Status {
-        conn: ConnId,
-        id: u32,
-    },
-    Lookup {
-        conn: ConnId,
-        id: u32,
-    },
-    Spawn {
-        conn: ConnId,
-        id: u32,
-    },
-    Query {
-        conn: ConnId,
-        id: u32,
-        /// What was answered without the host.
-        local: Vec<Info>,
-    },
-    /// A disconnect spanning nodes, completed by the host.
-    Collective {
-        seq: u64,
-    },
-    /// A group collective spanning nodes, completed by the host.
-    Group {
-        seq: u64,
-        op: GroupOp,
-        gid: u32,
-    },
-    /// Nobody waits for the answer.
-    Nothing,
-}
-
 /// Whether an event of this range may concern processes of other nodes.
 fn reaches_other_nodes(range: DataRange) -> bool {
     !matches!(
@@ -319,8 +159,8 @@ pub(crate) struct Engine {
     /// Gets waiting for their target's data.
     gets: Gets,
     fences: FenceTable,
-    host_ops: HashMap<OpId, PendingHost>,
-    next_op: OpId,
+    /// Host callbacks in flight, with who waits for each answer.
+    host_ops: HostOps,
     timers: Timers,
     /// Namespaces connected with each other (both orders), for failure events.
     connected: HashSet<(NsId, NsId)>,
@@ -381,8 +221,7 @@ impl Engine {
             participant_ids: HashMap::new(),
             gets: Gets::default(),
             fences: FenceTable::default(),
-            host_ops: HashMap::new(),
-            next_op: 1,
+            host_ops: HostOps::default(),
             timers: Timers::default(),
             connected: HashSet::new(),
             me,
@@ -417,9 +256,7 @@ impl Engine {
     }
 
     fn host_call(&mut self, pending: PendingHost, call: HostCall) {
-        let op = self.next_op;
-        self.next_op += 1;
-        self.host_ops.insert(op, pending);
+        let op = self.host_ops.start(pending);
         self.out.push_back(Output::Host { op, call });
     }
 
@@ -847,7 +684,7 @@ impl Engine {
 
     /// The host answered callback `op`.
     pub(crate) fn handle_host_done(&mut self, op: OpId, outcome: HostOutcome) {
-        let Some(pending) = self.host_ops.remove(&op) else {
+        let Some(pending) = self.host_ops.finish(op) else {
             tracing::warn!(
                 op,
                 "host completed an unknown or already completed callback"
@@ -978,26 +815,6 @@ impl Engine {
     }
 }
 
-/// The status a host answered with.
-fn status_of(o: &HostOutcome) -> Status {
-    match o {
-        HostOutcome::Unit(r) => r.err().unwrap_or(Status::SUCCESS),
-        HostOutcome::Bytes(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-        HostOutcome::Lookup(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-        HostOutcome::Nspace(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-        HostOutcome::Infos(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-    }
-}
-
-/// The status for a client when the host did not answer with the value its request needs: its
-/// error, or `ERR_BAD_PARAM` for a success of the wrong kind.
-fn failure_of(o: &HostOutcome) -> Status {
-    match status_of(o) {
-        s if s.is_success() => Status::ERR_BAD_PARAM,
-        s => s,
-    }
-}
-
 fn success(body: ReplyBody) -> Reply {
     Reply {
         status: Status::SUCCESS,
@@ -1030,19 +847,6 @@ fn found_status(found: bool) -> Status {
     } else {
         Status::ERR_NOT_FOUND
     }
-}
-
-/// Decodes the concatenated per-node contributions a host returns.
-fn decode_blobs(bytes: &[u8]) -> Result<Vec<ProcKvs>, Status> {
-    decode_frames(bytes)
-}
-
-/// Decodes concatenated frames, each a list of `T`, into one list.
-fn decode_frames<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Vec<T>, Status> {
-    pmix_wire::decode_frame_lists(bytes).map_err(|e| {
-        tracing::warn!("undecodable data from the host: {e}");
-        Status::ERR_UNPACK_FAILURE
-    })
 }
 
 #[cfg(test)]
