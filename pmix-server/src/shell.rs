@@ -349,9 +349,7 @@ impl<H: Host> Shell<H> {
                 };
                 moved = true;
                 match msg {
-                    LoopMsg::HostDone(op, outcome) => {
-                        self.engine.handle_host_done(op, outcome, Instant::now())
-                    }
+                    LoopMsg::HostDone(op, outcome) => self.engine.handle_host_done(op, outcome),
                     LoopMsg::Call(call) => self.call(call),
                     LoopMsg::Shutdown => self.running = false,
                 }
@@ -402,8 +400,7 @@ impl<H: Host> Shell<H> {
                 let _ = reply.send(result);
             }
             Call::DeregisterNspace { nspace, reply } => {
-                self.engine
-                    .deregister_nspace(nspace.as_str(), Instant::now());
+                self.engine.deregister_nspace(nspace.as_str());
                 if let Some(dir) = self.nsdirs.remove(&nspace) {
                     remove_nsdir(&dir);
                 }
@@ -423,7 +420,7 @@ impl<H: Host> Shell<H> {
                 let _ = reply.send(self.engine.register_client(&proc, uid, gid, proofs));
             }
             Call::DeregisterClient { proc, reply } => {
-                self.engine.deregister_client(&proc, Instant::now());
+                self.engine.deregister_client(&proc);
                 let _ = reply.send(());
             }
             Call::ClientProofs { proc, reply } => {
@@ -433,7 +430,7 @@ impl<H: Host> Shell<H> {
                 let token = self.next_token;
                 self.next_token += 1;
                 self.dmodex.insert(token, done);
-                self.engine.dmodex_request(&proc, token, Instant::now());
+                self.engine.dmodex_request(&proc, token);
             }
             Call::Notify { event } => self.engine.host_notify(&event),
             Call::DefinePset { name, members } => self.engine.define_pset(name, members),
@@ -970,7 +967,7 @@ impl<H: Host> Shell<H> {
         if let Some(uid) = unauthenticated {
             self.handshake_over(uid);
         }
-        self.engine.handle_closed(engine_conn, Instant::now());
+        self.engine.handle_closed(engine_conn);
     }
 
     fn shutdown(&mut self) {

@@ -140,7 +140,14 @@ fn sans_io_cores_do_no_io() {
             let text = std::fs::read_to_string(&file).expect("source file");
             // Tests may use a clock to seed virtual time.
             let code = text.split("#[cfg(test)]").next().unwrap_or(&text);
-            let is_test_file = file.file_name().is_some_and(|n| n == "tests.rs");
+            // A test harness: a sibling `tests.rs`, or the `mod.rs` of a `tests/` folder (its
+            // concern files are checked like any other).
+            let is_test_file = file.file_name().is_some_and(|n| n == "tests.rs")
+                || (file.file_name().is_some_and(|n| n == "mod.rs")
+                    && file
+                        .parent()
+                        .and_then(|d| d.file_name())
+                        .is_some_and(|d| d == "tests"));
             if is_test_file {
                 continue;
             }

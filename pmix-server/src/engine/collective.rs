@@ -2,6 +2,8 @@
 //! (with this node's contribution) when some participants live on other nodes, completed or
 //! failed for every waiter; and the data other nodes send, stored for later gets.
 
+use std::collections::BTreeMap;
+
 use super::*;
 
 impl Engine {
@@ -62,7 +64,7 @@ impl Engine {
         }
         local.sort_unstable();
         local.dedup();
-        let Some(my_ns) = self.conns.get(&conn).map(|c| c.ns) else {
+        let Some(my_ns) = self.sessions.conn(conn).map(|c| c.ns) else {
             return;
         };
         let collect = kind == Kind::Connect || info_flag(info, attr::COLLECT_DATA);
@@ -79,16 +81,15 @@ impl Engine {
             collect,
         );
         if let Some(d) = deadline {
-            let timer = self.next_timer;
-            self.next_timer += 1;
-            self.timers.insert((d, timer), Timer::Fence { seq });
+            self.timers.set_fence(d, seq);
         }
         // A participant that already left will never arrive. The first such in participant
         // order decides the status; looked for from the smaller side, since this runs at every
         // arrival (usually nobody has left, and then it costs nothing).
         let departed = self.fences.get(seq).and_then(|op| {
-            if self.gone.len() < op.local.len() {
-                self.gone
+            if self.sessions.gone().len() < op.local.len() {
+                self.sessions
+                    .gone()
                     .iter()
                     .filter(|(p, _)| op.waits_for(**p))
                     .min_by_key(|(p, _)| op.local.binary_search(p).ok())
@@ -97,7 +98,7 @@ impl Engine {
                 op.local
                     .iter()
                     .filter(|p| op.waits_for(**p))
-                    .find_map(|p| self.gone.get(p))
+                    .find_map(|p| self.sessions.gone().get(p))
                     .copied()
             }
         });
@@ -111,21 +112,22 @@ impl Engine {
     /// ([`Engine::proc_ended_elsewhere`]), if any.
     pub(super) fn remote_departed(&self, seq: u64) -> Option<Status> {
         let op = self.fences.get(seq)?;
-        if !op.remote || self.gone.is_empty() {
+        if !op.remote || self.sessions.gone().is_empty() {
             return None;
         }
         op.participants.iter().find_map(|p| {
             let ns = self.ns_id(p.nspace.as_str())?;
             let local = self.nspaces.get(&ns)?;
             if p.rank == Rank::WILDCARD {
-                self.gone
+                self.sessions
+                    .gone()
                     .iter()
                     .find(|((n, r), _)| *n == ns && !local.is_local(*r))
                     .map(|(_, s)| *s)
             } else if local.is_local(p.rank) {
                 None
             } else {
-                self.gone.get(&(ns, p.rank)).copied()
+                self.sessions.gone().get(&(ns, p.rank)).copied()
             }
         })
     }
@@ -239,7 +241,7 @@ impl Engine {
         let Some(op) = self.fences.remove(seq) else {
             return;
         };
-        self.timers.retain(|_, t| *t != Timer::Fence { seq });
+        self.timers.cancel_fence(seq);
         let remote = match remote {
             // The host hands back every node's contribution, ours included; ours is better
             // taken from the store, where LOCAL-scope data is too.
@@ -299,7 +301,7 @@ impl Engine {
             let now = self.commit_seq;
             let mut by_mark: BTreeMap<u64, Vec<(ConnId, u32)>> = BTreeMap::new();
             for w in &collectors {
-                let Some(c) = self.conns.get_mut(&w.conn) else {
+                let Some(c) = self.sessions.conn_mut(w.conn) else {
                     continue;
                 };
                 let mark = c.collected.insert(participants_id, now).unwrap_or(0);
@@ -376,7 +378,7 @@ impl Engine {
         // One reply per namespace of the waiters: each gets the job data of the others.
         let mut by_ns: BTreeMap<NsId, Vec<(ConnId, u32)>> = BTreeMap::new();
         for w in &op.waiters {
-            if let Some(c) = self.conns.get(&w.conn) {
+            if let Some(c) = self.sessions.conn(w.conn) {
                 by_ns.entry(c.ns).or_default().push((w.conn, w.id));
             }
         }
@@ -388,7 +390,7 @@ impl Engine {
                 .map(|n| JobData::clone(n.job.get()))
                 .collect();
             for (conn, _) in &to {
-                if let Some(c) = self.conns.get_mut(conn) {
+                if let Some(c) = self.sessions.conn_mut(*conn) {
                     c.has_jobs.extend(nss.iter().copied());
                 }
             }
@@ -478,7 +480,7 @@ impl Engine {
 
     pub(super) fn fail_fence(&mut self, seq: u64, status: Status) {
         if let Some(op) = self.fences.remove(seq) {
-            self.timers.retain(|_, t| *t != Timer::Fence { seq });
+            self.timers.cancel_fence(seq);
             for w in op.waiters {
                 self.reply_status(w.conn, w.id, status);
             }

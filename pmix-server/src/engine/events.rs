@@ -25,11 +25,11 @@ impl Engine {
     /// Delivers `event` to every client that registered for its code and that `to` selects.
     pub(super) fn deliver(&mut self, event: &Event, to: impl Fn(&Engine, &Conn) -> bool) {
         let targets: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| matches!(c.state, ConnState::Active) && c.events.wants(event.code))
+            .sessions
+            .active()
+            .filter(|(_, c)| c.events.wants(event.code))
             .filter(|(_, c)| to(self, c))
-            .map(|(k, _)| *k)
+            .map(|(k, _)| k)
             .collect();
         self.send_event(targets, event);
     }
@@ -61,7 +61,7 @@ impl Engine {
         let custom = custom_range(event);
         let range = event.range;
         let skip = except
-            .and_then(|c| self.conns.get(&c))
+            .and_then(|c| self.sessions.conn(c))
             .map(|c| c.proc.clone());
         self.deliver(event, move |_, c| {
             if skip.as_ref() == Some(&c.proc) {

@@ -2,7 +2,113 @@
 //! otherwise (its node asked by direct modex when it lives elsewhere), failed when it is gone
 //! or its deadline passes; reserved keys of any process answered from job data.
 
+use super::timers::{Timer, Timers};
 use super::*;
+
+/// Who is waiting for a process's data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Requester {
+    Client { conn: ConnId, id: u32 },
+    Host { token: u64 },
+}
+
+struct PendingGet {
+    who: Requester,
+    key: Option<Key>,
+    deadline: Option<Instant>,
+    timer: u64,
+}
+
+/// The Gets waiting until their target's data is here, and the targets asked of the host.
+#[derive(Default)]
+pub(super) struct Gets {
+    parked: HashMap<(NsId, Rank), Vec<PendingGet>>,
+    /// Direct-modex requests at the host, by target; requesters wait in `parked`.
+    dmodex_inflight: HashSet<(NsId, Rank)>,
+}
+
+impl Gets {
+    /// `who` waits for `target`'s data (and `key` in it), until `deadline` if any.
+    pub(super) fn park(
+        &mut self,
+        target: (NsId, Rank),
+        who: Requester,
+        key: Option<Key>,
+        deadline: Option<Instant>,
+        timers: &mut Timers,
+    ) {
+        let timer = timers.new_id();
+        if let Some(d) = deadline {
+            timers.set(d, timer, Timer::Get { target, timer });
+        }
+        self.parked.entry(target).or_default().push(PendingGet {
+            who,
+            key,
+            deadline,
+            timer,
+        });
+    }
+
+    /// Whether the host is to be asked for `target`'s data: not when it already was.
+    pub(super) fn ask_host(&mut self, target: (NsId, Rank)) -> bool {
+        self.dmodex_inflight.insert(target)
+    }
+
+    /// The host answered the direct modex for `target`.
+    pub(super) fn host_answered(&mut self, target: (NsId, Rank)) {
+        self.dmodex_inflight.remove(&target);
+    }
+
+    /// Everyone waiting for `target`, with the key each asked for; their deadlines cancelled.
+    pub(super) fn take(
+        &mut self,
+        target: (NsId, Rank),
+        timers: &mut Timers,
+    ) -> Vec<(Requester, Option<Key>)> {
+        let list = self.parked.remove(&target).unwrap_or_default();
+        list.into_iter()
+            .map(|g| {
+                if let Some(d) = g.deadline {
+                    timers.cancel(d, g.timer);
+                }
+                (g.who, g.key)
+            })
+            .collect()
+    }
+
+    /// The Get for `target` whose deadline `timer` passed, removed.
+    pub(super) fn expire(&mut self, target: (NsId, Rank), timer: u64) -> Option<Requester> {
+        let list = self.parked.get_mut(&target)?;
+        let pos = list.iter().position(|g| g.timer == timer)?;
+        let g = list.swap_remove(pos);
+        if list.is_empty() {
+            self.parked.remove(&target);
+        }
+        Some(g.who)
+    }
+
+    /// Drops the Gets of a connection that ended: nobody will read their answers.
+    pub(super) fn forget_conn(&mut self, conn: ConnId) {
+        for list in self.parked.values_mut() {
+            list.retain(|g| !matches!(g.who, Requester::Client { conn: c2, .. } if c2 == conn));
+        }
+    }
+
+    /// The targets of namespace `ns` that someone waits for.
+    pub(super) fn targets_in(&self, ns: NsId) -> Vec<(NsId, Rank)> {
+        self.parked
+            .keys()
+            .filter(|(n, _)| *n == ns)
+            .copied()
+            .collect()
+    }
+
+    /// True when no Get waits.
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.parked.is_empty()
+    }
+}
 
 impl Engine {
     pub(super) fn get(
@@ -54,7 +160,7 @@ impl Engine {
                     .any(|i| i.key == *k)
             });
             let job = image.clone();
-            if let Some(c) = self.conns.get_mut(&conn) {
+            if let Some(c) = self.sessions.conn_mut(conn) {
                 c.has_jobs.insert(ns);
             }
             let status = found_status(found);
@@ -107,7 +213,7 @@ impl Engine {
         if self.committed.contains_key(&t) {
             return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
         }
-        if let Some(&status) = self.gone.get(&t) {
+        if let Some(&status) = self.sessions.gone().get(&t) {
             return self.reply_status(conn, id, status);
         }
         let immediate = info_flag(info, attr::IMMEDIATE);
@@ -115,8 +221,9 @@ impl Engine {
             return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
         }
         let deadline = pmix_types::timeout_of(info).map(|d| now + d);
-        self.park_get(t, Requester::Client { conn, id }, key, deadline, now);
-        if !local && self.dmodex_inflight.insert(t) {
+        let who = Requester::Client { conn, id };
+        self.gets.park(t, who, key, deadline, &mut self.timers);
+        if !local && self.gets.ask_host(t) {
             let proc = target.clone();
             self.host_call(
                 PendingHost::Dmodex { target: t },
@@ -126,27 +233,6 @@ impl Engine {
                 },
             );
         }
-    }
-
-    pub(super) fn park_get(
-        &mut self,
-        target: (NsId, Rank),
-        who: Requester,
-        key: Option<Key>,
-        deadline: Option<Instant>,
-        _now: Instant,
-    ) {
-        let timer = self.next_timer;
-        self.next_timer += 1;
-        if let Some(d) = deadline {
-            self.timers.insert((d, timer), Timer::Get { target, timer });
-        }
-        self.gets.entry(target).or_default().push(PendingGet {
-            who,
-            key,
-            deadline,
-            timer,
-        });
     }
 
     /// Answers one Get for a process whose data is here.
@@ -162,7 +248,7 @@ impl Engine {
                 self.out.push_back(Output::Dmodex { token, result });
             }
             Requester::Client { conn, id } => {
-                let Some(c) = self.conns.get(&conn) else {
+                let Some(c) = self.sessions.conn(conn) else {
                     return;
                 };
                 let requester_rank = c.proc.rank;
@@ -184,7 +270,7 @@ impl Engine {
                 };
                 let proc = Proc::new(nsinfo.name.clone(), rank);
                 if ship_job {
-                    if let Some(c) = self.conns.get_mut(&conn) {
+                    if let Some(c) = self.sessions.conn_mut(conn) {
                         c.has_jobs.insert(ns);
                     }
                 }
@@ -200,26 +286,14 @@ impl Engine {
 
     /// The target committed: answer everyone waiting for it.
     pub(super) fn release_gets(&mut self, target: (NsId, Rank)) {
-        let Some(list) = self.gets.remove(&target) else {
-            return;
-        };
-        for g in list {
-            if let Some(d) = g.deadline {
-                self.timers.remove(&(d, g.timer));
-            }
-            self.answer_get(g.who, target, g.key.as_ref());
+        for (who, key) in self.gets.take(target, &mut self.timers) {
+            self.answer_get(who, target, key.as_ref());
         }
     }
 
     pub(super) fn fail_gets(&mut self, target: (NsId, Rank), status: Status) {
-        let Some(list) = self.gets.remove(&target) else {
-            return;
-        };
-        for g in list {
-            if let Some(d) = g.deadline {
-                self.timers.remove(&(d, g.timer));
-            }
-            self.fail_requester(g.who, status);
+        for (who, _) in self.gets.take(target, &mut self.timers) {
+            self.fail_requester(who, status);
         }
     }
 

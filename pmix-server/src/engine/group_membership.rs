@@ -42,9 +42,7 @@ fn group_id(event: &Event) -> Option<&str> {
 
 impl Engine {
     fn is_local_client(&self, p: &Proc) -> bool {
-        self.conns
-            .values()
-            .any(|c| matches!(c.state, ConnState::Active) && c.proc == *p)
+        self.sessions.active().any(|(_, c)| c.proc == *p)
     }
 
     /// Records that `waiter` waits for `awaited`'s answer, when either is a local client.

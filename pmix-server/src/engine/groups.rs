@@ -300,7 +300,7 @@ impl Engine {
         let Some(f) = self.fences.remove(seq) else {
             return;
         };
-        self.timers.retain(|_, t| *t != Timer::Fence { seq });
+        self.timers.cancel_fence(seq);
         match op {
             GroupOp::Construct => {
                 let context_id = parts.iter().filter_map(|p| p.context_id).min();

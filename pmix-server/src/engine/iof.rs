@@ -13,6 +13,7 @@
 //! A push is handed to the host ([`Host::push_stdin`](crate::Host::push_stdin)), which
 //! writes it to the targets' stdin; `IOF_COMPLETE` (or an empty push) closes it.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use pmix_types::IofChannel;

@@ -20,6 +20,7 @@ mod get;
 mod group_info;
 mod group_membership;
 mod groups;
+mod host_ops;
 mod iof;
 pub(crate) mod job_control;
 mod log;
@@ -28,10 +29,12 @@ mod naming;
 pub(crate) mod nspace;
 mod psets;
 mod query;
+mod sessions;
 mod store;
+mod timers;
 mod tools;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,12 +44,16 @@ use pmix_wire::{
 };
 
 use self::fence::{FenceOp, FenceTable, Kind};
+use self::get::{Gets, Requester};
+pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
+use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
 use self::names::{Caller, LookupOutcome, NameStore};
+use self::sessions::{Conn, ConnState, EventReg, Sessions};
 use self::store::{NsId, Store};
+use self::timers::{Timer, Timers};
 use crate::Error;
 
 pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
-use self::auth::{Claim, constant_time_eq};
 pub use self::groups::GroupOp;
 use self::groups::Groups;
 pub use self::names::NameService;
@@ -55,114 +62,6 @@ pub(crate) use self::tools::ToolHello;
 
 /// A connection, as the I/O shell numbers them.
 pub(crate) type ConnId = usize;
-
-/// A host callback in flight.
-pub(crate) type OpId = u64;
-
-/// What the host answered, by callback kind.
-#[derive(Debug)]
-#[doc(hidden)]
-pub enum HostOutcome {
-    /// A callback answered with nothing but a status.
-    Unit(Result<(), Status>),
-    /// Bytes (fence data, direct modex data).
-    Bytes(Result<Vec<u8>, Status>),
-    /// Lookup results.
-    Lookup(Result<Vec<pmix_wire::Published>, Status>),
-    /// A namespace (spawn).
-    Nspace(Result<Nspace, Status>),
-    /// Info entries (query).
-    Infos(Result<Vec<Info>, Status>),
-}
-
-/// A call the engine wants the shell to make on the host.
-#[derive(Debug)]
-pub(crate) enum HostCall {
-    ClientConnected {
-        proc: Proc,
-    },
-    ClientFinalized {
-        proc: Proc,
-    },
-    Abort {
-        proc: Proc,
-        status: Status,
-        message: String,
-        procs: Vec<Proc>,
-    },
-    FenceNb {
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-        data: Vec<u8>,
-    },
-    DirectModex {
-        proc: Proc,
-        info: Vec<Info>,
-    },
-    Publish {
-        proc: Proc,
-        data: Vec<Info>,
-        info: Vec<Info>,
-    },
-    Lookup {
-        proc: Proc,
-        keys: Vec<Key>,
-        info: Vec<Info>,
-    },
-    Unpublish {
-        proc: Proc,
-        keys: Vec<Key>,
-        info: Vec<Info>,
-    },
-    Spawn {
-        proc: Proc,
-        job_info: Vec<Info>,
-        apps: Vec<App>,
-    },
-    Connect {
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-        data: Vec<u8>,
-    },
-    Disconnect {
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-    },
-    NotifyEvent {
-        event: Event,
-    },
-    Query {
-        proc: Proc,
-        queries: Vec<Query>,
-    },
-    Log {
-        proc: Proc,
-        data: Vec<Info>,
-        directives: Vec<Info>,
-    },
-    JobControl {
-        proc: Proc,
-        targets: Vec<Proc>,
-        directives: Vec<Info>,
-    },
-    Group {
-        op: GroupOp,
-        grp: String,
-        procs: Vec<Proc>,
-        info: Vec<Info>,
-        data: Vec<u8>,
-    },
-    ToolConnected {
-        tool: Proc,
-        info: Vec<Info>,
-    },
-    PushStdin {
-        source: Proc,
-        targets: Vec<Proc>,
-        directives: Vec<Info>,
-        data: Option<Vec<u8>>,
-    },
-}
 
 /// What the engine asks the shell to do.
 #[derive(Debug)]
@@ -225,147 +124,6 @@ impl Namespace {
     }
 }
 
-struct ClientReg {
-    uid: u32,
-    gid: u32,
-    proofs: Proofs,
-    conn: Option<ConnId>,
-    /// How the name was last claimed: a name once claimed with a secret or a way made for
-    /// it is not taken by uid alone afterwards (a reconnection), even where that was allowed.
-    claimed: Option<Claim>,
-    finalized: bool,
-}
-
-enum ConnState {
-    /// Authenticated; waiting for the host's client_connected.
-    Connecting,
-    Active,
-    /// Finalize was asked; waiting for the host.
-    Finalizing,
-}
-
-struct Conn {
-    proc: Proc,
-    ns: NsId,
-    state: ConnState,
-    /// Namespaces whose job data this client already holds (RFC0009 shipping).
-    has_jobs: HashSet<NsId>,
-    /// The event codes it registered for.
-    events: EventReg,
-    /// By participant list (numbered in `Engine::participant_ids`): the commit sequence number up to
-    /// which this client received every participant's data from a collecting fence. The next
-    /// collecting fence over the list sends it only what was committed since: it holds the
-    /// rest in its store.
-    collected: HashMap<u32, u64>,
-}
-
-/// A client's event registrations, counted: each registration adds, each deregistration
-/// removes one.
-#[derive(Default)]
-struct EventReg {
-    /// Registrations for every code.
-    all: u32,
-    codes: HashMap<Status, u32>,
-}
-
-impl EventReg {
-    fn wants(&self, code: Status) -> bool {
-        self.all > 0 || self.codes.get(&code).is_some_and(|n| *n > 0)
-    }
-
-    fn add(&mut self, codes: &[Status]) {
-        if codes.is_empty() {
-            self.all += 1;
-        }
-        for c in codes {
-            *self.codes.entry(*c).or_default() += 1;
-        }
-    }
-
-    fn remove(&mut self, codes: &[Status]) {
-        if codes.is_empty() {
-            self.all = self.all.saturating_sub(1);
-        }
-        for c in codes {
-            if let Some(n) = self.codes.get_mut(c) {
-                *n -= 1;
-                if *n == 0 {
-                    self.codes.remove(c);
-                }
-            }
-        }
-    }
-}
-
-/// Who is waiting for a process's data.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Requester {
-    Client { conn: ConnId, id: u32 },
-    Host { token: u64 },
-}
-
-struct PendingGet {
-    who: Requester,
-    key: Option<Key>,
-    deadline: Option<Instant>,
-    timer: u64,
-}
-
-enum PendingHost {
-    Connect {
-        conn: ConnId,
-    },
-    /// A tool's connection, with the host (`tool_connected`).
-    ToolConnect {
-        conn: ConnId,
-    },
-    Finalize {
-        conn: ConnId,
-        id: u32,
-    },
-    Abort {
-        conn: ConnId,
-        id: u32,
-    },
-    Fence {
-        seq: u64,
-    },
-    Dmodex {
-        target: (NsId, Rank),
-    },
-    /// A request answered with the host's status alone.
-    Status {
-        conn: ConnId,
-        id: u32,
-    },
-    Lookup {
-        conn: ConnId,
-        id: u32,
-    },
-    Spawn {
-        conn: ConnId,
-        id: u32,
-    },
-    Query {
-        conn: ConnId,
-        id: u32,
-        /// What was answered without the host.
-        local: Vec<Info>,
-    },
-    /// A disconnect spanning nodes, completed by the host.
-    Collective {
-        seq: u64,
-    },
-    /// A group collective spanning nodes, completed by the host.
-    Group {
-        seq: u64,
-        op: GroupOp,
-        gid: u32,
-    },
-    /// Nobody waits for the answer.
-    Nothing,
-}
-
 /// Whether an event of this range may concern processes of other nodes.
 fn reaches_other_nodes(range: DataRange) -> bool {
     !matches!(
@@ -377,12 +135,6 @@ fn reaches_other_nodes(range: DataRange) -> bool {
 /// The session id of this server in its built-in name service.
 const SESSION: names::SessionId = 0;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Timer {
-    Get { target: (NsId, Rank), timer: u64 },
-    Fence { seq: u64 },
-}
-
 /// The server engine.
 pub(crate) struct Engine {
     locale_host: String,
@@ -390,8 +142,8 @@ pub(crate) struct Engine {
     ns_ids: HashMap<Nspace, NsId>,
     nspaces: HashMap<NsId, Namespace>,
     next_ns: NsId,
-    clients: HashMap<(NsId, Rank), ClientReg>,
-    conns: HashMap<ConnId, Conn>,
+    /// Registered clients, their connections, the processes gone.
+    sessions: Sessions,
     store: Store,
     /// Processes whose data is here (committed locally, or brought from other nodes), with
     /// the sequence number of their latest commit.
@@ -404,16 +156,12 @@ pub(crate) struct Engine {
     commit_seq: u64,
     /// Participant lists of collecting fences, numbered (see `Conn::collected`).
     participant_ids: HashMap<Vec<Proc>, u32>,
-    /// Local processes whose connection ended, with the status to give whoever waits for them.
-    gone: HashMap<(NsId, Rank), Status>,
-    gets: HashMap<(NsId, Rank), Vec<PendingGet>>,
-    /// Direct-modex requests at the host, by target; requesters wait in `gets`.
-    dmodex_inflight: HashSet<(NsId, Rank)>,
+    /// Gets waiting for their target's data.
+    gets: Gets,
     fences: FenceTable,
-    host_ops: HashMap<OpId, PendingHost>,
-    next_op: OpId,
-    next_timer: u64,
-    timers: BTreeMap<(Instant, u64), Timer>,
+    /// Host callbacks in flight, with who waits for each answer.
+    host_ops: HostOps,
+    timers: Timers,
     /// Namespaces connected with each other (both orders), for failure events.
     connected: HashSet<(NsId, NsId)>,
     /// This server's own identity, the source of the events it raises.
@@ -465,21 +213,16 @@ impl Engine {
             ns_ids: HashMap::new(),
             nspaces: HashMap::new(),
             next_ns: 1,
-            clients: HashMap::new(),
-            conns: HashMap::new(),
+            sessions: Sessions::default(),
             store: Store::default(),
             committed: HashMap::new(),
             shipped: HashMap::new(),
             commit_seq: 0,
             participant_ids: HashMap::new(),
-            gone: HashMap::new(),
-            gets: HashMap::new(),
-            dmodex_inflight: HashSet::new(),
+            gets: Gets::default(),
             fences: FenceTable::default(),
-            host_ops: HashMap::new(),
-            next_op: 1,
-            next_timer: 1,
-            timers: BTreeMap::new(),
+            host_ops: HostOps::default(),
+            timers: Timers::default(),
             connected: HashSet::new(),
             me,
             name_service,
@@ -501,7 +244,7 @@ impl Engine {
 
     /// When [`Engine::handle_timeout`] must next be called.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        let mine = self.timers.keys().next().map(|(t, _)| *t);
+        let mine = self.timers.poll_timeout();
         match (mine, self.names.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -513,9 +256,7 @@ impl Engine {
     }
 
     fn host_call(&mut self, pending: PendingHost, call: HostCall) {
-        let op = self.next_op;
-        self.next_op += 1;
-        self.host_ops.insert(op, pending);
+        let op = self.host_ops.start(pending);
         self.out.push_back(Output::Host { op, call });
     }
 
@@ -574,7 +315,7 @@ impl Engine {
     }
 
     /// `deregister_nspace`: forgets everything of the namespace and closes its connections.
-    pub(crate) fn deregister_nspace(&mut self, nspace: &str, now: Instant) {
+    pub(crate) fn deregister_nspace(&mut self, nspace: &str) {
         let Some(id) = self.ns_ids.remove(nspace) else {
             return;
         };
@@ -583,37 +324,24 @@ impl Engine {
             self.names.end_nspace(SESSION, &ns.name);
             self.tools_job_ended(&ns.name);
         }
-        let conns: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, c)| c.ns == id)
-            .map(|(k, _)| *k)
-            .collect();
-        for conn in conns {
-            self.handle_closed(conn, now);
+        for conn in self.sessions.conns_of(id) {
+            self.handle_closed(conn);
             self.out.push_back(Output::Close { conn });
         }
-        self.clients.retain(|(n, _), _| *n != id);
+        self.sessions.purge_nspace(id);
         self.connected.retain(|(a, b)| *a != id && *b != id);
         self.committed.retain(|(n, _), _| *n != id);
         self.shipped.retain(|(n, _), _| *n != id);
-        self.gone.retain(|(n, _), _| *n != id);
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
         self.debug_forget(id);
-        let waiting: Vec<_> = self
-            .gets
-            .keys()
-            .filter(|(n, _)| *n == id)
-            .copied()
-            .collect();
-        for target in waiting {
+        for target in self.gets.targets_in(id) {
             self.fail_gets(target, Status::ERR_NOT_FOUND);
         }
         self.fail_fences_with(|p| p.nspace.as_str() == nspace, Status::ERR_NOT_FOUND);
         self.committed.shrink_to_fit();
-        self.clients.shrink_to_fit();
+        self.sessions.shrink();
     }
 
     /// `register_client`.
@@ -634,31 +362,18 @@ impl Engine {
                 proc.rank, proc.nspace
             )));
         }
-        self.gone.remove(&(ns, proc.rank));
-        self.clients.insert(
-            (ns, proc.rank),
-            ClientReg {
-                uid,
-                gid,
-                proofs,
-                conn: None,
-                claimed: None,
-                finalized: false,
-            },
-        );
+        self.sessions.register((ns, proc.rank), uid, gid, proofs);
         Ok(())
     }
 
     /// `deregister_client`.
-    pub(crate) fn deregister_client(&mut self, proc: &Proc, now: Instant) {
+    pub(crate) fn deregister_client(&mut self, proc: &Proc) {
         let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
             return;
         };
-        if let Some(reg) = self.clients.remove(&(ns, proc.rank)) {
-            if let Some(conn) = reg.conn {
-                self.handle_closed(conn, now);
-                self.out.push_back(Output::Close { conn });
-            }
+        if let Some(conn) = self.sessions.deregister((ns, proc.rank)) {
+            self.handle_closed(conn);
+            self.out.push_back(Output::Close { conn });
         }
     }
 
@@ -678,18 +393,18 @@ impl Engine {
     /// True when `proc` is a registered client of this server.
     pub(crate) fn is_registered(&self, proc: &Proc) -> bool {
         self.ns_id(proc.nspace.as_str())
-            .is_some_and(|ns| self.clients.contains_key(&(ns, proc.rank)))
+            .is_some_and(|ns| self.sessions.is_registered((ns, proc.rank)))
     }
 
     /// What may claim a registered client (for `setup_fork`: its secret, and whether to name
     /// the OpenPMIx port).
     pub(crate) fn client_proofs(&self, proc: &Proc) -> Option<Proofs> {
         let ns = self.ns_id(proc.nspace.as_str())?;
-        self.clients.get(&(ns, proc.rank)).map(|c| c.proofs)
+        self.sessions.proofs((ns, proc.rank))
     }
 
     /// A host asks for the data of a local process on behalf of another node.
-    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64, now: Instant) {
+    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64) {
         let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
             self.out.push_back(Output::Dmodex {
                 token,
@@ -702,7 +417,8 @@ impl Engine {
             let result = self.remote_blob(target);
             self.out.push_back(Output::Dmodex { token, result });
         } else {
-            self.park_get(target, Requester::Host { token }, None, None, now);
+            let who = Requester::Host { token };
+            self.gets.park(target, who, None, None, &mut self.timers);
         }
     }
 
@@ -730,138 +446,55 @@ impl Engine {
     /// `auth` says.
     pub(crate) fn handle_hello(&mut self, conn: ConnId, proc: &Proc, auth: Auth) {
         let (nspace, rank) = (&proc.nspace, proc.rank);
-        let claim = auth.claim();
-        let (secret, creds) = match auth {
-            Auth::Secret { secret, creds } => (Some(secret), creds),
-            Auth::Vouched { creds } => (None, creds),
-            Auth::Uid { creds } => (None, Some(creds)),
-        };
-        let refuse = |eng: &mut Engine, status: Status, reason: String| {
-            if status == Status::ERR_NOT_FOUND {
-                // Routine when a process's hello is read after its job was let go (it was
-                // killed with the rest of the job): the client is told why, the log is not.
-                tracing::info!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
-            } else {
-                tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
-            }
-            eng.out.push_back(Output::Refuse {
-                conn,
-                status,
-                reason,
-            });
-        };
-        let Some(ns) = self.ns_id(nspace.as_str()) else {
-            return refuse(
-                self,
+        let accepted = match self.ns_id(nspace.as_str()) {
+            Some(ns) => self.sessions.hello(conn, proc, ns, auth),
+            None => Err((
                 Status::ERR_NOT_FOUND,
                 format!("namespace {nspace} is not registered"),
-            );
+            )),
         };
-        let Some(reg) = self.clients.get(&(ns, rank)) else {
-            return refuse(
-                self,
-                Status::ERR_NOT_FOUND,
-                format!("process {nspace}:{rank} is not registered"),
-            );
-        };
-        if let Some(c) = creds {
-            if c.uid != reg.uid || c.gid != reg.gid {
-                let reason = format!(
-                    "peer credentials uid {} gid {} differ from the registered uid {} gid {}",
-                    c.uid, c.gid, reg.uid, reg.gid
+        match accepted {
+            Ok(()) => {
+                let proc = proc.clone();
+                self.host_call(
+                    PendingHost::Connect { conn },
+                    HostCall::ClientConnected { proc },
                 );
-                return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
+            }
+            Err((status, reason)) => {
+                if status == Status::ERR_NOT_FOUND {
+                    // Routine when a process's hello is read after its job was let go (it was
+                    // killed with the rest of the job): the client is told why, the log is not.
+                    tracing::info!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+                } else {
+                    tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+                }
+                self.out.push_back(Output::Refuse {
+                    conn,
+                    status,
+                    reason,
+                });
             }
         }
-        if secret.is_some_and(|s| !constant_time_eq(&s, &reg.proofs.secret)) {
-            return refuse(
-                self,
-                Status::ERR_INVALID_CRED,
-                format!("wrong secret for {nspace}:{rank}"),
-            );
-        }
-        if claim == Claim::Uid && !reg.proofs.by_uid {
-            let reason = format!(
-                "{nspace}:{rank} was set up as a pmix-rs or PMI-1 client: its name is not \
-                 claimed by uid alone (the OpenPMIx port), only with what its launcher gave it"
-            );
-            return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
-        }
-        if claim == Claim::Uid && reg.claimed.is_some_and(|c| c != Claim::Uid) {
-            let reason = format!(
-                "{nspace}:{rank} was claimed {} before: it is not claimed by uid alone now",
-                reg.claimed.map_or(String::new(), |c| c.to_string())
-            );
-            return refuse(self, Status::ERR_NO_PERMISSIONS, reason);
-        }
-        if reg.conn.is_some() {
-            let how = reg.claimed.map_or(String::new(), |c| format!(" ({c})"));
-            return refuse(
-                self,
-                Status::ERR_EXISTS,
-                format!("{nspace}:{rank} is already connected{how}"),
-            );
-        }
-        // A process that finalized may init again (PMIx_Init after PMIx_Finalize): it is
-        // back, with what it committed before; what waited for it had failed at its finalize.
-        if reg.finalized {
-            tracing::debug!(conn, %nspace, %rank, "a finalized client connects again");
-            self.gone.remove(&(ns, rank));
-        }
-        if let Some(reg) = self.clients.get_mut(&(ns, rank)) {
-            reg.conn = Some(conn);
-            reg.claimed = Some(claim);
-            reg.finalized = false;
-        }
-        let proc = proc.clone();
-        self.conns.insert(
-            conn,
-            Conn {
-                proc: proc.clone(),
-                ns,
-                state: ConnState::Connecting,
-                has_jobs: HashSet::from([ns]),
-                events: EventReg::default(),
-                collected: HashMap::new(),
-            },
-        );
-        self.host_call(
-            PendingHost::Connect { conn },
-            HostCall::ClientConnected { proc },
-        );
     }
 
     /// A connection went away (closed, reset, or closed by us).
-    pub(crate) fn handle_closed(&mut self, conn: ConnId, _now: Instant) {
+    pub(crate) fn handle_closed(&mut self, conn: ConnId) {
         if self.tool_closed(conn) {
             return;
         }
-        let Some(c) = self.conns.remove(&conn) else {
+        let Some(c) = self.sessions.closed(conn) else {
             return;
         };
         let key = (c.ns, c.proc.rank);
         self.debug_proc_gone(c.ns, c.proc.rank);
-        let finalized = matches!(c.state, ConnState::Finalizing);
-        if let Some(reg) = self.clients.get_mut(&key) {
-            reg.conn = None;
-            reg.finalized |= finalized;
-        }
+        let finalized = c.finalized;
         // Requests of this client that wait for others are dropped; nobody will read the answer.
         self.names.end_proc(SESSION, &c.proc);
         self.names.forget_waiters(|(c2, _)| *c2 == conn);
-        for list in self.gets.values_mut() {
-            list.retain(|g| !matches!(g.who, Requester::Client { conn: c2, .. } if c2 == conn));
-        }
+        self.gets.forget_conn(conn);
         self.fences.forget_conn(conn);
         let term_wo_sync = Status::ERR_PROC_TERM_WO_SYNC;
-        self.gone.insert(
-            key,
-            if finalized {
-                Status::ERR_NOT_FOUND
-            } else {
-                term_wo_sync
-            },
-        );
         if finalized {
             // A finalized process will enter no more fences.
             let gone = c.proc.clone();
@@ -893,10 +526,9 @@ impl Engine {
             return;
         };
         let key = (ns, proc.rank);
-        if self.gone.contains_key(&key) {
+        if !self.sessions.ended_elsewhere(key, status) {
             return;
         }
-        self.gone.insert(key, status);
         if !self.committed.contains_key(&key) {
             self.fail_gets(key, status);
         }
@@ -914,7 +546,7 @@ impl Engine {
         if self.is_tool(conn) {
             return self.tool_request(conn, id, req);
         }
-        let Some(c) = self.conns.get(&conn) else {
+        let Some(c) = self.sessions.conn(conn) else {
             return;
         };
         if !matches!(c.state, ConnState::Active) {
@@ -942,13 +574,13 @@ impl Engine {
             }
             Request::Spawn { job_info, apps } => self.spawn(conn, id, me, job_info, apps),
             Request::RegisterEvents { codes, .. } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.sessions.conn_mut(conn) {
                     c.events.add(&codes);
                 }
                 self.reply_status(conn, id, Status::SUCCESS);
             }
             Request::DeregisterEvents { codes } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.sessions.conn_mut(conn) {
                     c.events.remove(&codes);
                 }
                 self.reply_status(conn, id, Status::SUCCESS);
@@ -981,7 +613,7 @@ impl Engine {
                 );
             }
             Request::Finalize { .. } => {
-                if let Some(c) = self.conns.get_mut(&conn) {
+                if let Some(c) = self.sessions.conn_mut(conn) {
                     c.state = ConnState::Finalizing;
                 }
                 self.host_call(
@@ -1051,8 +683,8 @@ impl Engine {
     // ---- host completions and time --------------------------------------------------------
 
     /// The host answered callback `op`.
-    pub(crate) fn handle_host_done(&mut self, op: OpId, outcome: HostOutcome, _now: Instant) {
-        let Some(pending) = self.host_ops.remove(&op) else {
+    pub(crate) fn handle_host_done(&mut self, op: OpId, outcome: HostOutcome) {
+        let Some(pending) = self.host_ops.finish(op) else {
             tracing::warn!(
                 op,
                 "host completed an unknown or already completed callback"
@@ -1062,7 +694,7 @@ impl Engine {
         match pending {
             PendingHost::Connect { conn } => {
                 let status = status_of(&outcome);
-                let Some(c) = self.conns.get_mut(&conn) else {
+                let Some(c) = self.sessions.conn_mut(conn) else {
                     return;
                 };
                 if status.is_success() {
@@ -1077,12 +709,9 @@ impl Engine {
                         }),
                     }
                 } else {
-                    let proc = c.proc.clone();
-                    tracing::warn!(%proc, ?status, "host refused the client");
-                    if let Some(reg) = self.clients.get_mut(&(c.ns, proc.rank)) {
-                        reg.conn = None;
+                    if let Some(proc) = self.sessions.refused(conn) {
+                        tracing::warn!(%proc, ?status, "host refused the client");
                     }
-                    self.conns.remove(&conn);
                     self.out.push_back(Output::Refuse {
                         conn,
                         status,
@@ -1149,7 +778,7 @@ impl Engine {
                 self.finish_fence(seq, result);
             }
             PendingHost::Dmodex { target } => {
-                self.dmodex_inflight.remove(&target);
+                self.gets.host_answered(target);
                 let result = match outcome {
                     HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
                     other => Err(status_of(&other)),
@@ -1173,50 +802,16 @@ impl Engine {
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
         let expired = self.names.handle_timeout(now);
         self.answer_lookups(expired);
-        while let Some((&(t, n), _)) = self.timers.iter().next() {
-            if t > now {
-                break;
-            }
-            let Some(timer) = self.timers.remove(&(t, n)) else {
-                break;
-            };
+        while let Some(timer) = self.timers.pop_expired(now) {
             match timer {
                 Timer::Get { target, timer } => {
-                    let Some(list) = self.gets.get_mut(&target) else {
-                        continue;
-                    };
-                    let Some(pos) = list.iter().position(|g| g.timer == timer) else {
-                        continue;
-                    };
-                    let g = list.swap_remove(pos);
-                    if list.is_empty() {
-                        self.gets.remove(&target);
+                    if let Some(who) = self.gets.expire(target, timer) {
+                        self.fail_requester(who, Status::ERR_TIMEOUT);
                     }
-                    self.fail_requester(g.who, Status::ERR_TIMEOUT);
                 }
                 Timer::Fence { seq } => self.fail_fence(seq, Status::ERR_TIMEOUT),
             }
         }
-    }
-}
-
-/// The status a host answered with.
-fn status_of(o: &HostOutcome) -> Status {
-    match o {
-        HostOutcome::Unit(r) => r.err().unwrap_or(Status::SUCCESS),
-        HostOutcome::Bytes(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-        HostOutcome::Lookup(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-        HostOutcome::Nspace(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-        HostOutcome::Infos(r) => r.as_ref().err().copied().unwrap_or(Status::SUCCESS),
-    }
-}
-
-/// The status for a client when the host did not answer with the value its request needs: its
-/// error, or `ERR_BAD_PARAM` for a success of the wrong kind.
-fn failure_of(o: &HostOutcome) -> Status {
-    match status_of(o) {
-        s if s.is_success() => Status::ERR_BAD_PARAM,
-        s => s,
     }
 }
 
@@ -1252,19 +847,6 @@ fn found_status(found: bool) -> Status {
     } else {
         Status::ERR_NOT_FOUND
     }
-}
-
-/// Decodes the concatenated per-node contributions a host returns.
-fn decode_blobs(bytes: &[u8]) -> Result<Vec<ProcKvs>, Status> {
-    decode_frames(bytes)
-}
-
-/// Decodes concatenated frames, each a list of `T`, into one list.
-fn decode_frames<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<Vec<T>, Status> {
-    pmix_wire::decode_frame_lists(bytes).map_err(|e| {
-        tracing::warn!("undecodable data from the host: {e}");
-        Status::ERR_UNPACK_FAILURE
-    })
 }
 
 #[cfg(test)]

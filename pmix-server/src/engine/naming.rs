@@ -6,12 +6,11 @@ use super::*;
 impl Engine {
     /// The name-service identity of a client: the uid and gid it was registered with.
     pub(super) fn caller(&self, conn: ConnId, proc: Proc) -> Option<Caller> {
-        let c = self.conns.get(&conn)?;
-        let reg = self.clients.get(&(c.ns, proc.rank))?;
+        let (uid, gid) = self.sessions.creds(conn, proc.rank)?;
         Some(Caller {
             proc,
-            uid: reg.uid,
-            gid: reg.gid,
+            uid,
+            gid,
             session: SESSION,
         })
     }

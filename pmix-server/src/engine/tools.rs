@@ -287,7 +287,7 @@ impl Engine {
         self.tools
             .conns
             .values()
-            .filter(|t| t.active && t.events.codes.contains_key(&Status::READY_FOR_DEBUG))
+            .filter(|t| t.active && t.events.names(Status::READY_FOR_DEBUG))
             .count()
     }
 
@@ -361,7 +361,7 @@ impl Engine {
         let Some(t) = self.tools.conns.remove(&conn) else {
             return false;
         };
-        if t.events.codes.contains_key(&Status::READY_FOR_DEBUG) {
+        if t.events.names(Status::READY_FOR_DEBUG) {
             self.debugger_gone(&t.proc);
         }
         true

@@ -246,10 +246,10 @@ fn cleanups_are_kept_by_the_server_and_run_when_the_namespace_ends() {
         s.reply(1, conflict).status,
         Status::ERR_CONFLICTING_CLEANUP_DIRECTIVES
     );
-    s.eng.deregister_nspace("b", s.now);
+    s.eng.deregister_nspace("b");
     s.pump();
     assert!(s.cleanups.is_empty(), "another job's end ran them");
-    s.eng.deregister_nspace("a", s.now);
+    s.eng.deregister_nspace("a");
     s.pump();
     assert_eq!(s.cleanups.len(), 1);
     let c = &s.cleanups[0];
@@ -332,4 +332,55 @@ fn attribute_support_is_answered_per_level_with_registered_attributes() {
         },
     );
     assert_eq!(s.host_calls.len(), 1, "{:?}", s.host_calls);
+}
+
+#[test]
+fn queries_go_to_the_host_and_its_answer_back() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    let query = |keys: &[&str]| pmix_wire::Query {
+        keys: keys.iter().map(|k| Key::new(*k).unwrap()).collect(),
+        qualifiers: vec![],
+    };
+    let asked = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(&[attr::QUERY_PROC_TABLE])],
+        },
+    );
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::Query { proc, queries } = call else {
+        panic!("expected a query, got {call:?}");
+    };
+    assert_eq!(proc, Proc::new(ns("a"), Rank(0)));
+    assert_eq!(queries, vec![query(&[attr::QUERY_PROC_TABLE])]);
+    let results = vec![Info::attr(attr::QUERY_PROC_TABLE, "a")];
+    s.eng
+        .handle_host_done(op, HostOutcome::Infos(Ok(results.clone())));
+    s.pump();
+    assert_eq!(
+        s.reply(1, asked),
+        Reply {
+            status: Status::SUCCESS,
+            body: ReplyBody::Query { results },
+        }
+    );
+    // A host that cannot answer: its status reaches the client.
+    let refused = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(&[attr::QUERY_PROC_TABLE])],
+        },
+    );
+    let (op, _) = s.host_calls.remove(0);
+    s.eng
+        .handle_host_done(op, HostOutcome::Infos(Err(Status::ERR_NOT_SUPPORTED)));
+    s.pump();
+    assert_eq!(s.reply(1, refused).status, Status::ERR_NOT_SUPPORTED);
+    // An empty query is the client's mistake; the host never sees it.
+    let empty = s.send(1, Request::Query { queries: vec![] });
+    assert_eq!(s.reply(1, empty).status, Status::ERR_BAD_PARAM);
+    assert!(s.host_calls.is_empty());
 }

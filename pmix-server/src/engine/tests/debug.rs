@@ -86,8 +86,8 @@ fn a_job_waiting_in_init_is_announced_to_its_debugger_once_every_process_waits()
     }
     // Released, the debuggers' end aborts nothing.
     s.auto_host = false;
-    s.eng.handle_closed(10, s.now);
-    s.eng.handle_closed(11, s.now);
+    s.eng.handle_closed(10);
+    s.eng.handle_closed(11);
     s.pump();
     assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
 }
@@ -126,8 +126,8 @@ fn the_last_debuggers_end_aborts_the_processes_it_left_waiting() {
     ready(&mut s, 2);
     s.auto_host = false;
     s.host_calls.clear();
-    s.eng.handle_closed(12, s.now);
-    s.eng.handle_closed(10, s.now);
+    s.eng.handle_closed(12);
+    s.eng.handle_closed(10);
     s.pump();
     assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
     // The last debugger finalizes without releasing (the monitor stays, and is no debugger).
@@ -159,11 +159,11 @@ fn a_process_that_ends_while_held_waits_no_more() {
     let mut s = held_job(2);
     s.register_events(10, &[Status::READY_FOR_DEBUG]);
     ready(&mut s, 0);
-    s.eng.handle_closed(0, s.now);
+    s.eng.handle_closed(0);
     s.auto_host = false;
     s.pump();
     s.host_calls.clear();
-    s.eng.handle_closed(10, s.now);
+    s.eng.handle_closed(10);
     s.pump();
     assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
 }
@@ -226,7 +226,7 @@ fn tools_hear_of_job_ends_and_of_events_whose_range_covers_them() {
         events_of(&s, 11, Status(-1001)).is_empty(),
         "not registered for it"
     );
-    s.eng.deregister_nspace("a", s.now);
+    s.eng.deregister_nspace("a");
     s.pump();
     for t in [10, 11] {
         let end = events_of(&s, t, Status::EVENT_JOB_END);

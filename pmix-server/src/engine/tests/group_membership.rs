@@ -86,11 +86,11 @@ fn an_invitee_that_ends_before_answering_is_told_to_the_leader_alone() {
         1,
         group_event(Status::GROUP_INVITE_ACCEPTED, None, leader.clone()),
     );
-    s.eng.handle_closed(2, s.now);
+    s.eng.handle_closed(2);
     s.pump();
     let f = s.send(3, Request::Finalize { info: vec![] });
     let _ = s.take_reply(3, f);
-    s.eng.handle_closed(3, s.now);
+    s.eng.handle_closed(3);
     s.pump();
     let got = events_of(&s, Status::PROC_TERMINATED);
     let told: Vec<_> = got
@@ -140,7 +140,7 @@ fn a_process_that_accepted_hears_of_the_leaders_end_until_the_group_is_complete(
             range(&procs("a", &[0, 1])),
         ),
     );
-    s.eng.handle_closed(0, s.now);
+    s.eng.handle_closed(0);
     s.pump();
     let got = events_of(&s, Status::PROC_TERMINATED);
     assert_eq!(got.len(), 1, "{got:?}");

@@ -92,7 +92,7 @@ fn a_member_that_ends_fails_the_construct_and_a_timeout_ends_the_wait() {
     }
     let all = procs("a", &[0, 1, 2]);
     let c0 = s.send(0, construct("g", all.clone(), true));
-    s.eng.handle_closed(2, s.now);
+    s.eng.handle_closed(2);
     s.pump();
     let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
     assert_eq!(s.reply(0, c0).status, term);
@@ -151,8 +151,7 @@ fn a_group_spanning_nodes_goes_to_the_host_and_takes_the_smallest_proposal() {
         &mut all_data,
     )
     .unwrap();
-    s.eng
-        .handle_host_done(op, HostOutcome::Bytes(Ok(all_data)), s.now);
+    s.eng.handle_host_done(op, HostOutcome::Bytes(Ok(all_data)));
     s.pump();
     assert_eq!(group_of(&s.reply(0, a)), (all.clone(), Some(4)));
     assert_eq!(group_of(&s.reply(1, b)), (all.clone(), Some(4)));
@@ -168,7 +167,7 @@ fn a_group_spanning_nodes_goes_to_the_host_and_takes_the_smallest_proposal() {
         }
     ));
     s.eng
-        .handle_host_done(op, HostOutcome::Bytes(Err(Status::ERR_TIMEOUT)), s.now);
+        .handle_host_done(op, HostOutcome::Bytes(Err(Status::ERR_TIMEOUT)));
     s.pump();
     assert_eq!(s.reply(0, a).status, Status::ERR_TIMEOUT);
     assert_eq!(s.reply(1, b).status, Status::ERR_TIMEOUT);
@@ -196,7 +195,7 @@ fn the_other_members_hear_of_a_member_that_ended() {
     for (r, id) in ids.into_iter().enumerate() {
         assert_eq!(s.reply(r as ConnId, id).status, Status::SUCCESS);
     }
-    s.eng.handle_closed(2, s.now);
+    s.eng.handle_closed(2);
     s.pump();
     // Rank 1 is a member and registered; rank 3 registered but is no member.
     let got: Vec<_> = s

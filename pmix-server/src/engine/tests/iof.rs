@@ -77,7 +77,7 @@ fn pulled_output_reaches_the_tools_that_asked_for_it_until_they_stop() {
         vec![(11, 6, 1, b"[a,1]<stdout>: more\n".to_vec())]
     );
     // Tool 11 gone: nothing is forwarded any more.
-    s.eng.handle_closed(11, s.now);
+    s.eng.handle_closed(11);
     s.pump();
     assert_eq!(s.eng.pull_count(), 0);
     deliver(&mut s, 1, IofChannel::STDOUT, b"late\n");

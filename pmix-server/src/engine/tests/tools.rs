@@ -68,8 +68,8 @@ fn tools_of_the_servers_user_and_root_are_named_and_may_query_but_join_nothing()
     // Finalize, then the connection goes: nothing else happens.
     let fin = s.send(10, Request::Finalize { info: vec![] });
     assert_eq!(s.reply(10, fin).status, Status::SUCCESS);
-    s.eng.handle_closed(10, s.now);
-    s.eng.handle_closed(11, s.now);
+    s.eng.handle_closed(10);
+    s.eng.handle_closed(11);
     s.pump();
     assert!(s.events.is_empty(), "a tool's end raised {:?}", s.events);
     let late = s.send(10, namespaces());

@@ -1,0 +1,316 @@
+//! Sessions: the clients registered with the server, their connections, and the processes
+//! gone. The owner of who is connected as whom: the handshake's checks, the bookkeeping of a
+//! connection's end, and the views other concerns read (a connection's process and
+//! namespace, the job data it holds, its event registrations).
+
+use std::collections::{HashMap, HashSet};
+
+use pmix_types::{Proc, Rank, Status};
+
+use super::ConnId;
+use super::auth::{Auth, Claim, Proofs, constant_time_eq};
+use super::store::NsId;
+
+struct ClientReg {
+    uid: u32,
+    gid: u32,
+    proofs: Proofs,
+    conn: Option<ConnId>,
+    /// How the name was last claimed: a name once claimed with a secret or a way made for
+    /// it is not taken by uid alone afterwards (a reconnection), even where that was allowed.
+    claimed: Option<Claim>,
+    finalized: bool,
+}
+
+pub(super) enum ConnState {
+    /// Authenticated; waiting for the host's client_connected.
+    Connecting,
+    Active,
+    /// Finalize was asked; waiting for the host.
+    Finalizing,
+}
+
+pub(super) struct Conn {
+    pub(super) proc: Proc,
+    pub(super) ns: NsId,
+    pub(super) state: ConnState,
+    /// Namespaces whose job data this client already holds (RFC0009 shipping).
+    pub(super) has_jobs: HashSet<NsId>,
+    /// The event codes it registered for.
+    pub(super) events: EventReg,
+    /// By participant list (numbered in `Engine::participant_ids`): the commit sequence number up to
+    /// which this client received every participant's data from a collecting fence. The next
+    /// collecting fence over the list sends it only what was committed since: it holds the
+    /// rest in its store.
+    pub(super) collected: HashMap<u32, u64>,
+}
+
+/// A client's event registrations, counted: each registration adds, each deregistration
+/// removes one.
+#[derive(Default)]
+pub(super) struct EventReg {
+    /// Registrations for every code.
+    all: u32,
+    codes: HashMap<Status, u32>,
+}
+
+impl EventReg {
+    pub(super) fn wants(&self, code: Status) -> bool {
+        self.all > 0 || self.codes.get(&code).is_some_and(|n| *n > 0)
+    }
+
+    /// Registered for `code` by name (a registration for every code does not count).
+    pub(super) fn names(&self, code: Status) -> bool {
+        self.codes.contains_key(&code)
+    }
+
+    pub(super) fn add(&mut self, codes: &[Status]) {
+        if codes.is_empty() {
+            self.all += 1;
+        }
+        for c in codes {
+            *self.codes.entry(*c).or_default() += 1;
+        }
+    }
+
+    pub(super) fn remove(&mut self, codes: &[Status]) {
+        if codes.is_empty() {
+            self.all = self.all.saturating_sub(1);
+        }
+        for c in codes {
+            if let Some(n) = self.codes.get_mut(c) {
+                *n -= 1;
+                if *n == 0 {
+                    self.codes.remove(c);
+                }
+            }
+        }
+    }
+}
+
+/// Why a hello was refused: the status and the reason the client is told.
+pub(super) type Refusal = (Status, String);
+
+/// How a client's connection ended.
+pub(super) struct Closed {
+    pub(super) proc: Proc,
+    pub(super) ns: NsId,
+    /// It had asked to finalize.
+    pub(super) finalized: bool,
+}
+
+/// The registered clients, the connected ones, and the processes gone.
+#[derive(Default)]
+pub(super) struct Sessions {
+    clients: HashMap<(NsId, Rank), ClientReg>,
+    conns: HashMap<ConnId, Conn>,
+    /// Local processes whose connection ended, with the status to give whoever waits for them.
+    gone: HashMap<(NsId, Rank), Status>,
+}
+
+impl Sessions {
+    /// `register_client`: the process may connect, as `uid`/`gid` with `proofs`.
+    pub(super) fn register(&mut self, key: (NsId, Rank), uid: u32, gid: u32, proofs: Proofs) {
+        self.gone.remove(&key);
+        self.clients.insert(
+            key,
+            ClientReg {
+                uid,
+                gid,
+                proofs,
+                conn: None,
+                claimed: None,
+                finalized: false,
+            },
+        );
+    }
+
+    /// `deregister_client`: forgets the process; its connection, if any, to be closed.
+    pub(super) fn deregister(&mut self, key: (NsId, Rank)) -> Option<ConnId> {
+        self.clients.remove(&key).and_then(|reg| reg.conn)
+    }
+
+    /// Forgets every client of namespace `ns` and its processes gone.
+    pub(super) fn purge_nspace(&mut self, ns: NsId) {
+        self.clients.retain(|(n, _), _| *n != ns);
+        self.gone.retain(|(n, _), _| *n != ns);
+    }
+
+    /// Gives back memory after a namespace was purged.
+    pub(super) fn shrink(&mut self) {
+        self.clients.shrink_to_fit();
+    }
+
+    pub(super) fn is_registered(&self, key: (NsId, Rank)) -> bool {
+        self.clients.contains_key(&key)
+    }
+
+    pub(super) fn proofs(&self, key: (NsId, Rank)) -> Option<Proofs> {
+        self.clients.get(&key).map(|c| c.proofs)
+    }
+
+    /// The uid and gid that rank `rank` of connection `conn`'s namespace registered with.
+    pub(super) fn creds(&self, conn: ConnId, rank: Rank) -> Option<(u32, u32)> {
+        let c = self.conns.get(&conn)?;
+        let reg = self.clients.get(&(c.ns, rank))?;
+        Some((reg.uid, reg.gid))
+    }
+
+    /// A client's hello on `conn` as `proc` (of namespace `ns`), proved as `auth` says: the
+    /// connection is recorded (waiting for the host), or the refusal returned.
+    pub(super) fn hello(
+        &mut self,
+        conn: ConnId,
+        proc: &Proc,
+        ns: NsId,
+        auth: Auth,
+    ) -> Result<(), Refusal> {
+        let (nspace, rank) = (&proc.nspace, proc.rank);
+        let claim = auth.claim();
+        let (secret, creds) = match auth {
+            Auth::Secret { secret, creds } => (Some(secret), creds),
+            Auth::Vouched { creds } => (None, creds),
+            Auth::Uid { creds } => (None, Some(creds)),
+        };
+        let Some(reg) = self.clients.get_mut(&(ns, rank)) else {
+            return Err((
+                Status::ERR_NOT_FOUND,
+                format!("process {nspace}:{rank} is not registered"),
+            ));
+        };
+        if let Some(c) = creds {
+            if c.uid != reg.uid || c.gid != reg.gid {
+                let reason = format!(
+                    "peer credentials uid {} gid {} differ from the registered uid {} gid {}",
+                    c.uid, c.gid, reg.uid, reg.gid
+                );
+                return Err((Status::ERR_NO_PERMISSIONS, reason));
+            }
+        }
+        if secret.is_some_and(|s| !constant_time_eq(&s, &reg.proofs.secret)) {
+            return Err((
+                Status::ERR_INVALID_CRED,
+                format!("wrong secret for {nspace}:{rank}"),
+            ));
+        }
+        if claim == Claim::Uid && !reg.proofs.by_uid {
+            let reason = format!(
+                "{nspace}:{rank} was set up as a pmix-rs or PMI-1 client: its name is not \
+                 claimed by uid alone (the OpenPMIx port), only with what its launcher gave it"
+            );
+            return Err((Status::ERR_NO_PERMISSIONS, reason));
+        }
+        if claim == Claim::Uid && reg.claimed.is_some_and(|c| c != Claim::Uid) {
+            let reason = format!(
+                "{nspace}:{rank} was claimed {} before: it is not claimed by uid alone now",
+                reg.claimed.map_or(String::new(), |c| c.to_string())
+            );
+            return Err((Status::ERR_NO_PERMISSIONS, reason));
+        }
+        if reg.conn.is_some() {
+            let how = reg.claimed.map_or(String::new(), |c| format!(" ({c})"));
+            return Err((
+                Status::ERR_EXISTS,
+                format!("{nspace}:{rank} is already connected{how}"),
+            ));
+        }
+        // A process that finalized may init again (PMIx_Init after PMIx_Finalize): it is
+        // back, with what it committed before; what waited for it had failed at its finalize.
+        if reg.finalized {
+            tracing::debug!(conn, %nspace, %rank, "a finalized client connects again");
+            self.gone.remove(&(ns, rank));
+        }
+        reg.conn = Some(conn);
+        reg.claimed = Some(claim);
+        reg.finalized = false;
+        self.conns.insert(
+            conn,
+            Conn {
+                proc: proc.clone(),
+                ns,
+                state: ConnState::Connecting,
+                has_jobs: HashSet::from([ns]),
+                events: EventReg::default(),
+                collected: HashMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The host refused the client of `conn`: its connection is forgotten.
+    pub(super) fn refused(&mut self, conn: ConnId) -> Option<Proc> {
+        let c = self.conns.remove(&conn)?;
+        if let Some(reg) = self.clients.get_mut(&(c.ns, c.proc.rank)) {
+            reg.conn = None;
+        }
+        Some(c.proc)
+    }
+
+    /// `conn` ended: its client is disconnected, and gone with the status whoever waits for
+    /// it gets (`ERR_NOT_FOUND` after a finalize, else `ERR_PROC_TERM_WO_SYNC`).
+    pub(super) fn closed(&mut self, conn: ConnId) -> Option<Closed> {
+        let c = self.conns.remove(&conn)?;
+        let key = (c.ns, c.proc.rank);
+        let finalized = matches!(c.state, ConnState::Finalizing);
+        if let Some(reg) = self.clients.get_mut(&key) {
+            reg.conn = None;
+            reg.finalized |= finalized;
+        }
+        let status = if finalized {
+            Status::ERR_NOT_FOUND
+        } else {
+            Status::ERR_PROC_TERM_WO_SYNC
+        };
+        self.gone.insert(key, status);
+        Some(Closed {
+            proc: c.proc,
+            ns: c.ns,
+            finalized,
+        })
+    }
+
+    /// A process of another node ended with `status`: false if it was known gone already.
+    pub(super) fn ended_elsewhere(&mut self, key: (NsId, Rank), status: Status) -> bool {
+        if self.gone.contains_key(&key) {
+            return false;
+        }
+        self.gone.insert(key, status);
+        true
+    }
+
+    /// The processes gone, with the status whoever waits for them gets.
+    pub(super) fn gone(&self) -> &HashMap<(NsId, Rank), Status> {
+        &self.gone
+    }
+
+    pub(super) fn conn(&self, conn: ConnId) -> Option<&Conn> {
+        self.conns.get(&conn)
+    }
+
+    pub(super) fn conn_mut(&mut self, conn: ConnId) -> Option<&mut Conn> {
+        self.conns.get_mut(&conn)
+    }
+
+    /// The connections whose handshake the host accepted and that have not finalized.
+    pub(super) fn active(&self) -> impl Iterator<Item = (ConnId, &Conn)> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| matches!(c.state, ConnState::Active))
+            .map(|(k, c)| (*k, c))
+    }
+
+    /// The connections of namespace `ns`'s clients.
+    pub(super) fn conns_of(&self, ns: NsId) -> Vec<ConnId> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| c.ns == ns)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
+    /// True when no client is registered or connected.
+    #[cfg(test)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.clients.is_empty() && self.conns.is_empty()
+    }
+}

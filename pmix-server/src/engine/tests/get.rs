@@ -1,0 +1,271 @@
+//! Gets: waiting for a commit, rank UNDEF, reserved keys, job data shipped once, direct modex.
+
+use super::*;
+
+#[test]
+fn get_waits_for_commit_and_honours_immediate_and_timeout() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let p1 = Proc::new(ns("a"), 1);
+    let imm = s.send(
+        0,
+        get(p1.clone(), "x", vec![Info::attr(attr::IMMEDIATE, true)]),
+    );
+    assert_eq!(s.reply(0, imm).status, Status::ERR_NOT_FOUND);
+
+    let waiting = s.send(0, get(p1.clone(), "x", vec![]));
+    let timed = s.send(
+        2,
+        get(
+            Proc::new(ns("a"), 2),
+            "y",
+            vec![Info::attr(attr::TIMEOUT, 2i32)],
+        ),
+    );
+    assert!(s.replies.is_empty());
+    s.advance(Duration::from_millis(1999));
+    assert!(s.take_reply(2, timed).is_none(), "timed out early");
+    s.advance(Duration::from_millis(2));
+    assert_eq!(s.reply(2, timed).status, Status::ERR_TIMEOUT);
+    assert!(
+        s.take_reply(0, waiting).is_none(),
+        "a get without timeout gave up"
+    );
+
+    let c = s.send(
+        1,
+        commit(&[
+            ("x", Scope::GLOBAL, Value::Int64(-5)),
+            ("hidden", Scope::REMOTE, Value::Bool(true)),
+        ]),
+    );
+    assert_eq!(s.reply(1, c).status, Status::SUCCESS);
+    let rep = s.reply(0, waiting);
+    assert_eq!(rep.status, Status::SUCCESS);
+    let ReplyBody::Get { data, jobs } = rep.body else {
+        panic!("not a get reply")
+    };
+    assert!(jobs.is_empty(), "own namespace's job data shipped again");
+    assert_eq!(
+        data[0].kvs.len(),
+        1,
+        "REMOTE data shown to a process on the same node"
+    );
+    assert_eq!(data[0].kvs[0].value, Value::Int64(-5));
+    // A key the committed process does not have: NOT_FOUND at once, no waiting.
+    let miss = s.send(0, get(p1, "nope", vec![]));
+    assert_eq!(s.reply(0, miss).status, Status::ERR_NOT_FOUND);
+}
+
+#[test]
+fn get_with_rank_undef_finds_whoever_stored_the_key() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    s.job("b", 1);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let any = Proc::new(ns("a"), Rank::UNDEF);
+    let miss = s.send(0, get(any.clone(), "x", vec![]));
+    assert_eq!(
+        s.reply(0, miss).status,
+        Status::ERR_NOT_FOUND,
+        "nobody stored it yet: answered at once"
+    );
+    let c = s.send(2, commit(&[("x", Scope::GLOBAL, Value::Int64(7))]));
+    assert_eq!(s.reply(2, c).status, Status::SUCCESS);
+    let c = s.send(1, commit(&[("x", Scope::GLOBAL, Value::Int64(8))]));
+    assert_eq!(s.reply(1, c).status, Status::SUCCESS);
+    let hit = s.send(0, get(any.clone(), "x", vec![]));
+    let rep = s.reply(0, hit);
+    assert_eq!(rep.status, Status::SUCCESS);
+    let ReplyBody::Get { data, .. } = rep.body else {
+        panic!("not a get reply")
+    };
+    assert_eq!(data[0].proc.rank, Rank(2), "the first to store it answers");
+    assert_eq!(data[0].kvs[0].value, Value::Int64(7));
+    // Job-level keys come first.
+    let size = s.send(0, get(any, attr::JOB_SIZE, vec![]));
+    assert_eq!(s.reply(0, size).status, Status::SUCCESS);
+    // Another namespace's keys are not found in this one.
+    let other = s.send(0, get(Proc::new(ns("b"), Rank::UNDEF), "x", vec![]));
+    assert_eq!(s.reply(0, other).status, Status::ERR_NOT_FOUND);
+}
+
+#[test]
+fn reserved_keys_are_refused_and_nothing_is_stored() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let c = s.send(
+        0,
+        commit(&[
+            ("ok", Scope::GLOBAL, Value::Uint8(1)),
+            ("pmix.mine", Scope::GLOBAL, Value::Uint8(2)),
+        ]),
+    );
+    assert_eq!(s.reply(0, c).status, Status::ERR_BAD_PARAM);
+    let g = s.send(
+        1,
+        get(
+            Proc::new(ns("a"), 0),
+            "ok",
+            vec![Info::attr(attr::IMMEDIATE, true)],
+        ),
+    );
+    assert_eq!(
+        s.reply(1, g).status,
+        Status::ERR_NOT_FOUND,
+        "half of a refused commit was stored"
+    );
+}
+
+#[test]
+fn get_from_another_namespace_ships_its_job_data_once() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.job("b", 1);
+    s.connect(0, "a", 0);
+    s.connect(1, "b", 0);
+    let c = s.send(1, commit(&[("k", Scope::GLOBAL, Value::Uint8(9))]));
+    s.reply(1, c);
+    let pb = Proc::new(ns("b"), 0);
+    let g1 = s.send(0, get(pb.clone(), "k", vec![]));
+    let ReplyBody::Get { jobs, .. } = s.reply(0, g1).body else {
+        panic!()
+    };
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].nspace(), &ns("b"));
+    assert!(
+        jobs[0]
+            .job()
+            .iter()
+            .any(|i| i.key.as_str() == attr::JOB_SIZE && i.value.as_u32() == Some(1))
+    );
+    let g2 = s.send(0, get(pb, "k", vec![]));
+    let ReplyBody::Get { jobs, .. } = s.reply(0, g2).body else {
+        panic!()
+    };
+    assert!(jobs.is_empty(), "job data shipped twice to the same client");
+}
+
+#[test]
+fn direct_modex_for_a_remote_process_asks_the_host_once() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0], &[1]);
+    let remote = Proc::new(ns("m"), 1);
+    let g1 = s.send(0, get(remote.clone(), "v", vec![]));
+    let g2 = s.send(0, get(remote.clone(), "w", vec![]));
+    assert_eq!(
+        s.host_calls.len(),
+        1,
+        "direct modex requests were not coalesced"
+    );
+    let (op, _) = s.host_calls.remove(0);
+    let mut blob = Vec::new();
+    let pk = vec![ProcKvs {
+        proc: remote,
+        kvs: vec![Kv {
+            scope: Scope::GLOBAL,
+            key: key("v"),
+            value: Value::Bool(true),
+        }],
+    }];
+    pmix_wire::encode_frame(&pk, &mut blob).unwrap();
+    s.eng.handle_host_done(op, HostOutcome::Bytes(Ok(blob)));
+    s.pump();
+    assert_eq!(s.reply(0, g1).status, Status::SUCCESS);
+    assert_eq!(s.reply(0, g2).status, Status::ERR_NOT_FOUND);
+}
+
+#[test]
+fn dmodex_request_from_the_host_waits_for_commit_and_hides_local_data() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.connect(0, "a", 0);
+    s.eng.dmodex_request(&Proc::new(ns("a"), 0), 77);
+    s.pump();
+    assert!(s.dmodex.is_empty());
+    let c = s.send(
+        0,
+        commit(&[
+            ("g", Scope::GLOBAL, Value::Uint8(1)),
+            ("l", Scope::LOCAL, Value::Uint8(2)),
+        ]),
+    );
+    s.reply(0, c);
+    let (token, result) = s.dmodex.remove(0);
+    assert_eq!(token, 77);
+    let data = super::decode_blobs(&result.unwrap()).unwrap();
+    assert_eq!(
+        data[0]
+            .kvs
+            .iter()
+            .map(|kv| kv.key.as_str())
+            .collect::<Vec<_>>(),
+        ["g"]
+    );
+}
+
+#[test]
+fn a_process_ended_on_another_node_fails_what_waits_for_it_here() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0, 1], &[2, 3]);
+    // A job-wide fence already handed to the host, and a get of rank 3's data.
+    let a = s.send(0, fence(vec![], true));
+    let b = s.send(1, fence(vec![], true));
+    let g = s.send(0, get(Proc::new(ns("m"), 3), "v", vec![]));
+    let calls: Vec<HostCall> = s.host_calls.drain(..).map(|(_, c)| c).collect();
+    assert!(
+        calls.iter().any(|c| matches!(c, HostCall::FenceNb { .. })),
+        "{calls:?}"
+    );
+    assert!(s.replies.is_empty());
+    s.eng
+        .proc_ended_elsewhere(&Proc::new(ns("m"), 3), Status::ERR_PROC_TERM_WO_SYNC);
+    s.pump();
+    for (c, id) in [(0, a), (1, b), (0, g)] {
+        assert_eq!(s.reply(c, id).status, Status::ERR_PROC_TERM_WO_SYNC);
+    }
+    // Later ones fail at once, and a rank that is not gone is still asked for.
+    let g = s.send(1, get(Proc::new(ns("m"), 3), "v", vec![]));
+    assert_eq!(s.reply(1, g).status, Status::ERR_PROC_TERM_WO_SYNC);
+    let f = s.send(
+        0,
+        fence(vec![Proc::new(ns("m"), 0), Proc::new(ns("m"), 3)], false),
+    );
+    assert_eq!(s.reply(0, f).status, Status::ERR_PROC_TERM_WO_SYNC);
+    let g2 = s.send(1, get(Proc::new(ns("m"), 2), "v", vec![]));
+    assert!(s.replies.is_empty(), "rank 2 is not gone: {:?}", s.replies);
+    let _ = g2;
+}
+
+#[test]
+fn reserved_keys_of_a_remote_process_come_from_job_data_at_once() {
+    let mut s = Sim::new();
+    // Rank 0 here on node0; rank 1 on node1, which never committed.
+    two_node_job(&mut s, &[0], &[1]);
+    let g = s.send(0, get(Proc::new(ns("m"), 1), attr::NODEID, vec![]));
+    let rep = s.reply(0, g);
+    assert_eq!(rep.status, Status::SUCCESS);
+    let ReplyBody::Get { data, .. } = rep.body else {
+        panic!("not get data: {:?}", rep.body)
+    };
+    assert_eq!(data[0].kvs[0].value, Value::Uint32(1));
+    assert!(
+        s.host_calls.is_empty(),
+        "asked the host: {:?}",
+        s.host_calls
+    );
+    // A key of the process's own is still waited for (and fetched from its node).
+    let g = s.send(0, get(Proc::new(ns("m"), 1), "mine", vec![]));
+    assert!(s.take_reply(0, g).is_none());
+    assert!(matches!(
+        s.host_calls.first(),
+        Some((_, HostCall::DirectModex { .. }))
+    ));
+}
