@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,36 @@ const MAX_MESSAGE: u32 = 64 * 1024;
 
 /// How long one conversation may take, waiting for the parent included.
 const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a connection may take to prove it knows the run's secret: until it has, it holds
+/// a thread and a descriptor of the root's for nothing.
+const PROOF_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Conversations served at once: every daemon of the run four times (its probes of the
+/// root's addresses, which leave at once, and its join) and some room; past it a connection
+/// is closed at once, so that connections of others (any user can reach the port) cannot
+/// take more of the root's threads and descriptors than this, each for at most
+/// [`PROOF_TIMEOUT`] unless it proves it knows the secret.
+fn max_conversations(topology: &Topology) -> usize {
+    4 * topology.size() as usize + 64
+}
+
+/// One conversation counted against [`max_conversations`] while it lasts.
+struct Slot(Arc<AtomicUsize>);
+
+impl Slot {
+    fn take(count: &Arc<AtomicUsize>, max: usize) -> Option<Slot> {
+        let prev = count.fetch_add(1, Ordering::AcqRel);
+        let slot = Slot(count.clone());
+        (prev < max).then_some(slot)
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
 
 #[derive(Debug, Serialize, Deserialize)]
 struct Challenge {
@@ -96,16 +126,23 @@ impl JoinService {
             .name("join".into())
             .stack_size(crate::node::output::SMALL_STACK)
             .spawn(move || {
+                let serving = Arc::new(AtomicUsize::new(0));
+                let max = max_conversations(&topology);
                 for stream in listener.incoming() {
                     if stopping.load(Ordering::Acquire) {
                         break;
                     }
                     let Ok(stream) = stream else { continue };
+                    let Some(slot) = Slot::take(&serving, max) else {
+                        tracing::debug!(max, "join: too many connections at once, closing one");
+                        continue;
+                    };
                     let directory = directory.clone();
                     let spawned = std::thread::Builder::new()
                         .name("join-conn".into())
                         .stack_size(crate::node::output::SMALL_STACK)
                         .spawn(move || {
+                            let _slot = slot;
                             if let Err(e) = serve(stream, &secret, topology, &directory) {
                                 tracing::warn!("a daemon's join failed: {e}");
                             }
@@ -142,8 +179,8 @@ fn serve(
 ) -> Result<(), String> {
     let deadline = Instant::now() + TIMEOUT;
     stream
-        .set_read_timeout(Some(TIMEOUT))
-        .and_then(|()| stream.set_write_timeout(Some(TIMEOUT)))
+        .set_read_timeout(Some(PROOF_TIMEOUT))
+        .and_then(|()| stream.set_write_timeout(Some(PROOF_TIMEOUT)))
         .map_err(|e| e.to_string())?;
     let nonce = pmix_tree::auth::fresh_nonce().map_err(|e| format!("no nonce: {e}"))?;
     // A daemon probing which of the root's addresses it can reach connects and leaves at
@@ -171,6 +208,11 @@ fn serve(
     let Some(parent) = topology.parent(vertex).filter(|_| vertex < topology.size()) else {
         return Err(format!("vertex {vertex} is no daemon of this run"));
     };
+    // Proven: it may now wait for its parent as long as a join takes.
+    stream
+        .set_read_timeout(Some(TIMEOUT))
+        .and_then(|()| stream.set_write_timeout(Some(TIMEOUT)))
+        .map_err(|e| e.to_string())?;
     let (lock, ready) = &**directory;
     let mut known = lock.lock().unwrap_or_else(PoisonError::into_inner);
     let addrs = loop {
@@ -260,5 +302,50 @@ mod tests {
         assert!(ask_parent(&at, &[1u8; 32], 2).is_err());
         // Neither does a vertex outside the tree.
         assert!(ask_parent(&at, &secret, 7).is_err());
+    }
+
+    /// Connections that say nothing hold at most the service's few slots: past them a
+    /// connection is closed at once (no thread, no descriptor kept for it), and a slot is free
+    /// again when its connection goes.
+    #[test]
+    fn idle_connections_cannot_take_more_than_the_slots() {
+        use std::io::Read;
+        let secret = [9u8; pmix_tree::net::SECRET_LEN];
+        let topo = Topology::new(3, 2);
+        let max = max_conversations(&topo);
+        let root = vec![SocketAddr::from(([127, 0, 0, 1], 1000))];
+        let svc = JoinService::start(secret, topo, root).unwrap_or_else(|e| panic!("{e}"));
+        let at = SocketAddr::from(([127, 0, 0, 1], svc.port));
+        // Each slot's connection is sent its challenge (read here, so it is being served).
+        let connect = || {
+            let c = TcpStream::connect_timeout(&at, TIMEOUT).unwrap();
+            c.set_read_timeout(Some(TIMEOUT)).unwrap();
+            c
+        };
+        let mut idle: Vec<TcpStream> = (0..max)
+            .map(|_| {
+                let mut c = connect();
+                let mut len = [0u8; 4];
+                c.read_exact(&mut len).unwrap();
+                c
+            })
+            .collect();
+        let mut extra = connect();
+        let mut buf = [0u8; 4];
+        assert_eq!(
+            extra.read(&mut buf).unwrap(),
+            0,
+            "an extra connection was served"
+        );
+        // One slot freed: a new connection is served again (its challenge comes).
+        drop(idle.pop());
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let mut c = connect();
+            if c.read(&mut buf).unwrap_or(0) > 0 {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the freed slot was never reused");
+        }
     }
 }
