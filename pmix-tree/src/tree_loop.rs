@@ -23,12 +23,12 @@ use pmix_types::Status;
 use pmix_wire::{FrameDecoder, FrameReader};
 use serde_bytes::ByteBuf;
 
-use crate::Vertex;
 use crate::auth::SECRET_LEN;
 use crate::auth::{self, Side};
 use crate::core::{Core, Delivery, Output};
 use crate::mailbox::{Call, Done, Wake};
 use crate::msg::{self, Dest, FenceKey, HANDSHAKE_MAX_FRAME, Msg, NONCE_LEN};
+use crate::{Topology, Vertex};
 
 /// The listener's token, relative to the first of the loop's tokens; connections follow.
 const LISTENER: usize = 0;
@@ -40,6 +40,13 @@ enum Role {
     Handshake { deadline: Instant, step: Step },
     /// The link to this neighbour.
     Link(Vertex),
+}
+
+/// Handshakes under way at once on a vertex's listener: each child twice and some room.
+/// Past it a new connection is closed at once (any user can reach the port; each connection
+/// not yet proven costs a descriptor and a read buffer until its handshake deadline).
+fn max_handshakes(topo: &Topology, me: Vertex) -> usize {
+    2 * topo.children(me).count() + 16
 }
 
 enum Step {
@@ -512,6 +519,21 @@ impl TreeLoop {
             };
             match listener.accept() {
                 Ok((mut stream, peer)) => {
+                    // Anyone may connect: those not yet proven are bounded, so that they
+                    // cannot take the descriptors and buffers the run's own children need.
+                    let proving = self
+                        .conns
+                        .values()
+                        .filter(|c| matches!(c.role, Role::Handshake { .. }))
+                        .count();
+                    let max = max_handshakes(self.core.topology(), self.core.me());
+                    if proving >= max {
+                        tracing::debug!(
+                            max,
+                            "too many handshakes under way; a connection from {peer} closed"
+                        );
+                        continue;
+                    }
                     if let Err(e) = stream.set_nodelay(true) {
                         tracing::warn!("TCP_NODELAY on a connection from {peer}: {e}");
                     }

@@ -477,3 +477,33 @@ fn an_embedded_vertex_runs_in_its_hosts_own_loop() {
         }
     }
 }
+
+/// Connections that never say hello hold at most a few handshake slots of a vertex (each
+/// child twice and 16): past them the vertex closes a new connection at once, instead of
+/// keeping a descriptor and a read buffer for it until its handshake deadline.
+#[test]
+fn idle_connections_take_at_most_the_handshake_slots() {
+    use std::io::Read;
+    use std::net::TcpStream;
+    let topo = Topology::new(2, 2);
+    // A handshake deadline far beyond the test's patience: only the cap can close it.
+    let mut c = config(0, topo, None);
+    c.handshake_timeout = Duration::from_secs(600);
+    let (_root, addr) = Tree::start(c, |_| {}).expect("root");
+    let addr = addr.expect("the root listens");
+    let slots = 2 + 16;
+    let idle: Vec<TcpStream> = (0..slots)
+        .map(|_| TcpStream::connect_timeout(&addr, PATIENCE).expect("connect"))
+        .collect();
+    let mut extra = TcpStream::connect_timeout(&addr, PATIENCE).expect("connect");
+    extra.set_read_timeout(Some(PATIENCE)).expect("timeout");
+    let mut buf = [0u8; 8];
+    // Closed at once: the end of the stream or a reset, not the read timing out.
+    let r = extra.read(&mut buf);
+    let closed = match &r {
+        Ok(n) => *n == 0,
+        Err(e) => e.kind() == std::io::ErrorKind::ConnectionReset,
+    };
+    assert!(closed, "the extra connection was kept: {r:?}");
+    drop(idle);
+}
