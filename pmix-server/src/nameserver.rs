@@ -44,6 +44,13 @@ const WAKER: Token = Token(usize::MAX - 2);
 /// How long a launcher waits for the server's welcome.
 const HELLO_WAIT: Duration = Duration::from_secs(10);
 
+/// Answers queued for one connection past which its requests are not taken (back-pressure).
+const OUTPUT_LIMIT: usize = 16 << 20;
+
+/// Answers queued for one connection past which it is closed: what it was owed before it
+/// stopped reading (lookups that waited for a publish, answered all at once).
+const OUTPUT_HARD_LIMIT: usize = 256 << 20;
+
 /// A running name server: a thread serving a Unix socket until stopped or dropped.
 pub struct NameServer {
     uri: String,
@@ -158,6 +165,8 @@ struct Conn {
     reader: FrameReader,
     out: OutQueue,
     writable: bool,
+    /// Requests are not taken while its answers are backed up ([`OUTPUT_LIMIT`]).
+    held: bool,
     /// The session, once the hello was accepted.
     session: Option<u64>,
     /// The peer's uid, from the socket.
@@ -237,6 +246,7 @@ impl Loop {
                         reader: FrameReader::new(self.decoder),
                         out: OutQueue::default(),
                         writable: false,
+                        held: false,
                         session: None,
                         peer_uid,
                     });
@@ -251,55 +261,41 @@ impl Loop {
         }
     }
 
+    /// Takes connection `c`'s requests one frame at a time, reading more only when no whole
+    /// frame waits, and not at all while its answers are backed up past [`OUTPUT_LIMIT`]:
+    /// what a peer sends ahead of reading its answers then waits in the kernel (which stops
+    /// the sender), not in the name server. Reading resumes once its answers drained.
     fn read(&mut self, c: usize) {
-        let mut closed = false;
-        let mut frames: Vec<Vec<u8>> = Vec::new();
-        let mut bad = None;
-        {
+        loop {
             let Some(conn) = self.conns.get_mut(c) else {
                 return;
             };
-            loop {
-                match conn.reader.read_from(&mut conn.stream) {
-                    Ok(0) => {
-                        closed = true;
-                        break;
-                    }
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        closed = true;
-                        break;
-                    }
-                }
-            }
-            loop {
-                match conn.reader.next_frame() {
-                    Ok(Some(body)) => frames.push(body.to_vec()),
-                    Ok(None) => break,
-                    Err(e) => {
-                        bad = Some(e);
-                        break;
-                    }
-                }
-            }
-        }
-        for body in frames {
-            if !self.conns.contains(c) {
+            if conn.out.queued() > OUTPUT_LIMIT {
+                conn.held = true;
                 return;
             }
-            self.frame(c, &body);
-        }
-        if let Some(e) = bad {
-            tracing::warn!(
-                conn = c,
-                "name server: closing a connection after a bad frame: {e}"
-            );
-            closed = true;
-        }
-        if closed {
-            self.close(c);
+            match conn.reader.next_frame() {
+                Ok(Some(body)) => {
+                    let body = body.to_vec();
+                    self.frame(c, &body);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(
+                        conn = c,
+                        "name server: closing a connection after a bad frame: {e}"
+                    );
+                    return self.close(c);
+                }
+            }
+            match conn.reader.read_from(&mut conn.stream) {
+                Ok(0) => return self.close(c),
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return self.close(c),
+            }
         }
     }
 
@@ -524,6 +520,20 @@ impl Loop {
             return;
         };
         let dead = !conn.out.write_to(&mut conn.stream);
+        if conn.out.queued() > OUTPUT_HARD_LIMIT {
+            // Answers it was owed before it stopped reading (lookups that waited for a
+            // publish) pile up: a peer that reads none of them is not kept at any cost.
+            tracing::warn!(
+                conn = c,
+                queued = conn.out.queued(),
+                "name server: closing a connection that does not read its answers"
+            );
+            return self.close(c);
+        }
+        let resume = conn.held && !dead && conn.out.queued() <= OUTPUT_LIMIT;
+        if resume {
+            conn.held = false;
+        }
         let want = !conn.out.is_empty();
         if want != conn.writable && !dead {
             let interest = if want {
@@ -542,6 +552,8 @@ impl Loop {
         }
         if dead {
             self.close(c);
+        } else if resume {
+            self.read(c);
         }
     }
 

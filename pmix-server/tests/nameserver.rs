@@ -324,3 +324,86 @@ fn a_connect_fails_when_the_other_run_leaves_or_never_comes() {
     );
     server.stop();
 }
+
+/// The name server's memory, as the kernel counts it (this test process hosts it).
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+/// A peer that sends lookups of a large value and reads none of the answers: the name server
+/// stops taking its requests once some 16 MiB of answers wait for it (before, it answered all
+/// 150, 1.2 GB), serves everyone else meanwhile, and every answer still comes once the peer
+/// reads.
+#[test]
+fn a_peer_that_does_not_read_its_answers_costs_a_bounded_amount() {
+    use pmix_wire::{
+        FrameDecoder, FrameReader, NS_MAGIC, NS_PROTOCOL_VERSION, NsCaller, NsHello, NsMsg,
+        NsRequest, encode_frame,
+    };
+    use std::io::{Read, Write};
+    const LOOKUPS: u32 = 150;
+    let (_dir, path) = socket_path("slow");
+    let server = NameServer::start(&path, 0o600).unwrap();
+    let a = NameServerClient::connect(server.uri(), "node-a").unwrap();
+    let pa = proc("job-a", 0);
+    a.nspace_started(&pa.nspace);
+    let big = "x".repeat(8 << 20);
+    publish(&a, &pa, "big", &big, &[global()]).unwrap();
+    let before = rss_bytes();
+
+    let mut raw = std::os::unix::net::UnixStream::connect(&path).unwrap();
+    let (uid, gid) = me();
+    let mut out = Vec::new();
+    let hello = NsHello {
+        magic: NS_MAGIC.into(),
+        version: NS_PROTOCOL_VERSION,
+        host: "node-b".into(),
+    };
+    encode_frame(&hello, &mut out).unwrap();
+    for id in 0..LOOKUPS {
+        let req = NsRequest::Lookup {
+            caller: NsCaller {
+                proc: proc("job-b", 0),
+                uid,
+                gid,
+            },
+            keys: vec![Key::new("big").unwrap()],
+            info: vec![global()],
+        };
+        encode_frame(&NsMsg { id, req }, &mut out).unwrap();
+    }
+    raw.write_all(&out).unwrap();
+    // Everyone else is served meanwhile (this also lets the server take what it will of b's).
+    let pc = proc("job-c", 0);
+    let c = NameServerClient::connect(server.uri(), "node-c").unwrap();
+    for _ in 0..3 {
+        assert_eq!(lookup(&c, &pc, &["big"], &[global()]).unwrap().len(), 1);
+    }
+    let grown = rss_bytes().saturating_sub(before);
+    assert!(
+        grown < 200 << 20,
+        "the name server holds {} MiB of answers for a peer that reads none",
+        grown >> 20
+    );
+    // Reading them all: every answer comes.
+    raw.set_read_timeout(Some(DEADLINE)).unwrap();
+    let mut reader = FrameReader::new(FrameDecoder::new(64 << 20));
+    let mut answers = 0;
+    let mut buf = vec![0u8; 1 << 20];
+    while answers < LOOKUPS + 1 {
+        while let Some(_body) = reader.next_frame().unwrap() {
+            answers += 1;
+        }
+        if answers >= LOOKUPS + 1 {
+            break;
+        }
+        let n = raw.read(&mut buf).expect("the answers keep coming");
+        assert!(n > 0, "closed after {answers} answers");
+        reader.extend(&buf[..n]);
+    }
+    // The welcome and one answer per lookup.
+    assert_eq!(answers, LOOKUPS + 1);
+    server.stop();
+}
