@@ -365,3 +365,100 @@ fn pmix_rs_client_logs_and_asks_for_job_control_under_a_real_openpmix_server() {
         assert_lines(&out, &what, scenario, want);
     }
 }
+
+/// A rank floods `PMIx_Log` (non-blocking, 256 KiB each) while nobody reads pmixrun's stderr:
+/// what waits for the supervisor is bounded (16 MiB per way in), the rest is refused at once
+/// with `ERR_OUT_OF_RESOURCE` rather than held (before, every request was queued: 1,500 of
+/// them held 377 MiB); once stderr is read, every request is answered and each accepted
+/// one written. On one node and through a daemon (logical nodes).
+#[test]
+fn a_log_flood_while_stderr_is_not_read_is_bounded() {
+    use std::io::{BufRead, BufReader, Read};
+    const N: usize = 400;
+    const SIZE: usize = 256 * 1024;
+    for nodes in [false, true] {
+        // The rank says it sent everything through a FIFO: pmixrun's own output may be held
+        // up behind the unread log lines.
+        let fifo =
+            std::env::temp_dir().join(format!("pmixrs-log-flood-{}-{nodes}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        let mut cmd = Command::new(pmixrun_bin());
+        if nodes {
+            // Rank 0 on `b`: its requests come through its daemon.
+            cmd.args(["--launcher", "local", "--host", "b:1"]);
+        }
+        cmd.args(["-n", "1"])
+            .args(program(Lib::Rust))
+            .args(["log-flood", &N.to_string(), &SIZE.to_string()])
+            .arg(&fifo)
+            .env_remove("PMIXRS_NAMESERVER")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("pmixrun");
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        // Stderr is left unread until every request went out.
+        let (sent_tx, sent_rx) = std::sync::mpsc::channel();
+        let at = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = sent_tx.send(std::fs::read_to_string(&at));
+        });
+        let left = deadline.saturating_duration_since(Instant::now());
+        let sent = sent_rx.recv_timeout(left);
+        let _ = std::fs::remove_file(&fifo);
+        if !matches!(&sent, Ok(Ok(s)) if s == "sent\n") {
+            let _ = child.kill();
+            panic!("the rank never said it sent its logs (nodes {nodes}): {sent:?}");
+        }
+        let mut lines = Vec::new();
+        let mut stderr = child.stderr.take().expect("stderr");
+        let reader = std::thread::spawn(move || {
+            let mut all = String::new();
+            let _ = stderr.read_to_string(&mut all);
+            all
+        });
+        let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let (status_tx, status_rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = status_tx.send(child.wait());
+        });
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(Ok(status)) = status_rx.recv_timeout(left) else {
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            panic!("pmixrun did not end (nodes {nodes}): {lines:?}");
+        };
+        let err = reader.join().expect("stderr reader");
+        lines.extend(rx.try_iter());
+        assert!(status.success(), "nodes {nodes}: {status}: {lines:?}");
+        let result = lines
+            .iter()
+            .find_map(|l| l.strip_prefix("log-flood ok="))
+            .unwrap_or_else(|| panic!("no result (nodes {nodes}): {lines:?}"));
+        let nums: Vec<usize> = result
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|s| !s.is_empty())
+            .map(|s| s.parse().expect("a count"))
+            .collect();
+        let (ok, refused, other) = (nums[0], nums[1], nums[2]);
+        assert_eq!((ok + refused, other), (N, 0), "nodes {nodes}: {result}");
+        assert!(
+            refused > 0,
+            "nodes {nodes}: nothing refused, all held: {result}"
+        );
+        assert!(ok > 0, "nodes {nodes}: nothing logged: {result}");
+        let written = err.lines().filter(|l| l.ends_with(&"y".repeat(64))).count();
+        assert_eq!(
+            written, ok,
+            "nodes {nodes}: the accepted requests are all written"
+        );
+    }
+}

@@ -92,6 +92,38 @@ fn log(c: &Client) -> Res {
     Ok(())
 }
 
+/// `log-flood N SIZE FIFO`: N non-blocking logs of SIZE bytes each to pmixrun's stderr at
+/// once, then "sent" into FIFO (pmixrun's output may be held up behind the logs), then waits
+/// for every answer and counts them.
+fn log_flood(c: &Client, n: &str, size: &str, fifo: &str) -> Res {
+    let n: usize = n.parse().map_err(e("N"))?;
+    let size: usize = size.parse().map_err(e("SIZE"))?;
+    let (tx, rx) = mpsc::channel();
+    let text = "y".repeat(size);
+    for _ in 0..n {
+        let tx = tx.clone();
+        c.log_nb(
+            &[Info::attr(attr::LOG_STDERR, text.clone())],
+            &[],
+            move |r| {
+                let _ = tx.send(r.map_err(|e| e.status()));
+            },
+        );
+    }
+    std::fs::write(fifo, "sent\n").map_err(e("the FIFO"))?;
+    let (mut ok, mut refused, mut other) = (0, 0, 0);
+    for _ in 0..n {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(s)) if s == Status::ERR_OUT_OF_RESOURCE => refused += 1,
+            Ok(Err(_)) => other += 1,
+            Err(_) => return Err(format!("answers stopped after {}", ok + refused + other)),
+        }
+    }
+    println!("log-flood ok={ok} refused={refused} other={other}");
+    Ok(())
+}
+
 fn kill_peer(c: &Client, scenario: &str) -> Res {
     let me = c.proc().clone();
     let all = [Proc::new(me.nspace.clone(), Rank::WILDCARD)];
@@ -254,6 +286,12 @@ fn run(args: &[String]) -> Res {
     match args.first().map(String::as_str) {
         Some("query") => query(&c)?,
         Some("log") => log(&c)?,
+        Some("log-flood") => log_flood(
+            &c,
+            args.get(1).map_or("", String::as_str),
+            args.get(2).map_or("", String::as_str),
+            args.get(3).map_or("", String::as_str),
+        )?,
         Some(s @ ("kill" | "signal")) => kill_peer(&c, s)?,
         Some("unsupported") => unsupported(&c)?,
         Some("cleanup") => cleanup(&c, args.get(1).ok_or("cleanup needs a directory")?)?,

@@ -46,6 +46,8 @@ pub(crate) enum Event {
         data: Vec<Info>,
         directives: Vec<Info>,
         done: Completion<()>,
+        /// Its share of the bytes log requests may hold while they wait.
+        ticket: crate::node::log_budget::LogTicket,
     },
     /// A process asked to act on processes of the run (`PMIx_Job_control`).
     JobControl {
@@ -91,6 +93,8 @@ pub(crate) struct RunHost {
     stdin: Option<Arc<crate::node::stdin::Router>>,
     /// Where events of a range beyond this server go, if anywhere.
     beyond: Option<Beyond>,
+    /// What this node's log requests may hold while they wait for the supervisor.
+    logs: crate::node::log_budget::LogBudget,
 }
 
 /// Passes on an event (code, source, range, info) the server raised for a range beyond
@@ -104,6 +108,7 @@ impl RunHost {
             names,
             stdin: None,
             beyond: None,
+            logs: Default::default(),
         }
     }
 
@@ -254,6 +259,9 @@ impl Host for RunHost {
     }
 
     fn log(&mut self, proc: &Proc, data: &[Info], directives: &[Info], done: Completion<()>) {
+        let Some(ticket) = self.logs.take(data) else {
+            return done.complete(Err(Status::ERR_OUT_OF_RESOURCE));
+        };
         forward(
             &self.events,
             Event::Log {
@@ -261,6 +269,7 @@ impl Host for RunHost {
                 data: data.to_vec(),
                 directives: directives.to_vec(),
                 done,
+                ticket,
             },
         );
     }

@@ -555,11 +555,13 @@ impl<J: Jobs> Supervisor<J> {
                 }
             }
             Event::StdinClosed => {}
+            // The ticket goes (and the budget with it) once the request is written.
             Event::Log {
                 source,
                 data,
                 directives,
                 done,
+                ticket: _ticket,
             } => self.log(&source, &data, &directives, done),
             Event::JobControl {
                 requester,

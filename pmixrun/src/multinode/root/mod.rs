@@ -125,6 +125,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         cross: cross
             .as_ref()
             .map(crate::multinode::root::cross::CrossRuns::sender),
+        logs: Default::default(),
     };
     let mut config = Config::new(0, topology, secret);
     config.listen = if local {

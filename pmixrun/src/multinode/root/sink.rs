@@ -47,6 +47,8 @@ pub(crate) struct RootSink {
     pub(crate) cross: Option<Sender<CrossInput>>,
     /// Where daemons' [`Msg::StdinAck`]s go (the thread forwarding pmixrun's stdin).
     pub(crate) stdin_acks: Sender<Vertex>,
+    /// What the daemons' log requests may hold while they wait for the supervisor.
+    pub(crate) logs: crate::node::log_budget::LogBudget,
 }
 
 impl RootSink {
@@ -234,11 +236,15 @@ impl RootSink {
                 directives,
             } => {
                 let done = self.completion(origin, id, |()| Answer::Unit);
+                let Some(ticket) = self.logs.take(&data) else {
+                    return done.complete(Err(Status::ERR_OUT_OF_RESOURCE));
+                };
                 let ev = Event::Log {
                     source,
                     data,
                     directives,
                     done,
+                    ticket,
                 };
                 forward(&self.events, ev);
             }

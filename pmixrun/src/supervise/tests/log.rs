@@ -19,6 +19,9 @@ fn log(
         done: Completion::from_fn(move |r| {
             let _ = tx.send(r);
         }),
+        ticket: crate::node::log_budget::LogBudget::default()
+            .take(&[])
+            .expect("an empty budget"),
     };
     (ev, rx)
 }
