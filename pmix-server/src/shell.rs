@@ -42,6 +42,9 @@ pub(crate) const WAKER: Token = Token(usize::MAX);
 /// Bytes read from a socket per `read` call.
 const READ_CHUNK: usize = 64 * 1024;
 
+/// API calls taken per round of the loop before the outputs they made are delivered.
+const CALLS_PER_ROUND: usize = 64;
+
 /// How soon to try accepting again after the process ran out of descriptors.
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 
@@ -342,11 +345,15 @@ impl<H: Host> Shell<H> {
     fn pump(&mut self) {
         loop {
             let mut moved = false;
-            // Most rounds find the channel empty: asking is cheaper than trying.
-            while !self.rx.is_empty() {
+            // Most rounds find the channel empty: asking is cheaper than trying. At most
+            // `CALLS_PER_ROUND` calls before what they produced is written out: a burst of
+            // output for many pulls must not pile up in the engine's queue first.
+            let mut calls = 0;
+            while calls < CALLS_PER_ROUND && !self.rx.is_empty() {
                 let Ok(msg) = self.rx.try_recv() else {
                     break;
                 };
+                calls += 1;
                 moved = true;
                 match msg {
                     LoopMsg::HostDone(op, outcome) => self.engine.handle_host_done(op, outcome),

@@ -120,6 +120,10 @@ fn xml_escape(bytes: &[u8], out: &mut Vec<u8>) {
     }
 }
 
+/// Pulls one connection may hold at once: a tool needs one or two; each more copies every
+/// chunk of output it covers once more into the server's queues.
+pub(crate) const MAX_PULLS_PER_CONN: usize = 16;
+
 /// Channels a pull may ask for: the outputs (stdin is pushed, not pulled).
 const OUTPUTS: u16 = IofChannel::STDOUT.0 | IofChannel::STDERR.0 | IofChannel::STDDIAG.0;
 
@@ -141,6 +145,11 @@ impl Engine {
         let channels = IofChannel(channels.0 & OUTPUTS);
         if channels.0 == 0 {
             return self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED);
+        }
+        let held = self.pulls.pulls.values().filter(|p| p.conn == conn).count();
+        if held >= MAX_PULLS_PER_CONN {
+            tracing::warn!(conn, held, "refusing a pull: the tool holds too many");
+            return self.reply_status(conn, id, Status::ERR_OUT_OF_RESOURCE);
         }
         let pull_id = self.pulls.next;
         self.pulls.next += 1;

@@ -104,6 +104,37 @@ fn stdin_cannot_be_pulled_and_clients_may_not_pull() {
     assert_eq!(s.eng.pull_count(), 0);
 }
 
+/// Each pull copies every chunk it covers once more: a tool holds a bounded number of them
+/// (before, 100 pulls of a rank writing 24 MiB cost pmixrun 2.45 GB). Another tool is not
+/// held to the first one's.
+#[test]
+fn a_tool_holds_a_bounded_number_of_pulls() {
+    let mut s = Sim::new();
+    s.eng.set_tool_support(true, UID);
+    s.job("a", 1);
+    tool(&mut s, 10);
+    tool(&mut s, 11);
+    let all = || vec![Proc::new(ns("a"), Rank::WILDCARD)];
+    for t in 0..crate::engine::iof::MAX_PULLS_PER_CONN as u64 {
+        pull(&mut s, 10, all(), IofChannel::STDOUT, t);
+    }
+    let id = s.send(
+        10,
+        Request::IofPull {
+            procs: all(),
+            channels: IofChannel::STDOUT,
+            directives: vec![],
+            tag: 99,
+        },
+    );
+    assert_eq!(s.reply(10, id).status, Status::ERR_OUT_OF_RESOURCE);
+    pull(&mut s, 11, all(), IofChannel::STDOUT, 1);
+    assert_eq!(
+        s.eng.pull_count(),
+        crate::engine::iof::MAX_PULLS_PER_CONN + 1
+    );
+}
+
 #[test]
 fn a_push_is_the_hosts_to_deliver() {
     let mut s = Sim::new();
