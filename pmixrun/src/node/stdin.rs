@@ -2,8 +2,9 @@
 //! default) and what tools push (`PMIx_IOF_push`).
 //!
 //! The processes `--stdin` names start with a pipe for stdin; every other process has
-//! /dev/null. Each pipe has one writer thread fed through a bounded queue ([`QUEUE`] chunks of
-//! at most [`CHUNK`] bytes), so a process that does not read its stdin holds up nobody but the
+//! /dev/null. Each pipe has one writer thread fed through a bounded queue ([`QUEUE`] chunks,
+//! and for a tool's pushes, of any size, at most [`QUEUE_BYTES`] bytes unless the queue is
+//! empty), so a process that does not read its stdin holds up nobody but the
 //! writers into its queue: pmixrun's own stdin reader waits (it reads no faster than the
 //! processes take, as a shell pipe would), a tool's push is refused with
 //! `ERR_OUT_OF_RESOURCE`, and the server's loop never waits. End of input (pmixrun's stdin at
@@ -17,6 +18,7 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::process::ChildStdin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crossbeam_channel::{Sender, TrySendError, bounded};
@@ -29,6 +31,11 @@ pub(crate) const QUEUE: usize = 16;
 
 /// The largest chunk read from pmixrun's stdin at once.
 pub(crate) const CHUNK: usize = 64 * 1024;
+
+/// Bytes queued for one process past which a tool's push is refused (one push of any size is
+/// taken when nothing is queued): a process that does not read costs pmixrun this much, not
+/// [`QUEUE`] pushes of whatever size tools send.
+pub(crate) const QUEUE_BYTES: usize = QUEUE * CHUNK;
 
 /// Which processes of the first job get pmixrun's stdin (`--stdin`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -72,10 +79,46 @@ enum Input {
     End,
 }
 
+/// A process's queue: its writer thread's channel and the bytes queued in it.
+#[derive(Clone)]
+struct Sink {
+    tx: Sender<Input>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Sink {
+    /// Queues `data` without waiting, if the queue has room for it; false when full.
+    fn try_push(&self, data: &[u8]) -> Result<bool, ()> {
+        let before = self.queued.fetch_add(data.len(), Ordering::AcqRel);
+        if before > 0 && before + data.len() > QUEUE_BYTES {
+            self.queued.fetch_sub(data.len(), Ordering::AcqRel);
+            return Ok(false);
+        }
+        match self.tx.try_send(Input::Data(data.to_vec())) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                self.queued.fetch_sub(data.len(), Ordering::AcqRel);
+                match e {
+                    TrySendError::Full(_) => Ok(false),
+                    TrySendError::Disconnected(_) => Err(()),
+                }
+            }
+        }
+    }
+
+    /// Queues `data`, waiting for room (pmixrun's own stdin).
+    fn push(&self, data: &[u8]) {
+        self.queued.fetch_add(data.len(), Ordering::AcqRel);
+        if self.tx.send(Input::Data(data.to_vec())).is_err() {
+            self.queued.fetch_sub(data.len(), Ordering::AcqRel);
+        }
+    }
+}
+
 /// The processes that take input, by name.
 #[derive(Default)]
 pub(crate) struct Router {
-    sinks: Mutex<HashMap<Proc, Sender<Input>>>,
+    sinks: Mutex<HashMap<Proc, Sink>>,
     /// The first job's namespace, whose rank 0 an untargeted push goes to.
     first: Mutex<Option<pmix_server::types::Nspace>>,
 }
@@ -90,7 +133,7 @@ impl Router {
         Arc::new(Router::default())
     }
 
-    fn sinks(&self) -> MutexGuard<'_, HashMap<Proc, Sender<Input>>> {
+    fn sinks(&self) -> MutexGuard<'_, HashMap<Proc, Sink>> {
         lock(&self.sinks)
     }
 
@@ -103,22 +146,26 @@ impl Router {
     /// input or of the process.
     pub(crate) fn attach(&self, proc: &Proc, mut pipe: ChildStdin) -> std::io::Result<()> {
         let (tx, rx) = bounded::<Input>(QUEUE);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let written = queued.clone();
         std::thread::Builder::new()
             .name(format!("stdin-{}", proc.rank.0))
             .stack_size(SMALL_STACK)
             .spawn(move || {
                 while let Ok(Input::Data(d)) = rx.recv() {
-                    if pipe.write_all(&d).is_err() {
+                    let ok = pipe.write_all(&d).is_ok();
+                    written.fetch_sub(d.len(), Ordering::AcqRel);
+                    if !ok {
                         break;
                     }
                 }
                 // Dropping the pipe closes it: the process reads end of file.
             })?;
-        self.sinks().insert(proc.clone(), tx);
+        self.sinks().insert(proc.clone(), Sink { tx, queued });
         Ok(())
     }
 
-    fn sinks_for(&self, targets: &[Proc]) -> Result<Vec<(Proc, Sender<Input>)>, Status> {
+    fn sinks_for(&self, targets: &[Proc]) -> Result<Vec<(Proc, Sink)>, Status> {
         let sinks = self.sinks();
         let named: Vec<Proc> = if targets.is_empty() {
             let first = lock(&self.first).clone().ok_or(Status::ERR_NOT_FOUND)?;
@@ -147,7 +194,8 @@ impl Router {
     }
 
     /// A tool's push: queued for every target without waiting; `ERR_OUT_OF_RESOURCE` when a
-    /// target's queue is full (that target does not get this chunk; the others do).
+    /// target's queue is full ([`QUEUE`] chunks, or [`QUEUE_BYTES`] bytes with this one: that
+    /// target does not get this chunk; the others do).
     pub(crate) fn push(&self, targets: &[Proc], data: Option<&[u8]>, end: bool) -> Status {
         let sinks = match self.sinks_for(targets) {
             Ok(s) => s,
@@ -156,14 +204,14 @@ impl Router {
         let mut status = Status::SUCCESS;
         for (proc, sink) in sinks {
             if let Some(d) = data.filter(|d| !d.is_empty()) {
-                match sink.try_send(Input::Data(d.to_vec())) {
-                    Ok(()) => {}
-                    Err(TrySendError::Full(_)) => {
+                match sink.try_push(d) {
+                    Ok(true) => {}
+                    Ok(false) => {
                         tracing::warn!(%proc, "stdin queue full: refusing a tool's input");
                         status = Status::ERR_OUT_OF_RESOURCE;
                         continue;
                     }
-                    Err(TrySendError::Disconnected(_)) => {
+                    Err(()) => {
                         self.sinks().remove(&proc);
                         continue;
                     }
@@ -177,11 +225,11 @@ impl Router {
     }
 
     /// Closes `proc`'s stdin once what is queued is written.
-    fn end(&self, proc: &Proc, sink: &Sender<Input>) {
+    fn end(&self, proc: &Proc, sink: &Sink) {
         self.sinks().remove(proc);
         // Queued behind its data; if the queue is full, the writer ends when the last sender
         // (this one, dropped now) goes, after the data.
-        let _ = sink.try_send(Input::End);
+        let _ = sink.tx.try_send(Input::End);
     }
 
     /// Queues `data` for every process that takes input, waiting for each to take it (for
@@ -190,7 +238,7 @@ impl Router {
     pub(crate) fn feed_all(&self, data: &[u8]) -> bool {
         let sinks: Vec<_> = self.sinks().values().cloned().collect();
         for s in &sinks {
-            let _ = s.send(Input::Data(data.to_vec()));
+            s.push(data);
         }
         !sinks.is_empty()
     }
@@ -199,7 +247,7 @@ impl Router {
     pub(crate) fn end_all(&self) {
         let all: Vec<_> = self.sinks().drain().collect();
         for (_, s) in all {
-            let _ = s.send(Input::End);
+            let _ = s.tx.send(Input::End);
         }
     }
 
@@ -261,6 +309,42 @@ pub(crate) fn is_background_terminal() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A process that does not read: a tool's pushes are taken up to the byte bound (one
+    /// push of any size when nothing waits), then refused, and taken again once the writer
+    /// emptied the queue. Before, 16 pushes of any size were held (24 pushes of 24 MiB cost
+    /// pmixrun 456 MiB).
+    #[test]
+    fn pushes_to_a_process_that_does_not_read_are_bounded_in_bytes() {
+        use std::process::{Command, Stdio};
+        // A process that reads nothing until told: `sleep` never reads its stdin.
+        let mut child = Command::new("sleep")
+            .arg("30")
+            .stdin(Stdio::piped())
+            .spawn()
+            .expect("sleep");
+        let pipe = child.stdin.take().expect("stdin");
+        let router = Router::new();
+        let p = Proc::new(pmix_server::types::Nspace::new("job").unwrap(), 0);
+        router.attach(&p, pipe).expect("attach");
+        let big = vec![b'x'; 4 * QUEUE_BYTES];
+        // Taken alone (the writer may be blocked on it already, the pipe holding 64 KiB).
+        assert_eq!(
+            router.push(std::slice::from_ref(&p), Some(&big), false),
+            Status::SUCCESS
+        );
+        // The next is refused while that one waits.
+        assert_eq!(
+            router.push(std::slice::from_ref(&p), Some(&big), false),
+            Status::ERR_OUT_OF_RESOURCE
+        );
+        assert_eq!(
+            router.push(std::slice::from_ref(&p), Some(b"small"), false),
+            Status::ERR_OUT_OF_RESOURCE
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
 
     #[test]
     fn targets_parse() {
