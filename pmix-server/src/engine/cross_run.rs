@@ -32,6 +32,14 @@ use super::names::SessionId;
 /// name-server frame (16 MiB), with room for the frame's other fields.
 pub(crate) const MAX_GATHERED: usize = (16 << 20) - (64 << 10);
 
+/// The most one session's parts waiting in all operations may hold: a launcher cannot make
+/// the name server keep more of its data than this, whatever the number of operations it
+/// starts that never complete.
+pub(crate) const MAX_WAITING_PER_SESSION: usize = 64 << 20;
+
+/// The most every session's parts waiting may hold together.
+pub(crate) const MAX_WAITING: usize = 256 << 20;
+
 /// Which collective a request is part of.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) enum CrossKind {
@@ -77,6 +85,19 @@ impl<T> Default for CrossRuns<T> {
 }
 
 impl<T> CrossRuns<T> {
+    /// The bytes of the parts waiting: `session`'s, and everyone's.
+    fn waiting_bytes(&self, session: SessionId) -> (usize, usize) {
+        let mut mine = 0usize;
+        let mut everyone = 0usize;
+        for (s, p) in self.ops.values().flat_map(|op| op.parts.iter()) {
+            everyone = everyone.saturating_add(p.data.len());
+            if *s == session {
+                mine = mine.saturating_add(p.data.len());
+            }
+        }
+        (mine, everyone)
+    }
+
     /// Session `session`'s part of a `kind` over `procs`. `owner` tells which session owns a
     /// namespace. Returns the answers this part completes (its own included), or the reason
     /// it is refused; `Ok` with nothing means it waits.
@@ -114,6 +135,9 @@ impl<T> CrossRuns<T> {
         if !needed.contains(&session) {
             return Err((token, Status::ERR_NO_PERMISSIONS));
         }
+        let (mine, everyone) = self.waiting_bytes(session);
+        let over_waiting = mine.saturating_add(data.len()) > MAX_WAITING_PER_SESSION
+            || everyone.saturating_add(data.len()) > MAX_WAITING;
         let key = (kind, procs);
         let op = self.ops.entry(key.clone()).or_insert_with(|| Op {
             needed,
@@ -137,6 +161,14 @@ impl<T> CrossRuns<T> {
         }
         let gathered: usize = op.parts.values().map(|p| p.data.len()).sum();
         if gathered.saturating_add(data.len()) > MAX_GATHERED {
+            return Err((token, Status::ERR_OUT_OF_RESOURCE));
+        }
+        if over_waiting {
+            // An operation this part would have opened is not kept empty.
+            let fresh = op.parts.is_empty();
+            if fresh {
+                self.ops.remove(&key);
+            }
             return Err((token, Status::ERR_OUT_OF_RESOURCE));
         }
         if let Some(t) = timeout {

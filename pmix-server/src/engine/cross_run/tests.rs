@@ -406,3 +406,45 @@ fn what_one_connect_gathers_is_bounded() {
     );
     assert_eq!(r.unwrap().len(), 2);
 }
+
+/// Parts that wait (operations others never complete) are bounded per session and in all:
+/// the fifth part of 15 MiB from one session is refused (before, 48 such parts held
+/// 742 MiB), and the refused operation is not kept.
+#[test]
+fn what_waiting_parts_hold_is_bounded_per_session() {
+    let mut x: CrossRuns<u32> = CrossRuns::default();
+    let now = Instant::now();
+    let part = vec![0u8; 15 << 20];
+    // Session 1 joins connects with b that session 2 never joins, each over other processes.
+    let join = |x: &mut CrossRuns<u32>, rank: u32| {
+        x.join(
+            CrossKind::Connect,
+            1,
+            None,
+            vec![all("a"), Proc::new(ns("b"), rank)],
+            &[],
+            part.clone(),
+            rank,
+            now,
+            owner,
+        )
+    };
+    for rank in 0..4 {
+        assert!(join(&mut x, rank).unwrap().is_empty(), "part {rank} waits");
+    }
+    let refused = join(&mut x, 4).unwrap_err();
+    assert_eq!(refused, (4, Status::ERR_OUT_OF_RESOURCE));
+    // Another session still has room.
+    let other = x.join(
+        CrossKind::Connect,
+        3,
+        None,
+        vec![all("c"), all("b")],
+        &[],
+        part.clone(),
+        9,
+        now,
+        owner,
+    );
+    assert!(other.unwrap().is_empty());
+}
