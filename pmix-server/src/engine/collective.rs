@@ -456,7 +456,9 @@ impl Engine {
             }
             let nspace = job.nspace.clone();
             match nspace::Registration::foreign(job) {
-                Ok(reg) => self.insert_nspace(nspace, reg, false),
+                Ok(reg) => {
+                    self.nspaces.insert(nspace, reg);
+                }
                 Err(e) => tracing::warn!(%nspace, "cannot take in another run's job data: {e}"),
             }
         }

@@ -116,8 +116,8 @@ impl Engine {
             // LOCAL, SESSION, GLOBAL: every job of this server.
             _ => self
                 .nspaces
-                .keys()
-                .map(|ns| (*ns, Rank::WILDCARD))
+                .ids()
+                .map(|ns| (ns, Rank::WILDCARD))
                 .collect(),
         };
         for (ns, rank) in targets {

@@ -27,6 +27,7 @@ mod log;
 pub(crate) mod names;
 mod naming;
 pub(crate) mod nspace;
+mod nspaces;
 mod psets;
 mod query;
 mod sessions;
@@ -48,6 +49,7 @@ use self::get::{Gets, Requester};
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
 use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
 use self::names::{Caller, LookupOutcome, NameStore};
+use self::nspaces::{Namespace, Nspaces};
 use self::sessions::{Conn, ConnState, EventReg, Sessions};
 use self::store::{NsId, Store};
 use self::timers::{Timer, Timers};
@@ -57,7 +59,6 @@ pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
 pub use self::groups::GroupOp;
 use self::groups::Groups;
 pub use self::names::NameService;
-pub(crate) use self::nspace::Locale;
 pub(crate) use self::tools::ToolHello;
 
 /// A connection, as the I/O shell numbers them.
@@ -110,20 +111,6 @@ pub(crate) enum Output {
     Cleanup { list: Vec<job_control::Cleanup> },
 }
 
-struct Namespace {
-    name: Nspace,
-    size: u32,
-    local: Vec<Rank>,
-    /// Its job data: the compact image, and the whole job data derived when first needed.
-    job: Arc<nspace::LazyJob>,
-}
-
-impl Namespace {
-    fn is_local(&self, rank: Rank) -> bool {
-        self.local.binary_search(&rank).is_ok()
-    }
-}
-
 /// Whether an event of this range may concern processes of other nodes.
 fn reaches_other_nodes(range: DataRange) -> bool {
     !matches!(
@@ -137,11 +124,8 @@ const SESSION: names::SessionId = 0;
 
 /// The server engine.
 pub(crate) struct Engine {
-    locale_host: String,
-    job_extras: Vec<Info>,
-    ns_ids: HashMap<Nspace, NsId>,
-    nspaces: HashMap<NsId, Namespace>,
-    next_ns: NsId,
+    /// The namespaces known here, interned.
+    nspaces: Nspaces,
     /// Registered clients, their connections, the processes gone.
     sessions: Sessions,
     store: Store,
@@ -208,11 +192,7 @@ impl Engine {
         names.open_session(SESSION, &hostname);
         let me = server_proc(&job_extras);
         Engine {
-            locale_host: hostname,
-            job_extras,
-            ns_ids: HashMap::new(),
-            nspaces: HashMap::new(),
-            next_ns: 1,
+            nspaces: Nspaces::new(hostname, job_extras),
             sessions: Sessions::default(),
             store: Store::default(),
             committed: HashMap::new(),
@@ -252,7 +232,7 @@ impl Engine {
     }
 
     fn ns_id(&self, nspace: &str) -> Option<NsId> {
-        self.ns_ids.get(nspace).copied()
+        self.nspaces.id(nspace)
     }
 
     fn host_call(&mut self, pending: PendingHost, call: HostCall) {
@@ -277,49 +257,20 @@ impl Engine {
         nlocalprocs: u32,
         info: &[Info],
     ) -> Result<(), Error> {
-        let locale = Locale {
-            hostname: &self.locale_host,
-            job_extras: &self.job_extras,
-        };
-        let reg = nspace::register(&nspace, nlocalprocs, info, &locale)?;
-        self.insert_nspace(nspace, reg, true);
+        if self.nspaces.register(nspace.clone(), nlocalprocs, info)?.is_some() {
+            // This server's own session, the only one in its store: never refused. (A
+            // namespace of another run, `register_foreign`'s, is of no session here.)
+            let _ = self.names.add_nspace(SESSION, &nspace);
+        }
         Ok(())
-    }
-
-    /// Stores a namespace's registration, under a new id if it is new (re-registration
-    /// replaces the job data: a host may add information). `ours`: it is of this server's
-    /// session, for the built-in name service (a namespace of another run is not).
-    fn insert_nspace(&mut self, nspace: Nspace, reg: nspace::Registration, ours: bool) {
-        let id = match self.ns_ids.get(&nspace) {
-            Some(&id) => id,
-            None => {
-                let id = self.next_ns;
-                self.next_ns += 1;
-                self.ns_ids.insert(nspace.clone(), id);
-                if ours {
-                    // This server's own session, the only one in its store: never refused.
-                    let _ = self.names.add_nspace(SESSION, &nspace);
-                }
-                id
-            }
-        };
-        self.nspaces.insert(
-            id,
-            Namespace {
-                name: nspace,
-                size: reg.size,
-                local: reg.local_ranks,
-                job: reg.job,
-            },
-        );
     }
 
     /// `deregister_nspace`: forgets everything of the namespace and closes its connections.
     pub(crate) fn deregister_nspace(&mut self, nspace: &str) {
-        let Some(id) = self.ns_ids.remove(nspace) else {
+        let Some((id, ns)) = self.nspaces.remove(nspace) else {
             return;
         };
-        if let Some(ns) = self.nspaces.remove(&id) {
+        if let Some(ns) = ns {
             // Its APP- and PROC-persistence publications end with it.
             self.names.end_nspace(SESSION, &ns.name);
             self.tools_job_ended(&ns.name);
@@ -379,15 +330,13 @@ impl Engine {
 
     /// The job data of a namespace, as its clients receive it (derived on first need).
     pub(crate) fn job_data(&self, nspace: &str) -> Option<Arc<JobData>> {
-        let ns = self.ns_id(nspace)?;
-        self.nspaces.get(&ns).map(|n| n.job.get().clone())
+        self.nspaces.job_data(nspace)
     }
 
     /// A job-level value of a namespace (what a get with rank `WILDCARD` would find at job
     /// level), read without deriving the namespace's node and process data.
     pub(crate) fn job_value(&self, nspace: &str, key: &str) -> Option<&Value> {
-        let ns = self.ns_id(nspace)?;
-        self.nspaces.get(&ns)?.job.job_value(key)
+        self.nspaces.job_value(nspace, key)
     }
 
     /// True when `proc` is a registered client of this server.
