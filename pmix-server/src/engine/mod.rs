@@ -45,7 +45,7 @@ use pmix_wire::{
 };
 
 use self::fence::{FenceOp, FenceTable, Kind};
-use self::get::{Gets, Requester};
+use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
 use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
 use self::names::{Caller, LookupOutcome, NameStore};
@@ -257,7 +257,11 @@ impl Engine {
         nlocalprocs: u32,
         info: &[Info],
     ) -> Result<(), Error> {
-        if self.nspaces.register(nspace.clone(), nlocalprocs, info)?.is_some() {
+        if self
+            .nspaces
+            .register(nspace.clone(), nlocalprocs, info)?
+            .is_some()
+        {
             // This server's own session, the only one in its store: never refused. (A
             // namespace of another run, `register_foreign`'s, is of no session here.)
             let _ = self.names.add_nspace(SESSION, &nspace);
@@ -352,43 +356,6 @@ impl Engine {
         self.sessions.proofs((ns, proc.rank))
     }
 
-    /// A host asks for the data of a local process on behalf of another node.
-    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64) {
-        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
-            self.out.push_back(Output::Dmodex {
-                token,
-                result: Err(Status::ERR_NOT_FOUND),
-            });
-            return;
-        };
-        let target = (ns, proc.rank);
-        if self.committed.contains_key(&target) {
-            let result = self.remote_blob(target);
-            self.out.push_back(Output::Dmodex { token, result });
-        } else {
-            let who = Requester::Host { token };
-            self.gets.park(target, who, None, None, &mut self.timers);
-        }
-    }
-
-    /// The data of a local process that other nodes may see, encoded for the host.
-    fn remote_blob(&self, (ns, rank): (NsId, Rank)) -> Result<Vec<u8>, Status> {
-        let Some(name) = self.nspaces.get(&ns).map(|n| n.name.clone()) else {
-            return Err(Status::ERR_NOT_FOUND);
-        };
-        let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
-        let mut out = Vec::new();
-        pmix_wire::encode_frame(
-            &vec![ProcKvs {
-                proc: Proc::new(name, rank),
-                kvs,
-            }],
-            &mut out,
-        )
-        .map_err(|e| e.status())?;
-        Ok(out)
-    }
-
     // ---- connections ----------------------------------------------------------------------
 
     /// A client completed its front-end's handshake, names itself `proc` and proved it as
@@ -424,6 +391,36 @@ impl Engine {
                     reason,
                 });
             }
+        }
+    }
+
+    /// The host answered a client's `client_connected`: the client is accepted with its job
+    /// data, or refused.
+    fn client_connected_done(&mut self, conn: ConnId, outcome: &HostOutcome) {
+        let status = status_of(outcome);
+        let Some(c) = self.sessions.conn_mut(conn) else {
+            return;
+        };
+        if status.is_success() {
+            c.state = ConnState::Active;
+            let job = self.nspaces.get(&c.ns).map(|n| n.job.clone());
+            match job {
+                Some(job) => self.out.push_back(Output::Accept { conn, job }),
+                None => self.out.push_back(Output::Refuse {
+                    conn,
+                    status: Status::ERR_NOT_FOUND,
+                    reason: "namespace deregistered".into(),
+                }),
+            }
+        } else {
+            if let Some(proc) = self.sessions.refused(conn) {
+                tracing::warn!(%proc, ?status, "host refused the client");
+            }
+            self.out.push_back(Output::Refuse {
+                conn,
+                status,
+                reason: "refused by the host".into(),
+            });
         }
     }
 
@@ -613,6 +610,15 @@ impl Engine {
         );
     }
 
+    /// The host answered a spawn: the new namespace, or why not.
+    fn spawn_done(&mut self, conn: ConnId, id: u32, outcome: HostOutcome) {
+        let reply = match outcome {
+            HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),
+            other => Reply::status(failure_of(&other)),
+        };
+        self.reply(conn, id, reply);
+    }
+
     fn commit(&mut self, conn: ConnId, id: u32, ns: NsId, rank: Rank, kvs: Vec<Kv>) {
         if let Some(bad) = kvs.iter().find(|kv| kv.key.is_reserved()) {
             tracing::warn!(conn, key = %bad.key, "refusing a commit with a reserved key");
@@ -641,33 +647,7 @@ impl Engine {
             return;
         };
         match pending {
-            PendingHost::Connect { conn } => {
-                let status = status_of(&outcome);
-                let Some(c) = self.sessions.conn_mut(conn) else {
-                    return;
-                };
-                if status.is_success() {
-                    c.state = ConnState::Active;
-                    let job = self.nspaces.get(&c.ns).map(|n| n.job.clone());
-                    match job {
-                        Some(job) => self.out.push_back(Output::Accept { conn, job }),
-                        None => self.out.push_back(Output::Refuse {
-                            conn,
-                            status: Status::ERR_NOT_FOUND,
-                            reason: "namespace deregistered".into(),
-                        }),
-                    }
-                } else {
-                    if let Some(proc) = self.sessions.refused(conn) {
-                        tracing::warn!(%proc, ?status, "host refused the client");
-                    }
-                    self.out.push_back(Output::Refuse {
-                        conn,
-                        status,
-                        reason: "refused by the host".into(),
-                    });
-                }
-            }
+            PendingHost::Connect { conn } => self.client_connected_done(conn, &outcome),
             PendingHost::Finalize { conn, id } => {
                 // Finalize succeeds for the client whatever the host says: it is leaving.
                 self.reply_status(conn, id, Status::SUCCESS);
@@ -677,73 +657,14 @@ impl Engine {
                 self.reply_status(conn, id, status_of(&outcome));
             }
             PendingHost::Nothing => {}
-            PendingHost::Spawn { conn, id } => {
-                let reply = match outcome {
-                    HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),
-                    other => Reply::status(failure_of(&other)),
-                };
-                self.reply(conn, id, reply);
-            }
+            PendingHost::Spawn { conn, id } => self.spawn_done(conn, id, outcome),
             PendingHost::Query { conn, id, local } => self.query_done(conn, id, local, outcome),
             PendingHost::ToolConnect { conn } => self.tool_connect_done(conn, &outcome),
-            PendingHost::Collective { seq } => {
-                let status = status_of(&outcome);
-                if status.is_success() {
-                    self.finish_fence(seq, Ok(Vec::new()));
-                } else {
-                    self.fail_fence(seq, status);
-                }
-            }
+            PendingHost::Collective { seq } => self.collective_done(seq, &outcome),
             PendingHost::Group { seq, op, gid } => self.group_answered(seq, op, gid, outcome),
-            PendingHost::Lookup { conn, id } => {
-                let result = match outcome {
-                    HostOutcome::Lookup(r) => r,
-                    other => Err(failure_of(&other)),
-                };
-                self.reply_lookup(conn, id, result);
-            }
-            PendingHost::Fence { seq, .. } => {
-                let connect = self
-                    .fences
-                    .get(seq)
-                    .is_some_and(|op| op.kind == Kind::Connect);
-                let result = match outcome {
-                    HostOutcome::Bytes(Ok(bytes)) if connect => {
-                        decode_frames::<ConnectPart>(&bytes).map(|parts| {
-                            let mut data = Vec::new();
-                            for part in parts {
-                                self.register_foreign(part.jobs);
-                                data.extend(part.data);
-                            }
-                            data
-                        })
-                    }
-                    HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
-                    other => Err(match status_of(&other) {
-                        s if s.is_success() => Status::ERR_UNPACK_FAILURE,
-                        s => s,
-                    }),
-                };
-                self.finish_fence(seq, result);
-            }
-            PendingHost::Dmodex { target } => {
-                self.gets.host_answered(target);
-                let result = match outcome {
-                    HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
-                    other => Err(status_of(&other)),
-                };
-                match result {
-                    Ok(blobs) => {
-                        self.store_remote(&blobs);
-                        if self.committed.contains_key(&target) {
-                            self.release_gets(target);
-                        } else {
-                            self.fail_gets(target, Status::ERR_NOT_FOUND);
-                        }
-                    }
-                    Err(status) => self.fail_gets(target, status),
-                }
-            }
+            PendingHost::Lookup { conn, id } => self.lookup_done(conn, id, outcome),
+            PendingHost::Fence { seq, .. } => self.fence_done(seq, outcome),
+            PendingHost::Dmodex { target } => self.dmodex_done(target, outcome),
         }
     }
 
