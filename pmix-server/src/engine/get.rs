@@ -364,3 +364,12 @@ impl Engine {
         }
     }
 }
+
+/// The status of a Get whose key was or was not among the data.
+fn found_status(found: bool) -> Status {
+    if found {
+        Status::SUCCESS
+    } else {
+        Status::ERR_NOT_FOUND
+    }
+}

@@ -51,7 +51,7 @@ use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_
 use self::names::{Caller, LookupOutcome, NameStore};
 use self::nspaces::{Namespace, Nspaces};
 use self::sessions::{Conn, ConnState, EventReg, Sessions};
-use self::store::{NsId, Store};
+use self::store::{NsId, Store, visible};
 use self::timers::{Timer, Timers};
 use crate::Error;
 
@@ -111,14 +111,6 @@ pub(crate) enum Output {
     Cleanup { list: Vec<job_control::Cleanup> },
 }
 
-/// Whether an event of this range may concern processes of other nodes.
-fn reaches_other_nodes(range: DataRange) -> bool {
-    !matches!(
-        range,
-        DataRange::PROC_LOCAL | DataRange::LOCAL | DataRange::RM
-    )
-}
-
 /// The session id of this server in its built-in name service.
 const SESSION: names::SessionId = 0;
 
@@ -173,24 +165,13 @@ fn info_flag(info: &[Info], key: &str) -> bool {
         .any(|i| i.key.as_str() == key && i.flag().unwrap_or(false))
 }
 
-/// Whether data put with `scope` by `owner` is visible to `reader`, given whether they share
-/// a node.
-fn visible(scope: Scope, same_node: bool) -> bool {
-    match scope {
-        Scope::LOCAL => same_node,
-        Scope::REMOTE => !same_node,
-        Scope::INTERNAL => false,
-        _ => true,
-    }
-}
-
 impl Engine {
     /// An engine for a server on node `hostname`; `job_extras` are job-level values every
     /// namespace receives (tmpdirs, the server's identity).
     pub(crate) fn new(hostname: String, job_extras: Vec<Info>, name_service: NameService) -> Self {
         let mut names = NameStore::default();
         names.open_session(SESSION, &hostname);
-        let me = server_proc(&job_extras);
+        let me = nspace::server_proc(&job_extras);
         Engine {
             nspaces: Nspaces::new(hostname, job_extras),
             sessions: Sessions::default(),
@@ -689,33 +670,6 @@ fn success(body: ReplyBody) -> Reply {
     Reply {
         status: Status::SUCCESS,
         body,
-    }
-}
-
-/// The server's own process, from the job-level values every namespace receives.
-fn server_proc(extras: &[Info]) -> Proc {
-    let find = |k: &str| {
-        extras
-            .iter()
-            .find(|i| i.key.as_str() == k)
-            .map(|i| &i.value)
-    };
-    let nspace = find(attr::SERVER_NSPACE)
-        .and_then(|v| v.as_str())
-        .and_then(|s| Nspace::new(s).ok())
-        .unwrap_or_else(|| Nspace::new("pmixrs-server").expect("a valid namespace name"));
-    let rank = find(attr::SERVER_RANK)
-        .and_then(|v| v.as_rank())
-        .unwrap_or(Rank(0));
-    Proc::new(nspace, rank)
-}
-
-/// The status of a Get whose key was or was not among the data.
-fn found_status(found: bool) -> Status {
-    if found {
-        Status::SUCCESS
-    } else {
-        Status::ERR_NOT_FOUND
     }
 }
 
