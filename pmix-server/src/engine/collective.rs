@@ -456,7 +456,9 @@ impl Engine {
             }
             let nspace = job.nspace.clone();
             match nspace::Registration::foreign(job) {
-                Ok(reg) => self.insert_nspace(nspace, reg, false),
+                Ok(reg) => {
+                    self.nspaces.insert(nspace, reg);
+                }
                 Err(e) => tracing::warn!(%nspace, "cannot take in another run's job data: {e}"),
             }
         }
@@ -485,5 +487,43 @@ impl Engine {
                 self.reply_status(w.conn, w.id, status);
             }
         }
+    }
+
+    /// The host answered a connect or disconnect carried by the host alone (nothing to
+    /// exchange): the collective completes or fails.
+    pub(super) fn collective_done(&mut self, seq: u64, outcome: &HostOutcome) {
+        let status = status_of(outcome);
+        if status.is_success() {
+            self.finish_fence(seq, Ok(Vec::new()));
+        } else {
+            self.fail_fence(seq, status);
+        }
+    }
+
+    /// The host answered a fence's or connect's exchange with the other nodes' data (for a
+    /// connect, their parts: the jobs they bring, registered here, and their data).
+    pub(super) fn fence_done(&mut self, seq: u64, outcome: HostOutcome) {
+        let connect = self
+            .fences
+            .get(seq)
+            .is_some_and(|op| op.kind == Kind::Connect);
+        let result = match outcome {
+            HostOutcome::Bytes(Ok(bytes)) if connect => {
+                decode_frames::<ConnectPart>(&bytes).map(|parts| {
+                    let mut data = Vec::new();
+                    for part in parts {
+                        self.register_foreign(part.jobs);
+                        data.extend(part.data);
+                    }
+                    data
+                })
+            }
+            HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
+            other => Err(match status_of(&other) {
+                s if s.is_success() => Status::ERR_UNPACK_FAILURE,
+                s => s,
+            }),
+        };
+        self.finish_fence(seq, result);
     }
 }

@@ -114,11 +114,7 @@ impl Engine {
                 .collect(),
             DataRange::PROC_LOCAL => Vec::new(),
             // LOCAL, SESSION, GLOBAL: every job of this server.
-            _ => self
-                .nspaces
-                .keys()
-                .map(|ns| (*ns, Rank::WILDCARD))
-                .collect(),
+            _ => self.nspaces.ids().map(|ns| (ns, Rank::WILDCARD)).collect(),
         };
         for (ns, rank) in targets {
             self.debug.released.entry(ns).or_default().insert(rank);

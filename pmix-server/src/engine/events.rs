@@ -130,3 +130,11 @@ impl Engine {
         });
     }
 }
+
+/// Whether an event of this range may concern processes of other nodes.
+fn reaches_other_nodes(range: DataRange) -> bool {
+    !matches!(
+        range,
+        DataRange::PROC_LOCAL | DataRange::LOCAL | DataRange::RM
+    )
+}

@@ -306,4 +306,70 @@ impl Engine {
             }),
         }
     }
+    /// A host asks for the data of a local process on behalf of another node.
+    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64) {
+        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
+            self.out.push_back(Output::Dmodex {
+                token,
+                result: Err(Status::ERR_NOT_FOUND),
+            });
+            return;
+        };
+        let target = (ns, proc.rank);
+        if self.committed.contains_key(&target) {
+            let result = self.remote_blob(target);
+            self.out.push_back(Output::Dmodex { token, result });
+        } else {
+            let who = Requester::Host { token };
+            self.gets.park(target, who, None, None, &mut self.timers);
+        }
+    }
+
+    /// The data of a local process that other nodes may see, encoded for the host.
+    fn remote_blob(&self, (ns, rank): (NsId, Rank)) -> Result<Vec<u8>, Status> {
+        let Some(name) = self.nspaces.get(&ns).map(|n| n.name.clone()) else {
+            return Err(Status::ERR_NOT_FOUND);
+        };
+        let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
+        let mut out = Vec::new();
+        pmix_wire::encode_frame(
+            &vec![ProcKvs {
+                proc: Proc::new(name, rank),
+                kvs,
+            }],
+            &mut out,
+        )
+        .map_err(|e| e.status())?;
+        Ok(out)
+    }
+
+    /// The host answered a direct modex for `target`: its data is stored and its Gets
+    /// released, or they fail.
+    pub(super) fn dmodex_done(&mut self, target: (NsId, Rank), outcome: HostOutcome) {
+        self.gets.host_answered(target);
+        let result = match outcome {
+            HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
+            other => Err(status_of(&other)),
+        };
+        match result {
+            Ok(blobs) => {
+                self.store_remote(&blobs);
+                if self.committed.contains_key(&target) {
+                    self.release_gets(target);
+                } else {
+                    self.fail_gets(target, Status::ERR_NOT_FOUND);
+                }
+            }
+            Err(status) => self.fail_gets(target, status),
+        }
+    }
+}
+
+/// The status of a Get whose key was or was not among the data.
+fn found_status(found: bool) -> Status {
+    if found {
+        Status::SUCCESS
+    } else {
+        Status::ERR_NOT_FOUND
+    }
 }

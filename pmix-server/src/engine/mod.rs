@@ -27,6 +27,7 @@ mod log;
 pub(crate) mod names;
 mod naming;
 pub(crate) mod nspace;
+mod nspaces;
 mod psets;
 mod query;
 mod sessions;
@@ -44,12 +45,13 @@ use pmix_wire::{
 };
 
 use self::fence::{FenceOp, FenceTable, Kind};
-use self::get::{Gets, Requester};
+use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
 use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
 use self::names::{Caller, LookupOutcome, NameStore};
+use self::nspaces::{Namespace, Nspaces};
 use self::sessions::{Conn, ConnState, EventReg, Sessions};
-use self::store::{NsId, Store};
+use self::store::{NsId, Store, visible};
 use self::timers::{Timer, Timers};
 use crate::Error;
 
@@ -57,7 +59,6 @@ pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
 pub use self::groups::GroupOp;
 use self::groups::Groups;
 pub use self::names::NameService;
-pub(crate) use self::nspace::Locale;
 pub(crate) use self::tools::ToolHello;
 
 /// A connection, as the I/O shell numbers them.
@@ -110,38 +111,13 @@ pub(crate) enum Output {
     Cleanup { list: Vec<job_control::Cleanup> },
 }
 
-struct Namespace {
-    name: Nspace,
-    size: u32,
-    local: Vec<Rank>,
-    /// Its job data: the compact image, and the whole job data derived when first needed.
-    job: Arc<nspace::LazyJob>,
-}
-
-impl Namespace {
-    fn is_local(&self, rank: Rank) -> bool {
-        self.local.binary_search(&rank).is_ok()
-    }
-}
-
-/// Whether an event of this range may concern processes of other nodes.
-fn reaches_other_nodes(range: DataRange) -> bool {
-    !matches!(
-        range,
-        DataRange::PROC_LOCAL | DataRange::LOCAL | DataRange::RM
-    )
-}
-
 /// The session id of this server in its built-in name service.
 const SESSION: names::SessionId = 0;
 
 /// The server engine.
 pub(crate) struct Engine {
-    locale_host: String,
-    job_extras: Vec<Info>,
-    ns_ids: HashMap<Nspace, NsId>,
-    nspaces: HashMap<NsId, Namespace>,
-    next_ns: NsId,
+    /// The namespaces known here, interned.
+    nspaces: Nspaces,
     /// Registered clients, their connections, the processes gone.
     sessions: Sessions,
     store: Store,
@@ -189,30 +165,15 @@ fn info_flag(info: &[Info], key: &str) -> bool {
         .any(|i| i.key.as_str() == key && i.flag().unwrap_or(false))
 }
 
-/// Whether data put with `scope` by `owner` is visible to `reader`, given whether they share
-/// a node.
-fn visible(scope: Scope, same_node: bool) -> bool {
-    match scope {
-        Scope::LOCAL => same_node,
-        Scope::REMOTE => !same_node,
-        Scope::INTERNAL => false,
-        _ => true,
-    }
-}
-
 impl Engine {
     /// An engine for a server on node `hostname`; `job_extras` are job-level values every
     /// namespace receives (tmpdirs, the server's identity).
     pub(crate) fn new(hostname: String, job_extras: Vec<Info>, name_service: NameService) -> Self {
         let mut names = NameStore::default();
         names.open_session(SESSION, &hostname);
-        let me = server_proc(&job_extras);
+        let me = nspace::server_proc(&job_extras);
         Engine {
-            locale_host: hostname,
-            job_extras,
-            ns_ids: HashMap::new(),
-            nspaces: HashMap::new(),
-            next_ns: 1,
+            nspaces: Nspaces::new(hostname, job_extras),
             sessions: Sessions::default(),
             store: Store::default(),
             committed: HashMap::new(),
@@ -252,7 +213,7 @@ impl Engine {
     }
 
     fn ns_id(&self, nspace: &str) -> Option<NsId> {
-        self.ns_ids.get(nspace).copied()
+        self.nspaces.id(nspace)
     }
 
     fn host_call(&mut self, pending: PendingHost, call: HostCall) {
@@ -277,49 +238,24 @@ impl Engine {
         nlocalprocs: u32,
         info: &[Info],
     ) -> Result<(), Error> {
-        let locale = Locale {
-            hostname: &self.locale_host,
-            job_extras: &self.job_extras,
-        };
-        let reg = nspace::register(&nspace, nlocalprocs, info, &locale)?;
-        self.insert_nspace(nspace, reg, true);
+        if self
+            .nspaces
+            .register(nspace.clone(), nlocalprocs, info)?
+            .is_some()
+        {
+            // This server's own session, the only one in its store: never refused. (A
+            // namespace of another run, `register_foreign`'s, is of no session here.)
+            let _ = self.names.add_nspace(SESSION, &nspace);
+        }
         Ok(())
-    }
-
-    /// Stores a namespace's registration, under a new id if it is new (re-registration
-    /// replaces the job data: a host may add information). `ours`: it is of this server's
-    /// session, for the built-in name service (a namespace of another run is not).
-    fn insert_nspace(&mut self, nspace: Nspace, reg: nspace::Registration, ours: bool) {
-        let id = match self.ns_ids.get(&nspace) {
-            Some(&id) => id,
-            None => {
-                let id = self.next_ns;
-                self.next_ns += 1;
-                self.ns_ids.insert(nspace.clone(), id);
-                if ours {
-                    // This server's own session, the only one in its store: never refused.
-                    let _ = self.names.add_nspace(SESSION, &nspace);
-                }
-                id
-            }
-        };
-        self.nspaces.insert(
-            id,
-            Namespace {
-                name: nspace,
-                size: reg.size,
-                local: reg.local_ranks,
-                job: reg.job,
-            },
-        );
     }
 
     /// `deregister_nspace`: forgets everything of the namespace and closes its connections.
     pub(crate) fn deregister_nspace(&mut self, nspace: &str) {
-        let Some(id) = self.ns_ids.remove(nspace) else {
+        let Some((id, ns)) = self.nspaces.remove(nspace) else {
             return;
         };
-        if let Some(ns) = self.nspaces.remove(&id) {
+        if let Some(ns) = ns {
             // Its APP- and PROC-persistence publications end with it.
             self.names.end_nspace(SESSION, &ns.name);
             self.tools_job_ended(&ns.name);
@@ -379,15 +315,13 @@ impl Engine {
 
     /// The job data of a namespace, as its clients receive it (derived on first need).
     pub(crate) fn job_data(&self, nspace: &str) -> Option<Arc<JobData>> {
-        let ns = self.ns_id(nspace)?;
-        self.nspaces.get(&ns).map(|n| n.job.get().clone())
+        self.nspaces.job_data(nspace)
     }
 
     /// A job-level value of a namespace (what a get with rank `WILDCARD` would find at job
     /// level), read without deriving the namespace's node and process data.
     pub(crate) fn job_value(&self, nspace: &str, key: &str) -> Option<&Value> {
-        let ns = self.ns_id(nspace)?;
-        self.nspaces.get(&ns)?.job.job_value(key)
+        self.nspaces.job_value(nspace, key)
     }
 
     /// True when `proc` is a registered client of this server.
@@ -401,43 +335,6 @@ impl Engine {
     pub(crate) fn client_proofs(&self, proc: &Proc) -> Option<Proofs> {
         let ns = self.ns_id(proc.nspace.as_str())?;
         self.sessions.proofs((ns, proc.rank))
-    }
-
-    /// A host asks for the data of a local process on behalf of another node.
-    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64) {
-        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
-            self.out.push_back(Output::Dmodex {
-                token,
-                result: Err(Status::ERR_NOT_FOUND),
-            });
-            return;
-        };
-        let target = (ns, proc.rank);
-        if self.committed.contains_key(&target) {
-            let result = self.remote_blob(target);
-            self.out.push_back(Output::Dmodex { token, result });
-        } else {
-            let who = Requester::Host { token };
-            self.gets.park(target, who, None, None, &mut self.timers);
-        }
-    }
-
-    /// The data of a local process that other nodes may see, encoded for the host.
-    fn remote_blob(&self, (ns, rank): (NsId, Rank)) -> Result<Vec<u8>, Status> {
-        let Some(name) = self.nspaces.get(&ns).map(|n| n.name.clone()) else {
-            return Err(Status::ERR_NOT_FOUND);
-        };
-        let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
-        let mut out = Vec::new();
-        pmix_wire::encode_frame(
-            &vec![ProcKvs {
-                proc: Proc::new(name, rank),
-                kvs,
-            }],
-            &mut out,
-        )
-        .map_err(|e| e.status())?;
-        Ok(out)
     }
 
     // ---- connections ----------------------------------------------------------------------
@@ -475,6 +372,36 @@ impl Engine {
                     reason,
                 });
             }
+        }
+    }
+
+    /// The host answered a client's `client_connected`: the client is accepted with its job
+    /// data, or refused.
+    fn client_connected_done(&mut self, conn: ConnId, outcome: &HostOutcome) {
+        let status = status_of(outcome);
+        let Some(c) = self.sessions.conn_mut(conn) else {
+            return;
+        };
+        if status.is_success() {
+            c.state = ConnState::Active;
+            let job = self.nspaces.get(&c.ns).map(|n| n.job.clone());
+            match job {
+                Some(job) => self.out.push_back(Output::Accept { conn, job }),
+                None => self.out.push_back(Output::Refuse {
+                    conn,
+                    status: Status::ERR_NOT_FOUND,
+                    reason: "namespace deregistered".into(),
+                }),
+            }
+        } else {
+            if let Some(proc) = self.sessions.refused(conn) {
+                tracing::warn!(%proc, ?status, "host refused the client");
+            }
+            self.out.push_back(Output::Refuse {
+                conn,
+                status,
+                reason: "refused by the host".into(),
+            });
         }
     }
 
@@ -664,6 +591,15 @@ impl Engine {
         );
     }
 
+    /// The host answered a spawn: the new namespace, or why not.
+    fn spawn_done(&mut self, conn: ConnId, id: u32, outcome: HostOutcome) {
+        let reply = match outcome {
+            HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),
+            other => Reply::status(failure_of(&other)),
+        };
+        self.reply(conn, id, reply);
+    }
+
     fn commit(&mut self, conn: ConnId, id: u32, ns: NsId, rank: Rank, kvs: Vec<Kv>) {
         if let Some(bad) = kvs.iter().find(|kv| kv.key.is_reserved()) {
             tracing::warn!(conn, key = %bad.key, "refusing a commit with a reserved key");
@@ -692,33 +628,7 @@ impl Engine {
             return;
         };
         match pending {
-            PendingHost::Connect { conn } => {
-                let status = status_of(&outcome);
-                let Some(c) = self.sessions.conn_mut(conn) else {
-                    return;
-                };
-                if status.is_success() {
-                    c.state = ConnState::Active;
-                    let job = self.nspaces.get(&c.ns).map(|n| n.job.clone());
-                    match job {
-                        Some(job) => self.out.push_back(Output::Accept { conn, job }),
-                        None => self.out.push_back(Output::Refuse {
-                            conn,
-                            status: Status::ERR_NOT_FOUND,
-                            reason: "namespace deregistered".into(),
-                        }),
-                    }
-                } else {
-                    if let Some(proc) = self.sessions.refused(conn) {
-                        tracing::warn!(%proc, ?status, "host refused the client");
-                    }
-                    self.out.push_back(Output::Refuse {
-                        conn,
-                        status,
-                        reason: "refused by the host".into(),
-                    });
-                }
-            }
+            PendingHost::Connect { conn } => self.client_connected_done(conn, &outcome),
             PendingHost::Finalize { conn, id } => {
                 // Finalize succeeds for the client whatever the host says: it is leaving.
                 self.reply_status(conn, id, Status::SUCCESS);
@@ -728,73 +638,14 @@ impl Engine {
                 self.reply_status(conn, id, status_of(&outcome));
             }
             PendingHost::Nothing => {}
-            PendingHost::Spawn { conn, id } => {
-                let reply = match outcome {
-                    HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),
-                    other => Reply::status(failure_of(&other)),
-                };
-                self.reply(conn, id, reply);
-            }
+            PendingHost::Spawn { conn, id } => self.spawn_done(conn, id, outcome),
             PendingHost::Query { conn, id, local } => self.query_done(conn, id, local, outcome),
             PendingHost::ToolConnect { conn } => self.tool_connect_done(conn, &outcome),
-            PendingHost::Collective { seq } => {
-                let status = status_of(&outcome);
-                if status.is_success() {
-                    self.finish_fence(seq, Ok(Vec::new()));
-                } else {
-                    self.fail_fence(seq, status);
-                }
-            }
+            PendingHost::Collective { seq } => self.collective_done(seq, &outcome),
             PendingHost::Group { seq, op, gid } => self.group_answered(seq, op, gid, outcome),
-            PendingHost::Lookup { conn, id } => {
-                let result = match outcome {
-                    HostOutcome::Lookup(r) => r,
-                    other => Err(failure_of(&other)),
-                };
-                self.reply_lookup(conn, id, result);
-            }
-            PendingHost::Fence { seq, .. } => {
-                let connect = self
-                    .fences
-                    .get(seq)
-                    .is_some_and(|op| op.kind == Kind::Connect);
-                let result = match outcome {
-                    HostOutcome::Bytes(Ok(bytes)) if connect => {
-                        decode_frames::<ConnectPart>(&bytes).map(|parts| {
-                            let mut data = Vec::new();
-                            for part in parts {
-                                self.register_foreign(part.jobs);
-                                data.extend(part.data);
-                            }
-                            data
-                        })
-                    }
-                    HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
-                    other => Err(match status_of(&other) {
-                        s if s.is_success() => Status::ERR_UNPACK_FAILURE,
-                        s => s,
-                    }),
-                };
-                self.finish_fence(seq, result);
-            }
-            PendingHost::Dmodex { target } => {
-                self.gets.host_answered(target);
-                let result = match outcome {
-                    HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
-                    other => Err(status_of(&other)),
-                };
-                match result {
-                    Ok(blobs) => {
-                        self.store_remote(&blobs);
-                        if self.committed.contains_key(&target) {
-                            self.release_gets(target);
-                        } else {
-                            self.fail_gets(target, Status::ERR_NOT_FOUND);
-                        }
-                    }
-                    Err(status) => self.fail_gets(target, status),
-                }
-            }
+            PendingHost::Lookup { conn, id } => self.lookup_done(conn, id, outcome),
+            PendingHost::Fence { seq, .. } => self.fence_done(seq, outcome),
+            PendingHost::Dmodex { target } => self.dmodex_done(target, outcome),
         }
     }
 
@@ -819,33 +670,6 @@ fn success(body: ReplyBody) -> Reply {
     Reply {
         status: Status::SUCCESS,
         body,
-    }
-}
-
-/// The server's own process, from the job-level values every namespace receives.
-fn server_proc(extras: &[Info]) -> Proc {
-    let find = |k: &str| {
-        extras
-            .iter()
-            .find(|i| i.key.as_str() == k)
-            .map(|i| &i.value)
-    };
-    let nspace = find(attr::SERVER_NSPACE)
-        .and_then(|v| v.as_str())
-        .and_then(|s| Nspace::new(s).ok())
-        .unwrap_or_else(|| Nspace::new("pmixrs-server").expect("a valid namespace name"));
-    let rank = find(attr::SERVER_RANK)
-        .and_then(|v| v.as_rank())
-        .unwrap_or(Rank(0));
-    Proc::new(nspace, rank)
-}
-
-/// The status of a Get whose key was or was not among the data.
-fn found_status(found: bool) -> Status {
-    if found {
-        Status::SUCCESS
-    } else {
-        Status::ERR_NOT_FOUND
     }
 }
 

@@ -149,4 +149,13 @@ impl Engine {
             self.reply_lookup(conn, id, result);
         }
     }
+
+    /// The host answered a lookup.
+    pub(super) fn lookup_done(&mut self, conn: ConnId, id: u32, outcome: HostOutcome) {
+        let result = match outcome {
+            HostOutcome::Lookup(r) => r,
+            other => Err(failure_of(&other)),
+        };
+        self.reply_lookup(conn, id, result);
+    }
 }

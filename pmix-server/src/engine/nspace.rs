@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use pmix_types::attr::{self, Level};
-use pmix_types::{Info, Nspace, Rank, Value};
+use pmix_types::{Info, Nspace, Proc, Rank, Value};
 use pmix_wire::job_image::join_ranks;
 use pmix_wire::{JobData, JobImage, JobSpec, NodeMap, Realm};
 
@@ -147,6 +147,18 @@ fn find<'a>(infos: &'a [Info], key: &str) -> Option<&'a Value> {
         .iter()
         .find(|i| i.key.as_str() == key)
         .map(|i| &i.value)
+}
+
+/// The server's own process, from the job-level values every namespace receives.
+pub(crate) fn server_proc(extras: &[Info]) -> Proc {
+    let nspace = find(extras, attr::SERVER_NSPACE)
+        .and_then(|v| v.as_str())
+        .and_then(|s| Nspace::new(s).ok())
+        .unwrap_or_else(|| Nspace::new("pmixrs-server").expect("a valid namespace name"));
+    let rank = find(extras, attr::SERVER_RANK)
+        .and_then(|v| v.as_rank())
+        .unwrap_or(Rank(0));
+    Proc::new(nspace, rank)
 }
 
 fn has(infos: &[Info], key: &str) -> bool {

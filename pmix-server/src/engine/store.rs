@@ -210,6 +210,17 @@ impl Store {
     }
 }
 
+/// Whether data put with `scope` by `owner` is visible to `reader`, given whether they share
+/// a node.
+pub(super) fn visible(scope: Scope, same_node: bool) -> bool {
+    match scope {
+        Scope::LOCAL => same_node,
+        Scope::REMOTE => !same_node,
+        Scope::INTERNAL => false,
+        _ => true,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

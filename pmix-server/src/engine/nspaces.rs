@@ -1,0 +1,133 @@
+//! Nspaces: the namespaces registered with this server (and those of other runs a connect
+//! brought), interned as [`NsId`]s, with each one's size, local ranks and job data. The owner
+//! of registration and deregistration's bookkeeping and of the job-data lookups; what else a
+//! namespace's end clears is the engine's wiring (`Engine::deregister_nspace`).
+
+use std::collections::HashMap;
+use std::ops::Index;
+use std::sync::Arc;
+
+use pmix_types::{Info, Nspace, Rank, Value};
+use pmix_wire::JobData;
+
+use super::nspace::{self, LazyJob, Locale, Registration};
+use super::store::NsId;
+use crate::Error;
+
+pub(super) struct Namespace {
+    pub(super) name: Nspace,
+    pub(super) size: u32,
+    pub(super) local: Vec<Rank>,
+    /// Its job data: the compact image, and the whole job data derived when first needed.
+    pub(super) job: Arc<LazyJob>,
+}
+
+impl Namespace {
+    pub(super) fn is_local(&self, rank: Rank) -> bool {
+        self.local.binary_search(&rank).is_ok()
+    }
+}
+
+/// The namespaces known here, by name and by id.
+pub(super) struct Nspaces {
+    /// This node's name, for the job data registration derives.
+    hostname: String,
+    /// Job-level values every namespace receives (tmpdirs, the server's identity).
+    job_extras: Vec<Info>,
+    ids: HashMap<Nspace, NsId>,
+    by_id: HashMap<NsId, Namespace>,
+    next: NsId,
+}
+
+impl Nspaces {
+    pub(super) fn new(hostname: String, job_extras: Vec<Info>) -> Self {
+        Nspaces {
+            hostname,
+            job_extras,
+            ids: HashMap::new(),
+            by_id: HashMap::new(),
+            next: 1,
+        }
+    }
+
+    /// `register_nspace`: derives the registration and stores it; the id, if it is new.
+    pub(super) fn register(
+        &mut self,
+        nspace: Nspace,
+        nlocalprocs: u32,
+        info: &[Info],
+    ) -> Result<Option<NsId>, Error> {
+        let locale = Locale {
+            hostname: &self.hostname,
+            job_extras: &self.job_extras,
+        };
+        let reg = nspace::register(&nspace, nlocalprocs, info, &locale)?;
+        Ok(self.insert(nspace, reg))
+    }
+
+    /// Stores a namespace's registration, under a new id if it is new (re-registration
+    /// replaces the job data: a host may add information). The id, if it is new.
+    pub(super) fn insert(&mut self, nspace: Nspace, reg: Registration) -> Option<NsId> {
+        let (id, new) = match self.ids.get(&nspace) {
+            Some(&id) => (id, false),
+            None => {
+                let id = self.next;
+                self.next += 1;
+                self.ids.insert(nspace.clone(), id);
+                (id, true)
+            }
+        };
+        self.by_id.insert(
+            id,
+            Namespace {
+                name: nspace,
+                size: reg.size,
+                local: reg.local_ranks,
+                job: reg.job,
+            },
+        );
+        new.then_some(id)
+    }
+
+    /// Forgets a namespace: its id and what was registered, if it was known.
+    pub(super) fn remove(&mut self, nspace: &str) -> Option<(NsId, Option<Namespace>)> {
+        let id = self.ids.remove(nspace)?;
+        Some((id, self.by_id.remove(&id)))
+    }
+
+    pub(super) fn id(&self, nspace: &str) -> Option<NsId> {
+        self.ids.get(nspace).copied()
+    }
+
+    pub(super) fn get(&self, id: &NsId) -> Option<&Namespace> {
+        self.by_id.get(id)
+    }
+
+    pub(super) fn ids(&self) -> impl Iterator<Item = NsId> + '_ {
+        self.by_id.keys().copied()
+    }
+
+    pub(super) fn values(&self) -> impl Iterator<Item = &Namespace> {
+        self.by_id.values()
+    }
+
+    /// The job data of a namespace, as its clients receive it (derived on first need).
+    pub(super) fn job_data(&self, nspace: &str) -> Option<Arc<JobData>> {
+        let ns = self.id(nspace)?;
+        self.get(&ns).map(|n| n.job.get().clone())
+    }
+
+    /// A job-level value of a namespace, read without deriving its node and process data.
+    pub(super) fn job_value(&self, nspace: &str, key: &str) -> Option<&Value> {
+        let ns = self.id(nspace)?;
+        self.get(&ns)?.job.job_value(key)
+    }
+}
+
+impl Index<&NsId> for Nspaces {
+    type Output = Namespace;
+
+    fn index(&self, id: &NsId) -> &Namespace {
+        &self.by_id[id]
+    }
+}
