@@ -172,7 +172,7 @@ impl Engine {
             let senders: Vec<(NsId, Rank)> = op
                 .local
                 .iter()
-                .filter(|p| self.committed.contains_key(p))
+                .filter(|p| self.commits.has(p))
                 .copied()
                 .collect();
             let mut contrib = Vec::new();
@@ -180,7 +180,7 @@ impl Engine {
                 let Some(nsinfo) = self.nspaces.get(&ns) else {
                     continue;
                 };
-                let last = self.shipped.insert((ns, rank), now);
+                let last = self.commits.ship((ns, rank), now);
                 let kvs = match last {
                     Some(since) if !collect => {
                         let new = self
@@ -298,7 +298,7 @@ impl Engine {
                 .participant_ids
                 .entry(op.participants.clone())
                 .or_insert(next);
-            let now = self.commit_seq;
+            let now = self.commits.latest();
             let mut by_mark: BTreeMap<u64, Vec<(ConnId, u32)>> = BTreeMap::new();
             for w in &collectors {
                 let Some(c) = self.sessions.conn_mut(w.conn) else {
@@ -310,11 +310,7 @@ impl Engine {
             for (mark, to) in by_mark {
                 let mut data = Vec::with_capacity(op.local.len() + remote.len());
                 for &(ns, rank) in &op.local {
-                    if self
-                        .committed
-                        .get(&(ns, rank))
-                        .is_some_and(|seq| *seq <= mark)
-                    {
+                    if self.commits.of(&(ns, rank)).is_some_and(|seq| seq <= mark) {
                         continue;
                     }
                     if let Some(nsinfo) = self.nspaces.get(&ns) {
@@ -415,8 +411,7 @@ impl Engine {
                     self.store
                         .put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
                 }
-                self.commit_seq += 1;
-                self.committed.insert((ns, pk.proc.rank), self.commit_seq);
+                self.commits.record((ns, pk.proc.rank));
                 arrived.push((ns, pk.proc.rank));
             }
         }

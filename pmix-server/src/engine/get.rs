@@ -210,7 +210,7 @@ impl Engine {
         }
         let t = (ns, target.rank);
         let local = nsinfo.is_local(target.rank);
-        if self.committed.contains_key(&t) {
+        if self.commits.has(&t) {
             return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
         }
         if let Some(&status) = self.sessions.gone().get(&t) {
@@ -316,7 +316,7 @@ impl Engine {
             return;
         };
         let target = (ns, proc.rank);
-        if self.committed.contains_key(&target) {
+        if self.commits.has(&target) {
             let result = self.remote_blob(target);
             self.out.push_back(Output::Dmodex { token, result });
         } else {
@@ -354,7 +354,7 @@ impl Engine {
         match result {
             Ok(blobs) => {
                 self.store_remote(&blobs);
-                if self.committed.contains_key(&target) {
+                if self.commits.has(&target) {
                     self.release_gets(target);
                 } else {
                     self.fail_gets(target, Status::ERR_NOT_FOUND);

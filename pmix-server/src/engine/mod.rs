@@ -12,6 +12,7 @@ pub(crate) mod anl_map;
 mod attributes;
 mod auth;
 mod collective;
+mod commits;
 pub(crate) mod cross_run;
 mod debug;
 mod events;
@@ -44,6 +45,7 @@ use pmix_wire::{
     App, ConnectPart, Event, JobData, Kv, ProcKvs, Published, Query, Reply, ReplyBody, Request,
 };
 
+use self::commits::Commits;
 use self::fence::{FenceOp, FenceTable, Kind};
 use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
@@ -121,15 +123,8 @@ pub(crate) struct Engine {
     /// Registered clients, their connections, the processes gone.
     sessions: Sessions,
     store: Store,
-    /// Processes whose data is here (committed locally, or brought from other nodes), with
-    /// the sequence number of their latest commit.
-    committed: HashMap<(NsId, Rank), u64>,
-    /// Of the local processes, the store's sequence number ([`store::Store::seq`]) when their
-    /// data was last sent to other nodes in a fence's contribution: a barrier sends only what
-    /// they have stored since.
-    shipped: HashMap<(NsId, Rank), u64>,
-    /// Counts commits: the sequence number of the latest.
-    commit_seq: u64,
+    /// Which processes' data is here, how new, and when it last went to other nodes.
+    commits: Commits,
     /// Participant lists of collecting fences, numbered (see `Conn::collected`).
     participant_ids: HashMap<Vec<Proc>, u32>,
     /// Gets waiting for their target's data.
@@ -176,9 +171,7 @@ impl Engine {
             nspaces: Nspaces::new(hostname, job_extras),
             sessions: Sessions::default(),
             store: Store::default(),
-            committed: HashMap::new(),
-            shipped: HashMap::new(),
-            commit_seq: 0,
+            commits: Commits::default(),
             participant_ids: HashMap::new(),
             gets: Gets::default(),
             fences: FenceTable::default(),
@@ -266,8 +259,7 @@ impl Engine {
         }
         self.sessions.purge_nspace(id);
         self.connected.retain(|(a, b)| *a != id && *b != id);
-        self.committed.retain(|(n, _), _| *n != id);
-        self.shipped.retain(|(n, _), _| *n != id);
+        self.commits.purge_nspace(id);
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
@@ -276,7 +268,6 @@ impl Engine {
             self.fail_gets(target, Status::ERR_NOT_FOUND);
         }
         self.fail_fences_with(|p| p.nspace.as_str() == nspace, Status::ERR_NOT_FOUND);
-        self.committed.shrink_to_fit();
         self.sessions.shrink();
     }
 
@@ -426,13 +417,13 @@ impl Engine {
             // A finalized process will enter no more fences.
             let gone = c.proc.clone();
             self.fail_fences_pending_on(&gone, Status::ERR_NOT_FOUND);
-            if !self.committed.contains_key(&key) {
+            if !self.commits.has(&key) {
                 self.fail_gets(key, Status::ERR_NOT_FOUND);
             }
         } else {
             tracing::info!(proc = %c.proc, "client connection lost before finalize");
             // Nobody may hang on a process that is gone: fail what waits for it.
-            if !self.committed.contains_key(&key) {
+            if !self.commits.has(&key) {
                 self.fail_gets(key, term_wo_sync);
             }
             let gone = c.proc.clone();
@@ -456,7 +447,7 @@ impl Engine {
         if !self.sessions.ended_elsewhere(key, status) {
             return;
         }
-        if !self.committed.contains_key(&key) {
+        if !self.commits.has(&key) {
             self.fail_gets(key, status);
         }
         self.fail_fences_with(
@@ -610,8 +601,7 @@ impl Engine {
                 self.store.put(ns, rank, kv.key, kv.scope, kv.value);
             }
         }
-        self.commit_seq += 1;
-        self.committed.insert((ns, rank), self.commit_seq);
+        self.commits.record((ns, rank));
         self.reply_status(conn, id, Status::SUCCESS);
         self.release_gets((ns, rank));
     }

@@ -1,0 +1,60 @@
+//! Which processes' data is here and how new it is: a process is "committed" once it
+//! committed on this node or its data came from another, numbered by a sequence that counts
+//! commits (collecting fences hand each waiter what was committed since its last one), and,
+//! of the local processes, when their data last went to other nodes in a fence's
+//! contribution (a barrier sends only what they stored since).
+
+use std::collections::HashMap;
+
+use pmix_types::Rank;
+
+use super::NsId;
+
+/// A process, by the engine's number for its namespace and its rank.
+type Key = (NsId, Rank);
+
+#[derive(Default)]
+pub(crate) struct Commits {
+    /// Processes whose data is here, with the sequence number of their latest commit.
+    committed: HashMap<Key, u64>,
+    /// Of the local processes, the store's sequence number ([`super::store::Store::seq`])
+    /// when their data was last sent to other nodes.
+    shipped: HashMap<Key, u64>,
+    /// The sequence number of the latest commit.
+    seq: u64,
+}
+
+impl Commits {
+    /// `p` committed, or its data arrived from another node: its latest commit is now.
+    pub(crate) fn record(&mut self, p: Key) {
+        self.seq += 1;
+        self.committed.insert(p, self.seq);
+    }
+
+    /// Whether `p`'s data is here.
+    pub(crate) fn has(&self, p: &Key) -> bool {
+        self.committed.contains_key(p)
+    }
+
+    /// The sequence number of `p`'s latest commit.
+    pub(crate) fn of(&self, p: &Key) -> Option<u64> {
+        self.committed.get(p).copied()
+    }
+
+    /// The sequence number of the latest commit of any process.
+    pub(crate) fn latest(&self) -> u64 {
+        self.seq
+    }
+
+    /// `p`'s data, as the store had it at `at`, goes to other nodes now; when it last did.
+    pub(crate) fn ship(&mut self, p: Key, at: u64) -> Option<u64> {
+        self.shipped.insert(p, at)
+    }
+
+    /// The namespace `id` is gone: so is what is known of its processes.
+    pub(crate) fn purge_nspace(&mut self, id: NsId) {
+        self.committed.retain(|(n, _), _| *n != id);
+        self.shipped.retain(|(n, _), _| *n != id);
+        self.committed.shrink_to_fit();
+    }
+}
