@@ -271,7 +271,7 @@ impl Proto {
             Proto::Native(n) => n.replied(id, reply, out),
             Proto::Pmi1(p) => p.replied(id, &reply, out),
             Proto::Pmi2(p) => p.replied(id, &reply, out),
-            Proto::Openpmix(o) => o.replied(&mut fe.openpmix, id, &reply, None, out),
+            Proto::Openpmix(o) => o.replied(&mut fe.openpmix, id, &Arc::new(reply), None, out),
         }
     }
 
@@ -290,7 +290,7 @@ impl Proto {
             Proto::Openpmix(o) => o.replied(
                 &mut fe.openpmix,
                 id,
-                answer.reply(),
+                &answer.reply,
                 Some(&answer.in_ds21),
                 out.bytes(),
             ),

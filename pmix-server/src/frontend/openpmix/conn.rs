@@ -10,6 +10,7 @@
 
 use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use pmix_types::{Info, Key, Proc, Scope, Status, Value};
 use pmix_wire::openpmix::job::{to_job_info, to_proc_kvals};
@@ -112,8 +113,9 @@ pub(crate) struct OpenpmixConn {
     /// The data a collecting fence brought that the client has not been sent yet. A libpmix
     /// client's fence answer carries no data and it asks for each peer's afterwards; the
     /// first such answer carries all of it (a `GETNB` answer may hold any number of
-    /// processes, and the client keeps them all), so the rest of its gets stay local.
-    collected: Vec<ProcKvs>,
+    /// processes, and the client keeps them all), so the rest of its gets stay local. Kept as
+    /// the fence's answer itself, which every client of the fence shares, not a copy each.
+    collected: Option<Arc<Reply>>,
     /// The server offers the `ds21` store.
     ds21: bool,
     /// The client reads a group construction's answer without the membership (libpmix
@@ -130,7 +132,7 @@ impl OpenpmixConn {
             state: State::Handshake,
             kernel_uid,
             waiting: HashMap::new(),
-            collected: Vec::new(),
+            collected: None,
             next_id: 1,
             closing: false,
             ds21,
@@ -598,7 +600,7 @@ impl OpenpmixConn {
         &mut self,
         common: &mut Common,
         id: u32,
-        reply: &Reply,
+        reply: &Arc<Reply>,
         in_ds21: Option<&OnceCell<bool>>,
         out: &mut Vec<u8>,
     ) {
@@ -614,16 +616,20 @@ impl OpenpmixConn {
                         None => common.store_fence(reply),
                     };
                 if !in_shm {
-                    self.collected = data.clone();
+                    self.collected = Some(reply.clone());
                 }
             }
         }
         let extra = if matches!(answer, Answer::Get) && reply.status == Status::SUCCESS {
-            std::mem::take(&mut self.collected)
+            self.collected.take()
         } else {
-            Vec::new()
+            None
         };
-        if let Err(e) = encode_answer(tag, answer, reply, &extra, dialect, out) {
+        let extra: &[ProcKvs] = match extra.as_deref().map(|r| &r.body) {
+            Some(ReplyBody::Fence { data }) => data,
+            _ => &[],
+        };
+        if let Err(e) = encode_answer(tag, answer, reply, extra, dialect, out) {
             tracing::error!(who = %self.who(), "cannot encode an answer: {e}");
             send(tag, &OpenpmixReply::Status(e.status()), dialect, out);
         }
