@@ -93,6 +93,7 @@ mod openpmix;
 mod singleton;
 mod store;
 pub mod tool;
+mod trust;
 
 pub use api::client::Client;
 pub use api::dynamic::{AppExt, app};

@@ -4,7 +4,7 @@
 //!
 //! **Finding pmixrun**: `PMIXRS_PMIXRUN` if set (a path: the user's explicit choice), else a
 //! `pmixrun` next to this process's executable, else the first `pmixrun` on `PATH`. A found
-//! one is run only if no other user could have put it there or changed it ([`trusted`]):
+//! one is run only if no other user could have put it there or changed it ([`Trust::path`]):
 //! the file and every directory on its path (the link's and the target's) belong to this
 //! process's user or root and are writable by nobody else, except a directory with the sticky
 //! bit (`/tmp`), where others cannot replace what they do not own. Otherwise a singleton of
@@ -29,6 +29,7 @@ use pmix_types::Proc;
 
 use crate::Error;
 use crate::env::{self, Rendezvous};
+use crate::trust::Trust;
 
 /// The variable naming the pmixrun a singleton starts.
 pub(crate) const PMIXRUN_ENV: &str = "PMIXRS_PMIXRUN";
@@ -65,7 +66,7 @@ pub(crate) fn find_pmixrun(
         .map(|d| d.join("pmixrun"));
     let mut refused = Vec::new();
     for p in beside.into_iter().chain(on_path).filter(|p| p.is_file()) {
-        match trusted(&p, nix::unistd::geteuid().as_raw()) {
+        match Trust::me().path(&p) {
             Ok(()) => return Ok(p),
             Err(why) => refused.push(format!("{}: {why}", p.display())),
         }
@@ -81,43 +82,6 @@ pub(crate) fn find_pmixrun(
     Err(failed(format!(
         "no pmixrun: {PMIXRUN_ENV} is not set, none is next to this program, none is on PATH{refused}"
     )))
-}
-
-/// Checks that only `uid` or root could have written the file `p` or changed what its path
-/// leads to: the file, and each directory from `/` down to it (following its links, and the
-/// directories holding those links), are owned by `uid` or root and writable by no one else,
-/// but for a sticky directory (others cannot rename or remove what they do not own there).
-pub(crate) fn trusted(p: &Path, uid: u32) -> Result<(), String> {
-    use std::os::unix::fs::MetadataExt;
-    const SOMEONE_ELSE_WRITES: u32 = 0o022;
-    const STICKY: u32 = 0o1000;
-    let check = |path: &Path, dir: bool| -> Result<(), String> {
-        let m = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        if m.uid() != uid && m.uid() != 0 {
-            return Err(format!("{} belongs to uid {}", path.display(), m.uid()));
-        }
-        let others_write = m.mode() & SOMEONE_ELSE_WRITES != 0;
-        if others_write && !(dir && m.mode() & STICKY != 0) {
-            return Err(format!(
-                "{} is writable by others (mode {:o})",
-                path.display(),
-                m.mode() & 0o7777
-            ));
-        }
-        Ok(())
-    };
-    let real = std::fs::canonicalize(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    check(&real, false)?;
-    for path in [p, real.as_path()] {
-        for dir in path
-            .ancestors()
-            .skip(1)
-            .filter(|d| !d.as_os_str().is_empty())
-        {
-            check(dir, true)?;
-        }
-    }
-    Ok(())
 }
 
 /// A started pmixrun's lifeline: dropping it lets pmixrun know the singleton is done, and
@@ -279,7 +243,7 @@ mod tests {
         set_mode(&bin, 0o755);
 
         set_mode(&pmixrun, 0o757);
-        assert!(trusted(&pmixrun, uid).is_err());
+        assert!(Trust::of(uid).path(&pmixrun).is_err());
         set_mode(&pmixrun, 0o755);
 
         // A link to it from a directory others may write.
@@ -287,7 +251,7 @@ mod tests {
         std::fs::create_dir_all(&open).unwrap();
         set_mode(&open, 0o777);
         std::os::unix::fs::symlink(&pmixrun, open.join("pmixrun")).unwrap();
-        let e = trusted(&open.join("pmixrun"), uid).unwrap_err();
+        let e = Trust::of(uid).path(&open.join("pmixrun")).unwrap_err();
         assert!(e.contains("writable by others"), "{e}");
 
         if uid == 0 {
@@ -296,7 +260,7 @@ mod tests {
             assert!(e.contains("belongs to uid 1001"), "{e}");
         } else {
             // Another user's file, as seen by a third uid.
-            assert!(trusted(&pmixrun, uid + 1).is_err());
+            assert!(Trust::of(uid + 1).path(&pmixrun).is_err());
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }

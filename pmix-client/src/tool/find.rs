@@ -3,7 +3,7 @@
 //! them: the file of a server's pid or namespace anywhere under the temporary directory, the
 //! system server's at its top (`docs/TOOLS.md`).
 //!
-//! Only what this user or root could have written is believed ([`Trust`]): directories
+//! Only what this user or root could have written is believed (`crate::trust`): directories
 //! descended into, rendezvous files and sockets must belong to this process's user or root
 //! and be writable by no one else (a sticky directory such as `/tmp` excepted). Another
 //! user's files are skipped, so a tool never connects to a server that user planted for it.
@@ -14,6 +14,7 @@ use pmix_wire::openpmix::rendezvous::{Contact, nspace_file_name, pid_file_name, 
 
 use super::Attach;
 use crate::Error;
+use crate::trust::Trust;
 
 /// How deep under the temporary directory files are looked for: a server's own directory
 /// lies one level down (pmix-rs: `pmixrs.<pid>.<random>`; PRRTE: `prte.<host>.<uid>/...`
@@ -52,7 +53,7 @@ pub(crate) fn find(
                     p.display()
                 )));
             }
-            if let Err(why) = trust.file(&p) {
+            if let Err(why) = trust.entry(&p) {
                 return Err(unreachable(format!("not trusting {}: {why}", p.display())));
             }
             p
@@ -73,40 +74,7 @@ pub(crate) fn find(
 pub(crate) fn native_beside(file: &Path, trust: &Trust) -> Option<PathBuf> {
     file.parent()
         .map(|d| d.join(NATIVE_SOCKET))
-        .filter(|s| is_socket(s) && trust.file(s).is_ok())
-}
-
-/// Whose files a tool believes: its own user's and root's, writable by no one else.
-pub(crate) struct Trust {
-    uid: u32,
-}
-
-impl Trust {
-    /// This process's (effective) user.
-    pub(crate) fn me() -> Trust {
-        Trust {
-            uid: nix::unistd::geteuid().as_raw(),
-        }
-    }
-
-    /// Whether `p` (not followed if a link) is this user's or root's and no one else may
-    /// write it; a directory others may write is trusted when sticky, a socket by its owner
-    /// alone (others' right to connect changes nothing of it).
-    pub(crate) fn file(&self, p: &Path) -> Result<(), String> {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        let m = std::fs::symlink_metadata(p).map_err(|e| e.to_string())?;
-        if m.uid() != self.uid && m.uid() != 0 {
-            return Err(format!("it belongs to uid {}", m.uid()));
-        }
-        let exempt = (m.is_dir() && m.mode() & 0o1000 != 0) || m.file_type().is_socket();
-        if m.mode() & 0o022 != 0 && !exempt {
-            return Err(format!(
-                "others may write it (mode {:o})",
-                m.mode() & 0o7777
-            ));
-        }
-        Ok(())
-    }
+        .filter(|s| is_socket(s) && trust.entry(s).is_ok())
 }
 
 /// The name of a pmix-rs server's socket in its rendezvous directory.
@@ -186,7 +154,7 @@ pub(crate) fn walk(
             continue;
         }
         let p = e.path();
-        if let Err(why) = trust.file(&p) {
+        if let Err(why) = trust.entry(&p) {
             tracing::debug!(path = %p.display(), "tool: skipping what another user could have placed: {why}");
             continue;
         }

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use pmix_wire::openpmix::rendezvous::{Contact, pid_file_name};
 
 use super::Tool;
-use super::find::{MAX_DEPTH, Trust, native_beside, walk};
+use super::find::{MAX_DEPTH, native_beside, walk};
+use crate::trust::Trust;
 
 /// A server's pid file, as found.
 #[derive(Clone, Debug, PartialEq, Eq)]
