@@ -17,6 +17,8 @@
  *                         commit of 100 bytes, then, with no fence, the get of a far rank's
  *                         (start-up without a modex: the get races the peer's first commit,
  *                         waits for it, and its server fetches it)
+ *   node <hostname>       where this rank ran (the xtask checks that the launcher put two
+ *                         ranks on each node, as asked)
  *   spawn_ms              rank 0 only: PMIx_Spawn of one copy of this program (which
  *                         initialises and finalises), mean per call
  *
@@ -251,6 +253,9 @@ int main(int argc, char **argv)
         double t = bench_now();
         get_check(far_peer(), key, theirs);
         printf("dmodex_first_us %.3f\n", (bench_now() - t) * 1e6);
+        char host[256] = "?";
+        gethostname(host, sizeof host - 1);
+        printf("node %s\n", host);
     }
     if (hello) {
         printf("hello %u %u\n", me.rank, size);

@@ -12,7 +12,8 @@
  * values as the launcher's vallen_max needs (as MPICH splits a long business card), then
  * barrier; the far rank's first value is read back and checked (untimed). Prints, as
  * bench_client does, "fence_collect_us <mean>", "fence_<S>_us <mean>" and
- * "barrier_us <mean>" in one write; any failure exits 1 with a message on stderr. */
+ * "barrier_us <mean>", and "node <hostname>" (where the rank ran, which the xtask checks)
+ * in one write; any failure exits 1 with a message on stderr. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,10 +162,12 @@ int main(int argc, char **argv)
     call("cmd=finalize\n", "cmd=finalize_ack", buf, sizeof buf);
 
     double per_fence = fences > 0 ? 1e6 / (double) fences : 0.0;
+    char host[256] = "?";
+    gethostname(host, sizeof host - 1);
     int k = snprintf(line, sizeof line,
-                     "fence_collect_us %.3f\nfence_100_us %.3f\nfence_1000_us %.3f\n"
+                     "node %s\nfence_collect_us %.3f\nfence_100_us %.3f\nfence_1000_us %.3f\n"
                      "fence_10000_us %.3f\nbarrier_us %.3f\n",
-                     fence_time * per_fence, sized_time[0] * per_fence, sized_time[1] * per_fence,
+                     host, fence_time * per_fence, sized_time[0] * per_fence, sized_time[1] * per_fence,
                      sized_time[2] * per_fence,
                      barriers > 0 ? barrier_time * 1e6 / (double) barriers : 0.0);
     if (k <= 0 || write(STDOUT_FILENO, line, (size_t) k) != k)

@@ -350,7 +350,9 @@ fn prterun(nodes: u32, program: &Path) -> Command {
         .args(["--prtemca", "oob_tcp_if_include", "10.77.0.0/16"])
         .args(["-x", "OMPI_MCA_btl_tcp_if_include"])
         .args(["--host", &host_list(nodes, 2)])
-        .args(["--map-by", ":OVERSUBSCRIBE"])
+        // By slot: with no policy named PRRTE maps by package, and with oversubscription
+        // allowed that put all the ranks on node1.
+        .args(["--map-by", "slot:OVERSUBSCRIBE"])
         .args(["-n", &ranks(nodes).to_string()])
         .arg(program);
     cmd
@@ -499,6 +501,23 @@ fn mean_of(stdout: &str, metric: &str, ranks: u32) -> Result<f64, String> {
     Ok(values.iter().sum::<f64>() / f64::from(ranks))
 }
 
+/// Where a bench run's ranks ran (mn_bench's and pmi1_bench's `node <hostname>` lines): two
+/// on each of the `nodes` nodes, or the row measures something else than it says.
+fn check_placement(stdout: &str, nodes: u32) -> Result<(), String> {
+    let mut per_node: BTreeMap<&str, u32> = BTreeMap::new();
+    for host in stdout.lines().filter_map(|l| l.strip_prefix("node ")) {
+        *per_node.entry(host.trim()).or_default() += 1;
+    }
+    if per_node.len() == nodes as usize && per_node.values().all(|&k| k == 2) {
+        return Ok(());
+    }
+    let seen: Vec<String> = per_node.iter().map(|(h, k)| format!("{h}:{k}")).collect();
+    Err(format!(
+        "placed its ranks as {}, not 2 on each of {nodes} nodes",
+        if seen.is_empty() { "unknown".to_owned() } else { seen.join(",") }
+    ))
+}
+
 /// mn_bench --hello's output: `hello <rank> <size>` once from every rank.
 fn check_hellos(stdout: &str, n: u32) -> Result<(), String> {
     let mut seen = vec![false; n as usize];
@@ -622,6 +641,11 @@ impl Results {
             }
             Step::PmiHello => check_hellos(&outcome.stdout, n),
             Step::Bench => {
+                if l != Launcher::Floor {
+                    if let Err(e) = check_placement(&outcome.stdout, nodes) {
+                        return self.fail(nodes, l, &metrics, &e);
+                    }
+                }
                 for m in metrics {
                     let Some((_, key)) = Metric::MEASURED.iter().find(|(x, _)| *x == m) else {
                         continue;
@@ -887,5 +911,22 @@ fn ratio_to_best(results: &Results, nodes: u32, m: Metric) -> String {
             format!("{:.2} ({} ÷ {})", ours / theirs, l.slug(), r.slug())
         }
         _ => "-".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_placement;
+
+    #[test]
+    fn placement_is_two_ranks_on_each_node() {
+        let spread = "node node1\nbarrier_us 1\nnode node2\nnode node1\nnode node2\n";
+        assert!(check_placement(spread, 2).is_ok());
+        // What prterun did with `--map-by :OVERSUBSCRIBE`: every rank on the first node.
+        let packed = "node node1\n".repeat(4);
+        let e = check_placement(&packed, 2).unwrap_err();
+        assert!(e.contains("node1:4"), "{e}");
+        assert!(check_placement("barrier_us 1\n", 2).is_err());
+        assert!(check_placement("node a\nnode a\nnode b\n", 2).is_err());
     }
 }
