@@ -400,7 +400,10 @@ impl<H: Host> Shell<H> {
                 let result = self
                     .engine
                     .register_nspace(nspace.clone(), nlocalprocs, &info);
-                if result.is_ok() {
+                // What only the namespace's own processes use (their directory, the ds21
+                // lock segment they take at init) is made where some of them run: a job's
+                // start then costs the nodes it does not run on no files.
+                if result.is_ok() && nlocalprocs > 0 {
                     self.make_nsdir(&nspace);
                     self.frontends.nspace_registered(&nspace, nlocalprocs);
                 }

@@ -40,6 +40,36 @@ fn server_with_job(name: &str, size: u32) -> (Server, Nspace) {
     (server, ns)
 }
 
+/// A namespace none of whose processes run on this node (a spawned job placed on other
+/// nodes, every job at a multi-node run's root) costs this server no files: no directory of
+/// its own, no ds21 lock segment; one with local processes gets both.
+#[test]
+fn only_namespaces_with_local_processes_get_files() {
+    let (server, ns) = server_with_job("files-here", 1);
+    let env = server.setup_fork(&Proc::new(ns.clone(), 0)).unwrap();
+    let var = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| std::path::PathBuf::from(v))
+            .unwrap_or_else(|| panic!("{name} in the environment"))
+    };
+    let store = var("PMIX_DSTORE_21_BASE_PATH");
+    // PMIX_NSDIR: the session directory (`session` beside the server's socket) joined with
+    // the namespace.
+    let session = server.socket_path().with_file_name("session");
+    let nsdir = session.join(ns.as_str());
+    assert!(store.join(format!("smlockseg-{ns}")).is_file());
+    assert!(nsdir.is_dir(), "{}", nsdir.display());
+    let elsewhere = Nspace::new("files-elsewhere").unwrap();
+    server
+        .register_nspace(&elsewhere, 0, &[Info::attr(attr::JOB_SIZE, 4u32)])
+        .unwrap();
+    assert!(!store.join(format!("smlockseg-{elsewhere}")).exists());
+    let sibling = nsdir.with_file_name(elsewhere.as_str());
+    assert!(!sibling.exists(), "{}", sibling.display());
+    server.deregister_nspace(&elsewhere);
+}
+
 /// The `host:port` libpmix clients of `server` are told to reach.
 fn address(server: &Server, ns: &Nspace) -> String {
     let env = server.setup_fork(&Proc::new(ns.clone(), 0)).unwrap();

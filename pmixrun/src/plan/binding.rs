@@ -32,6 +32,8 @@
 //! - `PMIX_PACKAGE_RANK`: among the node's processes of the job whose first CPU is on the
 //!   same package, this one's place in local-rank order.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
 use pmix_types::locality::format_cpu_list;
 
 use crate::cli::BindTo;
@@ -204,6 +206,36 @@ pub(crate) fn bind(
 /// Processes are then told of that topology but pinned to nothing.
 pub(crate) const TOPOLOGY_ROOT_VAR: &str = "PMIXRS_TOPOLOGY_ROOT";
 
+/// This node's topology and the CPUs pmixrun may use there, as read from the sysfs-like tree
+/// at a root.
+struct NodeCpus {
+    root: std::path::PathBuf,
+    topo: Topology,
+    allowed: Vec<u32>,
+}
+
+/// [`NodeCpus`] of `root`, read once per process: a machine's CPUs and pmixrun's share of them
+/// do not change during a run, and reading them takes a few hundred microseconds of file
+/// reads, which every job's start (each spawn, on every node) would otherwise pay. Read again
+/// only when asked for another root (tests) or when the last read failed.
+fn node_cpus(root: &std::path::Path) -> Result<Arc<NodeCpus>, String> {
+    static READ: Mutex<Option<Arc<NodeCpus>>> = Mutex::new(None);
+    // A poisoned lock guards a complete value or none: it is replaced whole.
+    let mut read = READ.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(known) = read.as_ref().filter(|k| k.root == root) {
+        return Ok(Arc::clone(known));
+    }
+    let topo = Topology::read(root)?;
+    let allowed = crate::plan::topology::allowed_cpus(root, &topo);
+    let known = Arc::new(NodeCpus {
+        root: root.to_path_buf(),
+        topo,
+        allowed,
+    });
+    *read = Some(Arc::clone(&known));
+    Ok(known)
+}
+
 /// What each of `n` processes of a job on this node gets ([`bind`] on this node's topology
 /// and allowed CPUs). `None` when the topology cannot be read and nothing is to be bound (the
 /// processes then get no CPU set, locality string or package rank); an error when it cannot
@@ -216,10 +248,9 @@ pub(crate) fn on_this_node(
     let root = std::env::var_os(TOPOLOGY_ROOT_VAR)
         .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from);
     let this_machine = root == std::path::Path::new("/");
-    match Topology::read(&root) {
-        Ok(topo) => {
-            let allowed = crate::plan::topology::allowed_cpus(&root, &topo);
-            let mut bound = bind(&topo, &allowed, map_to, bind_to, n);
+    match node_cpus(&root) {
+        Ok(node) => {
+            let mut bound = bind(&node.topo, &node.allowed, map_to, bind_to, n);
             if !this_machine {
                 bound.iter_mut().for_each(|b| b.pinned = false);
             }

@@ -514,7 +514,11 @@ fn check_placement(stdout: &str, nodes: u32) -> Result<(), String> {
     let seen: Vec<String> = per_node.iter().map(|(h, k)| format!("{h}:{k}")).collect();
     Err(format!(
         "placed its ranks as {}, not 2 on each of {nodes} nodes",
-        if seen.is_empty() { "unknown".to_owned() } else { seen.join(",") }
+        if seen.is_empty() {
+            "unknown".to_owned()
+        } else {
+            seen.join(",")
+        }
     ))
 }
 

@@ -40,8 +40,10 @@ impl Common {
         self.ds21.is_some()
     }
 
-    /// A namespace's ds21 lock segment is made when it is registered: its clients take the
-    /// lock at init, before they ask anything. Without it they fall back to hash.
+    /// A namespace's ds21 lock segment is made when it is registered with processes on this
+    /// node: its clients take the lock at init, before they ask anything, and a client reads
+    /// every namespace under its own namespace's lock, so a namespace none of whose processes
+    /// run here needs none. Without it its clients fall back to hash.
     pub(crate) fn nspace_registered(&mut self, nspace: &Nspace, nlocalprocs: u32) {
         if let Some(ds) = &mut self.ds21 {
             if let Err(e) = ds.add_nspace(nspace, nlocalprocs) {
