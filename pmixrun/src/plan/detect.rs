@@ -15,13 +15,14 @@
 use std::path::Path;
 
 use object::read::elf::{Dyn, ElfFile64, FileHeader};
+use object::read::{ReadCache, ReadRef};
 use object::{Endianness, elf};
 
 use crate::cli::Protocol;
 
 /// The `DT_NEEDED` entries of an ELF executable; `None` if it is not one (a script, say).
-fn needed_libraries(data: &[u8]) -> Option<Vec<String>> {
-    let file = ElfFile64::<Endianness>::parse(data).ok()?;
+fn needed_libraries<'data, R: ReadRef<'data>>(data: R) -> Option<Vec<String>> {
+    let file = ElfFile64::<Endianness, R>::parse(data).ok()?;
     let endian = file.endian();
     let sections = file.elf_header().sections(endian, data).ok()?;
     let (entries, link) = sections.dynamic(endian, data).ok()??;
@@ -30,16 +31,22 @@ fn needed_libraries(data: &[u8]) -> Option<Vec<String>> {
         entries
             .iter()
             .filter(|d| d.tag32(endian) == Some(elf::DT_NEEDED))
-            .filter_map(|d| d.string(endian, strings).ok())
+            .filter_map(|d| strings.get(u32::try_from(d.d_val(endian)).ok()?).ok())
             .map(|s| String::from_utf8_lossy(s).into_owned())
             .collect(),
     )
 }
 
+/// The program at `path`, read as far as a question about it needs: its headers, dynamic
+/// section and the sections asked for, not the whole file (a Python interpreter is megabytes,
+/// read at every start of a job running it).
+fn open(path: &Path) -> Option<ReadCache<std::fs::File>> {
+    std::fs::File::open(path).ok().map(ReadCache::new)
+}
+
 fn libraries_of(path: &Path) -> Vec<String> {
-    std::fs::read(path)
-        .ok()
-        .and_then(|data| needed_libraries(&data))
+    open(path)
+        .and_then(|file| needed_libraries(&file))
         .unwrap_or_default()
 }
 
@@ -53,19 +60,19 @@ const PMIX_RS_MARK: &[u8] = b"PMIXRS_SECRET";
 /// MPI's, through a plug-in; python3 with python3-pmix), a script.
 pub(crate) fn is_pmix_rs_client(path: &Path) -> bool {
     use object::{Object, ObjectSection};
-    let Ok(data) = std::fs::read(path) else {
+    let Some(cache) = open(path) else {
         return false;
     };
-    let Ok(file) = ElfFile64::<Endianness>::parse(&*data) else {
+    let Ok(file) = ElfFile64::<Endianness, _>::parse(&cache) else {
         return false;
     };
     // A static executable has no dynamic section, hence no libraries.
-    let libs = needed_libraries(&data).unwrap_or_default();
+    let libs = needed_libraries(&cache).unwrap_or_default();
     if libs.iter().any(|l| l.starts_with("libpmix.so")) {
         return false;
     }
     let rodata = file.section_by_name(".rodata").and_then(|s| s.data().ok());
-    rodata.is_some_and(|d| d.windows(PMIX_RS_MARK.len()).any(|w| w == PMIX_RS_MARK))
+    rodata.is_some_and(|d| memchr::memmem::find(d, PMIX_RS_MARK).is_some())
 }
 
 /// True if the program at `path` links Open MPI 4 (`libmpi.so.40`).
@@ -112,12 +119,12 @@ mod tests {
         let Ok(Ok(data)) = me else {
             panic!("cannot read the test executable")
         };
-        let libs = needed_libraries(&data).unwrap_or_default();
+        let libs = needed_libraries(&data[..]).unwrap_or_default();
         assert!(
             libs.iter().any(|l| l.starts_with("libc.so")),
             "libc not among {libs:?}"
         );
-        assert_eq!(needed_libraries(b"#!/bin/sh\necho hi\n"), None);
+        assert_eq!(needed_libraries(&b"#!/bin/sh\necho hi\n"[..]), None);
         assert_eq!(needed_libraries(&data[..100]), None);
         let me = std::env::current_exe().unwrap_or_default();
         assert_eq!(protocol_of(&me), Protocol::Pmix);
