@@ -307,7 +307,9 @@ impl Engine {
                 let mark = c.collected.insert(participants_id, now).unwrap_or(0);
                 by_mark.entry(mark).or_default().push((w.conn, w.id));
             }
-            for (mark, to) in by_mark {
+            let groups = by_mark.len();
+            let mut remote = remote;
+            for (i, (mark, to)) in by_mark.into_iter().enumerate() {
                 let mut data = Vec::with_capacity(op.local.len() + remote.len());
                 for &(ns, rank) in &op.local {
                     if self.commits.of(&(ns, rank)).is_some_and(|seq| seq <= mark) {
@@ -322,7 +324,12 @@ impl Engine {
                         });
                     }
                 }
-                data.extend(remote.iter().cloned());
+                // The last reply takes the other nodes' data; the store has its own copy.
+                if i + 1 == groups {
+                    data.append(&mut remote);
+                } else {
+                    data.extend(remote.iter().cloned());
+                }
                 let reply = Arc::new(Reply {
                     status: Status::SUCCESS,
                     body: ReplyBody::Fence { data },
