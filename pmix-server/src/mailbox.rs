@@ -45,6 +45,8 @@ pub(crate) enum Call {
     },
     Dmodex {
         proc: Proc,
+        /// The requesting server's directives (`PMIX_REQUIRED_KEY`, `PMIX_TIMEOUT`).
+        info: Vec<Info>,
         done: DmodexDone,
     },
     Notify {

@@ -646,13 +646,18 @@ impl Server {
     /// Asks for the data of a local process on behalf of another node (the host's direct
     /// modex). `done` runs on the event-loop thread once the process has committed, with bytes
     /// the requesting node's server understands (pass them to its `direct_modex` completion).
+    /// `info` is what the requesting server's `direct_modex` was given: with
+    /// `PMIX_REQUIRED_KEY`, the answer waits until the process's data holds that key; with
+    /// `PMIX_TIMEOUT`, it is `ERR_TIMEOUT` once that passed.
     pub fn dmodex_request(
         &self,
         proc: &Proc,
+        info: &[Info],
         done: impl FnOnce(Result<Vec<u8>, Status>) + Send + 'static,
     ) {
         let msg = LoopMsg::Call(Call::Dmodex {
             proc: proc.clone(),
+            info: info.to_vec(),
             done: Box::new(done),
         });
         match self.tx.send(msg) {

@@ -436,11 +436,12 @@ impl<H: Host> Shell<H> {
             Call::ClientProofs { proc, reply } => {
                 let _ = reply.send(self.engine.client_proofs(&proc));
             }
-            Call::Dmodex { proc, done } => {
+            Call::Dmodex { proc, info, done } => {
                 let token = self.next_token;
                 self.next_token += 1;
                 self.dmodex.insert(token, done);
-                self.engine.dmodex_request(&proc, token);
+                self.engine
+                    .dmodex_request(&proc, &info, token, Instant::now());
             }
             Call::Notify { event } => self.engine.host_notify(&event),
             Call::DefinePset { name, members } => self.engine.define_pset(name, members),

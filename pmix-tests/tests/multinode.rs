@@ -566,6 +566,17 @@ fn get_of_a_rank_on_another_node_by_direct_modex() {
     assert_eq!(r.oks(), 3, "{r:?}");
 }
 
+#[test]
+fn a_get_racing_a_peers_later_commit_waits_for_its_key() {
+    let f = Fixture::new("latekey");
+    // Rank 1 (n2) committed "early" when rank 0's (n1) get of its "late" reaches n2; n2
+    // answers once "late" is committed, not with the early data (which had no such key).
+    let r = f.run("n1:1,n2:1", &["-n", "2", &client(), "late-key"]);
+    r.assert_ok();
+    assert_eq!(r.oks(), 2, "{r:?}");
+    assert!(r.out.stdout.contains("rank 0: got the late key"), "{r:?}");
+}
+
 // ---- names, spawn, connect, events, abort -----------------------------------------------
 
 #[test]

@@ -1,6 +1,13 @@
 //! Gets: answered from the store when the process's data is here, parked until it commits
 //! otherwise (its node asked by direct modex when it lives elsewhere), failed when it is gone
 //! or its deadline passes; reserved keys of any process answered from job data.
+//!
+//! A Get may also wait for one key (`PMIX_REQUIRED_KEY`, or, when the data is fetched from
+//! another node, the key asked for): it is released only once the process's data holds that
+//! key, whatever it committed before. A direct modex sent to another node carries the key to
+//! wait for and the Get's `PMIX_TIMEOUT`, and the node asked parks the request the same way
+//! (as OpenPMIx 5's servers and PRRTE do), so a get racing a peer's later commit of the key
+//! is answered when the key is there, not with `NOT_FOUND` from the peer's earlier data.
 
 use super::timers::{Timer, Timers};
 use super::*;
@@ -15,6 +22,8 @@ pub(super) enum Requester {
 struct PendingGet {
     who: Requester,
     key: Option<Key>,
+    /// The key whose arrival releases it; `None`: any commit does.
+    need: Option<Key>,
     deadline: Option<Instant>,
     timer: u64,
 }
@@ -23,17 +32,20 @@ struct PendingGet {
 #[derive(Default)]
 pub(super) struct Gets {
     parked: HashMap<(NsId, Rank), Vec<PendingGet>>,
-    /// Direct-modex requests at the host, by target; requesters wait in `parked`.
-    dmodex_inflight: HashSet<(NsId, Rank)>,
+    /// Direct-modex requests at the host, by target, with the key each asked the other node
+    /// to wait for; requesters wait in `parked`.
+    dmodex_inflight: HashMap<(NsId, Rank), Option<Key>>,
 }
 
 impl Gets {
-    /// `who` waits for `target`'s data (and `key` in it), until `deadline` if any.
+    /// `who` waits for `target`'s data (and `key` in it), until `deadline` if any; released
+    /// by the arrival of `need` when given, by any commit otherwise.
     pub(super) fn park(
         &mut self,
         target: (NsId, Rank),
         who: Requester,
         key: Option<Key>,
+        need: Option<Key>,
         deadline: Option<Instant>,
         timers: &mut Timers,
     ) {
@@ -44,29 +56,47 @@ impl Gets {
         self.parked.entry(target).or_default().push(PendingGet {
             who,
             key,
+            need,
             deadline,
             timer,
         });
     }
 
-    /// Whether the host is to be asked for `target`'s data: not when it already was.
-    pub(super) fn ask_host(&mut self, target: (NsId, Rank)) -> bool {
-        self.dmodex_inflight.insert(target)
+    /// Whether the host is to be asked for `target`'s data, to wait for `need` there: not
+    /// when a request for it is out already.
+    pub(super) fn ask_host(&mut self, target: (NsId, Rank), need: Option<Key>) -> bool {
+        match self.dmodex_inflight.entry(target) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(need);
+                true
+            }
+        }
     }
 
-    /// The host answered the direct modex for `target`.
-    pub(super) fn host_answered(&mut self, target: (NsId, Rank)) {
-        self.dmodex_inflight.remove(&target);
+    /// The host answered the direct modex for `target`: the key it was asked to wait for.
+    pub(super) fn host_answered(&mut self, target: (NsId, Rank)) -> Option<Key> {
+        self.dmodex_inflight.remove(&target).flatten()
     }
 
-    /// Everyone waiting for `target`, with the key each asked for; their deadlines cancelled.
-    pub(super) fn take(
+    /// Everyone waiting for `target` whose key to wait for passes `ready` (`None`: none),
+    /// with the key each asked for; their deadlines cancelled. The others stay parked.
+    pub(super) fn take_ready(
         &mut self,
         target: (NsId, Rank),
         timers: &mut Timers,
+        ready: impl Fn(Option<&Key>) -> bool,
     ) -> Vec<(Requester, Option<Key>)> {
-        let list = self.parked.remove(&target).unwrap_or_default();
-        list.into_iter()
+        let Some(list) = self.parked.remove(&target) else {
+            return Vec::new();
+        };
+        let (ready, waiting): (Vec<_>, Vec<_>) =
+            list.into_iter().partition(|g| ready(g.need.as_ref()));
+        if !waiting.is_empty() {
+            self.parked.insert(target, waiting);
+        }
+        ready
+            .into_iter()
             .map(|g| {
                 if let Some(d) = g.deadline {
                     timers.cancel(d, g.timer);
@@ -74,6 +104,23 @@ impl Gets {
                 (g.who, g.key)
             })
             .collect()
+    }
+
+    /// Everyone waiting for `target`, ready or not (see [`Gets::take_ready`]).
+    pub(super) fn take(
+        &mut self,
+        target: (NsId, Rank),
+        timers: &mut Timers,
+    ) -> Vec<(Requester, Option<Key>)> {
+        self.take_ready(target, timers, |_| true)
+    }
+
+    /// The key the first of `target`'s waiting Gets needs, if one waits for a key.
+    pub(super) fn first_need(&self, target: (NsId, Rank)) -> Option<Option<Key>> {
+        self.parked
+            .get(&target)
+            .and_then(|l| l.first())
+            .map(|g| g.need.clone())
     }
 
     /// The Get for `target` whose deadline `timer` passed, removed.
@@ -210,7 +257,11 @@ impl Engine {
         }
         let t = (ns, target.rank);
         let local = nsinfo.is_local(target.rank);
-        if self.commits.has(&t) {
+        let required = required_key(info);
+        // Asking the other node again is for data fetched from there.
+        let refresh = !local && info_flag(info, attr::GET_REFRESH_CACHE);
+        let holds = |k: &Key| self.store.get(ns, target.rank, k.as_str()).is_some();
+        if self.commits.has(&t) && !refresh && required.as_ref().is_none_or(holds) {
             return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
         }
         if let Some(&status) = self.sessions.gone().get(&t) {
@@ -222,17 +273,41 @@ impl Engine {
         }
         let deadline = pmix_types::timeout_of(info).map(|d| now + d);
         let who = Requester::Client { conn, id };
-        self.gets.park(t, who, key, deadline, &mut self.timers);
-        if !local && self.gets.ask_host(t) {
-            let proc = target.clone();
-            self.host_call(
-                PendingHost::Dmodex { target: t },
-                HostCall::DirectModex {
-                    proc,
-                    info: info.to_vec(),
-                },
-            );
+        // Data fetched from another node is waited for until it holds the key asked for.
+        let need = if local {
+            required
+        } else {
+            required.or_else(|| key.clone())
+        };
+        self.gets
+            .park(t, who, key, need.clone(), deadline, &mut self.timers);
+        if !local {
+            self.ask_host_for(target, t, need, info);
         }
+    }
+
+    /// Asks the host for `target`'s data (`t` here), to be answered once it holds `need`,
+    /// unless a request for it is out already; `info` is the Get's (its `PMIX_TIMEOUT` bounds
+    /// the wait there too).
+    fn ask_host_for(&mut self, target: &Proc, t: (NsId, Rank), need: Option<Key>, info: &[Info]) {
+        if !self.gets.ask_host(t, need.clone()) {
+            return;
+        }
+        let mut info: Vec<Info> = info
+            .iter()
+            .filter(|i| i.key.as_str() != attr::REQUIRED_KEY)
+            .cloned()
+            .collect();
+        if let Some(k) = need {
+            info.push(Info::attr(attr::REQUIRED_KEY, k.as_str()));
+        }
+        self.host_call(
+            PendingHost::Dmodex { target: t },
+            HostCall::DirectModex {
+                proc: target.clone(),
+                info,
+            },
+        );
     }
 
     /// Answers one Get for a process whose data is here.
@@ -284,9 +359,13 @@ impl Engine {
         }
     }
 
-    /// The target committed: answer everyone waiting for it.
+    /// The target committed: answer everyone waiting for it whom its data now releases.
     pub(super) fn release_gets(&mut self, target: (NsId, Rank)) {
-        for (who, key) in self.gets.take(target, &mut self.timers) {
+        let (ns, rank) = target;
+        let ready = self.gets.take_ready(target, &mut self.timers, |need| {
+            need.is_none_or(|k| self.store.get(ns, rank, k.as_str()).is_some())
+        });
+        for (who, key) in ready {
             self.answer_get(who, target, key.as_ref());
         }
     }
@@ -306,8 +385,10 @@ impl Engine {
             }),
         }
     }
-    /// A host asks for the data of a local process on behalf of another node.
-    pub(crate) fn dmodex_request(&mut self, proc: &Proc, token: u64) {
+    /// A host asks for the data of a local process on behalf of another node, to be answered
+    /// once it committed, and holds `PMIX_REQUIRED_KEY` if `info` names one, or `PMIX_TIMEOUT`
+    /// (if given) passed.
+    pub(crate) fn dmodex_request(&mut self, proc: &Proc, info: &[Info], token: u64, now: Instant) {
         let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
             self.out.push_back(Output::Dmodex {
                 token,
@@ -316,12 +397,16 @@ impl Engine {
             return;
         };
         let target = (ns, proc.rank);
-        if self.commits.has(&target) {
+        let need = required_key(info);
+        let holds = |k: &Key| self.store.get(ns, proc.rank, k.as_str()).is_some();
+        if self.commits.has(&target) && need.as_ref().is_none_or(holds) {
             let result = self.remote_blob(target);
             self.out.push_back(Output::Dmodex { token, result });
         } else {
             let who = Requester::Host { token };
-            self.gets.park(target, who, None, None, &mut self.timers);
+            let deadline = pmix_types::timeout_of(info).map(|d| now + d);
+            self.gets
+                .park(target, who, None, need, deadline, &mut self.timers);
         }
     }
 
@@ -346,7 +431,7 @@ impl Engine {
     /// The host answered a direct modex for `target`: its data is stored and its Gets
     /// released, or they fail.
     pub(super) fn dmodex_done(&mut self, target: (NsId, Rank), outcome: HostOutcome) {
-        self.gets.host_answered(target);
+        let asked = self.gets.host_answered(target);
         let result = match outcome {
             HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
             other => Err(status_of(&other)),
@@ -354,15 +439,40 @@ impl Engine {
         match result {
             Ok(blobs) => {
                 self.store_remote(&blobs);
-                if self.commits.has(&target) {
-                    self.release_gets(target);
-                } else {
-                    self.fail_gets(target, Status::ERR_NOT_FOUND);
+                if !self.commits.has(&target) {
+                    return self.fail_gets(target, Status::ERR_NOT_FOUND);
+                }
+                self.release_gets(target);
+                // Those waiting for the key the other node was asked to wait for, still not
+                // there: it answered without (its wait timed out, or it does not wait for
+                // keys). Those waiting for another key ask again.
+                let stale = self
+                    .gets
+                    .take_ready(target, &mut self.timers, |need| need == asked.as_ref());
+                for (who, _) in stale {
+                    self.fail_requester(who, Status::ERR_NOT_FOUND);
+                }
+                if let Some(need) = self.gets.first_need(target) {
+                    let proc = self
+                        .nspaces
+                        .get(&target.0)
+                        .map(|n| Proc::new(n.name.clone(), target.1));
+                    if let Some(proc) = proc {
+                        self.ask_host_for(&proc, target, need, &[]);
+                    }
                 }
             }
             Err(status) => self.fail_gets(target, status),
         }
     }
+}
+
+/// The key `PMIX_REQUIRED_KEY` names in `info`, if it names a valid one.
+fn required_key(info: &[Info]) -> Option<Key> {
+    info.iter()
+        .find(|i| i.key.as_str() == attr::REQUIRED_KEY)
+        .and_then(|i| i.value.as_str())
+        .and_then(|k| Key::new(k).ok())
 }
 
 /// The status of a Get whose key was or was not among the data.

@@ -737,6 +737,7 @@ fn run(args: &[String]) -> Res {
         "init-cycle" => init_cycle(&c, arg(1)),
         "exit-early" => std::process::exit(3),
         "allgather" => allgather(&c),
+        "late-key" => late_key(&c),
         "appinfo" => appinfo(&c, arg(1), arg(2)),
         "exit-rank" => exit_rank(&c, arg(1), arg(2)),
         "abort" => abort(&c, arg(1), arg(2)),
@@ -788,6 +789,38 @@ fn allgather(c: &Client) -> Res {
         check!(v == Value::Uint32(r), "rank {r} put {v:?}");
     }
     println!("rank {} of {size}: saw all {size} values", me.rank);
+    Ok(())
+}
+
+/// A get of a key the peer puts after it committed something else (two ranks, each on a node
+/// of its own): rank 1 commits "early"; rank 0 asks for rank 1's "late" (non-blocking) and
+/// then fences with rank 1, so that its request reached rank 1's node, and rank 1's early
+/// data its own, before rank 1 puts "late". The get waits for that key (its node asked rank
+/// 1's to, as OpenPMIx 5 with PRRTE does) instead of failing on the early data.
+fn late_key(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let peer = Proc::new(me.nspace.clone(), 1);
+    if me.rank.0 == 1 {
+        c.put(Scope::GLOBAL, "early", 1u32).map_err(e("put"))?;
+        c.commit().map_err(e("commit"))?;
+        c.fence(&[], &[]).map_err(e("fence"))?;
+        c.put(Scope::GLOBAL, "late", 2u32).map_err(e("put"))?;
+        c.commit().map_err(e("commit"))?;
+    } else {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let timeout = [Info::attr(attr::TIMEOUT, 20i32)];
+        c.get_nb(&peer, Some("late"), &timeout, move |r| {
+            let _ = tx.send(r);
+        });
+        c.fence(&[], &[]).map_err(e("fence"))?;
+        let got = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .map_err(e("waiting for the get"))?
+            .map_err(e("get of the late key"))?;
+        check!(got == Value::Uint32(2), "late is {got:?}");
+        println!("rank 0: got the late key");
+    }
+    c.fence(&[], &[]).map_err(e("last fence"))?;
     Ok(())
 }
 

@@ -201,8 +201,10 @@ pub(crate) struct Started {
 /// A request to another vertex.
 #[derive(Debug, Serialize, Deserialize)]
 pub(crate) enum Req {
-    /// To the daemon of `proc`: its data, once it committed (bytes of `dmodex_request`).
-    Dmodex(Proc),
+    /// To the daemon of `proc`: its data, once it committed (bytes of `dmodex_request`);
+    /// `info`: the asking server's `PMIX_REQUIRED_KEY` (answer once the data holds it) and
+    /// `PMIX_TIMEOUT`.
+    Dmodex { proc: Proc, info: Vec<Info> },
     /// To the root: the name service.
     Publish {
         proc: Proc,

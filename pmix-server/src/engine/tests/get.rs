@@ -153,33 +153,166 @@ fn get_from_another_namespace_ships_its_job_data_once() {
     assert!(jobs.is_empty(), "job data shipped twice to the same client");
 }
 
+/// The data a remote process `proc` gives in a direct-modex answer: `keys`, each `true`.
+fn blob_of(proc: &Proc, keys: &[&str]) -> Vec<u8> {
+    let pk = vec![ProcKvs {
+        proc: proc.clone(),
+        kvs: keys
+            .iter()
+            .map(|k| Kv {
+                scope: Scope::GLOBAL,
+                key: key(k),
+                value: Value::Bool(true),
+            })
+            .collect(),
+    }];
+    let mut blob = Vec::new();
+    pmix_wire::encode_frame(&pk, &mut blob).unwrap();
+    blob
+}
+
+/// The key a direct modex asks the other node to wait for.
+fn required_of(call: &HostCall) -> Option<String> {
+    let HostCall::DirectModex { info, .. } = call else {
+        panic!("not a direct modex: {call:?}")
+    };
+    info.iter()
+        .find(|i| i.key.as_str() == attr::REQUIRED_KEY)
+        .and_then(|i| i.value.as_str())
+        .map(str::to_owned)
+}
+
 #[test]
-fn direct_modex_for_a_remote_process_asks_the_host_once() {
+fn direct_modex_for_a_remote_process_asks_the_host_once_per_key() {
     let mut s = Sim::new();
     two_node_job(&mut s, &[0], &[1]);
     let remote = Proc::new(ns("m"), 1);
     let g1 = s.send(0, get(remote.clone(), "v", vec![]));
     let g2 = s.send(0, get(remote.clone(), "w", vec![]));
+    let g3 = s.send(0, get(remote.clone(), "v", vec![]));
     assert_eq!(
         s.host_calls.len(),
         1,
         "direct modex requests were not coalesced"
     );
-    let (op, _) = s.host_calls.remove(0);
-    let mut blob = Vec::new();
-    let pk = vec![ProcKvs {
-        proc: remote,
-        kvs: vec![Kv {
-            scope: Scope::GLOBAL,
-            key: key("v"),
-            value: Value::Bool(true),
-        }],
-    }];
-    pmix_wire::encode_frame(&pk, &mut blob).unwrap();
-    s.eng.handle_host_done(op, HostOutcome::Bytes(Ok(blob)));
+    let (op, call) = s.host_calls.remove(0);
+    // The other node is asked to answer once the data holds the key asked for.
+    assert_eq!(required_of(&call).as_deref(), Some("v"));
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(blob_of(&remote, &["v"]))));
     s.pump();
     assert_eq!(s.reply(0, g1).status, Status::SUCCESS);
+    assert_eq!(s.reply(0, g3).status, Status::SUCCESS);
+    // The get of "w" waits on: a second request, for "w".
+    assert!(
+        s.take_reply(0, g2).is_none(),
+        "answered before its key came"
+    );
+    assert_eq!(s.host_calls.len(), 1);
+    let (op, call) = s.host_calls.remove(0);
+    assert_eq!(required_of(&call).as_deref(), Some("w"));
+    // Answered without it (the other node's wait ended): not found, no third request.
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(blob_of(&remote, &["v"]))));
+    s.pump();
     assert_eq!(s.reply(0, g2).status, Status::ERR_NOT_FOUND);
+    assert!(s.host_calls.is_empty());
+    // With the data here, a missing key is not found at once, as for a local process...
+    let g4 = s.send(0, get(remote.clone(), "x", vec![]));
+    assert_eq!(s.reply(0, g4).status, Status::ERR_NOT_FOUND);
+    assert!(s.host_calls.is_empty());
+    // ...unless the get asks to refresh the cache or requires the key.
+    let g5 = s.send(
+        0,
+        get(
+            remote.clone(),
+            "x",
+            vec![Info::attr(attr::GET_REFRESH_CACHE, true)],
+        ),
+    );
+    let (op, call) = s.host_calls.remove(0);
+    assert_eq!(required_of(&call).as_deref(), Some("x"));
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(blob_of(&remote, &["v", "x"]))));
+    s.pump();
+    assert_eq!(s.reply(0, g5).status, Status::SUCCESS);
+}
+
+#[test]
+fn a_get_with_a_required_key_waits_for_that_key() {
+    let mut s = Sim::new();
+    s.job("a", 2);
+    s.connect(0, "a", 0);
+    s.connect(1, "a", 1);
+    let p1 = Proc::new(ns("a"), 1);
+    let c = s.send(1, commit(&[("early", Scope::GLOBAL, Value::Uint8(1))]));
+    s.reply(1, c);
+    let required = |k: &str| Info::attr(attr::REQUIRED_KEY, k);
+    let waiting = s.send(0, get(p1.clone(), "late", vec![required("late")]));
+    let timed = s.send(
+        0,
+        get(
+            p1.clone(),
+            "never",
+            vec![required("never"), Info::attr(attr::TIMEOUT, 1i32)],
+        ),
+    );
+    // Without the directive, a committed process's missing key is not waited for.
+    let plain = s.send(0, get(p1.clone(), "late", vec![]));
+    assert_eq!(s.reply(0, plain).status, Status::ERR_NOT_FOUND);
+    assert!(s.take_reply(0, waiting).is_none());
+    // A commit without it releases nothing.
+    let c = s.send(1, commit(&[("other", Scope::GLOBAL, Value::Uint8(2))]));
+    s.reply(1, c);
+    assert!(
+        s.take_reply(0, waiting).is_none(),
+        "released without its key"
+    );
+    let c = s.send(1, commit(&[("late", Scope::GLOBAL, Value::Uint8(3))]));
+    s.reply(1, c);
+    let rep = s.reply(0, waiting);
+    assert_eq!(rep.status, Status::SUCCESS);
+    let ReplyBody::Get { data, .. } = rep.body else {
+        panic!("not a get reply")
+    };
+    assert!(data[0].kvs.iter().any(|kv| kv.key.as_str() == "late"));
+    assert!(s.take_reply(0, timed).is_none());
+    s.advance(Duration::from_millis(1001));
+    assert_eq!(s.reply(0, timed).status, Status::ERR_TIMEOUT);
+}
+
+#[test]
+fn dmodex_request_with_a_required_key_waits_for_that_key() {
+    let mut s = Sim::new();
+    s.job("a", 1);
+    s.connect(0, "a", 0);
+    let p0 = Proc::new(ns("a"), 0);
+    let c = s.send(0, commit(&[("early", Scope::GLOBAL, Value::Uint8(1))]));
+    s.reply(0, c);
+    let now = s.now;
+    s.eng
+        .dmodex_request(&p0, &[Info::attr(attr::REQUIRED_KEY, "late")], 5, now);
+    s.eng.dmodex_request(
+        &p0,
+        &[
+            Info::attr(attr::REQUIRED_KEY, "never"),
+            Info::attr(attr::TIMEOUT, 1i32),
+        ],
+        6,
+        now,
+    );
+    s.pump();
+    assert!(s.dmodex.is_empty(), "answered before the key came");
+    let c = s.send(0, commit(&[("late", Scope::GLOBAL, Value::Uint8(2))]));
+    s.reply(0, c);
+    let (token, result) = s.dmodex.remove(0);
+    assert_eq!(token, 5);
+    let data = super::decode_blobs(&result.unwrap()).unwrap();
+    assert!(data[0].kvs.iter().any(|kv| kv.key.as_str() == "late"));
+    assert!(s.dmodex.is_empty());
+    s.advance(Duration::from_millis(1001));
+    let (token, result) = s.dmodex.remove(0);
+    assert_eq!((token, result), (6, Err(Status::ERR_TIMEOUT)));
 }
 
 #[test]
@@ -187,7 +320,8 @@ fn dmodex_request_from_the_host_waits_for_commit_and_hides_local_data() {
     let mut s = Sim::new();
     s.job("a", 1);
     s.connect(0, "a", 0);
-    s.eng.dmodex_request(&Proc::new(ns("a"), 0), 77);
+    let now = s.now;
+    s.eng.dmodex_request(&Proc::new(ns("a"), 0), &[], 77, now);
     s.pump();
     assert!(s.dmodex.is_empty());
     let c = s.send(

@@ -243,11 +243,20 @@ impl Host for DaemonHost {
         });
     }
 
-    fn direct_modex(&mut self, proc: &Proc, _info: &[Info], done: Completion<Vec<u8>>) {
+    fn direct_modex(&mut self, proc: &Proc, info: &[Info], done: Completion<Vec<u8>>) {
         let Some(v) = self.jobs.vertex_of(proc) else {
             return done.complete(Err(Status::ERR_NOT_FOUND));
         };
-        let req = encode(&Req::Dmodex(proc.clone()));
+        // What the process's daemon acts on: the key to wait for and how long.
+        let info = info
+            .iter()
+            .filter(|i| [attr::REQUIRED_KEY, attr::TIMEOUT].contains(&i.key.as_str()))
+            .cloned()
+            .collect();
+        let req = encode(&Req::Dmodex {
+            proc: proc.clone(),
+            info,
+        });
         self.tree.request(v, req, move |r| {
             done.complete(answer_of(r, |a| match a {
                 Answer::Bytes(b) => Some(b),

@@ -274,9 +274,9 @@ impl Daemon {
                 id,
                 payload,
             } => match decode::<Req>(&payload) {
-                Some(Req::Dmodex(proc)) => {
+                Some(Req::Dmodex { proc, info }) => {
                     let tree = self.tree.clone();
-                    self.server.dmodex_request(&proc, move |r| {
+                    self.server.dmodex_request(&proc, &info, move |r| {
                         tree.respond(origin, id, r.map(|b| encode(&Answer::Bytes(b))))
                     });
                 }

@@ -296,7 +296,7 @@ impl RootSink {
                     self.respond(origin, id, Err(Status::ERR_BAD_PARAM));
                 }
             }
-            Req::Dmodex(_) => self.respond(origin, id, Err(Status::ERR_NOT_FOUND)),
+            Req::Dmodex { .. } => self.respond(origin, id, Err(Status::ERR_NOT_FOUND)),
         }
     }
 }
