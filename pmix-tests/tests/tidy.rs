@@ -279,17 +279,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
     ),
     (
         "xtask",
-        &[
-            "bench::build",
-            "bench::launch",
-            "bench::machine",
-            "bench::report",
-        ],
-        "tooling (review 2026-11b, 3.4): split report.rs into rows/measured/goals/render and \
-         move Mpich into build.rs when it is next touched",
-    ),
-    (
-        "xtask",
         &["multinode::cluster", "multinode::procs"],
         "procs uses cluster's statics and node helpers, cluster procs' wait_for and \
          in_node_namespaces: the statics and wait_for into multinode.rs, \

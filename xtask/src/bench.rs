@@ -28,6 +28,7 @@ mod exec;
 mod launch;
 mod local_tree;
 mod machine;
+mod mpich;
 mod multinode;
 mod report;
 mod scale;
@@ -40,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use build::{Bins, Floor, MpiHello};
 use exec::Sample;
-use launch::Mpich;
+use mpich::Mpich;
 use report::{Config, Measured, Stack};
 
 const USAGE: &str = "\

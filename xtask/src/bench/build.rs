@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::launch::Mpich;
+use super::mpich::Mpich;
 
 /// Where the programs and the logs go.
 pub(crate) struct Dirs {

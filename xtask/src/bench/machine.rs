@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use super::launch::Mpich;
+use super::mpich::Mpich;
 
 /// The output of `cmd` when it succeeds, trimmed.
 pub(crate) fn first_line(cmd: &mut Command) -> Option<String> {

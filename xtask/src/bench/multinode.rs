@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use super::build::{self, Dirs, compile_source};
 use super::exec;
-use super::launch::{Mpich, check_output};
+use super::launch::check_output;
+use super::mpich::Mpich;
 use super::{machine, report};
 use crate::multinode::cluster::{self, Cluster, host_list};
 use crate::multinode::launchers::{self, ranks};
