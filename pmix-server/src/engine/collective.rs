@@ -277,11 +277,7 @@ impl Engine {
                     .iter()
                     .filter_map(|n| self.ns_id(n.as_str()))
                     .collect();
-                for a in &nss {
-                    for b in &nss {
-                        self.connected.remove(&(*a, *b));
-                    }
-                }
+                self.connected.disconnect(&nss);
                 for w in &op.waiters {
                     self.reply_status(w.conn, w.id, Status::SUCCESS);
                 }
@@ -293,11 +289,7 @@ impl Engine {
         // share one reply: built, and encoded, once.
         let (collectors, others): (Vec<_>, Vec<_>) = op.waiters.iter().partition(|w| w.collect);
         if !collectors.is_empty() {
-            let next = u32::try_from(self.participant_ids.len()).unwrap_or(u32::MAX);
-            let participants_id = *self
-                .participant_ids
-                .entry(op.participants.clone())
-                .or_insert(next);
+            let participants_id = self.fences.list_id(&op.participants);
             let now = self.commits.latest();
             let mut by_mark: BTreeMap<u64, Vec<(ConnId, u32)>> = BTreeMap::new();
             for w in &collectors {
@@ -360,13 +352,7 @@ impl Engine {
             .iter()
             .filter_map(|n| self.ns_id(n.as_str()))
             .collect();
-        for a in &nss {
-            for b in &nss {
-                if a != b {
-                    self.connected.insert((*a, *b));
-                }
-            }
-        }
+        self.connected.connect(&nss);
         let mut data = Vec::with_capacity(op.local.len() + remote.len());
         for &(ns, rank) in &op.local {
             if let Some(nsinfo) = self.nspaces.get(&ns) {

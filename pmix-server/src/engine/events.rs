@@ -126,7 +126,7 @@ impl Engine {
             ],
         };
         self.deliver(&event, |eng, other| {
-            other.ns == ns || eng.connected.contains(&(ns, other.ns))
+            other.ns == ns || eng.connected.are(ns, other.ns)
         });
     }
 }

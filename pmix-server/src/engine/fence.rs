@@ -64,9 +64,22 @@ pub(crate) struct FenceTable {
     /// Operations by participant list, oldest first.
     by_participants: HashMap<(Kind, Vec<Proc>), Vec<u64>>,
     next: u64,
+    /// Participant lists of collecting fences, numbered (see `Conn::collected`).
+    list_ids: HashMap<Vec<Proc>, u32>,
 }
 
 impl FenceTable {
+    /// The number of a participant list, the same for as long as the server runs: what a
+    /// connection's collecting fences over that list are counted by.
+    pub(crate) fn list_id(&mut self, participants: &[Proc]) -> u32 {
+        if let Some(&id) = self.list_ids.get(participants) {
+            return id;
+        }
+        let id = u32::try_from(self.list_ids.len()).unwrap_or(u32::MAX);
+        self.list_ids.insert(participants.to_vec(), id);
+        id
+    }
+
     /// Enters `who` into the oldest fence over `participants` it has not entered yet; returns its id.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn join(

@@ -13,6 +13,7 @@ mod attributes;
 mod auth;
 mod collective;
 mod commits;
+mod connected;
 pub(crate) mod cross_run;
 mod debug;
 mod events;
@@ -46,6 +47,7 @@ use pmix_wire::{
 };
 
 use self::commits::Commits;
+use self::connected::Connected;
 use self::fence::{FenceOp, FenceTable, Kind};
 use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
@@ -125,16 +127,14 @@ pub(crate) struct Engine {
     store: Store,
     /// Which processes' data is here, how new, and when it last went to other nodes.
     commits: Commits,
-    /// Participant lists of collecting fences, numbered (see `Conn::collected`).
-    participant_ids: HashMap<Vec<Proc>, u32>,
     /// Gets waiting for their target's data.
     gets: Gets,
     fences: FenceTable,
     /// Host callbacks in flight, with who waits for each answer.
     host_ops: HostOps,
     timers: Timers,
-    /// Namespaces connected with each other (both orders), for failure events.
-    connected: HashSet<(NsId, NsId)>,
+    /// Namespaces connected with each other, for failure events.
+    connected: Connected,
     /// This server's own identity, the source of the events it raises.
     me: Proc,
     /// Who answers publish, lookup and unpublish.
@@ -172,12 +172,11 @@ impl Engine {
             sessions: Sessions::default(),
             store: Store::default(),
             commits: Commits::default(),
-            participant_ids: HashMap::new(),
             gets: Gets::default(),
             fences: FenceTable::default(),
             host_ops: HostOps::default(),
             timers: Timers::default(),
-            connected: HashSet::new(),
+            connected: Connected::default(),
             me,
             name_service,
             names,
@@ -258,7 +257,7 @@ impl Engine {
             self.out.push_back(Output::Close { conn });
         }
         self.sessions.purge_nspace(id);
-        self.connected.retain(|(a, b)| *a != id && *b != id);
+        self.connected.forget(id);
         self.commits.purge_nspace(id);
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);

@@ -38,7 +38,7 @@ pub(super) struct Conn {
     pub(super) has_jobs: HashSet<NsId>,
     /// The event codes it registered for.
     pub(super) events: EventReg,
-    /// By participant list (numbered in `Engine::participant_ids`): the commit sequence number up to
+    /// By participant list (numbered by `FenceTable::list_id`): the commit sequence number up to
     /// which this client received every participant's data from a collecting fence. The next
     /// collecting fence over the list sends it only what was committed since: it holds the
     /// rest in its store.
