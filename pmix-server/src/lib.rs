@@ -14,6 +14,7 @@
 //! them too ([`Host::loop_hook`], [`LoopHook`]), and answer without a hop between threads.
 
 mod cleanup;
+mod conn_watch;
 mod engine;
 mod error;
 mod frontend;

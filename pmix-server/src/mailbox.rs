@@ -52,6 +52,11 @@ pub(crate) enum Call {
     Notify {
         event: pmix_wire::Event,
     },
+    /// Read and act on what the process has sent so far, then run `done`.
+    SettleClient {
+        proc: Proc,
+        done: Box<dyn FnOnce() + Send>,
+    },
     /// The host defines a process set.
     DefinePset {
         name: String,

@@ -671,6 +671,26 @@ impl Server {
         }
     }
 
+    /// Reads and acts on everything the client `proc` has sent so far, then runs `done` on the
+    /// event-loop thread. For a host that saw a process end: the process may have written its
+    /// last requests (an abort) just before, and the server may not have read them yet; once
+    /// `done` runs, every host callback they cause has been made.
+    pub fn settle_client(&self, proc: &Proc, done: impl FnOnce() + Send + 'static) {
+        let msg = LoopMsg::Call(Call::SettleClient {
+            proc: proc.clone(),
+            done: Box::new(done),
+        });
+        match self.tx.send(msg) {
+            Ok(()) => {
+                let _ = self.waker.wake();
+            }
+            Err(crossbeam_channel::SendError(LoopMsg::Call(Call::SettleClient {
+                done, ..
+            }))) => done(),
+            Err(_) => {}
+        }
+    }
+
     /// Stops the server: closes every connection, removes the socket and the rendezvous
     /// directory (and nothing else), and joins the event-loop thread. Idempotent.
     pub fn finalize(&self) -> Result<(), Error> {

@@ -11,8 +11,7 @@
 //! output is queued. A host with a [`crate::LoopHook`] has its events handed over, and its
 //! `turn` called after every pump, until neither leaves anything for the other.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::io;
 use std::ops::Range;
 use std::os::fd::OwnedFd;
@@ -26,6 +25,7 @@ use mio::{Events, Interest, Poll, Token, Waker};
 use pmix_types::{Nspace, Proc, Status, Value};
 use slab::Slab;
 
+use crate::conn_watch::ConnWatch;
 use crate::engine::{ConnId, Engine, Output};
 use crate::frontend::{Frontends, Peer, Personality, Proto, SharedAnswer, Step};
 use crate::hook::{LoopContext, LoopWaker, hook_tokens};
@@ -110,11 +110,9 @@ pub(crate) struct Shell<H: Host> {
     nsdirs: HashMap<Nspace, PathBuf>,
     scratch: Vec<u8>,
     limits: Limits,
-    /// Connections not yet authenticated, by peer uid.
-    unauthenticated: HashMap<Option<u32>, usize>,
-    /// When to look at a connection again (handshake deadline, stalled output), with its
-    /// serial; entries of connections gone or changed since are skipped.
-    timers: BinaryHeap<Reverse<(Instant, ConnId, u64)>>,
+    /// Handshakes in progress by peer uid, and when to look at a connection again
+    /// (handshake deadline, stalled output).
+    watch: ConnWatch,
     next_serial: u64,
     /// The process ran out of descriptors while accepting: when to try the listeners again.
     accept_retry: Option<Instant>,
@@ -197,9 +195,8 @@ impl<H: Host> Shell<H> {
             running: true,
             nsdirs: HashMap::new(),
             scratch: vec![0; READ_CHUNK],
+            watch: ConnWatch::new(limits.unauthenticated_per_uid),
             limits,
-            unauthenticated: HashMap::new(),
-            timers: BinaryHeap::new(),
             next_serial: 0,
             accept_retry: None,
             hook_tokens,
@@ -219,7 +216,7 @@ impl<H: Host> Shell<H> {
             self.forget_idle_timers();
             let next = [
                 self.engine.poll_timeout(),
-                self.timers.peek().map(|Reverse((t, ..))| *t),
+                self.watch.next(),
                 self.accept_retry,
                 self.hook_due,
             ]
@@ -288,27 +285,20 @@ impl<H: Host> Shell<H> {
     /// authenticated, caught up or went): without them the loop need not wake, nor read the
     /// clock, for nothing.
     fn forget_idle_timers(&mut self) {
-        while let Some(&Reverse((_, conn, serial))) = self.timers.peek() {
-            let watching = self.conns.get(conn).is_some_and(|c| {
+        let conns = &self.conns;
+        self.watch.drop_idle(|conn, serial| {
+            conns.get(conn).is_some_and(|c| {
                 !c.gone
                     && c.serial == serial
                     && (c.unauthenticated.is_some() || c.stalled_since.is_some())
-            });
-            if watching {
-                break;
-            }
-            self.timers.pop();
-        }
+            })
+        });
     }
 
     /// Closes the connections whose time is up: no handshake within the limit, or output
     /// over the limit that the client has not read for too long.
     fn expire(&mut self, now: Instant) {
-        while let Some(&Reverse((at, conn, serial))) = self.timers.peek() {
-            if at > now {
-                break;
-            }
-            self.timers.pop();
+        while let Some((_, conn, serial)) = self.watch.pop_due(now) {
             let Some(c) = self
                 .conns
                 .get(conn)
@@ -334,7 +324,7 @@ impl<H: Host> Shell<H> {
                     );
                     self.close(conn);
                 } else {
-                    self.timers.push(Reverse((due, conn, serial)));
+                    self.watch.look_again(due, conn, serial);
                 }
             }
         }
@@ -444,6 +434,17 @@ impl<H: Host> Shell<H> {
                     .dmodex_request(&proc, &info, token, Instant::now());
             }
             Call::Notify { event } => self.engine.host_notify(&event),
+            Call::SettleClient { proc, done } => {
+                // Its bytes are in the kernel even when its end was seen first: read them
+                // (to the end, the process being gone) and act on them before answering.
+                for conn in self.engine.conns_of_proc(&proc) {
+                    if let Some(slot) = self.slot_of(conn) {
+                        self.read(slot, false);
+                    }
+                }
+                self.pump();
+                done();
+            }
             Call::DefinePset { name, members } => self.engine.define_pset(name, members),
             Call::DeletePset { name, reply } => {
                 let _ = reply.send(self.engine.delete_pset(&name));
@@ -604,8 +605,7 @@ impl<H: Host> Shell<H> {
 
     fn accepted(&mut self, stream: Stream, kind: Personality, peer: Peer) {
         let uid = peer.creds.map(|c| c.uid).or(peer.tcp_owner);
-        let trying = self.unauthenticated.entry(uid).or_default();
-        if *trying >= self.limits.unauthenticated_per_uid {
+        if let Err(trying) = self.watch.start_handshake(uid) {
             tracing::warn!(
                 ?uid,
                 "refusing a {kind:?} connection: {trying} of this uid have not completed \
@@ -613,30 +613,18 @@ impl<H: Host> Shell<H> {
             );
             return;
         }
-        *trying += 1;
         let proto = Proto::accepted_on(kind, peer, &self.frontends);
         match self.add_conn(stream, proto) {
             Ok(conn) => {
                 if let Some(c) = self.conns.get_mut(conn) {
                     c.unauthenticated = Some(uid);
                     let at = Instant::now() + self.limits.handshake_timeout;
-                    self.timers.push(Reverse((at, conn, c.serial)));
+                    self.watch.look_again(at, conn, c.serial);
                 }
             }
             Err(e) => {
-                self.handshake_over(uid);
+                self.watch.handshake_over(uid);
                 tracing::warn!("cannot register a {kind:?} connection: {e}");
-            }
-        }
-    }
-
-    /// A connection of peer uid `uid` no longer counts as trying to authenticate (it did, or
-    /// it went).
-    fn handshake_over(&mut self, uid: Option<u32>) {
-        if let Some(n) = self.unauthenticated.get_mut(&uid) {
-            *n -= 1;
-            if *n == 0 {
-                self.unauthenticated.remove(&uid);
             }
         }
     }
@@ -866,7 +854,7 @@ impl<H: Host> Shell<H> {
             .get_mut(conn)
             .and_then(|c| c.unauthenticated.take());
         if let Some(uid) = uid {
-            self.handshake_over(uid);
+            self.watch.handshake_over(uid);
         }
         Some(conn)
     }
@@ -922,7 +910,7 @@ impl<H: Host> Shell<H> {
                 let now = Instant::now();
                 if c.stalled_since.is_none() {
                     let at = now + self.limits.stall_timeout;
-                    self.timers.push(Reverse((at, conn, c.serial)));
+                    self.watch.look_again(at, conn, c.serial);
                 }
                 c.stalled_since = Some(now);
             }
@@ -976,7 +964,7 @@ impl<H: Host> Shell<H> {
         let engine_conn = engine_id(conn, c.serial);
         self.gone.push(conn);
         if let Some(uid) = unauthenticated {
-            self.handshake_over(uid);
+            self.watch.handshake_over(uid);
         }
         self.engine.handle_closed(engine_conn);
     }

@@ -320,6 +320,11 @@ impl Engine {
             .is_some_and(|ns| self.sessions.is_registered((ns, proc.rank)))
     }
 
+    /// The connections the process `proc` has to this server.
+    pub(crate) fn conns_of_proc(&self, proc: &Proc) -> Vec<ConnId> {
+        self.sessions.conns_of_proc(proc)
+    }
+
     /// What may claim a registered client (for `setup_fork`: its secret, and whether to name
     /// the OpenPMIx port).
     pub(crate) fn client_proofs(&self, proc: &Proc) -> Option<Proofs> {

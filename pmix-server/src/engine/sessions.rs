@@ -300,6 +300,15 @@ impl Sessions {
     }
 
     /// The connections of namespace `ns`'s clients.
+    /// The connections of process `proc` (several for a process that connected again).
+    pub(super) fn conns_of_proc(&self, proc: &Proc) -> Vec<ConnId> {
+        self.conns
+            .iter()
+            .filter(|(_, c)| c.proc == *proc)
+            .map(|(k, _)| *k)
+            .collect()
+    }
+
     pub(super) fn conns_of(&self, ns: NsId) -> Vec<ConnId> {
         self.conns
             .iter()

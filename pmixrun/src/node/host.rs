@@ -67,6 +67,9 @@ pub(crate) enum Event {
         proc: Proc,
         status: std::io::Result<ExitStatus>,
     },
+    /// The server read and acted on everything a process that ended had sent (asked by
+    /// `Jobs::hear_out`).
+    ClientSettled(Proc),
     /// pmixrun received a signal to pass on.
     Signal(Signal),
     /// Multi-node: a node (and those it started) is lost with its processes.

@@ -388,6 +388,15 @@ impl Jobs for RunJobs<'_> {
         launch::has_ended(pid)
     }
 
+    fn hear_out(&mut self, proc: &Proc) -> bool {
+        let events = self.events.clone();
+        let who = proc.clone();
+        self.server.settle_client(proc, move || {
+            let _ = events.send(Event::ClientSettled(who));
+        });
+        true
+    }
+
     fn proc_ended(&mut self, proc: &Proc) {
         // What a process published to last as long as it does goes when it ends.
         if let Some(ns) = &self.names {

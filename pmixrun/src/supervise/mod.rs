@@ -72,6 +72,12 @@ pub(crate) trait Jobs {
     fn node_of(&self, proc: &Proc) -> Option<String>;
     /// The host name of the node of `proc`.
     fn host_of(&self, proc: &Proc) -> String;
+    /// Has the server read and act on what `proc`, which ended, sent before its end (its
+    /// abort may still be unread), then report [`Event::ClientSettled`]; false where this
+    /// cannot be asked (the end is then decided at once).
+    fn hear_out(&mut self, _proc: &Proc) -> bool {
+        false
+    }
 }
 
 /// A job whose processes were started.
@@ -143,6 +149,9 @@ struct Failure {
     reason: String,
     /// Killed by a signal (nobody in the run sent one yet: the run was not stopping).
     by_signal: bool,
+    /// The process that ended without finalize and whose last requests the server is still
+    /// reading: an abort among them explains its end better.
+    unheard: Option<Proc>,
 }
 
 /// The first failure reported, held until the ends of the processes that had ended with it
@@ -211,6 +220,7 @@ fn failure_of(
             status,
             reason,
             by_signal: false,
+            unheard: None,
         })
     };
     let status = match status {
@@ -244,6 +254,7 @@ fn failure_of(
             status: u8::try_from(128 + sig).unwrap_or(255),
             reason: format!("{who} was killed by {}{without}", signal_name(sig)),
             by_signal: true,
+            unheard: None,
         }),
         (None, None) => fail(1, format!("{who} ended with {status}")),
     }
@@ -409,9 +420,23 @@ impl<J: Jobs> Supervisor<J> {
             return;
         }
         let who = self.who(proc);
-        let failure = failure_of(&who, status, unfinalized);
+        let mut failure = failure_of(&who, status, unfinalized);
+        // Ended without finalize and not by a signal: it may have asked for an abort just
+        // before, which the server has not read yet. Its end waits for that to be heard.
+        let hearing = unfinalized
+            && failure.as_ref().is_some_and(|f| !f.by_signal)
+            && self.status.is_none()
+            && self.jobs.hear_out(proc);
+        if hearing {
+            if let Some(f) = &mut failure {
+                f.unheard = Some(proc.clone());
+            }
+        }
         if let Some(settling) = &mut self.settling {
             settling.waiting.retain(|w| w != proc);
+            if hearing {
+                settling.waiting.push(proc.clone());
+            }
             settling.failures.extend(failure);
             if settling.waiting.is_empty() {
                 self.settle();
@@ -422,8 +447,12 @@ impl<J: Jobs> Supervisor<J> {
         if self.status.is_some() {
             return;
         }
-        // Processes that ended too, whose reports are still on their way.
+        // Processes that ended too, whose reports are still on their way; and this one's last
+        // requests.
         let mut waiting = Vec::new();
+        if hearing {
+            waiting.push(proc.clone());
+        }
         for job in self.table.iter().filter(|j| !j.doomed) {
             for (rank, p) in (0u32..).zip(&job.procs) {
                 let who = Proc::new(job.nspace.clone(), rank);
@@ -508,12 +537,28 @@ impl<J: Jobs> Supervisor<J> {
                 }
             }
             Event::Exited { proc, status } => self.exited(&proc, status),
+            Event::ClientSettled(proc) => {
+                if let Some(settling) = &mut self.settling {
+                    settling.waiting.retain(|w| *w != proc);
+                    if settling.waiting.is_empty() {
+                        self.settle();
+                    }
+                }
+            }
             Event::Abort {
                 proc,
                 status,
                 message,
                 done,
             } => {
+                // The end of this process that waited to hear its last requests is this
+                // abort's doing: the abort says why.
+                if let Some(settling) = &mut self.settling {
+                    settling
+                        .failures
+                        .retain(|f| f.unheard.as_ref() != Some(&proc));
+                    settling.waiting.retain(|w| *w != proc);
+                }
                 // A failure that happened before is decided first.
                 self.settle();
                 self.announce_abort(&proc, status);
@@ -728,6 +773,9 @@ mod tests {
         /// Whether the syslog daemon takes them.
         syslog_up: bool,
         notified: Vec<(Status, Vec<Info>)>,
+        /// Whether `hear_out` can be asked, and whom it was asked for.
+        hears_out: bool,
+        heard_out: Vec<Proc>,
     }
 
     /// A world without processes: pids are numbers nobody signals.
@@ -782,6 +830,11 @@ mod tests {
         }
         fn host_of(&self, _proc: &Proc) -> String {
             "here".into()
+        }
+        fn hear_out(&mut self, proc: &Proc) -> bool {
+            let mut log = self.0.borrow_mut();
+            log.heard_out.push(proc.clone());
+            log.hears_out
         }
     }
 
@@ -985,6 +1038,49 @@ mod tests {
             "the first job's process and the other child"
         );
         assert_eq!(log.jobs_ended, ["job", "job.1"]);
+    }
+
+    /// A process writes its abort and exits: its end can be seen before the server read the
+    /// abort. The end waits until the server read what the process sent.
+    #[test]
+    fn an_abort_read_after_its_processs_end_says_why_the_run_failed() {
+        use Event::*;
+        let abort = |rank| Abort {
+            proc: p("job", rank),
+            status: Status(7),
+            message: "bye".into(),
+            done: Completion::from_fn(|_| {}),
+        };
+        let fake = Fake::default();
+        fake.0.borrow_mut().hears_out = true;
+        let events = vec![
+            Connected(p("job", 1)),
+            exited("job", 1, 1),
+            abort(1),
+            ClientSettled(p("job", 1)),
+            exited("job", 0, 143),
+        ];
+        assert_eq!(run_with(&fake, 2, events), 7);
+        let log = fake.0.borrow();
+        assert_eq!(log.heard_out, [p("job", 1)]);
+        assert_eq!(
+            log.said,
+            ["rank 1 called abort with status 7: bye; killing the job"]
+        );
+        // Nothing more to hear: the end stands.
+        let fake = Fake::default();
+        fake.0.borrow_mut().hears_out = true;
+        let events = vec![
+            Connected(p("job", 1)),
+            exited("job", 1, 3),
+            ClientSettled(p("job", 1)),
+            exited("job", 0, 143),
+        ];
+        assert_eq!(run_with(&fake, 2, events), 3);
+        assert_eq!(
+            fake.0.borrow().said,
+            ["rank 1 exited with status 3 without calling finalize; killing the job"]
+        );
     }
 
     #[test]
