@@ -205,6 +205,10 @@ pub(crate) enum Req {
     /// `info`: the asking server's `PMIX_REQUIRED_KEY` (answer once the data holds it) and
     /// `PMIX_TIMEOUT`.
     Dmodex { proc: Proc, info: Vec<Info> },
+    /// To the daemon of `proc`, which ended: answered once its server read and acted on what
+    /// `proc` sent before its end (an abort it wrote just before exiting reaches the root
+    /// first, on the same path).
+    SettleClient(Proc),
     /// To the root: the name service.
     Publish {
         proc: Proc,

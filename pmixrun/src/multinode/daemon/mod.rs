@@ -280,6 +280,12 @@ impl Daemon {
                         tree.respond(origin, id, r.map(|b| encode(&Answer::Bytes(b))))
                     });
                 }
+                Some(Req::SettleClient(proc)) => {
+                    let tree = self.tree.clone();
+                    self.server.settle_client(&proc, move || {
+                        tree.respond(origin, id, Ok(encode(&Answer::Unit)))
+                    });
+                }
                 _ => self
                     .tree
                     .respond(origin, id, Err(Status::ERR_NOT_SUPPORTED)),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
 use pmix_server::NameServerClient;
@@ -16,11 +16,12 @@ use pmix_server::types::{Info, Nspace, Proc, Status};
 use pmix_tree::{Dest, Tree, Vertex};
 
 use crate::cli::{App, Protocol};
-use crate::multinode::msg::{Launch, Msg, WireApp, encode};
+use crate::multinode::msg::{Launch, Msg, Req, WireApp, encode};
 use crate::multinode::placed::{Placed, Placements};
 use crate::multinode::root::LAUNCH_TIMEOUT;
 use crate::multinode::root::sink::Control;
 use crate::multinode::root::tools::RootTools;
+use crate::node::host::Event;
 use crate::plan::job;
 use crate::plan::launcher_env;
 use crate::plan::layout::{self, Layout};
@@ -39,6 +40,8 @@ pub(crate) struct NotLaunched {
 /// What the supervisor acts through at the root: the daemons, over the tree.
 pub(crate) struct RootJobs {
     pub(crate) tree: Arc<Tree>,
+    /// The supervisor's events (for what the daemons answer later).
+    pub(crate) events: Sender<Event>,
     pub(crate) control: Receiver<Control>,
     pub(crate) places: Arc<Placements>,
     pub(crate) nodes: NodeList,
@@ -291,6 +294,19 @@ impl Jobs for RootJobs {
             .names()
             .nth(usize::try_from(v).ok()?.checked_sub(1)?)?;
         Some(node.to_owned())
+    }
+
+    fn hear_out(&mut self, proc: &Proc) -> bool {
+        let Some(v) = self.places.vertex_of(proc) else {
+            return false;
+        };
+        let events = self.events.clone();
+        let who = proc.clone();
+        self.tree
+            .request(v, encode(&Req::SettleClient(proc.clone())), move |_| {
+                let _ = events.send(Event::ClientSettled(who));
+            });
+        true
     }
 
     fn host_of(&self, proc: &Proc) -> String {

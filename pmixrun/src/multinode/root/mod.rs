@@ -221,6 +221,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let usage = SlotUsage::new(&r.nodes);
     let mut jobs = RootJobs {
         tree: tree.clone(),
+        events: events_tx.clone(),
         control,
         places,
         nodes: r.nodes,

@@ -296,7 +296,9 @@ impl RootSink {
                     self.respond(origin, id, Err(Status::ERR_BAD_PARAM));
                 }
             }
-            Req::Dmodex { .. } => self.respond(origin, id, Err(Status::ERR_NOT_FOUND)),
+            Req::Dmodex { .. } | Req::SettleClient(_) => {
+                self.respond(origin, id, Err(Status::ERR_NOT_FOUND))
+            }
         }
     }
 }
