@@ -17,7 +17,7 @@ use super::Options;
 use super::build::MpiHello;
 use super::exec::{Outcome, Sample};
 use super::mpich::Mpich;
-use super::report::{Config, Measured, Row, Stack, sig3};
+use super::report::{Config, Measured, Row, Stack, sig3, worst_below_one};
 
 /// The metric of a launch row: launch to exit, in milliseconds.
 pub(crate) const LAUNCH: &str = "launch_ms";
@@ -205,33 +205,15 @@ pub(crate) fn goals(m: &Measured, rows: &[Row]) -> Vec<[String; 4]> {
                 "MPI hello launch to exit, pmixrun/Hydra, every N ({})",
                 mpich.name()
             );
-            let target = "< 1".to_owned();
-            let mut worst: Option<(f64, &Row)> = None;
-            let mut missing = 0;
-            for r in rows.iter().filter(|r| mpich_of(r.config) == Some(mpich)) {
-                let ours = m.get(Stack::Ours, r.config, &r.metric);
-                let theirs = m.get(Stack::Hydra, r.config, &r.metric);
-                match ratio(ours, theirs) {
-                    Some(x) if worst.is_none_or(|(w, _)| x > w) => worst = Some((x, r)),
-                    Some(_) => {}
-                    None => missing += 1,
-                }
-            }
-            match worst {
-                None => [name, target, "not measured".into(), "not judged".into()],
-                Some((x, r)) => {
-                    let mut verdict = if x < 1.0 { "met" } else { "NOT met" }.to_owned();
-                    if missing > 0 {
-                        verdict.push_str(&format!(" ({missing} rows without a ratio)"));
-                    }
-                    [
-                        name,
-                        target,
-                        format!("{} ({})", sig3(x), r.config.label()),
-                        verdict,
-                    ]
-                }
-            }
+            let ratios = rows
+                .iter()
+                .filter(|r| mpich_of(r.config) == Some(mpich))
+                .map(|r| {
+                    let ours = m.get(Stack::Ours, r.config, &r.metric);
+                    let theirs = m.get(Stack::Hydra, r.config, &r.metric);
+                    (ratio(ours, theirs), r)
+                });
+            worst_below_one(name, ratios, |r| r.config.label())
         })
         .collect()
 }

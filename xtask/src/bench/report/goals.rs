@@ -264,11 +264,31 @@ fn libpmix_goal<'a>(
     theirs: Stack,
     name: String,
 ) -> [String; 4] {
+    let ratios = rows.map(|r| {
+        (
+            m.ratio_of(Stack::LibpmixOurs, theirs, r.config, &r.metric),
+            r,
+        )
+    });
+    worst_below_one(name, ratios, |r| {
+        let label = r.label.strip_prefix(LIBPMIX).unwrap_or(&r.label);
+        label.trim_start_matches(", ").to_owned()
+    })
+}
+
+/// A goal line judged on the worst (largest) of `ratios`, one per row (`None` where a row has
+/// none), against "< 1": the goal's name, the target, the worst ratio with its row as `label`
+/// names it, and the verdict (saying how many rows had no ratio).
+pub(in crate::bench) fn worst_below_one<'a>(
+    name: String,
+    ratios: impl Iterator<Item = (Option<f64>, &'a Row)>,
+    label: impl Fn(&Row) -> String,
+) -> [String; 4] {
     let target = "< 1".to_owned();
     let mut worst: Option<(f64, &Row)> = None;
     let mut missing = 0;
-    for r in rows {
-        match m.ratio_of(Stack::LibpmixOurs, theirs, r.config, &r.metric) {
+    for (ratio, r) in ratios {
+        match ratio {
             Some(x) if worst.is_none_or(|(w, _)| x > w) => worst = Some((x, r)),
             Some(_) => {}
             None => missing += 1,
@@ -281,9 +301,7 @@ fn libpmix_goal<'a>(
             if missing > 0 {
                 verdict.push_str(&format!(" ({missing} rows without a ratio)"));
             }
-            let label = r.label.strip_prefix(LIBPMIX).unwrap_or(&r.label);
-            let label = label.trim_start_matches(", ");
-            [name, target, format!("{} ({label})", sig3(x)), verdict]
+            [name, target, format!("{} ({})", sig3(x), label(r)), verdict]
         }
     }
 }

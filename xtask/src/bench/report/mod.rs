@@ -13,6 +13,7 @@ mod rows;
 mod tables;
 
 pub(super) use digits::sig3;
+pub(super) use goals::worst_below_one;
 pub(crate) use measured::Measured;
 pub(crate) use plan::{Plan, configs_needed};
 pub(crate) use render::{Context, render};
