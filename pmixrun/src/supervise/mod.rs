@@ -60,12 +60,18 @@ pub(crate) trait Jobs {
     /// Every process of `nspace` ended (or will never start): let the namespace go.
     fn job_ended(&mut self, nspace: &Nspace);
     /// Tells the user something, on one line (pmixrun prefixes `pmixrun: `).
-    fn say(&mut self, line: &str);
+    fn say(&mut self, line: &str) {
+        eprintln!("pmixrun: {line}");
+    }
     /// Writes a line a process logged (`PMIx_Log`), as it is, on stdout or stderr.
-    fn write_log(&mut self, stdout: bool, line: &str);
+    fn write_log(&mut self, stdout: bool, line: &str) {
+        crate::node::launch::write_log(stdout, line);
+    }
     /// Sends a line a process logged to the syslog daemon at `severity`; false if it did
     /// not take it.
-    fn syslog(&mut self, severity: u8, line: &str) -> bool;
+    fn syslog(&mut self, severity: u8, line: &str) -> bool {
+        crate::node::syslog::send(severity, line)
+    }
     /// Raises a lifecycle event for the processes `info` names in `EVENT_CUSTOM_RANGE`.
     fn notify(&mut self, code: Status, info: &[Info]);
     /// The node of `proc` in a multi-node run (`None` on one node).

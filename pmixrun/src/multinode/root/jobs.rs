@@ -264,18 +264,6 @@ impl Jobs for RootJobs {
         }
     }
 
-    fn say(&mut self, line: &str) {
-        eprintln!("pmixrun: {line}");
-    }
-
-    fn write_log(&mut self, stdout: bool, line: &str) {
-        crate::node::launch::write_log(stdout, line);
-    }
-
-    fn syslog(&mut self, severity: u8, line: &str) -> bool {
-        crate::node::syslog::send(severity, line)
-    }
-
     fn notify(&mut self, code: Status, info: &[Info]) {
         // The root hosts no server: the daemons raise it, each for its own processes.
         let msg = Msg::Event {
