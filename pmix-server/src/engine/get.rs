@@ -32,9 +32,9 @@ struct PendingGet {
 #[derive(Default)]
 pub(super) struct Gets {
     parked: HashMap<(NsId, Rank), Vec<PendingGet>>,
-    /// Direct-modex requests at the host, by target, with the key each asked the other node
-    /// to wait for; requesters wait in `parked`.
-    dmodex_inflight: HashMap<(NsId, Rank), Option<Key>>,
+    /// Direct-modex requests at the host: the target and the key each asked the other node
+    /// to wait for (one request per pair); requesters wait in `parked`.
+    dmodex_inflight: HashSet<((NsId, Rank), Option<Key>)>,
 }
 
 impl Gets {
@@ -63,20 +63,14 @@ impl Gets {
     }
 
     /// Whether the host is to be asked for `target`'s data, to wait for `need` there: not
-    /// when a request for it is out already.
+    /// when a request for that is out already.
     pub(super) fn ask_host(&mut self, target: (NsId, Rank), need: Option<Key>) -> bool {
-        match self.dmodex_inflight.entry(target) {
-            std::collections::hash_map::Entry::Occupied(_) => false,
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(need);
-                true
-            }
-        }
+        self.dmodex_inflight.insert((target, need))
     }
 
-    /// The host answered the direct modex for `target`: the key it was asked to wait for.
-    pub(super) fn host_answered(&mut self, target: (NsId, Rank)) -> Option<Key> {
-        self.dmodex_inflight.remove(&target).flatten()
+    /// The host answered the direct modex for `target` that waited for `need`.
+    pub(super) fn host_answered(&mut self, target: (NsId, Rank), need: Option<Key>) {
+        self.dmodex_inflight.remove(&(target, need));
     }
 
     /// Everyone waiting for `target` whose key to wait for passes `ready` (`None`: none),
@@ -113,14 +107,6 @@ impl Gets {
         timers: &mut Timers,
     ) -> Vec<(Requester, Option<Key>)> {
         self.take_ready(target, timers, |_| true)
-    }
-
-    /// The key the first of `target`'s waiting Gets needs, if one waits for a key.
-    pub(super) fn first_need(&self, target: (NsId, Rank)) -> Option<Option<Key>> {
-        self.parked
-            .get(&target)
-            .and_then(|l| l.first())
-            .map(|g| g.need.clone())
     }
 
     /// The Get for `target` whose deadline `timer` passed, removed.
@@ -298,11 +284,11 @@ impl Engine {
             .filter(|i| i.key.as_str() != attr::REQUIRED_KEY)
             .cloned()
             .collect();
-        if let Some(k) = need {
+        if let Some(k) = &need {
             info.push(Info::attr(attr::REQUIRED_KEY, k.as_str()));
         }
         self.host_call(
-            PendingHost::Dmodex { target: t },
+            PendingHost::Dmodex { target: t, need },
             HostCall::DirectModex {
                 proc: target.clone(),
                 info,
@@ -430,39 +416,36 @@ impl Engine {
 
     /// The host answered a direct modex for `target`: its data is stored and its Gets
     /// released, or they fail.
-    pub(super) fn dmodex_done(&mut self, target: (NsId, Rank), outcome: HostOutcome) {
-        let asked = self.gets.host_answered(target);
+    pub(super) fn dmodex_done(
+        &mut self,
+        target: (NsId, Rank),
+        asked: Option<Key>,
+        outcome: HostOutcome,
+    ) {
+        self.gets.host_answered(target, asked.clone());
         let result = match outcome {
             HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
             other => Err(status_of(&other)),
         };
-        match result {
+        let status = match result {
             Ok(blobs) => {
                 self.store_remote(&blobs);
-                if !self.commits.has(&target) {
-                    return self.fail_gets(target, Status::ERR_NOT_FOUND);
+                if self.commits.has(&target) {
+                    self.release_gets(target);
                 }
-                self.release_gets(target);
-                // Those waiting for the key the other node was asked to wait for, still not
-                // there: it answered without (its wait timed out, or it does not wait for
-                // keys). Those waiting for another key ask again.
-                let stale = self
-                    .gets
-                    .take_ready(target, &mut self.timers, |need| need == asked.as_ref());
-                for (who, _) in stale {
-                    self.fail_requester(who, Status::ERR_NOT_FOUND);
-                }
-                if let Some(need) = self.gets.first_need(target) {
-                    let proc = self
-                        .nspaces
-                        .get(&target.0)
-                        .map(|n| Proc::new(n.name.clone(), target.1));
-                    if let Some(proc) = proc {
-                        self.ask_host_for(&proc, target, need, &[]);
-                    }
-                }
+                // Those waiting for the key this request asked the other node to wait for,
+                // still not there: it answered without it (its wait timed out, or it does not
+                // wait for keys).
+                Status::ERR_NOT_FOUND
             }
-            Err(status) => self.fail_gets(target, status),
+            Err(status) => status,
+        };
+        // Gets waiting for other keys have requests of their own.
+        let answered = self
+            .gets
+            .take_ready(target, &mut self.timers, |need| need == asked.as_ref());
+        for (who, _) in answered {
+            self.fail_requester(who, status);
         }
     }
 }

@@ -140,6 +140,8 @@ pub(super) enum PendingHost {
     },
     Dmodex {
         target: (NsId, Rank),
+        /// The key the other node was asked to wait for.
+        need: Option<Key>,
     },
     /// A request answered with the host's status alone.
     Status {

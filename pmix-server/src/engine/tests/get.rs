@@ -190,9 +190,11 @@ fn direct_modex_for_a_remote_process_asks_the_host_once_per_key() {
     let g1 = s.send(0, get(remote.clone(), "v", vec![]));
     let g2 = s.send(0, get(remote.clone(), "w", vec![]));
     let g3 = s.send(0, get(remote.clone(), "v", vec![]));
+    // One request per key: the second get of "v" joins the first.
+    let asked: Vec<Option<String>> = s.host_calls.iter().map(|(_, c)| required_of(c)).collect();
     assert_eq!(
-        s.host_calls.len(),
-        1,
+        asked,
+        [Some("v".to_owned()), Some("w".to_owned())],
         "direct modex requests were not coalesced"
     );
     let (op, call) = s.host_calls.remove(0);
@@ -203,7 +205,7 @@ fn direct_modex_for_a_remote_process_asks_the_host_once_per_key() {
     s.pump();
     assert_eq!(s.reply(0, g1).status, Status::SUCCESS);
     assert_eq!(s.reply(0, g3).status, Status::SUCCESS);
-    // The get of "w" waits on: a second request, for "w".
+    // The get of "w" waits on, for its own request.
     assert!(
         s.take_reply(0, g2).is_none(),
         "answered before its key came"
@@ -236,6 +238,34 @@ fn direct_modex_for_a_remote_process_asks_the_host_once_per_key() {
         .handle_host_done(op, HostOutcome::Bytes(Ok(blob_of(&remote, &["v", "x"]))));
     s.pump();
     assert_eq!(s.reply(0, g5).status, Status::SUCCESS);
+}
+
+/// A request for a key the peer never puts (no timeout: it waits there for as long as the
+/// peer lives) must not hold up a get of a key the peer did put.
+#[test]
+fn a_key_never_put_does_not_hold_up_the_gets_of_other_keys() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0], &[1]);
+    let remote = Proc::new(ns("m"), 1);
+    let never = s.send(0, get(remote.clone(), "never", vec![]));
+    let v = s.send(0, get(remote.clone(), "v", vec![]));
+    let asked: Vec<Option<String>> = s.host_calls.iter().map(|(_, c)| required_of(c)).collect();
+    assert_eq!(asked, [Some("never".to_owned()), Some("v".to_owned())]);
+    let (op, _) = s.host_calls.remove(1);
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(blob_of(&remote, &["v"]))));
+    s.pump();
+    assert_eq!(s.reply(0, v).status, Status::SUCCESS);
+    assert!(
+        s.take_reply(0, never).is_none(),
+        "the other key's wait ended"
+    );
+    // That request failing (the peer's node lost) fails the get waiting on it.
+    let (op, _) = s.host_calls.remove(0);
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Err(Status::ERR_LOST_CONNECTION)));
+    s.pump();
+    assert_eq!(s.reply(0, never).status, Status::ERR_LOST_CONNECTION);
 }
 
 #[test]
