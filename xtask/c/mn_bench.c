@@ -17,6 +17,11 @@
  *                         commit of 100 bytes, then, with no fence, the get of a far rank's
  *                         (start-up without a modex: the get races the peer's first commit,
  *                         waits for it, and its server fetches it)
+ *   daemon_cpu_barrier_us, daemon_cpu_fence_<S>_us
+ *                         the CPU time this rank's parent (the launcher's daemon on its
+ *                         node) spent per barrier, and per collecting-fence round after the
+ *                         first (whose untimed check is left out), during those loops
+ *                         (parent_cpu.h); "daemon <name>" says which process that was
  *   node <hostname>       where this rank ran (the xtask checks that the launcher put two
  *                         ranks on each node, as asked)
  *   spawn_ms              rank 0 only: PMIx_Spawn of one copy of this program (which
@@ -37,6 +42,7 @@
 #include <pmix.h>
 
 #include "bench.h"
+#include "parent_cpu.h"
 
 static pmix_proc_t me;
 static uint32_t size;
@@ -118,14 +124,19 @@ static uint32_t far_peer(void)
     return (me.rank + size / 2) % size;
 }
 
-static double fence_rounds(size_t bytes, long rounds)
+/* The mean latency of `rounds` collecting fences of `bytes` each; the daemon's CPU per round
+ * after the first into *cpu_us (-1 with fewer than two rounds or no reading). */
+static double fence_rounds(size_t bytes, long rounds, double *cpu_us)
 {
     char key[64], *mine = malloc(bytes + 1), *theirs = malloc(bytes + 1);
-    double spent = 0;
+    double spent = 0, cpu_from = -1;
     if (mine == NULL || theirs == NULL) {
         fail("malloc", PMIX_ERR_NOMEM);
     }
     for (long i = 0; i < rounds; i++) {
+        if (i == 1) {
+            cpu_from = parent_cpu_ns();
+        }
         snprintf(key, sizeof key, "mn.f%zu", bytes);
         fill(mine, bytes + 1, me.rank, i);
         double t = bench_now();
@@ -139,6 +150,7 @@ static double fence_rounds(size_t bytes, long rounds)
             fence(false);
         }
     }
+    *cpu_us = parent_cpu_per_round_us(cpu_from, rounds > 1 ? parent_cpu_ns() : -1, rounds - 1);
     free(mine);
     free(theirs);
     return spent * 1e6 / (double) (rounds > 0 ? rounds : 1);
@@ -160,6 +172,16 @@ static double dmodex_rounds(long rounds)
         fence(false);
     }
     return spent * 1e6 / (double) (rounds > 0 ? rounds : 1);
+}
+
+/* "daemon_cpu_<what>_us <value>", or a NOTE saying why there is none. */
+static void print_cpu(const char *what, double us)
+{
+    if (us < 0) {
+        printf("NOTE no daemon CPU for %s (fewer than 2 rounds, or /proc unreadable)\n", what);
+    } else {
+        printf("daemon_cpu_%s_us %.3f\n", what, us);
+    }
 }
 
 /* Rank 0 spawns one child `count` times; a NOTE instead of the metric if the server refuses. */
@@ -256,6 +278,9 @@ int main(int argc, char **argv)
         char host[256] = "?";
         gethostname(host, sizeof host - 1);
         printf("node %s\n", host);
+        char daemon[64];
+        parent_name(daemon, sizeof daemon);
+        printf("daemon %s\n", daemon);
     }
     if (hello) {
         printf("hello %u %u\n", me.rank, size);
@@ -263,16 +288,21 @@ int main(int argc, char **argv)
     }
 
     fence(false);
+    double cpu = parent_cpu_ns();
     double t = bench_now();
     for (long i = 0; i < barriers; i++) {
         fence(false);
     }
     printf("barrier_us %.3f\n", (bench_now() - t) * 1e6 / (double) (barriers > 0 ? barriers : 1));
+    print_cpu("barrier", parent_cpu_per_round_us(cpu, parent_cpu_ns(), barriers));
 
     static const size_t sizes[] = {100, 1000, 10000};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        char name[32];
         fence(false);
-        printf("fence_%zu_us %.3f\n", sizes[s], fence_rounds(sizes[s], fences));
+        printf("fence_%zu_us %.3f\n", sizes[s], fence_rounds(sizes[s], fences, &cpu));
+        snprintf(name, sizeof name, "fence_%zu", sizes[s]);
+        print_cpu(name, cpu);
     }
     fence(false);
     printf("dmodex_get_us %.3f\n", dmodex_rounds(dmodex));

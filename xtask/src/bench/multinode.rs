@@ -153,6 +153,7 @@ impl Launcher {
     /// What it measures: the floor, a barrier only.
     fn measures(self, m: Metric) -> bool {
         match self {
+            // Its relays' CPU is not the subject: it has no daemon doing PMIx work.
             Launcher::Floor => m == Metric::Barrier,
             l => !(m.pmix_only() && l.is_pmi1()),
         }
@@ -204,10 +205,14 @@ enum Metric {
     DmodexGet,
     DmodexFirst,
     Spawn,
+    CpuBarrier,
+    CpuFence100,
+    CpuFence1k,
+    CpuFence10k,
 }
 
 impl Metric {
-    const ALL: [Metric; 9] = [
+    const ALL: [Metric; 13] = [
         Metric::MpiHello,
         Metric::PmiHello,
         Metric::Barrier,
@@ -217,10 +222,14 @@ impl Metric {
         Metric::DmodexGet,
         Metric::DmodexFirst,
         Metric::Spawn,
+        Metric::CpuBarrier,
+        Metric::CpuFence100,
+        Metric::CpuFence1k,
+        Metric::CpuFence10k,
     ];
 
     /// What the benchmark clients measure, in one run: the metric and its line's name.
-    const MEASURED: [(Metric, &'static str); 7] = [
+    const MEASURED: [(Metric, &'static str); 11] = [
         (Metric::Barrier, "barrier_us"),
         (Metric::Fence100, "fence_100_us"),
         (Metric::Fence1k, "fence_1000_us"),
@@ -228,6 +237,10 @@ impl Metric {
         (Metric::DmodexGet, "dmodex_get_us"),
         (Metric::DmodexFirst, "dmodex_first_us"),
         (Metric::Spawn, "spawn_ms"),
+        (Metric::CpuBarrier, "daemon_cpu_barrier_us"),
+        (Metric::CpuFence100, "daemon_cpu_fence_100_us"),
+        (Metric::CpuFence1k, "daemon_cpu_fence_1000_us"),
+        (Metric::CpuFence10k, "daemon_cpu_fence_10000_us"),
     ];
 
     fn label(self) -> &'static str {
@@ -241,6 +254,10 @@ impl Metric {
             Metric::DmodexGet => "get of a far rank's key after a barrier (µs)",
             Metric::DmodexFirst => "get of a far rank's first commit, no fence (µs)",
             Metric::Spawn => "spawn of 1 process by rank 0 (ms)",
+            Metric::CpuBarrier => "daemon CPU per barrier (µs)",
+            Metric::CpuFence100 => "daemon CPU per collecting fence, 100 B per rank (µs)",
+            Metric::CpuFence1k => "daemon CPU per collecting fence, 1 KB per rank (µs)",
+            Metric::CpuFence10k => "daemon CPU per collecting fence, 10 KB per rank (µs)",
         }
     }
 
@@ -499,6 +516,11 @@ fn values_of(stdout: &str, metric: &str, expect: usize) -> Result<Vec<f64>, Stri
 /// The mean over the ranks of `metric`'s lines, if every rank printed one.
 fn mean_of(stdout: &str, metric: &str, ranks: u32) -> Result<f64, String> {
     let values = values_of(stdout, metric, ranks as usize)?;
+    if values.iter().any(|v| *v < 0.0) {
+        return Err(format!(
+            "a rank printed a negative {metric} (its parent's CPU time could not be read)"
+        ));
+    }
     Ok(values.iter().sum::<f64>() / f64::from(ranks))
 }
 
@@ -563,6 +585,8 @@ struct Results {
     errors: BTreeMap<Cell, Vec<String>>,
     /// Refused by the launcher as not supported (Slurm's PMIx plugin has no spawn).
     unsupported: BTreeSet<Cell>,
+    /// Whose CPU the daemon rows measured: the ranks' parents' names, per launcher.
+    daemons: BTreeMap<Launcher, BTreeSet<String>>,
 }
 
 impl Results {
@@ -650,6 +674,11 @@ impl Results {
                     if let Err(e) = check_placement(&outcome.stdout, nodes) {
                         return self.fail(nodes, l, &metrics, &e);
                     }
+                    let names = outcome.stdout.lines().filter_map(|l| l.strip_prefix("daemon "));
+                    self.daemons
+                        .entry(l)
+                        .or_default()
+                        .extend(names.map(|n| n.trim().to_owned()));
                 }
                 for m in metrics {
                     let Some((_, key)) = Metric::MEASURED.iter().find(|(x, _)| *x == m) else {
@@ -825,7 +854,11 @@ fn report_markdown(
          Open MPI 4.1's under mpirun and srun, Open MPI 5.0.11's under prterun. The floor is \
          `xtask/c/barrier_floor.c`: the same layout (a root on the host, a relay per node \
          over pssh, two ranks each) passing one byte per message, no PMIx: the least a \
-         barrier costs on these nodes.\n\n",
+         barrier costs on these nodes. The daemon CPU rows: the CPU time (all threads, \
+         from the scheduler's accounting in /proc) that each rank's parent, the launcher's \
+         daemon on its node, spent during the loop, per barrier or fence, averaged over the \
+         ranks (both ranks of a node read the same daemon); the root on the host is not in \
+         them. The parents were: {}.\n\n",
         o.nodes
             .iter()
             .map(u32::to_string)
@@ -835,7 +868,8 @@ fn report_markdown(
         o.barriers,
         o.fences,
         o.dmodex,
-        o.spawns
+        o.spawns,
+        daemon_names(results)
     );
     for line in machine::machine(true)
         .into_iter()
@@ -900,6 +934,23 @@ fn report_markdown(
         }
     }
     md
+}
+
+/// "`prted` under prterun, ..." from what the bench runs' ranks said their parents were.
+fn daemon_names(results: &Results) -> String {
+    let said: Vec<String> = results
+        .daemons
+        .iter()
+        .map(|(l, names)| {
+            let names: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            format!("{} under {}", names.join(" or "), l.slug())
+        })
+        .collect();
+    if said.is_empty() {
+        "not reported".to_owned()
+    } else {
+        said.join(", ")
+    }
 }
 
 /// pmixrun's best column over the best reference's, for one metric at one node count.
