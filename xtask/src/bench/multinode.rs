@@ -46,6 +46,8 @@ options:
     --dmodex D        direct-modex gets per run (default 50)
     --spawns S        spawns per run, by rank 0 (default 5)
     --timeout S       deadline of one run (default 120)
+    --launchers L,... only these columns (hydra, openmpi, prterun, srun-pmix, pmixrun,
+                      pmixrun-pmi1, pmixrun-salloc, floor; default all)
     --out FILE        also write the report to FILE
     -h, --help        this text";
 
@@ -58,6 +60,7 @@ struct Opts {
     spawns: u32,
     timeout: Duration,
     out: Option<PathBuf>,
+    launchers: Vec<Launcher>,
 }
 
 impl Opts {
@@ -71,6 +74,7 @@ impl Opts {
             spawns: 5,
             timeout: Duration::from_secs(120),
             out: None,
+            launchers: Launcher::ALL.to_vec(),
         };
         let mut it = args.iter();
         while let Some(a) = it.next() {
@@ -97,6 +101,20 @@ impl Opts {
                 "--dmodex" => o.dmodex = number(1, 100_000)?,
                 "--spawns" => o.spawns = number(0, 1000)?,
                 "--timeout" => o.timeout = Duration::from_secs(number(1, 3600)?.into()),
+                "--launchers" => {
+                    let list = it.next().ok_or("--launchers needs a value")?;
+                    o.launchers = list
+                        .split(',')
+                        .map(|name| {
+                            Launcher::ALL
+                                .into_iter()
+                                .find(|l| l.slug() == name)
+                                .ok_or_else(|| format!("--launchers: no launcher {name:?}"))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    o.launchers.sort_unstable();
+                    o.launchers.dedup();
+                }
                 "--out" => {
                     o.out = Some(PathBuf::from(it.next().ok_or("--out needs a value")?));
                 }
@@ -751,8 +769,9 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     let mut notes = Vec::new();
     'all: for &nodes in &o.nodes {
         for run in 1..=o.runs {
-            let mut order = Launcher::ALL.to_vec();
-            order.rotate_left((run as usize - 1) % Launcher::ALL.len());
+            let mut order = o.launchers.clone();
+            let turn = (run as usize - 1) % order.len();
+            order.rotate_left(turn);
             for l in order {
                 for step in Step::ALL {
                     if cluster::STOPPING.load(std::sync::atomic::Ordering::SeqCst) {
@@ -889,17 +908,17 @@ fn report_markdown(
             "\n## {nodes} nodes, {} ranks\n\n| metric |",
             ranks(nodes)
         );
-        for l in Launcher::ALL {
+        for l in &o.launchers {
             let _ = write!(md, " {} |", l.header());
         }
         let _ = writeln!(
             md,
             " pmixrun ÷ best reference |\n| --- |{}",
-            " ---: |".repeat(Launcher::ALL.len() + 1)
+            " ---: |".repeat(o.launchers.len() + 1)
         );
         for m in Metric::ALL {
             let _ = write!(md, "| {} |", m.label());
-            for l in Launcher::ALL {
+            for &l in &o.launchers {
                 let _ = write!(md, " {} |", results.cell((nodes, l, m), o.runs));
             }
             let _ = writeln!(md, " {} |", ratio_to_best(results, nodes, m));
@@ -914,7 +933,7 @@ fn report_markdown(
             .collect::<String>()
     );
     let _ = writeln!(md, "| --- |{}", " ---: |".repeat(o.nodes.len()));
-    for l in Launcher::ALL {
+    for &l in &o.launchers {
         let _ = write!(md, "| {} |", l.header());
         for &nodes in &o.nodes {
             let _ = write!(
