@@ -709,7 +709,11 @@ impl<H: Host> Shell<H> {
                     self.close_after_flush(conn);
                     return;
                 }
-                Step::Hello { proc, auth } => self.engine.handle_hello(engine_conn, &proc, auth),
+                Step::Hello {
+                    proc,
+                    auth,
+                    answers,
+                } => self.engine.handle_hello(engine_conn, &proc, auth, answers),
                 Step::ToolHello(hello) => self.engine.handle_tool_hello(engine_conn, hello),
                 Step::Request(id, req) => {
                     self.engine

@@ -320,9 +320,21 @@ impl Engine {
                 };
                 let owner_local = nsinfo.is_local(rank);
                 let is_self = requester_ns == ns && requester_rank == rank;
-                let kvs = self
-                    .store
-                    .proc_kvs(ns, rank, |s| is_self || visible(s, owner_local));
+                let may_see = |s: Scope| is_self || visible(s, owner_local);
+                let kvs = match (key, c.answers) {
+                    (Some(k), GetAnswers::KeyOnly) => self
+                        .store
+                        .get(ns, rank, k.as_str())
+                        .filter(|e| may_see(e.scope))
+                        .map(|e| Kv {
+                            scope: e.scope,
+                            key: k.clone(),
+                            value: e.value.clone(),
+                        })
+                        .into_iter()
+                        .collect(),
+                    _ => self.store.proc_kvs(ns, rank, may_see),
+                };
                 let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
                 let jobs = if ship_job {
                     vec![nsinfo.job.image().clone()]

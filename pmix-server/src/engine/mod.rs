@@ -63,6 +63,7 @@ pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
 pub use self::groups::GroupOp;
 use self::groups::Groups;
 pub use self::names::NameService;
+pub(crate) use self::sessions::GetAnswers;
 pub(crate) use self::tools::ToolHello;
 
 /// A connection, as the I/O shell numbers them.
@@ -336,10 +337,16 @@ impl Engine {
 
     /// A client completed its front-end's handshake, names itself `proc` and proved it as
     /// `auth` says.
-    pub(crate) fn handle_hello(&mut self, conn: ConnId, proc: &Proc, auth: Auth) {
+    pub(crate) fn handle_hello(
+        &mut self,
+        conn: ConnId,
+        proc: &Proc,
+        auth: Auth,
+        answers: GetAnswers,
+    ) {
         let (nspace, rank) = (&proc.nspace, proc.rank);
         let accepted = match self.ns_id(nspace.as_str()) {
-            Some(ns) => self.sessions.hello(conn, proc, ns, auth),
+            Some(ns) => self.sessions.hello(conn, proc, ns, auth, answers),
             None => Err((
                 Status::ERR_NOT_FOUND,
                 format!("namespace {nspace} is not registered"),

@@ -30,10 +30,24 @@ pub(super) enum ConnState {
     Finalizing,
 }
 
+/// What the answer to a client's Get of one key carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GetAnswers {
+    /// All of that process's data the client may see: it keeps them, so that its next Get
+    /// of the process is local (pmix-rs and libpmix clients).
+    WholeProcess,
+    /// The key asked for only: the front-end passes one value on and keeps nothing (PMI-1
+    /// and PMI-2), and a process that put thousands of keys must not cost each Get of one of
+    /// them a copy of all.
+    KeyOnly,
+}
+
 pub(super) struct Conn {
     pub(super) proc: Proc,
     pub(super) ns: NsId,
     pub(super) state: ConnState,
+    /// What its Gets are answered with.
+    pub(super) answers: GetAnswers,
     /// Namespaces whose job data this client already holds (RFC0009 shipping).
     pub(super) has_jobs: HashSet<NsId>,
     /// The event codes it registered for.
@@ -164,6 +178,7 @@ impl Sessions {
         proc: &Proc,
         ns: NsId,
         auth: Auth,
+        answers: GetAnswers,
     ) -> Result<(), Refusal> {
         let (nspace, rank) = (&proc.nspace, proc.rank);
         let claim = auth.claim();
@@ -229,6 +244,7 @@ impl Sessions {
                 proc: proc.clone(),
                 ns,
                 state: ConnState::Connecting,
+                answers,
                 has_jobs: HashSet::from([ns]),
                 events: EventReg::default(),
                 collected: HashMap::new(),

@@ -36,7 +36,7 @@ use self::openpmix::OpenpmixConn;
 use self::pmi1::Pmi1Conn;
 use self::pmi2::Pmi2Conn;
 use crate::engine::nspace::LazyJob;
-use crate::engine::{Auth, ConnId, PeerCreds, ToolHello};
+use crate::engine::{Auth, ConnId, GetAnswers, PeerCreds, ToolHello};
 use crate::outbuf::OutQueue;
 
 /// What a connection's front-end wants done next.
@@ -48,7 +48,12 @@ pub(crate) enum Step {
     /// Close the connection once its queued bytes are written (the reason is logged).
     Close,
     /// The client named itself: authenticate it with the engine.
-    Hello { proc: Proc, auth: Auth },
+    Hello {
+        proc: Proc,
+        auth: Auth,
+        /// What its Gets are to be answered with: what this front-end does with them.
+        answers: GetAnswers,
+    },
     /// A tool (a process this server did not launch) asks to connect.
     ToolHello(ToolHello),
     /// Hand the engine request `id` (the id is the connection's own).

@@ -18,7 +18,7 @@ use pmix_wire::{
 
 use super::welcomes::{ShareFn, Welcomes};
 use super::{SharedAnswer, Step};
-use crate::engine::{Auth, PeerCreds, ToolHello};
+use crate::engine::{Auth, GetAnswers, PeerCreds, ToolHello};
 use crate::outbuf::OutQueue;
 
 /// The largest hello accepted: a peer that has not authenticated may make the server hold
@@ -146,6 +146,7 @@ impl NativeConn {
                         secret: hello.secret,
                         creds: self.creds,
                     },
+                    answers: GetAnswers::WholeProcess,
                 }
             }
             // Not a client's: perhaps a tool's.

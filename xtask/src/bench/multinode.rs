@@ -692,7 +692,10 @@ impl Results {
                     if let Err(e) = check_placement(&outcome.stdout, nodes) {
                         return self.fail(nodes, l, &metrics, &e);
                     }
-                    let names = outcome.stdout.lines().filter_map(|l| l.strip_prefix("daemon "));
+                    let names = outcome
+                        .stdout
+                        .lines()
+                        .filter_map(|l| l.strip_prefix("daemon "));
                     self.daemons
                         .entry(l)
                         .or_default()

@@ -433,3 +433,53 @@ fn reserved_keys_of_a_remote_process_come_from_job_data_at_once() {
         Some((_, HostCall::DirectModex { .. }))
     ));
 }
+
+/// A PMI-1 or PMI-2 front-end passes on one value per Get: its answer holds that key only,
+/// not a copy of everything the process put (each of its Gets cost a copy of all of them,
+/// thousands of values late in an MPICH run); a caching client's holds all it may see.
+#[test]
+fn a_key_only_client_is_answered_with_the_key_it_asked() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    s.connect(0, "a", 0);
+    s.connect_key_only(1, "a", 1);
+    s.connect_key_only(2, "a", 2);
+    let many: Vec<(String, Value)> = (0..50)
+        .map(|i| (format!("k{i}"), Value::String(format!("value {i}"))))
+        .collect();
+    let kvs: Vec<(&str, Scope, Value)> = many
+        .iter()
+        .map(|(k, v)| (k.as_str(), Scope::GLOBAL, v.clone()))
+        .collect();
+    let c = s.send(0, commit(&kvs));
+    assert_eq!(s.reply(0, c).status, Status::SUCCESS);
+    let p0 = Proc::new(ns("a"), 0);
+    let got = |s: &mut Sim, conn: ConnId, target: Proc| -> Vec<Kv> {
+        let id = s.send(conn, get(target, "k7", vec![]));
+        let r = s.reply(conn, id);
+        assert_eq!(r.status, Status::SUCCESS);
+        let ReplyBody::Get { data, .. } = r.body else {
+            panic!("not a get reply")
+        };
+        data.into_iter().flat_map(|d| d.kvs).collect()
+    };
+    let one = got(&mut s, 1, p0.clone());
+    assert_eq!(
+        one.len(),
+        1,
+        "a key-only client was sent {} values",
+        one.len()
+    );
+    assert_eq!(one[0].key, key("k7"));
+    assert_eq!(one[0].value, Value::String("value 7".into()));
+    // By rank UNDEF (PMI-1's get: whichever process put the key), the same.
+    let any = got(&mut s, 2, Proc::new(ns("a"), Rank::UNDEF));
+    assert_eq!(any.len(), 1);
+    assert_eq!(any[0].value, Value::String("value 7".into()));
+    // A key the process does not hold: not found, nothing sent.
+    let id = s.send(1, get(p0.clone(), "nope", vec![]));
+    assert_eq!(s.reply(1, id).status, Status::ERR_NOT_FOUND);
+    // A caching client gets everything it may see.
+    let all = got(&mut s, 0, p0);
+    assert_eq!(all.len(), 50);
+}

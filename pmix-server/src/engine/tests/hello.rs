@@ -49,11 +49,20 @@ fn a_vouched_identity_needs_no_secret_but_still_its_registration_and_credentials
         uid: UID,
         gid: GID + 1,
     };
-    s.eng.handle_hello(1, &me(0), vouched(None));
-    s.eng.handle_hello(2, &me(1), vouched(Some(good)));
-    s.eng.handle_hello(3, &me(2), vouched(Some(other_gid)));
-    s.eng.handle_hello(4, &me(9), vouched(None));
-    s.eng.handle_hello(5, &me(0), vouched(None));
+    s.eng
+        .handle_hello(1, &me(0), vouched(None), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(2, &me(1), vouched(Some(good)), GetAnswers::WholeProcess);
+    s.eng.handle_hello(
+        3,
+        &me(2),
+        vouched(Some(other_gid)),
+        GetAnswers::WholeProcess,
+    );
+    s.eng
+        .handle_hello(4, &me(9), vouched(None), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(5, &me(0), vouched(None), GetAnswers::WholeProcess);
     s.pump();
     let refused = [
         (3, Status::ERR_NO_PERMISSIONS),
@@ -88,10 +97,18 @@ fn a_uid_claim_takes_only_a_client_registered_for_it() {
     let uid = |gid| Auth::Uid {
         creds: PeerCreds { uid: UID, gid },
     };
-    s.eng.handle_hello(1, &me(0), uid(GID));
-    s.eng.handle_hello(2, &me(1), uid(GID));
-    s.eng.handle_hello(3, &me(3), uid(GID + 1));
-    s.eng.handle_hello(4, &me(2), Auth::Vouched { creds: None });
+    s.eng
+        .handle_hello(1, &me(0), uid(GID), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(2, &me(1), uid(GID), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(3, &me(3), uid(GID + 1), GetAnswers::WholeProcess);
+    s.eng.handle_hello(
+        4,
+        &me(2),
+        Auth::Vouched { creds: None },
+        GetAnswers::WholeProcess,
+    );
     s.pump();
     let refused = [
         (1, Status::ERR_NO_PERMISSIONS),
@@ -116,12 +133,14 @@ fn a_name_claimed_with_its_secret_is_not_taken_by_uid_alone_after() {
         creds: PeerCreds { uid: UID, gid: GID },
     };
     s.connect(1, "a", 0);
-    s.eng.handle_hello(2, &me(0), uid());
+    s.eng
+        .handle_hello(2, &me(0), uid(), GetAnswers::WholeProcess);
     s.pump();
     // Its connection goes without a finalize: the name is still not the uid's to take, but
     // the secret still claims it.
     s.eng.handle_closed(1);
-    s.eng.handle_hello(3, &me(0), uid());
+    s.eng
+        .handle_hello(3, &me(0), uid(), GetAnswers::WholeProcess);
     s.pump();
     assert_eq!(
         s.refused,
@@ -133,7 +152,8 @@ fn a_name_claimed_with_its_secret_is_not_taken_by_uid_alone_after() {
     assert!(s.reasons[1].contains("with its secret"), "{:?}", s.reasons);
     s.connect(4, "a", 0);
     // Where the uid came first, the real rank is refused, and told how the name was taken.
-    s.eng.handle_hello(5, &me(1), uid());
+    s.eng
+        .handle_hello(5, &me(1), uid(), GetAnswers::WholeProcess);
     s.pump();
     assert!(s.accepted.contains(&5));
     s.hello(6, "a", 1, &secret("a", 1), PeerCreds { uid: UID, gid: GID });

@@ -9,8 +9,8 @@ use pmix_types::{
 use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
 
 use super::{
-    Auth, ConnId, Engine, HostCall, HostOutcome, OpId, Output, PeerCreds, Proofs, SECRET_LEN,
-    decode_blobs,
+    Auth, ConnId, Engine, GetAnswers, HostCall, HostOutcome, OpId, Output, PeerCreds, Proofs,
+    SECRET_LEN, decode_blobs,
 };
 
 const UID: u32 = 1000;
@@ -184,8 +184,12 @@ impl Sim {
             secret: secret(name, rank).to_vec(),
             creds: Some(PeerCreds { uid: UID, gid: GID }),
         };
-        self.eng
-            .handle_hello(conn, &Proc::new(ns(name), Rank(rank)), auth);
+        self.eng.handle_hello(
+            conn,
+            &Proc::new(ns(name), Rank(rank)),
+            auth,
+            GetAnswers::WholeProcess,
+        );
         self.pump();
         let (op, call) = self.host_calls.remove(0);
         assert!(
@@ -201,12 +205,35 @@ impl Sim {
     }
 
     fn hello(&mut self, conn: ConnId, name: &str, rank: u32, secret: &[u8], creds: PeerCreds) {
+        self.hello_as(conn, (name, rank), secret, creds, GetAnswers::WholeProcess);
+    }
+
+    /// Connects `conn` as `name:rank` as a front-end that passes on one value per Get (PMI-1,
+    /// PMI-2) does; asserts acceptance.
+    fn connect_key_only(&mut self, conn: ConnId, name: &str, rank: u32) {
+        let creds = PeerCreds { uid: UID, gid: GID };
+        let secret = secret(name, rank);
+        self.hello_as(conn, (name, rank), &secret, creds, GetAnswers::KeyOnly);
+        assert!(
+            self.accepted.contains(&conn),
+            "{name}:{rank} was not accepted"
+        );
+    }
+
+    fn hello_as(
+        &mut self,
+        conn: ConnId,
+        (name, rank): (&str, u32),
+        secret: &[u8],
+        creds: PeerCreds,
+        answers: GetAnswers,
+    ) {
         let auth = Auth::Secret {
             secret: secret.to_vec(),
             creds: Some(creds),
         };
-        self.eng
-            .handle_hello(conn, &Proc::new(ns(name), Rank(rank)), auth);
+        let proc = Proc::new(ns(name), Rank(rank));
+        self.eng.handle_hello(conn, &proc, auth, answers);
         self.pump();
     }
 

@@ -22,7 +22,7 @@ use pmix_wire::openpmix::{
 use pmix_wire::{JobImage, Kv, ProcKvs, Reply, ReplyBody, Request};
 
 use super::Common;
-use crate::engine::{Auth, PeerCreds};
+use crate::engine::{Auth, GetAnswers, PeerCreds};
 use crate::frontend::Step;
 
 /// Largest message accepted from a client after the handshake. Open MPI's largest (its
@@ -312,6 +312,7 @@ impl OpenpmixConn {
             auth: Auth::Uid {
                 creds: PeerCreds { uid, gid },
             },
+            answers: GetAnswers::WholeProcess,
         }
     }
 

@@ -33,7 +33,7 @@ use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value,
 use pmix_wire::{App, JobData, JobImage, Kv, Reply, ReplyBody, Request};
 
 use super::Step;
-use crate::engine::Auth;
+use crate::engine::{Auth, GetAnswers};
 
 /// Longest request line accepted. MPICH's own limit is 1024 bytes, newline included; a longer
 /// line is a broken or hostile peer.
@@ -764,6 +764,7 @@ pub(crate) fn hello(proc: Proc) -> Step {
     Step::Hello {
         proc,
         auth: Auth::Vouched { creds: None },
+        answers: GetAnswers::KeyOnly,
     }
 }
 

@@ -43,6 +43,7 @@ fn vouched(proc: Proc) -> Step {
     Step::Hello {
         proc,
         auth: Auth::Vouched { creds: None },
+        answers: GetAnswers::KeyOnly,
     }
 }
 

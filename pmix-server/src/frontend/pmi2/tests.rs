@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 
 use super::*;
-use crate::engine::Auth;
+use crate::engine::{Auth, GetAnswers};
 use crate::frontend::pmi1::tests::{job, ns};
 use pmix_wire::ProcKvs;
 
@@ -54,7 +54,8 @@ fn ready(rank: u32, conn: ConnId) -> T {
         s,
         Step::Hello {
             proc: me,
-            auth: Auth::Vouched { creds: None }
+            auth: Auth::Vouched { creds: None },
+            answers: GetAnswers::KeyOnly,
         }
     );
     let mut out = Vec::new();
