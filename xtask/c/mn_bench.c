@@ -21,7 +21,9 @@
  *                         the CPU time this rank's parent (the launcher's daemon on its
  *                         node) spent per barrier, and per collecting-fence round after the
  *                         first (whose untimed check is left out), during those loops
- *                         (parent_cpu.h); "daemon <name>" says which process that was
+ *                         (cpu_time.h); "daemon <name>" says which process that was
+ *   client_cpu_barrier_us, client_cpu_fence_<S>_us
+ *                         the same for this rank's own CPU time (libpmix's threads in it)
  *   node <hostname>       where this rank ran (the xtask checks that the launcher put two
  *                         ranks on each node, as asked)
  *   spawn_ms              rank 0 only: PMIx_Spawn of one copy of this program (which
@@ -42,7 +44,7 @@
 #include <pmix.h>
 
 #include "bench.h"
-#include "parent_cpu.h"
+#include "cpu_time.h"
 
 static pmix_proc_t me;
 static uint32_t size;
@@ -124,18 +126,20 @@ static uint32_t far_peer(void)
     return (me.rank + size / 2) % size;
 }
 
-/* The mean latency of `rounds` collecting fences of `bytes` each; the daemon's CPU per round
- * after the first into *cpu_us (-1 with fewer than two rounds or no reading). */
-static double fence_rounds(size_t bytes, long rounds, double *cpu_us)
+/* The mean latency of `rounds` collecting fences of `bytes` each; the daemon's and this
+ * rank's CPU per round after the first into *daemon_us and *self_us (-1 with fewer than two
+ * rounds or no reading). */
+static double fence_rounds(size_t bytes, long rounds, double *daemon_us, double *self_us)
 {
     char key[64], *mine = malloc(bytes + 1), *theirs = malloc(bytes + 1);
-    double spent = 0, cpu_from = -1;
+    double spent = 0;
+    cpu_mark_t from = {-1, -1};
     if (mine == NULL || theirs == NULL) {
         fail("malloc", PMIX_ERR_NOMEM);
     }
     for (long i = 0; i < rounds; i++) {
         if (i == 1) {
-            cpu_from = parent_cpu_ns();
+            from = cpu_mark();
         }
         snprintf(key, sizeof key, "mn.f%zu", bytes);
         fill(mine, bytes + 1, me.rank, i);
@@ -150,7 +154,7 @@ static double fence_rounds(size_t bytes, long rounds, double *cpu_us)
             fence(false);
         }
     }
-    *cpu_us = parent_cpu_per_round_us(cpu_from, rounds > 1 ? parent_cpu_ns() : -1, rounds - 1);
+    cpu_since(from, rounds - 1, daemon_us, self_us);
     free(mine);
     free(theirs);
     return spent * 1e6 / (double) (rounds > 0 ? rounds : 1);
@@ -174,13 +178,13 @@ static double dmodex_rounds(long rounds)
     return spent * 1e6 / (double) (rounds > 0 ? rounds : 1);
 }
 
-/* "daemon_cpu_<what>_us <value>", or a NOTE saying why there is none. */
-static void print_cpu(const char *what, double us)
+/* "<whose>_cpu_<what>_us <value>", or a NOTE saying why there is none. */
+static void print_cpu(const char *whose, const char *what, double us)
 {
     if (us < 0) {
-        printf("NOTE no daemon CPU for %s (fewer than 2 rounds, or /proc unreadable)\n", what);
+        printf("NOTE no %s CPU for %s (fewer than 2 rounds, or /proc unreadable)\n", whose, what);
     } else {
-        printf("daemon_cpu_%s_us %.3f\n", what, us);
+        printf("%s_cpu_%s_us %.3f\n", whose, what, us);
     }
 }
 
@@ -288,21 +292,25 @@ int main(int argc, char **argv)
     }
 
     fence(false);
-    double cpu = parent_cpu_ns();
+    cpu_mark_t from = cpu_mark();
+    double daemon_us, self_us;
     double t = bench_now();
     for (long i = 0; i < barriers; i++) {
         fence(false);
     }
     printf("barrier_us %.3f\n", (bench_now() - t) * 1e6 / (double) (barriers > 0 ? barriers : 1));
-    print_cpu("barrier", parent_cpu_per_round_us(cpu, parent_cpu_ns(), barriers));
+    cpu_since(from, barriers, &daemon_us, &self_us);
+    print_cpu("daemon", "barrier", daemon_us);
+    print_cpu("client", "barrier", self_us);
 
     static const size_t sizes[] = {100, 1000, 10000};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         char name[32];
         fence(false);
-        printf("fence_%zu_us %.3f\n", sizes[s], fence_rounds(sizes[s], fences, &cpu));
+        printf("fence_%zu_us %.3f\n", sizes[s], fence_rounds(sizes[s], fences, &daemon_us, &self_us));
         snprintf(name, sizeof name, "fence_%zu", sizes[s]);
-        print_cpu(name, cpu);
+        print_cpu("daemon", name, daemon_us);
+        print_cpu("client", name, self_us);
     }
     fence(false);
     printf("dmodex_get_us %.3f\n", dmodex_rounds(dmodex));

@@ -15,8 +15,8 @@
  * "barrier_us <mean>", and "node <hostname>" (where the rank ran, which the xtask checks)
  * in one write, with the CPU time its parent (the launcher's daemon on the node; "daemon
  * <name>") spent per barrier and per sized-fence round, check get included
- * ("daemon_cpu_barrier_us", "daemon_cpu_fence_<S>_us"; parent_cpu.h); any failure exits 1
- * with a message on stderr. */
+ * ("daemon_cpu_barrier_us", "daemon_cpu_fence_<S>_us"; cpu_time.h), and its own
+ * ("client_cpu_..."); any failure exits 1 with a message on stderr. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "parent_cpu.h"
+#include "cpu_time.h"
 
 static int fd = -1, rank = -1, size = 0;
 static char kvs[256];
@@ -127,12 +127,12 @@ int main(int argc, char **argv)
             die("read back a wrong value after a fence");
     }
     static const long sizes[] = {100, 1000, 10000};
-    double sized_time[3] = {0, 0, 0}, sized_cpu[3];
+    double sized_time[3] = {0, 0, 0}, sized_daemon[3], sized_self[3];
     /* What a get reply line of MPICH's 1024 bytes holds, with room to spare. */
     long chunk = vallen - 64;
     for (int s = 0; s < 3; s++) {
         long bytes = sizes[s];
-        double cpu = parent_cpu_ns();
+        cpu_mark_t from = cpu_mark();
         for (long i = 0; i < fences; i++) {
             double t = now();
             for (long c = 0; c * chunk < bytes; c++) {
@@ -158,16 +158,17 @@ int main(int argc, char **argv)
             if (v == NULL || (long) strcspn(v, " \n") != n || v[0] != (char) ('a' + (peer + i) % 26))
                 die("read back a wrong value after a sized fence");
         }
-        sized_cpu[s] = parent_cpu_per_round_us(cpu, parent_cpu_ns(), fences);
+        cpu_since(from, fences, &sized_daemon[s], &sized_self[s]);
     }
 
     call("cmd=barrier_in\n", "cmd=barrier_out", buf, sizeof buf);
-    double cpu = parent_cpu_ns();
+    cpu_mark_t from = cpu_mark();
     double t = now();
     for (long i = 0; i < barriers; i++)
         call("cmd=barrier_in\n", "cmd=barrier_out", buf, sizeof buf);
     double barrier_time = now() - t;
-    double barrier_cpu = parent_cpu_per_round_us(cpu, parent_cpu_ns(), barriers);
+    double barrier_daemon, barrier_self;
+    cpu_since(from, barriers, &barrier_daemon, &barrier_self);
     call("cmd=finalize\n", "cmd=finalize_ack", buf, sizeof buf);
 
     double per_fence = fences > 0 ? 1e6 / (double) fences : 0.0;
@@ -183,8 +184,11 @@ int main(int argc, char **argv)
     /* A negative CPU reading (no /proc) is printed as such: the xtask shows it as missing. */
     k += snprintf(line + k, sizeof line - (size_t) k,
                   "daemon_cpu_fence_100_us %.3f\ndaemon_cpu_fence_1000_us %.3f\n"
-                  "daemon_cpu_fence_10000_us %.3f\ndaemon_cpu_barrier_us %.3f\n",
-                  sized_cpu[0], sized_cpu[1], sized_cpu[2], barrier_cpu);
+                  "daemon_cpu_fence_10000_us %.3f\ndaemon_cpu_barrier_us %.3f\n"
+                  "client_cpu_fence_100_us %.3f\nclient_cpu_fence_1000_us %.3f\n"
+                  "client_cpu_fence_10000_us %.3f\nclient_cpu_barrier_us %.3f\n",
+                  sized_daemon[0], sized_daemon[1], sized_daemon[2], barrier_daemon, sized_self[0],
+                  sized_self[1], sized_self[2], barrier_self);
     if (k <= 0 || (size_t) k >= sizeof line || write(STDOUT_FILENO, line, (size_t) k) != k)
         return 1;
     return 0;

@@ -227,10 +227,14 @@ enum Metric {
     CpuFence100,
     CpuFence1k,
     CpuFence10k,
+    ClientCpuBarrier,
+    ClientCpuFence100,
+    ClientCpuFence1k,
+    ClientCpuFence10k,
 }
 
 impl Metric {
-    const ALL: [Metric; 13] = [
+    const ALL: [Metric; 17] = [
         Metric::MpiHello,
         Metric::PmiHello,
         Metric::Barrier,
@@ -244,10 +248,14 @@ impl Metric {
         Metric::CpuFence100,
         Metric::CpuFence1k,
         Metric::CpuFence10k,
+        Metric::ClientCpuBarrier,
+        Metric::ClientCpuFence100,
+        Metric::ClientCpuFence1k,
+        Metric::ClientCpuFence10k,
     ];
 
     /// What the benchmark clients measure, in one run: the metric and its line's name.
-    const MEASURED: [(Metric, &'static str); 11] = [
+    const MEASURED: [(Metric, &'static str); 15] = [
         (Metric::Barrier, "barrier_us"),
         (Metric::Fence100, "fence_100_us"),
         (Metric::Fence1k, "fence_1000_us"),
@@ -259,6 +267,10 @@ impl Metric {
         (Metric::CpuFence100, "daemon_cpu_fence_100_us"),
         (Metric::CpuFence1k, "daemon_cpu_fence_1000_us"),
         (Metric::CpuFence10k, "daemon_cpu_fence_10000_us"),
+        (Metric::ClientCpuBarrier, "client_cpu_barrier_us"),
+        (Metric::ClientCpuFence100, "client_cpu_fence_100_us"),
+        (Metric::ClientCpuFence1k, "client_cpu_fence_1000_us"),
+        (Metric::ClientCpuFence10k, "client_cpu_fence_10000_us"),
     ];
 
     fn label(self) -> &'static str {
@@ -276,6 +288,10 @@ impl Metric {
             Metric::CpuFence100 => "daemon CPU per collecting fence, 100 B per rank (µs)",
             Metric::CpuFence1k => "daemon CPU per collecting fence, 1 KB per rank (µs)",
             Metric::CpuFence10k => "daemon CPU per collecting fence, 10 KB per rank (µs)",
+            Metric::ClientCpuBarrier => "client CPU per barrier (µs)",
+            Metric::ClientCpuFence100 => "client CPU per collecting fence, 100 B per rank (µs)",
+            Metric::ClientCpuFence1k => "client CPU per collecting fence, 1 KB per rank (µs)",
+            Metric::ClientCpuFence10k => "client CPU per collecting fence, 10 KB per rank (µs)",
         }
     }
 
@@ -880,7 +896,9 @@ fn report_markdown(
          from the scheduler's accounting in /proc) that each rank's parent, the launcher's \
          daemon on its node, spent during the loop, per barrier or fence, averaged over the \
          ranks (both ranks of a node read the same daemon); the root on the host is not in \
-         them. The parents were: {}.\n\n",
+         them. The parents were: {}. The client CPU rows: the same for each rank's own CPU time \
+         (`getrusage`, its library's threads included): what the clients alone ask of the \
+         machine's CPUs per collective.\n\n",
         o.nodes
             .iter()
             .map(u32::to_string)
