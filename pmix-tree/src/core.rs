@@ -81,6 +81,14 @@ pub enum Output {
         /// The message.
         msg: Msg,
     },
+    /// Send the same `msg` on each of `links`, as [`Output::Send`] to each in turn: a driver
+    /// encodes it once (a fence's answer, the whole job's data, goes to every child).
+    SendAll {
+        /// The neighbours.
+        links: Vec<Vertex>,
+        /// The message.
+        msg: Msg,
+    },
     /// The link to `link` is finished (its peer stayed silent, or joined after its subtree was
     /// declared lost): close it. No link-down is expected back for it.
     Close {
@@ -550,6 +558,32 @@ impl Core {
 
     /// Sends `msg` on the link to neighbour `link`: now if it is up, once it is if it is
     /// pending, never if it is down.
+    /// Sends `msg` on each of `links`: one [`Output::SendAll`] for the links that are up.
+    fn send_on_all(&mut self, links: &[Vertex], msg: Msg) {
+        let mut up = Vec::with_capacity(links.len());
+        for &link in links {
+            let l = if Some(link) == self.topo.parent(self.me) {
+                self.parent.as_mut()
+            } else {
+                self.children.get_mut(&link)
+            };
+            let Some(l) = l else { continue };
+            match &mut l.state {
+                State::Up => {
+                    l.last_tx = self.now;
+                    up.push(link);
+                }
+                State::Pending(queue) => queue.push(msg.clone()),
+                State::Down => {}
+            }
+        }
+        match up.len() {
+            0 => {}
+            1 => self.out.push_back(Output::Send { link: up[0], msg }),
+            _ => self.out.push_back(Output::SendAll { links: up, msg }),
+        }
+    }
+
     fn send_on(&mut self, link: Vertex, msg: Msg) {
         let l = if Some(link) == self.topo.parent(self.me) {
             self.parent.as_mut()
@@ -735,14 +769,12 @@ impl Core {
         let Some(fence) = self.fences.remove(&key) else {
             return;
         };
-        for &c in &fence.children {
-            let msg = Msg::FenceDown {
-                key: key.clone(),
-                result: result.clone(),
-            };
-            self.send_on(c, msg);
-        }
-        if let Some(token) = fence.token {
+        // One message for every child, encoded once by the driver; copied only if this
+        // vertex also takes part itself.
+        let own = fence.token.map(|token| (token, result.clone()));
+        let msg = Msg::FenceDown { key, result };
+        self.send_on_all(&fence.children, msg);
+        if let Some((token, result)) = own {
             self.complete(token, result.map(ByteBuf::into_vec));
         }
     }
@@ -893,5 +925,56 @@ mod tests {
             );
         }
         assert_eq!(core.pending(), 0);
+    }
+
+    /// A fence's answer goes to every child as one output, the message built once (a driver
+    /// encodes it once), and to the vertex's own part.
+    #[test]
+    fn a_fence_answer_is_one_output_for_every_child() {
+        let now = Instant::now();
+        let timing = Timing {
+            heartbeat: Duration::from_secs(1),
+            dead_after: Duration::from_secs(5),
+        };
+        let mut root = Core::new(Topology::new(5, 4), 0, timing, now);
+        for c in 1..5 {
+            root.link_up(c, now);
+        }
+        while root.poll_output().is_some() {}
+        let key = FenceKey {
+            set: b"j".to_vec(),
+            seq: 1,
+        };
+        let all: Vec<Vertex> = (0..5).collect();
+        root.fence(7, key.clone(), all.clone(), b"r".to_vec(), now);
+        for c in 1..5 {
+            let up = Msg::FenceUp {
+                key: key.clone(),
+                vertices: all.clone(),
+                parts: vec![Part {
+                    vertex: c,
+                    data: vec![b'0' + c as u8],
+                }],
+            };
+            root.handle(c, up, now);
+        }
+        let want = Msg::FenceDown {
+            key,
+            result: Ok(ByteBuf::from(b"r1234".to_vec())),
+        };
+        let outputs: Vec<Output> = std::iter::from_fn(|| root.poll_output()).collect();
+        assert_eq!(
+            outputs,
+            vec![
+                Output::SendAll {
+                    links: vec![1, 2, 3, 4],
+                    msg: want
+                },
+                Output::Complete {
+                    token: 7,
+                    result: Ok(b"r1234".to_vec())
+                }
+            ]
+        );
     }
 }

@@ -365,6 +365,22 @@ impl Sim {
                         );
                     }
                 }
+                Output::SendAll { links, msg } => {
+                    for link in links {
+                        if !self.closed.contains(&(v, link)) {
+                            let at = self.arrival(v, link);
+                            let msg = msg.clone();
+                            self.schedule(
+                                at,
+                                Event::Deliver {
+                                    from: v,
+                                    to: link,
+                                    msg,
+                                },
+                            );
+                        }
+                    }
+                }
                 Output::Close { link } => self.close(v, link),
                 Output::Complete { token, result } => self.completions.push(Record {
                     vertex: v,

@@ -429,7 +429,8 @@ impl TreeLoop {
     fn pump(&mut self) {
         while let Some(out) = self.core.poll_output() {
             match out {
-                Output::Send { link, msg } => self.enqueue(link, &msg),
+                Output::Send { link, msg } => self.enqueue(&[link], &msg),
+                Output::SendAll { links, msg } => self.enqueue(&links, &msg),
                 Output::Close { link } => {
                     if let Some(t) = self.by_vertex.get(&link).copied() {
                         self.close(t);
@@ -453,25 +454,32 @@ impl TreeLoop {
         }
     }
 
-    fn enqueue(&mut self, link: Vertex, msg: &Msg) {
-        let Some(conn) = self
-            .by_vertex
-            .get(&link)
-            .and_then(|t| self.conns.get_mut(t))
-        else {
-            return;
-        };
-        let delayed = !self.link_delay.is_zero();
-        // Straight into the output queue, unless a test's link delay holds it back.
-        let mut frame = Vec::new();
-        let out = if delayed { &mut frame } else { &mut conn.out };
-        if let Err(e) = msg::encode(msg, out) {
-            tracing::error!(link, "cannot encode a message: {e}");
+    /// Queues `msg` on the links to `links`, encoded once.
+    fn enqueue(&mut self, links: &[Vertex], msg: &Msg) {
+        let tokens: Vec<usize> = links
+            .iter()
+            .filter_map(|link| self.by_vertex.get(link).copied())
+            .filter(|t| self.conns.contains_key(t))
+            .collect();
+        if tokens.is_empty() {
             return;
         }
-        if delayed {
-            conn.held
-                .push_back((Instant::now() + self.link_delay, frame));
+        let mut frame = Vec::new();
+        if let Err(e) = msg::encode(msg, &mut frame) {
+            return tracing::error!(?links, "cannot encode a message: {e}");
+        }
+        let delayed = !self.link_delay.is_zero();
+        for t in tokens {
+            let Some(conn) = self.conns.get_mut(&t) else {
+                continue;
+            };
+            // Into the output queue, unless a test's link delay holds it back.
+            if delayed {
+                let go = Instant::now() + self.link_delay;
+                conn.held.push_back((go, frame.clone()));
+            } else {
+                conn.out.extend_from_slice(&frame);
+            }
         }
     }
 
