@@ -234,6 +234,9 @@ impl<'o> Packer<'o> {
             .checked_add(1)
             .and_then(|n| i32::try_from(n).ok())
             .ok_or_else(|| Error::Encode(format!("string of {} bytes is too long", s.len())))?;
+        // Room for the length, the bytes and the NUL at once: pushing the NUL onto a buffer
+        // the bytes filled would copy all of it to a larger one.
+        self.out.reserve(4 + s.len() + 1);
         self.put_i32(len);
         self.out.extend_from_slice(s);
         self.out.push(0);

@@ -399,9 +399,12 @@ impl<'a> Unpacker<'a> {
     /// A `STRING` that may be NULL. Bytes that are not UTF-8 are replaced (U+FFFD), as C
     /// strings carry no encoding.
     pub fn get_opt_string(&mut self) -> Result<Option<String>, Error> {
-        Ok(self
-            .get_cstr()?
-            .map(|s| String::from_utf8_lossy(s).into_owned()))
+        // Valid UTF-8 (what real programs send) is checked by the fast validator and copied
+        // once; anything else is read lossily.
+        Ok(self.get_cstr()?.map(|s| match std::str::from_utf8(s) {
+            Ok(text) => text.to_owned(),
+            Err(_) => String::from_utf8_lossy(s).into_owned(),
+        }))
     }
 
     /// A `STRING`, NULL read as empty.
@@ -413,5 +416,29 @@ impl<'a> Unpacker<'a> {
     pub fn get_bytes(&mut self) -> Result<&'a [u8], Error> {
         let n = self.get_len()?;
         self.get_raw(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A C string as the packer writes it.
+    fn cstr(bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        let packed = super::super::pack::Packer::new(&mut out, Dialect::V41).put_cstr(Some(bytes));
+        assert!(packed.is_ok());
+        out
+    }
+
+    #[test]
+    fn strings_read_whole_when_utf8_and_lossily_otherwise() {
+        let text = "débit 10 Gb/s".as_bytes();
+        let wire = cstr(text);
+        let mut u = Unpacker::new(&wire, Dialect::V41);
+        assert_eq!(u.get_string().ok().as_deref(), Some("débit 10 Gb/s"));
+        let wire = cstr(&[b'a', 0xff, b'b']);
+        let mut u = Unpacker::new(&wire, Dialect::V41);
+        assert_eq!(u.get_string().ok().as_deref(), Some("a\u{fffd}b"));
     }
 }
