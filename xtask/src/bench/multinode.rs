@@ -945,28 +945,21 @@ fn report_markdown(
             let _ = writeln!(md, " {} |", ratio_to_best(results, nodes, m));
         }
     }
-    let _ = writeln!(
-        md,
-        "\n## Collecting fence (1 KB per rank) against node count (µs)\n\n| launcher |{}",
-        o.nodes
-            .iter()
-            .map(|n| format!(" {n} nodes |"))
-            .collect::<String>()
+    let cpus = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    md.push_str(
+        "\n## Collecting fence (1 KB per rank) against node count (µs)\n\nEach launcher's \
+         fence, then what its clients alone ask of the machine: the ranks × the client CPU \
+         per fence ÷ the CPUs (a floor under the fence on a machine whose CPUs the ranks \
+         share); growth: the most nodes' over the fewest.\n\n",
     );
-    let _ = writeln!(md, "| --- |{}", " ---: |".repeat(o.nodes.len()));
-    for &l in &o.launchers {
-        let _ = write!(md, "| {} |", l.header());
-        for &nodes in &o.nodes {
-            let _ = write!(
-                md,
-                " {} |",
-                results
-                    .median((nodes, l, Metric::Fence1k))
-                    .map_or("-".to_owned(), report::sig3)
-            );
-        }
-        md.push('\n');
-    }
+    growth_table(&mut md, o, |l, nodes| {
+        results.median((nodes, l, Metric::Fence1k))
+    });
+    md.push('\n');
+    growth_table(&mut md, o, |l, nodes| {
+        let per_rank = results.median((nodes, l, Metric::ClientCpuFence1k))?;
+        Some(per_rank * f64::from(ranks(nodes)) / cpus as f64)
+    });
     if !notes.is_empty() {
         md.push_str("\nLeft behind by a run (killed):\n");
         for n in notes {
@@ -974,6 +967,34 @@ fn report_markdown(
         }
     }
     md
+}
+
+/// A table of one value per launcher and node count, with its growth from the fewest nodes
+/// to the most.
+fn growth_table(md: &mut String, o: &Opts, value: impl Fn(Launcher, u32) -> Option<f64>) {
+    let _ = writeln!(
+        md,
+        "| launcher |{} growth |\n| --- |{}",
+        o.nodes
+            .iter()
+            .map(|n| format!(" {n} nodes |"))
+            .collect::<String>(),
+        " ---: |".repeat(o.nodes.len() + 1)
+    );
+    for &l in &o.launchers {
+        let _ = write!(md, "| {} |", l.header());
+        let values: Vec<Option<f64>> = o.nodes.iter().map(|&n| value(l, n)).collect();
+        for v in &values {
+            let _ = write!(md, " {} |", v.map_or("-".to_owned(), report::sig3));
+        }
+        let growth = match (values.first(), values.last()) {
+            (Some(Some(a)), Some(Some(b))) if values.len() > 1 && *a > 0.0 => {
+                format!("{:.1}×", b / a)
+            }
+            _ => "-".to_owned(),
+        };
+        let _ = writeln!(md, " {growth} |");
+    }
 }
 
 /// "`prted` under prterun, ..." from what the bench runs' ranks said their parents were.
@@ -1012,7 +1033,28 @@ fn ratio_to_best(results: &Results, nodes: u32, m: Metric) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::check_placement;
+    use super::{Launcher, Opts, check_placement, growth_table};
+
+    #[test]
+    fn growth_is_the_most_nodes_over_the_fewest() {
+        let mut o = Opts::parse(&["--nodes".into(), "8,2,4".into()]).expect("options");
+        o.launchers = vec![Launcher::Hydra, Launcher::Floor];
+        let mut md = String::new();
+        growth_table(&mut md, &o, |l, nodes| {
+            (l == Launcher::Hydra).then_some(f64::from(nodes) * 100.0 + 10.0)
+        });
+        let rows: Vec<&str> = md.lines().collect();
+        assert_eq!(
+            rows[0],
+            "| launcher | 2 nodes | 4 nodes | 8 nodes | growth |"
+        );
+        assert!(
+            rows[2].ends_with("| 210 | 410 | 810 | 3.9× |"),
+            "{}",
+            rows[2]
+        );
+        assert!(rows[3].ends_with("| - | - | - | - |"), "{}", rows[3]);
+    }
 
     #[test]
     fn placement_is_two_ranks_on_each_node() {
