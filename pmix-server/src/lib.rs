@@ -29,6 +29,7 @@ pub mod rendezvous;
 mod server;
 mod shell;
 mod shell_io;
+mod lineage;
 mod tcp_peer;
 mod tool_files;
 

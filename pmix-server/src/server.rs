@@ -105,11 +105,21 @@ pub struct ClientOptions {
     /// Default true (any client library), as for [`Server::register_client`]: a host that
     /// does not know what its process links (a script, a wrapper) must leave it on.
     pub openpmix: bool,
+    /// Whether the host will say which process it started for the client
+    /// ([`Server::client_started`]). Then a claim on the OpenPMIx port is taken only from
+    /// that process or one of its descendants (the kernel names the peer's socket, and the
+    /// server looks for it in the process's tree, see `docs/SECURITY.md`), and a claim that
+    /// comes before the host said waits for it (within the handshake deadline). Default
+    /// false: the uid alone, as libpmix's own servers check.
+    pub reports_pid: bool,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
-        ClientOptions { openpmix: true }
+        ClientOptions {
+            openpmix: true,
+            reports_pid: false,
+        }
     }
 }
 
@@ -518,6 +528,7 @@ impl Server {
         let proofs = Proofs {
             secret: random_bytes::<SECRET_LEN>()?,
             by_uid: options.openpmix,
+            lineage: options.openpmix && options.reports_pid,
         };
         let proc = proc.clone();
         self.call(|reply| Call::RegisterClient {
@@ -527,6 +538,19 @@ impl Server {
             proofs,
             reply,
         })?
+    }
+
+    /// Tells the server the pid of the process started for the registered client `proc`, as
+    /// [`ClientOptions::reports_pid`] promised: a claim of its name on the OpenPMIx port must
+    /// come from that process or one of its descendants. Call it as soon as the process is
+    /// started (a claim made before waits for it).
+    pub fn client_started(&self, proc: &Proc, pid: u32) -> Result<(), Error> {
+        let proc = proc.clone();
+        self.tx
+            .send(LoopMsg::Call(Call::ClientStarted { proc, pid }))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        Ok(())
     }
 
     /// Forgets a client; closes its connection if it has one.

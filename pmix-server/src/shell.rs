@@ -423,6 +423,7 @@ impl<H: Host> Shell<H> {
                 self.engine.deregister_client(&proc);
                 let _ = reply.send(());
             }
+            Call::ClientStarted { proc, pid } => self.engine.client_started(&proc, pid),
             Call::ClientProofs { proc, reply } => {
                 let _ = reply.send(self.engine.client_proofs(&proc));
             }
@@ -604,7 +605,7 @@ impl<H: Host> Shell<H> {
     }
 
     fn accepted(&mut self, stream: Stream, kind: Personality, peer: Peer) {
-        let uid = peer.creds.map(|c| c.uid).or(peer.tcp_owner);
+        let uid = peer.creds.map(|c| c.uid).or(peer.tcp_owner.map(|t| t.uid));
         if let Err(trying) = self.watch.start_handshake(uid) {
             tracing::warn!(
                 ?uid,
@@ -781,6 +782,13 @@ impl<H: Host> Shell<H> {
                         p.tool_accepted(&tool, &server, out.bytes())
                     });
                 }
+            }
+            Output::CheckLineage { conn, pid, inode } => {
+                let holds = crate::lineage::holds_socket(pid, inode);
+                if holds.is_none() {
+                    tracing::debug!(conn, pid, "cannot tell who holds a client's socket");
+                }
+                self.engine.lineage_checked(conn, holds);
             }
             Output::Refuse {
                 conn,

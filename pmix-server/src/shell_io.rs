@@ -149,7 +149,7 @@ impl Listener {
                 let tcp_owner = if self.kind.checks_tcp_owner() {
                     s.local_addr()
                         .ok()
-                        .and_then(|ours| crate::tcp_peer::peer_uid(ours, peer_addr))
+                        .and_then(|ours| crate::tcp_peer::peer_socket(ours, peer_addr))
                 } else {
                     None
                 };

@@ -4,18 +4,28 @@
 //! handshake. Unix sockets tell the server the truth (`SO_PEERCRED`); TCP does not, but on
 //! Linux the kernel lists every TCP socket with its owner's uid in `/proc/net/tcp` and
 //! `/proc/net/tcp6`. The peer's socket is the one whose local address is the peer's and whose
-//! remote address is ours. Elsewhere, or if the table cannot be read, the answer is "unknown"
-//! and only the claim is checked.
+//! remote address is ours; the kernel also gives its inode, which names it among a process's
+//! descriptors (`socket:[<inode>]`, see `lineage.rs`). Elsewhere, or if the table cannot be
+//! read, the answer is "unknown" and only the claim is checked.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
-/// The uid owning the socket at `peer` that is connected to `ours`, if the OS can tell.
+/// What the kernel says of the peer's end of a loopback TCP connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TcpPeer {
+    /// The uid that owns the socket.
+    pub(crate) uid: u32,
+    /// The socket's inode: a process holding it has a descriptor `socket:[<inode>]`.
+    pub(crate) inode: u64,
+}
+
+/// The owner and inode of the socket at `peer` that is connected to `ours`, if the OS can tell.
 ///
 /// Asks the kernel's socket diagnostics (netlink `NETLINK_SOCK_DIAG`) for that one socket: a
 /// hash lookup. Reading `/proc/net/tcp` instead walks every bucket of the kernel's TCP tables,
 /// which costs milliseconds on a machine with a lot of memory; it is the fallback.
-pub(crate) fn peer_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
-    diag_uid(ours, peer).or_else(|| proc_uid(ours, peer))
+pub(crate) fn peer_socket(ours: SocketAddr, peer: SocketAddr) -> Option<TcpPeer> {
+    diag_socket(ours, peer).or_else(|| proc_socket(ours, peer))
 }
 
 /// `SOCK_DIAG_BY_FAMILY`, `NLM_F_REQUEST`, `IPPROTO_TCP`.
@@ -58,19 +68,22 @@ fn diag_request(local: SocketAddr, remote: SocketAddr) -> Option<Vec<u8>> {
     Some(r)
 }
 
-/// The uid of the `inet_diag_msg` answering [`diag_request`], if the answer is one.
-fn diag_reply_uid(reply: &[u8]) -> Option<u32> {
+/// The uid and inode of the `inet_diag_msg` answering [`diag_request`], if the answer is one.
+fn diag_reply_socket(reply: &[u8]) -> Option<TcpPeer> {
     let u16_at = |at: usize| Some(u16::from_ne_bytes(reply.get(at..at + 2)?.try_into().ok()?));
     let u32_at = |at: usize| Some(u32::from_ne_bytes(reply.get(at..at + 4)?.try_into().ok()?));
     // nlmsghdr (16 bytes), then family, state, timer, retrans, the 48-byte sockid, expires,
-    // rqueue, wqueue, uid.
+    // rqueue, wqueue, uid, inode.
     if u16_at(4)? != SOCK_DIAG_BY_FAMILY || (u32_at(0)? as usize) < 16 + 72 {
         return None;
     }
-    u32_at(16 + 4 + 48 + 12)
+    Some(TcpPeer {
+        uid: u32_at(16 + 4 + 48 + 12)?,
+        inode: u64::from(u32_at(16 + 4 + 48 + 16)?),
+    })
 }
 
-fn diag_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
+fn diag_socket(ours: SocketAddr, peer: SocketAddr) -> Option<TcpPeer> {
     use nix::sys::socket::{
         AddressFamily, MsgFlags, NetlinkAddr, SockFlag, SockProtocol, SockType, recv, sendto,
         socket,
@@ -93,11 +106,11 @@ fn diag_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
     .ok()?;
     let mut buf = [0u8; 512];
     let n = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()).ok()?;
-    diag_reply_uid(buf.get(..n)?)
+    diag_reply_socket(buf.get(..n)?)
 }
 
 /// The same from `/proc/net/tcp` (or `tcp6`).
-fn proc_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
+fn proc_socket(ours: SocketAddr, peer: SocketAddr) -> Option<TcpPeer> {
     let table = match peer {
         SocketAddr::V4(_) => "/proc/net/tcp",
         SocketAddr::V6(_) => "/proc/net/tcp6",
@@ -106,16 +119,20 @@ fn proc_uid(ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
     find_owner(&text, ours, peer)
 }
 
-/// Finds the owner of the socket `peer -> ours` in a `/proc/net/tcp`-style table.
-fn find_owner(table: &str, ours: SocketAddr, peer: SocketAddr) -> Option<u32> {
+/// Finds the owner and inode of the socket `peer -> ours` in a `/proc/net/tcp`-style table.
+fn find_owner(table: &str, ours: SocketAddr, peer: SocketAddr) -> Option<TcpPeer> {
     table.lines().skip(1).find_map(|line| {
         let mut f = line.split_whitespace();
         let _slot = f.next()?;
         let local = parse_addr(f.next()?)?;
         let remote = parse_addr(f.next()?)?;
-        // state, tx/rx queues, timer, retransmits, then the uid.
+        if local != peer || remote != ours {
+            return None;
+        }
+        // state, tx/rx queues, timer, retransmits, then the uid; a timeout, then the inode.
         let uid = f.nth(4)?.parse().ok()?;
-        (local == peer && remote == ours).then_some(uid)
+        let inode = f.nth(1)?.parse().ok()?;
+        Some(TcpPeer { uid, inode })
     })
 }
 
@@ -165,8 +182,9 @@ mod tests {
         );
         let ours: SocketAddr = "127.0.0.1:40000".parse().unwrap();
         let peer: SocketAddr = "127.0.0.1:54321".parse().unwrap();
-        assert_eq!(find_owner(&table, ours, peer), Some(1234));
-        assert_eq!(find_owner(&table, peer, ours), Some(0));
+        let owner = |uid, inode| Some(TcpPeer { uid, inode });
+        assert_eq!(find_owner(&table, ours, peer), owner(1234, 3));
+        assert_eq!(find_owner(&table, peer, ours), owner(0, 2));
         let stranger: SocketAddr = "127.0.0.1:1".parse().unwrap();
         assert_eq!(find_owner(&table, ours, stranger), None);
         assert_eq!(find_owner("garbage\n1: zz:zz", ours, peer), None);
@@ -175,23 +193,32 @@ mod tests {
     #[test]
     fn reads_this_process_own_connection() {
         use std::net::{TcpListener, TcpStream};
+        use std::os::fd::AsRawFd;
+        use std::os::unix::fs::MetadataExt;
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let c = TcpStream::connect(l.local_addr().unwrap()).unwrap();
         let (s, peer) = l.accept().unwrap();
         let me = nix::unistd::geteuid().as_raw();
+        // The inode the kernel gives is the one this process's descriptor names.
+        let inode = std::fs::metadata(format!("/proc/self/fd/{}", c.as_raw_fd()))
+            .ok()
+            .map(|m| m.ino());
         if std::path::Path::new("/proc/net/tcp").exists() {
-            assert_eq!(peer_uid(s.local_addr().unwrap(), peer), Some(me));
-            assert_eq!(proc_uid(s.local_addr().unwrap(), peer), Some(me));
+            let got = peer_socket(s.local_addr().unwrap(), peer);
+            assert_eq!(got.map(|p| p.uid), Some(me));
+            assert_eq!(got.map(|p| p.inode), inode);
+            assert_eq!(proc_socket(s.local_addr().unwrap(), peer), got);
             assert_eq!(peer, c.local_addr().unwrap());
         }
         let ours = s.local_addr().unwrap();
         // Where the kernel has socket diagnostics (Linux with inet_diag, as here), they
         // answer for the one socket asked about, and for no other.
         if std::path::Path::new("/proc/net/tcp").exists() {
-            assert_eq!(diag_uid(ours, peer), Some(me));
+            assert_eq!(diag_socket(ours, peer).map(|p| p.uid), Some(me));
+            assert_eq!(diag_socket(ours, peer).map(|p| p.inode), inode);
             // A socket that does not exist: no answer (the kernel says ENOENT).
             let gone: SocketAddr = "127.0.0.1:1".parse().unwrap();
-            assert_eq!(diag_uid(ours, gone), None);
+            assert_eq!(diag_socket(ours, gone), None);
         }
     }
 

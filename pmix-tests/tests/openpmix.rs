@@ -372,7 +372,10 @@ fn a_pmix_rs_rank_cannot_be_claimed_through_the_openpmix_port() {
     let ns = h.job("claimed", 2);
     let rank0 = pmix_server::types::Proc::new(ns.clone(), 0);
     let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-    let pmix_rs = pmix_server::ClientOptions { openpmix: false };
+    let pmix_rs = pmix_server::ClientOptions {
+        openpmix: false,
+        ..Default::default()
+    };
     h.server
         .register_client_with(&rank0, uid.as_raw(), gid.as_raw(), &pmix_rs)
         .expect("register_client_with");

@@ -28,7 +28,13 @@ pub(crate) enum Auth {
     /// Nothing but the peer's uid and gid, as the kernel confirmed them: the protocol has no
     /// secret (OpenPMIx). Claims only a client registered with [`Proofs::by_uid`], and never
     /// one already claimed with a secret or a way made for it.
-    Uid { creds: PeerCreds },
+    Uid {
+        creds: PeerCreds,
+        /// The inode of the peer's socket, when the kernel can tell: a client whose host
+        /// reports its process ([`crate::Server::client_started`]) is claimed only by that
+        /// process or its descendants.
+        socket: Option<u64>,
+    },
 }
 
 impl Auth {
@@ -67,6 +73,10 @@ pub(crate) struct Proofs {
     pub(crate) secret: [u8; SECRET_LEN],
     /// Whether a claim by uid alone ([`Auth::Uid`], a libpmix client) may take the name.
     pub(crate) by_uid: bool,
+    /// Whether the host reports the pid of the process it starts for the name
+    /// ([`super::Engine::client_started`]): a claim by uid alone over a socket the kernel
+    /// names is then taken only from that process or its descendants, and waits for the pid.
+    pub(crate) lineage: bool,
 }
 
 /// The credentials of a connecting peer, as the operating system reports them.

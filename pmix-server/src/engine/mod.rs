@@ -54,7 +54,7 @@ pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
 use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
 use self::names::{Caller, LookupOutcome, NameStore};
 use self::nspaces::{Namespace, Nspaces};
-use self::sessions::{Conn, ConnState, EventReg, Sessions};
+use self::sessions::{Admit, Conn, ConnState, EventReg, Refusal, Sessions};
 use self::store::{NsId, Store, visible};
 use self::timers::{Timer, Timers};
 use crate::Error;
@@ -83,6 +83,9 @@ pub(crate) enum Output {
         tool: Proc,
         server: Proc,
     },
+    /// Say whether process `pid` or one of its descendants holds the socket `inode` (the
+    /// peer's end of `conn`, which claimed a name by uid alone): [`Engine::lineage_checked`].
+    CheckLineage { conn: ConnId, pid: u32, inode: u64 },
     /// The handshake failed: tell the client why, then close.
     Refuse {
         conn: ConnId,
@@ -353,28 +356,66 @@ impl Engine {
             )),
         };
         match accepted {
-            Ok(()) => {
+            Ok(Admit::Host) => {
                 let proc = proc.clone();
                 self.host_call(
                     PendingHost::Connect { conn },
                     HostCall::ClientConnected { proc },
                 );
             }
-            Err((status, reason)) => {
-                if status == Status::ERR_NOT_FOUND {
-                    // Routine when a process's hello is read after its job was let go (it was
-                    // killed with the rest of the job): the client is told why, the log is not.
-                    tracing::info!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
-                } else {
-                    tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
-                }
-                self.out.push_back(Output::Refuse {
-                    conn,
-                    status,
-                    reason,
-                });
+            Ok(Admit::Lineage { pid, inode }) => {
+                self.out
+                    .push_back(Output::CheckLineage { conn, pid, inode });
             }
+            Ok(Admit::Pid) => {
+                tracing::debug!(conn, %nspace, %rank, "a claim by uid waits for its process");
+            }
+            Err(refusal) => self.refuse_hello(conn, proc, refusal),
         }
+    }
+
+    /// The host started process `pid` for the registered client `proc` (see
+    /// [`Proofs::lineage`]): claims of its name by uid alone are held against it.
+    pub(crate) fn client_started(&mut self, proc: &Proc, pid: u32) {
+        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
+            return;
+        };
+        for (conn, inode) in self.sessions.started((ns, proc.rank), pid) {
+            self.out
+                .push_back(Output::CheckLineage { conn, pid, inode });
+        }
+    }
+
+    /// The answer to [`Output::CheckLineage`]: whether the process or one of its descendants
+    /// holds the socket of `conn` (`None`: the system cannot tell, and the uid stands alone).
+    pub(crate) fn lineage_checked(&mut self, conn: ConnId, holds: Option<bool>) {
+        let Some((proc, taken)) = self.sessions.proven(conn, holds) else {
+            return;
+        };
+        match taken {
+            Ok(()) => self.host_call(
+                PendingHost::Connect { conn },
+                HostCall::ClientConnected { proc },
+            ),
+            Err(refusal) => self.refuse_hello(conn, &proc, refusal),
+        }
+    }
+
+    /// Refuses a client's hello on `conn` (it named itself `proc`).
+    fn refuse_hello(&mut self, conn: ConnId, proc: &Proc, (status, reason): Refusal) {
+        let (nspace, rank) = (&proc.nspace, proc.rank);
+        if status == Status::ERR_NOT_FOUND {
+            // Routine when a process's hello is read after its job was let go (it was killed
+            // with the rest of the job): the client is told why, the log is not.
+            tracing::info!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+        } else {
+            tracing::warn!(conn, %nspace, %rank, ?status, "refusing client: {reason}");
+        }
+        self.out.push_back(Output::Refuse {
+            conn,
+            status,
+            reason,
+        });
     }
 
     /// The host answered a client's `client_connected`: the client is accepted with its job

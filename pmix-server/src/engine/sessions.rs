@@ -20,6 +20,8 @@ struct ClientReg {
     /// it is not taken by uid alone afterwards (a reconnection), even where that was allowed.
     claimed: Option<Claim>,
     finalized: bool,
+    /// The process the host started for the name, once it said so.
+    pid: Option<u32>,
 }
 
 pub(super) enum ConnState {
@@ -105,6 +107,25 @@ impl EventReg {
 /// Why a hello was refused: the status and the reason the client is told.
 pub(super) type Refusal = (Status, String);
 
+/// What an accepted hello waits for next.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Admit {
+    /// The host's `client_connected`.
+    Host,
+    /// Whether process `pid` or one of its descendants holds the socket `inode`.
+    Lineage { pid: u32, inode: u64 },
+    /// The host to say which process it started for the name (then `Lineage`).
+    Pid,
+}
+
+/// A claim by uid alone that waits for the lineage of its socket to be known.
+struct Proving {
+    proc: Proc,
+    ns: NsId,
+    answers: GetAnswers,
+    inode: u64,
+}
+
 /// How a client's connection ended.
 pub(super) struct Closed {
     pub(super) proc: Proc,
@@ -120,6 +141,8 @@ pub(super) struct Sessions {
     conns: HashMap<ConnId, Conn>,
     /// Local processes whose connection ended, with the status to give whoever waits for them.
     gone: HashMap<(NsId, Rank), Status>,
+    /// Claims by uid alone whose socket's lineage is being checked or waits for the pid.
+    proving: HashMap<ConnId, Proving>,
 }
 
 impl Sessions {
@@ -135,12 +158,55 @@ impl Sessions {
                 conn: None,
                 claimed: None,
                 finalized: false,
+                pid: None,
             },
         );
     }
 
+    /// The host started process `pid` for `key`: the claims waiting for it, each with the
+    /// inode of its socket, to be checked against it.
+    pub(super) fn started(&mut self, key: (NsId, Rank), pid: u32) -> Vec<(ConnId, u64)> {
+        let Some(reg) = self.clients.get_mut(&key) else {
+            return Vec::new();
+        };
+        reg.pid = Some(pid);
+        let mut waiting: Vec<(ConnId, u64)> = self
+            .proving
+            .iter()
+            .filter(|(_, p)| (p.ns, p.proc.rank) == key)
+            .map(|(&conn, p)| (conn, p.inode))
+            .collect();
+        waiting.sort_unstable();
+        waiting
+    }
+
+    /// The lineage of `conn`'s socket is known: whether the process started for its name or
+    /// one of its descendants holds it (`None`: the system cannot tell). The name the claim
+    /// named, and whether it took it; `None` if no claim of `conn` was under way.
+    pub(super) fn proven(
+        &mut self,
+        conn: ConnId,
+        holds: Option<bool>,
+    ) -> Option<(Proc, Result<(), Refusal>)> {
+        let p = self.proving.remove(&conn)?;
+        let key = (p.ns, p.proc.rank);
+        if holds == Some(false) {
+            let pid = self.clients.get(&key).and_then(|r| r.pid);
+            let reason = format!(
+                "{} was claimed by uid over the OpenPMIx port from a socket that neither the \
+                 process started for it (pid {}) nor any of its descendants holds",
+                p.proc,
+                pid.map_or("unknown".to_owned(), |p| p.to_string())
+            );
+            return Some((p.proc, Err((Status::ERR_NO_PERMISSIONS, reason))));
+        }
+        let taken = self.take(conn, &p.proc, p.ns, Claim::Uid, p.answers);
+        Some((p.proc, taken))
+    }
+
     /// `deregister_client`: forgets the process; its connection, if any, to be closed.
     pub(super) fn deregister(&mut self, key: (NsId, Rank)) -> Option<ConnId> {
+        self.proving.retain(|_, p| (p.ns, p.proc.rank) != key);
         self.clients.remove(&key).and_then(|reg| reg.conn)
     }
 
@@ -179,13 +245,13 @@ impl Sessions {
         ns: NsId,
         auth: Auth,
         answers: GetAnswers,
-    ) -> Result<(), Refusal> {
+    ) -> Result<Admit, Refusal> {
         let (nspace, rank) = (&proc.nspace, proc.rank);
         let claim = auth.claim();
-        let (secret, creds) = match auth {
-            Auth::Secret { secret, creds } => (Some(secret), creds),
-            Auth::Vouched { creds } => (None, creds),
-            Auth::Uid { creds } => (None, Some(creds)),
+        let (secret, creds, socket) = match auth {
+            Auth::Secret { secret, creds } => (Some(secret), creds, None),
+            Auth::Vouched { creds } => (None, creds, None),
+            Auth::Uid { creds, socket } => (None, Some(creds), socket),
         };
         let Some(reg) = self.clients.get_mut(&(ns, rank)) else {
             return Err((
@@ -222,6 +288,42 @@ impl Sessions {
             );
             return Err((Status::ERR_NO_PERMISSIONS, reason));
         }
+        if let Some(inode) = socket.filter(|_| claim == Claim::Uid && reg.proofs.lineage) {
+            // Whoever holds the socket must be the process started for the name, or one of
+            // its descendants (a wrapper's child): the name stays free until that is known.
+            let admit = match reg.pid {
+                Some(pid) => Admit::Lineage { pid, inode },
+                None => Admit::Pid,
+            };
+            let proving = Proving {
+                proc: proc.clone(),
+                ns,
+                answers,
+                inode,
+            };
+            self.proving.insert(conn, proving);
+            return Ok(admit);
+        }
+        self.take(conn, proc, ns, claim, answers)?;
+        Ok(Admit::Host)
+    }
+
+    /// `conn` takes the name `proc` (claimed as `claim`), unless it is connected already.
+    fn take(
+        &mut self,
+        conn: ConnId,
+        proc: &Proc,
+        ns: NsId,
+        claim: Claim,
+        answers: GetAnswers,
+    ) -> Result<(), Refusal> {
+        let (nspace, rank) = (&proc.nspace, proc.rank);
+        let Some(reg) = self.clients.get_mut(&(ns, rank)) else {
+            return Err((
+                Status::ERR_NOT_FOUND,
+                format!("process {nspace}:{rank} is not registered"),
+            ));
+        };
         if reg.conn.is_some() {
             let how = reg.claimed.map_or(String::new(), |c| format!(" ({c})"));
             return Err((
@@ -265,6 +367,7 @@ impl Sessions {
     /// `conn` ended: its client is disconnected, and gone with the status whoever waits for
     /// it gets (`ERR_NOT_FOUND` after a finalize, else `ERR_PROC_TERM_WO_SYNC`).
     pub(super) fn closed(&mut self, conn: ConnId) -> Option<Closed> {
+        self.proving.remove(&conn);
         let c = self.conns.remove(&conn)?;
         let key = (c.ns, c.proc.rank);
         let finalized = matches!(c.state, ConnState::Finalizing);

@@ -36,6 +36,7 @@ use self::openpmix::OpenpmixConn;
 use self::pmi1::Pmi1Conn;
 use self::pmi2::Pmi2Conn;
 use crate::engine::nspace::LazyJob;
+use crate::tcp_peer::TcpPeer;
 use crate::engine::{Auth, ConnId, GetAnswers, PeerCreds, ToolHello};
 use crate::outbuf::OutQueue;
 
@@ -84,8 +85,8 @@ impl Personality {
 pub(crate) struct Peer {
     /// A Unix socket's peer credentials (`SO_PEERCRED`).
     pub(crate) creds: Option<PeerCreds>,
-    /// The uid owning a loopback TCP peer's socket, when asked for and known.
-    pub(crate) tcp_owner: Option<u32>,
+    /// The owner and inode of a loopback TCP peer's socket, when asked for and known.
+    pub(crate) tcp_owner: Option<TcpPeer>,
 }
 
 /// A connection's wire personality and its protocol state.

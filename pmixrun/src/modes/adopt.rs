@@ -71,6 +71,11 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
     };
     jobs.register(&nspace, &apps, &layout, Vec::new())?;
     let me = Proc::new(nspace.clone(), 0);
+    // The singleton started this pmixrun: it is the process registered as rank 0.
+    let singleton = nix::unistd::getppid().as_raw().unsigned_abs();
+    server
+        .client_started(&me, singleton)
+        .map_err(|e| format!("cannot tell the server the singleton's pid: {e}"))?;
     let env = server
         .setup_fork(&me)
         .map_err(|e| format!("cannot set up {me}: {e}"))?;

@@ -142,7 +142,13 @@ impl RunJobs<'_> {
                     .is_ok_and(|p| crate::plan::detect::is_pmix_rs_client(&p))
             }
         };
-        ClientOptions { openpmix }
+        // Every process registered here is started by `start_ranks`, which says its pid (or,
+        // adopted, is the singleton that started this pmixrun): a claim on the OpenPMIx port
+        // must come from that process's tree.
+        ClientOptions {
+            openpmix,
+            reports_pid: true,
+        }
     }
 
     /// Starts the processes of a registered job in rank order, each with the environment
@@ -284,7 +290,12 @@ impl RunJobs<'_> {
             };
             let exe = path.to_string_lossy().into_owned();
             match launch::start(spawn) {
-                Ok(child) => children.push((proc, child, exe)),
+                Ok(child) => {
+                    if let Err(e) = self.server.client_started(&proc, child.id()) {
+                        tracing::warn!(%proc, "cannot tell the server its pid: {e}");
+                    }
+                    children.push((proc, child, exe));
+                }
                 Err(e) => {
                     failed = Some(e);
                     break;

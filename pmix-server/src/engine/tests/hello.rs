@@ -96,6 +96,7 @@ fn a_uid_claim_takes_only_a_client_registered_for_it() {
     let me = |rank| Proc::new(ns("a"), Rank(rank));
     let uid = |gid| Auth::Uid {
         creds: PeerCreds { uid: UID, gid },
+        socket: None,
     };
     s.eng
         .handle_hello(1, &me(0), uid(GID), GetAnswers::WholeProcess);
@@ -131,6 +132,7 @@ fn a_name_claimed_with_its_secret_is_not_taken_by_uid_alone_after() {
     let me = |rank| Proc::new(ns("a"), Rank(rank));
     let uid = || Auth::Uid {
         creds: PeerCreds { uid: UID, gid: GID },
+        socket: None,
     };
     s.connect(1, "a", 0);
     s.eng
@@ -213,4 +215,72 @@ fn finalize_replies_after_the_host_and_closes() {
     let f9 = s.send(9, fence(vec![], false));
     assert_eq!(s.reply(9, f9).status, Status::SUCCESS);
     assert_eq!(s.reply(1, f).status, Status::SUCCESS);
+}
+
+/// A client whose host reports its process: a claim by uid over a socket the kernel names is
+/// held against that process's tree. A stranger's claim is refused and leaves the name free;
+/// a claim made before the host said waits for it; a socket nobody can place (`None`) falls
+/// back on the uid.
+#[test]
+fn a_uid_claim_is_taken_only_from_the_process_started_for_the_name() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for rank in 0..3 {
+        let mut proofs = proofs("a", rank);
+        proofs.lineage = true;
+        s.eng
+            .register_client(&Proc::new(ns("a"), Rank(rank)), UID, GID, proofs)
+            .unwrap();
+    }
+    let me = |rank| Proc::new(ns("a"), Rank(rank));
+    let uid = |inode| Auth::Uid {
+        creds: PeerCreds { uid: UID, gid: GID },
+        socket: Some(inode),
+    };
+    // Rank 0 started as pid 100; a stranger's socket 7 claims it first.
+    s.eng.client_started(&me(0), 100);
+    s.eng.handle_hello(1, &me(0), uid(7), GetAnswers::WholeProcess);
+    s.pump();
+    assert_eq!(s.lineage, vec![(1, 100, 7)]);
+    assert!(s.host_calls.is_empty() && s.accepted.is_empty());
+    s.eng.lineage_checked(1, Some(false));
+    s.pump();
+    assert_hellos(&s, &[], &[(1, Status::ERR_NO_PERMISSIONS)]);
+    assert!(s.reasons[0].contains("pid 100"), "{:?}", s.reasons);
+    // The real rank 0 (its socket 8 in pid 100's tree) is not kept out.
+    s.eng.handle_hello(2, &me(0), uid(8), GetAnswers::WholeProcess);
+    s.pump();
+    s.eng.lineage_checked(2, Some(true));
+    s.pump();
+    assert_hellos(&s, &[2], &[(1, Status::ERR_NO_PERMISSIONS)]);
+
+    // Rank 1: two claims before the host said which process it started; both wait, and
+    // are checked when it does; the stranger's refusal does not hold up the real one.
+    s.eng.handle_hello(3, &me(1), uid(9), GetAnswers::WholeProcess);
+    s.eng.handle_hello(4, &me(1), uid(10), GetAnswers::WholeProcess);
+    s.pump();
+    assert_eq!(s.lineage.len(), 2, "checked before the pid was known");
+    s.eng.client_started(&me(1), 200);
+    s.pump();
+    assert_eq!(s.lineage[2..], [(3, 200, 9), (4, 200, 10)]);
+    s.eng.lineage_checked(3, Some(false));
+    s.eng.lineage_checked(4, Some(true));
+    s.pump();
+    assert_hellos(
+        &s,
+        &[2, 4],
+        &[(1, Status::ERR_NO_PERMISSIONS), (3, Status::ERR_NO_PERMISSIONS)],
+    );
+
+    // Rank 2: where the system cannot tell, the uid stands alone, as without a pid.
+    s.eng.client_started(&me(2), 300);
+    s.eng.handle_hello(5, &me(2), uid(11), GetAnswers::WholeProcess);
+    s.pump();
+    s.eng.lineage_checked(5, None);
+    s.pump();
+    assert_eq!(s.accepted, [2, 4, 5]);
+    // A check whose connection closed meanwhile is dropped.
+    s.eng.lineage_checked(6, Some(true));
+    s.pump();
+    assert_eq!(s.accepted, [2, 4, 5]);
 }

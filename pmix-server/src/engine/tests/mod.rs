@@ -37,6 +37,7 @@ fn proofs_by(ns: &str, rank: u32, by_uid: bool) -> Proofs {
     Proofs {
         secret: secret(ns, rank),
         by_uid,
+        lineage: false,
     }
 }
 
@@ -65,6 +66,8 @@ struct Sim {
     tools: Vec<(ConnId, Proc)>,
     /// Output forwarded to tools.
     iof: Vec<(ConnId, pmix_wire::IofChunk)>,
+    /// Lineage checks asked for: connection, pid, socket inode.
+    lineage: Vec<(ConnId, u32, u64)>,
 }
 
 impl Sim {
@@ -85,6 +88,7 @@ impl Sim {
             next_id: 1,
             tools: vec![],
             iof: vec![],
+            lineage: vec![],
         }
     }
 
@@ -137,6 +141,9 @@ impl Sim {
                     Output::Event { conn, event } => self.events.push((conn, (*event).clone())),
                     Output::Iof { conn, chunk } => self.iof.push((conn, (*chunk).clone())),
                     Output::Cleanup { list } => self.cleanups.extend(list),
+                    Output::CheckLineage { conn, pid, inode } => {
+                        self.lineage.push((conn, pid, inode));
+                    }
                 }
             }
             if self.auto_host {

@@ -24,6 +24,7 @@ use pmix_wire::{JobImage, Kv, ProcKvs, Reply, ReplyBody, Request};
 use super::Common;
 use crate::engine::{Auth, GetAnswers, PeerCreds};
 use crate::frontend::Step;
+use crate::tcp_peer::TcpPeer;
 
 /// Largest message accepted from a client after the handshake. Open MPI's largest (its
 /// shared-memory endpoint blob) is a few KiB; a job's worth of spawn data stays far below.
@@ -106,6 +107,9 @@ pub(crate) struct OpenpmixConn {
     state: State,
     /// The uid the kernel reports for the peer's socket, when it can tell.
     kernel_uid: Option<u32>,
+    /// The peer's socket's inode, when the kernel can tell: the engine asks whether the
+    /// process started for the claimed name holds it.
+    socket: Option<u64>,
     /// Engine id -> the client's tag and the layout of the answer.
     waiting: HashMap<u32, (u32, Answer)>,
     next_id: u32,
@@ -126,11 +130,12 @@ pub(crate) struct OpenpmixConn {
 }
 
 impl OpenpmixConn {
-    pub(crate) fn new(kernel_uid: Option<u32>, ds21: bool) -> Self {
+    pub(crate) fn new(kernel: Option<TcpPeer>, ds21: bool) -> Self {
         OpenpmixConn {
             reader: MsgReader::new(MAX_MESSAGE),
             state: State::Handshake,
-            kernel_uid,
+            kernel_uid: kernel.map(|k| k.uid),
+            socket: kernel.map(|k| k.inode),
             waiting: HashMap::new(),
             collected: None,
             next_id: 1,
@@ -311,6 +316,7 @@ impl OpenpmixConn {
             proc,
             auth: Auth::Uid {
                 creds: PeerCreds { uid, gid },
+                socket: self.socket,
             },
             answers: GetAnswers::WholeProcess,
         }
