@@ -21,6 +21,7 @@ mod frontend;
 mod hook;
 mod host;
 mod limits;
+mod lineage;
 mod mailbox;
 mod memfd;
 mod nameserver;
@@ -29,7 +30,6 @@ pub mod rendezvous;
 mod server;
 mod shell;
 mod shell_io;
-mod lineage;
 mod tcp_peer;
 mod tool_files;
 

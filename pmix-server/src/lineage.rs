@@ -47,9 +47,8 @@ fn has_descriptor(pid: u32, wanted: &str) -> bool {
     let Ok(fds) = fs::read_dir(format!("/proc/{pid}/fd")) else {
         return false;
     };
-    fds.flatten().any(|fd| {
-        fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == wanted)
-    })
+    fds.flatten()
+        .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target.as_os_str() == wanted))
 }
 
 /// The children of every thread of process `pid`.

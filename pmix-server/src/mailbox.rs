@@ -39,7 +39,10 @@ pub(crate) enum Call {
         reply: Sender<()>,
     },
     /// The host started process `pid` for the registered client `proc`.
-    ClientStarted { proc: Proc, pid: u32 },
+    ClientStarted {
+        proc: Proc,
+        pid: u32,
+    },
     /// What a registered client's name may be claimed with (for `setup_fork`).
     ClientProofs {
         proc: Proc,

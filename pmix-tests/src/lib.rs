@@ -516,6 +516,14 @@ impl Running {
         self.child.id()
     }
 
+    /// The command's stdin, when it was piped.
+    pub fn stdin(&mut self) -> &mut std::process::ChildStdin {
+        self.child
+            .stdin
+            .as_mut()
+            .expect("the command's stdin is not piped")
+    }
+
     /// A command already started whose stdout the caller reads itself and hands over as
     /// `stdout` (the rest of its text); stderr is collected here.
     pub fn with_stdout(mut child: std::process::Child, stdout: Receiver<String>) -> Running {

@@ -401,6 +401,75 @@ fn a_pmix_rs_rank_cannot_be_claimed_through_the_openpmix_port() {
     pmix_tests::assert_all_ok(&pmix_tests::wait_all(vec![started], DEADLINE));
 }
 
+#[test]
+fn a_libpmix_rank_is_claimed_only_from_the_process_started_for_it() {
+    // A job of one whose host reports the process it started for rank 0 (as pmixrun does):
+    // a wrapper script, standing for `sh -c`, python3 or a job script, that runs libpmix's
+    // pmix_client as its child once told to. Another process of the same user, outside that
+    // process's tree, given rank 0's environment, claims the name first over the OpenPMIx
+    // port: it must be refused (the uid alone took it before), and the real client must run.
+    use std::io::Write as _;
+    let h = pmix_tests::TestHost::start(pmix_server::NoHost);
+    let ns = pmix_server::types::Nspace::new("lineage").expect("namespace");
+    let nodes = pmix_server::generate_regex(&[h.server.hostname()]).expect("node map");
+    let ppn = pmix_server::generate_ppn(&[vec![0]]).expect("proc map");
+    use pmix_server::types::{Info, Value, attr};
+    let info = vec![
+        Info::attr(attr::JOB_SIZE, 1u32),
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+    ];
+    h.server
+        .register_nspace(&ns, 1, &info)
+        .expect("register_nspace");
+    let rank0 = pmix_server::types::Proc::new(ns, 0);
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    let reported = pmix_server::ClientOptions {
+        openpmix: true,
+        reports_pid: true,
+    };
+    h.server
+        .register_client_with(&rank0, uid.as_raw(), gid.as_raw(), &reported)
+        .expect("register_client_with");
+    let env = h.server.setup_fork(&rank0).expect("setup_fork");
+    let client = openpmix_program("pmix_client");
+    let mut wrapper = Command::new("sh");
+    wrapper
+        .args(["-c", "read go && \"$0\" job"])
+        .arg(&client)
+        .env_clear()
+        .envs(env.clone())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let what = "a wrapper running libpmix's pmix_client as its child";
+    let mut real = Running::start(wrapper, what);
+    h.server
+        .client_started(&rank0, real.pid())
+        .expect("client_started");
+
+    let stranger = "another process of the user claiming rank 0 with its environment";
+    let mut cmd = Command::new(&client);
+    cmd.env_clear()
+        .envs(env)
+        .arg("job")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Running::start(cmd, stranger).finish(Instant::now() + DEADLINE, stranger);
+    assert!(
+        !out.status.success() && out.stderr.contains("FAIL rank=0: PMIx_Init"),
+        "{stranger}: it was not refused at PMIx_Init: {out:#?}"
+    );
+
+    real.stdin()
+        .write_all(b"go\n")
+        .expect("telling the wrapper to go");
+    let out = real.finish(Instant::now() + DEADLINE, what);
+    assert_ok(&out, what);
+    assert!(out.stdout.contains("job rank=0"), "{what}: {out:#?}");
+}
+
 /// Runs `pmixrun [--launcher local --host a:1,b:2] <args>` with Debian's libpmix (`lib`
 /// "debian") or Open MPI 5's ("wheel", through `LD_LIBRARY_PATH`), to a successful end.
 fn pmixrun_with_libpmix(lib: &str, nodes: bool, args: &[&std::ffi::OsStr], what: &str) -> Output {

@@ -36,9 +36,9 @@ use self::openpmix::OpenpmixConn;
 use self::pmi1::Pmi1Conn;
 use self::pmi2::Pmi2Conn;
 use crate::engine::nspace::LazyJob;
-use crate::tcp_peer::TcpPeer;
 use crate::engine::{Auth, ConnId, GetAnswers, PeerCreds, ToolHello};
 use crate::outbuf::OutQueue;
+use crate::tcp_peer::TcpPeer;
 
 /// What a connection's front-end wants done next.
 #[derive(Debug)]

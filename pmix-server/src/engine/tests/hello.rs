@@ -239,7 +239,8 @@ fn a_uid_claim_is_taken_only_from_the_process_started_for_the_name() {
     };
     // Rank 0 started as pid 100; a stranger's socket 7 claims it first.
     s.eng.client_started(&me(0), 100);
-    s.eng.handle_hello(1, &me(0), uid(7), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(1, &me(0), uid(7), GetAnswers::WholeProcess);
     s.pump();
     assert_eq!(s.lineage, vec![(1, 100, 7)]);
     assert!(s.host_calls.is_empty() && s.accepted.is_empty());
@@ -248,7 +249,8 @@ fn a_uid_claim_is_taken_only_from_the_process_started_for_the_name() {
     assert_hellos(&s, &[], &[(1, Status::ERR_NO_PERMISSIONS)]);
     assert!(s.reasons[0].contains("pid 100"), "{:?}", s.reasons);
     // The real rank 0 (its socket 8 in pid 100's tree) is not kept out.
-    s.eng.handle_hello(2, &me(0), uid(8), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(2, &me(0), uid(8), GetAnswers::WholeProcess);
     s.pump();
     s.eng.lineage_checked(2, Some(true));
     s.pump();
@@ -256,8 +258,10 @@ fn a_uid_claim_is_taken_only_from_the_process_started_for_the_name() {
 
     // Rank 1: two claims before the host said which process it started; both wait, and
     // are checked when it does; the stranger's refusal does not hold up the real one.
-    s.eng.handle_hello(3, &me(1), uid(9), GetAnswers::WholeProcess);
-    s.eng.handle_hello(4, &me(1), uid(10), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(3, &me(1), uid(9), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(4, &me(1), uid(10), GetAnswers::WholeProcess);
     s.pump();
     assert_eq!(s.lineage.len(), 2, "checked before the pid was known");
     s.eng.client_started(&me(1), 200);
@@ -269,12 +273,16 @@ fn a_uid_claim_is_taken_only_from_the_process_started_for_the_name() {
     assert_hellos(
         &s,
         &[2, 4],
-        &[(1, Status::ERR_NO_PERMISSIONS), (3, Status::ERR_NO_PERMISSIONS)],
+        &[
+            (1, Status::ERR_NO_PERMISSIONS),
+            (3, Status::ERR_NO_PERMISSIONS),
+        ],
     );
 
     // Rank 2: where the system cannot tell, the uid stands alone, as without a pid.
     s.eng.client_started(&me(2), 300);
-    s.eng.handle_hello(5, &me(2), uid(11), GetAnswers::WholeProcess);
+    s.eng
+        .handle_hello(5, &me(2), uid(11), GetAnswers::WholeProcess);
     s.pump();
     s.eng.lineage_checked(5, None);
     s.pump();
