@@ -247,12 +247,6 @@ type ModPath = Vec<String>;
 const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
     (
         "pmix-wire",
-        &["frame", "job_image", "msg"],
-        "msg's Welcome carries a JobImage, and job_image decodes with frame's \
-         decode_with_depth/MAX_DEPTH: move those two into a decode module of their own",
-    ),
-    (
-        "pmix-wire",
         &[
             "openpmix::cmd",
             "openpmix::handshake",
