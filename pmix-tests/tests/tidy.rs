@@ -247,20 +247,6 @@ type ModPath = Vec<String>;
 const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
     (
         "pmix-wire",
-        &[
-            "openpmix::cmd",
-            "openpmix::handshake",
-            "openpmix::item",
-            "openpmix::pack",
-            "openpmix::unpack",
-            "openpmix::version",
-        ],
-        "the codec recursion (Item packs through Packer, Packer::pack takes an Item): move the \
-         generic pack/unpack methods into item.rs, open_u8! into openpmix/macros.rs, and \
-         version.rs's stray-byte test into handshake.rs",
-    ),
-    (
-        "pmix-wire",
         &["openpmix::iof", "openpmix::msg"],
         "iof.rs builds Request variants and borrows msg.rs's counted/put_counted/atomically: \
          move its three decoders into msg.rs and the helpers into item.rs",
