@@ -106,6 +106,34 @@ impl Unpacker<'_> {
     }
 }
 
+/// Reads a `SIZE` count pack.
+pub(super) fn size(u: &mut Unpacker<'_>) -> Result<usize, Error> {
+    let at = u.position();
+    let n = u.unpack_one::<Size>()?.0;
+    // Every announced item takes at least one byte.
+    u.count(i64::try_from(n).unwrap_or(i64::MAX), at)
+}
+
+/// Reads a `SIZE` count and the pack of that many items that follows it (which, for a count
+/// of zero, the reference writes for some lists and not for others: both are accepted).
+pub(super) fn counted<T: Item>(u: &mut Unpacker<'_>) -> Result<Vec<T>, Error> {
+    let n = size(u)?;
+    u.unpack_announced(n)
+}
+
+/// Writes a `SIZE` count and, when it is not zero (or `always`), the pack of the items.
+pub(super) fn put_counted<T: Item>(
+    p: &mut Packer<'_>,
+    items: &[T],
+    always: bool,
+) -> Result<(), Error> {
+    p.pack_one(&Size(items.len() as u64))?;
+    if always || !items.is_empty() {
+        p.pack(items)?;
+    }
+    Ok(())
+}
+
 /// The data type of a nested packed buffer (`PMIX_BUFFER`, 26): a wire-format type with no
 /// [`Value`] variant, so `pmix-types` does not name it.
 pub const BUFFER: DataType = DataType(26);

@@ -238,3 +238,17 @@ impl<'o> Packer<'o> {
         self.out.extend_from_slice(bytes);
     }
 }
+
+/// Runs `f` on `out`; on error, `out` is truncated back to where it was.
+pub(super) fn atomically(
+    out: &mut Vec<u8>,
+    dialect: Dialect,
+    f: impl FnOnce(&mut Packer<'_>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let start = out.len();
+    let r = f(&mut Packer::new(out, dialect));
+    if r.is_err() {
+        out.truncate(start);
+    }
+    r
+}
