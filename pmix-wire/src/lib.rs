@@ -10,10 +10,12 @@
 //!
 //! Host authors want `pmix-server`; application authors `pmix-client`.
 
+mod decode;
 mod error;
 mod frame;
 #[doc(hidden)]
 pub mod fuzzing;
+mod job_data;
 pub mod job_image;
 pub mod msg;
 pub mod names;
@@ -22,17 +24,17 @@ pub mod packed;
 mod scan;
 pub mod tool;
 
+pub use decode::{MAX_DEPTH, decode_body};
 pub use error::Error;
 pub use frame::{
-    DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, MAX_DEPTH, READ_ROOM,
-    SharedReply, TakenFrame, decode_body, decode_frame_lists, decode_hello, encode_frame,
-    encode_welcome,
+    DEFAULT_MAX_FRAME, Decoded, FrameDecoder, FrameReader, HEADER_LEN, READ_ROOM, SharedReply,
+    TakenFrame, decode_frame_lists, decode_hello, encode_frame, encode_welcome,
 };
+pub use job_data::{JobData, ProcRealm, Realm};
 pub use job_image::{JobImage, JobSpec, NodeMap};
 pub use msg::{
-    App, ClientMsg, ConnectPart, Event, Hello, IofChunk, JobData, Kv, MAGIC, PROTOCOL_VERSION,
-    ProcKvs, ProcRealm, Published, Query, Realm, Reply, ReplyBody, Request, ServerMsg, Welcome,
-    WelcomeJob,
+    App, ClientMsg, ConnectPart, Event, Hello, IofChunk, Kv, MAGIC, PROTOCOL_VERSION, ProcKvs,
+    Published, Query, Reply, ReplyBody, Request, ServerMsg, Welcome, WelcomeJob,
 };
 pub use names::{
     NS_MAGIC, NS_PROTOCOL_VERSION, NsCaller, NsHello, NsMsg, NsReply, NsRequest, NsWelcome,

@@ -9,6 +9,7 @@ use pmix_types::{Info, IofChannel, Key, Nspace, Proc, Rank, Scope, Status, Value
 use serde::{Deserialize, Serialize};
 
 use crate::JobImage;
+pub use crate::job_data::{JobData, ProcRealm, Realm};
 pub use pmix_types::{App, Event, Published, Query};
 
 /// Magic string opening every handshake, so that a peer speaking something else entirely is
@@ -106,42 +107,6 @@ pub struct ConnectPart {
     pub jobs: Vec<JobData>,
     /// The committed data of its participants.
     pub data: Vec<ProcKvs>,
-}
-
-/// The data of one information level entry that is keyed by a number (an app or a node).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Realm {
-    /// The app number or node id.
-    pub id: u32,
-    /// Its attributes.
-    pub info: Vec<Info>,
-}
-
-/// Everything registered for one namespace, by information level: what a client receives at
-/// init so that job-level Gets never leave the process.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct JobData {
-    /// The namespace.
-    pub nspace: Nspace,
-    /// Session-level attributes.
-    pub session: Vec<Info>,
-    /// Job-level attributes (retrieved with rank WILDCARD).
-    pub job: Vec<Info>,
-    /// Per-application attributes, by app number.
-    pub apps: Vec<Realm>,
-    /// Per-node attributes, by node id.
-    pub nodes: Vec<Realm>,
-    /// Per-process attributes, by rank.
-    pub procs: Vec<ProcRealm>,
-}
-
-/// The attributes of one rank.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ProcRealm {
-    /// The rank.
-    pub rank: Rank,
-    /// Its attributes.
-    pub info: Vec<Info>,
 }
 
 /// A request from a client to its server.

@@ -128,7 +128,7 @@ fn index(data: &[u8]) -> Option<Vec<PackedProc<'_>>> {
 /// Checked as [`decode_body`](crate::decode_body) checks a body, with the nesting the entries
 /// have left in a whole reply.
 pub fn decode_kvs(kvs: &[u8]) -> Result<Vec<Kv>, Error> {
-    crate::frame::decode_with_depth(kvs, KVS_DEPTH)
+    crate::decode::decode_with_depth(kvs, KVS_DEPTH)
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ use layout::{
     OFF_SIZE, OFF_TOTAL, OFF_VERSION, SECTIONS, Section, Table, bad, u32_at,
 };
 
-use crate::frame::decode_with_depth;
+use crate::decode::decode_with_depth;
 use crate::{Error, JobData, MAX_DEPTH, Realm};
 
 /// How deep the MessagePack inside an image may nest: as deep as job data in a welcome.

@@ -1,6 +1,6 @@
 //! [`Cmd`]: the command byte that opens every request (`pmix_cmd_t`).
 
-use super::handshake::open_u8;
+use super::macros::open_u8;
 
 open_u8! {
     /// A command (`pmix_cmd_t`, packed as a `COMMAND`, one byte): the first item of every

@@ -5,6 +5,7 @@ use pmix_types::{Info, Nspace, Proc, Rank, Status};
 use super::dialect::{BufferType, Codec, Dialect};
 use super::frame::{self, HEADER_LEN, Header, MAX_HANDSHAKE_LEN};
 use super::item::Size;
+use super::macros::open_u8;
 use super::pack::Packer;
 use super::unpack::Unpacker;
 use super::version::Version;
@@ -17,42 +18,6 @@ pub const VERSION: &str = "4.2.2";
 
 /// Bytes of a namespace field in a tool's handshake answer (`PMIX_MAX_NSLEN + 1`).
 pub const NSPACE_FIELD_LEN: usize = pmix_types::MAX_NSLEN + 1;
-
-/// Defines an open newtype over `u8` with named constants whose `Debug` prints the name.
-macro_rules! open_u8 {
-    (
-        $(#[$meta:meta])*
-        pub struct $name:ident;
-        $( $(#[$cmeta:meta])* $cname:ident = $value:expr ),* $(,)?
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-        pub struct $name(pub u8);
-
-        impl $name {
-            $( $(#[$cmeta])* pub const $cname: $name = $name($value); )*
-
-            /// Every named value.
-            pub const NAMED: &'static [($name, &'static str)] =
-                &[$(($name($value), stringify!($cname)),)*];
-
-            /// The reference's name of this value (without prefix), if known.
-            pub fn name(self) -> Option<&'static str> {
-                Self::NAMED.iter().find(|(v, _)| *v == self).map(|(_, n)| *n)
-            }
-        }
-
-        impl std::fmt::Debug for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                match self.name() {
-                    Some(n) => f.write_str(n),
-                    None => write!(f, "{}({})", stringify!($name), self.0),
-                }
-            }
-        }
-    };
-}
-pub(crate) use open_u8;
 
 open_u8! {
     /// What kind of process is connecting: the flag byte of the handshake
@@ -620,5 +585,28 @@ impl ToolReply {
             },
             total,
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_servers_before_4_2_3_get_the_stray_byte() {
+        let stray = |v: &str| ClientHandshake::stray_byte_for(Version::parse(v));
+        assert!(stray("4.2.2") && stray("3.2.5") && stray("4.1.0"));
+        assert!(!stray("4.2.3") && !stray("5.0.11rc1") && !stray("6.0.0"));
+        assert!(!ClientHandshake::stray_byte_for(None));
+
+        // Without it the body ends with the gds name's NUL, and reads back the same.
+        let proc = Proc::new(pmix_types::Nspace::new("job").unwrap(), 3);
+        let mut hs = ClientHandshake::simple_client(proc, vec![1; 8], Dialect::V41, "hash");
+        hs.stray_byte = false;
+        let body = hs.encode_body().unwrap();
+        assert!(body.ends_with(b"hash\0"));
+        assert_eq!(ClientHandshake::decode(&body).unwrap(), hs);
+        hs.stray_byte = true;
+        assert!(hs.encode_body().unwrap().ends_with(b"hash\0\0"));
     }
 }

@@ -1,7 +1,7 @@
-//! I/O forwarding on the OpenPMIx wire: the bodies of the three requests (`IOF_PULL`,
-//! `IOF_PUSH`, `IOF_DEREG`, decoded into [`Request`](super::Request) variants by its
-//! decoder), the pull's reply, and [`IofChunk`], the output a server pushes to a tool that
-//! pulled it on tag [`TAG_IOF`](super::TAG_IOF).
+//! I/O forwarding on the OpenPMIx wire: the layouts of the three requests (`IOF_PULL`,
+//! `IOF_PUSH`, `IOF_DEREG`, encoded and decoded as [`Request`](super::Request) variants with
+//! the other requests) and of the pull's reply, and [`IofChunk`], the output a server pushes
+//! to a tool that pulled it on tag [`TAG_IOF`](super::TAG_IOF).
 //!
 //! Layouts, as libpmix 4.2 and 5.0 write them (`src/common/pmix_iof.c`):
 //!
@@ -19,45 +19,10 @@
 use pmix_types::{Info, IofChannel, Proc};
 
 use super::dialect::Dialect;
-use super::item::{ByteObject, Size};
-use super::msg::{atomically, counted, put_counted};
+use super::item::{ByteObject, Size, counted, put_counted};
+use super::pack::atomically;
 use super::unpack::Unpacker;
 use crate::Error;
-
-/// A request's body after its command, read by [`Request::decode`](super::Request::decode).
-pub(super) fn decode_pull(u: &mut Unpacker<'_>) -> Result<super::Request, Error> {
-    let procs = counted(u)?;
-    let directives = counted(u)?;
-    let channels = u.unpack_one::<IofChannel>()?;
-    let local_id = u.unpack_one::<Size>()?.0;
-    Ok(super::Request::IofPull {
-        procs,
-        directives,
-        channels,
-        local_id,
-    })
-}
-
-pub(super) fn decode_push(u: &mut Unpacker<'_>) -> Result<super::Request, Error> {
-    let targets = counted(u)?;
-    let directives = counted(u)?;
-    let data = if u.is_empty() {
-        None
-    } else {
-        Some(u.unpack_one::<ByteObject>()?.0)
-    };
-    Ok(super::Request::IofPush {
-        targets,
-        directives,
-        data,
-    })
-}
-
-pub(super) fn decode_dereg(u: &mut Unpacker<'_>) -> Result<super::Request, Error> {
-    let directives = counted(u)?;
-    let refid = u.unpack_one::<Size>()?.0;
-    Ok(super::Request::IofDeregister { directives, refid })
-}
 
 /// Output of one process on its way to a tool that pulled it.
 #[derive(Clone, Debug, PartialEq)]

@@ -27,6 +27,113 @@ pub trait Item: Sized {
     fn unpack_item(u: &mut Unpacker<'_>) -> Result<Self, Error>;
 }
 
+/// Top-level packs of items: the half of [`Packer`] that takes an [`Item`].
+impl Packer<'_> {
+    /// Writes one top-level pack of `items`: `[count][items]`, or in a fully-described
+    /// buffer `[INT32][count][T::TYPE][items]`.
+    pub fn pack<T: Item>(&mut self, items: &[T]) -> Result<(), Error> {
+        self.pack_header(T::TYPE, items.len())?;
+        items.iter().try_for_each(|i| i.pack_item(self))
+    }
+
+    /// Writes one top-level pack holding the single item `item`.
+    pub fn pack_one<T: Item>(&mut self, item: &T) -> Result<(), Error> {
+        self.pack(std::slice::from_ref(item))
+    }
+}
+
+/// Top-level packs of items: the half of [`Unpacker`] that yields an [`Item`].
+impl Unpacker<'_> {
+    /// Reads one top-level pack of `T`s, however many it holds.
+    pub fn unpack<T: Item>(&mut self) -> Result<Vec<T>, Error> {
+        let n = self.unpack_header(T::TYPE)?;
+        self.items(n)
+    }
+
+    /// Reads one top-level pack that must hold exactly one `T`.
+    pub fn unpack_one<T: Item>(&mut self) -> Result<T, Error> {
+        let at = self.position();
+        let n = self.unpack_header(T::TYPE)?;
+        if n != 1 {
+            return Err(Error::Malformed(format!(
+                "a pack of {n} {:?} items where one was expected (at byte {at})",
+                T::TYPE
+            )));
+        }
+        T::unpack_item(self)
+    }
+
+    /// Reads one top-level pack that must hold exactly `n` `T`s (a list announced by a count
+    /// packed before it).
+    pub fn unpack_exact<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
+        let at = self.position();
+        let got = self.unpack_header(T::TYPE)?;
+        if got != n {
+            return Err(Error::Malformed(format!(
+                "a pack of {got} {:?} items where {n} were announced (at byte {at})",
+                T::TYPE
+            )));
+        }
+        self.items(n)
+    }
+
+    /// Reads the items of a list whose length `n` was packed before it (as a `SIZE`): one pack
+    /// of `n` when `n > 0`; when `n == 0` the reference writes an empty pack for some lists
+    /// and nothing for others, and both are accepted.
+    pub fn unpack_announced<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
+        if n == 0 {
+            let mut peek = self.clone();
+            if peek.unpack_header(T::TYPE).ok() == Some(0) {
+                *self = peek;
+            }
+            return Ok(Vec::new());
+        }
+        self.unpack_exact(n)
+    }
+
+    /// Reads `n` items (`n` already checked against the remaining bytes).
+    pub(crate) fn items<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
+        let mut out = Vec::with_capacity(n.min(self.remaining()));
+        for _ in 0..n {
+            let before = self.position();
+            out.push(T::unpack_item(self)?);
+            if self.position() == before {
+                // An item that takes no bytes would let a count alone drive the loop.
+                return Err(self.malformed(format!("empty {:?} item", T::TYPE)));
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Reads a `SIZE` count pack.
+pub(super) fn size(u: &mut Unpacker<'_>) -> Result<usize, Error> {
+    let at = u.position();
+    let n = u.unpack_one::<Size>()?.0;
+    // Every announced item takes at least one byte.
+    u.count(i64::try_from(n).unwrap_or(i64::MAX), at)
+}
+
+/// Reads a `SIZE` count and the pack of that many items that follows it (which, for a count
+/// of zero, the reference writes for some lists and not for others: both are accepted).
+pub(super) fn counted<T: Item>(u: &mut Unpacker<'_>) -> Result<Vec<T>, Error> {
+    let n = size(u)?;
+    u.unpack_announced(n)
+}
+
+/// Writes a `SIZE` count and, when it is not zero (or `always`), the pack of the items.
+pub(super) fn put_counted<T: Item>(
+    p: &mut Packer<'_>,
+    items: &[T],
+    always: bool,
+) -> Result<(), Error> {
+    p.pack_one(&Size(items.len() as u64))?;
+    if always || !items.is_empty() {
+        p.pack(items)?;
+    }
+    Ok(())
+}
+
 /// The data type of a nested packed buffer (`PMIX_BUFFER`, 26): a wire-format type with no
 /// [`Value`] variant, so `pmix-types` does not name it.
 pub const BUFFER: DataType = DataType(26);

@@ -80,6 +80,7 @@ mod handshake;
 mod iof;
 mod item;
 pub mod job;
+mod macros;
 mod msg;
 mod pack;
 pub mod rendezvous;

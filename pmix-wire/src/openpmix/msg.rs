@@ -12,8 +12,8 @@ use pmix_types::{
 
 use super::cmd::Cmd;
 use super::dialect::Dialect;
-use super::item::{Buffer, ByteObject, Item, Kval, Size, Time};
-use super::pack::Packer;
+use super::item::{Buffer, ByteObject, Kval, Size, Time, counted, put_counted, size};
+use super::pack::{Packer, atomically};
 use super::unpack::Unpacker;
 use crate::Error;
 use crate::msg::{App, Published, Query};
@@ -232,34 +232,6 @@ pub enum Request {
     },
 }
 
-/// Reads a `SIZE` count pack.
-fn size(u: &mut Unpacker<'_>) -> Result<usize, Error> {
-    let at = u.position();
-    let n = u.unpack_one::<Size>()?.0;
-    // Every announced item takes at least one byte.
-    u.count(i64::try_from(n).unwrap_or(i64::MAX), at)
-}
-
-/// Reads a `SIZE` count and the pack of that many items that follows it (which, for a count
-/// of zero, the reference writes for some lists and not for others: both are accepted).
-pub(super) fn counted<T: Item>(u: &mut Unpacker<'_>) -> Result<Vec<T>, Error> {
-    let n = size(u)?;
-    u.unpack_announced(n)
-}
-
-/// Writes a `SIZE` count and, when it is not zero (or `always`), the pack of the items.
-pub(super) fn put_counted<T: Item>(
-    p: &mut Packer<'_>,
-    items: &[T],
-    always: bool,
-) -> Result<(), Error> {
-    p.pack_one(&Size(items.len() as u64))?;
-    if always || !items.is_empty() {
-        p.pack(items)?;
-    }
-    Ok(())
-}
-
 fn key_of(u: &Unpacker<'_>, s: String) -> Result<Key, Error> {
     Key::new(&s).map_err(|e| u.malformed(e))
 }
@@ -297,20 +269,6 @@ fn put_kvals(p: &mut Packer<'_>, kvals: &[Kval]) -> Result<(), Error> {
 
 fn nspace_of(u: &Unpacker<'_>, s: String) -> Result<Nspace, Error> {
     Nspace::new(&s).map_err(|e| u.malformed(e))
-}
-
-/// Runs `f` on `out`; on error, `out` is truncated back to where it was.
-pub(super) fn atomically(
-    out: &mut Vec<u8>,
-    dialect: Dialect,
-    f: impl FnOnce(&mut Packer<'_>) -> Result<(), Error>,
-) -> Result<(), Error> {
-    let start = out.len();
-    let r = f(&mut Packer::new(out, dialect));
-    if r.is_err() {
-        out.truncate(start);
-    }
-    r
 }
 
 /// Packs into a fresh buffer.
@@ -511,9 +469,37 @@ impl Request {
                 let info = counted(&mut u)?;
                 Request::GroupLeave { grp, info }
             }
-            Cmd::IOF_PULL => super::iof::decode_pull(&mut u)?,
-            Cmd::IOF_PUSH => super::iof::decode_push(&mut u)?,
-            Cmd::IOF_DEREG => super::iof::decode_dereg(&mut u)?,
+            Cmd::IOF_PULL => {
+                let procs = counted(&mut u)?;
+                let directives = counted(&mut u)?;
+                let channels = u.unpack_one::<IofChannel>()?;
+                let local_id = u.unpack_one::<Size>()?.0;
+                Request::IofPull {
+                    procs,
+                    directives,
+                    channels,
+                    local_id,
+                }
+            }
+            Cmd::IOF_PUSH => {
+                let targets = counted(&mut u)?;
+                let directives = counted(&mut u)?;
+                let data = if u.is_empty() {
+                    None
+                } else {
+                    Some(u.unpack_one::<ByteObject>()?.0)
+                };
+                Request::IofPush {
+                    targets,
+                    directives,
+                    data,
+                }
+            }
+            Cmd::IOF_DEREG => {
+                let directives = counted(&mut u)?;
+                let refid = u.unpack_one::<Size>()?.0;
+                Request::IofDeregister { directives, refid }
+            }
             other => {
                 let payload = u.rest().to_vec();
                 return Ok(Request::Other {

@@ -4,7 +4,6 @@ use pmix_types::{DataType, Status};
 
 use super::dialect::{Codec, Dialect};
 use super::flex;
-use super::item::Item;
 use crate::Error;
 
 /// Appends data to a buffer the way the reference's `PMIX_BFROPS_PACK` does, in one
@@ -12,7 +11,8 @@ use crate::Error;
 ///
 /// [`pack`](Packer::pack) writes a *top-level pack* (a count, plus type tags in
 /// fully-described buffers, then the items); the `put_*` methods write the inner encoding of
-/// one item, which is what composite items are made of and what [`Item`] implementations use.
+/// one item, which is what composite items are made of and what [`Item`](super::Item)
+/// implementations use.
 ///
 /// On error the buffer may hold part of what was being written; the message encoders of this
 /// module truncate it back.
@@ -56,18 +56,6 @@ impl<'o> Packer<'o> {
     /// The underlying buffer.
     pub fn bytes(&self) -> &[u8] {
         self.out
-    }
-
-    /// Writes one top-level pack of `items`: `[count][items]`, or in a fully-described
-    /// buffer `[INT32][count][T::TYPE][items]`.
-    pub fn pack<T: Item>(&mut self, items: &[T]) -> Result<(), Error> {
-        self.pack_header(T::TYPE, items.len())?;
-        items.iter().try_for_each(|i| i.pack_item(self))
-    }
-
-    /// Writes one top-level pack holding the single item `item`.
-    pub fn pack_one<T: Item>(&mut self, item: &T) -> Result<(), Error> {
-        self.pack(std::slice::from_ref(item))
     }
 
     /// Writes the head of a top-level pack of `n` items of type `ty`; the caller writes the
@@ -249,4 +237,18 @@ impl<'o> Packer<'o> {
         self.put_len(bytes.len());
         self.out.extend_from_slice(bytes);
     }
+}
+
+/// Runs `f` on `out`; on error, `out` is truncated back to where it was.
+pub(super) fn atomically(
+    out: &mut Vec<u8>,
+    dialect: Dialect,
+    f: impl FnOnce(&mut Packer<'_>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let start = out.len();
+    let r = f(&mut Packer::new(out, dialect));
+    if r.is_err() {
+        out.truncate(start);
+    }
+    r
 }

@@ -4,7 +4,6 @@ use pmix_types::{DataType, Status};
 
 use super::dialect::{Codec, Dialect};
 use super::flex;
-use super::item::Item;
 use crate::Error;
 
 /// How deeply values may nest (a data array of infos whose values are data arrays, ...).
@@ -93,53 +92,6 @@ impl<'a> Unpacker<'a> {
         Error::Malformed(format!("{what} (at byte {})", self.pos))
     }
 
-    /// Reads one top-level pack of `T`s, however many it holds.
-    pub fn unpack<T: Item>(&mut self) -> Result<Vec<T>, Error> {
-        let n = self.unpack_header(T::TYPE)?;
-        self.items(n)
-    }
-
-    /// Reads one top-level pack that must hold exactly one `T`.
-    pub fn unpack_one<T: Item>(&mut self) -> Result<T, Error> {
-        let at = self.pos;
-        let n = self.unpack_header(T::TYPE)?;
-        if n != 1 {
-            return Err(Error::Malformed(format!(
-                "a pack of {n} {:?} items where one was expected (at byte {at})",
-                T::TYPE
-            )));
-        }
-        T::unpack_item(self)
-    }
-
-    /// Reads one top-level pack that must hold exactly `n` `T`s (a list announced by a count
-    /// packed before it).
-    pub fn unpack_exact<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
-        let at = self.pos;
-        let got = self.unpack_header(T::TYPE)?;
-        if got != n {
-            return Err(Error::Malformed(format!(
-                "a pack of {got} {:?} items where {n} were announced (at byte {at})",
-                T::TYPE
-            )));
-        }
-        self.items(n)
-    }
-
-    /// Reads the items of a list whose length `n` was packed before it (as a `SIZE`): one pack
-    /// of `n` when `n > 0`; when `n == 0` the reference writes an empty pack for some lists
-    /// and nothing for others, and both are accepted.
-    pub fn unpack_announced<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
-        if n == 0 {
-            let mut peek = self.clone();
-            if peek.unpack_header(T::TYPE).ok() == Some(0) {
-                *self = peek;
-            }
-            return Ok(Vec::new());
-        }
-        self.unpack_exact(n)
-    }
-
     /// Reads the head of a top-level pack of type `ty` and returns its count, which is at most
     /// the bytes that remain (every item takes at least one byte).
     pub fn unpack_header(&mut self, ty: DataType) -> Result<usize, Error> {
@@ -172,20 +124,6 @@ impl<'a> Unpacker<'a> {
             return Err(Error::Truncated { at });
         }
         Ok(n)
-    }
-
-    /// Reads `n` items (`n` already checked against the remaining bytes).
-    pub(crate) fn items<T: Item>(&mut self, n: usize) -> Result<Vec<T>, Error> {
-        let mut out = Vec::with_capacity(n.min(self.remaining()));
-        for _ in 0..n {
-            let before = self.pos;
-            out.push(T::unpack_item(self)?);
-            if self.pos == before {
-                // An item that takes no bytes would let a count alone drive the loop.
-                return Err(self.malformed(format!("empty {:?} item", T::TYPE)));
-            }
-        }
-        Ok(out)
     }
 
     /// Runs `f` one nesting level down, failing beyond [`MAX_NESTING`].

@@ -78,23 +78,4 @@ mod tests {
         assert!(Version::new(5, 0, 0) > Version::new(4, 9, 99));
         assert_eq!(Version::new(5, 0, 11).to_string(), "5.0.11");
     }
-
-    #[test]
-    fn only_servers_before_4_2_3_get_the_stray_byte() {
-        use crate::openpmix::{ClientHandshake, Dialect, Proc};
-        let stray = |v: &str| ClientHandshake::stray_byte_for(Version::parse(v));
-        assert!(stray("4.2.2") && stray("3.2.5") && stray("4.1.0"));
-        assert!(!stray("4.2.3") && !stray("5.0.11rc1") && !stray("6.0.0"));
-        assert!(!ClientHandshake::stray_byte_for(None));
-
-        // Without it the body ends with the gds name's NUL, and reads back the same.
-        let proc = Proc::new(pmix_types::Nspace::new("job").unwrap(), 3);
-        let mut hs = ClientHandshake::simple_client(proc, vec![1; 8], Dialect::V41, "hash");
-        hs.stray_byte = false;
-        let body = hs.encode_body().unwrap();
-        assert!(body.ends_with(b"hash\0"));
-        assert_eq!(ClientHandshake::decode(&body).unwrap(), hs);
-        hs.stray_byte = true;
-        assert!(hs.encode_body().unwrap().ends_with(b"hash\0\0"));
-    }
 }
