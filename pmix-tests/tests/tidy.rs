@@ -272,12 +272,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
          move its three decoders into msg.rs and the helpers into item.rs",
     ),
     (
-        "pmix-server",
-        &["frontend::openpmix::common", "frontend::openpmix::conn"],
-        "Gds (conn.rs) and Common (common.rs) name each other; the OpenPMIx front-end is being \
-         changed elsewhere: cut there by moving Gds into common.rs",
-    ),
-    (
         "xtask",
         &["multinode::cluster", "multinode::procs"],
         "procs uses cluster's statics and node helpers, cluster procs' wait_for and \
