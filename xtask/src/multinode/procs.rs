@@ -367,16 +367,3 @@ impl Running {
         }
     }
 }
-
-/// Polls `found` every 50 ms until it returns something or `deadline` passes.
-pub(crate) fn wait_for<T>(deadline: Instant, mut found: impl FnMut() -> Option<T>) -> Option<T> {
-    loop {
-        if let Some(t) = found() {
-            return Some(t);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
