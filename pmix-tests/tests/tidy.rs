@@ -271,13 +271,6 @@ const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
         "iof.rs builds Request variants and borrows msg.rs's counted/put_counted/atomically: \
          move its three decoders into msg.rs and the helpers into item.rs",
     ),
-    (
-        "xtask",
-        &["multinode::cluster", "multinode::procs"],
-        "procs uses cluster's statics and node helpers, cluster procs' wait_for and \
-         in_node_namespaces: the statics and wait_for into multinode.rs, \
-         in_node_namespaces into cluster.rs",
-    ),
 ];
 
 /// Removes comments and the contents of string and char literals, keeping the line structure.

@@ -14,6 +14,7 @@
 
 pub(crate) mod cluster;
 pub(crate) mod launchers;
+pub(crate) mod proc_table;
 pub(crate) mod procs;
 mod scenarios;
 

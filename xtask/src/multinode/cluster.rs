@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-use super::procs;
+use super::proc_table::in_node_namespaces;
 use super::wait_for;
 
 /// Where cluster.sh keeps its state (its `R`): keys, pid files, each node's `/tmp`.
@@ -102,7 +102,7 @@ pub(crate) fn node_namespaces() -> Vec<(u32, u64)> {
 fn down(script: &Path, nodes: u32) -> Result<Duration, String> {
     let start = Instant::now();
     let daemons = daemon_pids();
-    let inside = procs::in_node_namespaces(&node_namespaces());
+    let inside = in_node_namespaces(&node_namespaces());
     for p in &inside {
         let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
     }
