@@ -241,25 +241,6 @@ fn unsafe_code_lives_only_where_the_architecture_says() {
 /// A module path inside one crate: `[]` is the crate root.
 type ModPath = Vec<String>;
 
-/// Circles allowed for now: (crate, the modules of the circle, why it is still there and what
-/// removes it). A circle is allowed only if all its modules are listed in one entry, and an
-/// entry no circle needs any more fails the test, so the list only shrinks.
-const ALLOWED_CIRCLES: &[(&str, &[&str], &str)] = &[
-    (
-        "pmix-server",
-        &["frontend::openpmix::common", "frontend::openpmix::conn"],
-        "Gds (conn.rs) and Common (common.rs) name each other; the OpenPMIx front-end is being \
-         changed elsewhere: cut there by moving Gds into common.rs",
-    ),
-    (
-        "xtask",
-        &["multinode::cluster", "multinode::procs"],
-        "procs uses cluster's statics and node helpers, cluster procs' wait_for and \
-         in_node_namespaces: the statics and wait_for into multinode.rs, \
-         in_node_namespaces into cluster.rs",
-    ),
-];
-
 /// Removes comments and the contents of string and char literals, keeping the line structure.
 fn code_only(text: &str) -> String {
     let b = text.as_bytes();
@@ -767,7 +748,6 @@ fn show(m: &ModPath) -> String {
 #[test]
 fn no_crate_has_an_import_circle() {
     let mut found = Vec::new();
-    let mut used: Vec<(&str, &[&str])> = Vec::new();
     let mut crates = 0;
     for krate in workspace_members() {
         let src = root().join(&krate).join("src");
@@ -778,39 +758,23 @@ fn no_crate_has_an_import_circle() {
         let graph = import_graph(&src);
         for scc in circles(&graph) {
             let names: Vec<String> = scc.iter().map(show).collect();
-            let allowed = ALLOWED_CIRCLES.iter().find(|(k, mods, _)| {
-                *k == krate && names.iter().all(|n| mods.contains(&n.as_str()))
-            });
-            if let Some((k, mods, _)) = allowed {
-                used.push((*k, *mods));
-            } else {
-                let arrows: Vec<String> = scc
-                    .iter()
-                    .flat_map(|a| {
-                        graph[a]
-                            .iter()
-                            .filter(|b| scc.contains(b))
-                            .map(move |b| format!("{} -> {}", show(a), show(b)))
-                    })
-                    .collect();
-                found.push(format!(
-                    "{krate}: {{{}}} via {}",
-                    names.join(", "),
-                    arrows.join("; ")
-                ));
-            }
+            let arrows: Vec<String> = scc
+                .iter()
+                .flat_map(|a| {
+                    graph[a]
+                        .iter()
+                        .filter(|b| scc.contains(b))
+                        .map(move |b| format!("{} -> {}", show(a), show(b)))
+                })
+                .collect();
+            found.push(format!(
+                "{krate}: {{{}}} via {}",
+                names.join(", "),
+                arrows.join("; ")
+            ));
         }
     }
     assert!(crates >= 8, "found only {crates} crates");
-    let stale: Vec<_> = ALLOWED_CIRCLES
-        .iter()
-        .filter(|(k, mods, _)| !used.contains(&(*k, *mods)))
-        .map(|(k, mods, _)| format!("{k}: {mods:?}"))
-        .collect();
-    assert!(
-        stale.is_empty(),
-        "allowed circles that no longer exist (take them off ALLOWED_CIRCLES): {stale:?}"
-    );
     assert!(
         found.is_empty(),
         "import circles (cut each: move the shared item down into a module of its own):\n{}",

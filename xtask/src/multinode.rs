@@ -14,12 +14,13 @@
 
 pub(crate) mod cluster;
 pub(crate) mod launchers;
+pub(crate) mod proc_table;
 pub(crate) mod procs;
 mod scenarios;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::bench::build::{Dirs, compile_source};
 use scenarios::{Ctx, Programs, Run, SCENARIOS, Scenario};
@@ -144,6 +145,19 @@ pub(crate) fn preflight(target: &Path) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Polls `found` every 50 ms until it returns something or `deadline` passes.
+pub(crate) fn wait_for<T>(deadline: Instant, mut found: impl FnMut() -> Option<T>) -> Option<T> {
+    loop {
+        if let Some(t) = found() {
+            return Some(t);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The vendored cluster script.

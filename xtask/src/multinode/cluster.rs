@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
-use super::procs;
+use super::proc_table::in_node_namespaces;
+use super::wait_for;
 
 /// Where cluster.sh keeps its state (its `R`): keys, pid files, each node's `/tmp`.
 pub(crate) const STATE: &str = "/var/tmp/pmxcluster";
@@ -101,7 +102,7 @@ pub(crate) fn node_namespaces() -> Vec<(u32, u64)> {
 fn down(script: &Path, nodes: u32) -> Result<Duration, String> {
     let start = Instant::now();
     let daemons = daemon_pids();
-    let inside = procs::in_node_namespaces(&node_namespaces());
+    let inside = in_node_namespaces(&node_namespaces());
     for p in &inside {
         let _ = kill(Pid::from_raw(p.pid), Signal::SIGKILL);
     }
@@ -137,7 +138,7 @@ fn down(script: &Path, nodes: u32) -> Result<Duration, String> {
             .collect()
     };
     let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    let alive = super::procs::wait_for(until, || {
+    let alive = wait_for(until, || {
         let alive = still();
         alive.is_empty().then_some(())
     })
@@ -244,7 +245,7 @@ impl Cluster {
 fn wait_for_slurm(nodes: u32) -> Result<(), String> {
     let limit = Instant::now() + Duration::from_secs(30);
     let mut last = String::new();
-    let ready = procs::wait_for(limit, || {
+    let ready = wait_for(limit, || {
         let out = Command::new("sinfo")
             .args(["-h", "-N", "-o", "%N %T"])
             .env("SLURM_CONF", slurm_conf())

@@ -1,14 +1,13 @@
 //! Processes and files a scenario may leave behind, and running one command of a scenario
 //! with a deadline.
 //!
-//! The nodes share the host's PID namespace, so every process of every node is in the host's
-//! `/proc`. A process counts as the scenario's if it did not exist before the scenario and
-//! either carries the scenario's marker in its environment (what the harness started on the
-//! host, and anything that inherited its environment), runs inside a node's network namespace
-//! (whatever ssh started there: a launcher's daemon, a rank), or runs a program of this
-//! build (the target directory). ssh does not pass the environment on, so the marker alone
-//! would miss what runs on the nodes. slurmd is the cluster's, never the scenario's: one
-//! scenario kills a node's and starts it again.
+//! A process counts as the scenario's if it did not exist before the scenario and either
+//! carries the scenario's marker in its environment (what the harness started on the host, and
+//! anything that inherited its environment), runs inside a node's network namespace (whatever
+//! ssh started there: a launcher's daemon, a rank), or runs a program of this build (the
+//! target directory). ssh does not pass the environment on, so the marker alone would miss
+//! what runs on the nodes. slurmd is the cluster's, never the scenario's: one scenario kills a
+//! node's and starts it again.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs::File;
@@ -22,21 +21,10 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 
 use super::cluster::{self, CURRENT_GROUP, STOPPING};
+use super::proc_table::{ProcInfo, in_node_namespaces, info, pids};
 
 /// The environment variable the harness sets to a value unique to the scenario.
 pub(crate) const MARKER: &str = "PMIXRS_MULTINODE_MARKER";
-
-/// A process found in `/proc`.
-#[derive(Clone, Debug)]
-pub(crate) struct ProcInfo {
-    pub(crate) pid: i32,
-    /// Its command line, spaces between the arguments.
-    pub(crate) cmdline: String,
-    /// What its executable is (empty if unreadable: a zombie, a kernel thread).
-    pub(crate) exe: PathBuf,
-    /// The node whose network namespace it is in, if any.
-    pub(crate) node: Option<u32>,
-}
 
 /// slurmd, whatever its executable's name.
 fn is_slurmd(p: &ProcInfo) -> bool {
@@ -44,52 +32,6 @@ fn is_slurmd(p: &ProcInfo) -> bool {
     Path::new(command)
         .file_name()
         .is_some_and(|f| f == "slurmd")
-}
-
-fn pids() -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect()
-}
-
-fn net_inode(pid: i32) -> Option<u64> {
-    let link = std::fs::read_link(format!("/proc/{pid}/ns/net")).ok()?;
-    let text = link.to_string_lossy().into_owned();
-    text.strip_prefix("net:[")?.strip_suffix(']')?.parse().ok()
-}
-
-fn info(pid: i32, namespaces: &[(u32, u64)]) -> Option<ProcInfo> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let cmdline = raw
-        .split(|b| *b == 0)
-        .filter(|a| !a.is_empty())
-        .map(|a| String::from_utf8_lossy(a).into_owned())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
-    let ino = net_inode(pid);
-    let node = namespaces
-        .iter()
-        .find(|(_, i)| Some(*i) == ino)
-        .map(|(k, _)| *k);
-    Some(ProcInfo {
-        pid,
-        cmdline,
-        exe,
-        node,
-    })
-}
-
-/// Every process inside one of `namespaces` (the nodes'), sshd included.
-pub(crate) fn in_node_namespaces(namespaces: &[(u32, u64)]) -> Vec<ProcInfo> {
-    pids()
-        .into_iter()
-        .filter_map(|p| info(p, namespaces))
-        .filter(|p| p.node.is_some())
-        .collect()
 }
 
 /// The processes on node `k` whose executable's file name is `name`.
@@ -365,18 +307,5 @@ impl Running {
             elapsed: end - self.start,
             what: self.what,
         }
-    }
-}
-
-/// Polls `found` every 50 ms until it returns something or `deadline` passes.
-pub(crate) fn wait_for<T>(deadline: Instant, mut found: impl FnMut() -> Option<T>) -> Option<T> {
-    loop {
-        if let Some(t) = found() {
-            return Some(t);
-        }
-        if Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(50));
     }
 }

@@ -13,6 +13,7 @@ use nix::unistd::Pid;
 use super::cluster::{self, host_list, node_names};
 use super::launchers;
 use super::procs::{self, Finished, Running};
+use super::wait_for;
 
 /// The programs the scenarios run; each is the reason it could not be built if it was not.
 pub(crate) struct Programs {
@@ -504,7 +505,7 @@ fn wait_for_node3(
     rank_program: &str,
 ) -> Result<(Running, i32), String> {
     let limit = Instant::now() + Duration::from_secs(30);
-    let found = procs::wait_for(limit.min(run.deadline), || {
+    let found = wait_for(limit.min(run.deadline), || {
         if !running.is_running() {
             return Some(None);
         }
@@ -882,7 +883,7 @@ fn restart_slurmd(k: u32) -> Result<(), String> {
         .and_then(|s| s.trim().parse().ok())
         .ok_or_else(|| format!("no pid in {}", pid_file.display()))?;
     kill(Pid::from_raw(pid), Signal::SIGKILL).map_err(|e| format!("kill slurmd {pid}: {e}"))?;
-    let gone = procs::wait_for(Instant::now() + Duration::from_secs(10), || {
+    let gone = wait_for(Instant::now() + Duration::from_secs(10), || {
         (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
     });
     if gone.is_none() {
@@ -909,7 +910,7 @@ fn release_fifos(dir: &Path, n: u32, deadline: Instant) -> Result<(), String> {
     use std::os::unix::fs::OpenOptionsExt;
     for r in 0..n {
         let path = dir.join(r.to_string());
-        let opened = procs::wait_for(deadline, || {
+        let opened = wait_for(deadline, || {
             std::fs::OpenOptions::new()
                 .write(true)
                 .custom_flags(nix::libc::O_NONBLOCK)

@@ -1,5 +1,6 @@
-//! What the libpmix connections of a server share: each namespace's job data encoded once per
-//! dialect and storage module, and the ds21 shared-memory store when the server offers it.
+//! What the libpmix connections of a server share: the storage modules a client may choose
+//! (`Gds`), each namespace's job data encoded once per dialect and storage module, and the ds21
+//! shared-memory store when the server offers it.
 //!
 //! The store is filled lazily: a namespace's job data goes into the segments before its first
 //! ds21 client's `REQ` is answered (most namespaces never have one: pmix-rs clients use the
@@ -12,9 +13,18 @@ use pmix_types::{Nspace, Status};
 use pmix_wire::openpmix::Dialect;
 use pmix_wire::{JobImage, Reply, ReplyBody};
 
-use super::Gds;
 use super::ds21::{Ds21, Ds21Error};
 use crate::frontend::job_bytes::JobBytes;
+
+/// The storage module a client chose in its handshake: how its job data and collected data
+/// reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Gds {
+    /// Everything over the socket.
+    Hash,
+    /// Job data and collected data in the shared-memory segments (`openpmix::ds21`).
+    Ds21,
+}
 
 /// The state the libpmix connections of one server share.
 pub(crate) struct Common {

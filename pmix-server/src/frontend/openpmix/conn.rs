@@ -21,7 +21,7 @@ use pmix_wire::openpmix::{
 };
 use pmix_wire::{JobImage, Kv, ProcKvs, Reply, ReplyBody, Request};
 
-use super::Common;
+use super::{Common, Gds};
 use crate::engine::{Auth, GetAnswers, PeerCreds};
 use crate::frontend::Step;
 use crate::tcp_peer::TcpPeer;
@@ -29,16 +29,6 @@ use crate::tcp_peer::TcpPeer;
 /// Largest message accepted from a client after the handshake. Open MPI's largest (its
 /// shared-memory endpoint blob) is a few KiB; a job's worth of spawn data stays far below.
 const MAX_MESSAGE: usize = 64 << 20;
-
-/// The storage module a client chose in its handshake: how its job data and collected data
-/// reach it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Gds {
-    /// Everything over the socket.
-    Hash,
-    /// Job data and collected data in the shared-memory segments (`openpmix::ds21`).
-    Ds21,
-}
 
 /// How an engine answer is laid out for the client.
 ///

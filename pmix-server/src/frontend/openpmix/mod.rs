@@ -12,8 +12,8 @@ mod conn;
 pub(crate) mod ds21;
 mod tool;
 
-pub(crate) use common::Common;
-pub(crate) use conn::{Gds, OpenpmixConn};
+pub(crate) use common::{Common, Gds};
+pub(crate) use conn::OpenpmixConn;
 
 use pmix_types::{Info, Rank, Value};
 use pmix_wire::openpmix::job::{layout, to_job_info_with};
