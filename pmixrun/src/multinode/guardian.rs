@@ -8,10 +8,14 @@
 //!
 //! The guardian passes the daemon its [`Boot`](crate::multinode::bootstrap::Boot) and keeps the daemon's
 //! stdin open: closing its own (the agent gone) or a signal stops the daemon, which then
-//! stops its processes.
+//! stops its processes: SIGTERM, with SIGCONT for a daemon someone stopped (SIGSTOP), and
+//! SIGKILL if it is still there after [`STOP_GRACE`].
 
 use std::io::Read;
 use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
@@ -48,6 +52,29 @@ fn guard(signals: Signals) -> Result<u8, String> {
     result
 }
 
+/// How long a daemon asked to stop (SIGTERM) has before it is killed: its own grace for its
+/// processes ([`crate::supervise::GRACE`]) and room to report.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Once a stop is asked (`stop`), asks the daemon `pid` to stop, continuing it should it be
+/// stopped, and kills it if it has not exited (`exited` closed) within [`STOP_GRACE`].
+fn stop_when_asked(pid: Pid, stop: &Receiver<()>, exited: &Receiver<()>) {
+    crossbeam_channel::select! {
+        recv(stop) -> asked => {
+            if asked.is_err() {
+                return;
+            }
+        }
+        recv(exited) -> _ => return,
+    }
+    let _ = kill(pid, Signal::SIGTERM);
+    let _ = kill(pid, Signal::SIGCONT);
+    if let Err(RecvTimeoutError::Timeout) = exited.recv_timeout(STOP_GRACE) {
+        tracing::warn!(%pid, "the daemon did not stop within {STOP_GRACE:?}; killing it");
+        let _ = kill(pid, Signal::SIGKILL);
+    }
+}
+
 fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
     let me = std::env::current_exe().map_err(|e| format!("cannot find pmixrun itself: {e}"))?;
     // Through the exec trampoline: the daemon asks to die with its guardian.
@@ -76,7 +103,12 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
             tracing::debug!("passing the boot message on: {e}");
         }
     }
-    // The agent gone (stdin closed) or a signal: the daemon stops.
+    // The agent gone (stdin closed) or a signal: the daemon is asked to stop, and made to if
+    // it does not within STOP_GRACE (a daemon stopped by SIGSTOP cannot act on SIGTERM until it
+    // is continued; one that hangs, not at all).
+    let (stop_tx, stop_rx) = crossbeam_channel::unbounded::<()>();
+    let (exited_tx, exited_rx) = crossbeam_channel::bounded::<()>(0);
+    let on_eof = stop_tx.clone();
     std::thread::Builder::new()
         .name("guardian-stdin".into())
         .stack_size(crate::node::output::SMALL_STACK)
@@ -84,7 +116,7 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
             let mut buf = [0u8; 256];
             let mut stdin = std::io::stdin().lock();
             while matches!(stdin.read(&mut buf), Ok(n) if n > 0) {}
-            let _ = kill(pid, Signal::SIGTERM);
+            let _ = on_eof.send(());
         })
         .map_err(|e| format!("cannot watch stdin: {e}"))?;
     let handle = signals.handle();
@@ -93,10 +125,26 @@ fn run_worker(boot: &[u8], mut signals: Signals) -> Result<u8, String> {
         .stack_size(crate::node::output::SMALL_STACK)
         .spawn(move || {
             for _ in signals.forever() {
-                let _ = kill(pid, Signal::SIGTERM);
+                let _ = stop_tx.send(());
             }
         })
         .map_err(|e| format!("cannot forward signals: {e}"))?;
+    let stopper = std::thread::Builder::new()
+        .name("guardian-stop".into())
+        .stack_size(crate::node::output::SMALL_STACK)
+        .spawn(move || stop_when_asked(pid, &stop_rx, &exited_rx))
+        .map_err(|e| format!("cannot watch for a stop: {e}"))?;
+    // Waited for without reaping it first: until the stopper is done, the pid it may signal
+    // is still the daemon's (a zombie), never another process's.
+    let exited = nix::sys::wait::waitid(
+        nix::sys::wait::Id::Pid(pid),
+        nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT,
+    );
+    drop(exited_tx);
+    let _ = stopper.join();
+    if let Err(e) = exited {
+        tracing::debug!("waiting for the daemon without reaping it: {e}");
+    }
     let status = worker
         .wait()
         .map_err(|e| format!("cannot wait for the daemon: {e}"))?;

@@ -174,6 +174,15 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: pmixrun_daemon_killed,
     },
     Scenario {
+        name: "pmixrun-daemon-stopped",
+        what: "node3's pmixrun daemon gets SIGSTOP mid-run: the run ends naming node3, and \
+               the stopped daemon, its ranks and its directory are gone after it",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(10),
+        run: pmixrun_daemon_stopped,
+    },
+    Scenario {
         name: "pmixrun-link-down",
         what: "node3's link goes down (silent loss): the run ends naming node3; link restored",
         pmixrun: true,
@@ -569,6 +578,18 @@ fn pmixrun_daemon_killed(run: &Run<'_>) -> Result<String, String> {
     let lost_at = Instant::now();
     let out = running.wait(run.deadline.min(lost_at + Duration::from_secs(30)));
     expect_lost_node3(&out, lost_at, since, Duration::from_secs(5))
+}
+
+/// A daemon that cannot act (SIGSTOP: not even on SIGTERM) is lost to the root by its
+/// silence; its guardian, whose agent the root closes, must still end it (the scenario's
+/// check of what is left after the run fails otherwise).
+fn pmixrun_daemon_stopped(run: &Run<'_>) -> Result<String, String> {
+    let (running, daemon) = start_long_run(run, &cluster::pssh())?;
+    let since = running.started();
+    let _ = kill(Pid::from_raw(daemon), Signal::SIGSTOP);
+    let lost_at = Instant::now();
+    let out = running.wait(run.deadline.min(lost_at + Duration::from_secs(60)));
+    expect_lost_node3(&out, lost_at, since, Duration::from_secs(30))
 }
 
 /// Takes the host side of node3's link down; brings it up again when dropped.
