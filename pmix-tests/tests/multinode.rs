@@ -445,6 +445,19 @@ fn job_data_as_ranks_on_three_nodes_see_it() {
     }
 }
 
+#[test]
+fn without_a_count_one_process_runs_per_slot_of_the_nodes() {
+    // As mpirun does with a host list (and in an allocation): no -n, every slot filled.
+    let f = Fixture::new("per-slot");
+    let r = f.run("n1:2,n2:1,n3:2", &[&client(), "nodeinfo"]);
+    r.assert_ok();
+    check_nodeinfo(&r, &["n1", "n2", "n3"], &["n1", "n1", "n2", "n3", "n3"]);
+    // Told how many, it starts that many.
+    let r = f.run("n1:2,n2:1,n3:2", &["-n", "2", &client(), "nodeinfo"]);
+    r.assert_ok();
+    check_nodeinfo(&r, &["n1"], &["n1", "n1"]);
+}
+
 /// A PMI-1 process in bash over the inherited socket (`PMI_FD`, fds above 9 need bash):
 /// prints its rank and `PMI_process_mapping` as MPICH reads it.
 const PMI1_MAPPING: &str = r#"q() { printf '%s\n' "$1" >&"$PMI_FD"; IFS= read -r reply <&"$PMI_FD"; }

@@ -469,15 +469,15 @@ pub(crate) fn parse_mode(args: Vec<OsString>) -> Result<Mode, clap::Error> {
 #[derive(Args, Debug)]
 #[command(next_help_heading = "Application context (each of them)")]
 struct AppArgs {
-    /// Number of processes of this application context.
+    /// Number of processes of this application context (default: with one application
+    /// context on named nodes or in a Slurm allocation, one per slot, as mpirun does; else 1).
     #[arg(
         short = 'n',
         long = "np",
         value_name = "N",
-        default_value_t = 1,
         value_parser = clap::value_parser!(u32).range(1..)
     )]
-    np: u32,
+    np: Option<u32>,
     /// Working directory of its processes (default: pmixrun's).
     #[arg(long, value_name = "DIR")]
     wdir: Option<PathBuf>,
@@ -539,6 +539,9 @@ pub(crate) struct Options {
     pub(crate) place: Place,
     /// The application contexts, in rank order.
     pub(crate) apps: Vec<App>,
+    /// Whether any application context said how many processes it has (`-n`): if none did,
+    /// a run of one context on named nodes or in an allocation fills their slots.
+    pub(crate) counts_given: bool,
 }
 
 /// What the command line says about the nodes (see `plan/placement.rs` for what it means).
@@ -635,7 +638,7 @@ fn app(a: AppArgs) -> Result<App, clap::Error> {
         .collect::<Result<_, _>>()
         .map_err(|m| clap::Error::raw(clap::error::ErrorKind::InvalidValue, m + "\n"))?;
     Ok(App {
-        np: a.np,
+        np: a.np.unwrap_or(1),
         program,
         args: command.collect(),
         wdir: a.wdir,
@@ -658,6 +661,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
     let mut segments = segments.into_iter();
     let first = segments.next().unwrap_or_default();
     let first = First::try_parse_from(std::iter::once(OsString::from("pmixrun")).chain(first))?;
+    let mut counts_given = first.app.np.is_some();
     let mut apps = vec![app(first.app)?];
     for seg in segments {
         if seg.is_empty() {
@@ -666,7 +670,9 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
                 "an empty application context: ':' must be followed by [-n N] PROGRAM\n",
             ));
         }
-        apps.push(app(Later::try_parse_from(seg)?.app)?);
+        let later = Later::try_parse_from(seg)?.app;
+        counts_given |= later.np.is_some();
+        apps.push(app(later)?);
     }
     let map_to = first.global.nodes.map_by.object();
     Ok(Options {
@@ -687,6 +693,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
             master_port: first.global.place.master_port,
         },
         apps,
+        counts_given,
     })
 }
 
@@ -704,6 +711,15 @@ mod tests {
 
     fn os(v: &[&str]) -> Vec<OsString> {
         v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn a_count_is_given_when_any_context_says_one() {
+        let given = |line: &str| p(line).map(|o| (o.counts_given, o.apps[0].np)).ok();
+        assert_eq!(given("./a"), Some((false, 1)));
+        assert_eq!(given("-n 3 ./a"), Some((true, 3)));
+        assert_eq!(given("./a : -n 2 ./b"), Some((true, 1)));
+        assert_eq!(given("./a : ./b"), Some((false, 1)));
     }
 
     #[test]

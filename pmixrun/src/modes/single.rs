@@ -17,8 +17,7 @@ use crate::setup::{connect_nameserver, start_server, start_signal_thread};
 use crate::supervise::Supervisor;
 
 /// Everything before the first process starts; an error here is a one-line message.
-pub(crate) fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
-    let layout = layout::Layout::new(&opts.apps)?;
+pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String> {
     // The nodes: those named, else those of the Slurm allocation pmixrun runs in (unless
     // told to stay on this machine), else this machine alone.
     let named = placement::NodeList::from_options(&opts.nodes)?;
@@ -33,6 +32,14 @@ pub(crate) fn run(opts: cli::Options, signals: Signals) -> Result<u8, String> {
         }
         None => None,
     };
+    // Not told how many processes: one per slot of the nodes named or allocated (as mpirun
+    // and srun start in an allocation), for a run of one application context.
+    if let (false, [only], Some(nodes)) = (opts.counts_given, opts.apps.as_mut_slice(), &nodes) {
+        only.np = u32::try_from(nodes.total_slots())
+            .unwrap_or(u32::MAX)
+            .max(1);
+    }
+    let layout = layout::Layout::new(&opts.apps)?;
     let nodes = match nodes {
         Some(nodes) => {
             let n = &opts.nodes;
