@@ -223,6 +223,14 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: srun_pmix_abort,
     },
     Scenario {
+        name: "salloc-pmixrun-per-slot",
+        what: "salloc -N<nodes> -n<2 x nodes> pmixrun demo, no -n: one process per slot of the allocation, as srun and mpirun start",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(5),
+        run: salloc_pmixrun_per_slot,
+    },
+    Scenario {
         name: "salloc-pmixrun-demo",
         what: "salloc -N<nodes> pmixrun -n <2 x nodes> demo: pmixrun reads the allocation, starts its daemons with one srun (no ssh)",
         pmixrun: true,
@@ -718,6 +726,18 @@ fn salloc_pmixrun_demo(run: &Run<'_>) -> Result<String, String> {
             r / 2 + 1,
             n - 1
         )
+    })
+}
+
+/// Without `-n`: the allocation's slots (2 per node) say how many.
+fn salloc_pmixrun_per_slot(run: &Run<'_>) -> Result<String, String> {
+    let mut cmd = launchers::salloc(run.ctx.nodes);
+    cmd.arg(self::program(&run.ctx.programs.pmixrun)?)
+        .arg(program(&run.ctx.programs.demo)?);
+    let out = run.run(cmd)?;
+    let n = run.ranks();
+    expect_every_rank(&out, n, |r| {
+        format!("rank {r} of {n}: checked {} peers", n - 1)
     })
 }
 
