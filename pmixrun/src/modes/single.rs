@@ -12,7 +12,7 @@ use crate::multinode::root;
 use crate::node::jobs::RunJobs;
 use crate::node::output::{self, OUTPUT_DRAIN};
 use crate::node::{launch, stdin};
-use crate::plan::{detect, layout, placement};
+use crate::plan::{detect, interpreter, layout, placement};
 use crate::setup::{connect_nameserver, start_server, start_signal_thread};
 use crate::supervise::Supervisor;
 
@@ -63,12 +63,23 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
     let user_env: Vec<_> = opts.apps.iter().map(launch::app_env).collect();
     let pmi = match opts.pmi {
         cli::Protocol::Auto => {
-            // A PMI program (libpmi2, MPICH) anywhere in the job makes it a PMI job.
+            // A PMI program (libpmi2, MPICH; or a Python program whose mpi4py will load
+            // MPICH) anywhere in the job makes it a PMI job.
             let pmi = opts.apps.iter().zip(&user_env).find_map(|(app, env)| {
-                launch::find_program(&app.program, &layout::wdir_of(app, &cwd), env)
-                    .ok()
-                    .map(|p| detect::protocol_of(&p))
-                    .filter(|p| p.is_pmi())
+                let wdir = layout::wdir_of(app, &cwd);
+                let path = launch::find_program(&app.program, &wdir, env).ok()?;
+                let linked = detect::protocol_of(&path);
+                if linked.is_pmi() {
+                    return Some(linked);
+                }
+                let ld_path = env
+                    .iter()
+                    .rev()
+                    .find(|(k, _)| k == "LD_LIBRARY_PATH")
+                    .map(|(_, v)| v.clone())
+                    .or_else(|| std::env::var_os("LD_LIBRARY_PATH"));
+                let find = |name: &std::ffi::OsStr| launch::find_program(name, &wdir, env).ok();
+                interpreter::mpi_protocol(&path, ld_path.as_deref(), find).filter(|p| p.is_pmi())
             });
             match pmi {
                 Some(p) => {

@@ -4,6 +4,7 @@
 //! `PMIx_Log` requests may hold ([`log_budget`]).
 
 pub(crate) mod capacity;
+pub(crate) mod hints;
 pub(crate) mod host;
 pub(crate) mod jobs;
 pub(crate) mod launch;

@@ -12,6 +12,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use pmix_server::types::{IofChannel, Nspace, Proc, Rank};
 
+use super::hints::Hints;
+
 /// The longest piece of a line held before it is passed on.
 pub(crate) const MAX_LINE: u64 = 64 * 1024;
 
@@ -131,6 +133,7 @@ pub(crate) fn start_writer(
     std::thread::Builder::new()
         .name("output".into())
         .spawn(move || {
+            let mut hints = Hints::default();
             while let Ok(first) = lines.recv() {
                 let mut out = std::io::stdout().lock();
                 let mut err = std::io::stderr().lock();
@@ -149,6 +152,7 @@ pub(crate) fn start_writer(
                     // A closed stdout must not stop the draining, or the processes would block
                     // on full pipes; their output then has nowhere to go.
                     let _ = write_line(w, tag, node, &line);
+                    hints.look(line.rank, line.stream == Stream::Stderr, &line.bytes, w);
                     if let Some(t) = &mut tap {
                         t(&line);
                     }
