@@ -75,10 +75,15 @@ mod tests {
     use std::os::unix::fs::MetadataExt;
     use std::process::{Command, Stdio};
 
-    fn inode_of(fd: i32) -> u64 {
-        fs::metadata(format!("/proc/self/fd/{fd}"))
+    /// A loopback connection: the listener (kept open), the client's end and its inode.
+    fn connected() -> (TcpListener, TcpStream, u64) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
+        let c = TcpStream::connect(l.local_addr().unwrap_or_else(|e| panic!("addr: {e}")))
+            .unwrap_or_else(|e| panic!("connect: {e}"));
+        let inode = fs::metadata(format!("/proc/self/fd/{}", c.as_raw_fd()))
             .map(|m| m.ino())
-            .unwrap_or(0)
+            .unwrap_or(0);
+        (l, c, inode)
     }
 
     #[test]
@@ -86,10 +91,7 @@ mod tests {
         if fs::metadata("/proc/self/task").is_err() {
             return;
         }
-        let l = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
-        let c = TcpStream::connect(l.local_addr().unwrap_or_else(|e| panic!("addr: {e}")))
-            .unwrap_or_else(|e| panic!("connect: {e}"));
-        let inode = inode_of(c.as_raw_fd());
+        let (_l, _c, inode) = connected();
         let me = std::process::id();
         assert_eq!(holds_socket(me, inode), Some(true));
         // A child that does not have it (descriptors are close-on-exec): not in its tree...
@@ -115,10 +117,7 @@ mod tests {
         if fs::metadata("/proc/self/task").is_err() {
             return;
         }
-        let l = TcpListener::bind("127.0.0.1:0").unwrap_or_else(|e| panic!("bind: {e}"));
-        let c = TcpStream::connect(l.local_addr().unwrap_or_else(|e| panic!("addr: {e}")))
-            .unwrap_or_else(|e| panic!("connect: {e}"));
-        let inode = inode_of(c.as_raw_fd());
+        let (_l, c, inode) = connected();
         let socket: std::os::fd::OwnedFd = c.into();
         // The shell hands the socket to a child and closes its own copies, as a wrapper
         // script that starts the real program does; it says so once done.

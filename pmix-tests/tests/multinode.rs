@@ -1061,29 +1061,6 @@ fn sigterm_to_pmixrun_reaches_the_ranks_of_every_node() {
     );
 }
 
-#[test]
-fn a_stopped_daemon_is_ended_when_its_root_dies() {
-    // One daemon is stopped (SIGSTOP): it can act on nothing, not even SIGTERM. The root is
-    // then killed. With `--launcher local` the guardians are the root's children and die with
-    // it (parent-death signal), the stopped daemon with its guardian (SIGKILL reaches a
-    // stopped process) and its ranks with it: nothing of the run may be left. (Over ssh the
-    // guardian outlives the root and must end the stopped daemon itself: `cargo xtask
-    // multinode`'s pmixrun-daemon-stopped.)
-    let f = Fixture::new("stopped-daemon");
-    let mut live = f.start(HOSTS, &["-n", "6", &client(), "hang"]);
-    live.wait_for("ready", 6);
-    let worker = f
-        .procs()
-        .into_iter()
-        .find(|p| p.cmdline.contains("--pmixrun-internal-daemon-worker"))
-        .unwrap_or_else(|| panic!("no daemon among {:#?}", f.procs()));
-    kill(Pid::from_raw(worker.pid), Signal::SIGSTOP).expect("stopping a daemon");
-    kill(live.pid(), Signal::SIGKILL).expect("killing pmixrun");
-    let r = live.finish(DEADLINE);
-    assert_eq!(r.out.status.code(), None, "{r:?}");
-    f.assert_clean("after a daemon's SIGSTOP and the root's SIGKILL");
-}
-
 // ---- failures ---------------------------------------------------------------------------
 
 /// The `rank R: fence failed with STATUS` lines, by rank.

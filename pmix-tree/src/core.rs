@@ -556,49 +556,43 @@ impl Core {
         self.out.push_back(Output::Complete { token, result });
     }
 
-    /// Sends `msg` on the link to neighbour `link`: now if it is up, once it is if it is
-    /// pending, never if it is down.
-    /// Sends `msg` on each of `links`: one [`Output::SendAll`] for the links that are up.
+    /// The link to neighbour `link` (the parent or a child), if there is one.
+    fn link_mut(&mut self, link: Vertex) -> Option<&mut Link> {
+        if Some(link) == self.topo.parent(self.me) {
+            self.parent.as_mut()
+        } else {
+            self.children.get_mut(&link)
+        }
+    }
+
+    /// Sends `msg` on each of `links`: now on those that are up (one [`Output::SendAll`], or
+    /// an [`Output::Send`] for one), once they are on those pending, never on those down.
     fn send_on_all(&mut self, links: &[Vertex], msg: Msg) {
+        let now = self.now;
         let mut up = Vec::with_capacity(links.len());
         for &link in links {
-            let l = if Some(link) == self.topo.parent(self.me) {
-                self.parent.as_mut()
-            } else {
-                self.children.get_mut(&link)
+            let Some(l) = self.link_mut(link) else {
+                continue;
             };
-            let Some(l) = l else { continue };
             match &mut l.state {
                 State::Up => {
-                    l.last_tx = self.now;
+                    l.last_tx = now;
                     up.push(link);
                 }
                 State::Pending(queue) => queue.push(msg.clone()),
                 State::Down => {}
             }
         }
-        match up.len() {
-            0 => {}
-            1 => self.out.push_back(Output::Send { link: up[0], msg }),
+        match up.as_slice() {
+            [] => {}
+            [link] => self.out.push_back(Output::Send { link: *link, msg }),
             _ => self.out.push_back(Output::SendAll { links: up, msg }),
         }
     }
 
+    /// Sends `msg` on the link to neighbour `link` (see [`Core::send_on_all`]).
     fn send_on(&mut self, link: Vertex, msg: Msg) {
-        let l = if Some(link) == self.topo.parent(self.me) {
-            self.parent.as_mut()
-        } else {
-            self.children.get_mut(&link)
-        };
-        let Some(l) = l else { return };
-        match &mut l.state {
-            State::Up => {
-                l.last_tx = self.now;
-                self.out.push_back(Output::Send { link, msg });
-            }
-            State::Pending(queue) => queue.push(msg),
-            State::Down => {}
-        }
+        self.send_on_all(&[link], msg);
     }
 
     /// Sends `msg` one hop towards `to`, or handles it here if `to` is this vertex. A message

@@ -348,37 +348,22 @@ impl Sim {
         *last
     }
 
+    /// `msg` from `from` to `to` arrives after the link's delay, unless the link is closed.
+    fn transmit(&mut self, from: Vertex, to: Vertex, msg: Msg) {
+        if !self.closed.contains(&(from, to)) {
+            let at = self.arrival(from, to);
+            self.schedule(at, Event::Deliver { from, to, msg });
+        }
+    }
+
     /// Carries out what core `v` asked for.
     fn pump(&mut self, v: Vertex) {
         while let Some(out) = self.cores[v as usize].poll_output() {
             match out {
-                Output::Send { link, msg } => {
-                    if !self.closed.contains(&(v, link)) {
-                        let at = self.arrival(v, link);
-                        self.schedule(
-                            at,
-                            Event::Deliver {
-                                from: v,
-                                to: link,
-                                msg,
-                            },
-                        );
-                    }
-                }
+                Output::Send { link, msg } => self.transmit(v, link, msg),
                 Output::SendAll { links, msg } => {
                     for link in links {
-                        if !self.closed.contains(&(v, link)) {
-                            let at = self.arrival(v, link);
-                            let msg = msg.clone();
-                            self.schedule(
-                                at,
-                                Event::Deliver {
-                                    from: v,
-                                    to: link,
-                                    msg,
-                                },
-                            );
-                        }
+                        self.transmit(v, link, msg.clone());
                     }
                 }
                 Output::Close { link } => self.close(v, link),
