@@ -48,11 +48,10 @@ fn script(name: &str) -> String {
         .to_string()
 }
 
-/// `pmixrun <args>` to its end, with none of the launcher variables (nor PMIx ones) inherited
-/// from whatever runs the tests.
-fn pmixrun(args: &[&str]) -> (String, Output) {
-    let what = format!("pmixrun {}", args.join(" "));
-    let mut cmd = Command::new(pmixrun_bin());
+/// `program <args>` with none of the launcher variables (nor PMIx ones) inherited from whatever
+/// runs the tests, its output piped.
+fn clean(program: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(program);
     cmd.args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -63,6 +62,13 @@ fn pmixrun(args: &[&str]) -> (String, Output) {
             cmd.env_remove(&*k);
         }
     }
+    cmd
+}
+
+/// `pmixrun <args>` to its end (see [`clean`]).
+fn pmixrun(args: &[&str]) -> (String, Output) {
+    let what = format!("pmixrun {}", args.join(" "));
+    let cmd = clean(pmixrun_bin(), args);
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
     (what, out)
 }
@@ -148,6 +154,54 @@ fn a_shell_script_and_a_python_script_read_their_place_on_one_node() {
         let port = check_vars(&what, &out, 3, 3, |r| r, |_| 0);
         assert!((20000..30000).contains(&port), "{what}: port {port}");
     }
+}
+
+/// The default `MASTER_PORT` of a job named `nspace`, as `docs/PLACEMENT.md` states it:
+/// 20000 plus the 32-bit FNV-1a hash of the name modulo 10000.
+fn hashed_port(nspace: &str) -> u16 {
+    let h = nspace.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    20000 + u16::try_from(h % 10000).unwrap_or(0)
+}
+
+#[test]
+fn a_master_port_taken_on_this_machine_gives_way_to_a_free_one() {
+    // Another program (or another job) holds the port this job would get: its ranks are
+    // told the next free one, not one their rank 0 cannot bind. The job's name comes from
+    // pmixrun's pid, known here before pmixrun runs: a shell waits to be told, then becomes
+    // pmixrun (exec keeps the pid).
+    let sh = script("place.sh");
+    let pmixrun = pmixrun_bin().display().to_string();
+    let args = [
+        "-c",
+        "read go && exec \"$@\"",
+        "sh",
+        &pmixrun,
+        "-n",
+        "2",
+        "sh",
+        &sh,
+    ];
+    let mut cmd = clean(Path::new("sh"), &args);
+    cmd.stdin(Stdio::piped());
+    let what = "pmixrun -n 2 sh place.sh, its MASTER_PORT taken";
+    let mut running = Running::start(cmd, what);
+    let taken = hashed_port(&format!("pmixrun-{}", running.pid()));
+    // Held until the job ended (or someone else holds it already: the same for pmixrun).
+    let holder = std::net::TcpListener::bind(("0.0.0.0", taken)).ok();
+    {
+        use std::io::Write as _;
+        running
+            .stdin()
+            .write_all(b"go\n")
+            .expect("telling the shell to go");
+    }
+    let out = running.finish(Instant::now() + DEADLINE, what);
+    let port = check_vars(what, &out, 2, 2, |r| r, |_| 0);
+    drop(holder);
+    assert_ne!(port, taken, "{what}: {out:#?}");
+    assert!((20000..30000).contains(&port), "{what}: port {port}");
 }
 
 #[test]

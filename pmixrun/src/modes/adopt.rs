@@ -67,6 +67,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         place: cli::Place::default(),
         group_rank: 0,
         master_addr: server.hostname().to_owned(),
+        free_master_port: true,
         stdin: None,
     };
     jobs.register(&nspace, &apps, &layout, Vec::new())?;

@@ -44,6 +44,10 @@ pub(crate) struct RunJobs<'a> {
     /// every job this `RunJobs` starts: see `launcher_env.rs`).
     pub(crate) group_rank: u32,
     pub(crate) master_addr: String,
+    /// Every process of the jobs runs on this machine (one node): a job's default
+    /// `MASTER_PORT` is checked to be free here, and another taken if it is not. (Across
+    /// nodes every daemon computes the same port on its own and none may change it.)
+    pub(crate) free_master_port: bool,
     /// Which processes of the first job take input, and where it is routed (one-node runs;
     /// `None`: every process's stdin is /dev/null).
     pub(crate) stdin: Option<(crate::node::stdin::Target, Arc<crate::node::stdin::Router>)>,
@@ -198,10 +202,14 @@ impl RunJobs<'_> {
             local_size: count,
             group_rank: self.group_rank,
             master_addr: self.master_addr.clone(),
-            master_port: self
-                .place
-                .master_port
-                .unwrap_or_else(|| launcher_env::default_port(nspace)),
+            master_port: self.place.master_port.unwrap_or_else(|| {
+                let port = launcher_env::default_port(nspace);
+                if self.free_master_port {
+                    launcher_env::free_port_from(port, launcher_env::is_free_here)
+                } else {
+                    port
+                }
+            }),
         };
         // Every process's setup (a round trip to the server thread or two each) is done before
         // the first process starts: once started, processes compete for the CPUs the server

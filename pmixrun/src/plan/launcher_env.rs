@@ -12,7 +12,7 @@
 //! | `OMPI_COMM_WORLD_NODE_RANK` | its node rank (`PMIX_NODE_RANK`), which pmixrun makes its local rank |
 //! | `GROUP_RANK` | the index of its node among the job's nodes (torchrun's node rank) |
 //! | `MASTER_ADDR` | the host of rank 0: its node's name; this machine's hostname under `--launcher local`, whose nodes are all this machine |
-//! | `MASTER_PORT` | `--master-port`, else 20000 + (FNV-1a hash of the namespace mod 10000) |
+//! | `MASTER_PORT` | `--master-port`, else 20000 + (FNV-1a hash of the namespace mod 10000); on one node, the next free port from there if that one is taken on this machine |
 //!
 //! Spawned jobs get their own: ranks, sizes and port of the spawned job. The `OMPI_*` ones are
 //! those Open MPI 5's `mpirun` gives every process (its OpenPMIx's `ompi` programming-model
@@ -21,9 +21,12 @@
 //! `OMPI_ARGV`, `OMPI_NUM_APP_CTX`, `OMPI_FIRST_RANKS`...).
 //!
 //! `OMPI_COMM_WORLD_NODE_RANK` is, in Open MPI, the process's rank among *all* the processes
-//! of its node (every job), not the node's index: `GROUP_RANK` is that. The port is not
-//! checked to be free (nothing runs on rank 0's node before its processes do); a run that
-//! needs a particular one says `--master-port`.
+//! of its node (every job), not the node's index: `GROUP_RANK` is that. On one node the port
+//! is checked to be free on this machine when the job starts (two jobs at once, or another
+//! program on the port, must not make rank 0's rendezvous fail): the first of the 64 ports
+//! from the hashed one that can be bound, else one the kernel picks. Across nodes it is not
+//! (every daemon computes it alone, and nothing runs on rank 0's node before its processes
+//! do); a run that needs a particular one says `--master-port`.
 //!
 //! A variable the user sets with `-x` wins over these (see `launch.rs`). pmixrun's own values
 //! of these variables (from a launcher pmixrun itself runs under) are not forwarded to other
@@ -66,6 +69,25 @@ pub(crate) fn default_port(nspace: &Nspace) -> u16 {
         h = h.wrapping_mul(0x0100_0193);
     }
     20000 + (h % 10000) as u16
+}
+
+/// `preferred` if `is_free` says so, else the first free one of the 63 after it (from 20000
+/// again past 29999), else a port the kernel has free, else `preferred`.
+pub(crate) fn free_port_from(preferred: u16, is_free: impl Fn(u16) -> bool) -> u16 {
+    let span = 10000u16;
+    (0..64u16)
+        .map(|k| 20000 + (preferred.saturating_sub(20000) + k) % span)
+        .find(|p| is_free(*p))
+        .or_else(|| {
+            let l = std::net::TcpListener::bind(("0.0.0.0", 0)).ok()?;
+            Some(l.local_addr().ok()?.port())
+        })
+        .unwrap_or(preferred)
+}
+
+/// Whether a listener could take `port` on every address of this machine now.
+pub(crate) fn is_free_here(port: u16) -> bool {
+    std::net::TcpListener::bind(("0.0.0.0", port)).is_ok()
 }
 
 /// For the daemon of vertex `me` of a multi-node run, whose vertices are on `nodes` (index:
@@ -139,6 +161,17 @@ impl NodeJob {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_taken_port_gives_way_to_the_next_free_one() {
+        assert_eq!(free_port_from(25000, |_| true), 25000);
+        assert_eq!(free_port_from(25000, |p| p > 25002), 25003);
+        // Past 29999 the search goes on from 20000.
+        assert_eq!(free_port_from(29999, |p| p < 29000), 20000);
+        // None of the 64 free: one the kernel has free, not one of them.
+        let p = free_port_from(25000, |_| false);
+        assert!(!(25000..25064).contains(&p), "{p}");
+    }
 
     #[test]
     fn every_variable_is_set_and_named() {

@@ -407,6 +407,7 @@ impl Daemon {
             place: l.place,
             group_rank,
             master_addr,
+            free_master_port: false,
             stdin: Some((l.stdin, self.stdin.clone())),
         };
         let registered = run.local_info(&ranks).and_then(|local| {
