@@ -22,12 +22,19 @@ use pmix_tests::{
 const DEADLINE: Duration = Duration::from_secs(60);
 
 /// The variables pmixrun sets, as the scripts print them.
-const VARS: [&str; 15] = [
+const VARS: [&str; 22] = [
     "RANK",
     "LOCAL_RANK",
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",
     "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_NAME",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
     "MASTER_ADDR",
     "MASTER_PORT",
     "OMPI_COMM_WORLD_RANK",
@@ -118,6 +125,14 @@ fn check_vars(
         "{what}: ports {ports:?}"
     );
     let host = hostname();
+    let groups = {
+        let mut g: Vec<u32> = (0..n).map(&group).collect();
+        g.sort_unstable();
+        g.dedup();
+        g.len()
+    };
+    let run_id = &by_rank[&0]["TORCHELASTIC_RUN_ID"];
+    assert!(run_id.starts_with("pmixrun-"), "{what}: {out:#?}");
     for (&r, l) in &by_rank {
         let want = [
             ("RANK", r.to_string()),
@@ -125,6 +140,13 @@ fn check_vars(
             ("WORLD_SIZE", n.to_string()),
             ("LOCAL_WORLD_SIZE", local_size.to_string()),
             ("GROUP_RANK", group(r).to_string()),
+            ("GROUP_WORLD_SIZE", groups.to_string()),
+            ("ROLE_NAME", "default".to_owned()),
+            ("ROLE_RANK", r.to_string()),
+            ("ROLE_WORLD_SIZE", n.to_string()),
+            ("TORCHELASTIC_RUN_ID", run_id.clone()),
+            ("TORCHELASTIC_RESTART_COUNT", "0".to_owned()),
+            ("TORCHELASTIC_MAX_RESTARTS", "0".to_owned()),
             ("MASTER_ADDR", host.clone()),
             ("OMPI_COMM_WORLD_RANK", r.to_string()),
             ("OMPI_COMM_WORLD_SIZE", n.to_string()),

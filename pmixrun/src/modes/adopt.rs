@@ -66,6 +66,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         // The jobs the singleton spawns: not bound, told their place.
         place: cli::Place::default(),
         group_rank: 0,
+        groups: 1,
         master_addr: server.hostname().to_owned(),
         free_master_port: true,
         stdin: None,

@@ -143,6 +143,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         pmi,
         place: opts.place,
         group_rank: 0,
+        groups: 1,
         master_addr: server.hostname().to_owned(),
         free_master_port: true,
         stdin: Some((opts.stdin, router.clone())),

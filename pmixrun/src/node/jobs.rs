@@ -43,6 +43,8 @@ pub(crate) struct RunJobs<'a> {
     /// This node's index among the jobs' nodes, and the host of their rank 0 (the same for
     /// every job this `RunJobs` starts: see `launcher_env.rs`).
     pub(crate) group_rank: u32,
+    /// How many nodes the jobs have (`GROUP_WORLD_SIZE`).
+    pub(crate) groups: u32,
     pub(crate) master_addr: String,
     /// Every process of the jobs runs on this machine (one node): a job's default
     /// `MASTER_PORT` is checked to be free here, and another taken if it is not. (Across
@@ -201,6 +203,8 @@ impl RunJobs<'_> {
             size: layout.size,
             local_size: count,
             group_rank: self.group_rank,
+            groups: self.groups,
+            run_id: nspace.to_string(),
             master_addr: self.master_addr.clone(),
             master_port: self.place.master_port.unwrap_or_else(|| {
                 let port = launcher_env::default_port(nspace);

@@ -11,6 +11,10 @@
 //! | `LOCAL_WORLD_SIZE`, `OMPI_COMM_WORLD_LOCAL_SIZE`, `OMPI_WORLD_LOCAL_SIZE` | the job's processes on its node |
 //! | `OMPI_COMM_WORLD_NODE_RANK` | its node rank (`PMIX_NODE_RANK`), which pmixrun makes its local rank |
 //! | `GROUP_RANK` | the index of its node among the job's nodes (torchrun's node rank) |
+//! | `GROUP_WORLD_SIZE` | the number of the job's nodes (torchrun's agents) |
+//! | `ROLE_NAME`, `ROLE_RANK`, `ROLE_WORLD_SIZE` | `default`, the rank, the job's size: torchrun's one role |
+//! | `TORCHELASTIC_RUN_ID` | the job's namespace (torchrun's rendezvous id) |
+//! | `TORCHELASTIC_RESTART_COUNT`, `TORCHELASTIC_MAX_RESTARTS` | `0`: pmixrun restarts no process |
 //! | `MASTER_ADDR` | the host of rank 0: its node's name; this machine's hostname under `--launcher local`, whose nodes are all this machine |
 //! | `MASTER_PORT` | `--master-port`, else 20000 + (FNV-1a hash of the namespace mod 10000); on one node, the next free port from there if that one is taken on this machine |
 //!
@@ -28,6 +32,10 @@
 //! (every daemon computes it alone, and nothing runs on rank 0's node before its processes
 //! do); a run that needs a particular one says `--master-port`.
 //!
+//! torchrun's `TORCHELASTIC_USE_AGENT_STORE` is left out: it would tell rank 0 that a store
+//! already listens at `MASTER_PORT` (torchrun's agent's); under pmixrun rank 0 makes it, as
+//! with `init_method="env://"` anywhere.
+//!
 //! A variable the user sets with `-x` wins over these (see `launch.rs`). pmixrun's own values
 //! of these variables (from a launcher pmixrun itself runs under) are not forwarded to other
 //! nodes' processes when pmixrun sets them: they would win there as `-x` does.
@@ -37,12 +45,19 @@ use std::ffi::OsStr;
 use pmix_types::Nspace;
 
 /// Every variable this module sets.
-pub(crate) const NAMES: [&str; 15] = [
+pub(crate) const NAMES: [&str; 22] = [
     "RANK",
     "LOCAL_RANK",
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",
     "GROUP_RANK",
+    "GROUP_WORLD_SIZE",
+    "ROLE_NAME",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS",
     "MASTER_ADDR",
     "MASTER_PORT",
     "OMPI_COMM_WORLD_RANK",
@@ -92,15 +107,15 @@ pub(crate) fn is_free_here(port: u16) -> bool {
 
 /// For the daemon of vertex `me` of a multi-node run, whose vertices are on `nodes` (index:
 /// vertex), and a job whose rank `r` is on vertex `vertex_of_rank[r]`: this node's index among
-/// the job's nodes (`GROUP_RANK`; 0 when it has none of its ranks) and `MASTER_ADDR`, the
-/// node of rank 0, or this machine's hostname when the nodes are `logical` (`--launcher
-/// local`).
+/// the job's nodes (`GROUP_RANK`; 0 when it has none of its ranks), how many nodes the job
+/// has (`GROUP_WORLD_SIZE`) and `MASTER_ADDR`, the node of rank 0, or this machine's hostname
+/// when the nodes are `logical` (`--launcher local`).
 pub(crate) fn group_and_master(
     vertex_of_rank: &[u32],
     me: u32,
     nodes: &[String],
     logical: bool,
-) -> (u32, String) {
+) -> (u32, u32, String) {
     let mut used: Vec<u32> = vertex_of_rank.to_vec();
     used.sort_unstable();
     used.dedup();
@@ -116,7 +131,8 @@ pub(crate) fn group_and_master(
             .cloned()
             .unwrap_or_else(|| "localhost".into())
     };
-    (u32::try_from(group).unwrap_or(0), master)
+    let groups = u32::try_from(used.len()).unwrap_or(u32::MAX);
+    (u32::try_from(group).unwrap_or(0), groups, master)
 }
 
 /// What the variables of a job's processes on one node are made of.
@@ -128,6 +144,10 @@ pub(crate) struct NodeJob {
     pub(crate) local_size: u32,
     /// This node's index among the job's nodes.
     pub(crate) group_rank: u32,
+    /// How many nodes the job has.
+    pub(crate) groups: u32,
+    /// `TORCHELASTIC_RUN_ID`: the job's namespace.
+    pub(crate) run_id: String,
     /// `MASTER_ADDR`.
     pub(crate) master_addr: String,
     /// `MASTER_PORT`.
@@ -144,6 +164,13 @@ impl NodeJob {
             v("WORLD_SIZE", self.size.to_string()),
             v("LOCAL_WORLD_SIZE", self.local_size.to_string()),
             v("GROUP_RANK", self.group_rank.to_string()),
+            v("GROUP_WORLD_SIZE", self.groups.to_string()),
+            v("ROLE_NAME", "default".to_owned()),
+            v("ROLE_RANK", rank.to_string()),
+            v("ROLE_WORLD_SIZE", self.size.to_string()),
+            v("TORCHELASTIC_RUN_ID", self.run_id.clone()),
+            v("TORCHELASTIC_RESTART_COUNT", "0".to_owned()),
+            v("TORCHELASTIC_MAX_RESTARTS", "0".to_owned()),
             v("MASTER_ADDR", self.master_addr.clone()),
             v("MASTER_PORT", self.master_port.to_string()),
             v("OMPI_COMM_WORLD_RANK", rank.to_string()),
@@ -179,6 +206,8 @@ mod tests {
             size: 6,
             local_size: 2,
             group_rank: 2,
+            groups: 3,
+            run_id: "pmixrun-7".into(),
             master_addr: "n1".into(),
             master_port: 29500,
         };
@@ -188,6 +217,10 @@ mod tests {
         let get = |n: &str| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.as_str());
         assert_eq!(get("RANK"), Some("5"));
         assert_eq!(get("GROUP_RANK"), Some("2"));
+        assert_eq!(get("GROUP_WORLD_SIZE"), Some("3"));
+        assert_eq!(get("ROLE_RANK"), Some("5"));
+        assert_eq!(get("ROLE_WORLD_SIZE"), Some("6"));
+        assert_eq!(get("TORCHELASTIC_RUN_ID"), Some("pmixrun-7"));
         assert_eq!(get("OMPI_COMM_WORLD_LOCAL_SIZE"), Some("2"));
         assert!(is_launcher_variable(OsStr::new("MASTER_PORT")));
         assert!(!is_launcher_variable(OsStr::new("PATH")));
@@ -198,11 +231,11 @@ mod tests {
         let nodes: Vec<String> = ["root", "n1", "n2", "n3"].map(String::from).to_vec();
         // Ranks 0-1 on vertex 3, 2-3 on vertex 1: vertex 1 is the job's first node.
         let of = [3, 3, 1, 1];
-        assert_eq!(group_and_master(&of, 1, &nodes, false), (0, "n3".into()));
-        assert_eq!(group_and_master(&of, 3, &nodes, false), (1, "n3".into()));
+        assert_eq!(group_and_master(&of, 1, &nodes, false), (0, 2, "n3".into()));
+        assert_eq!(group_and_master(&of, 3, &nodes, false), (1, 2, "n3".into()));
         assert_eq!(group_and_master(&of, 2, &nodes, false).0, 0);
         let here = nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned());
-        assert_eq!(Ok(group_and_master(&of, 3, &nodes, true).1), here);
+        assert_eq!(Ok(group_and_master(&of, 3, &nodes, true).2), here);
     }
 
     #[test]

@@ -393,7 +393,7 @@ impl Daemon {
         };
         // `--launcher local`: every node is this machine.
         let logical = self.boot.agent.is_empty() && self.boot.join.is_empty();
-        let (group_rank, master_addr) =
+        let (group_rank, groups, master_addr) =
             launcher_env::group_and_master(&l.vertex_of_rank, me, &self.boot.nodes, logical);
         let run = RunJobs {
             server: &self.server,
@@ -406,6 +406,7 @@ impl Daemon {
             pmi: l.pmi.into(),
             place: l.place,
             group_rank,
+            groups,
             master_addr,
             free_master_port: false,
             stdin: Some((l.stdin, self.stdin.clone())),
