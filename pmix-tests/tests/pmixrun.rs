@@ -341,7 +341,15 @@ fn plain_programs_and_signals_in_exit_statuses() {
 }
 
 #[test]
-fn sigterm_is_passed_on_to_the_job() {
+fn sigterm_and_ctrl_c_are_passed_on_to_the_job() {
+    for (signal, code) in [(Signal::SIGTERM, 15), (Signal::SIGINT, 2)] {
+        signal_passed_on(signal, code);
+    }
+}
+
+/// pmixrun gets `signal` (number `code`) while its two ranks wait: it passes it on, every rank
+/// ends, and pmixrun exits 128 + `code`, saying so.
+fn signal_passed_on(signal: Signal, code: i32) {
     let mut child = pmixrun(&["-n", "2", &client(), "hang"])
         .spawn()
         .expect("starting pmixrun");
@@ -369,13 +377,13 @@ fn sigterm_is_passed_on_to_the_job() {
             }
         }
     }
-    kill(pid, Signal::SIGTERM).expect("signalling pmixrun");
+    kill(pid, signal).expect("signalling pmixrun");
     let (_, rest) = unbounded::<String>();
     let r = finish(child, rest, DEADLINE);
-    assert_eq!(r.code(), Some(128 + 15), "{r:?}");
+    assert_eq!(r.code(), Some(128 + code), "{signal}: {r:?}");
     assert_eq!(
         r.stderr,
-        "pmixrun: received SIGTERM; passing it on to the job\n"
+        format!("pmixrun: received {signal}; passing it on to the job\n")
     );
 }
 
