@@ -3,8 +3,19 @@
 //! failed for every waiter; and the data other nodes send, stored for later gets.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::*;
+use pmix_types::{Info, Nspace, Proc, Rank, Status, attr};
+use pmix_wire::{ConnectPart, JobData, ProcKvs, Reply, ReplyBody};
+
+use super::fence::{FenceOp, Kind};
+use super::host_ops::{
+    GroupOp, HostCall, HostOutcome, PendingHost, decode_blobs, decode_frames, status_of,
+};
+use super::nspaces::Namespace;
+use super::store::{NsId, visible};
+use super::{ConnId, Engine, Output, info_flag, nspace};
 
 impl Engine {
     #[allow(clippy::too_many_arguments)]

@@ -21,8 +21,14 @@
 //!   for `READY_FOR_DEBUG` (a `pmixps`) is no debugger: its end changes nothing.
 
 use std::collections::BTreeSet;
+use std::collections::{HashMap, HashSet};
 
-use super::*;
+use pmix_types::{DataRange, Info, Proc, Rank, Status, attr};
+use pmix_wire::Event;
+
+use super::host_ops::{HostCall, PendingHost};
+use super::store::NsId;
+use super::{ConnId, Engine, events};
 
 /// The held processes and the releases already sent.
 #[derive(Default)]

@@ -9,8 +9,17 @@
 //! (as OpenPMIx 5's servers and PRRTE do), so a get racing a peer's later commit of the key
 //! is answered when the key is there, not with `NOT_FOUND` from the peer's earlier data.
 
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use pmix_types::{Info, Key, Proc, Rank, Scope, Status, attr};
+use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody};
+
+use super::host_ops::{HostCall, HostOutcome, PendingHost, decode_blobs, status_of};
+use super::sessions::GetAnswers;
+use super::store::{NsId, visible};
 use super::timers::{Timer, Timers};
-use super::*;
+use super::{ConnId, Engine, Output, info_flag};
 
 /// Who is waiting for a process's data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,8 +13,10 @@
 use std::collections::HashMap;
 
 use pmix_types::{DataArray, DataType};
+use pmix_types::{Info, Key, Proc, Scope, Status, Value, attr};
+use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody};
 
-use super::*;
+use super::{ConnId, Engine};
 
 /// The info of members, stored and pending.
 #[derive(Debug, Default)]

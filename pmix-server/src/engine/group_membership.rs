@@ -21,8 +21,12 @@
 //! here, and the remaining members hear `GROUP_LEFT` (with `EVENT_AFFECTED_PROC`), which also
 //! tells their servers on other nodes.
 
+use pmix_types::{DataRange, Info, Proc, Status, Value, attr};
+use pmix_wire::Event;
+
 use super::events::custom_range;
-use super::*;
+use super::host_ops::{HostCall, PendingHost};
+use super::{ConnId, Engine};
 
 /// A local process waiting for another's answer in a group's formation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -10,19 +10,16 @@
 //! server per node gives each node its own residue, so that ids are unique across the run.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
 
+use pmix_types::{DataRange, Info, Proc, Rank, Status, Value, attr};
+use pmix_wire::{Event, Reply, ReplyBody};
 use serde::{Deserialize, Serialize};
 
-use super::*;
-
-/// A group operation, as the host sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GroupOp {
-    /// `PMIx_Group_construct`.
-    Construct,
-    /// `PMIx_Group_destruct`.
-    Destruct,
-}
+use super::fence::Kind;
+use super::host_ops::{GroupOp, HostCall, HostOutcome, PendingHost, decode_frames, failure_of};
+use super::{ConnId, Engine, Output, info_flag};
 
 /// What one node contributes to a group's collective across nodes.
 #[derive(Debug, Serialize, Deserialize)]

@@ -15,11 +15,15 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use pmix_types::IofChannel;
+use pmix_types::{Info, Proc, Rank, Status, attr};
 use pmix_wire::IofChunk;
+use pmix_wire::{Reply, ReplyBody};
 
-use super::*;
+use super::host_ops::{HostCall, PendingHost};
+use super::{ConnId, Engine, Output};
 
 /// The pulls of one server, by the server's id for them.
 #[derive(Default)]
@@ -250,6 +254,8 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
+    use pmix_types::Nspace;
+
     use super::*;
 
     fn proc(rank: u32) -> Proc {

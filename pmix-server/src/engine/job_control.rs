@@ -8,7 +8,11 @@
 //! here) goes to the host, which answers `ERR_NOT_SUPPORTED` for what it cannot do: a request
 //! is never acknowledged without being acted on.
 
-use super::*;
+use pmix_types::{Info, Proc, Rank, Status, attr};
+
+use super::host_ops::{HostCall, PendingHost};
+use super::store::NsId;
+use super::{ConnId, Engine, Output};
 
 /// What to remove when a namespace ends, and as whom.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -37,31 +37,29 @@ mod store;
 mod timers;
 mod tools;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
-use pmix_wire::{
-    App, ConnectPart, Event, JobData, Kv, ProcKvs, Published, Query, Reply, ReplyBody, Request,
-};
+use pmix_types::{Info, Nspace, Proc, Rank, Scope, Status, Value};
+use pmix_wire::{App, Event, JobData, Kv, Reply, ReplyBody, Request};
 
 use self::commits::Commits;
 use self::connected::Connected;
-use self::fence::{FenceOp, FenceTable, Kind};
+use self::fence::{FenceTable, Kind};
 use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
-use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
-use self::names::{Caller, LookupOutcome, NameStore};
-use self::nspaces::{Namespace, Nspaces};
-use self::sessions::{Admit, Conn, ConnState, EventReg, Refusal, Sessions};
-use self::store::{NsId, Store, visible};
+use self::host_ops::{HostOps, PendingHost, failure_of, status_of};
+use self::names::NameStore;
+use self::nspaces::Nspaces;
+use self::sessions::{Admit, ConnState, Refusal, Sessions};
+use self::store::{NsId, Store};
 use self::timers::{Timer, Timers};
 use crate::Error;
 
 pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
-pub use self::groups::GroupOp;
 use self::groups::Groups;
+pub use self::host_ops::GroupOp;
 pub use self::names::NameService;
 pub(crate) use self::sessions::GetAnswers;
 pub(crate) use self::tools::ToolHello;

@@ -1,7 +1,14 @@
 //! Publish, lookup and unpublish: the caller's name-service identity, then the request to
 //! the server's own name store ([`names`](super::names)) or to the host, and the answers.
 
-use super::*;
+use std::time::Instant;
+
+use pmix_types::{Info, Key, Proc, Status, attr};
+use pmix_wire::{Published, Reply, ReplyBody};
+
+use super::host_ops::{HostCall, HostOutcome, PendingHost, failure_of};
+use super::names::{Caller, LookupOutcome, NameService};
+use super::{ConnId, Engine, SESSION, names};
 
 impl Engine {
     /// The name-service identity of a client: the uid and gid it was registered with.

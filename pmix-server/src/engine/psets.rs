@@ -8,8 +8,10 @@
 use std::collections::BTreeMap;
 
 use pmix_types::DataArray;
+use pmix_types::{DataRange, Info, Proc, Status, Value, attr};
+use pmix_wire::Event;
 
-use super::*;
+use super::Engine;
 
 /// The process sets the host defined, by name.
 #[derive(Debug, Default)]

@@ -24,7 +24,15 @@
 //!
 //! Tools also pull the processes' output and push their input (`iof.rs`).
 
-use super::*;
+use std::collections::HashMap;
+
+use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
+use pmix_wire::{Event, Request};
+
+use super::auth::PeerCreds;
+use super::host_ops::{HostCall, HostOutcome, PendingHost, status_of};
+use super::sessions::EventReg;
+use super::{ConnId, Engine, Output, events, job_control};
 
 /// The tools of one server.
 pub(crate) struct Tools {
