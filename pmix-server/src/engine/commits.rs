@@ -7,8 +7,10 @@
 use std::collections::HashMap;
 
 use pmix_types::Rank;
+use pmix_wire::ProcKvs;
 
-use super::NsId;
+use super::nspaces::Nspaces;
+use super::store::{NsId, Store};
 
 /// A process, by the engine's number for its namespace and its rank.
 type Key = (NsId, Rank);
@@ -56,5 +58,26 @@ impl Commits {
         self.committed.retain(|(n, _), _| *n != id);
         self.shipped.retain(|(n, _), _| *n != id);
         self.committed.shrink_to_fit();
+    }
+
+    /// Stores data that came from other nodes (through the host) so that later gets are
+    /// served here; returns the processes it belonged to.
+    pub(super) fn store_remote(
+        &mut self,
+        data: &[ProcKvs],
+        nspaces: &Nspaces,
+        store: &mut Store,
+    ) -> Vec<(NsId, Rank)> {
+        let mut arrived = Vec::with_capacity(data.len());
+        for pk in data {
+            if let Some(ns) = nspaces.id(pk.proc.nspace.as_str()) {
+                for kv in &pk.kvs {
+                    store.put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
+                }
+                self.record((ns, pk.proc.rank));
+                arrived.push((ns, pk.proc.rank));
+            }
+        }
+        arrived
     }
 }

@@ -134,7 +134,7 @@ impl Engine {
             ],
         };
         self.deliver(&event, |eng, other| {
-            other.ns == ns || eng.connected.are(ns, other.ns)
+            other.ns == ns || eng.collectives.connected.are(ns, other.ns)
         });
     }
 }

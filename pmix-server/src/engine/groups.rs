@@ -186,7 +186,7 @@ impl Engine {
 
     /// Every local member arrived: complete here, or hand this node's part to the host.
     pub(super) fn group_ready(&mut self, seq: u64, op: GroupOp, gid: u32) {
-        let Some(f) = self.fences.get(seq) else {
+        let Some(f) = self.collectives.table.get(seq) else {
             return;
         };
         let proposal = (op == GroupOp::Construct
@@ -209,7 +209,7 @@ impl Engine {
         }
         let procs = f.participants.clone();
         let info = f.info.clone();
-        if let Some(f) = self.fences.get_mut(seq) {
+        if let Some(f) = self.collectives.table.get_mut(seq) {
             f.at_host = true;
         }
         let grp = self.groups.name(gid).to_owned();
@@ -275,7 +275,7 @@ impl Engine {
         if self.groups.live.contains_key(&gid) {
             return;
         }
-        let pending = self.fences.matching(
+        let pending = self.collectives.table.matching(
             |op| matches!(op.kind, Kind::GroupConstruct(g) | Kind::GroupDestruct(g) if g == gid),
         );
         if pending.is_empty() {
@@ -294,7 +294,7 @@ impl Engine {
             Ok(p) => p,
             Err(status) => return self.fail_fence(seq, status),
         };
-        let Some(f) = self.fences.remove(seq) else {
+        let Some(f) = self.collectives.table.remove(seq) else {
             return;
         };
         self.timers.cancel_fence(seq);

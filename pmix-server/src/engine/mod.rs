@@ -44,9 +44,9 @@ use std::time::Instant;
 use pmix_types::{Info, Nspace, Proc, Rank, Scope, Status, Value};
 use pmix_wire::{App, Event, JobData, Kv, Reply, ReplyBody, Request};
 
+use self::collective::Collectives;
 use self::commits::Commits;
-use self::connected::Connected;
-use self::fence::{FenceTable, Kind};
+use self::fence::Kind;
 use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
 use self::host_ops::{HostOps, PendingHost, failure_of, status_of};
@@ -131,12 +131,11 @@ pub(crate) struct Engine {
     commits: Commits,
     /// Gets waiting for their target's data.
     gets: Gets,
-    fences: FenceTable,
+    /// Collectives in progress, and the namespaces connected.
+    collectives: Collectives,
     /// Host callbacks in flight, with who waits for each answer.
     host_ops: HostOps,
     timers: Timers,
-    /// Namespaces connected with each other, for failure events.
-    connected: Connected,
     /// This server's own identity, the source of the events it raises.
     me: Proc,
     /// Who answers publish, lookup and unpublish.
@@ -175,10 +174,9 @@ impl Engine {
             store: Store::default(),
             commits: Commits::default(),
             gets: Gets::default(),
-            fences: FenceTable::default(),
+            collectives: Collectives::default(),
             host_ops: HostOps::default(),
             timers: Timers::default(),
-            connected: Connected::default(),
             me,
             name_service,
             names,
@@ -259,7 +257,7 @@ impl Engine {
             self.out.push_back(Output::Close { conn });
         }
         self.sessions.purge_nspace(id);
-        self.connected.forget(id);
+        self.collectives.connected.forget(id);
         self.commits.purge_nspace(id);
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);
@@ -461,7 +459,7 @@ impl Engine {
         self.names.end_proc(SESSION, &c.proc);
         self.names.forget_waiters(|(c2, _)| *c2 == conn);
         self.gets.forget_conn(conn);
-        self.fences.forget_conn(conn);
+        self.collectives.table.forget_conn(conn);
         let term_wo_sync = Status::ERR_PROC_TERM_WO_SYNC;
         if finalized {
             // A finalized process will enter no more fences.
@@ -697,7 +695,7 @@ impl Engine {
             match timer {
                 Timer::Get { target, timer } => {
                     if let Some(who) = self.gets.expire(target, timer) {
-                        self.fail_requester(who, Status::ERR_TIMEOUT);
+                        self.out.push_back(who.failure(Status::ERR_TIMEOUT));
                     }
                 }
                 Timer::Fence { seq } => self.fail_fence(seq, Status::ERR_TIMEOUT),

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::ops::Index;
 use std::sync::Arc;
 
-use pmix_types::{Info, Nspace, Rank, Value};
+use pmix_types::{Info, Nspace, Proc, Rank, Value};
 use pmix_wire::JobData;
 
 use super::nspace::{self, LazyJob, Locale, Registration};
@@ -121,6 +121,47 @@ impl Nspaces {
     pub(super) fn job_value(&self, nspace: &str, key: &str) -> Option<&Value> {
         let ns = self.id(nspace)?;
         self.get(&ns)?.job.job_value(key)
+    }
+
+    /// The job data of `participants`' namespaces registered here by the host, when some of
+    /// them are not (they belong to another launcher run, whose servers learn ours from it);
+    /// none otherwise. Also when that run's namespace is known here from an earlier connect:
+    /// another server of this run taking part (on another node) may not know it, nor its
+    /// servers ours.
+    pub(super) fn jobs_for_foreign(&self, participants: &[Proc]) -> Vec<JobData> {
+        let mut nss: Vec<&Nspace> = participants.iter().map(|p| &p.nspace).collect();
+        nss.dedup();
+        let known: Vec<Option<&Namespace>> = nss
+            .iter()
+            .map(|n| self.id(n.as_str()).and_then(|id| self.get(&id)))
+            .collect();
+        if known.iter().all(|n| n.is_some_and(|n| !n.job.is_foreign())) {
+            return Vec::new();
+        }
+        known
+            .into_iter()
+            .flatten()
+            .filter(|n| !n.job.is_foreign())
+            .map(|n| JobData::clone(n.job.get()))
+            .collect()
+    }
+
+    /// Registers the namespaces of another launcher run that a connect brought, from their
+    /// job data: none of their processes is local here. A namespace known here already is
+    /// left as it is (its own registration is better than another server's view of it).
+    pub(super) fn register_foreign(&mut self, jobs: Vec<JobData>) {
+        for job in jobs {
+            if self.id(job.nspace.as_str()).is_some() {
+                continue;
+            }
+            let nspace = job.nspace.clone();
+            match nspace::Registration::foreign(job) {
+                Ok(reg) => {
+                    self.insert(nspace, reg);
+                }
+                Err(e) => tracing::warn!(%nspace, "cannot take in another run's job data: {e}"),
+            }
+        }
     }
 }
 
