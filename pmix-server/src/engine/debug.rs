@@ -75,7 +75,7 @@ impl Engine {
         let name = self.nspaces.get(&ns)?.name.clone();
         Some(Event {
             code: Status::READY_FOR_DEBUG,
-            source: self.me.clone(),
+            source: self.nspaces.me().clone(),
             range: DataRange::CUSTOM,
             info: vec![
                 Info::attr(
@@ -96,7 +96,7 @@ impl Engine {
             .map(|n| Proc::new(n.name.clone(), rank));
         Event {
             code: Status::DEBUGGER_RELEASE,
-            source: self.me.clone(),
+            source: self.nspaces.me().clone(),
             range: DataRange::CUSTOM,
             info: target
                 .map(|p| Info::attr(attr::EVENT_CUSTOM_RANGE, p))

@@ -126,7 +126,7 @@ impl Engine {
         };
         let event = Event {
             code: status,
-            source: self.me.clone(),
+            source: self.nspaces.me().clone(),
             range: DataRange::NAMESPACE,
             info: vec![
                 Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),

@@ -192,7 +192,7 @@ impl Engine {
             let local = self.is_local_client(&w.waiter);
             let mut event = Event {
                 code: Status::PROC_TERMINATED,
-                source: self.me.clone(),
+                source: self.nspaces.me().clone(),
                 range: DataRange::PROC_LOCAL,
                 info: vec![
                     Info::attr(attr::EVENT_AFFECTED_PROC, w.awaited.clone()),

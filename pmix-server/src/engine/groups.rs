@@ -256,7 +256,7 @@ impl Engine {
             };
             events.push(Event {
                 code: Status::GROUP_MEMBER_FAILED,
-                source: self.me.clone(),
+                source: self.nspaces.me().clone(),
                 range: DataRange::CUSTOM,
                 info: vec![
                     Info::attr(attr::GROUP_ID, self.groups.name(*gid)),

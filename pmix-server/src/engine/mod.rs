@@ -37,7 +37,7 @@ mod store;
 mod timers;
 mod tools;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -50,7 +50,7 @@ use self::fence::Kind;
 use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
 use self::host_ops::{HostOps, PendingHost, failure_of, status_of};
-use self::names::NameStore;
+use self::naming::{Naming, SESSION};
 use self::nspaces::Nspaces;
 use self::sessions::{Admit, ConnState, Refusal, Sessions};
 use self::store::{NsId, Store};
@@ -117,9 +117,6 @@ pub(crate) enum Output {
     Cleanup { list: Vec<job_control::Cleanup> },
 }
 
-/// The session id of this server in its built-in name service.
-const SESSION: names::SessionId = 0;
-
 /// The server engine.
 pub(crate) struct Engine {
     /// The namespaces known here, interned.
@@ -136,14 +133,8 @@ pub(crate) struct Engine {
     /// Host callbacks in flight, with who waits for each answer.
     host_ops: HostOps,
     timers: Timers,
-    /// This server's own identity, the source of the events it raises.
-    me: Proc,
-    /// Who answers publish, lookup and unpublish.
-    name_service: NameService,
-    /// The built-in name service; lookups waiting in it are identified by (conn, id).
-    names: NameStore<(ConnId, u32)>,
-    /// Cleanups registered by clients, run when their namespace ends.
-    cleanups: HashMap<NsId, Vec<job_control::Cleanup>>,
+    /// Who answers publish, lookup and unpublish, and the built-in name service.
+    naming: Naming,
     /// Process groups and their context ids.
     groups: Groups,
     /// Process sets the host defined.
@@ -165,10 +156,8 @@ impl Engine {
     /// An engine for a server on node `hostname`; `job_extras` are job-level values every
     /// namespace receives (tmpdirs, the server's identity).
     pub(crate) fn new(hostname: String, job_extras: Vec<Info>, name_service: NameService) -> Self {
-        let mut names = NameStore::default();
-        names.open_session(SESSION, &hostname);
-        let me = nspace::server_proc(&job_extras);
         Engine {
+            naming: Naming::new(name_service, &hostname),
             nspaces: Nspaces::new(hostname, job_extras),
             sessions: Sessions::default(),
             store: Store::default(),
@@ -177,10 +166,6 @@ impl Engine {
             collectives: Collectives::default(),
             host_ops: HostOps::default(),
             timers: Timers::default(),
-            me,
-            name_service,
-            names,
-            cleanups: HashMap::new(),
             groups: Groups::default(),
             psets: psets::Psets::default(),
             tools: tools::Tools::default(),
@@ -198,7 +183,7 @@ impl Engine {
     /// When [`Engine::handle_timeout`] must next be called.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let mine = self.timers.poll_timeout();
-        match (mine, self.names.poll_timeout()) {
+        match (mine, self.naming.store.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -237,7 +222,7 @@ impl Engine {
         {
             // This server's own session, the only one in its store: never refused. (A
             // namespace of another run, `register_foreign`'s, is of no session here.)
-            let _ = self.names.add_nspace(SESSION, &nspace);
+            let _ = self.naming.store.add_nspace(SESSION, &nspace);
         }
         Ok(())
     }
@@ -249,7 +234,7 @@ impl Engine {
         };
         if let Some(ns) = ns {
             // Its APP- and PROC-persistence publications end with it.
-            self.names.end_nspace(SESSION, &ns.name);
+            self.naming.store.end_nspace(SESSION, &ns.name);
             self.tools_job_ended(&ns.name);
         }
         for conn in self.sessions.conns_of(id) {
@@ -456,8 +441,8 @@ impl Engine {
         self.debug_proc_gone(c.ns, c.proc.rank);
         let finalized = c.finalized;
         // Requests of this client that wait for others are dropped; nobody will read the answer.
-        self.names.end_proc(SESSION, &c.proc);
-        self.names.forget_waiters(|(c2, _)| *c2 == conn);
+        self.naming.store.end_proc(SESSION, &c.proc);
+        self.naming.store.forget_waiters(|(c2, _)| *c2 == conn);
         self.gets.forget_conn(conn);
         self.collectives.table.forget_conn(conn);
         let term_wo_sync = Status::ERR_PROC_TERM_WO_SYNC;
@@ -689,7 +674,7 @@ impl Engine {
 
     /// Time passed: fail what has waited too long.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        let expired = self.names.handle_timeout(now);
+        let expired = self.naming.store.handle_timeout(now);
         self.answer_lookups(expired);
         while let Some(timer) = self.timers.pop_expired(now) {
             match timer {

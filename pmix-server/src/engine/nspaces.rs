@@ -10,6 +10,7 @@ use std::sync::Arc;
 use pmix_types::{Info, Nspace, Proc, Rank, Value};
 use pmix_wire::JobData;
 
+use super::job_control::Cleanup;
 use super::nspace::{self, LazyJob, Locale, Registration};
 use super::store::NsId;
 use crate::Error;
@@ -37,17 +38,39 @@ pub(super) struct Nspaces {
     ids: HashMap<Nspace, NsId>,
     by_id: HashMap<NsId, Namespace>,
     next: NsId,
+    /// This server's own identity (from the job extras), the source of the events it raises.
+    me: Proc,
+    /// Cleanups registered by clients, run when their namespace ends.
+    cleanups: HashMap<NsId, Vec<Cleanup>>,
 }
 
 impl Nspaces {
     pub(super) fn new(hostname: String, job_extras: Vec<Info>) -> Self {
+        let me = nspace::server_proc(&job_extras);
         Nspaces {
             hostname,
             job_extras,
             ids: HashMap::new(),
             by_id: HashMap::new(),
             next: 1,
+            me,
+            cleanups: HashMap::new(),
         }
+    }
+
+    /// This server's own identity, the source of the events it raises.
+    pub(super) fn me(&self) -> &Proc {
+        &self.me
+    }
+
+    /// `cleanup` is to run when namespace `ns` ends.
+    pub(super) fn add_cleanup(&mut self, ns: NsId, cleanup: Cleanup) {
+        self.cleanups.entry(ns).or_default().push(cleanup);
+    }
+
+    /// The cleanups registered for namespace `ns`, which ends.
+    pub(super) fn take_cleanups(&mut self, ns: NsId) -> Option<Vec<Cleanup>> {
+        self.cleanups.remove(&ns)
     }
 
     /// `register_nspace`: derives the registration and stores it; the id, if it is new.

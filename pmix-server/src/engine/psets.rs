@@ -43,7 +43,7 @@ impl Engine {
     fn pset_event(&mut self, code: Status, info: Vec<Info>) {
         let event = Event {
             code,
-            source: self.me.clone(),
+            source: self.nspaces.me().clone(),
             range: DataRange::SESSION,
             info,
         };

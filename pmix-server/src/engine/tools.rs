@@ -156,7 +156,7 @@ impl Engine {
         loop {
             let n = self.tools.next;
             self.tools.next = n.checked_add(1).ok_or("out of tool names")?;
-            let name = format!("{}-tool-{n}", self.me.nspace);
+            let name = format!("{}-tool-{n}", self.nspaces.me().nspace);
             let nspace = Nspace::new(name).map_err(|e| e.to_string())?;
             let proc = Proc::new(nspace, Rank(0));
             if self.ns_id(proc.nspace.as_str()).is_none() && !self.tool_named(&proc) {
@@ -178,7 +178,7 @@ impl Engine {
             self.out.push_back(Output::ToolAccept {
                 conn,
                 tool,
-                server: self.me.clone(),
+                server: self.nspaces.me().clone(),
             });
         } else {
             let tool = t.proc.clone();
@@ -350,7 +350,7 @@ impl Engine {
     pub(super) fn tools_job_ended(&mut self, nspace: &Nspace) {
         let event = Event {
             code: Status::EVENT_JOB_END,
-            source: self.me.clone(),
+            source: self.nspaces.me().clone(),
             range: DataRange::SESSION,
             info: vec![
                 Info::attr(
