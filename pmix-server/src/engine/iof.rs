@@ -254,9 +254,9 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use pmix_types::Nspace;
+    use pmix_types::{Info, IofChannel, Nspace, Proc, Rank, attr};
 
-    use super::*;
+    use super::Format;
 
     fn proc(rank: u32) -> Proc {
         Proc::new(

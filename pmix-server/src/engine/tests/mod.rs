@@ -3,9 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use pmix_types::{
-    DataArray, Info, Key, Nspace, Persistence, Proc, Rank, Scope, Status, Value, attr,
-};
+use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
 use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
 
 use super::host_ops::{decode_blobs, decode_frames};
