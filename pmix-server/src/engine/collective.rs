@@ -314,10 +314,9 @@ impl Collectives {
         timers: &mut Timers,
         out: &mut VecDeque<Output>,
     ) -> Vec<(NsId, Rank)> {
-        let Some(op) = self.table.remove(seq) else {
+        let Some(op) = self.take(seq, timers) else {
             return Vec::new();
         };
-        timers.cancel_fence(seq);
         let remote = match remote {
             // The host hands back every node's contribution, ours included; ours is better
             // taken from the store, where LOCAL-scope data is too.
@@ -467,6 +466,13 @@ impl Collectives {
         }
     }
 
+    /// Removes collective `seq`, its deadline with it.
+    pub(super) fn take(&mut self, seq: u64, timers: &mut Timers) -> Option<FenceOp> {
+        let op = self.table.remove(seq)?;
+        timers.cancel_fence(seq);
+        Some(op)
+    }
+
     /// Fails collective `seq` for every waiter.
     pub(super) fn fail(
         &mut self,
@@ -475,8 +481,7 @@ impl Collectives {
         timers: &mut Timers,
         out: &mut VecDeque<Output>,
     ) {
-        if let Some(op) = self.table.remove(seq) {
-            timers.cancel_fence(seq);
+        if let Some(op) = self.take(seq, timers) {
             for w in &op.waiters {
                 out.push_back(status_to(w, status));
             }
