@@ -6,8 +6,8 @@
 
 use std::collections::HashMap;
 
-use pmix_types::Rank;
-use pmix_wire::ProcKvs;
+use pmix_types::{Rank, Scope};
+use pmix_wire::{Kv, ProcKvs};
 
 use super::nspaces::Nspaces;
 use super::store::{NsId, Store};
@@ -79,5 +79,26 @@ impl Commits {
             }
         }
         arrived
+    }
+
+    /// A client's commit of `kvs` as process `p`: stored (internal-scope values aside) and
+    /// recorded, unless one of the keys is reserved (returned; nothing is stored).
+    pub(super) fn commit(
+        &mut self,
+        p: Key,
+        kvs: Vec<Kv>,
+        store: &mut Store,
+    ) -> Result<(), pmix_types::Key> {
+        if let Some(bad) = kvs.iter().find(|kv| kv.key.is_reserved()) {
+            return Err(bad.key.clone());
+        }
+        let (ns, rank) = p;
+        for kv in kvs {
+            if kv.scope != Scope::INTERNAL {
+                store.put(ns, rank, kv.key, kv.scope, kv.value);
+            }
+        }
+        self.record(p);
+        Ok(())
     }
 }

@@ -33,6 +33,7 @@ mod nspaces;
 mod psets;
 mod query;
 mod sessions;
+mod spawn;
 mod store;
 mod timers;
 mod tools;
@@ -41,15 +42,15 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use pmix_types::{Info, Nspace, Proc, Rank, Scope, Status, Value};
-use pmix_wire::{App, Event, JobData, Kv, Reply, ReplyBody, Request};
+use pmix_types::{Info, Nspace, Proc, Rank, Status, Value};
+use pmix_wire::{Event, JobData, Kv, Reply, ReplyBody, Request};
 
 use self::collective::Collectives;
 use self::commits::Commits;
 use self::fence::Kind;
 use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
-use self::host_ops::{HostOps, PendingHost, failure_of, status_of};
+use self::host_ops::{HostOps, PendingHost, status_of};
 use self::naming::{Naming, SESSION};
 use self::nspaces::Nspaces;
 use self::sessions::{Admit, ConnState, Refusal, Sessions};
@@ -592,49 +593,11 @@ impl Engine {
         }
     }
 
-    /// `PMIx_Spawn` from `me` (a client or a tool): the host's to carry out, if its
-    /// processes can be ranks of one job (the host checks them against its resources).
-    fn spawn(&mut self, conn: ConnId, id: u32, me: Proc, job_info: Vec<Info>, apps: Vec<App>) {
-        let size = apps
-            .iter()
-            .try_fold(0u32, |n, a| n.checked_add(a.maxprocs))
-            .filter(|n| *n < Rank::WILDCARD.0);
-        if size.is_none()
-            || apps.is_empty()
-            || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty())
-        {
-            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
-        }
-        self.host_call(
-            PendingHost::Spawn { conn, id },
-            HostCall::Spawn {
-                proc: me,
-                job_info,
-                apps,
-            },
-        );
-    }
-
-    /// The host answered a spawn: the new namespace, or why not.
-    fn spawn_done(&mut self, conn: ConnId, id: u32, outcome: HostOutcome) {
-        let reply = match outcome {
-            HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),
-            other => Reply::status(failure_of(&other)),
-        };
-        self.reply(conn, id, reply);
-    }
-
     fn commit(&mut self, conn: ConnId, id: u32, ns: NsId, rank: Rank, kvs: Vec<Kv>) {
-        if let Some(bad) = kvs.iter().find(|kv| kv.key.is_reserved()) {
-            tracing::warn!(conn, key = %bad.key, "refusing a commit with a reserved key");
+        if let Err(bad) = self.commits.commit((ns, rank), kvs, &mut self.store) {
+            tracing::warn!(conn, key = %bad, "refusing a commit with a reserved key");
             return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
         }
-        for kv in kvs {
-            if kv.scope != Scope::INTERNAL {
-                self.store.put(ns, rank, kv.key, kv.scope, kv.value);
-            }
-        }
-        self.commits.record((ns, rank));
         self.reply_status(conn, id, Status::SUCCESS);
         self.release_gets((ns, rank));
     }
