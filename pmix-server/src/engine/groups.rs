@@ -33,6 +33,15 @@ struct Contribution {
     info: Vec<(Proc, Vec<Info>)>,
 }
 
+/// A local process waiting for another's answer in a group's formation
+/// (`group_membership.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Wait {
+    pub(super) waiter: Proc,
+    pub(super) awaited: Proc,
+    pub(super) grp: String,
+}
+
 /// A group that was constructed and not yet destructed.
 #[derive(Debug)]
 struct Group {
@@ -51,7 +60,7 @@ pub(crate) struct Groups {
     next_context_id: u64,
     context_step: u64,
     /// Local processes waiting for another's answer in a group's formation by invitation.
-    pub(super) waits: Vec<super::group_membership::Wait>,
+    pub(super) waits: Vec<Wait>,
     /// What members share when they construct a group.
     pub(super) info: super::group_info::GroupInfo,
 }
@@ -309,7 +318,7 @@ impl Groups {
     }
 
     /// Forgets the id of group `gid` once nothing refers to it (no collective of `table`).
-    fn forget_if_unused(&mut self, gid: u32, table: &FenceTable) {
+    pub(super) fn forget_if_unused(&mut self, gid: u32, table: &FenceTable) {
         if self.live.contains_key(&gid) {
             return;
         }
@@ -383,11 +392,6 @@ impl Engine {
         for e in self.groups.member_gone(gone, self.nspaces.me()) {
             self.notify(&e, None);
         }
-    }
-
-    /// Forgets the id of group `gid` once nothing refers to it.
-    pub(super) fn forget_group_if_unused(&mut self, gid: u32) {
-        self.groups.forget_if_unused(gid, &self.collectives.table);
     }
 
     fn finish_group(
