@@ -248,7 +248,7 @@ impl Engine {
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
-        self.debug_forget(id);
+        self.debug.forget(id);
         for target in self.gets.targets_in(id) {
             self.fail_gets(target, Status::ERR_NOT_FOUND);
         }
@@ -439,7 +439,7 @@ impl Engine {
             return;
         };
         let key = (c.ns, c.proc.rank);
-        self.debug_proc_gone(c.ns, c.proc.rank);
+        self.debug.proc_gone(c.ns, c.proc.rank);
         let finalized = c.finalized;
         // Requests of this client that wait for others are dropped; nobody will read the answer.
         self.naming.store.end_proc(SESSION, &c.proc);
