@@ -12,6 +12,7 @@ use pmix_types::{DataRange, Info, Proc, Status, Value, attr};
 use pmix_wire::Event;
 
 use super::Engine;
+use super::nspaces::Nspaces;
 
 /// The process sets the host defined, by name.
 #[derive(Debug, Default)]
@@ -19,23 +20,78 @@ pub(crate) struct Psets {
     sets: BTreeMap<String, Vec<Proc>>,
 }
 
-impl Engine {
-    /// The host defines (or redefines) process set `name` with `members`.
-    pub(crate) fn define_pset(&mut self, name: String, members: Vec<Proc>) {
+impl Psets {
+    /// Process set `name` is (re)defined with `members`: the definition event's info.
+    fn define(&mut self, name: String, members: Vec<Proc>) -> Vec<Info> {
         let info = vec![
             Info::attr(attr::PSET_NAME, name.as_str()),
             Info::attr(attr::PSET_MEMBERS, procs_array(&members)),
         ];
-        self.psets.sets.insert(name, members);
+        self.sets.insert(name, members);
+        info
+    }
+
+    /// Process set `name` is deleted: the deletion event's info, or `None` if there was none.
+    fn delete(&mut self, name: &str) -> Option<Vec<Info>> {
+        self.sets.remove(name)?;
+        Some(vec![Info::attr(attr::PSET_NAME, name)])
+    }
+
+    /// The process sets a client of `nspace` sees: those its job data names, then those the
+    /// host defined.
+    fn names(&self, nspaces: &Nspaces, nspace: &str) -> Vec<String> {
+        let mut names: Vec<String> = match nspaces.job_value(nspace, attr::PSET_NAMES) {
+            Some(Value::String(s)) => s
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            Some(Value::DataArray(a)) => a
+                .items()
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for n in self.sets.keys() {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+        names
+    }
+
+    /// The members of process set `name`: as the host defined it, or else the processes of
+    /// every namespace whose job data puts them in it; `None` if it has none.
+    fn members(&self, nspaces: &Nspaces, name: &str) -> Option<Vec<Proc>> {
+        if let Some(members) = self.sets.get(name) {
+            return Some(members.clone());
+        }
+        let mut nspaces: Vec<_> = nspaces.values().collect();
+        nspaces.sort_unstable_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+        let members: Vec<Proc> = nspaces
+            .into_iter()
+            .flat_map(|n| {
+                let ranks = n.job.pset_ranks(name);
+                ranks.into_iter().map(|r| Proc::new(n.name.clone(), r))
+            })
+            .collect();
+        (!members.is_empty()).then_some(members)
+    }
+}
+
+impl Engine {
+    /// The host defines (or redefines) process set `name` with `members`.
+    pub(crate) fn define_pset(&mut self, name: String, members: Vec<Proc>) {
+        let info = self.psets.define(name, members);
         self.pset_event(Status::PROCESS_SET_DEFINE, info);
     }
 
     /// The host deletes process set `name`; false if there was none.
     pub(crate) fn delete_pset(&mut self, name: &str) -> bool {
-        if self.psets.sets.remove(name).is_none() {
+        let Some(info) = self.psets.delete(name) else {
             return false;
-        }
-        let info = vec![Info::attr(attr::PSET_NAME, name)];
+        };
         self.pset_event(Status::PROCESS_SET_DELETE, info);
         true
     }
@@ -50,46 +106,14 @@ impl Engine {
         self.notify(&event, None);
     }
 
-    /// The process sets a client of `nspace` sees: those its job data names, then those the
-    /// host defined.
+    /// The process sets a client of `nspace` sees (see [`Psets::names`]).
     pub(super) fn pset_names(&self, nspace: &str) -> Vec<String> {
-        let mut names: Vec<String> = match self.job_value(nspace, attr::PSET_NAMES) {
-            Some(Value::String(s)) => s
-                .split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect(),
-            Some(Value::DataArray(a)) => a
-                .items()
-                .iter()
-                .filter_map(|v| v.as_str().map(str::to_owned))
-                .collect(),
-            _ => Vec::new(),
-        };
-        for n in self.psets.sets.keys() {
-            if !names.contains(n) {
-                names.push(n.clone());
-            }
-        }
-        names
+        self.psets.names(&self.nspaces, nspace)
     }
 
-    /// The members of process set `name`: as the host defined it, or else the processes of
-    /// every namespace whose job data puts them in it; `None` if it has none.
+    /// The members of process set `name` (see [`Psets::members`]).
     pub(super) fn pset_members(&self, name: &str) -> Option<Vec<Proc>> {
-        if let Some(members) = self.psets.sets.get(name) {
-            return Some(members.clone());
-        }
-        let mut nspaces: Vec<_> = self.nspaces.values().collect();
-        nspaces.sort_unstable_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
-        let members: Vec<Proc> = nspaces
-            .into_iter()
-            .flat_map(|n| {
-                let ranks = n.job.pset_ranks(name);
-                ranks.into_iter().map(|r| Proc::new(n.name.clone(), r))
-            })
-            .collect();
-        (!members.is_empty()).then_some(members)
+        self.psets.members(&self.nspaces, name)
     }
 }
 
