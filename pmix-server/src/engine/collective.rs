@@ -304,7 +304,6 @@ impl Collectives {
 
     /// Completes collective `seq`: `remote` holds the other nodes' data, already decoded,
     /// stored here; the processes whose data arrived, for their Gets.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn finish(
         &mut self,
         seq: u64,
