@@ -83,7 +83,9 @@ pub(crate) fn of_ppn(ppn: &[Vec<Rank>], size: u32, max_len: usize) -> Option<Str
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use pmix_types::Rank;
+
+    use super::{MAX_JOB_DATA_LEN, of_ppn, of_runs, runs};
 
     #[test]
     fn runs_become_blocks() {

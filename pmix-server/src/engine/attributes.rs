@@ -11,8 +11,8 @@
 //! asking its server), and the host level the host's: those qualifiers are left to the host.
 
 use pmix_types::{DataArray, DataType, RegAttr};
-
-use super::*;
+use pmix_types::{Info, Key, Value, attr};
+use pmix_wire::Query;
 
 /// The PMIx functions a client of this server can use, whatever the host.
 pub(super) const SERVER_FUNCTIONS: &str = "PMIx_Init,PMIx_Finalize,PMIx_Abort,PMIx_Put,PMIx_Commit,\

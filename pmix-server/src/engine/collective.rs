@@ -1,23 +1,86 @@
 //! Fences, connects and disconnects: joined by the local participants, handed to the host
 //! (with this node's contribution) when some participants live on other nodes, completed or
 //! failed for every waiter; and the data other nodes send, stored for later gets.
+//!
+//! [`Collectives`] owns the state (the fence table, the namespaces connected) and decides;
+//! its methods borrow what else they read (namespaces, store, connections) and queue what they
+//! answer. The `impl Engine` at the end only wires the steps together.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
 
-use super::*;
+use pmix_types::{Info, Proc, Rank, Status, attr};
+use pmix_wire::{ConnectPart, JobData, ProcKvs, Reply, ReplyBody};
 
-impl Engine {
+use super::commits::Commits;
+use super::connected::Connected;
+use super::fence::{FenceOp, FenceTable, Kind, Waiter};
+use super::host_ops::{
+    GroupOp, HostCall, HostOutcome, PendingHost, decode_blobs, decode_frames, status_of,
+};
+use super::nspaces::Nspaces;
+use super::sessions::Sessions;
+use super::store::{NsId, Store, visible};
+use super::timers::Timers;
+use super::{ConnId, Engine, Output, info_flag};
+
+/// The collectives in progress, and the namespaces connected by those that completed.
+#[derive(Default)]
+pub(super) struct Collectives {
+    /// Fences, connects, disconnects and group collectives, by participant list.
+    pub(super) table: FenceTable,
+    /// Namespaces connected with each other, for failure events.
+    pub(super) connected: Connected,
+}
+
+/// What entering a collective comes to.
+pub(super) enum Joined {
+    /// The request is refused with this status.
+    Refused(Status),
+    /// The connection is gone: nobody to answer.
+    Gone,
+    /// Entered into collective `seq`, which fails at once with the status given when a
+    /// participant already ended.
+    Entered(u64, Option<Status>),
+}
+
+/// What a collective does next.
+pub(super) enum Next {
+    /// Nothing yet: local participants are missing, or the host has it.
+    Wait,
+    /// Its local participants are all there: the group's step.
+    Group(GroupOp, u32),
+    /// Handed to the host.
+    Host(PendingHost, HostCall),
+    /// Completes with the other nodes' data (none).
+    Finish(Result<Vec<ProcKvs>, Status>),
+}
+
+/// The reply that tells waiter `w` its collective ended with `status`.
+fn status_to(w: &Waiter, status: Status) -> Output {
+    Output::Reply {
+        conn: w.conn,
+        id: w.id,
+        reply: Reply::status(status),
+    }
+}
+
+impl Collectives {
+    /// `me` (on `conn`, request `id`) enters the collective of `kind` over `procs` (its own
+    /// namespace when empty).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn collective(
+    pub(super) fn join(
         &mut self,
         kind: Kind,
-        conn: ConnId,
-        id: u32,
+        (conn, id): (ConnId, u32),
         me: &Proc,
         procs: Vec<Proc>,
         info: &[Info],
         now: Instant,
-    ) {
+        (nspaces, sessions): (&Nspaces, &Sessions),
+        timers: &mut Timers,
+    ) -> Joined {
         let mut participants = if procs.is_empty() {
             vec![Proc::new(me.nspace.clone(), Rank::WILDCARD)]
         } else {
@@ -34,15 +97,15 @@ impl Engine {
         // `ConnectPart`). Any other collective names only namespaces registered here.
         let foreign_allowed = matches!(kind, Kind::Connect | Kind::Disconnect);
         for p in &participants {
-            let Some(ns) = self.ns_id(p.nspace.as_str()) else {
+            let Some(ns) = nspaces.id(p.nspace.as_str()) else {
                 if foreign_allowed && p.nspace != me.nspace {
                     remote = true;
                     continue;
                 }
-                return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                return Joined::Refused(Status::ERR_BAD_PARAM);
             };
-            let Some(nsinfo) = self.nspaces.get(&ns) else {
-                return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+            let Some(nsinfo) = nspaces.get(&ns) else {
+                return Joined::Refused(Status::ERR_BAD_PARAM);
             };
             if p.rank == Rank::WILDCARD {
                 local.extend(nsinfo.local.iter().map(|r| (ns, *r)));
@@ -56,20 +119,20 @@ impl Engine {
                 }
                 includes_me |= *p == *me;
             } else {
-                return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+                return Joined::Refused(Status::ERR_BAD_PARAM);
             }
         }
         if !includes_me {
-            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+            return Joined::Refused(Status::ERR_BAD_PARAM);
         }
         local.sort_unstable();
         local.dedup();
-        let Some(my_ns) = self.sessions.conn(conn).map(|c| c.ns) else {
-            return;
+        let Some(my_ns) = sessions.conn(conn).map(|c| c.ns) else {
+            return Joined::Gone;
         };
         let collect = kind == Kind::Connect || info_flag(info, attr::COLLECT_DATA);
         let deadline = pmix_types::timeout_of(info).map(|d| now + d);
-        let seq = self.fences.join(
+        let seq = self.table.join(
             kind,
             participants,
             local,
@@ -81,14 +144,14 @@ impl Engine {
             collect,
         );
         if let Some(d) = deadline {
-            self.timers.set_fence(d, seq);
+            timers.set_fence(d, seq);
         }
         // A participant that already left will never arrive. The first such in participant
         // order decides the status; looked for from the smaller side, since this runs at every
         // arrival (usually nobody has left, and then it costs nothing).
-        let departed = self.fences.get(seq).and_then(|op| {
-            if self.sessions.gone().len() < op.local.len() {
-                self.sessions
+        let departed = self.table.get(seq).and_then(|op| {
+            if sessions.gone().len() < op.local.len() {
+                sessions
                     .gone()
                     .iter()
                     .filter(|(p, _)| op.waits_for(**p))
@@ -98,28 +161,26 @@ impl Engine {
                 op.local
                     .iter()
                     .filter(|p| op.waits_for(**p))
-                    .find_map(|p| self.sessions.gone().get(p))
+                    .find_map(|p| sessions.gone().get(p))
                     .copied()
             }
         });
-        if let Some(status) = departed.or_else(|| self.remote_departed(seq)) {
-            return self.fail_fence(seq, status);
-        }
-        self.try_finish_fence(seq);
+        let departed = departed.or_else(|| self.remote_departed(seq, nspaces, sessions));
+        Joined::Entered(seq, departed)
     }
 
     /// The status of a participant of another node that is known to have ended
     /// ([`Engine::proc_ended_elsewhere`]), if any.
-    pub(super) fn remote_departed(&self, seq: u64) -> Option<Status> {
-        let op = self.fences.get(seq)?;
-        if !op.remote || self.sessions.gone().is_empty() {
+    fn remote_departed(&self, seq: u64, nspaces: &Nspaces, sessions: &Sessions) -> Option<Status> {
+        let op = self.table.get(seq)?;
+        if !op.remote || sessions.gone().is_empty() {
             return None;
         }
         op.participants.iter().find_map(|p| {
-            let ns = self.ns_id(p.nspace.as_str())?;
-            let local = self.nspaces.get(&ns)?;
+            let ns = nspaces.id(p.nspace.as_str())?;
+            let local = nspaces.get(&ns)?;
             if p.rank == Rank::WILDCARD {
-                self.sessions
+                sessions
                     .gone()
                     .iter()
                     .find(|((n, r), _)| *n == ns && !local.is_local(*r))
@@ -127,34 +188,41 @@ impl Engine {
             } else if local.is_local(p.rank) {
                 None
             } else {
-                self.sessions.gone().get(&(ns, p.rank)).copied()
+                sessions.gone().get(&(ns, p.rank)).copied()
             }
         })
     }
 
-    pub(super) fn try_finish_fence(&mut self, seq: u64) {
-        let Some(op) = self.fences.get(seq) else {
-            return;
+    /// What collective `seq` does next, once its local participants are all there.
+    pub(super) fn next(
+        &mut self,
+        seq: u64,
+        nspaces: &Nspaces,
+        store: &Store,
+        commits: &mut Commits,
+    ) -> Next {
+        let Some(op) = self.table.get(seq) else {
+            return Next::Wait;
         };
         if !op.all_local_arrived() || op.at_host {
-            return;
+            return Next::Wait;
         }
         match op.kind {
-            Kind::GroupConstruct(gid) => return self.group_ready(seq, GroupOp::Construct, gid),
-            Kind::GroupDestruct(gid) => return self.group_ready(seq, GroupOp::Destruct, gid),
+            Kind::GroupConstruct(gid) => return Next::Group(GroupOp::Construct, gid),
+            Kind::GroupDestruct(gid) => return Next::Group(GroupOp::Destruct, gid),
             _ => {}
         }
         if op.remote && op.kind == Kind::Disconnect {
             // Participants elsewhere: the host disconnects the nodes.
             let procs = op.participants.clone();
             let info = op.info.clone();
-            if let Some(op) = self.fences.get_mut(seq) {
+            if let Some(op) = self.table.get_mut(seq) {
                 op.at_host = true;
             }
-            self.host_call(
+            Next::Host(
                 PendingHost::Collective { seq },
                 HostCall::Disconnect { procs, info },
-            );
+            )
         } else if op.remote {
             // This node's contribution: the data other nodes may see of the local
             // participants that committed, for a collecting fence as for a connect (whose
@@ -168,34 +236,32 @@ impl Engine {
             // it had, or a get elsewhere would not wait for its commit.
             let collect = op.kind == Kind::Connect || op.waiters.iter().any(|w| w.collect);
             let whole_nspaces = op.participants.iter().all(|p| p.rank == Rank::WILDCARD);
-            let now = self.store.seq();
+            let now = store.seq();
             let senders: Vec<(NsId, Rank)> = op
                 .local
                 .iter()
-                .filter(|p| self.commits.has(p))
+                .filter(|p| commits.has(p))
                 .copied()
                 .collect();
             let mut contrib = Vec::new();
             for (ns, rank) in senders {
-                let Some(nsinfo) = self.nspaces.get(&ns) else {
+                let Some(nsinfo) = nspaces.get(&ns) else {
                     continue;
                 };
-                let last = self.commits.ship((ns, rank), now);
+                let last = commits.ship((ns, rank), now);
                 let kvs = match last {
                     Some(since) if !collect => {
-                        let new = self
-                            .store
-                            .proc_kvs_since(ns, rank, since, |s| visible(s, false));
+                        let new = store.proc_kvs_since(ns, rank, since, |s| visible(s, false));
                         if new.is_empty() {
                             continue;
                         }
                         if whole_nspaces {
                             new
                         } else {
-                            self.store.proc_kvs(ns, rank, |s| visible(s, false))
+                            store.proc_kvs(ns, rank, |s| visible(s, false))
                         }
                     }
-                    _ => self.store.proc_kvs(ns, rank, |s| visible(s, false)),
+                    _ => store.proc_kvs(ns, rank, |s| visible(s, false)),
                 };
                 contrib.push(ProcKvs {
                     proc: Proc::new(nsinfo.name.clone(), rank),
@@ -205,7 +271,7 @@ impl Engine {
             let mut data = Vec::new();
             let encoded = if op.kind == Kind::Connect {
                 let part = ConnectPart {
-                    jobs: self.jobs_for_foreign(&op.participants),
+                    jobs: nspaces.jobs_for_foreign(&op.participants),
                     data: contrib,
                 };
                 // Like a fence's, a frame holds a list (of one part here): the host
@@ -215,10 +281,10 @@ impl Engine {
                 pmix_wire::encode_frame(&contrib, &mut data)
             };
             if let Err(e) = encoded {
-                return self.finish_fence(seq, Err(e.status()));
+                return Next::Finish(Err(e.status()));
             }
-            let Some(op) = self.fences.get(seq) else {
-                return;
+            let Some(op) = self.table.get(seq) else {
+                return Next::Wait;
             };
             let procs = op.participants.clone();
             let info = op.info.clone();
@@ -227,61 +293,67 @@ impl Engine {
             } else {
                 HostCall::FenceNb { procs, info, data }
             };
-            if let Some(op) = self.fences.get_mut(seq) {
+            if let Some(op) = self.table.get_mut(seq) {
                 op.at_host = true;
             }
-            self.host_call(PendingHost::Fence { seq }, call);
+            Next::Host(PendingHost::Fence { seq }, call)
         } else {
-            self.finish_fence(seq, Ok(Vec::new()));
+            Next::Finish(Ok(Vec::new()))
         }
     }
 
-    /// Completes a fence: `remote` holds the other nodes' data, already decoded.
-    pub(super) fn finish_fence(&mut self, seq: u64, remote: Result<Vec<ProcKvs>, Status>) {
-        let Some(op) = self.fences.remove(seq) else {
-            return;
+    /// Completes collective `seq`: `remote` holds the other nodes' data, already decoded,
+    /// stored here; the processes whose data arrived, for their Gets.
+    pub(super) fn finish(
+        &mut self,
+        seq: u64,
+        remote: Result<Vec<ProcKvs>, Status>,
+        (nspaces, store, commits): (&Nspaces, &mut Store, &mut Commits),
+        sessions: &mut Sessions,
+        timers: &mut Timers,
+        out: &mut VecDeque<Output>,
+    ) -> Vec<(NsId, Rank)> {
+        let Some(op) = self.take(seq, timers) else {
+            return Vec::new();
         };
-        self.timers.cancel_fence(seq);
         let remote = match remote {
             // The host hands back every node's contribution, ours included; ours is better
             // taken from the store, where LOCAL-scope data is too.
             Ok(mut r) => {
                 r.retain(|pk| {
-                    let ours = self
-                        .ns_id(pk.proc.nspace.as_str())
+                    let ours = nspaces
+                        .id(pk.proc.nspace.as_str())
                         .is_some_and(|ns| op.local.binary_search(&(ns, pk.proc.rank)).is_ok());
                     !ours
                 });
                 r
             }
             Err(status) => {
-                for w in op.waiters {
-                    self.reply_status(w.conn, w.id, status);
+                for w in &op.waiters {
+                    out.push_back(status_to(w, status));
                 }
-                return;
+                return Vec::new();
             }
         };
         // Other nodes' data is stored so that later gets are served here.
-        let arrived = self.store_remote(&remote);
+        let arrived = commits.store_remote(&remote, nspaces, store);
         match op.kind {
             Kind::Fence | Kind::GroupConstruct(_) | Kind::GroupDestruct(_) => {}
             Kind::Connect => {
-                self.finish_connect(&op, remote);
-                for t in arrived {
-                    self.release_gets(t);
-                }
-                return;
+                self.connect_done(&op, remote, nspaces, store, sessions, out);
+                return arrived;
             }
             Kind::Disconnect => {
-                let nss: Vec<NsId> = Self::participant_nspaces(&op)
+                let nss: Vec<NsId> = op
+                    .nspaces()
                     .iter()
-                    .filter_map(|n| self.ns_id(n.as_str()))
+                    .filter_map(|n| nspaces.id(n.as_str()))
                     .collect();
                 self.connected.disconnect(&nss);
                 for w in &op.waiters {
-                    self.reply_status(w.conn, w.id, Status::SUCCESS);
+                    out.push_back(status_to(w, Status::SUCCESS));
                 }
-                return;
+                return Vec::new();
             }
         }
         // Each collector gets what was committed since its last collecting fence over the same
@@ -289,11 +361,11 @@ impl Engine {
         // share one reply: built, and encoded, once.
         let (collectors, others): (Vec<_>, Vec<_>) = op.waiters.iter().partition(|w| w.collect);
         if !collectors.is_empty() {
-            let participants_id = self.fences.list_id(&op.participants);
-            let now = self.commits.latest();
+            let participants_id = self.table.list_id(&op.participants);
+            let now = commits.latest();
             let mut by_mark: BTreeMap<u64, Vec<(ConnId, u32)>> = BTreeMap::new();
             for w in &collectors {
-                let Some(c) = self.sessions.conn_mut(w.conn) else {
+                let Some(c) = sessions.conn_mut(w.conn) else {
                     continue;
                 };
                 let mark = c.collected.insert(participants_id, now).unwrap_or(0);
@@ -304,12 +376,12 @@ impl Engine {
             for (i, (mark, to)) in by_mark.into_iter().enumerate() {
                 let mut data = Vec::with_capacity(op.local.len() + remote.len());
                 for &(ns, rank) in &op.local {
-                    if self.commits.of(&(ns, rank)).is_some_and(|seq| seq <= mark) {
+                    if commits.of(&(ns, rank)).is_some_and(|seq| seq <= mark) {
                         continue;
                     }
-                    if let Some(nsinfo) = self.nspaces.get(&ns) {
+                    if let Some(nsinfo) = nspaces.get(&ns) {
                         // Local participants share the node with the reader.
-                        let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
+                        let kvs = store.proc_kvs(ns, rank, |s| visible(s, true));
                         data.push(ProcKvs {
                             proc: Proc::new(nsinfo.name.clone(), rank),
                             kvs,
@@ -326,37 +398,36 @@ impl Engine {
                     status: Status::SUCCESS,
                     body: ReplyBody::Fence { data },
                 });
-                self.out.push_back(Output::SharedReply { to, reply });
+                out.push_back(Output::SharedReply { to, reply });
             }
         }
         for w in others {
-            self.reply_status(w.conn, w.id, Status::SUCCESS);
+            out.push_back(status_to(w, Status::SUCCESS));
         }
-        for t in arrived {
-            self.release_gets(t);
-        }
-    }
-
-    /// The namespaces a collective's participant list names.
-    pub(super) fn participant_nspaces(op: &FenceOp) -> Vec<Nspace> {
-        let mut v: Vec<Nspace> = op.participants.iter().map(|p| p.nspace.clone()).collect();
-        v.sort();
-        v.dedup();
-        v
+        arrived
     }
 
     /// Completes a connect: every participant gets the job data of the other namespaces and
     /// the data of every participant, and the namespaces are connected from now on.
-    pub(super) fn finish_connect(&mut self, op: &FenceOp, remote: Vec<ProcKvs>) {
-        let nss: Vec<NsId> = Self::participant_nspaces(op)
+    fn connect_done(
+        &mut self,
+        op: &FenceOp,
+        remote: Vec<ProcKvs>,
+        nspaces: &Nspaces,
+        store: &Store,
+        sessions: &mut Sessions,
+        out: &mut VecDeque<Output>,
+    ) {
+        let nss: Vec<NsId> = op
+            .nspaces()
             .iter()
-            .filter_map(|n| self.ns_id(n.as_str()))
+            .filter_map(|n| nspaces.id(n.as_str()))
             .collect();
         self.connected.connect(&nss);
         let mut data = Vec::with_capacity(op.local.len() + remote.len());
         for &(ns, rank) in &op.local {
-            if let Some(nsinfo) = self.nspaces.get(&ns) {
-                let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, true));
+            if let Some(nsinfo) = nspaces.get(&ns) {
+                let kvs = store.proc_kvs(ns, rank, |s| visible(s, true));
                 data.push(ProcKvs {
                     proc: Proc::new(nsinfo.name.clone(), rank),
                     kvs,
@@ -367,7 +438,7 @@ impl Engine {
         // One reply per namespace of the waiters: each gets the job data of the others.
         let mut by_ns: BTreeMap<NsId, Vec<(ConnId, u32)>> = BTreeMap::new();
         for w in &op.waiters {
-            if let Some(c) = self.sessions.conn(w.conn) {
+            if let Some(c) = sessions.conn(w.conn) {
                 by_ns.entry(c.ns).or_default().push((w.conn, w.id));
             }
         }
@@ -375,11 +446,11 @@ impl Engine {
             let jobs: Vec<JobData> = nss
                 .iter()
                 .filter(|n| **n != own)
-                .filter_map(|n| self.nspaces.get(n))
+                .filter_map(|n| nspaces.get(n))
                 .map(|n| JobData::clone(n.job.get()))
                 .collect();
             for (conn, _) in &to {
-                if let Some(c) = self.sessions.conn_mut(*conn) {
+                if let Some(c) = sessions.conn_mut(*conn) {
                     c.has_jobs.extend(nss.iter().copied());
                 }
             }
@@ -390,72 +461,115 @@ impl Engine {
                     data: data.clone(),
                 },
             });
-            self.out.push_back(Output::SharedReply { to, reply });
+            out.push_back(Output::SharedReply { to, reply });
         }
     }
 
-    /// Stores data that came from other nodes (through the host) so that later gets are
-    /// served here; returns the processes it belonged to.
+    /// Removes collective `seq`, its deadline with it.
+    pub(super) fn take(&mut self, seq: u64, timers: &mut Timers) -> Option<FenceOp> {
+        let op = self.table.remove(seq)?;
+        timers.cancel_fence(seq);
+        Some(op)
+    }
+
+    /// Fails collective `seq` for every waiter.
+    pub(super) fn fail(
+        &mut self,
+        seq: u64,
+        status: Status,
+        timers: &mut Timers,
+        out: &mut VecDeque<Output>,
+    ) {
+        if let Some(op) = self.take(seq, timers) {
+            for w in &op.waiters {
+                out.push_back(status_to(w, status));
+            }
+        }
+    }
+
+    /// Fails the collectives `pred` picks, oldest first.
+    pub(super) fn fail_those(
+        &mut self,
+        pred: impl Fn(&FenceOp) -> bool,
+        status: Status,
+        timers: &mut Timers,
+        out: &mut VecDeque<Output>,
+    ) {
+        for seq in self.table.matching(pred) {
+            self.fail(seq, status, timers, out);
+        }
+    }
+}
+
+impl Engine {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn collective(
+        &mut self,
+        kind: Kind,
+        conn: ConnId,
+        id: u32,
+        me: &Proc,
+        procs: Vec<Proc>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        let read = (&self.nspaces, &self.sessions);
+        let joined = self.collectives.join(
+            kind,
+            (conn, id),
+            me,
+            procs,
+            info,
+            now,
+            read,
+            &mut self.timers,
+        );
+        match joined {
+            Joined::Refused(status) => self.reply_status(conn, id, status),
+            Joined::Gone => {}
+            Joined::Entered(seq, Some(status)) => self.fail_fence(seq, status),
+            Joined::Entered(seq, None) => self.try_finish_fence(seq),
+        }
+    }
+
+    pub(super) fn try_finish_fence(&mut self, seq: u64) {
+        let next = self
+            .collectives
+            .next(seq, &self.nspaces, &self.store, &mut self.commits);
+        match next {
+            Next::Wait => {}
+            Next::Group(op, gid) => self.group_ready(seq, op, gid),
+            Next::Host(pending, call) => self.host_call(pending, call),
+            Next::Finish(remote) => self.finish_fence(seq, remote),
+        }
+    }
+
+    /// Completes a fence: `remote` holds the other nodes' data, already decoded.
+    pub(super) fn finish_fence(&mut self, seq: u64, remote: Result<Vec<ProcKvs>, Status>) {
+        let data = (&self.nspaces, &mut self.store, &mut self.commits);
+        let arrived = self.collectives.finish(
+            seq,
+            remote,
+            data,
+            &mut self.sessions,
+            &mut self.timers,
+            &mut self.out,
+        );
+        for t in arrived {
+            self.release_gets(t);
+        }
+    }
+
+    /// Stores data that came from other nodes (see [`Commits::store_remote`]).
     pub(super) fn store_remote(&mut self, data: &[ProcKvs]) -> Vec<(NsId, Rank)> {
-        let mut arrived = Vec::with_capacity(data.len());
-        for pk in data {
-            if let Some(ns) = self.ns_id(pk.proc.nspace.as_str()) {
-                for kv in &pk.kvs {
-                    self.store
-                        .put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
-                }
-                self.commits.record((ns, pk.proc.rank));
-                arrived.push((ns, pk.proc.rank));
-            }
-        }
-        arrived
-    }
-
-    /// The job data of `participants`' namespaces registered here by the host, when some of
-    /// them are not (they belong to another launcher run, whose servers learn ours from it);
-    /// none otherwise. Also when that run's namespace is known here from an earlier connect:
-    /// another server of this run taking part (on another node) may not know it, nor its
-    /// servers ours.
-    fn jobs_for_foreign(&self, participants: &[Proc]) -> Vec<JobData> {
-        let mut nss: Vec<&Nspace> = participants.iter().map(|p| &p.nspace).collect();
-        nss.dedup();
-        let known: Vec<Option<&Namespace>> = nss
-            .iter()
-            .map(|n| self.ns_id(n.as_str()).and_then(|id| self.nspaces.get(&id)))
-            .collect();
-        if known.iter().all(|n| n.is_some_and(|n| !n.job.is_foreign())) {
-            return Vec::new();
-        }
-        known
-            .into_iter()
-            .flatten()
-            .filter(|n| !n.job.is_foreign())
-            .map(|n| JobData::clone(n.job.get()))
-            .collect()
-    }
-
-    /// Registers the namespaces of another launcher run that a connect brought, from their
-    /// job data: none of their processes is local here. A namespace known here already is
-    /// left as it is (its own registration is better than another server's view of it).
-    pub(super) fn register_foreign(&mut self, jobs: Vec<JobData>) {
-        for job in jobs {
-            if self.ns_id(job.nspace.as_str()).is_some() {
-                continue;
-            }
-            let nspace = job.nspace.clone();
-            match nspace::Registration::foreign(job) {
-                Ok(reg) => {
-                    self.nspaces.insert(nspace, reg);
-                }
-                Err(e) => tracing::warn!(%nspace, "cannot take in another run's job data: {e}"),
-            }
-        }
+        self.commits
+            .store_remote(data, &self.nspaces, &mut self.store)
     }
 
     pub(super) fn fail_fences_with(&mut self, pred: impl Fn(&Proc) -> bool, status: Status) {
-        for seq in self.fences.matching(|op| op.participants.iter().any(&pred)) {
-            self.fail_fence(seq, status);
-        }
+        let (timers, out) = (&mut self.timers, &mut self.out);
+        let with = |op: &FenceOp| op.participants.iter().any(&pred);
+        self.collectives.fail_those(with, status, timers, out);
     }
 
     pub(super) fn fail_fences_pending_on(&mut self, gone: &Proc, status: Status) {
@@ -463,18 +577,14 @@ impl Engine {
             return;
         };
         let key = (ns, gone.rank);
-        for seq in self.fences.matching(|op: &FenceOp| op.waits_for(key)) {
-            self.fail_fence(seq, status);
-        }
+        let (timers, out) = (&mut self.timers, &mut self.out);
+        let pending = |op: &FenceOp| op.waits_for(key);
+        self.collectives.fail_those(pending, status, timers, out);
     }
 
     pub(super) fn fail_fence(&mut self, seq: u64, status: Status) {
-        if let Some(op) = self.fences.remove(seq) {
-            self.timers.cancel_fence(seq);
-            for w in op.waiters {
-                self.reply_status(w.conn, w.id, status);
-            }
-        }
+        self.collectives
+            .fail(seq, status, &mut self.timers, &mut self.out);
     }
 
     /// The host answered a connect or disconnect carried by the host alone (nothing to
@@ -492,7 +602,8 @@ impl Engine {
     /// connect, their parts: the jobs they bring, registered here, and their data).
     pub(super) fn fence_done(&mut self, seq: u64, outcome: HostOutcome) {
         let connect = self
-            .fences
+            .collectives
+            .table
             .get(seq)
             .is_some_and(|op| op.kind == Kind::Connect);
         let result = match outcome {
@@ -500,7 +611,7 @@ impl Engine {
                 decode_frames::<ConnectPart>(&bytes).map(|parts| {
                     let mut data = Vec::new();
                     for part in parts {
-                        self.register_foreign(part.jobs);
+                        self.nspaces.register_foreign(part.jobs);
                         data.extend(part.data);
                     }
                     data

@@ -6,9 +6,11 @@
 
 use std::collections::HashMap;
 
-use pmix_types::Rank;
+use pmix_types::{Rank, Scope};
+use pmix_wire::{Kv, ProcKvs};
 
-use super::NsId;
+use super::nspaces::Nspaces;
+use super::store::{NsId, Store};
 
 /// A process, by the engine's number for its namespace and its rank.
 type Key = (NsId, Rank);
@@ -56,5 +58,47 @@ impl Commits {
         self.committed.retain(|(n, _), _| *n != id);
         self.shipped.retain(|(n, _), _| *n != id);
         self.committed.shrink_to_fit();
+    }
+
+    /// Stores data that came from other nodes (through the host) so that later gets are
+    /// served here; returns the processes it belonged to.
+    pub(super) fn store_remote(
+        &mut self,
+        data: &[ProcKvs],
+        nspaces: &Nspaces,
+        store: &mut Store,
+    ) -> Vec<(NsId, Rank)> {
+        let mut arrived = Vec::with_capacity(data.len());
+        for pk in data {
+            if let Some(ns) = nspaces.id(pk.proc.nspace.as_str()) {
+                for kv in &pk.kvs {
+                    store.put(ns, pk.proc.rank, kv.key.clone(), kv.scope, kv.value.clone());
+                }
+                self.record((ns, pk.proc.rank));
+                arrived.push((ns, pk.proc.rank));
+            }
+        }
+        arrived
+    }
+
+    /// A client's commit of `kvs` as process `p`: stored (internal-scope values aside) and
+    /// recorded, unless one of the keys is reserved (returned; nothing is stored).
+    pub(super) fn commit(
+        &mut self,
+        p: Key,
+        kvs: Vec<Kv>,
+        store: &mut Store,
+    ) -> Result<(), pmix_types::Key> {
+        if let Some(bad) = kvs.iter().find(|kv| kv.key.is_reserved()) {
+            return Err(bad.key.clone());
+        }
+        let (ns, rank) = p;
+        for kv in kvs {
+            if kv.scope != Scope::INTERNAL {
+                store.put(ns, rank, kv.key, kv.scope, kv.value);
+            }
+        }
+        self.record(p);
+        Ok(())
     }
 }

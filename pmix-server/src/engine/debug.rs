@@ -21,8 +21,15 @@
 //!   for `READY_FOR_DEBUG` (a `pmixps`) is no debugger: its end changes nothing.
 
 use std::collections::BTreeSet;
+use std::collections::{HashMap, HashSet};
 
-use super::*;
+use pmix_types::{DataRange, Info, Proc, Rank, Status, attr};
+use pmix_wire::Event;
+
+use super::host_ops::{HostCall, PendingHost};
+use super::nspaces::Nspaces;
+use super::store::NsId;
+use super::{ConnId, Engine, events};
 
 /// The held processes and the releases already sent.
 #[derive(Default)]
@@ -38,64 +45,139 @@ pub(super) struct Debug {
 /// The breakpoint libpmix names for a stop in init.
 const BREAKPOINT_INIT: &str = "pmix-init";
 
-impl Engine {
-    /// A client said it waits for a debugger (`READY_FOR_DEBUG`).
-    pub(super) fn ready_for_debug(&mut self, conn: ConnId, ns: NsId, rank: Rank) {
+/// What a process saying it waits for a debugger comes to.
+enum Held {
+    /// A release overtook it: released now.
+    Released,
+    /// Held, with others of its job still to say so.
+    Waiting,
+    /// Held, and the last of its job: the job is ready for a debugger.
+    JobReady,
+}
+
+impl Debug {
+    /// Process `rank` of `ns` (of `local` local processes) waits for a debugger.
+    fn hold(&mut self, ns: NsId, rank: Rank, local: usize) -> Held {
         let released = self
-            .debug
             .released
             .get(&ns)
             .is_some_and(|r| r.contains(&Rank::WILDCARD) || r.contains(&rank));
         if released {
-            tracing::debug!(conn, %rank, "released before it said it waits: released now");
-            let event = self.release_event(ns, rank);
-            return self.send_event(vec![conn], &event);
+            return Held::Released;
         }
-        self.debug.held.entry(ns).or_default().insert(rank);
-        let local = self.nspaces.get(&ns).map_or(0, |n| n.local.len());
-        let waiting = self.debug.held.get(&ns).map_or(0, BTreeSet::len);
-        if waiting >= local && self.debug.ready.insert(ns) {
-            if let Some(event) = self.ready_event(ns) {
-                let nspace = self.nspaces.get(&ns).map(|n| n.name.to_string());
-                tracing::info!(?nspace, "every process of the job waits for a debugger");
-                let tools = self.tools_wanting(Status::READY_FOR_DEBUG);
-                self.send_event(tools, &event);
+        self.held.entry(ns).or_default().insert(rank);
+        let waiting = self.held.get(&ns).map_or(0, BTreeSet::len);
+        if waiting >= local && self.ready.insert(ns) {
+            Held::JobReady
+        } else {
+            Held::Waiting
+        }
+    }
+
+    /// `targets` (`WILDCARD`: a whole job) are released: they wait no more, and those not
+    /// waiting yet are released when they say so.
+    fn release(&mut self, targets: Vec<(NsId, Rank)>) {
+        for (ns, rank) in targets {
+            self.released.entry(ns).or_default().insert(rank);
+            if let Some(held) = self.held.get_mut(&ns) {
+                if rank == Rank::WILDCARD {
+                    held.clear();
+                } else {
+                    held.remove(&rank);
+                }
+            }
+        }
+        self.held.retain(|_, h| !h.is_empty());
+        let held = &self.held;
+        self.ready.retain(|ns| held.contains_key(ns));
+    }
+
+    /// A held process's connection ended: it waits no more.
+    pub(super) fn proc_gone(&mut self, ns: NsId, rank: Rank) {
+        if let Some(h) = self.held.get_mut(&ns) {
+            h.remove(&rank);
+            if h.is_empty() {
+                self.held.remove(&ns);
+                self.ready.remove(&ns);
             }
         }
     }
 
-    /// The job-level `READY_FOR_DEBUG` of namespace `ns`.
-    fn ready_event(&self, ns: NsId) -> Option<Event> {
-        let name = self.nspaces.get(&ns)?.name.clone();
-        Some(Event {
-            code: Status::READY_FOR_DEBUG,
-            source: self.me.clone(),
-            range: DataRange::CUSTOM,
-            info: vec![
-                Info::attr(
-                    attr::EVENT_AFFECTED_PROC,
-                    Proc::new(name.clone(), Rank::WILDCARD),
-                ),
-                Info::attr(attr::NSPACE, name.as_str()),
-                Info::attr(attr::BREAKPOINT, BREAKPOINT_INIT),
-            ],
-        })
+    /// A namespace was deregistered.
+    pub(super) fn forget(&mut self, ns: NsId) {
+        self.held.remove(&ns);
+        self.released.remove(&ns);
+        self.ready.remove(&ns);
     }
 
-    /// A release for one process, from this server (for one the release overtook).
-    fn release_event(&self, ns: NsId, rank: Rank) -> Event {
-        let target = self
-            .nspaces
-            .get(&ns)
-            .map(|n| Proc::new(n.name.clone(), rank));
-        Event {
-            code: Status::DEBUGGER_RELEASE,
-            source: self.me.clone(),
-            range: DataRange::CUSTOM,
-            info: target
-                .map(|p| Info::attr(attr::EVENT_CUSTOM_RANGE, p))
-                .into_iter()
-                .collect(),
+    /// The namespaces whose every local process waits.
+    fn ready_jobs(&self) -> Vec<NsId> {
+        self.ready.iter().copied().collect()
+    }
+
+    /// Whether any process is held.
+    fn holds_any(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Every process held, no longer (nobody will release them).
+    fn take_held(&mut self) -> HashMap<NsId, BTreeSet<Rank>> {
+        self.ready.clear();
+        std::mem::take(&mut self.held)
+    }
+}
+
+/// The job-level `READY_FOR_DEBUG` of namespace `ns`, raised by this server.
+fn ready_event(nspaces: &Nspaces, ns: NsId) -> Option<Event> {
+    let name = nspaces.get(&ns)?.name.clone();
+    Some(Event {
+        code: Status::READY_FOR_DEBUG,
+        source: nspaces.me().clone(),
+        range: DataRange::CUSTOM,
+        info: vec![
+            Info::attr(
+                attr::EVENT_AFFECTED_PROC,
+                Proc::new(name.clone(), Rank::WILDCARD),
+            ),
+            Info::attr(attr::NSPACE, name.as_str()),
+            Info::attr(attr::BREAKPOINT, BREAKPOINT_INIT),
+        ],
+    })
+}
+
+/// A release for one process, from this server (for one the release overtook).
+fn release_event(nspaces: &Nspaces, ns: NsId, rank: Rank) -> Event {
+    let target = nspaces.get(&ns).map(|n| Proc::new(n.name.clone(), rank));
+    Event {
+        code: Status::DEBUGGER_RELEASE,
+        source: nspaces.me().clone(),
+        range: DataRange::CUSTOM,
+        info: target
+            .map(|p| Info::attr(attr::EVENT_CUSTOM_RANGE, p))
+            .into_iter()
+            .collect(),
+    }
+}
+
+impl Engine {
+    /// A client said it waits for a debugger (`READY_FOR_DEBUG`).
+    pub(super) fn ready_for_debug(&mut self, conn: ConnId, ns: NsId, rank: Rank) {
+        let local = self.nspaces.get(&ns).map_or(0, |n| n.local.len());
+        match self.debug.hold(ns, rank, local) {
+            Held::Released => {
+                tracing::debug!(conn, %rank, "released before it said it waits: released now");
+                let event = release_event(&self.nspaces, ns, rank);
+                self.send_event(vec![conn], &event);
+            }
+            Held::Waiting => {}
+            Held::JobReady => {
+                if let Some(event) = ready_event(&self.nspaces, ns) {
+                    let nspace = self.nspaces.get(&ns).map(|n| n.name.to_string());
+                    tracing::info!(?nspace, "every process of the job waits for a debugger");
+                    let tools = self.tools_wanting(Status::READY_FOR_DEBUG);
+                    self.send_event(tools, &event);
+                }
+            }
         }
     }
 
@@ -116,19 +198,7 @@ impl Engine {
             // LOCAL, SESSION, GLOBAL: every job of this server.
             _ => self.nspaces.ids().map(|ns| (ns, Rank::WILDCARD)).collect(),
         };
-        for (ns, rank) in targets {
-            self.debug.released.entry(ns).or_default().insert(rank);
-            if let Some(held) = self.debug.held.get_mut(&ns) {
-                if rank == Rank::WILDCARD {
-                    held.clear();
-                } else {
-                    held.remove(&rank);
-                }
-            }
-        }
-        self.debug.held.retain(|_, h| !h.is_empty());
-        let held = &self.debug.held;
-        self.debug.ready.retain(|ns| held.contains_key(ns));
+        self.debug.release(targets);
     }
 
     /// A tool just registered for `codes`: if it listens for `READY_FOR_DEBUG`, it hears of
@@ -137,45 +207,26 @@ impl Engine {
         if !codes.is_empty() && !codes.contains(&Status::READY_FOR_DEBUG) {
             return;
         }
-        let ready: Vec<NsId> = self.debug.ready.iter().copied().collect();
+        let ready: Vec<NsId> = self.debug.ready_jobs();
         for ns in ready {
-            if let Some(event) = self.ready_event(ns) {
+            if let Some(event) = ready_event(&self.nspaces, ns) {
                 self.send_event(vec![conn], &event);
             }
         }
     }
 
-    /// A held process's connection ended: it waits no more.
-    pub(super) fn debug_proc_gone(&mut self, ns: NsId, rank: Rank) {
-        if let Some(h) = self.debug.held.get_mut(&ns) {
-            h.remove(&rank);
-            if h.is_empty() {
-                self.debug.held.remove(&ns);
-                self.debug.ready.remove(&ns);
-            }
-        }
-    }
-
-    /// A namespace was deregistered.
-    pub(super) fn debug_forget(&mut self, ns: NsId) {
-        self.debug.held.remove(&ns);
-        self.debug.released.remove(&ns);
-        self.debug.ready.remove(&ns);
-    }
-
     /// The debugger `tool` (a tool registered for `READY_FOR_DEBUG`) is gone: if it was the
     /// last and processes still wait, the host is asked to abort them.
     pub(super) fn debugger_gone(&mut self, tool: &Proc) {
-        if self.debuggers() > 0 || self.debug.held.is_empty() {
+        if self.debuggers() > 0 || !self.debug.holds_any() {
             return;
         }
         let mut procs = Vec::new();
-        for (ns, ranks) in std::mem::take(&mut self.debug.held) {
+        for (ns, ranks) in self.debug.take_held() {
             if let Some(n) = self.nspaces.get(&ns) {
                 procs.extend(ranks.iter().map(|r| Proc::new(n.name.clone(), *r)));
             }
         }
-        self.debug.ready.clear();
         if procs.is_empty() {
             return;
         }

@@ -1,7 +1,15 @@
 //! Events: delivered to the clients that registered for them, within their range; and the
 //! event that tells a job one of its processes is gone.
 
-use super::*;
+use std::sync::Arc;
+
+use pmix_types::{DataRange, Info, Proc, Rank, Status, Value, attr};
+use pmix_wire::Event;
+
+use super::host_ops::{HostCall, PendingHost};
+use super::sessions::Conn;
+use super::store::NsId;
+use super::{ConnId, Engine, Output};
 
 /// The processes of an event's `EVENT_CUSTOM_RANGE`: one proc or a data array of them.
 pub(super) fn custom_range(event: &Event) -> Vec<Proc> {
@@ -118,7 +126,7 @@ impl Engine {
         };
         let event = Event {
             code: status,
-            source: self.me.clone(),
+            source: self.nspaces.me().clone(),
             range: DataRange::NAMESPACE,
             info: vec![
                 Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),
@@ -126,7 +134,7 @@ impl Engine {
             ],
         };
         self.deliver(&event, |eng, other| {
-            other.ns == ns || eng.connected.are(ns, other.ns)
+            other.ns == ns || eng.collectives.connected.are(ns, other.ns)
         });
     }
 }

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use pmix_types::{Info, Proc, Rank};
+use pmix_types::{Info, Nspace, Proc, Rank};
 
 use super::ConnId;
 use super::store::NsId;
@@ -55,6 +55,14 @@ impl FenceOp {
 
     fn has_arrived(&self, p: (NsId, Rank)) -> bool {
         self.local.binary_search(&p).is_ok_and(|i| self.arrived[i])
+    }
+
+    /// The namespaces its participant list names.
+    pub(crate) fn nspaces(&self) -> Vec<Nspace> {
+        let mut v: Vec<Nspace> = self.participants.iter().map(|p| p.nspace.clone()).collect();
+        v.sort();
+        v.dedup();
+        v
     }
 }
 

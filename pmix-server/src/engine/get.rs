@@ -9,8 +9,19 @@
 //! (as OpenPMIx 5's servers and PRRTE do), so a get racing a peer's later commit of the key
 //! is answered when the key is there, not with `NOT_FOUND` from the peer's earlier data.
 
+use std::collections::{HashMap, HashSet};
+use std::time::Instant;
+
+use pmix_types::{Info, Key, Proc, Rank, Scope, Status, attr};
+use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody};
+
+use super::commits::Commits;
+use super::host_ops::{HostCall, HostOutcome, PendingHost, decode_blobs, status_of};
+use super::nspaces::Nspaces;
+use super::sessions::{GetAnswers, Sessions};
+use super::store::{NsId, Store, visible};
 use super::timers::{Timer, Timers};
-use super::*;
+use super::{ConnId, Engine, Output, info_flag};
 
 /// Who is waiting for a process's data.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,24 +154,54 @@ impl Gets {
     }
 }
 
-impl Engine {
-    pub(super) fn get(
+/// What a client's Get comes to.
+pub(super) enum GetStep {
+    /// Answered at once.
+    Reply(Reply),
+    /// The target's data is here: answered from it.
+    Answer((NsId, Rank), Option<Key>),
+    /// Parked until the data is here; the host is to be asked for it when given.
+    Parked(Option<(PendingHost, HostCall)>),
+}
+
+impl Requester {
+    /// What tells this requester its Get failed with `status`.
+    pub(super) fn failure(self, status: Status) -> Output {
+        match self {
+            Requester::Client { conn, id } => Output::Reply {
+                conn,
+                id,
+                reply: Reply::status(status),
+            },
+            Requester::Host { token } => Output::Dmodex {
+                token,
+                result: Err(status),
+            },
+        }
+    }
+}
+
+impl Gets {
+    /// A client's Get of `target`'s `key` on `conn` (request `id`): answered from the store
+    /// or, for reserved keys, from job data, or parked (see [`GetStep`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn request(
         &mut self,
-        conn: ConnId,
-        id: u32,
+        (conn, id): (ConnId, u32),
         target: &Proc,
         key: Option<Key>,
         info: &[Info],
         now: Instant,
-    ) {
-        if self.get_group_info(conn, id, target, key.as_ref(), info) {
-            return;
-        }
-        let Some(ns) = self.ns_id(target.nspace.as_str()) else {
-            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        (nspaces, store, commits): (&Nspaces, &Store, &Commits),
+        sessions: &mut Sessions,
+        timers: &mut Timers,
+    ) -> GetStep {
+        let not_found = || GetStep::Reply(Reply::status(Status::ERR_NOT_FOUND));
+        let Some(ns) = nspaces.id(target.nspace.as_str()) else {
+            return not_found();
         };
-        let Some(nsinfo) = self.nspaces.get(&ns) else {
-            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+        let Some(nsinfo) = nspaces.get(&ns) else {
+            return not_found();
         };
         if target.rank == Rank::UNDEF {
             if let Some(k) = &key {
@@ -173,11 +214,9 @@ impl Engine {
                 if !job_level.clone().any(|i| i.key == *k) {
                     // A key posted by any process of the namespace: the first that stored it
                     // answers. Nothing is waited for: there is no process to wait for.
-                    return match self.store.owner(ns, k.as_str()) {
-                        Some(rank) => {
-                            self.answer_get(Requester::Client { conn, id }, (ns, rank), Some(k))
-                        }
-                        None => self.reply_status(conn, id, Status::ERR_NOT_FOUND),
+                    return match store.owner(ns, k.as_str()) {
+                        Some(rank) => GetStep::Answer((ns, rank), key),
+                        None => not_found(),
                     };
                 }
             }
@@ -193,24 +232,20 @@ impl Engine {
                     .any(|i| i.key == *k)
             });
             let job = image.clone();
-            if let Some(c) = self.sessions.conn_mut(conn) {
+            if let Some(c) = sessions.conn_mut(conn) {
                 c.has_jobs.insert(ns);
             }
             let status = found_status(found);
-            return self.reply(
-                conn,
-                id,
-                Reply {
-                    status,
-                    body: ReplyBody::Get {
-                        data: vec![],
-                        jobs: vec![job],
-                    },
+            return GetStep::Reply(Reply {
+                status,
+                body: ReplyBody::Get {
+                    data: vec![],
+                    jobs: vec![job],
                 },
-            );
+            });
         }
         if target.rank.0 >= nsinfo.size {
-            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+            return not_found();
         }
         // A reserved key of a process (its node, its local rank...) is job data, which this
         // server holds for every process of the job: never waited for, never asked of the
@@ -231,14 +266,10 @@ impl Engine {
                     data,
                     jobs: Vec::new(),
                 };
-                return self.reply(
-                    conn,
-                    id,
-                    Reply {
-                        status: Status::SUCCESS,
-                        body,
-                    },
-                );
+                return GetStep::Reply(Reply {
+                    status: Status::SUCCESS,
+                    body,
+                });
             }
         }
         let t = (ns, target.rank);
@@ -246,16 +277,16 @@ impl Engine {
         let required = required_key(info);
         // Asking the other node again is for data fetched from there.
         let refresh = !local && info_flag(info, attr::GET_REFRESH_CACHE);
-        let holds = |k: &Key| self.store.get(ns, target.rank, k.as_str()).is_some();
-        if self.commits.has(&t) && !refresh && required.as_ref().is_none_or(holds) {
-            return self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
+        let holds = |k: &Key| store.get(ns, target.rank, k.as_str()).is_some();
+        if commits.has(&t) && !refresh && required.as_ref().is_none_or(holds) {
+            return GetStep::Answer(t, key);
         }
-        if let Some(&status) = self.sessions.gone().get(&t) {
-            return self.reply_status(conn, id, status);
+        if let Some(&status) = sessions.gone().get(&t) {
+            return GetStep::Reply(Reply::status(status));
         }
         let immediate = info_flag(info, attr::IMMEDIATE);
         if immediate {
-            return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+            return not_found();
         }
         let deadline = pmix_types::timeout_of(info).map(|d| now + d);
         let who = Requester::Client { conn, id };
@@ -265,19 +296,25 @@ impl Engine {
         } else {
             required.or_else(|| key.clone())
         };
-        self.gets
-            .park(t, who, key, need.clone(), deadline, &mut self.timers);
-        if !local {
-            self.ask_host_for(target, t, need, info);
+        self.park(t, who, key, need.clone(), deadline, timers);
+        if local {
+            return GetStep::Parked(None);
         }
+        GetStep::Parked(self.ask_host_for(target, t, need, info))
     }
 
-    /// Asks the host for `target`'s data (`t` here), to be answered once it holds `need`,
-    /// unless a request for it is out already; `info` is the Get's (its `PMIX_TIMEOUT` bounds
-    /// the wait there too).
-    fn ask_host_for(&mut self, target: &Proc, t: (NsId, Rank), need: Option<Key>, info: &[Info]) {
-        if !self.gets.ask_host(t, need.clone()) {
-            return;
+    /// The host call asking for `target`'s data (`t` here), to be answered once it holds
+    /// `need`, unless a request for it is out already; `info` is the Get's (its
+    /// `PMIX_TIMEOUT` bounds the wait there too).
+    fn ask_host_for(
+        &mut self,
+        target: &Proc,
+        t: (NsId, Rank),
+        need: Option<Key>,
+        info: &[Info],
+    ) -> Option<(PendingHost, HostCall)> {
+        if !self.ask_host(t, need.clone()) {
+            return None;
         }
         let mut info: Vec<Info> = info
             .iter()
@@ -287,143 +324,228 @@ impl Engine {
         if let Some(k) = &need {
             info.push(Info::attr(attr::REQUIRED_KEY, k.as_str()));
         }
-        self.host_call(
+        Some((
             PendingHost::Dmodex { target: t, need },
             HostCall::DirectModex {
                 proc: target.clone(),
                 info,
             },
+        ))
+    }
+
+    /// A host asks for the data of a local process on behalf of another node, to be answered
+    /// once it committed, and holds `PMIX_REQUIRED_KEY` if `info` names one, or `PMIX_TIMEOUT`
+    /// (if given) passed: the answer now, or none while it waits.
+    pub(super) fn host_request(
+        &mut self,
+        proc: &Proc,
+        info: &[Info],
+        token: u64,
+        now: Instant,
+        (nspaces, store, commits): (&Nspaces, &Store, &Commits),
+        timers: &mut Timers,
+    ) -> Option<Output> {
+        let Some(ns) = nspaces.id(proc.nspace.as_str()) else {
+            return Some(Output::Dmodex {
+                token,
+                result: Err(Status::ERR_NOT_FOUND),
+            });
+        };
+        let target = (ns, proc.rank);
+        let need = required_key(info);
+        let holds = |k: &Key| store.get(ns, proc.rank, k.as_str()).is_some();
+        if commits.has(&target) && need.as_ref().is_none_or(holds) {
+            let result = remote_blob(target, nspaces, store);
+            Some(Output::Dmodex { token, result })
+        } else {
+            let who = Requester::Host { token };
+            let deadline = pmix_types::timeout_of(info).map(|d| now + d);
+            self.park(target, who, None, need, deadline, timers);
+            None
+        }
+    }
+
+    /// The target committed: everyone waiting for it whom its data now releases, with the key
+    /// each asked for.
+    pub(super) fn release(
+        &mut self,
+        target: (NsId, Rank),
+        store: &Store,
+        timers: &mut Timers,
+    ) -> Vec<(Requester, Option<Key>)> {
+        let (ns, rank) = target;
+        self.take_ready(target, timers, |need| {
+            need.is_none_or(|k| store.get(ns, rank, k.as_str()).is_some())
+        })
+    }
+
+    /// The host answered the direct modex for `target` that waited for `asked`: the data it
+    /// brought, or why none.
+    pub(super) fn host_answered_with(
+        &mut self,
+        target: (NsId, Rank),
+        asked: Option<Key>,
+        outcome: HostOutcome,
+    ) -> Result<Vec<ProcKvs>, Status> {
+        self.host_answered(target, asked);
+        match outcome {
+            HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
+            other => Err(status_of(&other)),
+        }
+    }
+}
+
+/// The answer to one Get for a process whose data is here (none when its connection is gone).
+pub(super) fn answer(
+    who: Requester,
+    (ns, rank): (NsId, Rank),
+    key: Option<&Key>,
+    nspaces: &Nspaces,
+    store: &Store,
+    sessions: &mut Sessions,
+) -> Option<Output> {
+    match who {
+        Requester::Host { token } => {
+            let result = remote_blob((ns, rank), nspaces, store);
+            Some(Output::Dmodex { token, result })
+        }
+        Requester::Client { conn, id } => {
+            let c = sessions.conn(conn)?;
+            let requester_rank = c.proc.rank;
+            let requester_ns = c.ns;
+            let ship_job = !c.has_jobs.contains(&ns);
+            let Some(nsinfo) = nspaces.get(&ns) else {
+                return Some(Requester::Client { conn, id }.failure(Status::ERR_NOT_FOUND));
+            };
+            let owner_local = nsinfo.is_local(rank);
+            let is_self = requester_ns == ns && requester_rank == rank;
+            let may_see = |s: Scope| is_self || visible(s, owner_local);
+            let kvs = match (key, c.answers) {
+                (Some(k), GetAnswers::KeyOnly) => store
+                    .get(ns, rank, k.as_str())
+                    .filter(|e| may_see(e.scope))
+                    .map(|e| Kv {
+                        scope: e.scope,
+                        key: k.clone(),
+                        value: e.value.clone(),
+                    })
+                    .into_iter()
+                    .collect(),
+                _ => store.proc_kvs(ns, rank, may_see),
+            };
+            let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
+            let jobs = if ship_job {
+                vec![nsinfo.job.image().clone()]
+            } else {
+                Vec::new()
+            };
+            let proc = Proc::new(nsinfo.name.clone(), rank);
+            if ship_job {
+                if let Some(c) = sessions.conn_mut(conn) {
+                    c.has_jobs.insert(ns);
+                }
+            }
+            let status = found_status(found);
+            let body = ReplyBody::Get {
+                data: vec![ProcKvs { proc, kvs }],
+                jobs,
+            };
+            let reply = Reply { status, body };
+            Some(Output::Reply { conn, id, reply })
+        }
+    }
+}
+
+/// The data of a local process that other nodes may see, encoded for the host.
+fn remote_blob(
+    (ns, rank): (NsId, Rank),
+    nspaces: &Nspaces,
+    store: &Store,
+) -> Result<Vec<u8>, Status> {
+    let Some(name) = nspaces.get(&ns).map(|n| n.name.clone()) else {
+        return Err(Status::ERR_NOT_FOUND);
+    };
+    let kvs = store.proc_kvs(ns, rank, |s| visible(s, false));
+    let mut out = Vec::new();
+    pmix_wire::encode_frame(
+        &vec![ProcKvs {
+            proc: Proc::new(name, rank),
+            kvs,
+        }],
+        &mut out,
+    )
+    .map_err(|e| e.status())?;
+    Ok(out)
+}
+
+impl Engine {
+    pub(super) fn get(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        target: &Proc,
+        key: Option<Key>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        if self.get_group_info(conn, id, target, key.as_ref(), info) {
+            return;
+        }
+        let data = (&self.nspaces, &self.store, &self.commits);
+        let step = self.gets.request(
+            (conn, id),
+            target,
+            key,
+            info,
+            now,
+            data,
+            &mut self.sessions,
+            &mut self.timers,
         );
+        match step {
+            GetStep::Reply(reply) => self.reply(conn, id, reply),
+            GetStep::Answer(t, key) => {
+                self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
+            }
+            GetStep::Parked(None) => {}
+            GetStep::Parked(Some((pending, call))) => self.host_call(pending, call),
+        }
     }
 
     /// Answers one Get for a process whose data is here.
-    pub(super) fn answer_get(
-        &mut self,
-        who: Requester,
-        (ns, rank): (NsId, Rank),
-        key: Option<&Key>,
-    ) {
-        match who {
-            Requester::Host { token } => {
-                let result = self.remote_blob((ns, rank));
-                self.out.push_back(Output::Dmodex { token, result });
-            }
-            Requester::Client { conn, id } => {
-                let Some(c) = self.sessions.conn(conn) else {
-                    return;
-                };
-                let requester_rank = c.proc.rank;
-                let requester_ns = c.ns;
-                let ship_job = !c.has_jobs.contains(&ns);
-                let Some(nsinfo) = self.nspaces.get(&ns) else {
-                    return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
-                };
-                let owner_local = nsinfo.is_local(rank);
-                let is_self = requester_ns == ns && requester_rank == rank;
-                let may_see = |s: Scope| is_self || visible(s, owner_local);
-                let kvs = match (key, c.answers) {
-                    (Some(k), GetAnswers::KeyOnly) => self
-                        .store
-                        .get(ns, rank, k.as_str())
-                        .filter(|e| may_see(e.scope))
-                        .map(|e| Kv {
-                            scope: e.scope,
-                            key: k.clone(),
-                            value: e.value.clone(),
-                        })
-                        .into_iter()
-                        .collect(),
-                    _ => self.store.proc_kvs(ns, rank, may_see),
-                };
-                let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
-                let jobs = if ship_job {
-                    vec![nsinfo.job.image().clone()]
-                } else {
-                    Vec::new()
-                };
-                let proc = Proc::new(nsinfo.name.clone(), rank);
-                if ship_job {
-                    if let Some(c) = self.sessions.conn_mut(conn) {
-                        c.has_jobs.insert(ns);
-                    }
-                }
-                let status = found_status(found);
-                let body = ReplyBody::Get {
-                    data: vec![ProcKvs { proc, kvs }],
-                    jobs,
-                };
-                self.reply(conn, id, Reply { status, body });
-            }
-        }
+    fn answer_get(&mut self, who: Requester, target: (NsId, Rank), key: Option<&Key>) {
+        let answer = answer(
+            who,
+            target,
+            key,
+            &self.nspaces,
+            &self.store,
+            &mut self.sessions,
+        );
+        self.out.extend(answer);
     }
 
     /// The target committed: answer everyone waiting for it whom its data now releases.
     pub(super) fn release_gets(&mut self, target: (NsId, Rank)) {
-        let (ns, rank) = target;
-        let ready = self.gets.take_ready(target, &mut self.timers, |need| {
-            need.is_none_or(|k| self.store.get(ns, rank, k.as_str()).is_some())
-        });
-        for (who, key) in ready {
+        for (who, key) in self.gets.release(target, &self.store, &mut self.timers) {
             self.answer_get(who, target, key.as_ref());
         }
     }
 
     pub(super) fn fail_gets(&mut self, target: (NsId, Rank), status: Status) {
         for (who, _) in self.gets.take(target, &mut self.timers) {
-            self.fail_requester(who, status);
+            self.out.push_back(who.failure(status));
         }
     }
 
-    pub(super) fn fail_requester(&mut self, who: Requester, status: Status) {
-        match who {
-            Requester::Client { conn, id } => self.reply_status(conn, id, status),
-            Requester::Host { token } => self.out.push_back(Output::Dmodex {
-                token,
-                result: Err(status),
-            }),
-        }
-    }
-    /// A host asks for the data of a local process on behalf of another node, to be answered
-    /// once it committed, and holds `PMIX_REQUIRED_KEY` if `info` names one, or `PMIX_TIMEOUT`
-    /// (if given) passed.
+    /// A host asks for the data of a local process on behalf of another node (see
+    /// [`Gets::host_request`]).
     pub(crate) fn dmodex_request(&mut self, proc: &Proc, info: &[Info], token: u64, now: Instant) {
-        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
-            self.out.push_back(Output::Dmodex {
-                token,
-                result: Err(Status::ERR_NOT_FOUND),
-            });
-            return;
-        };
-        let target = (ns, proc.rank);
-        let need = required_key(info);
-        let holds = |k: &Key| self.store.get(ns, proc.rank, k.as_str()).is_some();
-        if self.commits.has(&target) && need.as_ref().is_none_or(holds) {
-            let result = self.remote_blob(target);
-            self.out.push_back(Output::Dmodex { token, result });
-        } else {
-            let who = Requester::Host { token };
-            let deadline = pmix_types::timeout_of(info).map(|d| now + d);
-            self.gets
-                .park(target, who, None, need, deadline, &mut self.timers);
-        }
-    }
-
-    /// The data of a local process that other nodes may see, encoded for the host.
-    fn remote_blob(&self, (ns, rank): (NsId, Rank)) -> Result<Vec<u8>, Status> {
-        let Some(name) = self.nspaces.get(&ns).map(|n| n.name.clone()) else {
-            return Err(Status::ERR_NOT_FOUND);
-        };
-        let kvs = self.store.proc_kvs(ns, rank, |s| visible(s, false));
-        let mut out = Vec::new();
-        pmix_wire::encode_frame(
-            &vec![ProcKvs {
-                proc: Proc::new(name, rank),
-                kvs,
-            }],
-            &mut out,
-        )
-        .map_err(|e| e.status())?;
-        Ok(out)
+        let data = (&self.nspaces, &self.store, &self.commits);
+        let answer = self
+            .gets
+            .host_request(proc, info, token, now, data, &mut self.timers);
+        self.out.extend(answer);
     }
 
     /// The host answered a direct modex for `target`: its data is stored and its Gets
@@ -434,12 +556,7 @@ impl Engine {
         asked: Option<Key>,
         outcome: HostOutcome,
     ) {
-        self.gets.host_answered(target, asked.clone());
-        let result = match outcome {
-            HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
-            other => Err(status_of(&other)),
-        };
-        let status = match result {
+        let status = match self.gets.host_answered_with(target, asked.clone(), outcome) {
             Ok(blobs) => {
                 self.store_remote(&blobs);
                 if self.commits.has(&target) {
@@ -457,7 +574,7 @@ impl Engine {
             .gets
             .take_ready(target, &mut self.timers, |need| need == asked.as_ref());
         for (who, _) in answered {
-            self.fail_requester(who, status);
+            self.out.push_back(who.failure(status));
         }
     }
 }

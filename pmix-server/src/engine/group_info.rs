@@ -13,8 +13,10 @@
 use std::collections::HashMap;
 
 use pmix_types::{DataArray, DataType};
+use pmix_types::{Info, Key, Proc, Scope, Status, Value, attr};
+use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody};
 
-use super::*;
+use super::{ConnId, Engine};
 
 /// The info of members, stored and pending.
 #[derive(Debug, Default)]
@@ -91,25 +93,15 @@ impl GroupInfo {
     pub(super) fn purge_nspace(&mut self, ns: &str) {
         self.stored.retain(|p, _| p.nspace.as_str() != ns);
     }
-}
 
-impl Engine {
-    /// A Get qualified by `GROUP_CONTEXT_ID`: answered from the members' group info, at once.
-    /// `false` when the Get is not one.
-    pub(super) fn get_group_info(
-        &mut self,
-        conn: ConnId,
-        id: u32,
-        target: &Proc,
-        key: Option<&Key>,
-        info: &[Info],
-    ) -> bool {
+    /// The answer to a Get of `target`'s `key` qualified by `GROUP_CONTEXT_ID` in `info`,
+    /// from the members' group info; `None` when the Get is not one.
+    fn answer(&self, target: &Proc, key: Option<&Key>, info: &[Info]) -> Option<Reply> {
         let (Some(ctx), Some(key)) = (context_qualifier(info), key) else {
-            return false;
+            return None;
         };
-        let Some(found) = self.groups.info.find(target, ctx, key.as_str()) else {
-            self.reply_status(conn, id, Status::ERR_NOT_FOUND);
-            return true;
+        let Some(found) = self.find(target, ctx, key.as_str()) else {
+            return Some(Reply::status(Status::ERR_NOT_FOUND));
         };
         let pair = vec![
             Value::Info(Box::new(found.clone())),
@@ -118,8 +110,7 @@ impl Engine {
             )),
         ];
         let Ok(array) = DataArray::new(DataType::INFO, pair) else {
-            self.reply_status(conn, id, Status::ERR_NOT_FOUND);
-            return true;
+            return Some(Reply::status(Status::ERR_NOT_FOUND));
         };
         let qualified = Info::attr(attr::QUALIFIED_VALUE, Value::DataArray(Box::new(array)));
         let kv = Kv {
@@ -134,14 +125,30 @@ impl Engine {
             }],
             jobs: Vec::new(),
         };
-        self.reply(
-            conn,
-            id,
-            Reply {
-                status: Status::SUCCESS,
-                body,
-            },
-        );
-        true
+        Some(Reply {
+            status: Status::SUCCESS,
+            body,
+        })
+    }
+}
+
+impl Engine {
+    /// A Get qualified by `GROUP_CONTEXT_ID`: answered from the members' group info, at once.
+    /// `false` when the Get is not one.
+    pub(super) fn get_group_info(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        target: &Proc,
+        key: Option<&Key>,
+        info: &[Info],
+    ) -> bool {
+        match self.groups.info.answer(target, key, info) {
+            Some(reply) => {
+                self.reply(conn, id, reply);
+                true
+            }
+            None => false,
+        }
     }
 }

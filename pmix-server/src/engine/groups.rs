@@ -9,20 +9,19 @@
 //! ([`ServerOptions::context_ids`](crate::ServerOptions::context_ids)); a host running one
 //! server per node gives each node its own residue, so that ids are unique across the run.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Instant;
 
+use pmix_types::{DataRange, Info, Proc, Rank, Status, Value, attr};
+use pmix_wire::{Event, Reply, ReplyBody};
 use serde::{Deserialize, Serialize};
 
-use super::*;
-
-/// A group operation, as the host sees it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum GroupOp {
-    /// `PMIx_Group_construct`.
-    Construct,
-    /// `PMIx_Group_destruct`.
-    Destruct,
-}
+use super::collective::Collectives;
+use super::fence::{FenceTable, Kind};
+use super::host_ops::{GroupOp, HostCall, HostOutcome, PendingHost, decode_frames, failure_of};
+use super::timers::Timers;
+use super::{ConnId, Engine, Output, info_flag};
 
 /// What one node contributes to a group's collective across nodes.
 #[derive(Debug, Serialize, Deserialize)]
@@ -32,6 +31,15 @@ struct Contribution {
     /// The `GROUP_INFO` of this node's members.
     #[serde(default)]
     info: Vec<(Proc, Vec<Info>)>,
+}
+
+/// A local process waiting for another's answer in a group's formation
+/// (`group_membership.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Wait {
+    pub(super) waiter: Proc,
+    pub(super) awaited: Proc,
+    pub(super) grp: String,
 }
 
 /// A group that was constructed and not yet destructed.
@@ -52,7 +60,7 @@ pub(crate) struct Groups {
     next_context_id: u64,
     context_step: u64,
     /// Local processes waiting for another's answer in a group's formation by invitation.
-    pub(super) waits: Vec<super::group_membership::Wait>,
+    pub(super) waits: Vec<Wait>,
     /// What members share when they construct a group.
     pub(super) info: super::group_info::GroupInfo,
 }
@@ -137,86 +145,81 @@ impl Groups {
         self.next_context_id = self.next_context_id.saturating_add(self.context_step);
         id
     }
-}
 
-impl Engine {
     /// Sets the sequence this server's context ids are taken from.
-    pub(crate) fn set_context_ids(&mut self, first: u64, step: u64) {
-        self.groups.next_context_id = first;
-        self.groups.context_step = step.max(1);
+    fn set_context_ids(&mut self, first: u64, step: u64) {
+        self.next_context_id = first;
+        self.context_step = step.max(1);
     }
 
-    /// A member enters a group's construction (or destruction).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn group(
+    /// A member's construct or destruct of `grp` over `procs`: the collective it enters (its
+    /// kind and participants), or the status refusing it.
+    fn enter(
         &mut self,
         op: GroupOp,
-        conn: ConnId,
-        id: u32,
-        me: &Proc,
-        grp: String,
+        grp: &str,
         mut procs: Vec<Proc>,
+        me: &Proc,
         info: &[Info],
-        now: Instant,
-    ) {
+    ) -> Result<(Kind, Vec<Proc>), Status> {
         if grp.is_empty() {
-            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+            return Err(Status::ERR_BAD_PARAM);
         }
-        let gid = self.groups.intern(&grp);
+        let gid = self.intern(grp);
         if op == GroupOp::Destruct {
             // The members as this server knows them, which may have left since the client
             // learned them.
-            match self.groups.live.get(&gid) {
+            match self.live.get(&gid) {
                 Some(g) => procs = g.members.clone(),
                 None if procs.is_empty() => {
-                    return self.reply_status(conn, id, Status::ERR_NOT_FOUND);
+                    return Err(Status::ERR_NOT_FOUND);
                 }
                 None => {}
             }
         }
         if procs.is_empty() {
-            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
+            return Err(Status::ERR_BAD_PARAM);
         }
         if op == GroupOp::Construct {
-            self.groups.info.arrived(gid, me, info);
+            self.info.arrived(gid, me, info);
         }
         let kind = match op {
             GroupOp::Construct => Kind::GroupConstruct(gid),
             GroupOp::Destruct => Kind::GroupDestruct(gid),
         };
-        self.collective(kind, conn, id, me, procs, info, now);
+        Ok((kind, procs))
     }
 
-    /// Every local member arrived: complete here, or hand this node's part to the host.
-    pub(super) fn group_ready(&mut self, seq: u64, op: GroupOp, gid: u32) {
-        let Some(f) = self.fences.get(seq) else {
-            return;
+    /// Every local member of collective `seq` arrived: what comes next.
+    fn ready(&mut self, seq: u64, op: GroupOp, gid: u32, table: &mut FenceTable) -> GroupStep {
+        let Some(f) = table.get(seq) else {
+            return GroupStep::Wait;
         };
         let proposal = (op == GroupOp::Construct
             && info_flag(&f.info, attr::GROUP_ASSIGN_CONTEXT_ID))
-        .then(|| self.groups.take_context_id());
+        .then(|| self.take_context_id());
         let mine = Contribution {
             context_id: proposal,
             info: if op == GroupOp::Construct {
-                self.groups.info.take(gid)
+                self.info.take(gid)
             } else {
                 Vec::new()
             },
         };
         if !f.remote {
-            return self.finish_group(seq, op, gid, Ok(vec![mine]));
+            return GroupStep::Finish(vec![mine]);
         }
         let mut data = Vec::new();
         if let Err(e) = pmix_wire::encode_frame(&vec![mine], &mut data) {
-            return self.fail_fence(seq, e.status());
+            return GroupStep::Fail(e.status());
         }
         let procs = f.participants.clone();
         let info = f.info.clone();
-        if let Some(f) = self.fences.get_mut(seq) {
+        if let Some(f) = table.get_mut(seq) {
             f.at_host = true;
         }
-        let grp = self.groups.name(gid).to_owned();
-        self.host_call(
+        let grp = self.name(gid).to_owned();
+        GroupStep::Host(
             PendingHost::Group { seq, op, gid },
             HostCall::Group {
                 op,
@@ -225,25 +228,68 @@ impl Engine {
                 info,
                 data,
             },
-        );
+        )
     }
 
-    /// The host's answer to a group collective across nodes: every node's contribution.
-    pub(super) fn group_answered(&mut self, seq: u64, op: GroupOp, gid: u32, outcome: HostOutcome) {
-        let result = match outcome {
-            HostOutcome::Bytes(Ok(bytes)) => decode_frames::<Contribution>(&bytes),
-            other => Err(failure_of(&other)),
+    /// Completes collective `seq` of group `gid` with every node's contribution.
+    fn finish(
+        &mut self,
+        (seq, op, gid): (u64, GroupOp, u32),
+        parts: Vec<Contribution>,
+        collectives: &mut Collectives,
+        timers: &mut Timers,
+        out: &mut VecDeque<Output>,
+    ) {
+        let Some(f) = collectives.take(seq, timers) else {
+            return;
         };
-        self.finish_group(seq, op, gid, result);
+        match op {
+            GroupOp::Construct => {
+                let context_id = parts.iter().filter_map(|p| p.context_id).min();
+                if let Some(ctx) = context_id {
+                    let shared = parts.into_iter().flat_map(|p| p.info).collect();
+                    self.info.store(ctx, shared);
+                }
+                let members = f.participants.clone();
+                self.live.insert(
+                    gid,
+                    Group {
+                        members: members.clone(),
+                    },
+                );
+                let reply = Arc::new(Reply {
+                    status: Status::SUCCESS,
+                    body: ReplyBody::Group {
+                        members,
+                        context_id,
+                    },
+                });
+                let to = f.waiters.iter().map(|w| (w.conn, w.id)).collect();
+                out.push_back(Output::SharedReply { to, reply });
+            }
+            GroupOp::Destruct => {
+                self.live.remove(&gid);
+                self.forget_if_unused(gid, &collectives.table);
+                for w in &f.waiters {
+                    let reply = Reply::status(Status::SUCCESS);
+                    out.push_back(Output::Reply {
+                        conn: w.conn,
+                        id: w.id,
+                        reply,
+                    });
+                }
+            }
+        }
     }
 
-    /// A member of constructed groups ended without finalize: the other members of each hear
-    /// of it (`GROUP_MEMBER_FAILED`, with `GROUP_ID` and `EVENT_AFFECTED_PROC`).
-    pub(super) fn group_member_gone(&mut self, gone: &Proc) {
+    /// The events telling the other members of constructed groups that `gone` ended without
+    /// finalize (`GROUP_MEMBER_FAILED`, with `GROUP_ID` and `EVENT_AFFECTED_PROC`), raised by
+    /// `me`.
+    fn member_gone(&self, gone: &Proc, me: &Proc) -> Vec<Event> {
         let hit =
             |p: &Proc| p.nspace == gone.nspace && (p.rank == gone.rank || p.rank == Rank::WILDCARD);
         let mut events = Vec::new();
-        for (gid, g) in &self.groups.live {
+        for (gid, g) in &self.live {
             if !g.members.iter().any(hit) {
                 continue;
             }
@@ -259,30 +305,92 @@ impl Engine {
             };
             events.push(Event {
                 code: Status::GROUP_MEMBER_FAILED,
-                source: self.me.clone(),
+                source: me.clone(),
                 range: DataRange::CUSTOM,
                 info: vec![
-                    Info::attr(attr::GROUP_ID, self.groups.name(*gid)),
+                    Info::attr(attr::GROUP_ID, self.name(*gid)),
                     Info::attr(attr::EVENT_AFFECTED_PROC, gone.clone()),
                     Info::attr(attr::EVENT_CUSTOM_RANGE, range),
                 ],
             });
         }
-        for e in events {
-            self.notify(&e, None);
-        }
+        events
     }
 
-    /// Forgets the id of group `gid` once nothing refers to it.
-    pub(super) fn forget_group_if_unused(&mut self, gid: u32) {
-        if self.groups.live.contains_key(&gid) {
+    /// Forgets the id of group `gid` once nothing refers to it (no collective of `table`).
+    pub(super) fn forget_if_unused(&mut self, gid: u32, table: &FenceTable) {
+        if self.live.contains_key(&gid) {
             return;
         }
-        let pending = self.fences.matching(
+        let pending = table.matching(
             |op| matches!(op.kind, Kind::GroupConstruct(g) | Kind::GroupDestruct(g) if g == gid),
         );
         if pending.is_empty() {
-            self.groups.forget(gid);
+            self.forget(gid);
+        }
+    }
+}
+
+/// What a group's collective does once its local members are all there.
+enum GroupStep {
+    /// It is gone.
+    Wait,
+    /// Complete here with this node's contribution alone.
+    Finish(Vec<Contribution>),
+    Fail(Status),
+    /// Hand this node's part to the host.
+    Host(PendingHost, HostCall),
+}
+
+impl Engine {
+    /// Sets the sequence this server's context ids are taken from.
+    pub(crate) fn set_context_ids(&mut self, first: u64, step: u64) {
+        self.groups.set_context_ids(first, step);
+    }
+
+    /// A member enters a group's construction (or destruction).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn group(
+        &mut self,
+        op: GroupOp,
+        conn: ConnId,
+        id: u32,
+        me: &Proc,
+        grp: String,
+        procs: Vec<Proc>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        match self.groups.enter(op, &grp, procs, me, info) {
+            Ok((kind, procs)) => self.collective(kind, conn, id, me, procs, info, now),
+            Err(status) => self.reply_status(conn, id, status),
+        }
+    }
+
+    /// Every local member arrived: complete here, or hand this node's part to the host.
+    pub(super) fn group_ready(&mut self, seq: u64, op: GroupOp, gid: u32) {
+        match self.groups.ready(seq, op, gid, &mut self.collectives.table) {
+            GroupStep::Wait => {}
+            GroupStep::Finish(parts) => self.finish_group(seq, op, gid, Ok(parts)),
+            GroupStep::Fail(status) => self.fail_fence(seq, status),
+            GroupStep::Host(pending, call) => self.host_call(pending, call),
+        }
+    }
+
+    /// The host's answer to a group collective across nodes: every node's contribution.
+    pub(super) fn group_answered(&mut self, seq: u64, op: GroupOp, gid: u32, outcome: HostOutcome) {
+        let result = match outcome {
+            HostOutcome::Bytes(Ok(bytes)) => decode_frames::<Contribution>(&bytes),
+            other => Err(failure_of(&other)),
+        };
+        self.finish_group(seq, op, gid, result);
+    }
+
+    /// A member of constructed groups ended without finalize: the other members of each hear
+    /// of it.
+    pub(super) fn group_member_gone(&mut self, gone: &Proc) {
+        for e in self.groups.member_gone(gone, self.nspaces.me()) {
+            self.notify(&e, None);
         }
     }
 
@@ -293,45 +401,15 @@ impl Engine {
         gid: u32,
         parts: Result<Vec<Contribution>, Status>,
     ) {
-        let parts = match parts {
-            Ok(p) => p,
-            Err(status) => return self.fail_fence(seq, status),
-        };
-        let Some(f) = self.fences.remove(seq) else {
-            return;
-        };
-        self.timers.cancel_fence(seq);
-        match op {
-            GroupOp::Construct => {
-                let context_id = parts.iter().filter_map(|p| p.context_id).min();
-                if let Some(ctx) = context_id {
-                    let shared = parts.into_iter().flat_map(|p| p.info).collect();
-                    self.groups.info.store(ctx, shared);
-                }
-                let members = f.participants.clone();
-                self.groups.live.insert(
-                    gid,
-                    Group {
-                        members: members.clone(),
-                    },
-                );
-                let reply = Arc::new(Reply {
-                    status: Status::SUCCESS,
-                    body: ReplyBody::Group {
-                        members,
-                        context_id,
-                    },
-                });
-                let to = f.waiters.iter().map(|w| (w.conn, w.id)).collect();
-                self.out.push_back(Output::SharedReply { to, reply });
-            }
-            GroupOp::Destruct => {
-                self.groups.live.remove(&gid);
-                self.forget_group_if_unused(gid);
-                for w in &f.waiters {
-                    self.reply_status(w.conn, w.id, Status::SUCCESS);
-                }
-            }
+        match parts {
+            Ok(parts) => self.groups.finish(
+                (seq, op, gid),
+                parts,
+                &mut self.collectives,
+                &mut self.timers,
+                &mut self.out,
+            ),
+            Err(status) => self.fail_fence(seq, status),
         }
     }
 }

@@ -7,8 +7,17 @@ use std::collections::HashMap;
 use pmix_types::{Info, Key, Nspace, Proc, Rank, Status};
 use pmix_wire::{App, Event, ProcKvs, Query};
 
+use super::ConnId;
 use super::store::NsId;
-use super::{ConnId, GroupOp};
+
+/// A group operation, as the host sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupOp {
+    /// `PMIx_Group_construct`.
+    Construct,
+    /// `PMIx_Group_destruct`.
+    Destruct,
+}
 
 /// A host callback in flight.
 pub(crate) type OpId = u64;

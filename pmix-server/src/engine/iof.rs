@@ -13,13 +13,17 @@
 //! A push is handed to the host ([`Host::push_stdin`](crate::Host::push_stdin)), which
 //! writes it to the targets' stdin; `IOF_COMPLETE` (or an empty push) closes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Write as _;
+use std::sync::Arc;
 
 use pmix_types::IofChannel;
+use pmix_types::{Info, Proc, Rank, Status, attr};
 use pmix_wire::IofChunk;
+use pmix_wire::{Reply, ReplyBody};
 
-use super::*;
+use super::host_ops::{HostCall, PendingHost};
+use super::{ConnId, Engine, Output};
 
 /// The pulls of one server, by the server's id for them.
 #[derive(Default)]
@@ -127,6 +131,94 @@ pub(crate) const MAX_PULLS_PER_CONN: usize = 16;
 /// Channels a pull may ask for: the outputs (stdin is pushed, not pulled).
 const OUTPUTS: u16 = IofChannel::STDOUT.0 | IofChannel::STDERR.0 | IofChannel::STDDIAG.0;
 
+impl Pulls {
+    /// Tool connection `conn` pulls `channels` of `procs` (its number for the pull: `tag`):
+    /// the pull's id, or why not.
+    fn add(
+        &mut self,
+        conn: ConnId,
+        procs: Vec<Proc>,
+        channels: IofChannel,
+        directives: &[Info],
+        tag: u64,
+    ) -> Result<u64, Status> {
+        if procs.is_empty() {
+            return Err(Status::ERR_BAD_PARAM);
+        }
+        // `ALL` (0xff) asks for every output; stdin alone cannot be pulled.
+        let channels = IofChannel(channels.0 & OUTPUTS);
+        if channels.0 == 0 {
+            return Err(Status::ERR_NOT_SUPPORTED);
+        }
+        let held = self.pulls.values().filter(|p| p.conn == conn).count();
+        if held >= MAX_PULLS_PER_CONN {
+            tracing::warn!(conn, held, "refusing a pull: the tool holds too many");
+            return Err(Status::ERR_OUT_OF_RESOURCE);
+        }
+        let pull_id = self.next;
+        self.next += 1;
+        self.pulls.insert(
+            pull_id,
+            Pull {
+                conn,
+                tag,
+                procs,
+                channels,
+                format: Format::from_directives(directives),
+            },
+        );
+        tracing::debug!(conn, pull_id, "a tool pulls output");
+        Ok(pull_id)
+    }
+
+    /// `conn` ends its pull `pull_id` (only its own).
+    fn remove(&mut self, conn: ConnId, pull_id: u64) -> Status {
+        match self.pulls.get(&pull_id) {
+            Some(p) if p.conn == conn => {
+                self.pulls.remove(&pull_id);
+                Status::SUCCESS
+            }
+            _ => Status::ERR_NOT_FOUND,
+        }
+    }
+
+    /// Output of `source`: a chunk for every pull that wants it.
+    fn deliver(
+        &self,
+        source: &Proc,
+        channel: IofChannel,
+        data: &[u8],
+        unix_secs: u64,
+        out: &mut VecDeque<Output>,
+    ) {
+        for pull in self.pulls.values() {
+            let wanted = pull.channels.0 & channel.0 != 0
+                && pull.procs.iter().any(|p| {
+                    p.nspace == source.nspace && (p.rank == Rank::WILDCARD || p.rank == source.rank)
+                });
+            if !wanted {
+                continue;
+            }
+            let chunk = IofChunk {
+                tag: pull.tag,
+                source: source.clone(),
+                channel,
+                info: Vec::new(),
+                data: pull.format.apply(source, channel, data, unix_secs),
+            };
+            out.push_back(Output::Iof {
+                conn: pull.conn,
+                chunk: Arc::new(chunk),
+            });
+        }
+    }
+
+    /// A tool finalized or went away: its pulls end.
+    fn forget(&mut self, conn: ConnId) {
+        self.pulls.retain(|_, p| p.conn != conn);
+    }
+}
+
 impl Engine {
     /// A tool's `PMIx_IOF_pull`.
     pub(super) fn iof_pull(
@@ -138,51 +230,22 @@ impl Engine {
         directives: &[Info],
         tag: u64,
     ) {
-        if procs.is_empty() {
-            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
-        }
-        // `ALL` (0xff) asks for every output; stdin alone cannot be pulled.
-        let channels = IofChannel(channels.0 & OUTPUTS);
-        if channels.0 == 0 {
-            return self.reply_status(conn, id, Status::ERR_NOT_SUPPORTED);
-        }
-        let held = self.pulls.pulls.values().filter(|p| p.conn == conn).count();
-        if held >= MAX_PULLS_PER_CONN {
-            tracing::warn!(conn, held, "refusing a pull: the tool holds too many");
-            return self.reply_status(conn, id, Status::ERR_OUT_OF_RESOURCE);
-        }
-        let pull_id = self.pulls.next;
-        self.pulls.next += 1;
-        self.pulls.pulls.insert(
-            pull_id,
-            Pull {
+        match self.pulls.add(conn, procs, channels, directives, tag) {
+            Ok(pull_id) => self.reply(
                 conn,
-                tag,
-                procs,
-                channels,
-                format: Format::from_directives(directives),
-            },
-        );
-        tracing::debug!(conn, pull_id, "a tool pulls output");
-        self.reply(
-            conn,
-            id,
-            Reply {
-                status: Status::SUCCESS,
-                body: ReplyBody::IofPull { id: pull_id },
-            },
-        );
+                id,
+                Reply {
+                    status: Status::SUCCESS,
+                    body: ReplyBody::IofPull { id: pull_id },
+                },
+            ),
+            Err(status) => self.reply_status(conn, id, status),
+        }
     }
 
     /// A tool's `PMIx_IOF_deregister`: only its own pulls.
     pub(super) fn iof_deregister(&mut self, conn: ConnId, id: u32, pull_id: u64) {
-        let status = match self.pulls.pulls.get(&pull_id) {
-            Some(p) if p.conn == conn => {
-                self.pulls.pulls.remove(&pull_id);
-                Status::SUCCESS
-            }
-            _ => Status::ERR_NOT_FOUND,
-        };
+        let status = self.pulls.remove(conn, pull_id);
         self.reply_status(conn, id, status);
     }
 
@@ -215,26 +278,8 @@ impl Engine {
         data: &[u8],
         unix_secs: u64,
     ) {
-        for pull in self.pulls.pulls.values() {
-            let wanted = pull.channels.0 & channel.0 != 0
-                && pull.procs.iter().any(|p| {
-                    p.nspace == source.nspace && (p.rank == Rank::WILDCARD || p.rank == source.rank)
-                });
-            if !wanted {
-                continue;
-            }
-            let chunk = IofChunk {
-                tag: pull.tag,
-                source: source.clone(),
-                channel,
-                info: Vec::new(),
-                data: pull.format.apply(source, channel, data, unix_secs),
-            };
-            self.out.push_back(Output::Iof {
-                conn: pull.conn,
-                chunk: Arc::new(chunk),
-            });
-        }
+        self.pulls
+            .deliver(source, channel, data, unix_secs, &mut self.out);
     }
 
     /// How many pulls are registered.
@@ -244,13 +289,15 @@ impl Engine {
 
     /// A tool finalized or went away: its pulls end.
     pub(super) fn iof_forget(&mut self, conn: ConnId) {
-        self.pulls.pulls.retain(|_, p| p.conn != conn);
+        self.pulls.forget(conn);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use pmix_types::{Info, IofChannel, Nspace, Proc, Rank, attr};
+
+    use super::Format;
 
     fn proc(rank: u32) -> Proc {
         Proc::new(

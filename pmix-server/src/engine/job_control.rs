@@ -8,7 +8,11 @@
 //! here) goes to the host, which answers `ERR_NOT_SUPPORTED` for what it cannot do: a request
 //! is never acknowledged without being acted on.
 
-use super::*;
+use pmix_types::{Info, Proc, Rank, Status, attr};
+
+use super::host_ops::{HostCall, PendingHost};
+use super::store::NsId;
+use super::{ConnId, Engine, Output};
 
 /// What to remove when a namespace ends, and as whom.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -123,7 +127,7 @@ impl Engine {
                 match self.ns_id(t.nspace.as_str()) {
                     Some(ns) if !done.contains(&ns) => {
                         done.push(ns);
-                        self.cleanups.entry(ns).or_default().push(cleanup.clone());
+                        self.nspaces.add_cleanup(ns, cleanup.clone());
                     }
                     Some(_) => {}
                     None => return self.reply_status(conn, id, Status::ERR_NOT_FOUND),
@@ -145,7 +149,7 @@ impl Engine {
 
     /// The cleanups registered for a namespace that ends, for the shell to carry out.
     pub(super) fn run_cleanups(&mut self, ns: NsId) {
-        if let Some(list) = self.cleanups.remove(&ns) {
+        if let Some(list) = self.nspaces.take_cleanups(ns) {
             if !list.is_empty() {
                 self.out.push_back(Output::Cleanup { list });
             }

@@ -1,7 +1,10 @@
 //! Logging (`PMIx_Log`): the host's to carry out (pmixrun prints on its stderr); the server
 //! only names the source, so that a client cannot log in another's name.
 
-use super::*;
+use pmix_types::{Info, Proc, Status, attr};
+
+use super::host_ops::{HostCall, PendingHost};
+use super::{ConnId, Engine};
 
 impl Engine {
     /// `PMIx_Log` from a client: to the host, with the caller named as the source.

@@ -33,35 +33,34 @@ mod nspaces;
 mod psets;
 mod query;
 mod sessions;
+mod spawn;
 mod store;
 mod timers;
 mod tools;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Instant;
 
-use pmix_types::{DataRange, Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
-use pmix_wire::{
-    App, ConnectPart, Event, JobData, Kv, ProcKvs, Published, Query, Reply, ReplyBody, Request,
-};
+use pmix_types::{Info, Nspace, Proc, Rank, Status, Value};
+use pmix_wire::{Event, JobData, Kv, Reply, ReplyBody, Request};
 
+use self::collective::Collectives;
 use self::commits::Commits;
-use self::connected::Connected;
-use self::fence::{FenceOp, FenceTable, Kind};
+use self::fence::Kind;
 use self::get::Gets;
 pub(crate) use self::host_ops::{HostCall, HostOutcome, OpId};
-use self::host_ops::{HostOps, PendingHost, decode_blobs, decode_frames, failure_of, status_of};
-use self::names::{Caller, LookupOutcome, NameStore};
-use self::nspaces::{Namespace, Nspaces};
-use self::sessions::{Admit, Conn, ConnState, EventReg, Refusal, Sessions};
-use self::store::{NsId, Store, visible};
+use self::host_ops::{HostOps, PendingHost, status_of};
+use self::naming::{Naming, SESSION};
+use self::nspaces::Nspaces;
+use self::sessions::{Admit, ConnState, Refusal, Sessions};
+use self::store::{NsId, Store};
 use self::timers::{Timer, Timers};
 use crate::Error;
 
 pub(crate) use self::auth::{Auth, PeerCreds, Proofs, SECRET_LEN};
-pub use self::groups::GroupOp;
 use self::groups::Groups;
+pub use self::host_ops::GroupOp;
 pub use self::names::NameService;
 pub(crate) use self::sessions::GetAnswers;
 pub(crate) use self::tools::ToolHello;
@@ -119,9 +118,6 @@ pub(crate) enum Output {
     Cleanup { list: Vec<job_control::Cleanup> },
 }
 
-/// The session id of this server in its built-in name service.
-const SESSION: names::SessionId = 0;
-
 /// The server engine.
 pub(crate) struct Engine {
     /// The namespaces known here, interned.
@@ -133,20 +129,13 @@ pub(crate) struct Engine {
     commits: Commits,
     /// Gets waiting for their target's data.
     gets: Gets,
-    fences: FenceTable,
+    /// Collectives in progress, and the namespaces connected.
+    collectives: Collectives,
     /// Host callbacks in flight, with who waits for each answer.
     host_ops: HostOps,
     timers: Timers,
-    /// Namespaces connected with each other, for failure events.
-    connected: Connected,
-    /// This server's own identity, the source of the events it raises.
-    me: Proc,
-    /// Who answers publish, lookup and unpublish.
-    name_service: NameService,
-    /// The built-in name service; lookups waiting in it are identified by (conn, id).
-    names: NameStore<(ConnId, u32)>,
-    /// Cleanups registered by clients, run when their namespace ends.
-    cleanups: HashMap<NsId, Vec<job_control::Cleanup>>,
+    /// Who answers publish, lookup and unpublish, and the built-in name service.
+    naming: Naming,
     /// Process groups and their context ids.
     groups: Groups,
     /// Process sets the host defined.
@@ -168,23 +157,16 @@ impl Engine {
     /// An engine for a server on node `hostname`; `job_extras` are job-level values every
     /// namespace receives (tmpdirs, the server's identity).
     pub(crate) fn new(hostname: String, job_extras: Vec<Info>, name_service: NameService) -> Self {
-        let mut names = NameStore::default();
-        names.open_session(SESSION, &hostname);
-        let me = nspace::server_proc(&job_extras);
         Engine {
+            naming: Naming::new(name_service, &hostname),
             nspaces: Nspaces::new(hostname, job_extras),
             sessions: Sessions::default(),
             store: Store::default(),
             commits: Commits::default(),
             gets: Gets::default(),
-            fences: FenceTable::default(),
+            collectives: Collectives::default(),
             host_ops: HostOps::default(),
             timers: Timers::default(),
-            connected: Connected::default(),
-            me,
-            name_service,
-            names,
-            cleanups: HashMap::new(),
             groups: Groups::default(),
             psets: psets::Psets::default(),
             tools: tools::Tools::default(),
@@ -202,7 +184,7 @@ impl Engine {
     /// When [`Engine::handle_timeout`] must next be called.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let mine = self.timers.poll_timeout();
-        match (mine, self.names.poll_timeout()) {
+        match (mine, self.naming.store.poll_timeout()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -241,7 +223,7 @@ impl Engine {
         {
             // This server's own session, the only one in its store: never refused. (A
             // namespace of another run, `register_foreign`'s, is of no session here.)
-            let _ = self.names.add_nspace(SESSION, &nspace);
+            let _ = self.naming.store.add_nspace(SESSION, &nspace);
         }
         Ok(())
     }
@@ -253,7 +235,7 @@ impl Engine {
         };
         if let Some(ns) = ns {
             // Its APP- and PROC-persistence publications end with it.
-            self.names.end_nspace(SESSION, &ns.name);
+            self.naming.store.end_nspace(SESSION, &ns.name);
             self.tools_job_ended(&ns.name);
         }
         for conn in self.sessions.conns_of(id) {
@@ -261,12 +243,12 @@ impl Engine {
             self.out.push_back(Output::Close { conn });
         }
         self.sessions.purge_nspace(id);
-        self.connected.forget(id);
+        self.collectives.connected.forget(id);
         self.commits.purge_nspace(id);
         self.store.purge_nspace(id);
         self.groups.info.purge_nspace(nspace);
         self.run_cleanups(id);
-        self.debug_forget(id);
+        self.debug.forget(id);
         for target in self.gets.targets_in(id) {
             self.fail_gets(target, Status::ERR_NOT_FOUND);
         }
@@ -457,13 +439,13 @@ impl Engine {
             return;
         };
         let key = (c.ns, c.proc.rank);
-        self.debug_proc_gone(c.ns, c.proc.rank);
+        self.debug.proc_gone(c.ns, c.proc.rank);
         let finalized = c.finalized;
         // Requests of this client that wait for others are dropped; nobody will read the answer.
-        self.names.end_proc(SESSION, &c.proc);
-        self.names.forget_waiters(|(c2, _)| *c2 == conn);
+        self.naming.store.end_proc(SESSION, &c.proc);
+        self.naming.store.forget_waiters(|(c2, _)| *c2 == conn);
         self.gets.forget_conn(conn);
-        self.fences.forget_conn(conn);
+        self.collectives.table.forget_conn(conn);
         let term_wo_sync = Status::ERR_PROC_TERM_WO_SYNC;
         if finalized {
             // A finalized process will enter no more fences.
@@ -611,49 +593,11 @@ impl Engine {
         }
     }
 
-    /// `PMIx_Spawn` from `me` (a client or a tool): the host's to carry out, if its
-    /// processes can be ranks of one job (the host checks them against its resources).
-    fn spawn(&mut self, conn: ConnId, id: u32, me: Proc, job_info: Vec<Info>, apps: Vec<App>) {
-        let size = apps
-            .iter()
-            .try_fold(0u32, |n, a| n.checked_add(a.maxprocs))
-            .filter(|n| *n < Rank::WILDCARD.0);
-        if size.is_none()
-            || apps.is_empty()
-            || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty())
-        {
-            return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
-        }
-        self.host_call(
-            PendingHost::Spawn { conn, id },
-            HostCall::Spawn {
-                proc: me,
-                job_info,
-                apps,
-            },
-        );
-    }
-
-    /// The host answered a spawn: the new namespace, or why not.
-    fn spawn_done(&mut self, conn: ConnId, id: u32, outcome: HostOutcome) {
-        let reply = match outcome {
-            HostOutcome::Nspace(Ok(nspace)) => success(ReplyBody::Spawn { nspace }),
-            other => Reply::status(failure_of(&other)),
-        };
-        self.reply(conn, id, reply);
-    }
-
     fn commit(&mut self, conn: ConnId, id: u32, ns: NsId, rank: Rank, kvs: Vec<Kv>) {
-        if let Some(bad) = kvs.iter().find(|kv| kv.key.is_reserved()) {
-            tracing::warn!(conn, key = %bad.key, "refusing a commit with a reserved key");
+        if let Err(bad) = self.commits.commit((ns, rank), kvs, &mut self.store) {
+            tracing::warn!(conn, key = %bad, "refusing a commit with a reserved key");
             return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
         }
-        for kv in kvs {
-            if kv.scope != Scope::INTERNAL {
-                self.store.put(ns, rank, kv.key, kv.scope, kv.value);
-            }
-        }
-        self.commits.record((ns, rank));
         self.reply_status(conn, id, Status::SUCCESS);
         self.release_gets((ns, rank));
     }
@@ -693,13 +637,13 @@ impl Engine {
 
     /// Time passed: fail what has waited too long.
     pub(crate) fn handle_timeout(&mut self, now: Instant) {
-        let expired = self.names.handle_timeout(now);
+        let expired = self.naming.store.handle_timeout(now);
         self.answer_lookups(expired);
         while let Some(timer) = self.timers.pop_expired(now) {
             match timer {
                 Timer::Get { target, timer } => {
                     if let Some(who) = self.gets.expire(target, timer) {
-                        self.fail_requester(who, Status::ERR_TIMEOUT);
+                        self.out.push_back(who.failure(Status::ERR_TIMEOUT));
                     }
                 }
                 Timer::Fence { seq } => self.fail_fence(seq, Status::ERR_TIMEOUT),

@@ -1,7 +1,33 @@
 //! Publish, lookup and unpublish: the caller's name-service identity, then the request to
 //! the server's own name store ([`names`](super::names)) or to the host, and the answers.
 
-use super::*;
+use std::time::Instant;
+
+use pmix_types::{Info, Key, Proc, Status, attr};
+use pmix_wire::{Published, Reply, ReplyBody};
+
+use super::host_ops::{HostCall, HostOutcome, PendingHost, failure_of};
+use super::names::{Caller, LookupOutcome, NameService, NameStore, SessionId};
+use super::{ConnId, Engine, names};
+
+/// The session id of this server in its built-in name service.
+pub(super) const SESSION: SessionId = 0;
+
+/// Who answers publish, lookup and unpublish, and the server's own name store.
+pub(super) struct Naming {
+    pub(super) service: NameService,
+    /// The built-in name service; lookups waiting in it are identified by (conn, id).
+    pub(super) store: NameStore<(ConnId, u32)>,
+}
+
+impl Naming {
+    /// The name service of a server on node `hostname`, answered by `service`.
+    pub(super) fn new(service: NameService, hostname: &str) -> Self {
+        let mut store = NameStore::default();
+        store.open_session(SESSION, hostname);
+        Naming { service, store }
+    }
+}
 
 impl Engine {
     /// The name-service identity of a client: the uid and gid it was registered with.
@@ -35,7 +61,7 @@ impl Engine {
         let Some(caller) = self.caller(conn, me) else {
             return;
         };
-        match self.name_service {
+        match self.naming.service {
             NameService::Host => {
                 let info = Self::with_creds(&caller, info);
                 self.host_call(
@@ -47,7 +73,7 @@ impl Engine {
                     },
                 );
             }
-            NameService::BuiltIn => match self.names.publish(&caller, data, &info) {
+            NameService::BuiltIn => match self.naming.store.publish(&caller, data, &info) {
                 Ok(answers) => {
                     self.reply_status(conn, id, Status::SUCCESS);
                     self.answer_lookups(answers);
@@ -69,7 +95,7 @@ impl Engine {
         let Some(caller) = self.caller(conn, me) else {
             return;
         };
-        match self.name_service {
+        match self.naming.service {
             NameService::Host => {
                 if keys.is_empty() {
                     return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
@@ -85,7 +111,11 @@ impl Engine {
                 );
             }
             NameService::BuiltIn => {
-                match self.names.lookup(&caller, keys, &info, (conn, id), now) {
+                match self
+                    .naming
+                    .store
+                    .lookup(&caller, keys, &info, (conn, id), now)
+                {
                     LookupOutcome::Done(result) => self.reply_lookup(conn, id, result),
                     LookupOutcome::Waiting => {}
                 }
@@ -104,7 +134,7 @@ impl Engine {
         let Some(caller) = self.caller(conn, me) else {
             return;
         };
-        match self.name_service {
+        match self.naming.service {
             NameService::Host => {
                 let info = Self::with_creds(&caller, info);
                 self.host_call(
@@ -117,7 +147,7 @@ impl Engine {
                 );
             }
             NameService::BuiltIn => {
-                let status = match self.names.unpublish(&caller, &keys, &info) {
+                let status = match self.naming.store.unpublish(&caller, &keys, &info) {
                     Ok(()) => Status::SUCCESS,
                     Err(s) => s,
                 };

@@ -2,14 +2,24 @@
 //! unchanged but for the map type and the no-data case the engine used to apply), for map
 //! shapes, apps, offsets and host-given overrides.
 
-use pmix_types::{DataArray, Proc};
+use std::sync::Arc;
 
-use super::*;
+use pmix_types::{DataArray, Info, Nspace, Proc, Rank, Value, attr};
+use pmix_wire::JobData;
+
+use super::{Locale, find, map_text, register};
 
 /// The registration as it was built before job data became lazy: everything at once.
 mod eager {
-    use super::super::*;
-    use pmix_wire::ProcRealm;
+    use pmix_types::{Info, Nspace, Rank, Value, attr};
+    use pmix_wire::job_image::join_ranks;
+    use pmix_wire::{JobData, ProcRealm, Realm};
+
+    use crate::Error;
+    use crate::engine::anl_map;
+    use crate::engine::nspace::{
+        Ctx, Levels, Locale, add_missing, find, has, parse_maps, parse_rank_list, per_namespace,
+    };
 
     pub(super) struct Registration {
         pub(super) job: JobData,

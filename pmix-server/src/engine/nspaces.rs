@@ -7,9 +7,10 @@ use std::collections::HashMap;
 use std::ops::Index;
 use std::sync::Arc;
 
-use pmix_types::{Info, Nspace, Rank, Value};
+use pmix_types::{Info, Nspace, Proc, Rank, Value};
 use pmix_wire::JobData;
 
+use super::job_control::Cleanup;
 use super::nspace::{self, LazyJob, Locale, Registration};
 use super::store::NsId;
 use crate::Error;
@@ -37,17 +38,39 @@ pub(super) struct Nspaces {
     ids: HashMap<Nspace, NsId>,
     by_id: HashMap<NsId, Namespace>,
     next: NsId,
+    /// This server's own identity (from the job extras), the source of the events it raises.
+    me: Proc,
+    /// Cleanups registered by clients, run when their namespace ends.
+    cleanups: HashMap<NsId, Vec<Cleanup>>,
 }
 
 impl Nspaces {
     pub(super) fn new(hostname: String, job_extras: Vec<Info>) -> Self {
+        let me = nspace::server_proc(&job_extras);
         Nspaces {
             hostname,
             job_extras,
             ids: HashMap::new(),
             by_id: HashMap::new(),
             next: 1,
+            me,
+            cleanups: HashMap::new(),
         }
+    }
+
+    /// This server's own identity, the source of the events it raises.
+    pub(super) fn me(&self) -> &Proc {
+        &self.me
+    }
+
+    /// `cleanup` is to run when namespace `ns` ends.
+    pub(super) fn add_cleanup(&mut self, ns: NsId, cleanup: Cleanup) {
+        self.cleanups.entry(ns).or_default().push(cleanup);
+    }
+
+    /// The cleanups registered for namespace `ns`, which ends.
+    pub(super) fn take_cleanups(&mut self, ns: NsId) -> Option<Vec<Cleanup>> {
+        self.cleanups.remove(&ns)
     }
 
     /// `register_nspace`: derives the registration and stores it; the id, if it is new.
@@ -121,6 +144,47 @@ impl Nspaces {
     pub(super) fn job_value(&self, nspace: &str, key: &str) -> Option<&Value> {
         let ns = self.id(nspace)?;
         self.get(&ns)?.job.job_value(key)
+    }
+
+    /// The job data of `participants`' namespaces registered here by the host, when some of
+    /// them are not (they belong to another launcher run, whose servers learn ours from it);
+    /// none otherwise. Also when that run's namespace is known here from an earlier connect:
+    /// another server of this run taking part (on another node) may not know it, nor its
+    /// servers ours.
+    pub(super) fn jobs_for_foreign(&self, participants: &[Proc]) -> Vec<JobData> {
+        let mut nss: Vec<&Nspace> = participants.iter().map(|p| &p.nspace).collect();
+        nss.dedup();
+        let known: Vec<Option<&Namespace>> = nss
+            .iter()
+            .map(|n| self.id(n.as_str()).and_then(|id| self.get(&id)))
+            .collect();
+        if known.iter().all(|n| n.is_some_and(|n| !n.job.is_foreign())) {
+            return Vec::new();
+        }
+        known
+            .into_iter()
+            .flatten()
+            .filter(|n| !n.job.is_foreign())
+            .map(|n| JobData::clone(n.job.get()))
+            .collect()
+    }
+
+    /// Registers the namespaces of another launcher run that a connect brought, from their
+    /// job data: none of their processes is local here. A namespace known here already is
+    /// left as it is (its own registration is better than another server's view of it).
+    pub(super) fn register_foreign(&mut self, jobs: Vec<JobData>) {
+        for job in jobs {
+            if self.id(job.nspace.as_str()).is_some() {
+                continue;
+            }
+            let nspace = job.nspace.clone();
+            match nspace::Registration::foreign(job) {
+                Ok(reg) => {
+                    self.insert(nspace, reg);
+                }
+                Err(e) => tracing::warn!(%nspace, "cannot take in another run's job data: {e}"),
+            }
+        }
     }
 }
 

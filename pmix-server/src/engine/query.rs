@@ -11,7 +11,11 @@
 //! ([`Host::query`](crate::Host::query)); answers from both are merged into one reply, one
 //! [`Info`] per answered key, as OpenPMIx lays them out.
 
-use super::*;
+use pmix_types::{Info, Key, Proc, Status, Value, attr};
+use pmix_wire::{Query, Reply, ReplyBody};
+
+use super::host_ops::{HostCall, HostOutcome, PendingHost, failure_of};
+use super::{ConnId, Engine, success};
 
 /// The query keys answered here.
 const LOCAL_KEYS: &[&str] = &[

@@ -309,7 +309,10 @@ pub(super) fn visible(scope: Scope, same_node: bool) -> bool {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use super::*;
+    use pmix_types::{Key, Rank, Scope, Value};
+    use pmix_wire::Kv;
+
+    use super::Store;
 
     /// What was put since a point, against a model that walks every key (what the store did
     /// before it kept a log of puts), over a long pseudo-random run of puts and re-puts of

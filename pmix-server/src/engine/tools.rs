@@ -24,7 +24,16 @@
 //!
 //! Tools also pull the processes' output and push their input (`iof.rs`).
 
-use super::*;
+use std::collections::HashMap;
+
+use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
+use pmix_wire::{Event, Request};
+
+use super::auth::PeerCreds;
+use super::host_ops::{HostCall, HostOutcome, PendingHost, status_of};
+use super::nspaces::Nspaces;
+use super::sessions::EventReg;
+use super::{ConnId, Engine, Output, events, job_control};
 
 /// The tools of one server.
 pub(crate) struct Tools {
@@ -68,56 +77,74 @@ pub(crate) struct ToolHello {
     pub(crate) info: Vec<Info>,
 }
 
-impl Engine {
+impl Tools {
     /// Serves tools (or stops serving new ones): those of root and of `server_uid`.
-    pub(crate) fn set_tool_support(&mut self, enabled: bool, server_uid: u32) {
-        self.tools.enabled = enabled;
-        self.tools.server_uid = server_uid;
+    fn set_support(&mut self, enabled: bool, server_uid: u32) {
+        self.enabled = enabled;
+        self.server_uid = server_uid;
     }
 
     /// True if connection `conn` is a tool's.
-    pub(crate) fn is_tool(&self, conn: ConnId) -> bool {
-        self.tools.conns.contains_key(&conn)
+    fn has(&self, conn: ConnId) -> bool {
+        self.conns.contains_key(&conn)
     }
 
-    /// A tool's handshake: refused at once, or handed to the host with the tool's name.
-    pub(crate) fn handle_tool_hello(&mut self, conn: ConnId, hello: ToolHello) {
-        let refuse = |eng: &mut Engine, status: Status, reason: String| {
-            tracing::warn!(
-                conn,
-                uid = hello.creds.uid,
-                ?status,
-                "refusing a tool: {reason}"
-            );
-            eng.out.push_back(Output::Refuse {
-                conn,
-                status,
-                reason,
-            });
-        };
-        if !self.tools.enabled {
+    /// How many tools are debuggers (see [`Engine::debuggers`]).
+    fn debuggers(&self) -> usize {
+        self.conns
+            .values()
+            .filter(|t| t.active && t.events.names(Status::READY_FOR_DEBUG))
+            .count()
+    }
+
+    /// The tools registered for `code` (or for every code).
+    fn wanting(&self, code: Status) -> Vec<ConnId> {
+        self.conns
+            .iter()
+            .filter(|(_, t)| t.active && t.events.wants(code))
+            .map(|(c, _)| *c)
+            .collect()
+    }
+
+    /// Forgets the tool on `conn`: its name, and whether it was a debugger (registered for
+    /// `READY_FOR_DEBUG` by name).
+    fn remove(&mut self, conn: ConnId) -> Option<(Proc, bool)> {
+        let t = self.conns.remove(&conn)?;
+        let debugger = t.events.names(Status::READY_FOR_DEBUG);
+        Some((t.proc, debugger))
+    }
+
+    /// A tool's handshake on `conn`: its name and what the host hears of it, or why it is
+    /// refused. `nspaces` are the namespaces a tool's name must not take.
+    fn admit(
+        &mut self,
+        conn: ConnId,
+        hello: ToolHello,
+        nspaces: &Nspaces,
+    ) -> Result<(Proc, Vec<Info>), (Status, String)> {
+        if !self.enabled {
             let why = "this server does not serve tools (its host did not enable them)";
-            return refuse(self, Status::ERR_NOT_SUPPORTED, why.into());
+            return Err((Status::ERR_NOT_SUPPORTED, why.into()));
         }
         let uid = hello.creds.uid;
-        if uid != 0 && uid != self.tools.server_uid {
+        if uid != 0 && uid != self.server_uid {
             let why = format!(
                 "uid {uid} is neither the server's ({}) nor root's",
-                self.tools.server_uid
+                self.server_uid
             );
-            return refuse(self, Status::ERR_NO_PERMISSIONS, why);
+            return Err((Status::ERR_NO_PERMISSIONS, why));
         }
         let proc = match hello.proc {
             Some(p) => {
-                if self.ns_id(p.nspace.as_str()).is_some() || self.tool_named(&p) {
+                if nspaces.id(p.nspace.as_str()).is_some() || self.named(&p) {
                     let why = format!("the name {p} it brings is taken");
-                    return refuse(self, Status::ERR_EXISTS, why);
+                    return Err((Status::ERR_EXISTS, why));
                 }
                 p
             }
-            None => match self.tool_name() {
+            None => match self.fresh_name(nspaces) {
                 Ok(p) => p,
-                Err(why) => return refuse(self, Status::ERR_NOMEM, why),
+                Err(why) => return Err((Status::ERR_NOMEM, why)),
             },
         };
         let mut info = vec![
@@ -125,7 +152,7 @@ impl Engine {
             Info::attr(attr::GRPID, hello.creds.gid),
         ];
         info.extend(hello.info);
-        self.tools.conns.insert(
+        self.conns.insert(
             conn,
             ToolConn {
                 proc: proc.clone(),
@@ -133,26 +160,106 @@ impl Engine {
                 events: EventReg::default(),
             },
         );
-        self.host_call(
-            PendingHost::ToolConnect { conn },
-            HostCall::ToolConnected { tool: proc, info },
-        );
+        Ok((proc, info))
     }
 
-    fn tool_named(&self, p: &Proc) -> bool {
-        self.tools.conns.values().any(|t| t.proc == *p)
+    fn named(&self, p: &Proc) -> bool {
+        self.conns.values().any(|t| t.proc == *p)
     }
 
     /// A fresh name for a tool: `<server nspace>-tool-<n>`, rank 0.
-    fn tool_name(&mut self) -> Result<Proc, String> {
+    fn fresh_name(&mut self, nspaces: &Nspaces) -> Result<Proc, String> {
         loop {
-            let n = self.tools.next;
-            self.tools.next = n.checked_add(1).ok_or("out of tool names")?;
-            let name = format!("{}-tool-{n}", self.me.nspace);
+            let n = self.next;
+            self.next = n.checked_add(1).ok_or("out of tool names")?;
+            let name = format!("{}-tool-{n}", nspaces.me().nspace);
             let nspace = Nspace::new(name).map_err(|e| e.to_string())?;
             let proc = Proc::new(nspace, Rank(0));
-            if self.ns_id(proc.nspace.as_str()).is_none() && !self.tool_named(&proc) {
+            if nspaces.id(proc.nspace.as_str()).is_none() && !self.named(&proc) {
                 return Ok(proc);
+            }
+        }
+    }
+
+    /// The host answered `tool_connected` for `conn` with `status`: the tool, accepted
+    /// (`Ok`) or forgotten (`Err`); `None` if it is gone.
+    fn connected(&mut self, conn: ConnId, status: Status) -> Option<Result<Proc, Proc>> {
+        let t = self.conns.get_mut(&conn)?;
+        if status.is_success() {
+            t.active = true;
+            Some(Ok(t.proc.clone()))
+        } else {
+            let tool = t.proc.clone();
+            self.conns.remove(&conn);
+            Some(Err(tool))
+        }
+    }
+
+    /// The tool on `conn`, and whether the host accepted it.
+    fn caller(&self, conn: ConnId) -> Option<(Proc, bool)> {
+        self.conns.get(&conn).map(|t| (t.proc.clone(), t.active))
+    }
+
+    /// The events the tool on `conn` registers for.
+    fn events(&mut self, conn: ConnId) -> Option<&mut EventReg> {
+        self.conns.get_mut(&conn).map(|t| &mut t.events)
+    }
+
+    /// The tools that `event` reaches and that registered for it, but `except` (see the
+    /// module's doc). `from_host`: the host raised it.
+    fn reached_by(&self, event: &Event, except: Option<ConnId>, from_host: bool) -> Vec<ConnId> {
+        let custom = if event.range == DataRange::CUSTOM {
+            events::custom_range(event)
+        } else {
+            Vec::new()
+        };
+        if from_host && event.code == Status::EVENT_JOB_END {
+            // Tools hear every job's end from the server itself (`tools_job_ended`).
+            return Vec::new();
+        }
+        let reaches = |p: &Proc| match event.range {
+            _ if from_host => true,
+            DataRange::LOCAL | DataRange::SESSION | DataRange::GLOBAL => true,
+            DataRange::CUSTOM => custom
+                .iter()
+                .any(|c| c.nspace == p.nspace && (c.rank == Rank::WILDCARD || c.rank == p.rank)),
+            _ => false,
+        };
+        self.conns
+            .iter()
+            .filter(|(c, t)| Some(**c) != except && t.active && t.events.wants(event.code))
+            .filter(|(_, t)| reaches(&t.proc))
+            .map(|(c, _)| *c)
+            .collect()
+    }
+}
+
+impl Engine {
+    /// Serves tools (or stops serving new ones): those of root and of `server_uid`.
+    pub(crate) fn set_tool_support(&mut self, enabled: bool, server_uid: u32) {
+        self.tools.set_support(enabled, server_uid);
+    }
+
+    /// True if connection `conn` is a tool's.
+    pub(crate) fn is_tool(&self, conn: ConnId) -> bool {
+        self.tools.has(conn)
+    }
+
+    /// A tool's handshake: refused at once, or handed to the host with the tool's name.
+    pub(crate) fn handle_tool_hello(&mut self, conn: ConnId, hello: ToolHello) {
+        let uid = hello.creds.uid;
+        match self.tools.admit(conn, hello, &self.nspaces) {
+            Ok((tool, info)) => self.host_call(
+                PendingHost::ToolConnect { conn },
+                HostCall::ToolConnected { tool, info },
+            ),
+            Err((status, reason)) => {
+                tracing::warn!(conn, uid, ?status, "refusing a tool: {reason}");
+                self.out.push_back(Output::Refuse {
+                    conn,
+                    status,
+                    reason,
+                });
             }
         }
     }
@@ -160,51 +267,47 @@ impl Engine {
     /// The host answered `tool_connected`.
     pub(super) fn tool_connect_done(&mut self, conn: ConnId, outcome: &HostOutcome) {
         let status = status_of(outcome);
-        let Some(t) = self.tools.conns.get_mut(&conn) else {
-            return;
-        };
-        if status.is_success() {
-            t.active = true;
-            let tool = t.proc.clone();
-            tracing::debug!(conn, %tool, "a tool connected");
-            self.out.push_back(Output::ToolAccept {
-                conn,
-                tool,
-                server: self.me.clone(),
-            });
-        } else {
-            let tool = t.proc.clone();
-            tracing::warn!(%tool, ?status, "the host refused a tool");
-            self.tools.conns.remove(&conn);
-            self.out.push_back(Output::Refuse {
-                conn,
-                status,
-                reason: "the host refused the tool".into(),
-            });
+        match self.tools.connected(conn, status) {
+            None => {}
+            Some(Ok(tool)) => {
+                tracing::debug!(conn, %tool, "a tool connected");
+                self.out.push_back(Output::ToolAccept {
+                    conn,
+                    tool,
+                    server: self.nspaces.me().clone(),
+                });
+            }
+            Some(Err(tool)) => {
+                tracing::warn!(%tool, ?status, "the host refused a tool");
+                self.out.push_back(Output::Refuse {
+                    conn,
+                    status,
+                    reason: "the host refused the tool".into(),
+                });
+            }
         }
     }
 
     /// A request from a tool (`conn` is one, [`Engine::is_tool`]).
     pub(super) fn tool_request(&mut self, conn: ConnId, id: u32, req: Request) {
-        let Some(t) = self.tools.conns.get(&conn) else {
+        let Some((me, active)) = self.tools.caller(conn) else {
             return;
         };
-        if !t.active {
+        if !active {
             return self.reply_status(conn, id, Status::ERR_INIT);
         }
-        let me = t.proc.clone();
         match req {
             Request::Query { queries } => self.query(conn, id, me, queries),
             Request::RegisterEvents { codes, .. } => {
-                if let Some(t) = self.tools.conns.get_mut(&conn) {
-                    t.events.add(&codes);
+                if let Some(events) = self.tools.events(conn) {
+                    events.add(&codes);
                 }
                 self.reply_status(conn, id, Status::SUCCESS);
                 self.tell_new_debugger(conn, &codes);
             }
             Request::DeregisterEvents { codes } => {
-                if let Some(t) = self.tools.conns.get_mut(&conn) {
-                    t.events.remove(&codes);
+                if let Some(events) = self.tools.events(conn) {
+                    events.remove(&codes);
                 }
                 self.reply_status(conn, id, Status::SUCCESS);
                 if codes.contains(&Status::READY_FOR_DEBUG) {
@@ -284,21 +387,12 @@ impl Engine {
     /// How many tools are debuggers: registered for `READY_FOR_DEBUG` by name (not only
     /// through a registration for every code, as a monitor's).
     pub(super) fn debuggers(&self) -> usize {
-        self.tools
-            .conns
-            .values()
-            .filter(|t| t.active && t.events.names(Status::READY_FOR_DEBUG))
-            .count()
+        self.tools.debuggers()
     }
 
     /// The tools registered for `code` (or for every code).
     pub(super) fn tools_wanting(&self, code: Status) -> Vec<ConnId> {
-        self.tools
-            .conns
-            .iter()
-            .filter(|(_, t)| t.active && t.events.wants(code))
-            .map(|(c, _)| *c)
-            .collect()
+        self.tools.wanting(code)
     }
 
     /// Delivers `event` to the tools that registered for it and that it reaches (see the
@@ -309,31 +403,7 @@ impl Engine {
         except: Option<ConnId>,
         from_host: bool,
     ) {
-        let custom = if event.range == DataRange::CUSTOM {
-            events::custom_range(event)
-        } else {
-            Vec::new()
-        };
-        if from_host && event.code == Status::EVENT_JOB_END {
-            // Tools hear every job's end from the server itself (`tools_job_ended`).
-            return;
-        }
-        let reaches = |p: &Proc| match event.range {
-            _ if from_host => true,
-            DataRange::LOCAL | DataRange::SESSION | DataRange::GLOBAL => true,
-            DataRange::CUSTOM => custom
-                .iter()
-                .any(|c| c.nspace == p.nspace && (c.rank == Rank::WILDCARD || c.rank == p.rank)),
-            _ => false,
-        };
-        let targets: Vec<ConnId> = self
-            .tools
-            .conns
-            .iter()
-            .filter(|(c, t)| Some(**c) != except && t.active && t.events.wants(event.code))
-            .filter(|(_, t)| reaches(&t.proc))
-            .map(|(c, _)| *c)
-            .collect();
+        let targets = self.tools.reached_by(event, except, from_host);
         self.send_event(targets, event);
     }
 
@@ -342,7 +412,7 @@ impl Engine {
     pub(super) fn tools_job_ended(&mut self, nspace: &Nspace) {
         let event = Event {
             code: Status::EVENT_JOB_END,
-            source: self.me.clone(),
+            source: self.nspaces.me().clone(),
             range: DataRange::SESSION,
             info: vec![
                 Info::attr(
@@ -358,11 +428,11 @@ impl Engine {
     /// A tool's connection ended: it is forgotten. True if `conn` was a tool's.
     pub(super) fn tool_closed(&mut self, conn: ConnId) -> bool {
         self.iof_forget(conn);
-        let Some(t) = self.tools.conns.remove(&conn) else {
+        let Some((tool, debugger)) = self.tools.remove(conn) else {
             return false;
         };
-        if t.events.names(Status::READY_FOR_DEBUG) {
-            self.debugger_gone(&t.proc);
+        if debugger {
+            self.debugger_gone(&tool);
         }
         true
     }

@@ -1,6 +1,10 @@
 //! Fences: barriers, collecting fences, participants that die, fences across nodes.
 
-use super::*;
+use pmix_types::{Proc, Rank, Scope, Status, Value};
+use pmix_wire::{Kv, ProcKvs, ReplyBody};
+
+use super::{Sim, commit, fence, fence_data, get, key, ns, two_node_job};
+use crate::engine::{ConnId, HostCall, HostOutcome};
 
 #[test]
 fn barrier_completes_only_when_everyone_arrived() {

@@ -1,6 +1,10 @@
 //! Connect and disconnect: across namespaces, across runs, participants that die.
 
-use super::*;
+use pmix_types::{Proc, Rank, Scope, Status, Value, attr};
+use pmix_wire::{ReplyBody, Request};
+
+use super::{Sim, commit, connect_parts, fence, get, ns, take_connect_call};
+use crate::engine::{ConnId, HostCall, HostOutcome};
 
 #[test]
 fn connect_across_namespaces_exchanges_job_and_process_data() {

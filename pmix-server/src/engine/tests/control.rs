@@ -1,6 +1,10 @@
 //! Queries answered by the engine, logging, job control and cleanup registrations.
 
-use super::*;
+use pmix_types::{Info, Key, Proc, Rank, Status, Value, attr};
+use pmix_wire::{Reply, ReplyBody, Request};
+
+use super::{GID, Sim, UID, key, ns, proofs};
+use crate::engine::{HostCall, HostOutcome};
 
 fn query(keys: &[&str], qualifiers: Vec<Info>) -> pmix_wire::Query {
     pmix_wire::Query {

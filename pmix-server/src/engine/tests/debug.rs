@@ -2,8 +2,11 @@
 //! tools waiting for it, no release lost to a race, the held processes aborted when their
 //! debugger goes; and what else a tool may ask (events, job control).
 
-use super::*;
-use pmix_types::{DataArray, DataRange, DataType};
+use pmix_types::{DataArray, DataRange, DataType, Info, Proc, Rank, Status, Value, attr};
+use pmix_wire::Request;
+
+use super::{Sim, UID, ns, tool};
+use crate::engine::{ConnId, HostCall, HostOutcome};
 
 fn notify(s: &mut Sim, conn: ConnId, code: Status, range: DataRange, info: Vec<Info>) -> Status {
     let event = pmix_wire::Event {

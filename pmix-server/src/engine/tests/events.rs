@@ -1,6 +1,9 @@
 //! Events: notification by range, failures of connected jobs.
 
-use super::*;
+use pmix_types::{DataArray, Info, Proc, Status, Value, attr};
+use pmix_wire::Request;
+
+use super::{Sim, ns};
 
 #[test]
 fn connected_jobs_hear_of_each_others_failures() {

@@ -1,6 +1,12 @@
 //! Gets: waiting for a commit, rank UNDEF, reserved keys, job data shipped once, direct modex.
 
-use super::*;
+use std::time::Duration;
+
+use pmix_types::{Info, Proc, Rank, Scope, Status, Value, attr};
+use pmix_wire::{Kv, ProcKvs, ReplyBody};
+
+use super::{Sim, commit, fence, get, key, ns, two_node_job};
+use crate::engine::{ConnId, HostCall, HostOutcome};
 
 #[test]
 fn get_waits_for_commit_and_honours_immediate_and_timeout() {

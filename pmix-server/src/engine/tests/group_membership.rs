@@ -1,8 +1,10 @@
 //! Groups formed by invitation (events the server reads on their way) and left (a request).
 
-use super::*;
-use pmix_types::DataRange;
-use pmix_wire::Event;
+use pmix_types::{DataRange, Info, Proc, Status, Value, attr};
+use pmix_wire::{Event, Request};
+
+use super::{Sim, ns};
+use crate::engine::ConnId;
 
 fn procs(name: &str, ranks: &[u32]) -> Vec<Proc> {
     ranks.iter().map(|r| Proc::new(ns(name), *r)).collect()

@@ -1,8 +1,13 @@
 //! Groups: construction and destruction as collectives over the members, context ids, the
 //! members' failures and timeouts, and groups spanning nodes through the host.
 
-use super::*;
-use crate::engine::GroupOp;
+use std::time::Duration;
+
+use pmix_types::{Info, Key, Proc, Status, Value, attr};
+use pmix_wire::{Reply, ReplyBody, Request};
+
+use super::{Sim, ns, two_node_job};
+use crate::engine::{ConnId, GroupOp, HostCall, HostOutcome};
 
 fn construct(grp: &str, procs: Vec<Proc>, ctxid: bool) -> Request {
     let mut info = vec![];

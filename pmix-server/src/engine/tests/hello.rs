@@ -1,6 +1,10 @@
 //! Handshakes: refusals and their statuses, identity claims, the host's refusal, finalize.
 
-use super::*;
+use pmix_types::{Proc, Rank, Scope, Status, Value};
+use pmix_wire::Request;
+
+use super::{GID, Sim, UID, commit, fence, ns, proofs, proofs_by, secret};
+use crate::engine::{Auth, ConnId, GetAnswers, HostCall, HostOutcome, PeerCreds};
 
 #[test]
 fn handshake_refusals_have_their_statuses() {

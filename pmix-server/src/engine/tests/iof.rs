@@ -1,8 +1,11 @@
 //! I/O forwarding: pulls match their sources and channels, are dressed as asked, end with
 //! their deregistration or their tool; pushes go to the host; clients may do none of it.
 
-use super::*;
-use pmix_types::IofChannel;
+use pmix_types::{Info, IofChannel, Proc, Rank, Status, attr};
+use pmix_wire::{ReplyBody, Request};
+
+use super::{Sim, UID, ns, tool};
+use crate::engine::{ConnId, HostCall, HostOutcome};
 
 fn pull(s: &mut Sim, conn: ConnId, procs: Vec<Proc>, channels: IofChannel, tag: u64) -> u64 {
     let directives = vec![Info::attr(attr::IOF_TAG_OUTPUT, true)];

@@ -3,14 +3,13 @@
 
 use std::time::{Duration, Instant};
 
-use pmix_types::{
-    DataArray, Info, Key, Nspace, Persistence, Proc, Rank, Scope, Status, Value, attr,
-};
+use pmix_types::{Info, Key, Nspace, Proc, Rank, Scope, Status, Value, attr};
 use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody, Request};
 
+use super::host_ops::{decode_blobs, decode_frames};
 use super::{
     Auth, ConnId, Engine, GetAnswers, HostCall, HostOutcome, OpId, Output, PeerCreds, Proofs,
-    SECRET_LEN, decode_blobs,
+    SECRET_LEN,
 };
 
 const UID: u32 = 1000;
@@ -383,7 +382,7 @@ mod tools;
 
 /// The frames of a connect contribution: every part, decoded.
 fn connect_parts(data: &[u8]) -> Vec<pmix_wire::ConnectPart> {
-    super::decode_frames::<pmix_wire::ConnectPart>(data).expect("undecodable connect contribution")
+    decode_frames::<pmix_wire::ConnectPart>(data).expect("undecodable connect contribution")
 }
 
 /// Takes the one host call of `sim`, which must be a connect; returns its op and contribution.

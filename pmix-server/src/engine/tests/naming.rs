@@ -1,6 +1,12 @@
 //! Publish, lookup and unpublish: the built-in name store and the host's.
 
-use super::*;
+use std::time::Duration;
+
+use pmix_types::{Info, Persistence, Proc, Status, attr};
+use pmix_wire::{Reply, ReplyBody, Request};
+
+use super::{GID, Sim, UID, key, ns, proofs, secret};
+use crate::engine::{ConnId, Engine, HostCall, HostOutcome, PeerCreds};
 
 fn publish(pairs: &[(&str, &str)], info: Vec<Info>) -> Request {
     Request::Publish {

@@ -1,6 +1,9 @@
 //! Namespace registration and deregistration as the engine sees them.
 
-use super::*;
+use pmix_types::{DataArray, Info, Proc, Rank, Scope, Value, attr};
+
+use super::{Sim, commit, get, ns};
+use crate::engine::Engine;
 
 #[test]
 fn registration_derives_what_the_maps_imply() {

@@ -1,7 +1,9 @@
 //! Process sets the host defines: listed by queries, announced by events.
 
-use super::*;
-use pmix_wire::Query;
+use pmix_types::{DataArray, Info, Proc, Rank, Status, Value, attr};
+use pmix_wire::{Query, Reply, ReplyBody, Request};
+
+use super::{GID, Sim, UID, key, ns, proofs};
 
 fn query(keys: &[&str], qualifiers: Vec<Info>) -> Request {
     Request::Query {

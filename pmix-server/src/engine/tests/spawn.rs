@@ -1,6 +1,10 @@
 //! Spawn: to the host and its answer back.
 
-use super::*;
+use pmix_types::{Proc, Status};
+use pmix_wire::{ReplyBody, Request};
+
+use super::{Sim, ns};
+use crate::engine::{HostCall, HostOutcome};
 
 #[test]
 fn spawn_goes_to_the_host_and_its_answer_to_the_client() {

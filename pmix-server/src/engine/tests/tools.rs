@@ -1,9 +1,11 @@
 //! Tools: who is served, the names they get, what they may ask, and that a job never waits
 //! for one.
 
-use super::*;
-use crate::engine::ToolHello;
-use pmix_wire::Query;
+use pmix_types::{Info, Proc, Rank, Status, attr};
+use pmix_wire::{Query, ReplyBody, Request};
+
+use super::{GID, Sim, UID, fence, key, ns};
+use crate::engine::{HostCall, HostOutcome, PeerCreds, ToolHello};
 
 fn tool_hello(uid: u32, proc: Option<Proc>) -> ToolHello {
     ToolHello {
