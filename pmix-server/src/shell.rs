@@ -801,7 +801,7 @@ impl<H: Host> Shell<H> {
             }
             Output::Reply { conn, id, reply } => {
                 if let Some(conn) = self.slot_of(conn) {
-                    self.deliver(conn, |p, fe, out| p.replied(fe, id, reply, out.bytes()));
+                    self.deliver(conn, |p, fe, out| p.replied(fe, id, reply, out));
                 }
             }
             Output::SharedReply { to, reply } => {

@@ -213,11 +213,11 @@ fn commit(k: &str, v: Value) -> Request {
 }
 
 #[test]
-fn two_ranks_get_job_data_fence_and_read_each_other() {
-    let (server, ns) = server_with_job("openpmix-job", 2);
+fn three_ranks_get_job_data_fence_and_read_each_other() {
+    let (server, ns) = server_with_job("openpmix-job", 3);
     let addr = address(&server, &ns);
     std::thread::scope(|s| {
-        for rank in 0..2u32 {
+        for rank in 0..3u32 {
             let (ns, addr) = (ns.clone(), addr.clone());
             s.spawn(move || {
                 let mut p = Peer::hello(&addr, Proc::new(ns.clone(), rank));
@@ -230,13 +230,13 @@ fn two_ranks_get_job_data_fence_and_read_each_other() {
                     .iter()
                     .find(|k| k.key.as_str() == attr::JOB_SIZE)
                     .map(|k| k.value.clone());
-                assert_eq!(size, Some(Value::Uint32(2)));
+                assert_eq!(size, Some(Value::Uint32(3)));
                 let blobs = job
                     .kvals
                     .iter()
                     .filter(|k| k.key.as_str() == "pmix.pblob")
                     .count();
-                assert_eq!(blobs, 2, "one rank blob per rank");
+                assert_eq!(blobs, 3, "one rank blob per rank");
 
                 let mine = format!("value of {rank}");
                 let r = p.ask(&commit("t.k", Value::String(mine)));
@@ -247,7 +247,7 @@ fn two_ranks_get_job_data_fence_and_read_each_other() {
                 });
                 assert_eq!(r.status(), Status::SUCCESS);
 
-                let peer = 1 - rank;
+                let peer = (rank + 1) % 3;
                 let r = p.ask(&Request::Get {
                     proc: Proc::new(ns.clone(), peer),
                     info: vec![],
@@ -263,14 +263,15 @@ fn two_ranks_get_job_data_fence_and_read_each_other() {
                     .and_then(|d| d.kvals.iter().find(|k| k.key.as_str() == "t.k"))
                     .map(|k| k.value.clone());
                 assert_eq!(theirs, Some(Value::String(format!("value of {peer}"))));
-                // The first answer after a collecting fence carries every participant's data,
-                // so the client's other gets stay local.
-                let mut procs: Vec<u32> = data.iter().map(|d| d.proc.rank.0).collect();
-                procs.sort_unstable();
+                // The first answer after a collecting fence carries every other participant's
+                // data, so the client's other gets stay local: the process asked about first,
+                // then the rest, each once, and never the client's own (libpmix 5.0 fails
+                // storing its own keys again).
+                let procs: Vec<u32> = data.iter().map(|d| d.proc.rank.0).collect();
                 assert_eq!(
                     procs,
-                    [0, 1],
-                    "the first get after the fence brings all the data"
+                    [peer, (rank + 2) % 3],
+                    "the first get after the fence brings the others' data"
                 );
 
                 // DEREGEVENTS is never answered: the next message is FINALIZE's answer.
@@ -283,6 +284,90 @@ fn two_ranks_get_job_data_fence_and_read_each_other() {
             });
         }
     });
+}
+
+/// This process's resident memory, in bytes (the server runs in it).
+fn rss() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    kb << 10
+}
+
+/// Forty-eight `hash` clients of a fence that collected 24 MiB ask for a peer and do not read
+/// the answer: each answer carries every other participant's data, and those parts are
+/// encoded once and shared by every answer, not one copy per answer (issue 32: 1.2 GB in
+/// pmixrun before). The other tests of this file move kilobytes, so they do not blur the
+/// measure.
+#[test]
+fn unread_get_answers_after_a_large_fence_share_one_copy_of_its_data() {
+    const RANKS: u32 = 48;
+    const EACH: usize = 512 << 10;
+    let (server, ns) = server_with_job("openpmix-big-fence", RANKS);
+    let addr = address(&server, &ns);
+    let committed = std::sync::Barrier::new(RANKS as usize + 1);
+    let asked = std::sync::Barrier::new(RANKS as usize + 1);
+    let measured = std::sync::Barrier::new(RANKS as usize + 1);
+    let (before, after) = std::thread::scope(|s| {
+        for rank in 0..RANKS {
+            let (ns, addr) = (ns.clone(), addr.clone());
+            let (committed, asked, measured) = (&committed, &asked, &measured);
+            s.spawn(move || {
+                let mut p = Peer::hello(&addr, Proc::new(ns.clone(), rank));
+                let fill = u8::try_from(rank).unwrap();
+                let r = p.ask(&commit("t.big", Value::ByteObject(vec![fill; EACH])));
+                assert_eq!(r.status(), Status::SUCCESS);
+                committed.wait();
+                let r = p.ask(&Request::Fence {
+                    procs: vec![Proc::new(ns.clone(), Rank::WILDCARD)],
+                    info: vec![Info::attr(attr::COLLECT_DATA, true)],
+                });
+                assert_eq!(r.status(), Status::SUCCESS);
+                let tag = p.send(&Request::Get {
+                    proc: Proc::new(ns.clone(), (rank + 1) % RANKS),
+                    info: vec![],
+                    key: Some(key("t.big")),
+                });
+                // Only the header: the rest of the answer waits in the server.
+                let mut h = [0u8; HEADER_LEN];
+                p.s.read_exact(&mut h).unwrap();
+                let h = Header::decode(&h);
+                assert_eq!(h.tag, tag);
+                let others = (RANKS as usize - 1) * EACH;
+                assert!(
+                    h.nbytes as usize > others,
+                    "the answer carries every other rank's data: {} bytes",
+                    h.nbytes
+                );
+                asked.wait();
+                measured.wait();
+            });
+        }
+        committed.wait();
+        let before = rss();
+        asked.wait();
+        let after = rss();
+        measured.wait();
+        (before, after)
+    });
+    let data = RANKS as usize * EACH;
+    let grown = after.saturating_sub(before);
+    eprintln!(
+        "{RANKS} unread answers to a {} MiB fence: server +{} MiB",
+        data >> 20,
+        grown >> 20
+    );
+    assert!(
+        grown < 8 * data,
+        "answers of {RANKS} clients to a fence of {} MiB grew the server by {} MiB",
+        data >> 20,
+        grown >> 20
+    );
+    drop(server);
 }
 
 #[test]

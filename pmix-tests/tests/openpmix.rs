@@ -67,6 +67,21 @@ fn libpmix_client_under_pmixrun() {
         let out = run(under_pmixrun(n, &client, &ALL_SCENARIOS), &what);
         check_client_output(&out, &what, n, &ALL_SCENARIOS);
     }
+    // On the hash store, whose first get after a collecting fence brings every other rank's
+    // data (shared parts, never the client's own), with libpmix 4.2.2 and 5.0.11.
+    for lib in ["debian", "wheel"] {
+        let what = format!(
+            "PMIX_MCA_gds=hash pmixrun -n 4 pmix_client ({lib} libpmix) {}",
+            ALL_SCENARIOS.join(" ")
+        );
+        let mut cmd = under_pmixrun(4, &client, &ALL_SCENARIOS);
+        cmd.env("PMIX_MCA_gds", "hash");
+        if lib == "wheel" {
+            pmix_tests::use_ompi5_libpmix(&mut cmd);
+        }
+        let out = run(cmd, &what);
+        check_client_output(&out, &what, 4, &ALL_SCENARIOS);
+    }
 }
 
 /// A second publish of a key on the same range is refused with the standard's

@@ -139,8 +139,7 @@ impl Frontends {
 pub(crate) struct SharedAnswer {
     reply: Arc<Reply>,
     native: OnceCell<Option<pmix_wire::SharedReply>>,
-    /// The data is in the ds21 segments (stored by the first ds21 client's answer).
-    in_ds21: OnceCell<bool>,
+    openpmix: openpmix::SharedCollected,
 }
 
 impl SharedAnswer {
@@ -148,7 +147,7 @@ impl SharedAnswer {
         SharedAnswer {
             reply,
             native: OnceCell::new(),
-            in_ds21: OnceCell::new(),
+            openpmix: openpmix::SharedCollected::default(),
         }
     }
 
@@ -272,12 +271,18 @@ impl Proto {
     }
 
     /// The engine's answer to request `id`.
-    pub(crate) fn replied(&mut self, fe: &mut Frontends, id: u32, reply: Reply, out: &mut Vec<u8>) {
+    pub(crate) fn replied(
+        &mut self,
+        fe: &mut Frontends,
+        id: u32,
+        reply: Reply,
+        out: &mut OutQueue,
+    ) {
         match self {
-            Proto::Native(n) => n.replied(id, reply, out),
-            Proto::Pmi1(p) => p.replied(id, &reply, out),
-            Proto::Pmi2(p) => p.replied(id, &reply, out),
-            Proto::Openpmix(o) => o.replied(&mut fe.openpmix, id, &Arc::new(reply), None, out),
+            Proto::Native(n) => n.replied(id, reply, out.bytes()),
+            Proto::Pmi1(p) => p.replied(id, &reply, out.bytes()),
+            Proto::Pmi2(p) => p.replied(id, &reply, out.bytes()),
+            Proto::Openpmix(o) => o.replied(&mut fe.openpmix, id, &reply, None, out),
         }
     }
 
@@ -297,8 +302,8 @@ impl Proto {
                 &mut fe.openpmix,
                 id,
                 &answer.reply,
-                Some(&answer.in_ds21),
-                out.bytes(),
+                Some(&answer.openpmix),
+                out,
             ),
         }
     }

@@ -103,10 +103,23 @@ pub fn encode_message_with(
     tag: u32,
     write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
 ) -> Result<(), Error> {
+    encode_message_followed_by(out, pindex, tag, 0, write)
+}
+
+/// As [`encode_message_with`], for a message whose payload goes on with `trailing` bytes
+/// the caller sends right after what `write` appended (bytes encoded once and shared by
+/// several messages); the header counts them.
+pub fn encode_message_followed_by(
+    out: &mut Vec<u8>,
+    pindex: i32,
+    tag: u32,
+    trailing: usize,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+) -> Result<(), Error> {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER_LEN]);
     let patch = write(out).and_then(|()| {
-        let len = out.len() - start - HEADER_LEN;
+        let len = out.len() - start - HEADER_LEN + trailing;
         u32::try_from(len)
             .map_err(|_| Error::Encode(format!("a payload of {len} bytes is too large")))
     });

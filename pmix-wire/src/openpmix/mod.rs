@@ -93,7 +93,7 @@ pub use dialect::{BufferType, Codec, Dialect};
 pub use frame::{
     DEFAULT_MAX_MESSAGE, HEADER_LEN, Header, Incoming, MAX_HANDSHAKE_LEN, MsgReader,
     PINDEX_HANDSHAKE, TAG_DYNAMIC, TAG_HANDSHAKE, TAG_HEARTBEAT, TAG_IOF, TAG_NOTIFY,
-    encode_handshake_message, encode_message, encode_message_with,
+    encode_handshake_message, encode_message, encode_message_followed_by, encode_message_with,
 };
 pub use handshake::{
     ClientHandshake, Identity, NSPACE_FIELD_LEN, PeerFlag, ServerReply, ToolReply, VERSION,

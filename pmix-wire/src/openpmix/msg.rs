@@ -16,7 +16,7 @@ use super::item::{Buffer, ByteObject, Kval, Size, Time, counted, put_counted, si
 use super::pack::{Packer, atomically};
 use super::unpack::Unpacker;
 use crate::Error;
-use crate::msg::{App, Published, Query};
+use crate::msg::{App, ProcKvs, Published, Query};
 
 /// The key of a rank's byte object in job data (`PMIX_PROC_BLOB`): see [`rank_blob`].
 pub const PROC_BLOB: &str = "pmix.pblob";
@@ -656,6 +656,24 @@ pub struct ProcKvals {
     pub kvals: Vec<Kval>,
 }
 
+impl From<&ProcKvs> for ProcKvals {
+    /// A process's committed data as a `GETNB` reply carries it (the scopes stay behind: the
+    /// reply has none).
+    fn from(pk: &ProcKvs) -> Self {
+        ProcKvals {
+            proc: pk.proc.clone(),
+            kvals: pk
+                .kvs
+                .iter()
+                .map(|kv| Kval {
+                    key: kv.key.clone(),
+                    value: kv.value.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 impl ProcKvals {
     /// The contents of the byte object.
     pub fn encode_blob(&self, dialect: Dialect) -> Result<Vec<u8>, Error> {
@@ -663,6 +681,20 @@ impl ProcKvals {
             p.pack_one(&self.proc)?;
             put_kvals(p, &self.kvals)
         })
+    }
+
+    /// Appends this process's part of a `GETNB` reply (its blob as one `BYTE_OBJECT` pack),
+    /// as [`Reply::Get`] writes each. The parts of a reply are independent packs, so a server
+    /// that sends the same processes to many clients can encode each part once and send
+    /// those bytes after a reply that announced them ([`encode_message_followed_by`]).
+    ///
+    /// [`encode_message_followed_by`]: super::encode_message_followed_by
+    pub fn encode_get_part(&self, dialect: Dialect, out: &mut Vec<u8>) -> Result<(), Error> {
+        atomically(out, dialect, |p| self.put_get_part(p))
+    }
+
+    fn put_get_part(&self, p: &mut Packer<'_>) -> Result<(), Error> {
+        p.pack_one(&ByteObject(self.encode_blob(p.dialect())?))
     }
 
     /// Reads the contents of such a byte object.
@@ -706,6 +738,20 @@ impl JobInfo {
     /// The contents of a `CONNECTNB` reply's byte object.
     pub fn encode_blob(&self, dialect: Dialect) -> Result<Vec<u8>, Error> {
         packed(dialect, |p| self.put(p))
+    }
+
+    /// Appends this process's part of a `GETNB` reply (its blob as one `BYTE_OBJECT` pack),
+    /// as [`Reply::Get`] writes each. The parts of a reply are independent packs, so a server
+    /// that sends the same processes to many clients can encode each part once and send
+    /// those bytes after a reply that announced them ([`encode_message_followed_by`]).
+    ///
+    /// [`encode_message_followed_by`]: super::encode_message_followed_by
+    pub fn encode_get_part(&self, dialect: Dialect, out: &mut Vec<u8>) -> Result<(), Error> {
+        atomically(out, dialect, |p| self.put_get_part(p))
+    }
+
+    fn put_get_part(&self, p: &mut Packer<'_>) -> Result<(), Error> {
+        p.pack_one(&ByteObject(self.encode_blob(p.dialect())?))
     }
 
     /// Reads the contents of such a byte object.
@@ -969,7 +1015,7 @@ impl Reply {
             Reply::Status(_) | Reply::JobInfo(_) => {}
             Reply::Get { data, .. } => {
                 for d in data {
-                    p.pack_one(&ByteObject(d.encode_blob(p.dialect())?))?;
+                    d.put_get_part(p)?;
                 }
             }
             Reply::Lookup { found, .. } => {

@@ -8,22 +8,23 @@
 //! job data (`REQ`) and anything not supported, which gets a `NOT_SUPPORTED` status so that
 //! no client ever waits for nothing.
 
-use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use pmix_types::{Info, Key, Proc, Scope, Status, Value};
 use pmix_wire::openpmix::job::{to_job_info, to_proc_kvals};
 use pmix_wire::openpmix::{
-    ClientHandshake, Codec, CommitPart, Dialect, Identity, Incoming, Kval, MsgReader, Notification,
+    ClientHandshake, Codec, CommitPart, Dialect, Identity, Incoming, MsgReader, Notification,
     ProcKvals, Reply as OpenpmixReply, Request as OpenpmixRequest, ServerReply,
-    encode_message_with,
+    encode_message_followed_by, encode_message_with,
 };
 use pmix_wire::{JobImage, Kv, ProcKvs, Reply, ReplyBody, Request};
 
+use super::collected::{CollectedParts, SharedCollected};
 use super::{Common, Gds};
 use crate::engine::{Auth, GetAnswers, PeerCreds};
 use crate::frontend::Step;
+use crate::outbuf::OutQueue;
 use crate::tcp_peer::TcpPeer;
 
 /// Largest message accepted from a client after the handshake. Open MPI's largest (its
@@ -104,12 +105,10 @@ pub(crate) struct OpenpmixConn {
     waiting: HashMap<u32, (u32, Answer)>,
     next_id: u32,
     closing: bool,
-    /// The data a collecting fence brought that the client has not been sent yet. A libpmix
-    /// client's fence answer carries no data and it asks for each peer's afterwards; the
-    /// first such answer carries all of it (a `GETNB` answer may hold any number of
-    /// processes, and the client keeps them all), so the rest of its gets stay local. Kept as
-    /// the fence's answer itself, which every client of the fence shares, not a copy each.
-    collected: Option<Arc<Reply>>,
+    /// The data a collecting fence brought that the client has not been sent yet, for its
+    /// next `GETNB` answer: encoded parts every client of the fence shares
+    /// (`collected.rs`).
+    collected: Option<Arc<CollectedParts>>,
     /// The server offers the `ds21` store.
     ds21: bool,
     /// The client reads a group construction's answer without the membership (libpmix
@@ -148,6 +147,14 @@ impl OpenpmixConn {
     /// True once the connection should be closed after its queued bytes are written.
     pub(crate) fn is_closing(&self) -> bool {
         self.closing
+    }
+
+    /// The process this client is, once its handshake is done.
+    fn proc(&self) -> Option<&Proc> {
+        match &self.state {
+            State::Ready { proc, .. } => Some(proc),
+            _ => None,
+        }
     }
 
     fn who(&self) -> String {
@@ -590,16 +597,16 @@ impl OpenpmixConn {
 
     /// An engine answer to the request with engine id `id`.
     ///
-    /// A fence's collected data goes into the ds21 segments for a ds21 client (`in_ds21`
-    /// remembers, for an answer several requests share, whether an earlier one put it there);
-    /// otherwise it is kept for the next `GETNB` answer.
+    /// A fence's collected data goes into the ds21 segments for a ds21 client; otherwise its
+    /// parts are kept for the next `GETNB` answer (`collected.rs`). `shared` is what the
+    /// clients of an answer several requests get share (each encoded once).
     pub(crate) fn replied(
         &mut self,
         common: &mut Common,
         id: u32,
-        reply: &Arc<Reply>,
-        in_ds21: Option<&OnceCell<bool>>,
-        out: &mut Vec<u8>,
+        reply: &Reply,
+        shared: Option<&SharedCollected>,
+        out: &mut OutQueue,
     ) {
         let Some((tag, answer)) = self.waiting.remove(&id) else {
             return;
@@ -607,32 +614,70 @@ impl OpenpmixConn {
         let dialect = self.dialect();
         if let (Answer::Fence, ReplyBody::Fence { data }) = (answer, &reply.body) {
             if reply.status == Status::SUCCESS && !data.is_empty() {
-                let in_shm = self.gds() == Some(Gds::Ds21)
-                    && match in_ds21 {
-                        Some(memo) => *memo.get_or_init(|| common.store_fence(reply)),
-                        None => common.store_fence(reply),
-                    };
-                if !in_shm {
-                    self.collected = Some(reply.clone());
-                }
+                self.fence_collected(common, reply, data, shared);
             }
         }
-        let extra = if matches!(answer, Answer::Get) && reply.status == Status::SUCCESS {
-            self.collected.take()
-        } else {
-            None
+        let extra = match (answer, &reply.body) {
+            (Answer::Get, ReplyBody::Get { data, .. }) if reply.status == Status::SUCCESS => {
+                let parts = self.collected.take();
+                let me = self.proc();
+                parts.map(|parts| {
+                    parts.except(|p| Some(p) == me || data.iter().any(|d| d.proc == *p))
+                })
+            }
+            _ => None,
         };
-        let extra: &[ProcKvs] = match extra.as_deref().map(|r| &r.body) {
-            Some(ReplyBody::Fence { data }) => data,
-            _ => &[],
-        };
-        if let Err(e) = encode_answer(tag, answer, reply, extra, dialect, out) {
-            tracing::error!(who = %self.who(), "cannot encode an answer: {e}");
-            send(tag, &OpenpmixReply::Status(e.status()), dialect, out);
+        let (slices, trailing) = extra.unwrap_or_default();
+        match encode_answer(tag, answer, reply, trailing, dialect, out.bytes()) {
+            Ok(()) => {
+                for s in slices {
+                    out.splice(s);
+                }
+            }
+            Err(e) => {
+                tracing::error!(who = %self.who(), "cannot encode an answer: {e}");
+                send(
+                    tag,
+                    &OpenpmixReply::Status(e.status()),
+                    dialect,
+                    out.bytes(),
+                );
+            }
         }
         if matches!(answer, Answer::Finalize) {
             // The client closes after the answer; nothing more is read.
             self.state = State::Done;
+        }
+    }
+
+    /// A collecting fence's `data` for this client: into the ds21 segments (once for all the
+    /// fence's ds21 clients), or kept as encoded parts for its next `GETNB` answer.
+    fn fence_collected(
+        &mut self,
+        common: &mut Common,
+        reply: &Reply,
+        data: &[ProcKvs],
+        shared: Option<&SharedCollected>,
+    ) {
+        let in_shm = self.gds() == Some(Gds::Ds21)
+            && match shared {
+                Some(s) => *s.in_ds21.get_or_init(|| common.store_fence(reply)),
+                None => common.store_fence(reply),
+            };
+        if in_shm {
+            return;
+        }
+        let dialect = self.dialect();
+        let parts = match shared {
+            Some(s) => s.parts(data, dialect),
+            None => CollectedParts::encode(data, dialect).map(Arc::new),
+        };
+        match parts {
+            Ok(p) => self.collected = Some(p),
+            Err(e) => {
+                // Its gets then go to the server one process at a time.
+                tracing::warn!(who = %self.who(), "cannot encode a fence's data for the next get: {e}");
+            }
         }
     }
 
@@ -733,26 +778,10 @@ fn merge_scopes(parts: Vec<CommitPart>) -> Vec<Kv> {
         .collect()
 }
 
-fn proc_kvals(pk: &ProcKvs) -> ProcKvals {
-    ProcKvals {
-        proc: pk.proc.clone(),
-        kvals: pk
-            .kvs
-            .iter()
-            .map(|kv| Kval {
-                key: kv.key.clone(),
-                value: kv.value.clone(),
-            })
-            .collect(),
-    }
-}
-
-/// The client's form of an engine answer; a `GETNB` answer also carries `extra`, the data of
-/// other processes the client is sent ahead of its asking.
-fn translate_with(
+/// The client's form of an engine answer.
+fn translate(
     answer: Answer,
     reply: &Reply,
-    extra: &[ProcKvs],
     dialect: Dialect,
 ) -> Result<Option<OpenpmixReply>, pmix_wire::Error> {
     let status = reply.status;
@@ -764,14 +793,7 @@ fn translate_with(
             for job in jobs {
                 all.extend(to_proc_kvals(&job.expand()));
             }
-            all.extend(data.iter().map(proc_kvals));
-            // The processes asked about come first and are not sent twice.
-            all.extend(
-                extra
-                    .iter()
-                    .filter(|pk| !data.iter().any(|d| d.proc == pk.proc))
-                    .map(proc_kvals),
-            );
+            all.extend(data.iter().map(ProcKvals::from));
             OpenpmixReply::Get { status, data: all }
         }
         (Answer::Lookup, ReplyBody::Lookup { found }) if ok => OpenpmixReply::Lookup {
@@ -832,12 +854,12 @@ fn encode_answer(
     tag: u32,
     answer: Answer,
     reply: &Reply,
-    extra: &[ProcKvs],
+    trailing: usize,
     dialect: Dialect,
     out: &mut Vec<u8>,
 ) -> Result<(), pmix_wire::Error> {
-    match translate_with(answer, reply, extra, dialect)? {
-        Some(r) => encode_message_with(out, 0, tag, |o| r.encode(dialect, o)),
+    match translate(answer, reply, dialect)? {
+        Some(r) => encode_message_followed_by(out, 0, tag, trailing, |o| r.encode(dialect, o)),
         None => Ok(()),
     }
 }

@@ -7,11 +7,13 @@
 //! serves these clients exactly as it serves native ones, so the two kinds share fences and
 //! each other's data.
 
+mod collected;
 mod common;
 mod conn;
 pub(crate) mod ds21;
 mod tool;
 
+pub(crate) use collected::SharedCollected;
 pub(crate) use common::{Common, Gds};
 pub(crate) use conn::OpenpmixConn;
 
