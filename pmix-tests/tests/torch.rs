@@ -16,35 +16,8 @@ use pmix_tests::{Output, Running, assert_ok, pmixrun_bin, sorted_lines, stream_l
 /// A torch job of four ranks takes 5-10 s here (each imports torch, about 1.5 s of CPU).
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// A small DDP model trained five steps on data seeded per rank, an all-reduce and a barrier;
-/// each rank prints the launcher's variables it read and where training ended.
-const TRAIN: &str = r#"import os
-import torch
-import torch.distributed as dist
-from torch.nn.parallel import DistributedDataParallel as DDP
-
-names = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-         "GROUP_WORLD_SIZE", "ROLE_NAME", "ROLE_RANK", "ROLE_WORLD_SIZE",
-         "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS"]
-dist.init_process_group("gloo", init_method="env://")
-rank, world = dist.get_rank(), dist.get_world_size()
-print("env " + " ".join("%s=%s" % (n, os.environ.get(n)) for n in names), flush=True)
-torch.manual_seed(0)
-model = DDP(torch.nn.Linear(8, 1))
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-g = torch.Generator().manual_seed(1000 + rank)
-for step in range(5):
-    x = torch.randn(16, 8, generator=g)
-    opt.zero_grad()
-    torch.nn.functional.mse_loss(model(x), x.sum(dim=1, keepdim=True)).backward()
-    opt.step()
-t = torch.tensor([float(rank + 1)])
-dist.all_reduce(t)
-dist.barrier()
-w = model.module.weight.detach().sum().item()
-print("torch rank %d of %d sum %d weights %.6f" % (rank, world, int(t.item()), w), flush=True)
-dist.destroy_process_group()
-"#;
+/// The job (`pmix-tests/py/torch_train.py`, which `cargo xtask bench --torch` times too).
+const TRAIN: &str = include_str!("../py/torch_train.py");
 
 /// Rank 2 leaves with status 3 right after joining; the others wait in an all-reduce that
 /// cannot complete without it.

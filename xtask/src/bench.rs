@@ -32,6 +32,7 @@ mod mpich;
 mod multinode;
 mod report;
 mod scale;
+mod torch;
 mod tree_sim;
 
 use std::collections::BTreeMap;
@@ -78,6 +79,8 @@ options:
                        (`cargo xtask bench --tree-sim --help`)
     --scale            instead: one daemon's share of a job of 100k and 1M processes on
                        our stack and on OpenPMIx (`cargo xtask bench --scale --help`)
+    --torch            instead: a PyTorch job from launch to exit under pmixrun and
+                       under torchrun, with the floor (`cargo xtask bench --torch --help`)
     --local-tree       instead: pmixrun's tree on logical nodes of this machine with a
                        test-only link delay, fitted to a·depth + b·N
                        (`cargo xtask bench --local-tree --help`)
@@ -231,6 +234,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             .cloned()
             .collect();
         return tree_sim::run(&rest);
+    }
+    if args.iter().any(|a| a == "--torch") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--torch").cloned().collect();
+        return torch::run(&rest);
     }
     if args.iter().any(|a| a == "--multinode") {
         let rest: Vec<String> = args
