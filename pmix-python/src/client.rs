@@ -149,12 +149,12 @@ impl PmixClient {
         &self,
         py: Python<'_>,
         scope: u8,
-        key: &Bound<'_, PyAny>,
+        ky: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<i32> {
-        let k = text(key, "a key")?;
+        let k = key(ky)?;
         let v = value_from(value)?;
-        Ok(rc(self.call(py, |c| c.put(Scope(scope), &k, v))))
+        Ok(rc(self.call(py, |c| c.put(Scope(scope), k.as_str(), v))))
     }
 
     /// store_internal(proc, key, value) -> rc (`PMIx_Store_internal`), for this process only.
@@ -162,10 +162,10 @@ impl PmixClient {
         &self,
         py: Python<'_>,
         proc: &Bound<'_, PyAny>,
-        key: &Bound<'_, PyAny>,
+        ky: &Bound<'_, PyAny>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<i32> {
-        let k = text(key, "a key")?;
+        let k = key(ky)?;
         let v = value_from(value)?;
         if !proc.is_none() {
             let target = proc_from(proc)?;
@@ -173,7 +173,7 @@ impl PmixClient {
                 return Ok(Status::ERR_NOT_SUPPORTED.0);
             }
         }
-        Ok(rc(self.call(py, |c| c.store_internal(&k, v))))
+        Ok(rc(self.call(py, |c| c.store_internal(k.as_str(), v))))
     }
 
     /// commit() -> rc (`PMIx_Commit`).
@@ -196,22 +196,22 @@ impl PmixClient {
 
     /// get(proc, key, info=[]) -> (rc, {'value': .., 'val_type': ..} or None) (`PMIx_Get`);
     /// `proc` None is this process.
-    #[pyo3(signature = (proc, key, info=None))]
+    #[pyo3(signature = (proc, ky, info=None))]
     fn get<'py>(
         &self,
         py: Python<'py>,
         proc: &Bound<'py, PyAny>,
-        key: &Bound<'py, PyAny>,
+        ky: &Bound<'py, PyAny>,
         info: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let k = text(key, "a key")?;
+        let k = key(ky)?;
         let info = infos_from(info)?;
         let target = if proc.is_none() {
             None
         } else {
             Some(proc_from(proc)?)
         };
-        let r = self.call(py, |c| c.get(target.as_ref().unwrap_or(c.proc()), &k, &info));
+        let r = self.call(py, |c| c.get(target.as_ref().unwrap_or(c.proc()), k.as_str(), &info));
         match r {
             Ok(v) => pair(py, Status::SUCCESS, value_to(py, &v)?.into_any()),
             Err(s) => pair(py, s, py.None().into_bound(py)),
