@@ -16,8 +16,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use crate::convert::{
-    bad, infos_from, infos_to, key, nspace, pair, pdata_to, proc_from, proc_to,
-    procs_from, procs_to, text, texts_from, value_from, value_to,
+    bad, infos_from, infos_to, key, nspace, pair, pdata_to, proc_from, proc_to, procs_from,
+    procs_to, text, texts_from, value_from, value_to,
 };
 use crate::events::python_handler;
 
@@ -41,10 +41,7 @@ pub(crate) struct PmixClient {
 impl PmixClient {
     /// The client, once `init` succeeded and until `finalize`.
     fn client(&self) -> Result<Client, Status> {
-        let guard = self
-            .client
-            .lock()
-            .map_err(|_| Status::ERR_INIT)?;
+        let guard = self.client.lock().map_err(|_| Status::ERR_INIT)?;
         guard.clone().ok_or(Status::ERR_INIT)
     }
 
@@ -96,7 +93,10 @@ impl PmixClient {
         match r {
             Ok(c) => {
                 let me = proc_to(py, c.proc())?;
-                *self.client.lock().map_err(|_| bad("the client's lock is poisoned"))? = Some(c);
+                *self
+                    .client
+                    .lock()
+                    .map_err(|_| bad("the client's lock is poisoned"))? = Some(c);
                 pair(py, status, me.into_any())
             }
             Err(_) => pair(py, status, PyDict::new(py).into_any()),
@@ -211,7 +211,9 @@ impl PmixClient {
         } else {
             Some(proc_from(proc)?)
         };
-        let r = self.call(py, |c| c.get(target.as_ref().unwrap_or(c.proc()), k.as_str(), &info));
+        let r = self.call(py, |c| {
+            c.get(target.as_ref().unwrap_or(c.proc()), k.as_str(), &info)
+        });
         match r {
             Ok(v) => pair(py, Status::SUCCESS, value_to(py, &v)?.into_any()),
             Err(s) => pair(py, s, py.None().into_bound(py)),
@@ -302,7 +304,11 @@ impl PmixClient {
             .map(|a| app_from(&a?))
             .collect::<PyResult<Vec<App>>>()?;
         match self.call(py, |c| c.spawn(&job_info, &apps)) {
-            Ok(ns) => pair(py, Status::SUCCESS, ns.as_str().into_pyobject(py)?.into_any()),
+            Ok(ns) => pair(
+                py,
+                Status::SUCCESS,
+                ns.as_str().into_pyobject(py)?.into_any(),
+            ),
             Err(s) => pair(py, s, py.None().into_bound(py)),
         }
     }
@@ -370,7 +376,11 @@ impl PmixClient {
             c.resolve_nodes(&ns)
         });
         match r {
-            Ok(nodes) => pair(py, Status::SUCCESS, nodes.join(",").into_pyobject(py)?.into_any()),
+            Ok(nodes) => pair(
+                py,
+                Status::SUCCESS,
+                nodes.join(",").into_pyobject(py)?.into_any(),
+            ),
             Err(s) => pair(py, s, "".into_pyobject(py)?.into_any()),
         }
     }
@@ -434,7 +444,11 @@ impl PmixClient {
         let codes: Vec<Status> = if codes.is_none() {
             Vec::new()
         } else {
-            codes.extract::<Vec<i32>>()?.into_iter().map(Status).collect()
+            codes
+                .extract::<Vec<i32>>()?
+                .into_iter()
+                .map(Status)
+                .collect()
         };
         let info = infos_from(Some(info))?;
         let id = self.next_handler.fetch_add(1, Ordering::Relaxed);
@@ -585,4 +599,3 @@ fn query_from(obj: &Bound<'_, PyAny>) -> PyResult<Query> {
     };
     Ok(Query { keys, qualifiers })
 }
-

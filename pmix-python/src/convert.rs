@@ -9,8 +9,8 @@
 use pmix_client::Pdata;
 use pmix_types::{
     AllocDirective, DataArray, DataRange, DataType, Envar, Info, InfoFlags, IofChannel, JobState,
-    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr,
-    Scope, Status, Timeval, Value,
+    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr, Scope,
+    Status, Timeval, Value,
 };
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -211,8 +211,11 @@ pub(crate) fn value_of_type(obj: &Bound<'_, PyAny>, ty: DataType) -> PyResult<Va
 }
 
 fn float(obj: &Bound<'_, PyAny>) -> PyResult<f64> {
-    obj.extract()
-        .map_err(|_| bad(format!("a floating-point value must be a number, not {obj}")))
+    obj.extract().map_err(|_| {
+        bad(format!(
+            "a floating-point value must be a number, not {obj}"
+        ))
+    })
 }
 
 /// A data array, `{'type': t, 'array': [..]}`, each element a bare value of type `t` (an
@@ -253,7 +256,10 @@ fn typed_value(d: &Bound<'_, PyDict>, what: &str) -> PyResult<Value> {
 /// An info dict, `{'key': k, 'value': v, 'val_type': t}` with optional `'flags'`.
 pub(crate) fn info_from(obj: &Bound<'_, PyAny>) -> PyResult<Info> {
     let d = as_dict(obj, "an info")?;
-    let mut info = Info::new(key(&field(d, "key", "an info")?)?, typed_value(d, "an info")?);
+    let mut info = Info::new(
+        key(&field(d, "key", "an info")?)?,
+        typed_value(d, "an info")?,
+    );
     if let Some(f) = d.get_item("flags")? {
         if !f.is_none() {
             info.flags = InfoFlags(int(&f, "info flags")?);

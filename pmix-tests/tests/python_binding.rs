@@ -189,7 +189,11 @@ fn python3_pmix_prints_the_same_lines_as_our_module_and_its_constants_are_ours()
         job_lines(&theirs),
         "{what_rs} and {what_c} differ:\n{ours:#?}\n{theirs:#?}"
     );
-    assert_eq!(job_lines(&theirs), expected_lines(), "{what_c}: {theirs:#?}");
+    assert_eq!(
+        job_lines(&theirs),
+        expected_lines(),
+        "{what_c}: {theirs:#?}"
+    );
 
     // Every constant both modules have holds the same number or key.
     let consts = |out: &Output| -> std::collections::BTreeMap<String, String> {
@@ -203,13 +207,21 @@ fn python3_pmix_prints_the_same_lines_as_our_module_and_its_constants_are_ours()
     let (ours, theirs) = (consts(&ours), consts(&theirs));
     assert!(ours.len() > 500, "{what_rs}: only {} constants", ours.len());
     let shared: Vec<&String> = ours.keys().filter(|k| theirs.contains_key(*k)).collect();
-    assert!(shared.len() > 400, "only {} constants in common", shared.len());
+    assert!(
+        shared.len() > 400,
+        "only {} constants in common",
+        shared.len()
+    );
     let differ: Vec<String> = shared
         .iter()
         .filter(|k| ours[**k] != theirs[**k])
         .map(|k| format!("{k}: ours {}, python3-pmix {}", ours[*k], theirs[*k]))
         .collect();
-    assert!(differ.is_empty(), "constants differ:\n{}", differ.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "constants differ:\n{}",
+        differ.join("\n")
+    );
     for needed in [
         "PMIX_SUCCESS",
         "PMIX_ERR_NOT_FOUND",
