@@ -321,9 +321,7 @@ impl PmixClient {
         procs: Option<&Bound<'_, PyAny>>,
         info: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<i32> {
-        let procs = self.procs_or_my_job(procs)?;
-        let info = infos_from(info)?;
-        Ok(rc(self.call(py, |c| c.connect(&procs, &info))))
+        self.over_procs(py, procs, info, Client::connect)
     }
 
     /// disconnect(procs, info=[]) -> rc (`PMIx_Disconnect`).
@@ -334,9 +332,7 @@ impl PmixClient {
         procs: Option<&Bound<'_, PyAny>>,
         info: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<i32> {
-        let procs = self.procs_or_my_job(procs)?;
-        let info = infos_from(info)?;
-        Ok(rc(self.call(py, |c| c.disconnect(&procs, &info))))
+        self.over_procs(py, procs, info, Client::disconnect)
     }
 
     /// resolve_peers(node, nspace) -> (rc, [proc, ..]) (`PMIx_Resolve_peers`): the
@@ -515,6 +511,23 @@ impl PmixClient {
 }
 
 impl PmixClient {
+    /// A call over processes and info (connect, disconnect), this job when none are given.
+    fn over_procs(
+        &self,
+        py: Python<'_>,
+        procs: Option<&Bound<'_, PyAny>>,
+        info: Option<&Bound<'_, PyAny>>,
+        f: fn(
+            &Client,
+            &[pmix_client::types::Proc],
+            &[pmix_client::types::Info],
+        ) -> Result<(), Error>,
+    ) -> PyResult<i32> {
+        let procs = self.procs_or_my_job(procs)?;
+        let info = infos_from(info)?;
+        Ok(rc(self.call(py, |c| f(c, &procs, &info))))
+    }
+
     /// The processes given, or this process's whole job when none are (as python3-pmix).
     fn procs_or_my_job(
         &self,

@@ -27,27 +27,19 @@ import threading
 
 import pmix
 
+# fail/say/text/info are those of the python3-pmix test programs (pmix-tests/openpmix).
+sys.dont_write_bytecode = True  # no __pycache__ next to the sources
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "openpmix"))
+import pmix_py  # noqa: E402 (after the lines above)
+from pmix_py import info, say, text  # noqa: E402
+
 RANK = -1
 WAIT = 60  # seconds: a bound on waits for other ranks, never a synchronisation
 EVENT_CODE = pmix.PMIX_EXTERNAL_ERR_BASE - 7
 
 
 def fail(msg):
-    print("FAIL rank=%d: %s" % (RANK, msg), file=sys.stderr, flush=True)
-    os._exit(2)
-
-
-def say(line):
-    sys.stdout.flush()
-    os.write(1, (line + "\n").encode())
-
-
-def text(x):
-    return x.decode() if isinstance(x, bytes) else x
-
-
-def info(key, value, val_type):
-    return {"key": key, "value": value, "val_type": val_type}
+    pmix_py.fail(RANK, msg)
 
 
 def must(what, rc):
