@@ -56,6 +56,10 @@ impl PmixClient {
     }
 }
 
+/// A client call over processes and info (`Client::connect`, `Client::disconnect`).
+type OverProcs =
+    fn(&Client, &[pmix_client::types::Proc], &[pmix_client::types::Info]) -> Result<(), Error>;
+
 /// The status of an outcome as python3-pmix returns it.
 fn rc<T>(r: Result<T, Status>) -> i32 {
     match r {
@@ -517,11 +521,7 @@ impl PmixClient {
         py: Python<'_>,
         procs: Option<&Bound<'_, PyAny>>,
         info: Option<&Bound<'_, PyAny>>,
-        f: fn(
-            &Client,
-            &[pmix_client::types::Proc],
-            &[pmix_client::types::Info],
-        ) -> Result<(), Error>,
+        f: OverProcs,
     ) -> PyResult<i32> {
         let procs = self.procs_or_my_job(procs)?;
         let info = infos_from(info)?;
