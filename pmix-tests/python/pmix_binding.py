@@ -3,7 +3,7 @@
 pmix-tests/tests/python_binding.rs runs under pmixrun, prterun and srun, with pmix-rs's binding
 (pmix-python) and, as an oracle, with Debian's python3-pmix (same script, two bindings).
 
-    python3 pmix_binding.py [gil] [errors] [constants]
+    python3 pmix_binding.py [gil] [errors] [constants] [no-names] [no-events]
 
 Every rank prints, each line in one write(2):
   binding rank=R impl=pmix-rs|python3-pmix     which module answered (not compared)
@@ -17,7 +17,10 @@ Every rank prints, each line in one write(2):
 and with `gil`: "gil rank=R ok" once a Python thread of every other rank published while its
 main thread waited in a fence (python3-pmix holds the GIL there: ours only); with `errors`:
 "errors rank=R ok" once bad arguments raised TypeError/ValueError; with `constants`: every
-PMIX_* constant as "const NAME=VALUE" (rank 0 only). Failures: "FAIL rank=R: .." on stderr,
+PMIX_* constant as "const NAME=VALUE" (rank 0 only); with `no-names`, no publish, lookup or
+unpublish (Slurm's srun --mpi=pmix has no name service: NOT_SUPPORTED); with `no-events`, no
+event (slurmstepd takes any event a process notifies for a fatal error and cancels the
+step). Failures: "FAIL rank=R: .." on stderr,
 exit 2.
 """
 import contextlib
@@ -128,7 +131,10 @@ def main():
                repr(got["pyb.double"]), got["pyb.bytes"].hex()))
 
     # publish / lookup / unpublish
-    if RANK == 0:
+    names = "no-names" not in args
+    if not names:
+        pass
+    elif RANK == 0:
         must("publish", client.publish([info("pyb.pub.str", "published-by-0", pmix.PMIX_STRING),
                                         info("pyb.pub.u32", 424242, pmix.PMIX_UINT32)]))
     else:
@@ -147,7 +153,9 @@ def main():
 
     # Events: rank 0 notifies the job once every rank has registered (the fence above).
     must("fence", client.fence([], []))
-    if RANK == 0:
+    if "no-events" in args:
+        pass
+    elif RANK == 0:
         must("notify_event", client.notify_event(
             EVENT_CODE, proc(0), pmix.PMIX_RANGE_NAMESPACE,
             [info("pyb.event.msg", "hello-from-0", pmix.PMIX_STRING)]))
@@ -175,7 +183,7 @@ def main():
         check_errors(client, proc)
 
     must("fence", client.fence([], []))
-    if RANK == 0:
+    if RANK == 0 and names:
         must("unpublish", client.unpublish(["pyb.pub.str", "pyb.pub.u32"], []))
     must("finalize", client.finalize([]))
     say("OK rank=%d size=%d" % (RANK, size))

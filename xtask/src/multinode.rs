@@ -209,12 +209,22 @@ fn compile(cc: &str, source: &str, exe: &Path) -> Result<PathBuf, String> {
     )
 }
 
+/// The `pmix` Python module (pmix-python's library, built at `lib`) as a directory to put
+/// first on `PYTHONPATH`: `dir/pmix.abi3.so`.
+fn python_module(lib: &Path, dir: &Path) -> Result<PathBuf, String> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    std::fs::copy(lib, dir.join("pmix.abi3.so"))
+        .map_err(|e| format!("cannot copy {} into {}: {e}", lib.display(), dir.display()))?;
+    Ok(dir.to_path_buf())
+}
+
 /// Builds what the selected scenarios run: pmixrun and the demo with cargo, the test
 /// programs of pmix-tests with each MPI's compiler wrapper.
 fn build(opts: &Options, dirs: &Dirs, work: &Path) -> Result<Programs, String> {
     let release = dirs.target().join("release");
     let need_pmixrun = SCENARIOS.iter().any(|s| s.pmixrun && opts.selected(s));
-    let (pmixrun, demo, test_client) = if need_pmixrun {
+    let bin = work.join("bin");
+    let (pmixrun, demo, test_client, python_module) = if need_pmixrun {
         cargo_build_release(&[
             "-p",
             "pmixrun",
@@ -225,20 +235,22 @@ fn build(opts: &Options, dirs: &Dirs, work: &Path) -> Result<Programs, String> {
             "--bins",
             "--examples",
         ])?;
+        cargo_build_release(&["-p", "pmix-python", "--lib"])?;
         (
             built(release.join("pmixrun")),
             built(release.join("examples").join("demo")),
             built(release.join("pmix-test-client")),
+            python_module(&release.join("libpmix.so"), &work.join("python")),
         )
     } else {
         let skipped = || Err("not built (--references-only)".to_owned());
-        (skipped(), skipped(), skipped())
+        (skipped(), skipped(), skipped(), skipped())
     };
-    let bin = work.join("bin");
     Ok(Programs {
         pmixrun,
         demo,
         test_client,
+        python_module,
         mpich_hello: compile(
             "/usr/bin/mpicc.mpich",
             "pmix-tests/mpi/hello.c",

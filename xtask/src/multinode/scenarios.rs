@@ -22,6 +22,8 @@ pub(crate) struct Programs {
     pub(crate) demo: Result<PathBuf, String>,
     /// pmix-tests' `pmix-test-client`, the scenario client.
     pub(crate) test_client: Result<PathBuf, String>,
+    /// The directory holding the `pmix` Python module (pmix-python) as `pmix.abi3.so`.
+    pub(crate) python_module: Result<PathBuf, String>,
     /// `pmix-tests/mpi/hello.c` with Debian's MPICH.
     pub(crate) mpich_hello: Result<PathBuf, String>,
     /// `pmix-tests/mpi/exit_early.c` with Debian's MPICH.
@@ -205,6 +207,14 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         deadline: Duration::from_secs(60),
         settle: Duration::from_secs(5),
         run: srun_pmix_demo,
+    },
+    Scenario {
+        name: "srun-pmix-python",
+        what: "under srun --mpi=pmix: pmix-rs's Python module (pmix_binding.py: put/commit/fence/get of every peer, resolve_peers/nodes) on every node",
+        pmixrun: true,
+        deadline: Duration::from_secs(90),
+        settle: Duration::from_secs(5),
+        run: srun_pmix_python,
     },
     Scenario {
         name: "srun-pmix-fences",
@@ -825,6 +835,24 @@ fn srun_pmix_demo(run: &Run<'_>) -> Result<String, String> {
     expect_every_rank(&out, n, |r| {
         format!("rank {r} of {n}: checked {} peers", n - 1)
     })
+}
+
+fn srun_pmix_python(run: &Run<'_>) -> Result<String, String> {
+    let module = program(&run.ctx.programs.python_module)?;
+    let script = crate::workspace_root().join("pmix-tests/python/pmix_binding.py");
+    let mut cmd = srun(run, &[], Path::new("/usr/bin/python3"), &[]);
+    // Slurm's PMIx plug-in has no name service (publish and lookup: NOT_SUPPORTED), and
+    // slurmstepd cancels the step on any event a process notifies.
+    cmd.args([
+        script.as_os_str(),
+        "no-names".as_ref(),
+        "no-events".as_ref(),
+    ])
+    .env("PYTHONPATH", module);
+    let out = run.run(cmd)?;
+    let n = run.ranks();
+    expect_every_rank(&out, n, |r| format!("binding rank={r} impl=pmix-rs"))?;
+    expect_every_rank(&out, n, |r| format!("OK rank={r} size={n}"))
 }
 
 fn srun_pmix_fences(run: &Run<'_>) -> Result<String, String> {
