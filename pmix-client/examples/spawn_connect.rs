@@ -21,9 +21,9 @@
 //! prints, in some order:
 //!
 //! ```text
-//! child pmixrun-<pid>.1:0: pmixrun-<pid>:0 answered at tcp://127.0.0.1:<port>; its data: parent pmixrun-<pid>:0 was here
-//! child pmixrun-<pid>.1:1: pmixrun-<pid>:0 answered at tcp://127.0.0.1:<port>; its data: parent pmixrun-<pid>:0 was here
-//! parent pmixrun-<pid>:0: pmixrun-<pid>.1:0 and pmixrun-<pid>.1:1 connected back to tcp://127.0.0.1:<port>; their data: child pmixrun-<pid>.1:0 was here, child pmixrun-<pid>.1:1 was here
+//! child rs-pmixrun-<pid>.1:0: rs-pmixrun-<pid>:0 answered at tcp://127.0.0.1:<port>; its data: parent rs-pmixrun-<pid>:0 was here
+//! child rs-pmixrun-<pid>.1:1: rs-pmixrun-<pid>:0 answered at tcp://127.0.0.1:<port>; its data: parent rs-pmixrun-<pid>:0 was here
+//! parent rs-pmixrun-<pid>:0: rs-pmixrun-<pid>.1:0 and rs-pmixrun-<pid>.1:1 connected back to tcp://127.0.0.1:<port>; their data: child rs-pmixrun-<pid>.1:0 was here, child rs-pmixrun-<pid>.1:1 was here
 //! ```
 //!
 //! The run ends when the parent and both children have.
@@ -141,8 +141,9 @@ fn parent(c: &Client) -> Result<String, Failure> {
 fn child(c: &Client) -> Result<String, Failure> {
     let me = c.proc().clone();
     let own = Proc::new(me.nspace.clone(), Rank::WILDCARD);
+    // A per-process attribute: asked of this process's own name.
     let parent = c
-        .get(&own, attr::PARENT_ID, &[])
+        .get(&me, attr::PARENT_ID, &[])
         .map_err(call("PARENT_ID"))?;
     let Some(parent) = parent.as_proc().cloned() else {
         return Err(Failure::Mismatch(format!("PARENT_ID is {parent:?}")));

@@ -30,7 +30,7 @@ pub const ENV_PROTOCOL: &str = "PMIXRS_PROTOCOL";
 /// How to start a server.
 #[derive(Clone, Debug)]
 pub struct ServerOptions {
-    /// The server's own namespace (`PMIX_SERVER_NSPACE`); default `pmixrs-server-<pid>`.
+    /// The server's own namespace (`PMIX_SERVER_NSPACE`); default `rs-server-<pid>`.
     pub nspace: Option<Nspace>,
     /// The server's rank (`PMIX_SERVER_RANK`); default 0.
     pub rank: Rank,
@@ -179,7 +179,7 @@ impl Server {
         let pid = std::process::id();
         let nspace = match options.nspace {
             Some(n) => n,
-            None => Nspace::new(format!("pmixrs-server-{pid}"))
+            None => Nspace::new(format!("rs-server-{pid}"))
                 .map_err(|e| Error::BadParam(e.to_string()))?,
         };
         let tmpdir = options.tmpdir.unwrap_or_else(std::env::temp_dir);

@@ -38,6 +38,12 @@
  *                 unpublishes; prints "duplicate rank=R again=S value=V": S the second
  *                 publish's status as a number (the standard's PMIX_ERR_DUPLICATE_KEY is
  *                 -53; 0 from a server that accepts it), V the value found
+ *   nskeys        keys named after the namespace, as OpenPMIx's examples and real codes make
+ *                 them: "<nspace>-<rank>-local" (LOCAL) and "<nspace>-<rank>-remote" (REMOTE),
+ *                 string values; commit, fence with PMIX_COLLECT_DATA, then every peer's key
+ *                 its scope lets this process see (LOCAL on its node, REMOTE off it, both of
+ *                 itself); prints "nskeys rank=R peers=P". A namespace in the prefix the
+ *                 standard reserves for attributes ("pmix") makes these reserved keys.
  *   abort CODE    after a fence, rank 1 prints "aborting rank=1 code=CODE" and calls
  *                 PMIx_Abort(CODE) for the whole job; the others wait in a fence rank 1
  *                 never joins, until the launcher kills them (or, should the fence end
@@ -400,6 +406,48 @@ static void scenario_modex(bool collect)
     printf("modex rank=%u collect=%d peers=%u\n", me.rank, collect ? 1 : 0, job_size);
 }
 
+/* ---- nskeys ---------------------------------------------------------------------------- */
+
+static void collect_fence(void);
+
+static void nskey(pmix_rank_t r, const char *kind, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s-%u-%s", me.nspace, r, kind);
+}
+
+static void scenario_nskeys(void)
+{
+    char key[PMIX_MAX_KEYLEN + 1], val[PMIX_MAX_KEYLEN + 16];
+    nskey(me.rank, "local", key, sizeof key);
+    snprintf(val, sizeof val, "local of %u", me.rank);
+    put(PMIX_LOCAL, key, val, PMIX_STRING);
+    nskey(me.rank, "remote", key, sizeof key);
+    snprintf(val, sizeof val, "remote of %u", me.rank);
+    put(PMIX_REMOTE, key, val, PMIX_STRING);
+    MUST(PMIx_Commit());
+    collect_fence();
+
+    uint32_t my_node = get_u32(&me, PMIX_NODEID);
+    char *my_host = get_str(&me, PMIX_HOSTNAME);
+    for (pmix_rank_t r = 0; r < job_size; r++) {
+        pmix_proc_t p = proc_of(r);
+        bool here = on_my_node(r, my_host, my_node);
+        const char *kinds[2] = {"local", "remote"};
+        for (int k = 0; k < 2; k++) {
+            if (r != me.rank && here != (k == 0))
+                continue;
+            nskey(r, kinds[k], key, sizeof key);
+            char *got = get_str(&p, key);
+            snprintf(val, sizeof val, "%s of %u", kinds[k], r);
+            if (strcmp(got, val) != 0)
+                fail("%s of rank %u is \"%s\", expected \"%s\"", key, r, got, val);
+            free(got);
+        }
+    }
+    free(my_host);
+    printf("nskeys rank=%u peers=%u\n", me.rank, job_size);
+}
+
 /* ---- peers ----------------------------------------------------------------------------- */
 
 static void round2_str(pmix_rank_t r, char *buf, size_t len)
@@ -657,9 +705,9 @@ int main(int argc, char **argv)
         } else if (strcmp(s, "job") != 0 && strcmp(s, "modex") != 0 &&
                    strcmp(s, "modex-direct") != 0 && strcmp(s, "fence") != 0 &&
                    strcmp(s, "publish") != 0 && strcmp(s, "peers") != 0 &&
-                   strcmp(s, "duplicate") != 0) {
+                   strcmp(s, "duplicate") != 0 && strcmp(s, "nskeys") != 0) {
             fail("unknown scenario %s (job, modex, modex-direct, peers, fence, publish, "
-                 "duplicate, abort CODE)",
+                 "duplicate, nskeys, abort CODE)",
                  s);
         }
     }
@@ -688,6 +736,8 @@ int main(int argc, char **argv)
             scenario_publish();
         } else if (strcmp(s, "duplicate") == 0) {
             scenario_duplicate();
+        } else if (strcmp(s, "nskeys") == 0) {
+            scenario_nskeys();
         } else if (strcmp(s, "abort") == 0) {
             if (job_size < 2)
                 fail("the abort scenario needs 2 ranks or more");

@@ -93,7 +93,8 @@ int main(int argc, char **argv)
         pmix_proc_t wild;
         PMIX_LOAD_PROCID(&wild, me.nspace, PMIX_RANK_WILDCARD);
         pmix_value_t *parent = NULL, *size = NULL;
-        if ((rc = PMIx_Get(&wild, PMIX_PARENT_ID, NULL, 0, &parent)) != PMIX_SUCCESS)
+        /* A per-process attribute: asked of this process's own name. */
+        if ((rc = PMIx_Get(&me, PMIX_PARENT_ID, NULL, 0, &parent)) != PMIX_SUCCESS)
             fail("get PMIX_PARENT_ID", rc);
         if (parent->type != PMIX_PROC)
             fail("PMIX_PARENT_ID is not a proc", PMIX_ERR_TYPE_MISMATCH);

@@ -339,7 +339,7 @@ fn held_table(dbg: &mut Dbg, held: &Held, end: Instant) -> Vec<u32> {
     let ready = dbg.line("debugger ready", end);
     assert_eq!(
         ready,
-        format!("debugger ready job=pmixrun-{}", held.pid),
+        format!("debugger ready job=rs-pmixrun-{}", held.pid),
         "{:?}",
         dbg.kind
     );
@@ -395,7 +395,7 @@ fn released_by(debugger: Debugger, app: App) {
     let job_end = dbg.line("debugger job-end", end);
     assert_eq!(
         job_end,
-        format!("debugger job-end job=pmixrun-{}", held.pid)
+        format!("debugger job-end job=rs-pmixrun-{}", held.pid)
     );
     dbg.line("debugger finalized", end);
     assert!(dbg.wait(end).success(), "{what}: {:#?}", dbg.seen);
@@ -430,7 +430,7 @@ fn a_rust_debugger_releases_pmix_rs_processes_held_in_init_and_pmixps_lists_them
     );
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
     assert_eq!(rows.len(), N, "pmixps: {out:#?}");
-    let job = format!("pmixrun-{}", held.pid);
+    let job = format!("rs-pmixrun-{}", held.pid);
     let program = rust_bin("pmix-debuggee").display().to_string();
     for (rank, pid) in pids.iter().enumerate() {
         let want = [
@@ -581,7 +581,7 @@ fn a_rust_debugger_spawns_a_job_held_in_init_and_releases_it() {
         &["spawn", "2", &debuggee, &mark_arg],
     );
     let spawned = dbg.line("debugger spawned", end);
-    let job = format!("pmixrun-{}.1", first.pid);
+    let job = format!("rs-pmixrun-{}.1", first.pid);
     assert_eq!(spawned, format!("debugger spawned job={job}"));
     let ready = dbg.line("debugger ready", end);
     assert_eq!(ready, format!("debugger ready job={job}"));
@@ -617,7 +617,7 @@ fn a_rust_debugger_spawns_its_daemons_beside_a_held_job_then_releases_it() {
     dbg.send(&format!("daemons 2 {daemon} --daemon"));
     assert_eq!(
         dbg.line("debugger daemons", end),
-        format!("debugger daemons job=pmixrun-{}.1", held.pid)
+        format!("debugger daemons job=rs-pmixrun-{}.1", held.pid)
     );
     std::fs::write(&held.mark, "").expect("writing the mark");
     dbg.send("release");
@@ -632,7 +632,7 @@ fn a_rust_debugger_spawns_its_daemons_beside_a_held_job_then_releases_it() {
         .map(|d| format!("{} {}", d["rank"], d["target"]))
         .collect();
     daemons.sort();
-    let target = format!("pmixrun-{}.{}", held.pid, u32::MAX - 1);
+    let target = format!("rs-pmixrun-{}.{}", held.pid, u32::MAX - 1);
     assert_eq!(
         daemons,
         [format!("0 {target}"), format!("1 {target}")],

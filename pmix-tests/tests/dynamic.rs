@@ -195,7 +195,7 @@ fn built() -> &'static (PathBuf, PathBuf) {
 /// What one pmixrun run did.
 #[derive(Debug)]
 struct Run {
-    /// pmixrun's pid: its first job is `pmixrun-<pid>`.
+    /// pmixrun's pid: its first job is `rs-pmixrun-<pid>`.
     pid: u32,
     status: ExitStatus,
     stdout: String,
@@ -323,8 +323,8 @@ fn the_spawn_connect_example_as_documented() {
     let example = built().1.display().to_string();
     let r = pmixrun(&["-n", "1", &example]);
     r.assert_ok();
-    let parent = format!("pmixrun-{}:0", r.pid);
-    let children = format!("pmixrun-{}.1", r.pid);
+    let parent = format!("rs-pmixrun-{}:0", r.pid);
+    let children = format!("rs-pmixrun-{}.1", r.pid);
     let lines = r.sorted_lines();
     assert_eq!(lines.len(), 3, "{r:#?}");
     // Sorted, the children's lines come first; the parent's names the port.

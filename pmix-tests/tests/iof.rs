@@ -90,7 +90,7 @@ fn pull_from_run(lib: Lib, args: &[&str]) {
     let end = Instant::now() + DEADLINE;
     let args: Vec<&str> = ["--stdin", "none"].iter().chain(args).copied().collect();
     let mut job = HeldJob::start_echoing(pmixrun_bin(), &args, 2, end);
-    let (pid, nspace) = (job.pid.to_string(), format!("pmixrun-{}", job.pid));
+    let (pid, nspace) = (job.pid.to_string(), format!("rs-pmixrun-{}", job.pid));
     let what = format!("{lib:?} tool pulling from pmixrun {}", args.join(" "));
     let t = Streamed::start(tool(lib, &["pull", &pid, &nspace, "6"]), &what).wait_for(
         "tool pulled",
@@ -173,7 +173,7 @@ fn rust_tool_pulls_each_nodes_output_from_the_root() {
 fn a_tool_that_stops_reading_or_dies_holds_up_nobody() {
     let end = Instant::now() + DEADLINE;
     let mut job = HeldJob::start_echoing(pmixrun_bin(), &["--stdin", "none"], 2, end);
-    let (pid, nspace) = (job.pid.to_string(), format!("pmixrun-{}", job.pid));
+    let (pid, nspace) = (job.pid.to_string(), format!("rs-pmixrun-{}", job.pid));
     let mut stalled = {
         let mut cmd = tool(Lib::Rust, &["stall", &pid, &nspace]);
         cmd.stdin(Stdio::piped());
@@ -330,7 +330,7 @@ fn tools_push_input_to_the_ranks_they_choose() {
         .stderr(Stdio::piped());
     let run = Streamed::start(cmd, "pmixrun").wait_for("ready rank=", 3, end, "pmixrun");
     let pid = run.child.id().to_string();
-    let nspace = format!("pmixrun-{pid}");
+    let nspace = format!("rs-pmixrun-{pid}");
     for (lib, rank) in [(Lib::Rust, "2"), (Lib::C, "0"), (Lib::CWheel, "1")] {
         let text = format!("from-{lib:?}");
         let what = format!("{lib:?} tool pushing to rank {rank}");
@@ -415,7 +415,7 @@ fn pmixps_tail_follows_a_jobs_output_until_it_ends() {
     let pmixps = pmix_tests::cargo_build(&["-p", "pmixps", "--bin", "pmixps"]).join("pmixps");
     let end = Instant::now() + DEADLINE;
     let mut job = HeldJob::start_echoing(pmixrun_bin(), &["--stdin", "none"], 2, end);
-    let nspace = format!("pmixrun-{}", job.pid);
+    let nspace = format!("rs-pmixrun-{}", job.pid);
     let mut cmd = Command::new("sh");
     cmd.args(["-c", r#"exec "$0" --tail "$1" 2>&1"#])
         .arg(&pmixps)

@@ -84,6 +84,49 @@ fn libpmix_client_under_pmixrun() {
     }
 }
 
+/// Keys built from the namespace (`"<nspace>-<rank>-local"`, as OpenPMIx's examples and real
+/// codes make them) are stored and read back, for libpmix 4.2.2 and 5.0.11 on either store,
+/// on one node and on two logical ones: no namespace pmixrun makes begins with `pmix`, the
+/// prefix the standard reserves for attributes (issue 35: with `pmixrun-<pid>` libpmix 4.2
+/// found no peer's key, and our server refused 5.0.11's commits).
+#[test]
+fn keys_named_after_the_namespace_are_ordinary_keys() {
+    let client = openpmix_program("pmix_client");
+    for (lib, gds, nodes) in [
+        ("debian", "ds21", false),
+        ("debian", "hash", true),
+        ("wheel", "hash", false),
+        ("wheel", "ds21", true),
+    ] {
+        let what = format!(
+            "PMIX_MCA_gds={gds} pmixrun{} -n 4 pmix_client nskeys ({lib} libpmix)",
+            if nodes {
+                " --launcher local --host a:1,b:3"
+            } else {
+                ""
+            }
+        );
+        let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+        if nodes {
+            args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:3")]);
+        }
+        args.extend([os("-n"), os("4"), client.as_os_str(), os("nskeys")]);
+        let mut cmd = pmixrun(&args);
+        cmd.env("PMIX_MCA_gds", gds);
+        if lib == "wheel" {
+            pmix_tests::use_ompi5_libpmix(&mut cmd);
+        }
+        let out = run(cmd, &what);
+        assert_ok(&out, &what);
+        assert_lines(
+            &out,
+            &what,
+            "nskeys",
+            (0..4).map(|r| format!("nskeys rank={r} peers=4")).collect(),
+        );
+    }
+}
+
 /// A second publish of a key on the same range is refused with the standard's
 /// `PMIX_ERR_DUPLICATE_KEY` (-53), and the first value stays, for libpmix 4.2 and 5.0.11
 /// clients, whether pmixrun's server keeps the names or a name server does. (PRRTE accepts

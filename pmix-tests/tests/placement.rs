@@ -132,7 +132,7 @@ fn check_vars(
         g.len()
     };
     let run_id = &by_rank[&0]["TORCHELASTIC_RUN_ID"];
-    assert!(run_id.starts_with("pmixrun-"), "{what}: {out:#?}");
+    assert!(run_id.starts_with("rs-pmixrun-"), "{what}: {out:#?}");
     for (&r, l) in &by_rank {
         let want = [
             ("RANK", r.to_string()),
@@ -209,7 +209,7 @@ fn a_master_port_taken_on_this_machine_gives_way_to_a_free_one() {
     cmd.stdin(Stdio::piped());
     let what = "pmixrun -n 2 sh place.sh, its MASTER_PORT taken";
     let mut running = Running::start(cmd, what);
-    let taken = hashed_port(&format!("pmixrun-{}", running.pid()));
+    let taken = hashed_port(&format!("rs-pmixrun-{}", running.pid()));
     // Held until the job ended (or someone else holds it already: the same for pmixrun).
     let holder = std::net::TcpListener::bind(("0.0.0.0", taken)).ok();
     {

@@ -84,7 +84,7 @@ fn libpmi2_init_job_attributes_and_kvs_across_ranks() {
         for (r, l) in inits.iter().enumerate() {
             assert!(
                 l.starts_with(&format!(
-                    "init rank={r} size=4 appnum=0 spawned=0 jobid=pmixrun-"
+                    "init rank={r} size=4 appnum=0 spawned=0 jobid=rs-pmixrun-"
                 )),
                 "{l}"
             );

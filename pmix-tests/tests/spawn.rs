@@ -22,7 +22,7 @@ fn client() -> String {
 /// What one pmixrun run did.
 #[derive(Debug)]
 struct Run {
-    /// pmixrun's pid: its first job is `pmixrun-<pid>`.
+    /// pmixrun's pid: its first job is `rs-pmixrun-<pid>`.
     pid: u32,
     status: ExitStatus,
     stdout: String,
@@ -40,7 +40,7 @@ impl Run {
 
     /// The namespace of the `n`-th spawned job.
     fn spawned(&self, n: u32) -> String {
-        format!("pmixrun-{}.{n}", self.pid)
+        format!("rs-pmixrun-{}.{n}", self.pid)
     }
 }
 
@@ -88,7 +88,7 @@ fn children_see_their_parent_its_data_and_what_it_preloaded() {
     assert_eq!(r.code(), Some(0), "{r:?}");
     let lines = r.lines();
     let ns = r.spawned(1);
-    let parent = format!("pmixrun-{}:0", r.pid);
+    let parent = format!("rs-pmixrun-{}:0", r.pid);
     assert!(
         lines.contains(&format!("parent spawned 3 into {ns}").as_str()),
         "{r:?}"

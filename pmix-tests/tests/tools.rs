@@ -45,7 +45,7 @@ fn hostname() -> String {
 /// The tool named itself, listed every rank of the held pmixrun job with the rank's own pid,
 /// running `sh` (as found on `PATH`) here, and finalized.
 fn check_table(out: &Output, job: &HeldJob, what: &str) {
-    let nspace = format!("pmixrun-{}", job.pid);
+    let nspace = format!("rs-pmixrun-{}", job.pid);
     check_rows(out, job, what, &nspace, &sh(), &here(job));
 }
 
@@ -99,7 +99,7 @@ fn check_rows(out: &Output, job: &HeldJob, what: &str, nspace: &str, exe: &str, 
 fn attach(lib: Lib) {
     let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 2, Instant::now() + DEADLINE);
     let pid = job.pid.to_string();
-    let server_ns = format!("pmixrs-server-{pid}");
+    let server_ns = format!("rs-server-{pid}");
     let uri = uri_of(&job, &format!("pmix.{}.tool.{pid}", hostname()));
     for how in [
         ["pid", pid.as_str()],
@@ -200,7 +200,7 @@ fn refuses_nobody(job: HeldJob, hosts: &[String]) {
     // The user's own tool is served, and the job is unaffected.
     let what = "the user's tool after nobody's";
     let out = run_tool(Lib::C, &["pid", &pid], what);
-    check_rows(&out, &job, what, &format!("pmixrun-{pid}"), &sh(), hosts);
+    check_rows(&out, &job, what, &format!("rs-pmixrun-{pid}"), &sh(), hosts);
     assert_ok(&job.release(Instant::now() + DEADLINE), "the job");
 }
 
@@ -386,7 +386,7 @@ fn one_rust_tool_holds_two_servers() {
     let first = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 1, end);
     let second = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 1, end);
     let mut tool = Tool::init(Attach::Pid(first.pid)).expect("attaching to the first");
-    let server_of = |job: &HeldJob| format!("pmixrs-server-{}", job.pid);
+    let server_of = |job: &HeldJob| format!("rs-server-{}", job.pid);
     let two = tool
         .attach_to_server(Attach::Pid(second.pid))
         .expect("attaching to the second");
@@ -402,12 +402,12 @@ fn one_rust_tool_holds_two_servers() {
             .expect("query");
         r[0].value.as_str().unwrap_or_default().to_owned()
     };
-    assert_eq!(jobs(&mut tool), format!("pmixrun-{}", first.pid));
+    assert_eq!(jobs(&mut tool), format!("rs-pmixrun-{}", first.pid));
     tool.set_server(&two).expect("set_server");
-    assert_eq!(jobs(&mut tool), format!("pmixrun-{}", second.pid));
+    assert_eq!(jobs(&mut tool), format!("rs-pmixrun-{}", second.pid));
     tool.disconnect(&two).expect("disconnect");
     assert_eq!(tool.get_servers().len(), 1);
-    assert_eq!(jobs(&mut tool), format!("pmixrun-{}", first.pid));
+    assert_eq!(jobs(&mut tool), format!("rs-pmixrun-{}", first.pid));
     assert!(
         tool.set_server(&two).is_err(),
         "set_server to a server let go"
@@ -468,11 +468,7 @@ fn tool_files(job: &HeldJob) -> [PathBuf; 2] {
     let dir = job.rendezvous_dir();
     [
         dir.join(format!("pmix.{}.tool.{}", hostname(), job.pid)),
-        dir.join(format!(
-            "pmix.{}.tool.pmixrs-server-{}",
-            hostname(),
-            job.pid
-        )),
+        dir.join(format!("pmix.{}.tool.rs-server-{}", hostname(), job.pid)),
     ]
 }
 
@@ -539,7 +535,7 @@ fn attach_to_two_nodes(lib: Lib) {
         &out,
         &job,
         &what,
-        &format!("pmixrun-{pid}"),
+        &format!("rs-pmixrun-{pid}"),
         &sh(),
         &two_node_hosts(),
     );
@@ -596,8 +592,8 @@ fn the_root_answers_namespaces_job_data_status_and_its_nodes_table() {
         4,
         Instant::now() + DEADLINE,
     );
-    let server_ns = format!("pmixrs-server-{}", job.pid);
-    let nspace = format!("pmixrun-{}", job.pid);
+    let server_ns = format!("rs-server-{}", job.pid);
+    let nspace = format!("rs-pmixrun-{}", job.pid);
     let uri = uri_of(&job, &format!("pmix.{}.tool.{}", hostname(), job.pid));
     for how in [Attach::Nspace(server_ns.clone()), Attach::Uri(uri)] {
         let what = format!("{how:?}");
@@ -648,7 +644,7 @@ fn a_tools_job_control_at_the_root_kills_the_ranks_of_every_node() {
     use pmix_server::types::{Nspace, Proc, Rank, Status, attr};
     let end = Instant::now() + DEADLINE;
     let job = HeldJob::start(pmix_tests::pmixrun_bin(), &TWO_NODES, 4, end);
-    let nspace = Nspace::new(format!("pmixrun-{}", job.pid)).expect("a namespace");
+    let nspace = Nspace::new(format!("rs-pmixrun-{}", job.pid)).expect("a namespace");
     let mut tool = Tool::init(Attach::Pid(job.pid)).expect("attaching to the root");
     tool.register_events(&[Status::EVENT_JOB_END])
         .expect("registering for the job's end");
@@ -801,7 +797,7 @@ fn pmixps_lists_every_node_of_a_two_node_run() {
         .map(|r| {
             vec![
                 job.pid.to_string(),
-                format!("pmixrun-{}", job.pid),
+                format!("rs-pmixrun-{}", job.pid),
                 r.to_string(),
                 job.rank_pids[r].to_string(),
                 "RUNNING".to_owned(),
@@ -864,7 +860,7 @@ fn a_tools_event_at_the_root_reaches_every_node() {
     }
     let mut tool = Tool::init(Attach::Pid(pid)).expect("attaching to the root");
     let me = tool.proc().cloned().expect("the tool's name");
-    let nspace = Nspace::new(format!("pmixrun-{pid}")).expect("a namespace");
+    let nspace = Nspace::new(format!("rs-pmixrun-{pid}")).expect("a namespace");
     tool.release_job(&nspace).expect("the tool's release");
     tool.finalize().expect("finalize");
     let out = run.finish(end, "the job a tool's event reached");

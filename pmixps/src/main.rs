@@ -41,7 +41,7 @@ struct Args {
     /// Print no header line.
     #[arg(long)]
     no_header: bool,
-    /// Instead of listing, follow the output of the job NSPACE (`pmixrun-<pid>`): each line
+    /// Instead of listing, follow the output of the job NSPACE (`rs-pmixrun-<pid>`): each line
     /// its processes write from now on, `[rank] ` in front, on stdout or stderr as they wrote
     /// it, until the job ends.
     #[arg(long, value_name = "NSPACE")]

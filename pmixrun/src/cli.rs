@@ -78,7 +78,7 @@ parts and meets the other run for them). PMIXRS_NAMESERVER stands for --nameserv
 names are shared, and processes connected, within one run only.
 
 Spawned jobs: a process may start further jobs (PMIx_Spawn). The n-th is namespace
-pmixrun-<pid>.<n>; its processes see PMIX_SPAWNED, PMIX_PARENT_ID and the spawn's job
+rs-pmixrun-<pid>.<n>; its processes see PMIX_SPAWNED, PMIX_PARENT_ID and the spawn's job
 information whose keys do not start with \"pmix\", and with --tag-output their lines read
 `[n:rank] `. pmixrun runs until every job has ended. A spawn whose program or working
 directory is missing fails with an error the spawning process receives; the run goes on.

@@ -52,7 +52,7 @@ pub(crate) fn connect(me: &Proc, srv: &OpenpmixServer) -> Result<Connected, Erro
     };
     // A pmix-rs server (its default namespace names it) serves every client with the store it
     // picked, so libpmix clients on ds21 and this client on hash share data there.
-    let pmix_rs = srv.server.nspace.as_str().starts_with("pmixrs-server-");
+    let pmix_rs = srv.server.nspace.as_str().starts_with("rs-server-");
     if let Some(gds) = srv.gds.as_ref().filter(|_| !pmix_rs) {
         if gds.split(',').next().map(str::trim) != Some("hash") {
             tracing::warn!(

@@ -22,7 +22,7 @@
 //!
 //! let mut tool = Tool::init(Attach::Pid(12345))?;
 //! let names = tool.query_keys(&[attr::QUERY_NAMESPACES], Vec::new())?;
-//! let job = "pmixrun-12345";
+//! let job = "rs-pmixrun-12345";
 //! let table = tool.query_keys(&[attr::QUERY_PROC_TABLE], vec![Info::attr(attr::NSPACE, job)])?;
 //! println!("{names:?} {table:?}");
 //! tool.finalize()?;

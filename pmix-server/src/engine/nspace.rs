@@ -154,7 +154,7 @@ pub(crate) fn server_proc(extras: &[Info]) -> Proc {
     let nspace = find(extras, attr::SERVER_NSPACE)
         .and_then(|v| v.as_str())
         .and_then(|s| Nspace::new(s).ok())
-        .unwrap_or_else(|| Nspace::new("pmixrs-server").expect("a valid namespace name"));
+        .unwrap_or_else(|| Nspace::new("rs-server").expect("a valid namespace name"));
     let rank = find(extras, attr::SERVER_RANK)
         .and_then(|v| v.as_rank())
         .unwrap_or(Rank(0));

@@ -229,7 +229,7 @@ fn world(c: &Client, all_args: &[String], args: &[String]) -> Result<World, Stri
     let own_size = get_u32(c, &own, attr::JOB_SIZE, &[])?;
     let spawned = matches!(c.get(&me, attr::SPAWNED, &[]), Ok(Value::Bool(true)));
     if spawned {
-        let parent = c.get(&own, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
+        let parent = c.get(&me, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
         let parent = parent
             .as_proc()
             .cloned()
@@ -365,7 +365,7 @@ fn spawned(c: &Client, w: &World) -> Res {
     );
     if w.side() == Side::B {
         let parent = c
-            .get(&wildcard(&w.b), attr::PARENT_ID, &[])
+            .get(c.proc(), attr::PARENT_ID, &[])
             .map_err(e("PARENT_ID"))?;
         check!(
             parent.as_proc() == Some(&w.proc(Side::A, 0)),

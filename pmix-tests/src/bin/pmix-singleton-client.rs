@@ -25,10 +25,11 @@ fn get_str(c: &Client, p: &Proc, key: &str) -> Result<String, String> {
         .ok_or_else(|| format!("{key} is {v:?}"))
 }
 
-/// `PARENT_ID` of a spawned process's job.
+/// `PARENT_ID` of a spawned process (a per-process attribute, asked of its own name).
 fn parent_of(c: &Client) -> Result<Proc, String> {
-    let wild = wildcard(&c.proc().nspace);
-    let parent = c.get(&wild, attr::PARENT_ID, &[]).map_err(e("PARENT_ID"))?;
+    let parent = c
+        .get(c.proc(), attr::PARENT_ID, &[])
+        .map_err(e("PARENT_ID"))?;
     parent
         .as_proc()
         .cloned()

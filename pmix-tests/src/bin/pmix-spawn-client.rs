@@ -58,8 +58,9 @@ fn spawned_by(c: &Client) -> Result<Proc, String> {
         spawned == Value::Bool(true),
         "job-level PMIX_SPAWNED is {spawned:?}"
     );
+    // A per-process attribute: asked of this process's own name.
     let parent = c
-        .get(&wildcard(&me.nspace), attr::PARENT_ID, &[])
+        .get(&me, attr::PARENT_ID, &[])
         .map_err(e("PMIX_PARENT_ID"))?;
     let parent = parent
         .as_proc()
@@ -68,6 +69,12 @@ fn spawned_by(c: &Client) -> Result<Proc, String> {
     check!(
         parent.nspace != me.nspace,
         "the parent {parent} is in this job"
+    );
+    // Not a job-level attribute: at the wildcard rank it is not found (as under PRRTE).
+    let at_job = c.get(&wildcard(&me.nspace), attr::PARENT_ID, &[]);
+    check!(
+        at_job.is_err(),
+        "PMIX_PARENT_ID found at the wildcard rank: {at_job:?}"
     );
     Ok(parent)
 }

@@ -121,7 +121,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
     }
     let (events_tx, events) = unbounded();
     start_signal_thread(signals, events_tx.clone())?;
-    let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
+    let nspace = Nspace::new(format!("rs-pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
     let router = stdin::Router::new();
     router.set_first(nspace.clone());

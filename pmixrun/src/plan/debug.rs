@@ -103,7 +103,7 @@ mod tests {
     }
 
     fn target() -> Info {
-        let job = Nspace::new("pmixrun-1").unwrap_or_else(|e| panic!("{e}"));
+        let job = Nspace::new("rs-pmixrun-1").unwrap_or_else(|e| panic!("{e}"));
         Info::attr(attr::DEBUG_TARGET, Proc::new(job, Rank::WILDCARD))
     }
 

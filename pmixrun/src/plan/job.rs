@@ -166,20 +166,20 @@ pub(crate) fn spawned_nspace(
 }
 
 /// What the registration of a spawned job of `size` processes adds to [`job_info`]: who
-/// spawned it (`PMIX_PARENT_ID`, job level), that it was spawned (`PMIX_SPAWNED`, at the job
-/// level and in each rank's own data, where the server would otherwise derive `false`), and
+/// spawned it (`PMIX_PARENT_ID`, in each rank's own data: a per-process attribute, which a
+/// process asks of its own name; at the job level, as PRRTE, it is not found), that it was
+/// spawned (`PMIX_SPAWNED`, at the job level and in each rank's own data, where the server
+/// would otherwise derive `false`), and
 /// every entry of the request's job information that is not a `pmix` directive: data the
 /// parent preloaded for its children, which they read with a get of their own namespace's
 /// rank `WILDCARD`.
 pub(crate) fn spawned_info(parent: &Proc, job_info: &[Info], size: u32) -> Vec<Info> {
-    let mut info = vec![
-        Info::attr(attr::PARENT_ID, parent.clone()),
-        Info::attr(attr::SPAWNED, true),
-    ];
+    let mut info = vec![Info::attr(attr::SPAWNED, true)];
     info.extend((0..size).map(|r| {
         let own = DataArray::from_infos([
             Info::attr(attr::RANK, Rank(r)),
             Info::attr(attr::SPAWNED, true),
+            Info::attr(attr::PARENT_ID, parent.clone()),
         ]);
         Info::attr(attr::PROC_DATA, own)
     }));
@@ -459,17 +459,10 @@ mod tests {
         let keys: Vec<&str> = info.iter().map(|i| i.key.as_str()).collect();
         assert_eq!(
             keys,
-            [
-                attr::PARENT_ID,
-                attr::SPAWNED,
-                attr::PROC_DATA,
-                attr::PROC_DATA,
-                "port.name"
-            ]
+            [attr::SPAWNED, attr::PROC_DATA, attr::PROC_DATA, "port.name"]
         );
-        assert_eq!(info[0].value, Value::Proc(parent));
-        assert_eq!(info[1].value, Value::Bool(true));
-        let second: Vec<Info> = info[3]
+        assert_eq!(info[0].value, Value::Bool(true));
+        let second: Vec<Info> = info[2]
             .value
             .as_array()
             .map(|a| a.infos().cloned().collect())
@@ -478,7 +471,8 @@ mod tests {
             second,
             [
                 Info::attr(attr::RANK, Rank(1)),
-                Info::attr(attr::SPAWNED, true)
+                Info::attr(attr::SPAWNED, true),
+                Info::attr(attr::PARENT_ID, parent)
             ]
         );
     }

@@ -238,7 +238,7 @@ mod tests {
             local_size: 2,
             group_rank: 2,
             groups: 3,
-            run_id: "pmixrun-7".into(),
+            run_id: "rs-pmixrun-7".into(),
             master_addr: "n1".into(),
             master_port: 29500,
         };
@@ -251,7 +251,7 @@ mod tests {
         assert_eq!(get("GROUP_WORLD_SIZE"), Some("3"));
         assert_eq!(get("ROLE_RANK"), Some("5"));
         assert_eq!(get("ROLE_WORLD_SIZE"), Some("6"));
-        assert_eq!(get("TORCHELASTIC_RUN_ID"), Some("pmixrun-7"));
+        assert_eq!(get("TORCHELASTIC_RUN_ID"), Some("rs-pmixrun-7"));
         assert_eq!(get("OMPI_COMM_WORLD_LOCAL_SIZE"), Some("2"));
         assert!(is_launcher_variable(OsStr::new("MASTER_PORT")));
         assert!(!is_launcher_variable(OsStr::new("PATH")));
@@ -271,8 +271,8 @@ mod tests {
 
     #[test]
     fn the_default_port_is_a_fixed_function_of_the_namespace() {
-        let a = default_port(&Nspace::new("pmixrun-1234").unwrap_or_else(|e| panic!("{e}")));
-        let b = default_port(&Nspace::new("pmixrun-1234.1").unwrap_or_else(|e| panic!("{e}")));
+        let a = default_port(&Nspace::new("rs-pmixrun-1234").unwrap_or_else(|e| panic!("{e}")));
+        let b = default_port(&Nspace::new("rs-pmixrun-1234.1").unwrap_or_else(|e| panic!("{e}")));
         assert!((20000..30000).contains(&a) && (20000..30000).contains(&b));
         assert_ne!(a, b);
         // FNV-1a of "a" is 0xe40c292c.

@@ -85,7 +85,7 @@ fn a_job_waiting_in_init_is_announced_to_its_debugger_once_every_process_waits()
     for c in [0, 1] {
         let rel = events_of(&s, c, Status::DEBUGGER_RELEASE);
         assert_eq!(rel.len(), 1, "rank {c}: {:?}", s.events);
-        assert_eq!(rel[0].source.nspace.as_str(), "pmixrs-server-tool-1");
+        assert_eq!(rel[0].source.nspace.as_str(), "rs-server-tool-1");
     }
     // Released, the debuggers' end aborts nothing.
     s.auto_host = false;
@@ -149,7 +149,7 @@ fn the_last_debuggers_end_aborts_the_processes_it_left_waiting() {
     else {
         panic!("{:?}", s.host_calls)
     };
-    assert_eq!(proc.nspace.as_str(), "pmixrs-server-tool-2");
+    assert_eq!(proc.nspace.as_str(), "rs-server-tool-2");
     assert_eq!(procs, &[Proc::new(ns("a"), 0), Proc::new(ns("a"), 2)]);
     assert!(
         message.contains("without releasing 2 process(es)"),
@@ -205,7 +205,7 @@ fn tools_control_jobs_through_the_host_naming_their_targets() {
     else {
         panic!("{call:?}")
     };
-    assert_eq!(proc.nspace.as_str(), "pmixrs-server-tool-1");
+    assert_eq!(proc.nspace.as_str(), "rs-server-tool-1");
     assert_eq!((targets, directives), (job, kill));
     s.answer(op, HostOutcome::Unit(Err(Status::ERR_NOT_SUPPORTED)));
     assert_eq!(s.reply(10, id).status, Status::ERR_NOT_SUPPORTED);

@@ -49,7 +49,7 @@ fn tools_of_the_servers_user_and_root_are_named_and_may_query_but_join_nothing()
     s.eng.handle_tool_hello(10, tool_hello(UID, None));
     s.eng.handle_tool_hello(11, tool_hello(0, None));
     s.pump();
-    let name = |n: u32| Proc::new(ns(&format!("pmixrs-server-tool-{n}")), 0);
+    let name = |n: u32| Proc::new(ns(&format!("rs-server-tool-{n}")), 0);
     assert_eq!(s.tools, vec![(10, name(1)), (11, name(2))]);
     // Queries are answered, the tools' namespaces not among the jobs'.
     let q = s.send(10, namespaces());
@@ -123,7 +123,7 @@ fn the_host_is_told_of_a_tool_and_may_refuse_it() {
     let HostCall::ToolConnected { tool, info } = call else {
         panic!("expected tool_connected, got {call:?}")
     };
-    assert_eq!(tool.nspace.as_str(), "pmixrs-server-tool-1");
+    assert_eq!(tool.nspace.as_str(), "rs-server-tool-1");
     let has = |k: &str, v: u32| {
         info.iter()
             .any(|i| i.key.as_str() == k && i.value.as_u32() == Some(v))

@@ -52,6 +52,17 @@ pub(crate) fn spawned(job: &JobData) -> bool {
         .unwrap_or(false)
 }
 
+/// The process that spawned `rank`'s job (`PMIX_PARENT_ID`: in the rank's own data, or, from
+/// a host that gives it so, at the job level).
+pub(crate) fn parent(job: &JobData, rank: u32) -> Option<&pmix_types::Proc> {
+    find(proc_info(job, rank), attr::PARENT_ID)
+        .or_else(|| find(&job.job, attr::PARENT_ID))
+        .and_then(|v| match v {
+            Value::Proc(p) => Some(p),
+            _ => None,
+        })
+}
+
 /// The node of `rank`, when the job data says.
 fn node_of(job: &JobData, rank: u32) -> Option<u32> {
     u32_of(find(proc_info(job, rank), attr::NODEID))

@@ -495,7 +495,7 @@ impl Pmi2Conn {
         let size = job::size(&job).to_string();
         let appnum = job::appnum(&job, rank).to_string();
         let rank_s = rank.to_string();
-        let parent = parent_of(&job);
+        let parent = parent_of(&job, rank);
         let mut pairs: Vec<(&str, &str)> = Vec::new();
         if let Some(t) = &thrid {
             pairs.push(("thrid", t));
@@ -644,19 +644,12 @@ impl Pmi2Conn {
     }
 }
 
-/// The namespace of the job that spawned this one (`spawner-jobid`), if it was spawned.
-fn parent_of(job: &JobData) -> Option<String> {
+/// The namespace of the job that spawned `rank`'s (`spawner-jobid`), if it was spawned.
+fn parent_of(job: &JobData, rank: u32) -> Option<String> {
     if !job::spawned(job) {
         return None;
     }
-    let parent = job
-        .job
-        .iter()
-        .find(|i| i.key.as_str() == attr::PARENT_ID)
-        .and_then(|i| match &i.value {
-            Value::Proc(p) => Some(p.nspace.as_str().to_owned()),
-            _ => None,
-        });
+    let parent = job::parent(job, rank).map(|p| p.nspace.as_str().to_owned());
     // The client only asks whether the key is there: a spawned job whose parent is not
     // known still says so.
     Some(parent.unwrap_or_else(|| "unknown".to_owned()))

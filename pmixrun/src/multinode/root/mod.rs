@@ -200,7 +200,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     tracing::debug!(daemons, "every daemon joined");
     let tag = r.opts.tag_output;
     let ack_tree = tree.clone();
-    let nspace = Nspace::new(format!("pmixrun-{}", std::process::id()))
+    let nspace = Nspace::new(format!("rs-pmixrun-{}", std::process::id()))
         .map_err(|e| format!("cannot name the job: {e}"))?;
     // Every node's output reaches the root, which hands it to the tools that pulled it.
     let output_done = crate::node::output::start_writer(
