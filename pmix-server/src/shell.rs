@@ -355,9 +355,6 @@ impl<H: Host> Shell<H> {
                 moved = true;
                 self.step(conn);
             }
-            // Published before the answers go out: a tool told its pull is registered may
-            // make the job write at once, and that output must not find the count still 0.
-            self.publish_pulls();
             moved |= self.drain_outputs();
             moved |= self.wake();
             if !moved {
@@ -754,7 +751,13 @@ impl<H: Host> Shell<H> {
     }
 
     /// Delivers the engine's outputs; true if there were any.
+    /// Writes out what the engine produced. The count of pulls is published first, before
+    /// any answer goes out (here, also from [`Self::step`] between a connection's requests): a
+    /// tool told its pull is registered may make the job write at once, and that output must
+    /// not find the count still 0 (an `IOF_PULL` answered inside `step` before the count was
+    /// published lost a rank's first lines about one run in ten under load).
     fn drain_outputs(&mut self) -> bool {
+        self.publish_pulls();
         let mut any = false;
         while let Some(out) = self.engine.poll_output() {
             any = true;
