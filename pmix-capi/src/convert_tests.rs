@@ -1,0 +1,1 @@
+//! Property and refusal tests of the C conversions.
