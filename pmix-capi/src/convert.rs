@@ -662,7 +662,9 @@ unsafe fn array_to_c(a: &DataArray, out: &mut pmix_data_array_t, depth: usize) -
     Ok(())
 }
 
-/// `infos` as a `pmix_info_t` array from the C allocator (NULL when empty).
+/// `infos` as a `pmix_info_t` array from the C allocator (NULL when empty); the tests' way
+/// to make C input.
+#[cfg(test)]
 pub(crate) fn infos_to_c(infos: &[Info]) -> Result<*mut pmix_info_t> {
     let p = c_alloc::<pmix_info_t>(infos.len())?;
     for (n, i) in infos.iter().enumerate() {
@@ -674,6 +676,58 @@ pub(crate) fn infos_to_c(infos: &[Info]) -> Result<*mut pmix_info_t> {
         }
     }
     Ok(p)
+}
+
+/// Fills `out` with an array of `PMIX_INFO` holding `infos`, whose memory the C caller owns.
+pub(crate) fn info_array_to_c(infos: Vec<Info>, out: &mut pmix_data_array_t) -> Result<()> {
+    let mut filled = pmix_data_array_t {
+        type_: DataType::INFO.0,
+        size: 0,
+        array: ptr::null_mut(),
+    };
+    // SAFETY: `filled` is empty; on failure it is well formed for destruction.
+    match unsafe { array_to_c(&DataArray::from_infos(infos), &mut filled, 0) } {
+        Ok(()) => {
+            *out = filled;
+            Ok(())
+        }
+        Err(e) => {
+            // SAFETY: as above.
+            unsafe { data_array_destruct(&mut filled) };
+            Err(e)
+        }
+    }
+}
+
+/// Appends a copy of `arg` to the NULL-terminated `char **` at `*argv` (NULL: a new one),
+/// growing it with the C allocator.
+///
+/// # Safety
+/// `*argv` is NULL or a NULL-terminated array from the C allocator.
+pub(crate) unsafe fn argv_append(argv: &mut *mut *mut c_char, arg: &str) -> Result<()> {
+    let mut n = 0;
+    if !argv.is_null() {
+        // SAFETY: the caller's promise; the loop ends at the NULL.
+        while !unsafe { *argv.add(n) }.is_null() && n < MAX_ARGV {
+            n += 1;
+        }
+    }
+    let copy = c_string(arg)?;
+    // SAFETY: realloc of the caller's array (or NULL) to n + 2 slots.
+    let grown = unsafe { libc::realloc(argv.cast(), (n + 2) * size_of::<*mut c_char>()) }
+        .cast::<*mut c_char>();
+    if grown.is_null() {
+        // SAFETY: from c_string.
+        unsafe { libc::free(copy.cast()) };
+        return Err(Status::ERR_NOMEM);
+    }
+    // SAFETY: `grown` has n + 2 slots.
+    unsafe {
+        *grown.add(n) = copy;
+        *grown.add(n + 1) = ptr::null_mut();
+    }
+    *argv = grown;
+    Ok(())
 }
 
 /// `strings` as a NULL-terminated `char **` from the C allocator.

@@ -10,3 +10,6 @@ pub mod names;
 pub mod resolve;
 pub mod strings;
 pub mod values;
+pub mod info_list;
+pub mod naming;
+pub mod structs;

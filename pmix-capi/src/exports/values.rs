@@ -16,11 +16,18 @@ use crate::ctypes::pmix_value_t;
 use crate::guard::guarded;
 
 /// The value of type `ty` that `data` points at, as `PMIx_Value_load` reads it: a string is
-/// the `char *` itself, any other type its C object.
+/// the `char *` itself, any other type its C object. A NULL `data` is true for `PMIX_BOOL`
+/// (an attribute given without a value is set) and a bad parameter for any other type.
 ///
 /// # Safety
 /// `data` is NULL or points at what `ty` says.
-unsafe fn loaded(data: *const c_void, ty: DataType) -> Result<Value, Status> {
+pub(super) unsafe fn loaded(data: *const c_void, ty: DataType) -> Result<Value, Status> {
+    if data.is_null() {
+        return match ty {
+            DataType::BOOL => Ok(Value::Bool(true)),
+            _ => Err(Status::ERR_BAD_PARAM),
+        };
+    }
     // SAFETY: the caller's promise.
     unsafe {
         if ty == DataType::STRING {
@@ -33,7 +40,7 @@ unsafe fn loaded(data: *const c_void, ty: DataType) -> Result<Value, Status> {
 }
 
 /// Loads `val` with a copy of the `type_` datum at `data`. NULL `data` loads an empty value of
-/// the type (for `PMIX_BOOL`, true: an attribute given without a value is set).
+/// the type (for `PMIX_BOOL`, true, as [`loaded`] reads it).
 ///
 /// # Safety
 /// `val` points at a value the caller owns; `data` is NULL or points at what `type_` says.
@@ -41,13 +48,10 @@ unsafe fn load(val: *mut pmix_value_t, data: *const c_void, type_: pmix_data_typ
     // SAFETY: the caller's promise.
     let val = unsafe { val.as_mut() }.ok_or(Status::ERR_BAD_PARAM)?;
     let ty = DataType(type_);
-    if data.is_null() {
+    if data.is_null() && ty != DataType::BOOL {
         element_size(ty).ok_or(Status::ERR_BAD_PARAM)?;
         *val = undef_value();
         val.type_ = type_;
-        if ty == DataType::BOOL {
-            val.data.flag = true;
-        }
         return Ok(());
     }
     // SAFETY: the caller's promise.
