@@ -25,8 +25,8 @@ use core::ptr;
 
 use pmix_types::{
     AllocDirective, DataArray, DataRange, DataType, Envar, Info, InfoFlags, IofChannel, JobState,
-    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr,
-    Scope, Status, Timeval, Value,
+    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr, Scope,
+    Status, Timeval, Value,
 };
 
 use crate::ctypes::{
@@ -78,11 +78,9 @@ pub(crate) fn element_size(ty: DataType) -> Option<usize> {
         | DataType::PROC_RANK
         | DataType::INFO_DIRECTIVES
         | DataType::FLOAT => 4,
-        DataType::SIZE
-        | DataType::INT64
-        | DataType::UINT64
-        | DataType::TIME
-        | DataType::DOUBLE => 8,
+        DataType::SIZE | DataType::INT64 | DataType::UINT64 | DataType::TIME | DataType::DOUBLE => {
+            8
+        }
         DataType::TIMEVAL => size_of::<timeval>(),
         DataType::STRING => size_of::<*mut c_char>(),
         DataType::PROC => size_of::<pmix_proc_t>(),
@@ -171,7 +169,9 @@ pub(crate) unsafe fn slice_of<'a, T>(p: *const T, n: usize) -> Result<&'a [T]> {
     if n == 0 {
         return Ok(&[]);
     }
-    if p.is_null() || n.checked_mul(size_of::<T>().max(1)).is_none_or(|b| b > isize::MAX as usize)
+    if p.is_null()
+        || n.checked_mul(size_of::<T>().max(1))
+            .is_none_or(|b| b > isize::MAX as usize)
     {
         return Err(BAD);
     }
@@ -384,9 +384,7 @@ pub(crate) unsafe fn element_from_c(ty: DataType, at: *const u8, depth: usize) -
                 Value::Info(Box::new(info_from_c(&read::<pmix_info_t>(at), depth + 1)?))
             }
             DataType::VALUE => value_at_depth(&read::<pmix_value_t>(at), depth + 1)?,
-            DataType::DATA_ARRAY => {
-                Value::DataArray(Box::new(array_from_c(&read(at), depth + 1)?))
-            }
+            DataType::DATA_ARRAY => Value::DataArray(Box::new(array_from_c(&read(at), depth + 1)?)),
             _ => return Err(unconvertible(ty)),
         })
     }
@@ -400,7 +398,12 @@ unsafe fn array_from_c(d: &pmix_data_array_t, depth: usize) -> Result<DataArray>
     let ty = DataType(d.type_);
     let size = element_size(ty).ok_or_else(|| unconvertible(ty))?;
     // SAFETY: checks NULL and the total size; the caller's promise for the rest.
-    let bytes = unsafe { slice_of(d.array.cast::<u8>().cast_const(), d.size.saturating_mul(size)) }?;
+    let bytes = unsafe {
+        slice_of(
+            d.array.cast::<u8>().cast_const(),
+            d.size.saturating_mul(size),
+        )
+    }?;
     if d.size > 0 && bytes.len() / size != d.size {
         return Err(BAD);
     }

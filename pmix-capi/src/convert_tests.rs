@@ -67,8 +67,15 @@ fn leaf() -> impl Strategy<Value = Value> {
         any::<u8>().prop_map(|x| Value::JobState(JobState(x))),
         any::<u8>().prop_map(|x| Value::LinkState(LinkState(x))),
         any::<u16>().prop_map(|x| Value::Locality(Locality(x))),
-        (proc_(), text(), text(), any::<u32>(), any::<i32>(), any::<u8>()).prop_map(
-            |(proc, hostname, executable_name, pid, exit_code, state)| {
+        (
+            proc_(),
+            text(),
+            text(),
+            any::<u32>(),
+            any::<i32>(),
+            any::<u8>()
+        )
+            .prop_map(|(proc, hostname, executable_name, pid, exit_code, state)| {
                 Value::ProcInfo(Box::new(ProcInfo {
                     proc,
                     hostname,
@@ -77,21 +84,26 @@ fn leaf() -> impl Strategy<Value = Value> {
                     exit_code,
                     state: ProcState(state),
                 }))
-            }
-        ),
+            }),
         (text(), text(), 1u8..128).prop_map(|(name, value, separator)| Value::Envar(Envar {
             name,
             value,
             separator
         })),
-        (text(), key(), any::<u16>(), proptest::collection::vec(text(), 0..3)).prop_map(
-            |(name, key, ty, description)| Value::RegAttr(Box::new(RegAttr {
-                name,
-                key: key.as_str().to_owned(),
-                ty: DataType(ty),
-                description,
-            }))
-        ),
+        (
+            text(),
+            key(),
+            any::<u16>(),
+            proptest::collection::vec(text(), 0..3)
+        )
+            .prop_map(
+                |(name, key, ty, description)| Value::RegAttr(Box::new(RegAttr {
+                    name,
+                    key: key.as_str().to_owned(),
+                    ty: DataType(ty),
+                    description,
+                }))
+            ),
     ]
 }
 
@@ -174,13 +186,22 @@ fn zeroed_info() -> pmix_info_t {
 
 #[test]
 fn types_of_the_standard_without_a_value_are_not_supported() {
-    for ty in [DataType::POINTER, DataType::TOPO, DataType::PROC_CPUSET, DataType::APP] {
+    for ty in [
+        DataType::POINTER,
+        DataType::TOPO,
+        DataType::PROC_CPUSET,
+        DataType::APP,
+    ] {
         let v = pmix_value_t {
             type_: ty.0,
             data: pmix_value_data { uint64: 0 },
         };
         // SAFETY: the union is initialised.
-        assert_eq!(unsafe { value_from_c(&v) }, Err(Status::ERR_NOT_SUPPORTED), "{ty:?}");
+        assert_eq!(
+            unsafe { value_from_c(&v) },
+            Err(Status::ERR_NOT_SUPPORTED),
+            "{ty:?}"
+        );
     }
 }
 
@@ -206,7 +227,9 @@ fn null_pointers_with_counts_are_refused() {
     // A pointer-held type with a NULL pointer.
     let v = pmix_value_t {
         type_: DataType::PROC.0,
-        data: pmix_value_data { proc_: ptr::null_mut() },
+        data: pmix_value_data {
+            proc_: ptr::null_mut(),
+        },
     };
     // SAFETY: as above.
     assert_eq!(unsafe { value_from_c(&v) }, Err(Status::ERR_BAD_PARAM));
@@ -273,7 +296,10 @@ fn unterminated_namespaces_and_bad_text_are_refused() {
     let mut info = zeroed_info();
     info.key[..2].copy_from_slice(&[0xff_u8 as c_char, 0]);
     // SAFETY: one well-formed info but for its key, which is not UTF-8.
-    assert_eq!(unsafe { infos_from_c(&info, 1) }, Err(Status::ERR_BAD_PARAM));
+    assert_eq!(
+        unsafe { infos_from_c(&info, 1) },
+        Err(Status::ERR_BAD_PARAM)
+    );
 }
 
 #[test]

@@ -246,10 +246,10 @@ pub struct pmix_query_t {
 }
 
 /// `pmix_op_cbfunc_t`: the completion of an operation that returns only a status.
-pub type pmix_op_cbfunc_t = Option<unsafe extern "C" fn(status: pmix_status_t, cbdata: *mut c_void)>;
+pub type pmix_op_cbfunc_t =
+    Option<unsafe extern "C" fn(status: pmix_status_t, cbdata: *mut c_void)>;
 
 /// `pmix_value_cbfunc_t`: the completion of `PMIx_Get_nb`; the value belongs to the library
 /// and is released when the callback returns.
-pub type pmix_value_cbfunc_t = Option<
-    unsafe extern "C" fn(status: pmix_status_t, kv: *mut pmix_value_t, cbdata: *mut c_void),
->;
+pub type pmix_value_cbfunc_t =
+    Option<unsafe extern "C" fn(status: pmix_status_t, kv: *mut pmix_value_t, cbdata: *mut c_void)>;

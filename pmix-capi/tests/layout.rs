@@ -67,7 +67,10 @@ fn checks() -> Vec<Check> {
         ("pmix_rank_t", size_of::<pmix_rank_t>()),
         ("pmix_data_type_t", size_of::<pmix_data_type_t>()),
         ("pmix_scope_t", size_of::<pmix_scope_t>()),
-        ("pmix_info_directives_t", size_of::<pmix_info_directives_t>()),
+        (
+            "pmix_info_directives_t",
+            size_of::<pmix_info_directives_t>(),
+        ),
         ("pmix_nspace_t", size_of::<pmix_nspace_t>()),
         ("pmix_key_t", size_of::<pmix_key_t>()),
         ("struct timeval", size_of::<timeval>()),
@@ -89,7 +92,10 @@ fn every_type_and_field_is_laid_out_as_in_the_openpmix_4_2_headers() {
          int main(void) {\n",
     );
     for k in &checks {
-        c.push_str(&format!("    printf(\"%zu\\n\", (size_t)({}));\n", k.c_expr));
+        c.push_str(&format!(
+            "    printf(\"%zu\\n\", (size_t)({}));\n",
+            k.c_expr
+        ));
     }
     c.push_str("    return 0;\n}\n");
 
@@ -102,7 +108,10 @@ fn every_type_and_field_is_laid_out_as_in_the_openpmix_4_2_headers() {
         .args(["--cflags", "pmix"])
         .output()
         .expect("pkg-config (Debian's libpmix-dev)");
-    assert!(cflags.status.success(), "pkg-config --cflags pmix: {cflags:?}");
+    assert!(
+        cflags.status.success(),
+        "pkg-config --cflags pmix: {cflags:?}"
+    );
     let cflags = String::from_utf8(cflags.stdout).expect("utf-8 flags");
     let cc = Command::new("cc")
         .args(cflags.split_whitespace())
@@ -111,7 +120,11 @@ fn every_type_and_field_is_laid_out_as_in_the_openpmix_4_2_headers() {
         .arg(&src)
         .output()
         .expect("running cc");
-    assert!(cc.status.success(), "cc layout.c: {}", String::from_utf8_lossy(&cc.stderr));
+    assert!(
+        cc.status.success(),
+        "cc layout.c: {}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
     let out = Command::new(&bin).output().expect("running layout");
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).expect("utf-8");

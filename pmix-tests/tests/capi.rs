@@ -9,7 +9,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use pmix_tests::{Output, Running, cargo_build, check_client_output, openpmix_program, pmixrun_bin};
+use pmix_tests::{
+    Output, Running, cargo_build, check_client_output, openpmix_program, pmixrun_bin,
+};
 
 /// For one run; they take a second or two.
 const DEADLINE: Duration = Duration::from_secs(60);

@@ -5,7 +5,7 @@ use core::ffi::{c_char, c_void};
 
 use pmix_client::{Info, Proc, Scope, Status, Value};
 
-use crate::convert::{c_alloc, c_str, infos_from_c, procs_from_c, proc_from_c, value_destruct};
+use crate::convert::{c_alloc, c_str, infos_from_c, proc_from_c, procs_from_c, value_destruct};
 use crate::convert::{required_str, value_from_c, value_to_c};
 use crate::ctypes::{
     pmix_info_t, pmix_op_cbfunc_t, pmix_proc_t, pmix_scope_t, pmix_status_t, pmix_value_cbfunc_t,
@@ -71,7 +71,9 @@ pub unsafe extern "C" fn PMIx_Fence(
     guarded(|| {
         // SAFETY: the Standard's contract.
         let (procs, info) = unsafe { fence_args(procs, nprocs, info, ninfo) }?;
-        state::client()?.fence(&procs, &info).map_err(|e| e.status())
+        state::client()?
+            .fence(&procs, &info)
+            .map_err(|e| e.status())
     })
 }
 
@@ -120,7 +122,11 @@ unsafe fn get_args(
             Some(p) => proc_from_c(p)?,
             None => state::client()?.proc().clone(),
         };
-        Ok((proc, c_str(key)?.map(str::to_owned), infos_from_c(info, ninfo)?))
+        Ok((
+            proc,
+            c_str(key)?.map(str::to_owned),
+            infos_from_c(info, ninfo)?,
+        ))
     }
 }
 

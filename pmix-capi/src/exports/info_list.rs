@@ -17,7 +17,9 @@ type List = Vec<Info>;
 /// A new, empty list; release it with `PMIx_Info_list_release`.
 #[unsafe(no_mangle)]
 pub extern "C" fn PMIx_Info_list_start() -> *mut c_void {
-    guarded_or(core::ptr::null_mut(), || Box::into_raw(Box::<List>::default()).cast())
+    guarded_or(core::ptr::null_mut(), || {
+        Box::into_raw(Box::<List>::default()).cast()
+    })
 }
 
 /// Appends `key` with a copy of the `type_` datum at `value` (as `PMIx_Info_load` reads it).

@@ -5,11 +5,11 @@
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
 pub mod data;
+pub mod info_list;
 pub mod lifecycle;
 pub mod names;
+pub mod naming;
 pub mod resolve;
 pub mod strings;
-pub mod values;
-pub mod info_list;
-pub mod naming;
 pub mod structs;
+pub mod values;

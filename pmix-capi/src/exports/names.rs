@@ -15,8 +15,9 @@ pub unsafe extern "C" fn PMIx_Publish(info: *const pmix_info_t, ninfo: usize) ->
     guarded(|| {
         // SAFETY: the Standard's contract: `info` holds `ninfo` entries.
         let all = unsafe { infos_from_c(info, ninfo) }?;
-        let (directives, data): (Vec<_>, Vec<_>) =
-            all.into_iter().partition(|i| pmix_client::types::is_reserved_key(i.key.as_str()));
+        let (directives, data): (Vec<_>, Vec<_>) = all
+            .into_iter()
+            .partition(|i| pmix_client::types::is_reserved_key(i.key.as_str()));
         state::client()?
             .publish(&data, &directives)
             .map_err(|e| e.status())

@@ -45,7 +45,11 @@ pub unsafe extern "C" fn PMIx_Load_nspace(nspace: *mut c_char, src: *const c_cha
 
 /// Fills a process name.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMIx_Load_procid(p: *mut pmix_proc_t, nspace: *const c_char, rank: pmix_rank_t) {
+pub unsafe extern "C" fn PMIx_Load_procid(
+    p: *mut pmix_proc_t,
+    nspace: *const c_char,
+    rank: pmix_rank_t,
+) {
     guarded_or((), || {
         // SAFETY: the Standard's contract: NULL or a process the caller owns, a C string.
         if let Some(p) = unsafe { p.as_mut() } {
@@ -58,7 +62,11 @@ pub unsafe extern "C" fn PMIx_Load_procid(p: *mut pmix_proc_t, nspace: *const c_
 
 /// The same as [`PMIx_Load_procid`].
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMIx_Proc_load(p: *mut pmix_proc_t, nspace: *const c_char, rank: pmix_rank_t) {
+pub unsafe extern "C" fn PMIx_Proc_load(
+    p: *mut pmix_proc_t,
+    nspace: *const c_char,
+    rank: pmix_rank_t,
+) {
     // SAFETY: the Standard's contract.
     unsafe { PMIx_Load_procid(p, nspace, rank) }
 }
@@ -79,7 +87,9 @@ unsafe fn bounded<'a>(s: *const c_char, cap: usize) -> &'a [c_char] {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Check_key(a: *const c_char, b: *const c_char) -> bool {
     // SAFETY: the Standard's contract: two C strings.
-    guarded_or(false, || unsafe { bounded(a, MAX_KEYLEN) == bounded(b, MAX_KEYLEN) })
+    guarded_or(false, || unsafe {
+        bounded(a, MAX_KEYLEN) == bounded(b, MAX_KEYLEN)
+    })
 }
 
 /// True when two namespaces are equal, or either is empty (which matches any).

@@ -155,7 +155,10 @@ pub unsafe extern "C" fn PMIx_Pdata_destruct(p: *mut pmix_pdata_t) {
 /// A new data array of `n` zeroed elements of `type_`; NULL for a type this library does not
 /// convert or when memory runs out.
 #[unsafe(no_mangle)]
-pub extern "C" fn PMIx_Data_array_create(n: usize, type_: pmix_data_type_t) -> *mut pmix_data_array_t {
+pub extern "C" fn PMIx_Data_array_create(
+    n: usize,
+    type_: pmix_data_type_t,
+) -> *mut pmix_data_array_t {
     guarded_or(ptr::null_mut(), || {
         let Some(size) = element_size(DataType(type_)) else {
             return ptr::null_mut();

@@ -8,11 +8,11 @@ use core::ffi::{c_char, c_void};
 use pmix_client::types::{DataType, Key, Status, Value};
 
 use crate::convert::{
-    c_alloc, c_str, data_array_destruct, element_from_c, element_size, fixed_from_str,
-    fixed_str, undef_value, value_destruct, value_from_c, value_to_c,
+    c_alloc, c_str, data_array_destruct, element_from_c, element_size, fixed_from_str, fixed_str,
+    undef_value, value_destruct, value_from_c, value_to_c,
 };
-use crate::ctypes::{pmix_data_array_t, pmix_data_type_t, pmix_info_t, pmix_status_t};
 use crate::ctypes::pmix_value_t;
+use crate::ctypes::{pmix_data_array_t, pmix_data_type_t, pmix_info_t, pmix_status_t};
 use crate::guard::guarded;
 
 /// The value of type `ty` that `data` points at, as `PMIx_Value_load` reads it: a string is
@@ -44,7 +44,11 @@ pub(super) unsafe fn loaded(data: *const c_void, ty: DataType) -> Result<Value, 
 ///
 /// # Safety
 /// `val` points at a value the caller owns; `data` is NULL or points at what `type_` says.
-unsafe fn load(val: *mut pmix_value_t, data: *const c_void, type_: pmix_data_type_t) -> Result<(), Status> {
+unsafe fn load(
+    val: *mut pmix_value_t,
+    data: *const c_void,
+    type_: pmix_data_type_t,
+) -> Result<(), Status> {
     // SAFETY: the caller's promise.
     let val = unsafe { val.as_mut() }.ok_or(Status::ERR_BAD_PARAM)?;
     let ty = DataType(type_);
