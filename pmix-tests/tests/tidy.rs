@@ -188,13 +188,17 @@ fn sans_io_cores_do_no_io() {
 
 #[test]
 fn unsafe_code_lives_only_where_the_architecture_says() {
-    // `docs/ARCHITECTURE.md` ("Invariants") names these two places and argues each; any other
-    // `unsafe` must be argued there first.
+    // `docs/ARCHITECTURE.md` ("Invariants") names these places and argues each; any other
+    // `unsafe` must be argued there first. pmix-capi's C boundary is its conversion module
+    // (and its tests) and the exported functions' folder.
     let allowed = [
         root().join("pmix-server/src/frontend/openpmix/ds21/shm.rs"),
         root().join("pmix-server/src/shell.rs"),
         root().join("pmix-client/src/job_file.rs"),
+        root().join("pmix-capi/src/convert.rs"),
+        root().join("pmix-capi/src/convert_tests.rs"),
     ];
+    let capi_exports = root().join("pmix-capi/src/exports");
     let mut seen = Vec::new();
     for krate in workspace_members() {
         let src = root().join(&krate).join("src");
@@ -211,7 +215,7 @@ fn unsafe_code_lives_only_where_the_architecture_says() {
                 });
             if uses {
                 assert!(
-                    allowed.contains(&file),
+                    allowed.contains(&file) || file.starts_with(&capi_exports),
                     "{} has unsafe code; only {:?} may",
                     file.display(),
                     allowed

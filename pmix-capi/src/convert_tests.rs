@@ -1,0 +1,318 @@
+//! Property and refusal tests of the C conversions: a value of every supported type survives
+//! the trip to C and back; malformed C input is refused with a status, never read past.
+
+use core::ffi::c_char;
+use core::ptr;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::ctypes::pmix_value_data;
+
+fn key() -> impl Strategy<Value = Key> {
+    "[a-z][a-z0-9._]{0,30}".prop_map(|s| Key::new(s).expect("a valid key"))
+}
+
+fn nspace() -> impl Strategy<Value = Nspace> {
+    "[a-z][a-z0-9-]{0,40}".prop_map(|s| Nspace::new(s).expect("a valid namespace"))
+}
+
+fn text() -> impl Strategy<Value = String> {
+    "[^\u{0}]{0,24}"
+}
+
+fn proc_() -> impl Strategy<Value = Proc> {
+    (nspace(), any::<u32>()).prop_map(|(n, r)| Proc::new(n, Rank(r)))
+}
+
+/// A value of any type that holds no other value.
+fn leaf() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        Just(Value::Undef),
+        any::<bool>().prop_map(Value::Bool),
+        any::<u8>().prop_map(Value::Byte),
+        text().prop_map(Value::String),
+        any::<u64>().prop_map(Value::Size),
+        any::<u32>().prop_map(Value::Pid),
+        any::<i32>().prop_map(Value::Int),
+        any::<i8>().prop_map(Value::Int8),
+        any::<i16>().prop_map(Value::Int16),
+        any::<i32>().prop_map(Value::Int32),
+        any::<i64>().prop_map(Value::Int64),
+        any::<u32>().prop_map(Value::Uint),
+        any::<u8>().prop_map(Value::Uint8),
+        any::<u16>().prop_map(Value::Uint16),
+        any::<u32>().prop_map(Value::Uint32),
+        any::<u64>().prop_map(Value::Uint64),
+        any::<f32>().prop_map(Value::Float),
+        any::<f64>().prop_map(Value::Double),
+        (any::<i64>(), any::<i64>()).prop_map(|(sec, usec)| Value::Timeval(Timeval { sec, usec })),
+        any::<i64>().prop_map(Value::Time),
+        any::<i32>().prop_map(|s| Value::Status(Status(s))),
+        any::<u32>().prop_map(|r| Value::Rank(Rank(r))),
+        proc_().prop_map(Value::Proc),
+        nspace().prop_map(Value::Nspace),
+        proptest::collection::vec(any::<u8>(), 0..64).prop_map(Value::ByteObject),
+        proptest::collection::vec(any::<u8>(), 0..64).prop_map(Value::Regex),
+        proptest::collection::vec(any::<u8>(), 0..64).prop_map(Value::CompressedString),
+        proptest::collection::vec(any::<u8>(), 0..64).prop_map(Value::CompressedBytes),
+        any::<u8>().prop_map(|x| Value::Persistence(Persistence(x))),
+        any::<u8>().prop_map(|x| Value::Scope(Scope(x))),
+        any::<u8>().prop_map(|x| Value::DataRange(DataRange(x))),
+        any::<u32>().prop_map(|x| Value::InfoDirectives(InfoFlags(x))),
+        any::<u16>().prop_map(|x| Value::DataType(DataType(x))),
+        any::<u8>().prop_map(|x| Value::ProcState(ProcState(x))),
+        any::<u8>().prop_map(|x| Value::AllocDirective(AllocDirective(x))),
+        any::<u16>().prop_map(|x| Value::IofChannel(IofChannel(x))),
+        any::<u8>().prop_map(|x| Value::JobState(JobState(x))),
+        any::<u8>().prop_map(|x| Value::LinkState(LinkState(x))),
+        any::<u16>().prop_map(|x| Value::Locality(Locality(x))),
+        (
+            proc_(),
+            text(),
+            text(),
+            any::<u32>(),
+            any::<i32>(),
+            any::<u8>()
+        )
+            .prop_map(|(proc, hostname, executable_name, pid, exit_code, state)| {
+                Value::ProcInfo(Box::new(ProcInfo {
+                    proc,
+                    hostname,
+                    executable_name,
+                    pid,
+                    exit_code,
+                    state: ProcState(state),
+                }))
+            }),
+        (text(), text(), 1u8..128).prop_map(|(name, value, separator)| Value::Envar(Envar {
+            name,
+            value,
+            separator
+        })),
+        (
+            text(),
+            key(),
+            any::<u16>(),
+            proptest::collection::vec(text(), 0..3)
+        )
+            .prop_map(
+                |(name, key, ty, description)| Value::RegAttr(Box::new(RegAttr {
+                    name,
+                    key: key.as_str().to_owned(),
+                    ty: DataType(ty),
+                    description,
+                }))
+            ),
+    ]
+}
+
+/// A value of any supported type, with infos and arrays nested a few levels.
+fn value() -> impl Strategy<Value = Value> {
+    leaf().prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            (key(), inner.clone(), any::<u32>()).prop_map(|(key, value, flags)| {
+                Value::Info(Box::new(Info {
+                    key,
+                    value,
+                    flags: InfoFlags(flags),
+                }))
+            }),
+            // Mixed types: an array of VALUE.
+            proptest::collection::vec(inner.clone(), 0..4).prop_map(|items| {
+                Value::from(DataArray::new(DataType::VALUE, items).expect("VALUE arrays mix"))
+            }),
+            // One type: as many copies of one element as asked.
+            (inner, 0usize..4).prop_filter_map("no array of UNDEF", |(item, n)| {
+                let ty = item.data_type();
+                (ty != DataType::UNDEF)
+                    .then(|| Value::from(DataArray::new(ty, vec![item; n]).expect("one type")))
+            }),
+        ]
+    })
+}
+
+proptest! {
+    #[test]
+    fn every_supported_value_round_trips_through_c(v in value()) {
+        let mut c = value_to_c(&v).expect("convertible");
+        // SAFETY: `c` was just built by value_to_c.
+        let back = unsafe { value_from_c(&c) };
+        // SAFETY: as above; destruct frees everything and leaves UNDEF.
+        unsafe { value_destruct(&mut c) };
+        prop_assert_eq!(back, Ok(v));
+        prop_assert_eq!(c.type_, DataType::UNDEF.0);
+    }
+
+    #[test]
+    fn info_arrays_round_trip_through_c(infos in proptest::collection::vec(
+        (key(), value()).prop_map(|(k, v)| Info::new(k, v)), 0..6)
+    ) {
+        let c = infos_to_c(&infos).expect("convertible");
+        // SAFETY: `c` holds infos.len() entries just built.
+        let back = unsafe { infos_from_c(c, infos.len()) };
+        // SAFETY: as above.
+        unsafe { infos_free(c, infos.len()) };
+        prop_assert_eq!(back, Ok(infos));
+    }
+
+    /// A key array filled to the end with no NUL is refused, whatever its bytes.
+    #[test]
+    fn unterminated_keys_are_refused(fill in 1u8..=255) {
+        let mut info = zeroed_info();
+        info.key = [fill as c_char; MAX_KEYLEN_C];
+        // SAFETY: one well-formed info but for its key.
+        prop_assert_eq!(unsafe { infos_from_c(&info, 1) }, Err(Status::ERR_BAD_PARAM));
+    }
+
+    /// A type code outside the Standard's is a bad parameter; never read as any type.
+    #[test]
+    fn unknown_type_codes_are_refused(code in 70u16..u16::MAX) {
+        let v = pmix_value_t { type_: code, data: pmix_value_data { uint64: 0 } };
+        // SAFETY: the union is initialised.
+        prop_assert_eq!(unsafe { value_from_c(&v) }, Err(Status::ERR_BAD_PARAM));
+    }
+}
+
+const MAX_KEYLEN_C: usize = crate::ctypes::MAX_KEYLEN + 1;
+
+fn zeroed_info() -> pmix_info_t {
+    pmix_info_t {
+        key: [0; MAX_KEYLEN_C],
+        flags: 0,
+        value: undef_value(),
+    }
+}
+
+#[test]
+fn types_of_the_standard_without_a_value_are_not_supported() {
+    for ty in [
+        DataType::POINTER,
+        DataType::TOPO,
+        DataType::PROC_CPUSET,
+        DataType::APP,
+    ] {
+        let v = pmix_value_t {
+            type_: ty.0,
+            data: pmix_value_data { uint64: 0 },
+        };
+        // SAFETY: the union is initialised.
+        assert_eq!(
+            unsafe { value_from_c(&v) },
+            Err(Status::ERR_NOT_SUPPORTED),
+            "{ty:?}"
+        );
+    }
+}
+
+#[test]
+fn null_pointers_with_counts_are_refused() {
+    // SAFETY: every call below is given NULL with a count, which must be refused unread.
+    unsafe {
+        assert_eq!(infos_from_c(ptr::null(), 3), Err(Status::ERR_BAD_PARAM));
+        assert_eq!(procs_from_c(ptr::null(), 1), Err(Status::ERR_BAD_PARAM));
+        assert_eq!(infos_from_c(ptr::null(), 0), Ok(vec![]));
+    }
+    let mut d = pmix_data_array_t {
+        type_: DataType::UINT32.0,
+        size: 5,
+        array: ptr::null_mut(),
+    };
+    let v = pmix_value_t {
+        type_: DataType::DATA_ARRAY.0,
+        data: pmix_value_data { darray: &mut d },
+    };
+    // SAFETY: the array's NULL with its count of 5 is what is tested.
+    assert_eq!(unsafe { value_from_c(&v) }, Err(Status::ERR_BAD_PARAM));
+    // A pointer-held type with a NULL pointer.
+    let v = pmix_value_t {
+        type_: DataType::PROC.0,
+        data: pmix_value_data {
+            proc_: ptr::null_mut(),
+        },
+    };
+    // SAFETY: as above.
+    assert_eq!(unsafe { value_from_c(&v) }, Err(Status::ERR_BAD_PARAM));
+    // A byte object claiming bytes it does not have.
+    let v = pmix_value_t {
+        type_: DataType::BYTE_OBJECT.0,
+        data: pmix_value_data {
+            bo: pmix_byte_object_t {
+                bytes: ptr::null_mut(),
+                size: 9,
+            },
+        },
+    };
+    // SAFETY: as above.
+    assert_eq!(unsafe { value_from_c(&v) }, Err(Status::ERR_BAD_PARAM));
+}
+
+#[test]
+fn arrays_too_large_to_address_are_refused_unread() {
+    let mut one = 7u32;
+    let mut d = pmix_data_array_t {
+        type_: DataType::UINT32.0,
+        size: usize::MAX / 2,
+        array: ptr::from_mut(&mut one).cast(),
+    };
+    let v = pmix_value_t {
+        type_: DataType::DATA_ARRAY.0,
+        data: pmix_value_data { darray: &mut d },
+    };
+    // SAFETY: the count is what is tested: refused before any element is read.
+    assert_eq!(unsafe { value_from_c(&v) }, Err(Status::ERR_BAD_PARAM));
+}
+
+#[test]
+fn a_data_array_containing_itself_is_refused_at_the_depth_bound() {
+    let element = Box::into_raw(Box::new(undef_value()));
+    let d = Box::into_raw(Box::new(pmix_data_array_t {
+        type_: DataType::VALUE.0,
+        size: 1,
+        array: element.cast(),
+    }));
+    // SAFETY: both are live boxes; a cycle of valid pointers: only the depth bound ends the
+    // walk. Both are freed after.
+    unsafe {
+        (*element).type_ = DataType::DATA_ARRAY.0;
+        (*element).data.darray = d;
+        let v = pmix_value_t {
+            type_: DataType::DATA_ARRAY.0,
+            data: pmix_value_data { darray: d },
+        };
+        assert_eq!(value_from_c(&v), Err(Status::ERR_BAD_PARAM));
+        drop(Box::from_raw(d));
+        drop(Box::from_raw(element));
+    }
+}
+
+#[test]
+fn unterminated_namespaces_and_bad_text_are_refused() {
+    let p = pmix_proc_t {
+        nspace: [b'n' as c_char; crate::ctypes::MAX_NSLEN + 1],
+        rank: 0,
+    };
+    assert_eq!(proc_from_c(&p), Err(Status::ERR_BAD_PARAM));
+    let mut info = zeroed_info();
+    info.key[..2].copy_from_slice(&[0xff_u8 as c_char, 0]);
+    // SAFETY: one well-formed info but for its key, which is not UTF-8.
+    assert_eq!(
+        unsafe { infos_from_c(&info, 1) },
+        Err(Status::ERR_BAD_PARAM)
+    );
+}
+
+#[test]
+fn strings_holding_a_nul_cannot_go_to_c() {
+    assert_eq!(
+        value_to_c(&Value::String("a\0b".into())).err(),
+        Some(Status::ERR_BAD_PARAM)
+    );
+    // Half written when it fails: what was allocated is freed (run under a leak checker to
+    // see it); the info array's first entry was fine.
+    let infos = vec![
+        Info::new(Key::new("k1").expect("key"), Value::String("fine".into())),
+        Info::new(Key::new("k2").expect("key"), Value::String("bad\0".into())),
+    ];
+    assert_eq!(infos_to_c(&infos).err(), Some(Status::ERR_BAD_PARAM));
+}

@@ -1,0 +1,255 @@
+//! The PMIx Standard's C types, laid out as C lays them out (`#[repr(C)]`), written from the
+//! Standard's definitions: the structures a C caller hands this library and gets back.
+//! `tests/layout.rs` compiles a C program against Debian's OpenPMIx 4.2 headers and checks
+//! every size and field offset here against it.
+//!
+//! Nothing here reads memory; `convert` does, with every pointer and length checked. The
+//! names are the Standard's, so they are not Rust's camel case.
+#![allow(non_camel_case_types)]
+
+use core::ffi::{c_char, c_int, c_uint, c_void};
+
+/// `PMIX_MAX_NSLEN`: a namespace holds at most this many bytes before its NUL.
+pub const MAX_NSLEN: usize = pmix_types::MAX_NSLEN;
+/// `PMIX_MAX_KEYLEN`: a key holds at most this many bytes before its NUL.
+pub const MAX_KEYLEN: usize = pmix_types::MAX_KEYLEN;
+
+/// `pmix_status_t`.
+pub type pmix_status_t = c_int;
+/// `pmix_rank_t`.
+pub type pmix_rank_t = u32;
+/// `pmix_data_type_t`.
+pub type pmix_data_type_t = u16;
+/// `pmix_scope_t`.
+pub type pmix_scope_t = u8;
+/// `pmix_info_directives_t`.
+pub type pmix_info_directives_t = u32;
+/// `pmix_nspace_t`: a fixed array holding a NUL-terminated namespace.
+pub type pmix_nspace_t = [c_char; MAX_NSLEN + 1];
+/// `pmix_key_t`: a fixed array holding a NUL-terminated key.
+pub type pmix_key_t = [c_char; MAX_KEYLEN + 1];
+
+/// `pmix_proc_t`: a namespace and a rank.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_proc_t {
+    /// The namespace, NUL-terminated within the array.
+    pub nspace: pmix_nspace_t,
+    /// The rank.
+    pub rank: pmix_rank_t,
+}
+
+/// `pmix_byte_object_t`: `size` bytes at `bytes`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_byte_object_t {
+    /// The bytes (may be NULL when `size` is 0).
+    pub bytes: *mut c_char,
+    /// How many.
+    pub size: usize,
+}
+
+/// `pmix_envar_t`: an environment variable to set.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_envar_t {
+    /// Its name.
+    pub envar: *mut c_char,
+    /// Its value.
+    pub value: *mut c_char,
+    /// The list separator, or 0.
+    pub separator: c_char,
+}
+
+/// `struct timeval` as glibc on 64-bit Linux lays it out.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct timeval {
+    /// Seconds.
+    pub tv_sec: i64,
+    /// Microseconds.
+    pub tv_usec: i64,
+}
+
+/// `pmix_data_array_t`: `size` elements of C type `type_` at `array`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_data_array_t {
+    /// The element type.
+    pub type_: pmix_data_type_t,
+    /// How many elements.
+    pub size: usize,
+    /// The elements, laid out as a C array of the type's C form.
+    pub array: *mut c_void,
+}
+
+/// `pmix_proc_info_t`: what is known about one process.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_proc_info_t {
+    /// The process.
+    pub proc_: pmix_proc_t,
+    /// Its host.
+    pub hostname: *mut c_char,
+    /// Its executable.
+    pub executable_name: *mut c_char,
+    /// Its pid.
+    pub pid: libc::pid_t,
+    /// Its exit code.
+    pub exit_code: c_int,
+    /// Its state (`pmix_proc_state_t`).
+    pub state: u8,
+}
+
+/// `pmix_regattr_t`: a registered attribute.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_regattr_t {
+    /// The attribute's C name.
+    pub name: *mut c_char,
+    /// Its key.
+    pub string: pmix_key_t,
+    /// Its value type.
+    pub type_: pmix_data_type_t,
+    /// Lines of description, a NULL-terminated array.
+    pub description: *mut *mut c_char,
+}
+
+/// The union of `pmix_value_t`: one member per data type. The members this library reads
+/// and writes are listed; the union is as large and as aligned as the Standard's (16 bytes:
+/// `struct timeval`, a byte object, an envar's two pointers and separator are the largest).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub union pmix_value_data {
+    /// `PMIX_BOOL`.
+    pub flag: bool,
+    /// `PMIX_BYTE`.
+    pub byte: u8,
+    /// `PMIX_STRING`.
+    pub string: *mut c_char,
+    /// `PMIX_SIZE`.
+    pub size: usize,
+    /// `PMIX_PID`.
+    pub pid: libc::pid_t,
+    /// `PMIX_INT`.
+    pub integer: c_int,
+    /// `PMIX_INT8`.
+    pub int8: i8,
+    /// `PMIX_INT16`.
+    pub int16: i16,
+    /// `PMIX_INT32`.
+    pub int32: i32,
+    /// `PMIX_INT64`.
+    pub int64: i64,
+    /// `PMIX_UINT`.
+    pub uint: c_uint,
+    /// `PMIX_UINT8`.
+    pub uint8: u8,
+    /// `PMIX_UINT16`.
+    pub uint16: u16,
+    /// `PMIX_UINT32`.
+    pub uint32: u32,
+    /// `PMIX_UINT64`.
+    pub uint64: u64,
+    /// `PMIX_FLOAT`.
+    pub fval: f32,
+    /// `PMIX_DOUBLE`.
+    pub dval: f64,
+    /// `PMIX_TIMEVAL`.
+    pub tv: timeval,
+    /// `PMIX_TIME`.
+    pub time: libc::time_t,
+    /// `PMIX_STATUS`.
+    pub status: pmix_status_t,
+    /// `PMIX_PROC_RANK`.
+    pub rank: pmix_rank_t,
+    /// `PMIX_PROC_NSPACE`.
+    pub nspace: *mut pmix_nspace_t,
+    /// `PMIX_PROC`.
+    pub proc_: *mut pmix_proc_t,
+    /// `PMIX_BYTE_OBJECT`, `PMIX_REGEX`, `PMIX_COMPRESSED_*`.
+    pub bo: pmix_byte_object_t,
+    /// `PMIX_PROC_INFO`.
+    pub pinfo: *mut pmix_proc_info_t,
+    /// `PMIX_DATA_ARRAY`.
+    pub darray: *mut pmix_data_array_t,
+    /// `PMIX_POINTER`, and the pointee of `PMIX_INFO` and `PMIX_REGATTR` values.
+    pub ptr: *mut c_void,
+    /// `PMIX_ENVAR`.
+    pub envar: pmix_envar_t,
+}
+
+/// `pmix_value_t`: a type tag and the union member it names.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_value_t {
+    /// The data type (`PMIX_UINT32`, ...).
+    pub type_: pmix_data_type_t,
+    /// The value.
+    pub data: pmix_value_data,
+}
+
+/// `pmix_info_t`: a key, directive flags and a value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_info_t {
+    /// The key, NUL-terminated within the array.
+    pub key: pmix_key_t,
+    /// Directive flags.
+    pub flags: pmix_info_directives_t,
+    /// The value.
+    pub value: pmix_value_t,
+}
+
+/// `pmix_pdata_t`: a published datum: its publisher, key and value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_pdata_t {
+    /// The publisher.
+    pub proc_: pmix_proc_t,
+    /// The key.
+    pub key: pmix_key_t,
+    /// The value.
+    pub value: pmix_value_t,
+}
+
+/// `pmix_app_t`: one application context of a spawn.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_app_t {
+    /// The command.
+    pub cmd: *mut c_char,
+    /// Its arguments, a NULL-terminated array.
+    pub argv: *mut *mut c_char,
+    /// Environment additions, a NULL-terminated array of `NAME=value`.
+    pub env: *mut *mut c_char,
+    /// The working directory.
+    pub cwd: *mut c_char,
+    /// How many processes.
+    pub maxprocs: c_int,
+    /// Directives.
+    pub info: *mut pmix_info_t,
+    /// How many directives.
+    pub ninfo: usize,
+}
+
+/// `pmix_query_t`: keys to ask about and qualifiers.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_query_t {
+    /// The keys, a NULL-terminated array.
+    pub keys: *mut *mut c_char,
+    /// Qualifiers.
+    pub qualifiers: *mut pmix_info_t,
+    /// How many qualifiers.
+    pub nqual: usize,
+}
+
+/// `pmix_op_cbfunc_t`: the completion of an operation that returns only a status.
+pub type pmix_op_cbfunc_t =
+    Option<unsafe extern "C" fn(status: pmix_status_t, cbdata: *mut c_void)>;
+
+/// `pmix_value_cbfunc_t`: the completion of `PMIx_Get_nb`; the value belongs to the library
+/// and is released when the callback returns.
+pub type pmix_value_cbfunc_t =
+    Option<unsafe extern "C" fn(status: pmix_status_t, kv: *mut pmix_value_t, cbdata: *mut c_void)>;

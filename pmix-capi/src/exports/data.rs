@@ -1,0 +1,216 @@
+//! Exchanging data: `PMIx_Put`, `PMIx_Commit`, `PMIx_Fence` (and `_nb`), `PMIx_Get` (and
+//! `_nb`).
+
+use core::ffi::{c_char, c_void};
+
+use pmix_client::{Info, Proc, Scope, Status, Value};
+
+use crate::convert::{c_alloc, c_str, infos_from_c, proc_from_c, procs_from_c, value_destruct};
+use crate::convert::{required_str, value_from_c, value_to_c};
+use crate::ctypes::{
+    pmix_info_t, pmix_op_cbfunc_t, pmix_proc_t, pmix_scope_t, pmix_status_t, pmix_value_cbfunc_t,
+    pmix_value_t,
+};
+use crate::guard::guarded;
+use crate::progress::run_on_progress_thread;
+use crate::state;
+
+/// A C callback's `cbdata`, handed back untouched on the progress thread.
+struct CbData(*mut c_void);
+// SAFETY: the pointer is only given back to the C callback it came with; what it points at
+// is the C caller's to synchronise, as with libpmix.
+unsafe impl Send for CbData {}
+
+/// Stores `key` = `*val` for peers in `scope` to get once committed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Put(
+    scope: pmix_scope_t,
+    key: *const c_char,
+    val: *mut pmix_value_t,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract: a C string and a value, or NULLs (refused).
+        let (key, value) = unsafe {
+            let v = val.as_ref().ok_or(Status::ERR_BAD_PARAM)?;
+            (required_str(key)?, value_from_c(v)?)
+        };
+        state::client()?
+            .put(Scope(scope), key, value)
+            .map_err(|e| e.status())
+    })
+}
+
+/// Sends what was put since the last commit to the server.
+#[unsafe(no_mangle)]
+pub extern "C" fn PMIx_Commit() -> pmix_status_t {
+    guarded(|| state::client()?.commit().map_err(|e| e.status()))
+}
+
+/// The processes and directives of a fence.
+///
+/// # Safety
+/// The Standard's contract: `procs` holds `nprocs` processes, `info` `ninfo` entries.
+unsafe fn fence_args(
+    procs: *const pmix_proc_t,
+    nprocs: usize,
+    info: *const pmix_info_t,
+    ninfo: usize,
+) -> Result<(Vec<Proc>, Vec<Info>), Status> {
+    // SAFETY: the caller's promise.
+    unsafe { Ok((procs_from_c(procs, nprocs)?, infos_from_c(info, ninfo)?)) }
+}
+
+/// Waits until every process of `procs` (none: the whole namespace) has called it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Fence(
+    procs: *const pmix_proc_t,
+    nprocs: usize,
+    info: *const pmix_info_t,
+    ninfo: usize,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract.
+        let (procs, info) = unsafe { fence_args(procs, nprocs, info, ninfo) }?;
+        state::client()?
+            .fence(&procs, &info)
+            .map_err(|e| e.status())
+    })
+}
+
+/// [`PMIx_Fence`] completing through `cbfunc(status, cbdata)` on the progress thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Fence_nb(
+    procs: *const pmix_proc_t,
+    nprocs: usize,
+    info: *const pmix_info_t,
+    ninfo: usize,
+    cbfunc: pmix_op_cbfunc_t,
+    cbdata: *mut c_void,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract.
+        let (procs, info) = unsafe { fence_args(procs, nprocs, info, ninfo) }?;
+        let client = state::client()?;
+        let cbdata = CbData(cbdata);
+        client.fence_nb(&procs, &info, move |result| {
+            let status = result.err().map_or(Status::SUCCESS, |e| e.status());
+            run_on_progress_thread(move || {
+                let cbdata = cbdata;
+                if let Some(f) = cbfunc {
+                    // SAFETY: the caller's callback, with the caller's cbdata.
+                    unsafe { f(status.0, cbdata.0) };
+                }
+            });
+        });
+        Ok(())
+    })
+}
+
+/// The process and directives of a get; a NULL `proc` is this process.
+///
+/// # Safety
+/// The Standard's contract: a process or NULL, a C string or NULL, `ninfo` entries.
+unsafe fn get_args(
+    proc: *const pmix_proc_t,
+    key: *const c_char,
+    info: *const pmix_info_t,
+    ninfo: usize,
+) -> Result<(Proc, Option<String>, Vec<Info>), Status> {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let proc = match proc.as_ref() {
+            Some(p) => proc_from_c(p)?,
+            None => state::client()?.proc().clone(),
+        };
+        Ok((
+            proc,
+            c_str(key)?.map(str::to_owned),
+            infos_from_c(info, ninfo)?,
+        ))
+    }
+}
+
+/// `key` of `proc` (no key: everything `proc` put) into a new value at `*val`, which the caller
+/// releases (`PMIX_VALUE_RELEASE`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Get(
+    proc: *const pmix_proc_t,
+    key: *const c_char,
+    info: *const pmix_info_t,
+    ninfo: usize,
+    val: *mut *mut pmix_value_t,
+) -> pmix_status_t {
+    guarded(|| {
+        if val.is_null() {
+            return Err(Status::ERR_BAD_PARAM);
+        }
+        // SAFETY: the Standard's contract.
+        let (proc, key, info) = unsafe { get_args(proc, key, info, ninfo) }?;
+        let client = state::client()?;
+        let value = match &key {
+            Some(k) => client.get(&proc, k, &info),
+            None => client.get_all(&proc, &info),
+        }
+        .map_err(|e| e.status())?;
+        let out = c_alloc::<pmix_value_t>(1)?;
+        match value_to_c(&value) {
+            // SAFETY: `out` is one fresh value; `val` was checked not NULL.
+            Ok(v) => unsafe {
+                out.write(v);
+                val.write(out);
+            },
+            Err(e) => {
+                // SAFETY: from c_alloc.
+                unsafe { libc::free(out.cast()) };
+                return Err(e);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Hands `result` to `cbfunc` on the progress thread, in a value this library releases
+/// when the callback returns.
+fn complete_get(result: Result<Value, Status>, cbfunc: pmix_value_cbfunc_t, cbdata: CbData) {
+    run_on_progress_thread(move || {
+        let cbdata = cbdata;
+        let Some(f) = cbfunc else { return };
+        let converted = result.and_then(|v| value_to_c(&v));
+        match converted {
+            Ok(mut v) => {
+                // SAFETY: the caller's callback gets a value valid until it returns, which is
+                // then released here.
+                unsafe {
+                    f(Status::SUCCESS.0, &mut v, cbdata.0);
+                    value_destruct(&mut v);
+                }
+            }
+            // SAFETY: the caller's callback, with no value.
+            Err(s) => unsafe { f(s.0, core::ptr::null_mut(), cbdata.0) },
+        }
+    });
+}
+
+/// [`PMIx_Get`] completing through `cbfunc(status, value, cbdata)` on the progress thread.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Get_nb(
+    proc: *const pmix_proc_t,
+    key: *const c_char,
+    info: *const pmix_info_t,
+    ninfo: usize,
+    cbfunc: pmix_value_cbfunc_t,
+    cbdata: *mut c_void,
+) -> pmix_status_t {
+    guarded(|| {
+        if cbfunc.is_none() {
+            return Err(Status::ERR_BAD_PARAM);
+        }
+        // SAFETY: the Standard's contract.
+        let (proc, key, info) = unsafe { get_args(proc, key, info, ninfo) }?;
+        let cbdata = CbData(cbdata);
+        state::client()?.get_nb(&proc, key.as_deref(), &info, move |r| {
+            complete_get(r.map_err(|e| e.status()), cbfunc, cbdata)
+        });
+        Ok(())
+    })
+}

@@ -1,0 +1,15 @@
+//! The exported C functions, one file per group of the Standard's API. Each runs its body
+//! through `guard`, reads its arguments through `convert`, and calls the safe client.
+//! Their contracts are the Standard's (pointers valid for their counts, strings
+//! NUL-terminated), so they carry no `# Safety` sections of their own.
+#![allow(clippy::missing_safety_doc, non_snake_case)]
+
+pub mod data;
+pub mod info_list;
+pub mod lifecycle;
+pub mod names;
+pub mod naming;
+pub mod resolve;
+pub mod strings;
+pub mod structs;
+pub mod values;

@@ -1,0 +1,196 @@
+//! Value helpers the headers' macros call: `PMIx_Value_load`, `PMIx_Value_unload`,
+//! `PMIx_Value_destruct`, `PMIx_Value_xfer`, `PMIx_Data_array_destruct`, `PMIx_Info_load`,
+//! `PMIx_Info_xfer`. Each copies deeply, through `pmix_types`, so what is loaded owns its
+//! memory and what it was loaded from stays the caller's.
+
+use core::ffi::{c_char, c_void};
+
+use pmix_client::types::{DataType, Key, Status, Value};
+
+use crate::convert::{
+    c_alloc, c_str, data_array_destruct, element_from_c, element_size, fixed_from_str, fixed_str,
+    undef_value, value_destruct, value_from_c, value_to_c,
+};
+use crate::ctypes::pmix_value_t;
+use crate::ctypes::{pmix_data_array_t, pmix_data_type_t, pmix_info_t, pmix_status_t};
+use crate::guard::guarded;
+
+/// The value of type `ty` that `data` points at, as `PMIx_Value_load` reads it: a string is
+/// the `char *` itself, any other type its C object. A NULL `data` is true for `PMIX_BOOL`
+/// (an attribute given without a value is set) and a bad parameter for any other type.
+///
+/// # Safety
+/// `data` is NULL or points at what `ty` says.
+pub(super) unsafe fn loaded(data: *const c_void, ty: DataType) -> Result<Value, Status> {
+    if data.is_null() {
+        return match ty {
+            DataType::BOOL => Ok(Value::Bool(true)),
+            _ => Err(Status::ERR_BAD_PARAM),
+        };
+    }
+    // SAFETY: the caller's promise.
+    unsafe {
+        if ty == DataType::STRING {
+            return Ok(Value::String(
+                c_str(data.cast())?.ok_or(Status::ERR_BAD_PARAM)?.to_owned(),
+            ));
+        }
+        element_from_c(ty, data.cast(), 0)
+    }
+}
+
+/// Loads `val` with a copy of the `type_` datum at `data`. NULL `data` loads an empty value of
+/// the type (for `PMIX_BOOL`, true, as [`loaded`] reads it).
+///
+/// # Safety
+/// `val` points at a value the caller owns; `data` is NULL or points at what `type_` says.
+unsafe fn load(
+    val: *mut pmix_value_t,
+    data: *const c_void,
+    type_: pmix_data_type_t,
+) -> Result<(), Status> {
+    // SAFETY: the caller's promise.
+    let val = unsafe { val.as_mut() }.ok_or(Status::ERR_BAD_PARAM)?;
+    let ty = DataType(type_);
+    if data.is_null() && ty != DataType::BOOL {
+        element_size(ty).ok_or(Status::ERR_BAD_PARAM)?;
+        *val = undef_value();
+        val.type_ = type_;
+        return Ok(());
+    }
+    // SAFETY: the caller's promise.
+    *val = value_to_c(&unsafe { loaded(data, ty) }?)?;
+    Ok(())
+}
+
+/// `PMIx_Value_load`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Value_load(
+    val: *mut pmix_value_t,
+    data: *const c_void,
+    type_: pmix_data_type_t,
+) -> pmix_status_t {
+    // SAFETY: the Standard's contract.
+    guarded(|| unsafe { load(val, data, type_) })
+}
+
+/// Copies the datum of `val` into new memory at `*data` (a string: the string itself), its
+/// size in `*sz`; the caller frees it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Value_unload(
+    val: *mut pmix_value_t,
+    data: *mut *mut c_void,
+    sz: *mut usize,
+) -> pmix_status_t {
+    guarded(|| {
+        if data.is_null() || sz.is_null() {
+            return Err(Status::ERR_BAD_PARAM);
+        }
+        // SAFETY: the Standard's contract: a well-formed value.
+        let v = unsafe { value_from_c(val.as_ref().ok_or(Status::ERR_BAD_PARAM)?) }?;
+        let ty = v.data_type();
+        let size = element_size(ty).ok_or(Status::ERR_NOT_SUPPORTED)?;
+        let c = value_to_c(&v)?;
+        // The datum leaves `c` (inline or by its pointer) for the caller: only the shell of a
+        // pointer-held datum is dropped, nothing it owns.
+        // SAFETY: `c` is the value just written; `out` has `size` bytes for it.
+        unsafe {
+            let (out, n) = if crate::convert::held_by_pointer(ty) {
+                (c.data.ptr, size)
+            } else if ty == DataType::STRING {
+                let s = c.data.string;
+                (s.cast(), libc::strlen(s) + 1)
+            } else {
+                let out = c_alloc::<u8>(size)?;
+                core::ptr::copy_nonoverlapping(
+                    core::ptr::from_ref(&c.data).cast::<u8>(),
+                    out,
+                    size,
+                );
+                (out.cast(), size)
+            };
+            data.write(out);
+            sz.write(n);
+        }
+        Ok(())
+    })
+}
+
+/// Frees what `val` owns and leaves it empty.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Value_destruct(val: *mut pmix_value_t) {
+    // SAFETY: the Standard's contract: a value this library or the caller built.
+    let _ = guarded(|| {
+        unsafe { value_destruct(val) };
+        Ok(())
+    });
+}
+
+/// Loads `dest` with a deep copy of `src`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Value_xfer(
+    dest: *mut pmix_value_t,
+    src: *const pmix_value_t,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract.
+        unsafe {
+            let v = value_from_c(src.as_ref().ok_or(Status::ERR_BAD_PARAM)?)?;
+            let dest = dest.as_mut().ok_or(Status::ERR_BAD_PARAM)?;
+            *dest = value_to_c(&v)?;
+        }
+        Ok(())
+    })
+}
+
+/// Frees a data array's elements and memory, leaving it empty.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Data_array_destruct(d: *mut pmix_data_array_t) {
+    let _ = guarded(|| {
+        // SAFETY: the Standard's contract.
+        unsafe { data_array_destruct(d) };
+        Ok(())
+    });
+}
+
+/// Loads `info` with `key` and a copy of the `type_` datum at `data` (as `PMIx_Value_load`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Info_load(
+    info: *mut pmix_info_t,
+    key: *const c_char,
+    data: *const c_void,
+    type_: pmix_data_type_t,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract.
+        unsafe {
+            let info = info.as_mut().ok_or(Status::ERR_BAD_PARAM)?;
+            let key = c_str(key)?.ok_or(Status::ERR_BAD_PARAM)?;
+            Key::new(key).map_err(|_| Status::ERR_BAD_PARAM)?;
+            fixed_from_str(key, &mut info.key)?;
+            info.flags = 0;
+            load(&mut info.value, data, type_)
+        }
+    })
+}
+
+/// Loads `dest` with the key, flags and a deep copy of the value of `src`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Info_xfer(
+    dest: *mut pmix_info_t,
+    src: *const pmix_info_t,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract.
+        unsafe {
+            let src = src.as_ref().ok_or(Status::ERR_BAD_PARAM)?;
+            let dest = dest.as_mut().ok_or(Status::ERR_BAD_PARAM)?;
+            let key = fixed_str(&src.key)?;
+            let v = value_from_c(&src.value)?;
+            fixed_from_str(key, &mut dest.key)?;
+            dest.flags = src.flags;
+            dest.value = value_to_c(&v)?;
+        }
+        Ok(())
+    })
+}

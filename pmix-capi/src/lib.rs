@@ -1,0 +1,23 @@
+//! `libpmix.so.2` from Rust: the PMIx Standard's client C API on top of `pmix-client`, so a
+//! program built against OpenPMIx's headers (Debian's `libpmix-dev`) runs on pmix-rs's
+//! client when `LD_LIBRARY_PATH` names a directory holding this library as `libpmix.so.2`.
+//! The build makes `libpmix_capi.so` with that soname; `docs/CAPI.md` lists what is exported,
+//! what answers `PMIX_ERR_NOT_SUPPORTED`, and how to use it.
+//!
+//! - `ctypes`: the Standard's C types, `#[repr(C)]`, checked against the C headers by
+//!   `tests/layout.rs`.
+//! - `convert`: the only module that reads, writes, allocates or frees C memory, between
+//!   those types and `pmix_types`, every pointer and count checked.
+//! - `exports`: the `PMIx_*` functions, each guarded against panics (`guard`) and calling
+//!   the one client of the process (`state`); non-blocking completions run on a progress
+//!   thread (`progress`).
+
+pub mod ctypes;
+
+#[allow(unsafe_code)]
+mod convert;
+#[allow(unsafe_code)]
+pub mod exports;
+mod guard;
+mod progress;
+mod state;
