@@ -44,6 +44,9 @@
  *                 its scope lets this process see (LOCAL on its node, REMOTE off it, both of
  *                 itself); prints "nskeys rank=R peers=P". A namespace in the prefix the
  *                 standard reserves for attributes ("pmix") makes these reserved keys.
+ *   local-procs   PMIX_LOCAL_PROCS at the wildcard rank: the processes of this job on this
+ *                 node, as many as PMIX_LOCAL_SIZE, each of this namespace and named in
+ *                 PMIX_LOCAL_PEERS, this process among them; prints "lprocs rank=R n=N"
  *   abort CODE    after a fence, rank 1 prints "aborting rank=1 code=CODE" and calls
  *                 PMIx_Abort(CODE) for the whole job; the others wait in a fence rank 1
  *                 never joins, until the launcher kills them (or, should the fence end
@@ -406,6 +409,45 @@ static void scenario_modex(bool collect)
     printf("modex rank=%u collect=%d peers=%u\n", me.rank, collect ? 1 : 0, job_size);
 }
 
+/* ---- local-procs ----------------------------------------------------------------------- */
+
+static void scenario_local_procs(void)
+{
+    pmix_proc_t wild = proc_of(PMIX_RANK_WILDCARD);
+    uint32_t local_size = get_u32(&wild, PMIX_LOCAL_SIZE);
+    char *peers = get_str(&wild, PMIX_LOCAL_PEERS);
+    pmix_value_t *v = get_typed(&wild, PMIX_LOCAL_PROCS, PMIX_DATA_ARRAY);
+    pmix_data_array_t *a = v->data.darray;
+    if (a == NULL || a->type != PMIX_PROC)
+        fail("PMIX_LOCAL_PROCS is not an array of procs");
+    if (a->size != local_size)
+        fail("PMIX_LOCAL_PROCS holds %zu procs, PMIX_LOCAL_SIZE is %u", a->size, local_size);
+    pmix_proc_t *procs = (pmix_proc_t *) a->array;
+    bool self = false;
+    for (size_t i = 0; i < a->size; i++) {
+        if (!PMIX_CHECK_NSPACE(procs[i].nspace, me.nspace))
+            fail("PMIX_LOCAL_PROCS names %s, not this namespace", procs[i].nspace);
+        char r[16];
+        snprintf(r, sizeof r, "%u", procs[i].rank);
+        bool listed = false;
+        for (char *p = peers; p != NULL && *p != '\0';) {
+            size_t n = strcspn(p, ",");
+            if (n == strlen(r) && strncmp(p, r, n) == 0)
+                listed = true;
+            p += n + (p[n] == ',' ? 1 : 0);
+        }
+        if (!listed)
+            fail("rank %u of PMIX_LOCAL_PROCS is not in PMIX_LOCAL_PEERS \"%s\"", procs[i].rank,
+                 peers);
+        self |= procs[i].rank == me.rank;
+    }
+    if (!self)
+        fail("PMIX_LOCAL_PROCS does not hold this process");
+    free(peers);
+    PMIX_VALUE_RELEASE(v);
+    printf("lprocs rank=%u n=%u\n", me.rank, local_size);
+}
+
 /* ---- nskeys ---------------------------------------------------------------------------- */
 
 static void collect_fence(void);
@@ -705,9 +747,10 @@ int main(int argc, char **argv)
         } else if (strcmp(s, "job") != 0 && strcmp(s, "modex") != 0 &&
                    strcmp(s, "modex-direct") != 0 && strcmp(s, "fence") != 0 &&
                    strcmp(s, "publish") != 0 && strcmp(s, "peers") != 0 &&
-                   strcmp(s, "duplicate") != 0 && strcmp(s, "nskeys") != 0) {
+                   strcmp(s, "duplicate") != 0 && strcmp(s, "nskeys") != 0 &&
+                   strcmp(s, "local-procs") != 0) {
             fail("unknown scenario %s (job, modex, modex-direct, peers, fence, publish, "
-                 "duplicate, nskeys, abort CODE)",
+                 "duplicate, nskeys, local-procs, abort CODE)",
                  s);
         }
     }
@@ -738,6 +781,8 @@ int main(int argc, char **argv)
             scenario_duplicate();
         } else if (strcmp(s, "nskeys") == 0) {
             scenario_nskeys();
+        } else if (strcmp(s, "local-procs") == 0) {
+            scenario_local_procs();
         } else if (strcmp(s, "abort") == 0) {
             if (job_size < 2)
                 fail("the abort scenario needs 2 ranks or more");

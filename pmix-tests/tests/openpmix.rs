@@ -127,6 +127,57 @@ fn keys_named_after_the_namespace_are_ordinary_keys() {
     }
 }
 
+/// `PMIX_LOCAL_PROCS` at the wildcard rank: this job's processes on the reader's node, as many
+/// as `LOCAL_SIZE`, each in `LOCAL_PEERS` (issue 35: PRRTE answers it, pmixrun did not), for
+/// libpmix 4.2.2 and 5.0.11, on one node and on two logical ones (1 and 3 ranks).
+#[test]
+fn local_procs_name_this_nodes_processes() {
+    let client = openpmix_program("pmix_client");
+    for (lib, nodes) in [
+        ("debian", false),
+        ("wheel", false),
+        ("debian", true),
+        ("wheel", true),
+    ] {
+        let what = format!(
+            "pmixrun{} -n 4 pmix_client local-procs ({lib} libpmix)",
+            if nodes {
+                " --launcher local --host a:1,b:3"
+            } else {
+                ""
+            }
+        );
+        let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+        if nodes {
+            args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:3")]);
+        }
+        args.extend([os("-n"), os("4"), client.as_os_str(), os("local-procs")]);
+        let mut cmd = pmixrun(&args);
+        if lib == "wheel" {
+            pmix_tests::use_ompi5_libpmix(&mut cmd);
+        }
+        let out = run(cmd, &what);
+        assert_ok(&out, &what);
+        let per_node = |r: u32| {
+            if !nodes {
+                4
+            } else if r == 0 {
+                1
+            } else {
+                3
+            }
+        };
+        assert_lines(
+            &out,
+            &what,
+            "lprocs",
+            (0..4)
+                .map(|r| format!("lprocs rank={r} n={}", per_node(r)))
+                .collect(),
+        );
+    }
+}
+
 /// A second publish of a key on the same range is refused with the standard's
 /// `PMIX_ERR_DUPLICATE_KEY` (-53), and the first value stays, for libpmix 4.2 and 5.0.11
 /// clients, whether pmixrun's server keeps the names or a name server does. (PRRTE accepts

@@ -437,10 +437,22 @@ pub(crate) fn register(
         );
     }
     // This node's values are also job-level for the clients on it (what a Get with rank
-    // WILDCARD of LOCAL_SIZE or LOCAL_PEERS means to them).
+    // WILDCARD of LOCAL_SIZE, LOCAL_PEERS or LOCAL_PROCS means to them). This node's only:
+    // what each client holds grows with its node, not with the job.
     let lsize = u32::try_from(local_ranks.len()).unwrap_or(u32::MAX);
     add_missing(&mut lv.job, attr::LOCAL_SIZE, lsize);
     add_missing(&mut lv.job, attr::LOCAL_PEERS, join_ranks(&local_ranks));
+    if !has(&lv.job, attr::LOCAL_PROCS) {
+        let procs: Vec<Proc> = local_ranks
+            .iter()
+            .map(|&r| Proc::new(nspace.clone(), r))
+            .collect();
+        add_missing(
+            &mut lv.job,
+            attr::LOCAL_PROCS,
+            super::psets::procs_array(&procs),
+        );
+    }
     if let Some(first) = local_ranks.first() {
         add_missing(&mut lv.job, attr::LOCALLDR, *first);
     }
