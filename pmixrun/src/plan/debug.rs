@@ -23,6 +23,19 @@ fn asked<'a>(job_info: &'a [Info], key: &str) -> Option<&'a Value> {
         .filter(|v| **v != Value::Bool(false))
 }
 
+/// The debugger directives a spawn may carry on one node, what `PMIX_QUERY_DEBUG_SUPPORT`
+/// answers there; a run across nodes supports none of them ([`refused`]).
+pub(crate) const SUPPORTED: [&str; 3] = [
+    attr::DEBUG_STOP_IN_INIT,
+    attr::DEBUG_TARGET,
+    attr::DEBUG_DAEMONS_PER_NODE,
+];
+
+/// [`SUPPORTED`] where the run is: `multi_node`, the run spans nodes.
+pub(crate) fn supported(multi_node: bool) -> &'static [&'static str] {
+    if multi_node { &[] } else { &SUPPORTED }
+}
+
 /// Why a spawn's debugger directives cannot be honoured here, if they cannot; `multi_node`:
 /// the run spans nodes.
 pub(crate) fn refused(job_info: &[Info], multi_node: bool) -> Option<String> {

@@ -212,8 +212,9 @@ impl<J: Jobs> Supervisor<J> {
 
     /// `PMIx_Query_info` for what the server does not know: the process tables
     /// (`QUERY_PROC_TABLE`, `QUERY_LOCAL_PROC_TABLE`, of the `NSPACE` qualifier's job, else
-    /// the asking process's), with host names, programs, pids and states, and the job's
-    /// status (`QUERY_JOB_STATUS`).
+    /// the asking process's), with host names, programs, pids and states, the job's
+    /// status (`QUERY_JOB_STATUS`), and what a spawn may ask of this run
+    /// (`QUERY_SPAWN_SUPPORT`, `QUERY_DEBUG_SUPPORT`: comma-separated attribute keys).
     pub(super) fn query(&mut self, asker: &Proc, queries: &[Query], done: Completion<Vec<Info>>) {
         let mut answers = Vec::new();
         for q in queries {
@@ -230,6 +231,21 @@ impl<J: Jobs> Supervisor<J> {
                 let local = match key.as_str() {
                     attr::QUERY_PROC_TABLE => false,
                     attr::QUERY_LOCAL_PROC_TABLE => true,
+                    attr::QUERY_SPAWN_SUPPORT | attr::QUERY_DEBUG_SUPPORT => {
+                        let multi_node = self.jobs.node_of(asker).is_some();
+                        let debug = crate::plan::debug::supported(multi_node);
+                        let keys: Vec<&str> = if key.as_str() == attr::QUERY_SPAWN_SUPPORT {
+                            crate::plan::job::SPAWN_ATTRIBUTES
+                                .iter()
+                                .chain(debug)
+                                .copied()
+                                .collect()
+                        } else {
+                            debug.to_vec()
+                        };
+                        answers.push(Info::new(key.clone(), Value::String(keys.join(","))));
+                        continue;
+                    }
                     attr::QUERY_JOB_STATUS => {
                         let Some(status) = self.job_status(&nspace) else {
                             return done.complete(Err(Status::ERR_NOT_FOUND));

@@ -323,3 +323,48 @@ fn the_job_status_is_success_until_a_process_ends_abnormally() {
     assert_eq!(status(before_rx), Status::SUCCESS);
     assert_eq!(status(after_rx), Status::ERR_EXIT_NONZERO_TERM);
 }
+
+/// What a spawn may ask of a one-node run: the spawn attributes pmixrun honours and the
+/// debugger's, as comma-separated keys (`QUERY_SPAWN_SUPPORT`, `QUERY_DEBUG_SUPPORT`).
+#[test]
+fn spawn_and_debug_support_are_answered_with_the_attributes_honoured() {
+    let fake = Fake::default();
+    let (done, rx) = answered();
+    let key = |k: &str| pmix_types::Key::new(k).unwrap_or_else(|e| panic!("{e}"));
+    let ev = Event::Query {
+        asker: p("job", 0),
+        queries: vec![pmix_server::Query {
+            keys: vec![
+                key(attr::QUERY_SPAWN_SUPPORT),
+                key(attr::QUERY_DEBUG_SUPPORT),
+            ],
+            qualifiers: Vec::new(),
+        }],
+        done,
+    };
+    run_with(&fake, 1, vec![ev, exited("job", 0, 0)]);
+    let infos = rx
+        .try_recv()
+        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap_or_else(|s| panic!("{s:?}"));
+    let answer = |k: &str| -> Vec<String> {
+        let v = infos
+            .iter()
+            .find(|i| i.key.as_str() == k)
+            .and_then(|i| i.value.as_str())
+            .unwrap_or_else(|| panic!("no {k} in {infos:?}"));
+        v.split(',').map(str::to_owned).collect()
+    };
+    let spawn = answer(attr::QUERY_SPAWN_SUPPORT);
+    for k in [attr::WDIR, attr::SET_ENVAR, attr::DEBUG_STOP_IN_INIT] {
+        assert!(spawn.iter().any(|s| s == k), "{k} not in {spawn:?}");
+    }
+    assert_eq!(
+        answer(attr::QUERY_DEBUG_SUPPORT),
+        [
+            attr::DEBUG_STOP_IN_INIT,
+            attr::DEBUG_TARGET,
+            attr::DEBUG_DAEMONS_PER_NODE
+        ]
+    );
+}
