@@ -253,7 +253,7 @@ impl Server {
                 None => (None, None),
             };
             let (tx, rx): (Sender<LoopMsg>, Receiver<LoopMsg>) = unbounded();
-            let extras = vec![
+            let mut extras = vec![
                 Info::attr(attr::SERVER_NSPACE, nspace.as_str()),
                 Info::attr(attr::SERVER_RANK, options.rank),
                 Info::attr(attr::TMPDIR, session.to_string_lossy().into_owned()),
@@ -261,6 +261,10 @@ impl Server {
                 // This server removes the session and namespace directories itself.
                 Info::attr(attr::TDIR_RMCLEAN, true),
             ];
+            // Where tools and libpmix processes reach it (`PMIX_SERVER_URI`).
+            if let Some(u) = &uri {
+                extras.push(Info::attr(attr::SERVER_URI, u.as_str()));
+            }
             let mut engine = Engine::new(hostname.clone(), extras, options.name_service);
             engine.set_tool_support(options.tool_support, nix::unistd::geteuid().as_raw());
             engine.set_context_ids(options.context_ids.0, options.context_ids.1);

@@ -63,6 +63,19 @@ impl Nspaces {
         &self.me
     }
 
+    /// The host this server runs on.
+    pub(super) fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    /// A value every namespace receives from this server (its identity, its URI, tmpdirs).
+    pub(super) fn server_value(&self, key: &str) -> Option<&Value> {
+        self.job_extras
+            .iter()
+            .find(|i| i.key.as_str() == key)
+            .map(|i| &i.value)
+    }
+
     /// `cleanup` is to run when namespace `ns` ends.
     pub(super) fn add_cleanup(&mut self, ns: NsId, cleanup: Cleanup) {
         self.cleanups.entry(ns).or_default().push(cleanup);

@@ -5,7 +5,8 @@
 //! job's data or defined by the host (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`, and
 //! `QUERY_PSET_MEMBERSHIP` of either kind, named by a `PSET_NAME` qualifier), the
 //! functions and attributes this server serves (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`,
-//! `QUERY_ATTRIBUTE_SUPPORT`, in `attributes.rs`), and any job-level key of a namespace's data (`JOB_SIZE` and
+//! `QUERY_ATTRIBUTE_SUPPORT`, in `attributes.rs`), its URI (`SERVER_URI`, unless a `HOSTNAME`
+//! qualifier names another host), and any job-level key of a namespace's data (`JOB_SIZE` and
 //! the like, of the namespace named by a `NSPACE` qualifier, else the caller's). Everything
 //! else (process tables with their pids, job status, host functions) is the host's
 //! ([`Host::query`](crate::Host::query)); answers from both are merged into one reply, one
@@ -106,6 +107,17 @@ impl Engine {
             }
             attr::QUERY_SUPPORTED_KEYS => Value::String(comma_list(LOCAL_KEYS.iter().copied())),
             attr::SERVER_FUNCTIONS => Value::from(super::attributes::SERVER_FUNCTIONS),
+            // This server's URI, unless a `HOSTNAME` qualifier names another host (the host
+            // may know that one's).
+            attr::SERVER_URI => {
+                let other_host = qualifier(q, attr::HOSTNAME)
+                    .and_then(Value::as_str)
+                    .is_some_and(|h| h != self.nspaces.hostname());
+                if other_host {
+                    return None;
+                }
+                self.nspaces.server_value(attr::SERVER_URI)?.clone()
+            }
             // Not a query key: a job-level value of the namespace, if its data holds one.
             _ if !key.as_str().starts_with("pmix.qry.") => {
                 self.job_value(nspace, key.as_str())?.clone()

@@ -388,3 +388,47 @@ fn queries_go_to_the_host_and_its_answer_back() {
     assert_eq!(s.reply(1, empty).status, Status::ERR_BAD_PARAM);
     assert!(s.host_calls.is_empty());
 }
+
+/// `SERVER_URI` is this server's, unless a `HOSTNAME` qualifier names another host: then the
+/// host is asked (issue 35: libpmix tools ask it qualified by the hostname).
+#[test]
+fn the_server_uri_is_answered_for_this_host_only() {
+    let mut s = Sim::new();
+    let uri = "rs-server-1.0;tcp4://127.0.0.1:4000";
+    s.eng = crate::engine::Engine::new(
+        "node0".into(),
+        vec![
+            Info::attr(attr::SERVER_NSPACE, "rs-server-1"),
+            Info::attr(attr::SERVER_URI, uri),
+        ],
+        crate::NameService::BuiltIn,
+    );
+    s.job("a", 1);
+    s.connect(1, "a", 0);
+    s.auto_host = false;
+    for qualifiers in [vec![], vec![Info::attr(attr::HOSTNAME, "node0")]] {
+        let asked = s.send(
+            1,
+            Request::Query {
+                queries: vec![query(&[attr::SERVER_URI], qualifiers)],
+            },
+        );
+        assert!(s.host_calls.is_empty(), "{:?}", s.host_calls);
+        let got = results(s.reply(1, asked));
+        assert_eq!(value_of(&got, attr::SERVER_URI), &Value::from(uri));
+    }
+    s.send(
+        1,
+        Request::Query {
+            queries: vec![query(
+                &[attr::SERVER_URI],
+                vec![Info::attr(attr::HOSTNAME, "node7")],
+            )],
+        },
+    );
+    assert_eq!(
+        s.host_calls.len(),
+        1,
+        "another host's URI is the host's to give"
+    );
+}
