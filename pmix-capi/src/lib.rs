@@ -19,5 +19,6 @@ mod convert;
 #[allow(unsafe_code)]
 pub mod exports;
 mod guard;
+mod pack;
 mod progress;
 mod state;

@@ -12,14 +12,9 @@ use crate::ctypes::{
     pmix_value_t,
 };
 use crate::guard::guarded;
+use super::completion::{CbData, complete_op};
 use crate::progress::run_on_progress_thread;
 use crate::state;
-
-/// A C callback's `cbdata`, handed back untouched on the progress thread.
-struct CbData(*mut c_void);
-// SAFETY: the pointer is only given back to the C callback it came with; what it points at
-// is the C caller's to synchronise, as with libpmix.
-unsafe impl Send for CbData {}
 
 /// Stores `key` = `*val` for peers in `scope` to get once committed.
 #[unsafe(no_mangle)]
@@ -93,14 +88,7 @@ pub unsafe extern "C" fn PMIx_Fence_nb(
         let client = state::client()?;
         let cbdata = CbData(cbdata);
         client.fence_nb(&procs, &info, move |result| {
-            let status = result.err().map_or(Status::SUCCESS, |e| e.status());
-            run_on_progress_thread(move || {
-                let cbdata = cbdata;
-                if let Some(f) = cbfunc {
-                    // SAFETY: the caller's callback, with the caller's cbdata.
-                    unsafe { f(status.0, cbdata.0) };
-                }
-            });
+            complete_op(result.map_err(|e| e.status()), cbfunc, cbdata)
         });
         Ok(())
     })

@@ -4,12 +4,18 @@
 //! NUL-terminated), so they carry no `# Safety` sections of their own.
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
+pub mod buffer;
+mod completion;
+pub mod control;
 pub mod data;
+pub mod dynamic;
+pub mod events;
 pub mod info_list;
 pub mod lifecycle;
 pub mod names;
 pub mod naming;
 pub mod resolve;
 pub mod strings;
+pub mod topology;
 pub mod structs;
 pub mod values;
