@@ -7,7 +7,7 @@ use std::ffi::CString;
 
 use parking_lot::Mutex;
 use pmix_client::types::attr;
-use pmix_client::{Rank, Status};
+use pmix_client::{Key, Status};
 
 use super::completion::{CbData, complete_infos, complete_op};
 use crate::convert::{c_str, infos_from_c, proc_from_c, procs_from_c, query_from_c, required_str};
@@ -109,10 +109,9 @@ pub unsafe extern "C" fn PMIx_Job_control_nb(
     })
 }
 
-/// Stores `key` = `*val` for this process's own gets, not shared with peers. Only this
-/// process's own data can be stored (`proc` NULL, this process, or its namespace with rank
-/// `PMIX_RANK_WILDCARD` is refused with `PMIX_ERR_NOT_SUPPORTED`: the client keeps no data
-/// on behalf of other processes).
+/// Stores `key` = `*val` as the data of `proc` (NULL: this process) for this process's own
+/// gets of that process and key, which answer it before asking the client; nothing is sent
+/// to the server. A get of everything a process put (a NULL key) does not include it.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Store_internal(
     proc: *const pmix_proc_t,
@@ -126,13 +125,12 @@ pub unsafe extern "C" fn PMIx_Store_internal(
             let p = proc.as_ref().map(proc_from_c).transpose()?;
             (p, required_str(key)?, value_from_c(v)?)
         };
-        let client = state::client()?;
-        if let Some(p) = proc {
-            if p != *client.proc() && !(p.rank == Rank::WILDCARD && p.nspace == client.proc().nspace) {
-                return Err(Status::ERR_NOT_SUPPORTED);
-            }
-        }
-        client.store_internal(key, value).map_err(|e| e.status())
+        Key::new(key).map_err(|_| Status::ERR_BAD_PARAM)?;
+        let proc = match proc {
+            Some(p) => p,
+            None => state::client()?.proc().clone(),
+        };
+        state::store_internal(proc, key, value)
     })
 }
 

@@ -135,9 +135,11 @@ pub unsafe extern "C" fn PMIx_Get(
         // SAFETY: the Standard's contract.
         let (proc, key, info) = unsafe { get_args(proc, key, info, ninfo) }?;
         let client = state::client()?;
-        let value = match &key {
-            Some(k) => client.get(&proc, k, &info),
-            None => client.get_all(&proc, &info),
+        let stored = key.as_deref().and_then(|k| state::internal(&proc, k));
+        let value = match (stored, &key) {
+            (Some(v), _) => Ok(v),
+            (None, Some(k)) => client.get(&proc, k, &info),
+            (None, None) => client.get_all(&proc, &info),
         }
         .map_err(|e| e.status())?;
         let out = c_alloc::<pmix_value_t>(1)?;
@@ -196,6 +198,10 @@ pub unsafe extern "C" fn PMIx_Get_nb(
         // SAFETY: the Standard's contract.
         let (proc, key, info) = unsafe { get_args(proc, key, info, ninfo) }?;
         let cbdata = CbData(cbdata);
+        if let Some(v) = key.as_deref().and_then(|k| state::internal(&proc, k)) {
+            complete_get(Ok(v), cbfunc, cbdata);
+            return Ok(());
+        }
         state::client()?.get_nb(&proc, key.as_deref(), &info, move |r| {
             complete_get(r.map_err(|e| e.status()), cbfunc, cbdata)
         });
