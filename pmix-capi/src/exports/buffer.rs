@@ -1,4 +1,6 @@
-//! Data buffers: `PMIx_Data_pack`, `PMIx_Data_unpack` and the `PMIx_Data_buffer_*` functions.
+//! Data buffers: `PMIx_Data_pack`, `PMIx_Data_unpack`, `PMIx_Data_load`, `PMIx_Data_unload`
+//! (4.2's headers' `PMIX_DATA_BUFFER_LOAD`/`_UNLOAD` call these) and the `PMIx_Data_buffer_*`
+//! functions (5.0's).
 //! The bytes are this library's own format (`pack`); a buffer's memory is the C allocator's,
 //! so the headers' macros and `free` work on what `PMIx_Data_buffer_unload` hands out.
 
@@ -10,7 +12,9 @@ use crate::convert::{
     buffer_append, buffer_consume, buffer_destruct, buffer_load, buffer_unload, buffer_unread,
     c_alloc, elements_from_c, elements_to_c,
 };
-use crate::ctypes::{pmix_data_buffer_t, pmix_data_type_t, pmix_proc_t, pmix_status_t};
+use crate::ctypes::{
+    pmix_byte_object_t, pmix_data_buffer_t, pmix_data_type_t, pmix_proc_t, pmix_status_t,
+};
 use crate::guard::{guarded, guarded_or};
 use crate::pack;
 
@@ -149,5 +153,49 @@ pub unsafe extern "C" fn PMIx_Data_buffer_unload(
                 }
             }
         }
+    })
+}
+
+/// Gives the bytes of `src` (from `malloc`; the buffer's from now on, and `src` is emptied) to
+/// `dest` to unpack, freeing what it held.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Data_load(
+    dest: *mut pmix_data_buffer_t,
+    src: *mut pmix_byte_object_t,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract: a buffer and a byte object.
+        unsafe {
+            let (b, bo) = (dest.as_mut(), src.as_mut());
+            let (Some(b), Some(bo)) = (b, bo) else {
+                return Err(Status::ERR_BAD_PARAM);
+            };
+            buffer_load(b, bo.bytes, bo.size)?;
+            bo.bytes = core::ptr::null_mut();
+            bo.size = 0;
+        }
+        Ok(())
+    })
+}
+
+/// Hands the bytes of `src` not unpacked yet to `dest` (to `free`; NULL when none) and
+/// empties the buffer.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Data_unload(
+    src: *mut pmix_data_buffer_t,
+    dest: *mut pmix_byte_object_t,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract: a buffer and a byte object.
+        unsafe {
+            let (b, bo) = (src.as_mut(), dest.as_mut());
+            let (Some(b), Some(bo)) = (b, bo) else {
+                return Err(Status::ERR_BAD_PARAM);
+            };
+            let (p, n) = buffer_unload(b)?;
+            bo.bytes = p;
+            bo.size = n;
+        }
+        Ok(())
     })
 }
