@@ -966,7 +966,8 @@ pub(crate) unsafe fn apps_destruct(p: *mut pmix_app_t, n: usize) {
 /// As [`argv_from_c`] and [`infos_from_c`].
 pub(crate) unsafe fn query_from_c(q: &pmix_query_t) -> Result<Query> {
     // SAFETY: the caller's promise.
-    let (keys, qualifiers) = unsafe { (argv_from_c(q.keys)?, infos_from_c(q.qualifiers, q.nqual)?) };
+    let (keys, qualifiers) =
+        unsafe { (argv_from_c(q.keys)?, infos_from_c(q.qualifiers, q.nqual)?) };
     Ok(Query {
         keys: keys
             .iter()
@@ -1060,7 +1061,11 @@ pub(crate) unsafe fn buffer_unread(b: &pmix_data_buffer_t) -> Result<&[u8]> {
         return Ok(&[]);
     }
     // SAFETY: checked within the used bytes; the caller's promise for the allocation.
-    Ok(unsafe { core::slice::from_raw_parts(b.base_ptr.cast::<u8>().add(off), b.bytes_used - off) })
+    Ok(
+        unsafe {
+            core::slice::from_raw_parts(b.base_ptr.cast::<u8>().add(off), b.bytes_used - off)
+        },
+    )
 }
 
 /// Moves a buffer's unpack pointer on by `n` bytes (no further than the end).
@@ -1085,7 +1090,10 @@ pub(crate) unsafe fn buffer_consume(b: &mut pmix_data_buffer_t, n: usize) -> Res
 /// As [`buffer_unread`], and the allocation is the C allocator's.
 pub(crate) unsafe fn buffer_append(b: &mut pmix_data_buffer_t, bytes: &[u8]) -> Result<()> {
     let off = buffer_read_offset(b)?;
-    let need = b.bytes_used.checked_add(bytes.len()).ok_or(Status::ERR_NOMEM)?;
+    let need = b
+        .bytes_used
+        .checked_add(bytes.len())
+        .ok_or(Status::ERR_NOMEM)?;
     if need > b.bytes_allocated {
         let size = need.max(b.bytes_allocated.saturating_mul(2)).max(64);
         // SAFETY: the caller's allocation (or NULL), grown.
@@ -1133,7 +1141,11 @@ pub(crate) unsafe fn buffer_destruct(b: *mut pmix_data_buffer_t) {
 ///
 /// # Safety
 /// `bytes` is NULL or an allocation of at least `size` bytes from the C allocator.
-pub(crate) unsafe fn buffer_load(b: &mut pmix_data_buffer_t, bytes: *mut c_char, size: usize) -> Result<()> {
+pub(crate) unsafe fn buffer_load(
+    b: &mut pmix_data_buffer_t,
+    bytes: *mut c_char,
+    size: usize,
+) -> Result<()> {
     if bytes.is_null() && size != 0 {
         return Err(BAD);
     }
@@ -1142,7 +1154,11 @@ pub(crate) unsafe fn buffer_load(b: &mut pmix_data_buffer_t, bytes: *mut c_char,
         buffer_destruct(b);
         b.base_ptr = bytes;
         b.unpack_ptr = bytes;
-        b.pack_ptr = if bytes.is_null() { bytes } else { bytes.add(size) };
+        b.pack_ptr = if bytes.is_null() {
+            bytes
+        } else {
+            bytes.add(size)
+        };
     }
     b.bytes_allocated = size;
     b.bytes_used = size;

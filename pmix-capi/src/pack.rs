@@ -32,7 +32,11 @@ pub(crate) fn pack(ty: DataType, values: &[Value]) -> Result<Vec<u8>, Status> {
 /// element at all is `ERR_UNPACK_READ_PAST_END_OF_BUFFER` at the end and `ERR_TYPE_MISMATCH`
 /// before an element of another type. A truncated or undecodable element is
 /// `ERR_UNPACK_FAILURE`.
-pub(crate) fn unpack(ty: DataType, bytes: &[u8], max: usize) -> Result<(Vec<Value>, usize), Status> {
+pub(crate) fn unpack(
+    ty: DataType,
+    bytes: &[u8],
+    max: usize,
+) -> Result<(Vec<Value>, usize), Status> {
     let mut values = Vec::new();
     let mut at = 0;
     while values.len() < max {
@@ -40,7 +44,9 @@ pub(crate) fn unpack(ty: DataType, bytes: &[u8], max: usize) -> Result<(Vec<Valu
         if rest.is_empty() {
             break;
         }
-        let (head, body) = rest.split_at_checked(HEADER).ok_or(Status::ERR_UNPACK_FAILURE)?;
+        let (head, body) = rest
+            .split_at_checked(HEADER)
+            .ok_or(Status::ERR_UNPACK_FAILURE)?;
         let elem_ty = DataType(u16::from_le_bytes([head[0], head[1]]));
         if elem_ty != ty {
             if values.is_empty() {
@@ -77,7 +83,10 @@ mod tests {
         let (two, n2) = unpack(DataType::UINT32, &bytes[n1..], 5).unwrap();
         assert_eq!(two, [Value::Uint32(8), Value::Uint32(9)]);
         let rest = &bytes[n1 + n2..];
-        assert_eq!(unpack(DataType::UINT32, rest, 1), Err(Status::ERR_TYPE_MISMATCH));
+        assert_eq!(
+            unpack(DataType::UINT32, rest, 1),
+            Err(Status::ERR_TYPE_MISMATCH)
+        );
         let (procs, n3) = unpack(DataType::PROC, rest, 1).unwrap();
         assert_eq!(procs, [Value::Proc(p)]);
         assert_eq!(
@@ -98,9 +107,15 @@ mod tests {
         }
         let mut huge = bytes.clone();
         huge[2..6].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert_eq!(unpack(DataType::STRING, &huge, 1), Err(Status::ERR_UNPACK_FAILURE));
+        assert_eq!(
+            unpack(DataType::STRING, &huge, 1),
+            Err(Status::ERR_UNPACK_FAILURE)
+        );
         let mut junk = bytes;
         junk[HEADER] = 0xc1; // never used in MessagePack
-        assert_eq!(unpack(DataType::STRING, &junk, 1), Err(Status::ERR_UNPACK_FAILURE));
+        assert_eq!(
+            unpack(DataType::STRING, &junk, 1),
+            Err(Status::ERR_UNPACK_FAILURE)
+        );
     }
 }

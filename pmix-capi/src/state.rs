@@ -37,7 +37,10 @@ pub(crate) fn store_internal(proc: Proc, key: &str, value: Value) -> Result<(), 
 /// What [`store_internal`] stored as `proc`'s `key`.
 pub(crate) fn internal(proc: &Proc, key: &str) -> Option<Value> {
     let s = STATE.lock();
-    s.internal.as_ref()?.get(&(proc.clone(), key.to_owned())).cloned()
+    s.internal
+        .as_ref()?
+        .get(&(proc.clone(), key.to_owned()))
+        .cloned()
 }
 
 /// Initializes the client, or counts one more init of the running one.

@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
-    INSTALL_TEST_DEPS, Output, Running, cargo_build, check_client_output, clean_command,
-    compile_c, compiled_programs_dir, openpmix_program, pmixrun_bin,
+    INSTALL_TEST_DEPS, Output, Running, cargo_build, check_client_output, clean_command, compile_c,
+    compiled_programs_dir, openpmix_program, pmixrun_bin,
 };
 
 /// For one run; they take a second or two.
@@ -124,7 +124,11 @@ fn non_blocking_calls_events_and_packing_work_on_our_libpmix_as_on_debians() {
     }
 
     let debian = run(n, &program, &[], &[], false);
-    assert_eq!(debian.status.code(), Some(0), "on Debian's libpmix: {debian:#?}");
+    assert_eq!(
+        debian.status.code(),
+        Some(0),
+        "on Debian's libpmix: {debian:#?}"
+    );
     assert_eq!(lines, comparable_lines(&debian));
 }
 
@@ -151,7 +155,9 @@ fn open_mpi_5_hello_runs_on_our_libpmix() {
     let hello = compile_c(
         &ompi5_mpicc(),
         &["-O1", "-Wall", "-Wextra", "-Werror"].map(String::from),
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("mpi").join("hello.c"),
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("mpi")
+            .join("hello.c"),
         &[],
         &compiled_programs_dir("capi-ompi5"),
         "hello",

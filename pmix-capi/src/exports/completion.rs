@@ -68,13 +68,40 @@ pub(crate) fn complete_infos(
                     n: infos.len(),
                 }));
                 // SAFETY: the caller's callback; the infos stay valid until it releases them.
-                unsafe { f(status.0, p, infos.len(), cbdata.0, Some(release_lent), lent.cast()) };
+                unsafe {
+                    f(
+                        status.0,
+                        p,
+                        infos.len(),
+                        cbdata.0,
+                        Some(release_lent),
+                        lent.cast(),
+                    )
+                };
             }
             // Nothing to lend.
             // SAFETY: the caller's callback, with no infos.
-            Ok(_) => unsafe { f(status.0, core::ptr::null_mut(), 0, cbdata.0, None, core::ptr::null_mut()) },
+            Ok(_) => unsafe {
+                f(
+                    status.0,
+                    core::ptr::null_mut(),
+                    0,
+                    cbdata.0,
+                    None,
+                    core::ptr::null_mut(),
+                )
+            },
             // SAFETY: as above.
-            Err(e) => unsafe { f(e.0, core::ptr::null_mut(), 0, cbdata.0, None, core::ptr::null_mut()) },
+            Err(e) => unsafe {
+                f(
+                    e.0,
+                    core::ptr::null_mut(),
+                    0,
+                    cbdata.0,
+                    None,
+                    core::ptr::null_mut(),
+                )
+            },
         }
     });
 }

@@ -72,7 +72,8 @@ pub unsafe extern "C" fn PMIx_Log_nb(
 ) -> pmix_status_t {
     guarded(|| {
         // SAFETY: the Standard's contract.
-        let (data, dirs) = unsafe { (infos_from_c(data, ndata)?, infos_from_c(directives, ndirs)?) };
+        let (data, dirs) =
+            unsafe { (infos_from_c(data, ndata)?, infos_from_c(directives, ndirs)?) };
         let client = state::client()?;
         if cbfunc.is_none() {
             return client.log(&data, &dirs).map_err(|e| e.status());
@@ -98,12 +99,20 @@ pub unsafe extern "C" fn PMIx_Job_control_nb(
 ) -> pmix_status_t {
     guarded(|| {
         // SAFETY: the Standard's contract.
-        let (targets, dirs) =
-            unsafe { (procs_from_c(targets, ntargets)?, infos_from_c(directives, ndirs)?) };
+        let (targets, dirs) = unsafe {
+            (
+                procs_from_c(targets, ntargets)?,
+                infos_from_c(directives, ndirs)?,
+            )
+        };
         let client = state::client()?;
         let cbdata = CbData(cbdata);
         client.job_control_nb(&targets, &dirs, move |r| {
-            complete_infos(r.map(|()| Vec::new()).map_err(|e| e.status()), cbfunc, cbdata)
+            complete_infos(
+                r.map(|()| Vec::new()).map_err(|e| e.status()),
+                cbfunc,
+                cbdata,
+            )
         });
         Ok(())
     })

@@ -5,6 +5,7 @@ use core::ffi::{c_char, c_void};
 
 use pmix_client::{Info, Proc, Scope, Status, Value};
 
+use super::completion::{CbData, complete_op};
 use crate::convert::{c_alloc, c_str, infos_from_c, proc_from_c, procs_from_c, value_destruct};
 use crate::convert::{required_str, value_from_c, value_to_c};
 use crate::ctypes::{
@@ -12,7 +13,6 @@ use crate::ctypes::{
     pmix_value_t,
 };
 use crate::guard::guarded;
-use super::completion::{CbData, complete_op};
 use crate::progress::run_on_progress_thread;
 use crate::state;
 

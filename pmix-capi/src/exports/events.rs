@@ -119,7 +119,7 @@ pub unsafe extern "C" fn PMIx_Register_event_handler(
             let id = client
                 .register_event_handler(&codes, &info, handler)
                 .map_err(|e| e.status())?;
-        	HANDLERS.lock().get_or_insert_default().insert(refid, id);
+            HANDLERS.lock().get_or_insert_default().insert(refid, id);
             answer = pmix_status_t::try_from(refid).map_err(|_| Status::ERR_OUT_OF_RESOURCE)?;
             return Ok(());
         };
@@ -140,7 +140,11 @@ pub unsafe extern "C" fn PMIx_Register_event_handler(
         });
         Ok(())
     });
-    if status == Status::SUCCESS.0 { answer } else { status }
+    if status == Status::SUCCESS.0 {
+        answer
+    } else {
+        status
+    }
 }
 
 /// Removes the handler registered as `evhdlr_ref_id`; with `cbfunc`, completing through

@@ -16,6 +16,6 @@ pub mod names;
 pub mod naming;
 pub mod resolve;
 pub mod strings;
-pub mod topology;
 pub mod structs;
+pub mod topology;
 pub mod values;
