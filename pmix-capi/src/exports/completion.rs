@@ -79,29 +79,13 @@ pub(crate) fn complete_infos(
                     )
                 };
             }
-            // Nothing to lend.
-            // SAFETY: the caller's callback, with no infos.
-            Ok(_) => unsafe {
-                f(
-                    status.0,
-                    core::ptr::null_mut(),
-                    0,
-                    cbdata.0,
-                    None,
-                    core::ptr::null_mut(),
-                )
-            },
-            // SAFETY: as above.
-            Err(e) => unsafe {
-                f(
-                    e.0,
-                    core::ptr::null_mut(),
-                    0,
-                    cbdata.0,
-                    None,
-                    core::ptr::null_mut(),
-                )
-            },
+            // Nothing to lend: no infos, or they could not be made (that status instead).
+            made => {
+                let status = made.err().unwrap_or(status);
+                let none = core::ptr::null_mut();
+                // SAFETY: the caller's callback, with no infos.
+                unsafe { f(status.0, none, 0, cbdata.0, None, none.cast()) }
+            }
         }
     });
 }

@@ -3,7 +3,7 @@
 
 use core::ffi::{c_char, c_void};
 
-use pmix_client::{Info, Proc, Scope, Status, Value};
+use pmix_client::{Client, Info, Proc, Scope, Status, Value};
 
 use super::completion::{CbData, complete_op};
 use crate::convert::{c_alloc, c_str, infos_from_c, proc_from_c, procs_from_c, value_destruct};
@@ -41,11 +41,11 @@ pub extern "C" fn PMIx_Commit() -> pmix_status_t {
     guarded(|| state::client()?.commit().map_err(|e| e.status()))
 }
 
-/// The processes and directives of a fence.
+/// The processes and directives of a collective (a fence, a connect).
 ///
 /// # Safety
 /// The Standard's contract: `procs` holds `nprocs` processes, `info` `ninfo` entries.
-unsafe fn fence_args(
+pub(super) unsafe fn procs_and_info(
     procs: *const pmix_proc_t,
     nprocs: usize,
     info: *const pmix_info_t,
@@ -53,6 +53,25 @@ unsafe fn fence_args(
 ) -> Result<(Vec<Proc>, Vec<Info>), Status> {
     // SAFETY: the caller's promise.
     unsafe { Ok((procs_from_c(procs, nprocs)?, infos_from_c(info, ninfo)?)) }
+}
+
+/// Runs the blocking collective `call` of the client over `procs` with `info`.
+///
+/// # Safety
+/// As [`procs_and_info`].
+#[track_caller]
+pub(super) unsafe fn collective(
+    procs: *const pmix_proc_t,
+    nprocs: usize,
+    info: *const pmix_info_t,
+    ninfo: usize,
+    call: impl FnOnce(&Client, &[Proc], &[Info]) -> Result<(), pmix_client::Error>,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the caller's promise.
+        let (procs, info) = unsafe { procs_and_info(procs, nprocs, info, ninfo) }?;
+        call(&state::client()?, &procs, &info).map_err(|e| e.status())
+    })
 }
 
 /// Waits until every process of `procs` (none: the whole namespace) has called it.
@@ -63,13 +82,8 @@ pub unsafe extern "C" fn PMIx_Fence(
     info: *const pmix_info_t,
     ninfo: usize,
 ) -> pmix_status_t {
-    guarded(|| {
-        // SAFETY: the Standard's contract.
-        let (procs, info) = unsafe { fence_args(procs, nprocs, info, ninfo) }?;
-        state::client()?
-            .fence(&procs, &info)
-            .map_err(|e| e.status())
-    })
+    // SAFETY: the Standard's contract.
+    unsafe { collective(procs, nprocs, info, ninfo, Client::fence) }
 }
 
 /// [`PMIx_Fence`] completing through `cbfunc(status, cbdata)` on the progress thread.
@@ -84,7 +98,7 @@ pub unsafe extern "C" fn PMIx_Fence_nb(
 ) -> pmix_status_t {
     guarded(|| {
         // SAFETY: the Standard's contract.
-        let (procs, info) = unsafe { fence_args(procs, nprocs, info, ninfo) }?;
+        let (procs, info) = unsafe { procs_and_info(procs, nprocs, info, ninfo) }?;
         let client = state::client()?;
         let cbdata = CbData(cbdata);
         client.fence_nb(&procs, &info, move |result| {

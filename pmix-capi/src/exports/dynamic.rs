@@ -4,8 +4,9 @@
 use core::ffi::c_char;
 
 use pmix_client::types::attr;
-use pmix_client::{DataArray, Info, Status, Value};
+use pmix_client::{Client, DataArray, Info, Status, Value};
 
+use super::data::collective;
 use crate::convert::{
     app_from_c, apps_destruct, c_alloc, fixed_from_str, infos_from_c, infos_to_c, procs_from_c,
     required_str, slice_of,
@@ -52,13 +53,8 @@ pub unsafe extern "C" fn PMIx_Connect(
     info: *const pmix_info_t,
     ninfo: usize,
 ) -> pmix_status_t {
-    guarded(|| {
-        // SAFETY: the Standard's contract.
-        let (procs, info) = unsafe { (procs_from_c(procs, nprocs)?, infos_from_c(info, ninfo)?) };
-        state::client()?
-            .connect(&procs, &info)
-            .map_err(|e| e.status())
-    })
+    // SAFETY: the Standard's contract.
+    unsafe { collective(procs, nprocs, info, ninfo, Client::connect) }
 }
 
 /// `n` zeroed application contexts, which the caller releases with [`PMIx_App_free`]; NULL
