@@ -3,7 +3,7 @@
 
 use core::ffi::{c_char, c_void};
 
-use pmix_client::{Client, Info, Proc, Scope, Status, Value};
+use pmix_client::{Client, Info, Proc, Scope, Status, Value, attr};
 
 use super::completion::{CbData, complete_op};
 use crate::convert::{c_alloc, c_str, infos_from_c, proc_from_c, procs_from_c, value_destruct};
@@ -155,7 +155,8 @@ pub unsafe extern "C" fn PMIx_Get(
             (None, Some(k)) => client.get(&proc, k, &info),
             (None, None) => client.get_all(&proc, &info),
         }
-        .map_err(|e| e.status())?;
+        .map_err(|e| e.status());
+        let value = no_empty_locality(key.as_deref(), value)?;
         let out = c_alloc::<pmix_value_t>(1)?;
         match value_to_c(&value) {
             // SAFETY: `out` is one fresh value; `val` was checked not NULL.
@@ -171,6 +172,20 @@ pub unsafe extern "C" fn PMIx_Get(
         }
         Ok(())
     })
+}
+
+/// An empty `PMIX_LOCALITY_STRING` answered as not found. PRRTE gives an unbound process a
+/// NULL locality string, which libpmix hands on as a string value holding NULL (Open MPI then
+/// knows no locality), but the client reads as an empty string (`pmix_types::Value` has no
+/// NULL string), which Open MPI would parse as a locality and crash on. No locality is ever
+/// written as an empty string.
+fn no_empty_locality(key: Option<&str>, got: Result<Value, Status>) -> Result<Value, Status> {
+    match got {
+        Ok(Value::String(s)) if s.is_empty() && key == Some(attr::LOCALITY_STRING) => {
+            Err(Status::ERR_NOT_FOUND)
+        }
+        other => other,
+    }
 }
 
 /// Hands `result` to `cbfunc` on the progress thread, in a value this library releases
@@ -216,8 +231,10 @@ pub unsafe extern "C" fn PMIx_Get_nb(
             complete_get(Ok(v), cbfunc, cbdata);
             return Ok(());
         }
+        let k = key.clone();
         state::client()?.get_nb(&proc, key.as_deref(), &info, move |r| {
-            complete_get(r.map_err(|e| e.status()), cbfunc, cbdata)
+            let r = no_empty_locality(k.as_deref(), r.map_err(|e| e.status()));
+            complete_get(r, cbfunc, cbdata)
         });
         Ok(())
     })
