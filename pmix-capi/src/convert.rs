@@ -29,9 +29,12 @@ use pmix_types::{
     Status, Timeval, Value,
 };
 
+use pmix_types::{App, Query};
+
 use crate::ctypes::{
-    pmix_byte_object_t, pmix_data_array_t, pmix_envar_t, pmix_info_t, pmix_key_t, pmix_nspace_t,
-    pmix_proc_info_t, pmix_proc_t, pmix_regattr_t, pmix_value_t, timeval,
+    pmix_app_t, pmix_byte_object_t, pmix_data_array_t, pmix_data_buffer_t, pmix_envar_t,
+    pmix_info_t, pmix_key_t, pmix_nspace_t, pmix_proc_info_t, pmix_proc_t, pmix_query_t,
+    pmix_regattr_t, pmix_value_t, timeval,
 };
 
 /// How deeply data arrays, infos and values may nest inside each other.
@@ -665,9 +668,8 @@ unsafe fn array_to_c(a: &DataArray, out: &mut pmix_data_array_t, depth: usize) -
     Ok(())
 }
 
-/// `infos` as a `pmix_info_t` array from the C allocator (NULL when empty); the tests' way
-/// to make C input.
-#[cfg(test)]
+/// `infos` as a `pmix_info_t` array from the C allocator (NULL when empty), which the C side
+/// frees with [`infos_free`].
 pub(crate) fn infos_to_c(infos: &[Info]) -> Result<*mut pmix_info_t> {
     let p = c_alloc::<pmix_info_t>(infos.len())?;
     for (n, i) in infos.iter().enumerate() {
@@ -909,6 +911,277 @@ pub(crate) unsafe fn argv_free(argv: *mut *mut c_char) {
         }
         libc::free(argv.cast());
     }
+}
+
+// ---- structures of dynamic jobs and queries ---------------------------------------------------
+
+/// The application context in a `pmix_app_t` (an empty argv is `[cmd]`).
+///
+/// # Safety
+/// The app's strings, lists and directives are what the Standard says (or NULL).
+pub(crate) unsafe fn app_from_c(a: &pmix_app_t) -> Result<App> {
+    // SAFETY: the caller's promise.
+    unsafe {
+        let cmd = c_str(a.cmd)?.ok_or(BAD)?.to_owned();
+        let mut argv = argv_from_c(a.argv)?;
+        if argv.is_empty() {
+            argv.push(cmd.clone());
+        }
+        Ok(App {
+            cmd,
+            argv,
+            env: argv_from_c(a.env)?,
+            cwd: c_str(a.cwd)?.unwrap_or_default().to_owned(),
+            maxprocs: u32::try_from(a.maxprocs).map_err(|_| BAD)?,
+            info: infos_from_c(a.info, a.ninfo)?,
+        })
+    }
+}
+
+/// Frees what each of `n` apps at `p` owns and zeroes them.
+///
+/// # Safety
+/// A non-NULL `p` holds `n` apps whose memory is the C allocator's.
+pub(crate) unsafe fn apps_destruct(p: *mut pmix_app_t, n: usize) {
+    if p.is_null() {
+        return;
+    }
+    for k in 0..n {
+        // SAFETY: the caller's promise.
+        unsafe {
+            let a = &mut *p.add(k);
+            libc::free(a.cmd.cast());
+            argv_free(a.argv);
+            argv_free(a.env);
+            libc::free(a.cwd.cast());
+            infos_free(a.info, a.ninfo);
+            p.add(k).write_bytes(0, 1);
+        }
+    }
+}
+
+/// The query in a `pmix_query_t`: its keys (a NULL-terminated list) and qualifiers.
+///
+/// # Safety
+/// As [`argv_from_c`] and [`infos_from_c`].
+pub(crate) unsafe fn query_from_c(q: &pmix_query_t) -> Result<Query> {
+    // SAFETY: the caller's promise.
+    let (keys, qualifiers) =
+        unsafe { (argv_from_c(q.keys)?, infos_from_c(q.qualifiers, q.nqual)?) };
+    Ok(Query {
+        keys: keys
+            .iter()
+            .map(|k| Key::new(k).map_err(|_| BAD))
+            .collect::<Result<_>>()?,
+        qualifiers,
+    })
+}
+
+// ---- packing -------------------------------------------------------------------------------
+
+/// `n` elements of `ty` at `src` (what `PMIx_Data_pack` packs).
+///
+/// # Safety
+/// A non-NULL `src` holds `n` well-formed elements of `ty` (as [`value_from_c`] says).
+pub(crate) unsafe fn elements_from_c(ty: DataType, src: *const u8, n: usize) -> Result<Vec<Value>> {
+    let size = element_size(ty).ok_or_else(|| unconvertible(ty))?;
+    let bytes = n.checked_mul(size).ok_or(BAD)?;
+    // SAFETY: the caller's promise.
+    let all = unsafe { slice_of(src, bytes) }?;
+    all.chunks_exact(size)
+        // SAFETY: each chunk is one element of `ty`, per the caller.
+        .map(|e| unsafe { element_from_c(ty, e.as_ptr(), 0) })
+        .collect()
+}
+
+/// Writes `values` as elements of `ty` at `dest` (what `PMIx_Data_unpack` fills), refusing a
+/// value of another type (`PMIX_VALUE` holds any). On failure what was written is freed.
+///
+/// # Safety
+/// `dest` has room for `values.len()` elements of `ty`.
+pub(crate) unsafe fn elements_to_c(ty: DataType, values: &[Value], dest: *mut u8) -> Result<()> {
+    let size = element_size(ty).ok_or_else(|| unconvertible(ty))?;
+    if values.is_empty() {
+        return Ok(());
+    }
+    if dest.is_null() {
+        return Err(BAD);
+    }
+    for (n, v) in values.iter().enumerate() {
+        // SAFETY: the caller's promise: element `n` is within `dest`; it is zeroed first.
+        let written = unsafe {
+            let at = dest.add(n * size);
+            at.write_bytes(0, size);
+            if ty == DataType::VALUE {
+                write_value(v, &mut *at.cast::<pmix_value_t>(), 0)
+            } else if v.data_type() != ty {
+                Err(Status::ERR_TYPE_MISMATCH)
+            } else {
+                element_to_c(v, at, 0)
+            }
+        };
+        if let Err(e) = written {
+            for k in 0..=n {
+                // SAFETY: elements 0..=n are well formed (the last maybe half filled).
+                unsafe { element_destruct(ty, dest.add(k * size), 0) };
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+// ---- data buffers --------------------------------------------------------------------------
+
+/// Where a buffer's next unpack reads, as an offset from its base, with its fields checked:
+/// no bytes without an allocation, no more used than allocated, the unpack pointer within the
+/// used bytes.
+fn buffer_read_offset(b: &pmix_data_buffer_t) -> Result<usize> {
+    if b.base_ptr.is_null() {
+        return if b.bytes_used == 0 && b.bytes_allocated == 0 {
+            Ok(0)
+        } else {
+            Err(BAD)
+        };
+    }
+    let off = (b.unpack_ptr as usize).wrapping_sub(b.base_ptr as usize);
+    if b.bytes_used > b.bytes_allocated || off > b.bytes_used {
+        return Err(BAD);
+    }
+    Ok(off)
+}
+
+/// The bytes of a buffer not unpacked yet.
+///
+/// # Safety
+/// The buffer's `base_ptr` holds `bytes_allocated` bytes.
+pub(crate) unsafe fn buffer_unread(b: &pmix_data_buffer_t) -> Result<&[u8]> {
+    let off = buffer_read_offset(b)?;
+    if b.base_ptr.is_null() {
+        return Ok(&[]);
+    }
+    // SAFETY: checked within the used bytes; the caller's promise for the allocation.
+    Ok(
+        unsafe {
+            core::slice::from_raw_parts(b.base_ptr.cast::<u8>().add(off), b.bytes_used - off)
+        },
+    )
+}
+
+/// Moves a buffer's unpack pointer on by `n` bytes (no further than the end).
+///
+/// # Safety
+/// As [`buffer_unread`].
+pub(crate) unsafe fn buffer_consume(b: &mut pmix_data_buffer_t, n: usize) -> Result<()> {
+    let off = buffer_read_offset(b)?;
+    if n > b.bytes_used - off {
+        return Err(BAD);
+    }
+    if n > 0 {
+        // SAFETY: within the used bytes, checked above.
+        b.unpack_ptr = unsafe { b.base_ptr.add(off + n) };
+    }
+    Ok(())
+}
+
+/// Appends `bytes` to a buffer, growing its allocation with the C allocator.
+///
+/// # Safety
+/// As [`buffer_unread`], and the allocation is the C allocator's.
+pub(crate) unsafe fn buffer_append(b: &mut pmix_data_buffer_t, bytes: &[u8]) -> Result<()> {
+    let off = buffer_read_offset(b)?;
+    let need = b
+        .bytes_used
+        .checked_add(bytes.len())
+        .ok_or(Status::ERR_NOMEM)?;
+    if need > b.bytes_allocated {
+        let size = need.max(b.bytes_allocated.saturating_mul(2)).max(64);
+        // SAFETY: the caller's allocation (or NULL), grown.
+        let grown = unsafe { libc::realloc(b.base_ptr.cast(), size) }.cast::<c_char>();
+        if grown.is_null() {
+            return Err(Status::ERR_NOMEM);
+        }
+        b.base_ptr = grown;
+        b.bytes_allocated = size;
+    }
+    // SAFETY: the allocation holds `need` bytes; `off` is within the used ones.
+    unsafe {
+        ptr::copy_nonoverlapping(
+            bytes.as_ptr(),
+            b.base_ptr.cast::<u8>().add(b.bytes_used),
+            bytes.len(),
+        );
+        b.bytes_used = need;
+        b.pack_ptr = b.base_ptr.add(need);
+        b.unpack_ptr = b.base_ptr.add(off);
+    }
+    Ok(())
+}
+
+/// Frees a buffer's bytes and empties it.
+///
+/// # Safety
+/// A non-NULL `b` is a buffer whose allocation (if any) is the C allocator's.
+pub(crate) unsafe fn buffer_destruct(b: *mut pmix_data_buffer_t) {
+    // SAFETY: the caller's promise.
+    unsafe {
+        if let Some(b) = b.as_mut() {
+            libc::free(b.base_ptr.cast());
+            b.base_ptr = ptr::null_mut();
+            b.pack_ptr = ptr::null_mut();
+            b.unpack_ptr = ptr::null_mut();
+            b.bytes_allocated = 0;
+            b.bytes_used = 0;
+        }
+    }
+}
+
+/// Makes `size` bytes at `bytes` (from the C allocator, now the buffer's) a buffer's content,
+/// after freeing what it held.
+///
+/// # Safety
+/// `bytes` is NULL or an allocation of at least `size` bytes from the C allocator.
+pub(crate) unsafe fn buffer_load(
+    b: &mut pmix_data_buffer_t,
+    bytes: *mut c_char,
+    size: usize,
+) -> Result<()> {
+    if bytes.is_null() && size != 0 {
+        return Err(BAD);
+    }
+    // SAFETY: the caller's promise.
+    unsafe {
+        buffer_destruct(b);
+        b.base_ptr = bytes;
+        b.unpack_ptr = bytes;
+        b.pack_ptr = if bytes.is_null() {
+            bytes
+        } else {
+            bytes.add(size)
+        };
+    }
+    b.bytes_allocated = size;
+    b.bytes_used = size;
+    Ok(())
+}
+
+/// A copy of a buffer's unread bytes from the C allocator (NULL when none) and their count;
+/// the buffer is emptied.
+///
+/// # Safety
+/// As [`buffer_append`].
+pub(crate) unsafe fn buffer_unload(b: &mut pmix_data_buffer_t) -> Result<(*mut c_char, usize)> {
+    // SAFETY: the caller's promise.
+    let rest = unsafe { buffer_unread(b) }?;
+    let copy = c_alloc::<u8>(rest.len())?;
+    if !rest.is_empty() {
+        // SAFETY: `copy` has room for them.
+        unsafe { ptr::copy_nonoverlapping(rest.as_ptr(), copy, rest.len()) };
+    }
+    let n = rest.len();
+    // SAFETY: the caller's promise.
+    unsafe { buffer_destruct(b) };
+    Ok((copy.cast(), n))
 }
 
 #[cfg(test)]

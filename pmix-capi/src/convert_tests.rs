@@ -316,3 +316,40 @@ fn strings_holding_a_nul_cannot_go_to_c() {
     ];
     assert_eq!(infos_to_c(&infos).err(), Some(Status::ERR_BAD_PARAM));
 }
+
+#[test]
+fn data_buffers_grow_read_and_refuse_pointers_outside_their_bytes() {
+    use crate::ctypes::pmix_data_buffer_t;
+    let mut b = pmix_data_buffer_t {
+        base_ptr: ptr::null_mut(),
+        pack_ptr: ptr::null_mut(),
+        unpack_ptr: ptr::null_mut(),
+        bytes_allocated: 0,
+        bytes_used: 0,
+    };
+    // SAFETY: the buffer is this test's, its memory the C allocator's throughout.
+    unsafe {
+        buffer_append(&mut b, b"hello").unwrap();
+        buffer_append(&mut b, &[7u8; 100]).unwrap();
+        assert_eq!(b.bytes_used, 105);
+        assert!(b.bytes_allocated >= 105);
+        assert_eq!(&buffer_unread(&b).unwrap()[..5], b"hello");
+        buffer_consume(&mut b, 5).unwrap();
+        assert_eq!(buffer_unread(&b).unwrap(), &[7u8; 100][..]);
+        assert_eq!(buffer_consume(&mut b, 101), Err(Status::ERR_BAD_PARAM));
+        // An unpack pointer outside the used bytes, more used than allocated: refused.
+        let good = b.unpack_ptr;
+        b.unpack_ptr = b.base_ptr.wrapping_add(200);
+        assert!(buffer_unread(&b).is_err());
+        b.unpack_ptr = good;
+        b.bytes_used = b.bytes_allocated + 1;
+        assert!(buffer_unread(&b).is_err());
+        b.bytes_used = 105;
+        let (bytes, n) = buffer_unload(&mut b).unwrap();
+        assert_eq!(n, 100);
+        assert!(b.base_ptr.is_null() && b.bytes_used == 0);
+        buffer_load(&mut b, bytes, n).unwrap();
+        assert_eq!(buffer_unread(&b).unwrap().len(), 100);
+        buffer_destruct(&mut b);
+    }
+}

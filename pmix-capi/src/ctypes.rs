@@ -253,3 +253,94 @@ pub type pmix_op_cbfunc_t =
 /// and is released when the callback returns.
 pub type pmix_value_cbfunc_t =
     Option<unsafe extern "C" fn(status: pmix_status_t, kv: *mut pmix_value_t, cbdata: *mut c_void)>;
+
+/// `pmix_data_range_t`.
+pub type pmix_data_range_t = u8;
+
+/// `pmix_data_buffer_t`: packed bytes. `base_ptr` holds `bytes_allocated` bytes, of which
+/// `bytes_used` are packed; `pack_ptr` is where the next pack writes (`base_ptr +
+/// bytes_used`), `unpack_ptr` where the next unpack reads.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_data_buffer_t {
+    /// The allocation (from the C allocator), or NULL.
+    pub base_ptr: *mut c_char,
+    /// The end of the packed bytes.
+    pub pack_ptr: *mut c_char,
+    /// The next byte to unpack.
+    pub unpack_ptr: *mut c_char,
+    /// The allocation's size.
+    pub bytes_allocated: usize,
+    /// How many bytes are packed.
+    pub bytes_used: usize,
+}
+
+/// `pmix_topology_t`: a topology and the library that describes it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_topology_t {
+    /// The describing library's name (`"hwloc"`).
+    pub source: *mut c_char,
+    /// The library's object.
+    pub topology: *mut c_void,
+}
+
+/// `pmix_cpuset_t`: a set of processors and the library that describes it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_cpuset_t {
+    /// The describing library's name.
+    pub source: *mut c_char,
+    /// The library's bitmap.
+    pub bitmap: *mut c_void,
+}
+
+/// `pmix_release_cbfunc_t`: how a callback hands back memory the library lent it.
+pub type pmix_release_cbfunc_t = Option<unsafe extern "C" fn(cbdata: *mut c_void)>;
+
+/// `pmix_info_cbfunc_t`: the completion of a call answering infos (`PMIx_Query_info_nb`,
+/// `PMIx_Job_control_nb`); the callback calls `release_fn(release_cbdata)` when done with
+/// them.
+pub type pmix_info_cbfunc_t = Option<
+    unsafe extern "C" fn(
+        status: pmix_status_t,
+        info: *mut pmix_info_t,
+        ninfo: usize,
+        cbdata: *mut c_void,
+        release_fn: pmix_release_cbfunc_t,
+        release_cbdata: *mut c_void,
+    ),
+>;
+
+/// `pmix_hdlr_reg_cbfunc_t`: the completion of `PMIx_Register_event_handler`.
+pub type pmix_hdlr_reg_cbfunc_t =
+    Option<unsafe extern "C" fn(status: pmix_status_t, refid: usize, cbdata: *mut c_void)>;
+
+/// `pmix_event_notification_cbfunc_fn_t`: what an event handler calls when it is done with
+/// an event: its status, results for the handlers after it, and `cbfunc(thiscbdata)` for the
+/// library to call once it no longer needs the results.
+pub type pmix_event_notification_cbfunc_fn_t = Option<
+    unsafe extern "C" fn(
+        status: pmix_status_t,
+        results: *mut pmix_info_t,
+        nresults: usize,
+        cbfunc: pmix_op_cbfunc_t,
+        thiscbdata: *mut c_void,
+        notification_cbdata: *mut c_void,
+    ),
+>;
+
+/// `pmix_notification_fn_t`: an event handler.
+pub type pmix_notification_fn_t = Option<
+    unsafe extern "C" fn(
+        evhdlr_registration_id: usize,
+        status: pmix_status_t,
+        source: *const pmix_proc_t,
+        info: *mut pmix_info_t,
+        ninfo: usize,
+        results: *mut pmix_info_t,
+        nresults: usize,
+        cbfunc: pmix_event_notification_cbfunc_fn_t,
+        cbdata: *mut c_void,
+    ),
+>;

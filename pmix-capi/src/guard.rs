@@ -9,13 +9,26 @@ use pmix_client::Status;
 use crate::ctypes::pmix_status_t;
 
 /// Runs `body`, answering its status: `PMIX_SUCCESS` for `Ok`, the status for `Err`, and
-/// `PMIX_ERROR` for a panic.
+/// `PMIX_ERROR` for a panic. With `PMIXRS_CAPI_TRACE` set in the environment, every error
+/// is written to stderr with the place of the exported function that answered it.
+#[track_caller]
 pub(crate) fn guarded(body: impl FnOnce() -> Result<(), Status>) -> pmix_status_t {
-    match catch_unwind(AssertUnwindSafe(body)) {
-        Ok(Ok(())) => Status::SUCCESS.0,
-        Ok(Err(s)) => s.0,
-        Err(_) => Status::ERROR.0,
+    let status = match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => Status::SUCCESS,
+        Ok(Err(s)) => s,
+        Err(_) => Status::ERROR,
+    };
+    if status != Status::SUCCESS && tracing() {
+        let at = std::panic::Location::caller();
+        eprintln!("pmix-capi: {}:{}: {status:?}", at.file(), at.line());
     }
+    status.0
+}
+
+/// Whether `PMIXRS_CAPI_TRACE` is set (read once).
+fn tracing() -> bool {
+    static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACE.get_or_init(|| std::env::var_os("PMIXRS_CAPI_TRACE").is_some())
 }
 
 /// Runs `body`, answering `fallback` if it panics.

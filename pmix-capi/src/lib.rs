@@ -11,6 +11,7 @@
 //! - `exports`: the `PMIx_*` functions, each guarded against panics (`guard`) and calling
 //!   the one client of the process (`state`); non-blocking completions run on a progress
 //!   thread (`progress`).
+//! - `pack`: the byte format of `PMIx_Data_pack`/`PMIx_Data_unpack` (this library's own).
 
 pub mod ctypes;
 
@@ -19,5 +20,6 @@ mod convert;
 #[allow(unsafe_code)]
 pub mod exports;
 mod guard;
+mod pack;
 mod progress;
 mod state;

@@ -55,6 +55,12 @@ fn checks() -> Vec<Check> {
             info => "info", ninfo => "ninfo",
         }
         pmix_query_t { keys => "keys", qualifiers => "qualifiers", nqual => "nqual" }
+        pmix_data_buffer_t {
+            base_ptr => "base_ptr", pack_ptr => "pack_ptr", unpack_ptr => "unpack_ptr",
+            bytes_allocated => "bytes_allocated", bytes_used => "bytes_used",
+        }
+        pmix_topology_t { source => "source", topology => "topology" }
+        pmix_cpuset_t { source => "source", bitmap => "bitmap" }
     };
     // The union has no C name of its own.
     all.push(Check {
@@ -73,6 +79,7 @@ fn checks() -> Vec<Check> {
         ),
         ("pmix_nspace_t", size_of::<pmix_nspace_t>()),
         ("pmix_key_t", size_of::<pmix_key_t>()),
+        ("pmix_data_range_t", size_of::<pmix_data_range_t>()),
         ("struct timeval", size_of::<timeval>()),
     ] {
         all.push(Check {

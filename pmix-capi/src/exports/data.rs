@@ -3,8 +3,9 @@
 
 use core::ffi::{c_char, c_void};
 
-use pmix_client::{Info, Proc, Scope, Status, Value};
+use pmix_client::{Client, Info, Proc, Scope, Status, Value, attr};
 
+use super::completion::{CbData, complete_op};
 use crate::convert::{c_alloc, c_str, infos_from_c, proc_from_c, procs_from_c, value_destruct};
 use crate::convert::{required_str, value_from_c, value_to_c};
 use crate::ctypes::{
@@ -14,12 +15,6 @@ use crate::ctypes::{
 use crate::guard::guarded;
 use crate::progress::run_on_progress_thread;
 use crate::state;
-
-/// A C callback's `cbdata`, handed back untouched on the progress thread.
-struct CbData(*mut c_void);
-// SAFETY: the pointer is only given back to the C callback it came with; what it points at
-// is the C caller's to synchronise, as with libpmix.
-unsafe impl Send for CbData {}
 
 /// Stores `key` = `*val` for peers in `scope` to get once committed.
 #[unsafe(no_mangle)]
@@ -46,11 +41,11 @@ pub extern "C" fn PMIx_Commit() -> pmix_status_t {
     guarded(|| state::client()?.commit().map_err(|e| e.status()))
 }
 
-/// The processes and directives of a fence.
+/// The processes and directives of a collective (a fence, a connect).
 ///
 /// # Safety
 /// The Standard's contract: `procs` holds `nprocs` processes, `info` `ninfo` entries.
-unsafe fn fence_args(
+pub(super) unsafe fn procs_and_info(
     procs: *const pmix_proc_t,
     nprocs: usize,
     info: *const pmix_info_t,
@@ -58,6 +53,25 @@ unsafe fn fence_args(
 ) -> Result<(Vec<Proc>, Vec<Info>), Status> {
     // SAFETY: the caller's promise.
     unsafe { Ok((procs_from_c(procs, nprocs)?, infos_from_c(info, ninfo)?)) }
+}
+
+/// Runs the blocking collective `call` of the client over `procs` with `info`.
+///
+/// # Safety
+/// As [`procs_and_info`].
+#[track_caller]
+pub(super) unsafe fn collective(
+    procs: *const pmix_proc_t,
+    nprocs: usize,
+    info: *const pmix_info_t,
+    ninfo: usize,
+    call: impl FnOnce(&Client, &[Proc], &[Info]) -> Result<(), pmix_client::Error>,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the caller's promise.
+        let (procs, info) = unsafe { procs_and_info(procs, nprocs, info, ninfo) }?;
+        call(&state::client()?, &procs, &info).map_err(|e| e.status())
+    })
 }
 
 /// Waits until every process of `procs` (none: the whole namespace) has called it.
@@ -68,13 +82,8 @@ pub unsafe extern "C" fn PMIx_Fence(
     info: *const pmix_info_t,
     ninfo: usize,
 ) -> pmix_status_t {
-    guarded(|| {
-        // SAFETY: the Standard's contract.
-        let (procs, info) = unsafe { fence_args(procs, nprocs, info, ninfo) }?;
-        state::client()?
-            .fence(&procs, &info)
-            .map_err(|e| e.status())
-    })
+    // SAFETY: the Standard's contract.
+    unsafe { collective(procs, nprocs, info, ninfo, Client::fence) }
 }
 
 /// [`PMIx_Fence`] completing through `cbfunc(status, cbdata)` on the progress thread.
@@ -89,18 +98,11 @@ pub unsafe extern "C" fn PMIx_Fence_nb(
 ) -> pmix_status_t {
     guarded(|| {
         // SAFETY: the Standard's contract.
-        let (procs, info) = unsafe { fence_args(procs, nprocs, info, ninfo) }?;
+        let (procs, info) = unsafe { procs_and_info(procs, nprocs, info, ninfo) }?;
         let client = state::client()?;
         let cbdata = CbData(cbdata);
         client.fence_nb(&procs, &info, move |result| {
-            let status = result.err().map_or(Status::SUCCESS, |e| e.status());
-            run_on_progress_thread(move || {
-                let cbdata = cbdata;
-                if let Some(f) = cbfunc {
-                    // SAFETY: the caller's callback, with the caller's cbdata.
-                    unsafe { f(status.0, cbdata.0) };
-                }
-            });
+            complete_op(result.map_err(|e| e.status()), cbfunc, cbdata)
         });
         Ok(())
     })
@@ -147,11 +149,14 @@ pub unsafe extern "C" fn PMIx_Get(
         // SAFETY: the Standard's contract.
         let (proc, key, info) = unsafe { get_args(proc, key, info, ninfo) }?;
         let client = state::client()?;
-        let value = match &key {
-            Some(k) => client.get(&proc, k, &info),
-            None => client.get_all(&proc, &info),
+        let stored = key.as_deref().and_then(|k| state::internal(&proc, k));
+        let value = match (stored, &key) {
+            (Some(v), _) => Ok(v),
+            (None, Some(k)) => client.get(&proc, k, &info),
+            (None, None) => client.get_all(&proc, &info),
         }
-        .map_err(|e| e.status())?;
+        .map_err(|e| e.status());
+        let value = no_empty_locality(key.as_deref(), value)?;
         let out = c_alloc::<pmix_value_t>(1)?;
         match value_to_c(&value) {
             // SAFETY: `out` is one fresh value; `val` was checked not NULL.
@@ -167,6 +172,20 @@ pub unsafe extern "C" fn PMIx_Get(
         }
         Ok(())
     })
+}
+
+/// An empty `PMIX_LOCALITY_STRING` answered as not found. PRRTE gives an unbound process a
+/// NULL locality string, which libpmix hands on as a string value holding NULL (Open MPI then
+/// knows no locality), but the client reads as an empty string (`pmix_types::Value` has no
+/// NULL string), which Open MPI would parse as a locality and crash on. No locality is ever
+/// written as an empty string.
+fn no_empty_locality(key: Option<&str>, got: Result<Value, Status>) -> Result<Value, Status> {
+    match got {
+        Ok(Value::String(s)) if s.is_empty() && key == Some(attr::LOCALITY_STRING) => {
+            Err(Status::ERR_NOT_FOUND)
+        }
+        other => other,
+    }
 }
 
 /// Hands `result` to `cbfunc` on the progress thread, in a value this library releases
@@ -208,8 +227,14 @@ pub unsafe extern "C" fn PMIx_Get_nb(
         // SAFETY: the Standard's contract.
         let (proc, key, info) = unsafe { get_args(proc, key, info, ninfo) }?;
         let cbdata = CbData(cbdata);
+        if let Some(v) = key.as_deref().and_then(|k| state::internal(&proc, k)) {
+            complete_get(Ok(v), cbfunc, cbdata);
+            return Ok(());
+        }
+        let k = key.clone();
         state::client()?.get_nb(&proc, key.as_deref(), &info, move |r| {
-            complete_get(r.map_err(|e| e.status()), cbfunc, cbdata)
+            let r = no_empty_locality(k.as_deref(), r.map_err(|e| e.status()));
+            complete_get(r, cbfunc, cbdata)
         });
         Ok(())
     })

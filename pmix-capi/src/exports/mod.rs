@@ -4,7 +4,12 @@
 //! NUL-terminated), so they carry no `# Safety` sections of their own.
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
+pub mod buffer;
+mod completion;
+pub mod control;
 pub mod data;
+pub mod dynamic;
+pub mod events;
 pub mod info_list;
 pub mod lifecycle;
 pub mod names;
@@ -12,4 +17,5 @@ pub mod naming;
 pub mod resolve;
 pub mod strings;
 pub mod structs;
+pub mod topology;
 pub mod values;

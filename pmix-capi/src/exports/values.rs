@@ -74,8 +74,11 @@ pub unsafe extern "C" fn PMIx_Value_load(
     guarded(|| unsafe { load(val, data, type_) })
 }
 
-/// Copies the datum of `val` into new memory at `*data` (a string: the string itself), its
-/// size in `*sz`; the caller frees it.
+/// Copies the datum of `val` out, its size in `*sz`. A string (`*sz` counting its NUL) and the
+/// bytes of a byte object (or regex, compressed bytes) go to new memory at `*data`, as does a
+/// data array (a new `pmix_data_array_t *`); the caller frees them. Any other datum is copied
+/// into the caller's memory at `*data` (a `uint16_t` for `PMIX_UINT16`, a `pmix_proc_t` for
+/// `PMIX_PROC`...), or, when `*data` is NULL, into new memory there.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Value_unload(
     val: *mut pmix_value_t,
@@ -93,21 +96,35 @@ pub unsafe extern "C" fn PMIx_Value_unload(
         let c = value_to_c(&v)?;
         // The datum leaves `c` (inline or by its pointer) for the caller: only the shell of a
         // pointer-held datum is dropped, nothing it owns.
-        // SAFETY: `c` is the value just written; `out` has `size` bytes for it.
+        // SAFETY: `c` is the value just written; `*data` is the caller's memory for the
+        // datum, or NULL.
         unsafe {
-            let (out, n) = if crate::convert::held_by_pointer(ty) {
-                (c.data.ptr, size)
-            } else if ty == DataType::STRING {
-                let s = c.data.string;
-                (s.cast(), libc::strlen(s) + 1)
-            } else {
-                let out = c_alloc::<u8>(size)?;
-                core::ptr::copy_nonoverlapping(
-                    core::ptr::from_ref(&c.data).cast::<u8>(),
-                    out,
-                    size,
-                );
-                (out.cast(), size)
+            let (out, n) = match ty {
+                DataType::STRING => {
+                    let s = c.data.string;
+                    (s.cast(), libc::strlen(s) + 1)
+                }
+                DataType::BYTE_OBJECT
+                | DataType::REGEX
+                | DataType::COMPRESSED_STRING
+                | DataType::COMPRESSED_BYTE_OBJECT => (c.data.bo.bytes.cast(), c.data.bo.size),
+                DataType::DATA_ARRAY => (c.data.ptr, size),
+                _ => {
+                    let from = if crate::convert::held_by_pointer(ty) {
+                        c.data.ptr.cast::<u8>().cast_const()
+                    } else {
+                        core::ptr::from_ref(&c.data).cast::<u8>()
+                    };
+                    let mut out = data.read().cast::<u8>();
+                    if out.is_null() {
+                        out = c_alloc::<u8>(size)?;
+                    }
+                    core::ptr::copy_nonoverlapping(from, out, size);
+                    if crate::convert::held_by_pointer(ty) {
+                        libc::free(c.data.ptr);
+                    }
+                    (out.cast(), size)
+                }
             };
             data.write(out);
             sz.write(n);
