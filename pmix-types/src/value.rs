@@ -111,6 +111,15 @@ impl DataArray {
         }
     }
 
+    /// An array of processes (the shape of the standard's process lists: `PSET_MEMBERS`,
+    /// `LOCAL_PROCS`, group memberships).
+    pub fn from_procs(procs: impl IntoIterator<Item = crate::Proc>) -> Self {
+        DataArray {
+            ty: DataType::PROC,
+            items: procs.into_iter().map(Value::Proc).collect(),
+        }
+    }
+
     /// The declared element type.
     pub fn elem_type(&self) -> DataType {
         self.ty

@@ -4,7 +4,7 @@
 use core::ffi::c_char;
 
 use pmix_client::types::attr;
-use pmix_client::{Client, DataArray, Info, Status, Value};
+use pmix_client::{Client, DataArray, Info, Value};
 
 use super::data::collective;
 use crate::convert::{
@@ -110,9 +110,7 @@ pub unsafe extern "C" fn PMIx_Group_construct(
         if let Some(id) = group.context_id {
             out.push(Info::attr(attr::GROUP_CONTEXT_ID, Value::Size(id)));
         }
-        let members = group.members.into_iter().map(Value::Proc).collect();
-        let members = DataArray::new(pmix_client::DataType::PROC, members)
-            .map_err(|_| Status::ERR_BAD_PARAM)?;
+        let members = DataArray::from_procs(group.members);
         out.push(Info::attr(
             attr::GROUP_MEMBERSHIP,
             Value::DataArray(Box::new(members)),

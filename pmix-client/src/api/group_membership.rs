@@ -15,7 +15,7 @@
 use std::time::Instant;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
-use pmix_types::{DataArray, DataRange, DataType, Info, Proc, Status, Value, attr};
+use pmix_types::{DataArray, DataRange, Info, Proc, Status, Value, attr};
 use pmix_wire::{Event, Request};
 
 use crate::call::{blocking, on_status, timeout_of};
@@ -93,10 +93,9 @@ fn affected(ev: &Event) -> Option<&Proc> {
 }
 
 fn proc_array(procs: &[Proc]) -> Result<Value, Error> {
-    let items = procs.iter().cloned().map(Value::Proc).collect();
-    DataArray::new(DataType::PROC, items)
-        .map(|a| Value::DataArray(Box::new(a)))
-        .map_err(|e| Error::BadParam(e.to_string()))
+    Ok(Value::DataArray(Box::new(DataArray::from_procs(
+        procs.iter().cloned(),
+    ))))
 }
 
 impl Client {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use pmix_types::{DataArray, DataRange, DataType, Info, Nspace, Proc, Rank, Status, Value, attr};
+use pmix_types::{DataArray, DataRange, Info, Nspace, Proc, Rank, Status, attr};
 use pmix_wire::{App, Event, Reply, ReplyBody, Request};
 
 use super::Tool;
@@ -91,9 +91,7 @@ impl Tool {
     /// Releases processes held in init (`PMIX_DEBUGGER_RELEASE` to `procs`; rank `WILDCARD`
     /// for a whole job), as debuggers do.
     pub fn release(&mut self, procs: &[Proc]) -> Result<(), Error> {
-        let items = procs.iter().cloned().map(Value::Proc).collect();
-        let range =
-            DataArray::new(DataType::PROC, items).map_err(|e| Error::BadParam(e.to_string()))?;
+        let range = DataArray::from_procs(procs.iter().cloned());
         let info = vec![
             Info::attr(attr::EVENT_CUSTOM_RANGE, range),
             Info::attr(attr::EVENT_NON_DEFAULT, true),

@@ -21,7 +21,7 @@
 //! here, and the remaining members hear `GROUP_LEFT` (with `EVENT_AFFECTED_PROC`), which also
 //! tells their servers on other nodes.
 
-use pmix_types::{DataRange, Info, Proc, Status, Value, attr};
+use pmix_types::{DataRange, Info, Proc, Status, attr};
 use pmix_wire::Event;
 
 use super::events::custom_range;
@@ -186,10 +186,7 @@ impl Engine {
         if rest.is_empty() {
             return;
         }
-        let range = rest.into_iter().map(Value::Proc).collect();
-        let Ok(range) = pmix_types::DataArray::new(pmix_types::DataType::PROC, range) else {
-            return;
-        };
+        let range = pmix_types::DataArray::from_procs(rest);
         let event = Event {
             code: Status::GROUP_LEFT,
             source: me.clone(),

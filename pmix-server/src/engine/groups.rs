@@ -13,7 +13,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 
-use pmix_types::{DataRange, Info, Proc, Rank, Status, Value, attr};
+use pmix_types::{DataRange, Info, Proc, Rank, Status, attr};
 use pmix_wire::{Event, Reply, ReplyBody};
 use serde::{Deserialize, Serialize};
 
@@ -293,16 +293,8 @@ impl Groups {
             if !g.members.iter().any(hit) {
                 continue;
             }
-            let others: Vec<Value> = g
-                .members
-                .iter()
-                .filter(|p| *p != gone)
-                .cloned()
-                .map(Value::Proc)
-                .collect();
-            let Ok(range) = pmix_types::DataArray::new(pmix_types::DataType::PROC, others) else {
-                continue;
-            };
+            let range =
+                pmix_types::DataArray::from_procs(g.members.iter().filter(|p| *p != gone).cloned());
             events.push(Event {
                 code: Status::GROUP_MEMBER_FAILED,
                 source: me.clone(),

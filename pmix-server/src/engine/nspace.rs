@@ -443,14 +443,11 @@ pub(crate) fn register(
     add_missing(&mut lv.job, attr::LOCAL_SIZE, lsize);
     add_missing(&mut lv.job, attr::LOCAL_PEERS, join_ranks(&local_ranks));
     if !has(&lv.job, attr::LOCAL_PROCS) {
-        let procs: Vec<Proc> = local_ranks
-            .iter()
-            .map(|&r| Proc::new(nspace.clone(), r))
-            .collect();
+        let procs = local_ranks.iter().map(|&r| Proc::new(nspace.clone(), r));
         add_missing(
             &mut lv.job,
             attr::LOCAL_PROCS,
-            super::psets::procs_array(&procs),
+            pmix_types::DataArray::from_procs(procs),
         );
     }
     if let Some(first) = local_ranks.first() {

@@ -25,7 +25,10 @@ impl Psets {
     fn define(&mut self, name: String, members: Vec<Proc>) -> Vec<Info> {
         let info = vec![
             Info::attr(attr::PSET_NAME, name.as_str()),
-            Info::attr(attr::PSET_MEMBERS, procs_array(&members)),
+            Info::attr(
+                attr::PSET_MEMBERS,
+                DataArray::from_procs(members.iter().cloned()),
+            ),
         ];
         self.sets.insert(name, members);
         info
@@ -115,11 +118,4 @@ impl Engine {
     pub(super) fn pset_members(&self, name: &str) -> Option<Vec<Proc>> {
         self.psets.members(&self.nspaces, name)
     }
-}
-
-/// Processes as a data array of `PROC`s, the way the standard lists members.
-pub(super) fn procs_array(procs: &[Proc]) -> DataArray {
-    let items = procs.iter().cloned().map(Value::Proc).collect();
-    DataArray::new(pmix_types::DataType::PROC, items)
-        .unwrap_or_else(|_| DataArray::from_infos(Vec::new()))
 }

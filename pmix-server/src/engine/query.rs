@@ -103,7 +103,7 @@ impl Engine {
             attr::QUERY_PSET_NAMES => Value::String(psets().join(",")),
             attr::QUERY_PSET_MEMBERSHIP => {
                 let name = qualifier(q, attr::PSET_NAME)?.as_str()?;
-                Value::from(super::psets::procs_array(&self.pset_members(name)?))
+                Value::from(pmix_types::DataArray::from_procs(self.pset_members(name)?))
             }
             attr::QUERY_SUPPORTED_KEYS => Value::String(comma_list(LOCAL_KEYS.iter().copied())),
             attr::SERVER_FUNCTIONS => Value::from(super::attributes::SERVER_FUNCTIONS),
