@@ -207,10 +207,18 @@ mod eager {
             );
         }
         // This node's values are also job-level for the clients on it (what a Get with rank
-        // WILDCARD of LOCAL_SIZE or LOCAL_PEERS means to them).
+        // WILDCARD of LOCAL_SIZE, LOCAL_PEERS or LOCAL_PROCS means to them).
         let lsize = u32::try_from(local_ranks.len()).unwrap_or(u32::MAX);
         add_missing(&mut lv.job, attr::LOCAL_SIZE, lsize);
         add_missing(&mut lv.job, attr::LOCAL_PEERS, join_ranks(&local_ranks));
+        let procs = local_ranks
+            .iter()
+            .map(|&r| pmix_types::Proc::new(nspace.clone(), r));
+        add_missing(
+            &mut lv.job,
+            attr::LOCAL_PROCS,
+            pmix_types::DataArray::from_procs(procs),
+        );
         if let Some(first) = local_ranks.first() {
             add_missing(&mut lv.job, attr::LOCALLDR, *first);
         }
