@@ -376,6 +376,37 @@ fn the_system_server_is_found_by_libpmix_and_rust_tools() {
     let _ = std::fs::remove_dir_all(&top);
 }
 
+/// `pmixrun --system-server` is also the node's system server, as `prterun --system-server`
+/// is (issue 35): a libpmix tool asking for the system server (`PMIX_CONNECT_TO_SYSTEM`, in
+/// `PMIX_SYSTEM_TMPDIR`) attaches to it and reads the job's process table; the file goes
+/// with the run.
+#[test]
+fn pmixrun_as_the_system_server_is_found_by_a_libpmix_tool() {
+    let top = std::env::temp_dir().join(format!("pmixrs-sysrun.{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&top);
+    std::fs::create_dir_all(&top).expect("creating the test's directory");
+    let end = Instant::now() + DEADLINE;
+    // pmixrun's temporary directory (and so its system one) is the test's own.
+    let tmpdir = format!("TMPDIR={}", top.display());
+    let pmixrun = pmix_tests::pmixrun_bin().to_str().expect("a UTF-8 path");
+    let job = HeldJob::start(
+        Path::new("/usr/bin/env"),
+        &[&tmpdir, pmixrun, "--system-server"],
+        2,
+        end,
+    );
+    let file = top.join(format!("pmix.sys.{}", hostname()));
+    assert!(file.is_file(), "{} is missing", file.display());
+    let what = "libpmix tool to pmixrun --system-server";
+    let mut cmd = tool(Lib::C, &["system"]);
+    cmd.env("PMIX_SYSTEM_TMPDIR", &top);
+    let out = Running::start(cmd, what).finish(end, what);
+    check_table(&out, &job, what);
+    assert_ok(&job.release(end), "the job");
+    assert!(!file.exists(), "{} is left", file.display());
+    let _ = std::fs::remove_dir_all(&top);
+}
+
 /// One Rust `Tool` attached to two pmixruns at once: both listed, requests to the primary
 /// one, `set_server` switching, `disconnect` letting one go; both jobs end well.
 #[test]

@@ -176,6 +176,10 @@ struct Global {
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
+    /// Also be this node's system server (as `prterun --system-server`): tools that ask for
+    /// the system server (`PMIX_CONNECT_TO_SYSTEM`) find this run's (one per node at a time).
+    #[arg(long)]
+    system_server: bool,
     /// Serve publish/lookup, and connects with other runs' processes, through the name server
     /// at URI (`unix:PATH`, or `file:FILE` holding such a URI), shared with other runs;
     /// default $PMIXRS_NAMESERVER.
@@ -525,6 +529,8 @@ pub(crate) struct Options {
     pub(crate) grace: Duration,
     /// Log at debug level.
     pub(crate) verbose: bool,
+    /// Be the node's system server too.
+    pub(crate) system_server: bool,
     /// The name server to use, as given (not yet resolved).
     pub(crate) nameserver_uri: Option<String>,
     /// The protocol of the processes.
@@ -680,6 +686,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         timeout: first.global.timeout.map(Duration::from_secs),
         grace: first.global.grace,
         verbose: first.global.verbose,
+        system_server: first.global.system_server,
         nameserver_uri: first.global.nameserver_uri,
         pmi: first.global.pmi,
         stop_in_init: first.global.stop_in_init,

@@ -98,22 +98,29 @@ pub(crate) fn connect_nameserver(
         .map_err(|e| format!("cannot use the name server {uri}: {e}"))
 }
 /// The PMIx server of a one-node run, its host [`RunHost`] reporting to `events`, names
-/// served by the name server if there is one, else by the server itself.
+/// served by the name server if there is one, else by the server itself; the node's system
+/// server too when `system` (`--system-server`).
 pub(crate) fn start_server(
     events: &Sender<Event>,
     names: Option<&Arc<NameServerClient>>,
     stdin: Option<Arc<stdin::Router>>,
+    system: bool,
 ) -> Result<Server, String> {
     let mut host = RunHost::new(events.clone(), names.cloned());
     if let Some(router) = stdin {
         host = host.with_stdin(router);
     }
-    start_server_with(host, names.is_some())
+    start_server_with(host, names.is_some(), system)
 }
 
 /// The PMIx server of pmixrun with `host`, tools served; names by the host when `named`
-/// (it has a name server), else by the server itself.
-pub(crate) fn start_server_with(host: RunHost, named: bool) -> Result<Server, String> {
+/// (it has a name server), else by the server itself; the node's system server too when
+/// `system`.
+pub(crate) fn start_server_with(
+    host: RunHost,
+    named: bool,
+    system: bool,
+) -> Result<Server, String> {
     Server::init(
         host,
         ServerOptions {
@@ -124,6 +131,7 @@ pub(crate) fn start_server_with(host: RunHost, named: bool) -> Result<Server, St
             },
             // Debuggers and monitors attach by pmixrun's pid (docs/TOOLS.md).
             tool_support: true,
+            system_server: system,
             ..ServerOptions::default()
         },
     )

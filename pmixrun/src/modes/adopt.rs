@@ -41,7 +41,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
     let (events_tx, events) = unbounded();
     crate::setup::start_signal_thread(signals, events_tx.clone())?;
     let names = crate::setup::connect_nameserver(None)?;
-    let server = crate::setup::start_server(&events_tx, names.as_ref(), None)?;
+    let server = crate::setup::start_server(&events_tx, names.as_ref(), None, false)?;
     let apps = [cli::App {
         np: 1,
         program: program.clone(),

@@ -129,6 +129,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         &events_tx,
         names.as_ref(),
         Some(router.clone()),
+        opts.system_server,
     )?);
 
     let (lines_tx, lines) = unbounded();

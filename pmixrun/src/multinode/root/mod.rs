@@ -84,7 +84,12 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     crate::setup::start_signal_thread(signals, events_tx.clone())?;
     // Tools attach here, not to the daemons; on any way out its rendezvous files go with it.
     let tree_cell: Arc<OnceLock<Arc<Tree>>> = Arc::new(OnceLock::new());
-    let tools = Arc::new(RootTools::start(&events_tx, &names, tree_cell.clone())?);
+    let tools = Arc::new(RootTools::start(
+        &events_tx,
+        &names,
+        tree_cell.clone(),
+        r.opts.system_server,
+    )?);
     let root_node = r
         .nodes
         .names()

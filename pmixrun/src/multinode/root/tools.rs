@@ -45,6 +45,7 @@ impl RootTools {
         events: &Sender<Event>,
         names: &Arc<NameServerClient>,
         tree: Arc<OnceLock<Arc<Tree>>>,
+        system: bool,
     ) -> Result<RootTools, String> {
         let host = RunHost::new(events.clone(), Some(names.clone())).with_beyond(Box::new(
             move |code, source, range, info| {
@@ -59,7 +60,7 @@ impl RootTools {
                 }
             },
         ));
-        let server = crate::setup::start_server_with(host, true)?;
+        let server = crate::setup::start_server_with(host, true, system)?;
         tracing::debug!(nspace = %server.proc().nspace, "serving tools at the root");
         Ok(RootTools {
             server: Arc::new(server),
