@@ -2,7 +2,9 @@
  * pmix_control.c - a libpmix program asking its server for what the server and its host know
  * or do: PMIx_Query_info, PMIx_Log and PMIx_Job_control, used by pmix-tests against pmixrun.
  *
- *   pmix_control query        queries the namespaces and this job's process table; prints
+ *   pmix_control query        queries the namespaces, their information (QUERY_NAMESPACE_INFO:
+ *                             nsinfo=1 when this job's names it, its command line with this
+ *                             program and its size 2) and this job's process table; prints
  *                             "query rank=R has_own_nspace=1 ptable=N own_pid=1 own_exe=1
  *                             own_host=1 own_state=1": its own row has its pid, its program
  *                             (the same file as /proc/self/exe), its PMIX_HOSTNAME and the
@@ -64,9 +66,37 @@ static int fail_rank(void) { return me.nspace[0] ? (int) me.rank : -1; }
 
 /* ---- query ---------------------------------------------------------------------------- */
 
+/* This job's entry in a PMIX_QUERY_NAMESPACE_INFO answer (an array of PMIX_JOB_INFO_ARRAYs): 1
+ * if it names this namespace, a command line with this program in it, and the job's size. */
+static int nsinfo_has_own(const pmix_value_t *v, const char *prog)
+{
+    if (v->type != PMIX_DATA_ARRAY || v->data.darray == NULL || v->data.darray->type != PMIX_INFO)
+        fail("namespace info of type %d", v->type);
+    const pmix_info_t *jobs = (const pmix_info_t *) v->data.darray->array;
+    for (size_t j = 0; j < v->data.darray->size; j++) {
+        const pmix_data_array_t *a = jobs[j].value.data.darray;
+        if (!PMIX_CHECK_KEY(&jobs[j], PMIX_JOB_INFO_ARRAY) || jobs[j].value.type != PMIX_DATA_ARRAY
+            || a == NULL || a->type != PMIX_INFO)
+            fail("namespace info holds %s of type %d", jobs[j].key, jobs[j].value.type);
+        const pmix_info_t *f = (const pmix_info_t *) a->array;
+        bool own = false, cmd = false, size = false;
+        for (size_t k = 0; k < a->size; k++) {
+            if (PMIX_CHECK_KEY(&f[k], PMIX_NSPACE) && f[k].value.type == PMIX_STRING)
+                own = PMIX_CHECK_NSPACE(f[k].value.data.string, me.nspace);
+            else if (PMIX_CHECK_KEY(&f[k], PMIX_CMD_LINE) && f[k].value.type == PMIX_STRING)
+                cmd = strstr(f[k].value.data.string, prog) != NULL;
+            else if (PMIX_CHECK_KEY(&f[k], PMIX_JOB_SIZE) && f[k].value.type == PMIX_UINT32)
+                size = f[k].value.data.uint32 == 2;
+        }
+        if (own)
+            return cmd && size;
+    }
+    return 0;
+}
+
 static void query(void)
 {
-    pmix_query_t q[2];
+    pmix_query_t q[3];
     pmix_status_t rc;
     pmix_info_t *results = NULL;
     size_t nresults = 0, n, ptable = 0;
@@ -85,18 +115,26 @@ static void query(void)
         fail("PMIX_ARGV_APPEND");
     PMIX_QUERY_QUALIFIERS_CREATE(&q[1], 1);
     PMIX_INFO_LOAD(&q[1].qualifiers[0], PMIX_NSPACE, me.nspace, PMIX_STRING);
+    PMIX_QUERY_CONSTRUCT(&q[2]);
+    PMIX_ARGV_APPEND(rc, q[2].keys, PMIX_QUERY_NAMESPACE_INFO);
+    if (rc != PMIX_SUCCESS)
+        fail("PMIX_ARGV_APPEND");
+    int nsinfo = -1;
     if (realpath("/proc/self/exe", self_exe) == NULL)
         fail("realpath /proc/self/exe: %s", strerror(errno));
     PMIX_PROC_LOAD(&wild, me.nspace, me.rank);
     MUST(PMIx_Get(&wild, PMIX_HOSTNAME, NULL, 0, &host));
     if (host->type != PMIX_STRING)
         fail("PMIX_HOSTNAME of type %d", host->type);
-    MUST(PMIx_Query_info(q, 2, &results, &nresults));
+    MUST(PMIx_Query_info(q, 3, &results, &nresults));
     for (n = 0; n < nresults; n++) {
         if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_NAMESPACES)) {
             if (results[n].value.type != PMIX_STRING)
                 fail("namespaces of type %d", results[n].value.type);
             has_own = strstr(results[n].value.data.string, me.nspace) != NULL;
+        } else if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_NAMESPACE_INFO)) {
+            const char *slash = strrchr(self_exe, '/');
+            nsinfo = nsinfo_has_own(&results[n].value, slash ? slash + 1 : self_exe);
         } else if (PMIX_CHECK_KEY(&results[n], PMIX_QUERY_PROC_TABLE)) {
             pmix_data_array_t *a = results[n].value.data.darray;
             if (results[n].value.type != PMIX_DATA_ARRAY || a->type != PMIX_PROC_INFO)
@@ -117,8 +155,8 @@ static void query(void)
         }
     }
     printf("query rank=%u has_own_nspace=%d ptable=%zu own_pid=%d own_exe=%d own_host=%d "
-           "own_state=%d\n",
-           me.rank, has_own, ptable, own_pid, own_exe, own_host, own_state);
+           "own_state=%d nsinfo=%d\n",
+           me.rank, has_own, ptable, own_pid, own_exe, own_host, own_state, nsinfo);
     PMIX_INFO_FREE(results, nresults);
     PMIX_VALUE_RELEASE(host);
 }

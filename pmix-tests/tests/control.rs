@@ -120,7 +120,7 @@ fn query(lib: Lib, nodes: bool) {
         both(|r| {
             format!(
                 "query rank={r} has_own_nspace=1 ptable=2 own_pid=1 own_exe=1 own_host=1 \
-                 own_state=1"
+                 own_state=1 nsinfo=1"
             )
         })
     };

@@ -73,6 +73,19 @@ impl LazyJob {
         self.image.job_value(key)
     }
 
+    /// The job's command line (`PMIX_CMD_LINE`): each application's `APP_ARGV`, in
+    /// application order, joined with ` : ` as a launcher's command line separates them;
+    /// `None` when no application names its argv.
+    pub(crate) fn cmd_line(&self) -> Option<String> {
+        let mut apps: Vec<&pmix_wire::Realm> = self.image.apps().iter().collect();
+        apps.sort_by_key(|a| a.id);
+        let argvs: Vec<&str> = apps
+            .iter()
+            .filter_map(|a| find(&a.info, attr::APP_ARGV).and_then(Value::as_str))
+            .collect();
+        (!argvs.is_empty()).then(|| argvs.join(" : "))
+    }
+
     /// The ranks of the job in process set `name`: those whose own data names it
     /// (`PSET_NAME` in their `PROC_DATA`), or else whose application's does (launchers such
     /// as pmixrun and prterun name the set of each application context given `--pset`).

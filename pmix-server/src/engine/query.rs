@@ -1,7 +1,9 @@
 //! Queries (`PMIx_Query_info`): the keys this server answers from its own tables, and the
 //! rest, passed to the host.
 //!
-//! Answered here: the namespaces registered (`QUERY_NAMESPACES`), the process sets named in a
+//! Answered here: the namespaces registered (`QUERY_NAMESPACES`; `QUERY_NAMESPACE_INFO`, a
+//! `JOB_INFO_ARRAY` per namespace with its `NSPACE`, `CMD_LINE` and `JOB_SIZE`), the process
+//! sets named in a
 //! job's data or defined by the host (`QUERY_NUM_PSETS`, `QUERY_PSET_NAMES`, and
 //! `QUERY_PSET_MEMBERSHIP` of either kind, named by a `PSET_NAME` qualifier), the
 //! functions and attributes this server serves (`SERVER_FUNCTIONS`, `QUERY_SUPPORTED_KEYS`,
@@ -12,7 +14,7 @@
 //! ([`Host::query`](crate::Host::query)); answers from both are merged into one reply, one
 //! [`Info`] per answered key, as OpenPMIx lays them out.
 
-use pmix_types::{Info, Key, Proc, Status, Value, attr};
+use pmix_types::{DataArray, Info, Key, Proc, Status, Value, attr};
 use pmix_wire::{Query, Reply, ReplyBody};
 
 use super::host_ops::{HostCall, HostOutcome, PendingHost, failure_of};
@@ -21,6 +23,7 @@ use super::{ConnId, Engine, success};
 /// The query keys answered here.
 const LOCAL_KEYS: &[&str] = &[
     attr::QUERY_NAMESPACES,
+    attr::QUERY_NAMESPACE_INFO,
     attr::QUERY_NUM_PSETS,
     attr::QUERY_PSET_NAMES,
     attr::QUERY_PSET_MEMBERSHIP,
@@ -98,6 +101,22 @@ impl Engine {
                 let mut names: Vec<&str> = self.nspaces.values().map(|n| n.name.as_str()).collect();
                 names.sort_unstable();
                 Value::String(comma_list(names))
+            }
+            // One `JOB_INFO_ARRAY` per namespace (an array of infos, as PRRTE lays it out
+            // and libpmix reads it): its name, its command line when its applications name
+            // their argv, and its size.
+            attr::QUERY_NAMESPACE_INFO => {
+                let mut spaces: Vec<_> = self.nspaces.values().collect();
+                spaces.sort_unstable_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+                let jobs = spaces.into_iter().map(|n| {
+                    let mut infos = vec![Info::attr(attr::NSPACE, n.name.as_str())];
+                    if let Some(cmd) = n.job.cmd_line() {
+                        infos.push(Info::attr(attr::CMD_LINE, cmd));
+                    }
+                    infos.push(Info::attr(attr::JOB_SIZE, n.size));
+                    Info::attr(attr::JOB_INFO_ARRAY, DataArray::from_infos(infos))
+                });
+                Value::from(DataArray::from_infos(jobs))
             }
             attr::QUERY_NUM_PSETS => Value::Size(psets().len() as u64),
             attr::QUERY_PSET_NAMES => Value::String(psets().join(",")),

@@ -35,7 +35,10 @@ fn query(c: &Client) -> Res {
     let me = c.proc().clone();
     let queries = [
         Query {
-            keys: vec![key(attr::QUERY_NAMESPACES)?],
+            keys: vec![
+                key(attr::QUERY_NAMESPACES)?,
+                key(attr::QUERY_NAMESPACE_INFO)?,
+            ],
             qualifiers: vec![],
         },
         Query {
@@ -63,6 +66,25 @@ fn query(c: &Client) -> Res {
         .is_some_and(|pi| std::fs::canonicalize(&pi.executable_name).is_ok_and(|p| p == self_exe));
     let own_host = own.is_some_and(|pi| host.as_str() == Some(pi.hostname.as_str()));
     let own_state = own.is_some_and(|pi| pi.state == pmix_types::ProcState::RUNNING);
+    // This job's entry of the namespaces' information: its name, a command line naming this
+    // program, and its size.
+    let program = self_exe
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let nsinfo = find(attr::QUERY_NAMESPACE_INFO)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flat_map(|a| a.infos())
+        .filter_map(|job| job.value.as_array())
+        .map(|a| a.infos().cloned().collect::<Vec<Info>>())
+        .find(|f| value_of(f, attr::NSPACE).and_then(Value::as_str) == Some(me.nspace.as_str()))
+        .is_some_and(|f| {
+            let cmd = value_of(&f, attr::CMD_LINE).and_then(Value::as_str);
+            cmd.is_some_and(|c| c.contains(&program))
+                && value_of(&f, attr::JOB_SIZE).and_then(Value::as_u64)
+                    == Some(table.items().len() as u64)
+        });
     let size = find(attr::JOB_SIZE).and_then(Value::as_u64);
     if size != Some(table.items().len() as u64) {
         return Err(format!(
@@ -71,14 +93,16 @@ fn query(c: &Client) -> Res {
         ));
     }
     println!(
-        "query rank={} has_own_nspace={} ptable={} own_pid={} own_exe={} own_host={} own_state={}",
+        "query rank={} has_own_nspace={} ptable={} own_pid={} own_exe={} own_host={} own_state={} \
+         nsinfo={}",
         me.rank,
         u8::from(has_own),
         table.items().len(),
         u8::from(own_pid),
         u8::from(own_exe),
         u8::from(own_host),
-        u8::from(own_state)
+        u8::from(own_state),
+        u8::from(nsinfo)
     );
     Ok(())
 }

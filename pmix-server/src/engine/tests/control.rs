@@ -432,3 +432,57 @@ fn the_server_uri_is_answered_for_this_host_only() {
         "another host's URI is the host's to give"
     );
 }
+
+/// `QUERY_NAMESPACE_INFO`: a `JOB_INFO_ARRAY` per namespace with its name, its command line
+/// (the applications' argv, ` : ` between them) and its size, laid out as PRRTE answers and
+/// libpmix reads it (issue 35: zero results before).
+#[test]
+fn namespace_info_names_each_job_with_its_command_line() {
+    let mut s = Sim::new();
+    let app = |n: u32, argv: &str| {
+        Info::attr(
+            attr::APP_INFO_ARRAY,
+            pmix_types::DataArray::from_infos([
+                Info::attr(attr::APPNUM, n),
+                Info::attr(attr::APP_ARGV, argv),
+            ]),
+        )
+    };
+    let info = vec![
+        Info::attr(attr::JOB_SIZE, 3u32),
+        app(1, "b --two"),
+        app(0, "a -x"),
+    ];
+    s.eng.register_nspace(ns("p"), 3, &info).unwrap();
+    s.job("q", 1);
+    s.connect(1, "q", 0);
+    let asked = s.send(
+        1,
+        Request::Query {
+            queries: vec![query(&[attr::QUERY_NAMESPACE_INFO], vec![])],
+        },
+    );
+    let got = results(s.reply(1, asked));
+    let jobs: Vec<Vec<Info>> = value_of(&got, attr::QUERY_NAMESPACE_INFO)
+        .as_array()
+        .expect("an array")
+        .infos()
+        .map(|i| {
+            assert_eq!(i.key.as_str(), attr::JOB_INFO_ARRAY);
+            i.value
+                .as_array()
+                .expect("an array")
+                .infos()
+                .cloned()
+                .collect()
+        })
+        .collect();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!(value_of(&jobs[0], attr::NSPACE), &Value::from("p"));
+    assert_eq!(
+        value_of(&jobs[0], attr::CMD_LINE),
+        &Value::from("a -x : b --two")
+    );
+    assert_eq!(value_of(&jobs[0], attr::JOB_SIZE).as_u64(), Some(3));
+    assert_eq!(value_of(&jobs[1], attr::NSPACE), &Value::from("q"));
+}
