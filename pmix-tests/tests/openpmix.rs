@@ -84,6 +84,38 @@ fn libpmix_client_under_pmixrun() {
     }
 }
 
+/// `pmixrun [--launcher local --host a:1,b:3] -n 4 pmix_client <scenario>` with Debian's
+/// libpmix (`lib` "debian") or Open MPI 5's ("wheel"), the store `gds` if given, to a
+/// successful end: its output and how it was run.
+fn pmix_client_run(lib: &str, gds: Option<&str>, nodes: bool, scenario: &str) -> (String, Output) {
+    let client = openpmix_program("pmix_client");
+    let what = format!(
+        "{}pmixrun{} -n 4 pmix_client {scenario} ({lib} libpmix)",
+        gds.map(|g| format!("PMIX_MCA_gds={g} "))
+            .unwrap_or_default(),
+        if nodes {
+            " --launcher local --host a:1,b:3"
+        } else {
+            ""
+        }
+    );
+    let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+    if nodes {
+        args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:3")]);
+    }
+    args.extend([os("-n"), os("4"), client.as_os_str(), os(scenario)]);
+    let mut cmd = pmixrun(&args);
+    if let Some(g) = gds {
+        cmd.env("PMIX_MCA_gds", g);
+    }
+    if lib == "wheel" {
+        pmix_tests::use_ompi5_libpmix(&mut cmd);
+    }
+    let out = run(cmd, &what);
+    assert_ok(&out, &what);
+    (what, out)
+}
+
 /// Keys built from the namespace (`"<nspace>-<rank>-local"`, as OpenPMIx's examples and real
 /// codes make them) are stored and read back, for libpmix 4.2.2 and 5.0.11 on either store,
 /// on one node and on two logical ones: no namespace pmixrun makes begins with `pmix`, the
@@ -91,33 +123,13 @@ fn libpmix_client_under_pmixrun() {
 /// found no peer's key, and our server refused 5.0.11's commits).
 #[test]
 fn keys_named_after_the_namespace_are_ordinary_keys() {
-    let client = openpmix_program("pmix_client");
     for (lib, gds, nodes) in [
         ("debian", "ds21", false),
         ("debian", "hash", true),
         ("wheel", "hash", false),
         ("wheel", "ds21", true),
     ] {
-        let what = format!(
-            "PMIX_MCA_gds={gds} pmixrun{} -n 4 pmix_client nskeys ({lib} libpmix)",
-            if nodes {
-                " --launcher local --host a:1,b:3"
-            } else {
-                ""
-            }
-        );
-        let mut args: Vec<&std::ffi::OsStr> = Vec::new();
-        if nodes {
-            args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:3")]);
-        }
-        args.extend([os("-n"), os("4"), client.as_os_str(), os("nskeys")]);
-        let mut cmd = pmixrun(&args);
-        cmd.env("PMIX_MCA_gds", gds);
-        if lib == "wheel" {
-            pmix_tests::use_ompi5_libpmix(&mut cmd);
-        }
-        let out = run(cmd, &what);
-        assert_ok(&out, &what);
+        let (what, out) = pmix_client_run(lib, Some(gds), nodes, "nskeys");
         assert_lines(
             &out,
             &what,
@@ -132,32 +144,13 @@ fn keys_named_after_the_namespace_are_ordinary_keys() {
 /// libpmix 4.2.2 and 5.0.11, on one node and on two logical ones (1 and 3 ranks).
 #[test]
 fn local_procs_name_this_nodes_processes() {
-    let client = openpmix_program("pmix_client");
     for (lib, nodes) in [
         ("debian", false),
         ("wheel", false),
         ("debian", true),
         ("wheel", true),
     ] {
-        let what = format!(
-            "pmixrun{} -n 4 pmix_client local-procs ({lib} libpmix)",
-            if nodes {
-                " --launcher local --host a:1,b:3"
-            } else {
-                ""
-            }
-        );
-        let mut args: Vec<&std::ffi::OsStr> = Vec::new();
-        if nodes {
-            args.extend([os("--launcher"), os("local"), os("--host"), os("a:1,b:3")]);
-        }
-        args.extend([os("-n"), os("4"), client.as_os_str(), os("local-procs")]);
-        let mut cmd = pmixrun(&args);
-        if lib == "wheel" {
-            pmix_tests::use_ompi5_libpmix(&mut cmd);
-        }
-        let out = run(cmd, &what);
-        assert_ok(&out, &what);
+        let (what, out) = pmix_client_run(lib, None, nodes, "local-procs");
         let per_node = |r: u32| {
             if !nodes {
                 4

@@ -86,6 +86,27 @@ options:
                        (`cargo xtask bench --local-tree --help`)
     -h, --help         this text";
 
+/// The options of one of the bench's other modes (`--torch`, `--scale`, `--local-tree`)
+/// as its `parse` read them; its usage printed for `--help` (`Err(SUCCESS)`) and with the
+/// error for a bad command line (`Err(2)`).
+pub(crate) fn mode_options<O>(
+    parsed: Result<Option<O>, String>,
+    mode: &str,
+    usage: &str,
+) -> Result<O, ExitCode> {
+    match parsed {
+        Ok(Some(o)) => Ok(o),
+        Ok(None) => {
+            println!("{usage}");
+            Err(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("xtask bench {mode}: {e}\n\n{usage}");
+            Err(ExitCode::from(2))
+        }
+    }
+}
+
 /// What the command line asked for.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {

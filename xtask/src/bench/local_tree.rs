@@ -123,16 +123,9 @@ fn fit(points: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
 
 /// Entry point of `cargo xtask bench --local-tree`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    let o = match parse(args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("xtask bench --local-tree: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let o = match super::mode_options(parse(args), "--local-tree", USAGE) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     let dirs = Dirs::new();
     let (pmixrun, bench) = match (build::pmixrun(&dirs), build::pmi1_bench(&dirs)) {

@@ -320,16 +320,9 @@ fn cell(got: &Got, metric: &str, div: f64, phase: &str) -> (String, Option<Strin
 
 /// Entry point of `cargo xtask bench --scale`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    let o = match parse(args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("xtask bench --scale: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let o = match super::mode_options(parse(args), "--scale", USAGE) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     let started = Instant::now();
     let load_before = machine::load_average();

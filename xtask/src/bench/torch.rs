@@ -187,16 +187,9 @@ fn median(v: &mut [f64]) -> Option<f64> {
 
 /// Entry point of `cargo xtask bench --torch`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    let o = match parse(args) {
-        Ok(Some(o)) => o,
-        Ok(None) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Err(e) => {
-            eprintln!("xtask bench --torch: {e}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let o = match super::mode_options(parse(args), "--torch", USAGE) {
+        Ok(o) => o,
+        Err(code) => return code,
     };
     let dirs = Dirs::new();
     let tools = match (build::pmixrun(&dirs), venv()) {
