@@ -17,6 +17,7 @@ import contextlib
 import os
 import sys
 import threading
+import time
 
 import pmix
 
@@ -44,6 +45,21 @@ def handler(evhdlr, status, source, infos, results):
     return pmix.PMIX_EVENT_ACTION_COMPLETE, []
 
 
+def out_of_callbacks():
+    """Waits until no thread but those Python started runs Python code. python3-pmix 4.2 makes
+    its blocking calls (PMIx_Query_info, PMIx_tool_finalize, ...) holding the GIL, while its
+    event callback runs Python on libpmix's progress thread: a blocking call made while that
+    thread still waits for the GIL inside the callback (our handler has signalled, the
+    binding's wrapper has not returned) deadlocks both, the reply never read (seen about one
+    run in ten under load). Such a thread holds a Python frame until it is out."""
+    ours = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}
+    end = time.monotonic() + WAIT
+    while any(tid not in ours for tid in sys._current_frames()):
+        if time.monotonic() > end:
+            fail("libpmix's progress thread stayed in an event callback for %d s" % WAIT)
+        time.sleep(0.001)
+
+
 def wait_for(code, what):
     with cond:
         if not cond.wait_for(lambda: code in seen, WAIT):
@@ -66,6 +82,7 @@ def main():
         fail("register_event_handler: %s" % tool.error_string(rc))
     job = wait_for(pmix.PMIX_READY_FOR_DEBUG, "READY_FOR_DEBUG")
     say("debugger ready job=%s" % job)
+    out_of_callbacks()
     rc, results = tool.query([{
         "keys": [pmix.PMIX_QUERY_PROC_TABLE],
         "qualifiers": [info(pmix.PMIX_NSPACE, job, pmix.PMIX_STRING)],
@@ -99,6 +116,7 @@ def main():
         fail("unknown command %r" % line)
     ended = wait_for(pmix.PMIX_EVENT_JOB_END, "EVENT_JOB_END")
     say("debugger job-end job=%s" % ended)
+    out_of_callbacks()
     rc = tool.finalize()
     if rc != pmix.PMIX_SUCCESS:
         fail("PMIx_tool_finalize: %s" % tool.error_string(rc))
