@@ -510,6 +510,10 @@ impl Engine {
             Request::Commit { kvs } => self.commit(conn, id, my_ns, me.rank, kvs),
             Request::Get { proc, key, info } => self.get(conn, id, &proc, key, &info, now),
             Request::Fence { procs, info } => {
+                let nspaces = &self.nspaces;
+                let procs = self
+                    .groups
+                    .expand_ids(procs, |name| nspaces.id(name).is_some());
                 self.collective(Kind::Fence, conn, id, &me, procs, &info, now);
             }
             Request::Connect { procs, info } => {
