@@ -9,8 +9,10 @@
  *                             running state
  *   pmix_control psets        (under pmixrun --pset) queries the number and names of the process
  *                             sets, then the members of its own (PMIX_PSET_NAME); prints
- *                             "psets rank=R num=N names=A,B mine=A members=0,1", the members
- *                             as ranks of its own namespace ("?" for another's)
+ *                             "psets rank=R num=N names=A,B mine=A members=0,1 heard=A,B", the
+ *                             members as ranks of its own namespace ("?" for another's), and
+ *                             the sets a handler for PMIX_PROCESS_SET_DEFINE registered after
+ *                             the sets were defined hears within 10 s (in the order listed)
  *   pmix_control attrs        queries PMIX_QUERY_ATTRIBUTE_SUPPORT for the server's attributes of
  *                             PMIx_Fence and PMIx_Get and its functions; prints "attrs rank=R
  *                             fence_collect=1 get_timeout=1 functions=1" when the answer has
@@ -125,6 +127,8 @@ static void query(void)
 
 /* ---- psets ---------------------------------------------------------------------------- */
 
+static void heard_psets(const char *names, char *heard, size_t size);
+
 static void psets(void)
 {
     pmix_query_t q[2];
@@ -175,8 +179,10 @@ static void psets(void)
             }
         }
     }
-    printf("psets rank=%u num=%zu names=%s mine=%s members=%s\n", me.rank, num, names,
-           mine->data.string, members);
+    char heard[256] = "";
+    heard_psets(names, heard, sizeof heard);
+    printf("psets rank=%u num=%zu names=%s mine=%s members=%s heard=%s\n", me.rank, num, names,
+           mine->data.string, members, heard);
     PMIX_INFO_FREE(results, nresults);
     PMIX_VALUE_RELEASE(mine);
 }
@@ -290,6 +296,64 @@ static void channels(void)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+
+/* The process sets PMIX_PROCESS_SET_DEFINE told of, comma-separated. */
+static char psets_heard[256] = ",";
+
+static void on_pset(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                    pmix_info_t info[], size_t ninfo, pmix_info_t results[], size_t nresults,
+                    pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
+{
+    (void) id, (void) status, (void) source, (void) results, (void) nresults;
+    pthread_mutex_lock(&lock);
+    for (size_t n = 0; n < ninfo; n++)
+        if (PMIX_CHECK_KEY(&info[n], PMIX_PSET_NAME) && info[n].value.type == PMIX_STRING) {
+            strncat(psets_heard, info[n].value.data.string,
+                    sizeof psets_heard - strlen(psets_heard) - 2);
+            strcat(psets_heard, ",");
+        }
+    pthread_cond_signal(&cond);
+    pthread_mutex_unlock(&lock);
+    if (cbfunc)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+/* Registers for PMIX_PROCESS_SET_DEFINE (after the sets were defined: they were at the job's
+ * start) and waits up to 10 s to hear of every set of `names`; `heard` gets those heard, in
+ * the order of `names`. */
+static void heard_psets(const char *names, char *heard, size_t size)
+{
+    pmix_status_t code = PMIX_PROCESS_SET_DEFINE;
+    pmix_status_t id = PMIx_Register_event_handler(&code, 1, NULL, 0, on_pset, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler(PROCESS_SET_DEFINE): %s", PMIx_Error_string(id));
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        char all[256], *save = NULL;
+        size_t missing = 0;
+        heard[0] = '\0';
+        snprintf(all, sizeof all, "%s", names);
+        for (char *n = strtok_r(all, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+            char one[64];
+            snprintf(one, sizeof one, ",%s,", n);
+            if (strstr(psets_heard, one) == NULL) {
+                missing++;
+                continue;
+            }
+            if (heard[0])
+                strncat(heard, ",", size - strlen(heard) - 1);
+            strncat(heard, n, size - strlen(heard) - 1);
+        }
+        if (missing == 0
+            || pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&lock);
+    PMIx_Deregister_event_handler(id, NULL, NULL);
+}
 static int affected = -1, exit_code = -1;
 
 static void on_terminated(size_t id, pmix_status_t status, const pmix_proc_t *source,

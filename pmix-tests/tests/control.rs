@@ -128,7 +128,8 @@ fn query(lib: Lib, nodes: bool) {
 }
 
 /// Under `pmixrun --pset red -n 2 ... : --pset blue -n 1 ...`, each rank finds both sets and
-/// the members of its own.
+/// the members of its own, and a handler for `PROCESS_SET_DEFINE` it registers then (after
+/// pmixrun defined the sets) hears of both.
 fn psets(lib: Lib, nodes: bool) {
     let prog: Vec<String> = program(lib)
         .iter()
@@ -139,7 +140,7 @@ fn psets(lib: Lib, nodes: bool) {
     args.push("psets");
     let out = run_with(lib, nodes, 2, &["--pset", "red"], &args);
     let line = |r: u32, mine: &str, members: &str| {
-        format!("psets rank={r} num=2 names=red,blue mine={mine} members={members}")
+        format!("psets rank={r} num=2 names=red,blue mine={mine} members={members} heard=red,blue")
     };
     let want = vec![
         line(0, "red", "0,1"),
