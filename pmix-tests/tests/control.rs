@@ -292,6 +292,14 @@ fn watch(lib: Lib, nodes: bool) {
     assert_lines(&out, "watch", "watch", want);
 }
 
+/// A spawned job's end, kept by the server, reaches a handler registered after it ended.
+fn late_watch(lib: Lib, nodes: bool) {
+    let out = run_n(lib, nodes, 1, &["late-watch"]);
+    let status = status_name(lib, "SUCCESS", "PMIX_SUCCESS");
+    let want = vec![format!("late-watch rank=0 job_end={status}")];
+    assert_lines(&out, "late-watch", "late-watch", want);
+}
+
 #[test]
 fn pmix_rs_client_queries_logs_and_controls_the_job() {
     for nodes in [false, true] {
@@ -303,6 +311,7 @@ fn pmix_rs_client_queries_logs_and_controls_the_job() {
     }
     for nodes in [false, true] {
         watch(Lib::Rust, nodes);
+        late_watch(Lib::Rust, nodes);
     }
     // Handlers run where the registration placed them.
     let out = run(Lib::Rust, false, &["order"]);
