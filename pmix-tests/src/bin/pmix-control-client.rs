@@ -240,11 +240,14 @@ fn order(c: &Client) -> Res {
     Ok(())
 }
 
-fn watch(c: &Client) -> Res {
-    let (tx, rx) = mpsc::channel::<(Status, Option<Proc>, Option<Status>)>();
+/// A lifecycle event as heard: its code, `EVENT_AFFECTED_PROC` and `JOB_TERM_STATUS`.
+type Heard = (Status, Option<Proc>, Option<Status>);
+
+/// Registers a handler for the lifecycle events of `codes`: what it hears.
+fn lifecycle_events(c: &Client, codes: &[Status]) -> Result<mpsc::Receiver<Heard>, String> {
+    let (tx, rx) = mpsc::channel::<Heard>();
     let tx = Mutex::new(tx);
-    let codes = [Status::EVENT_PROC_TERMINATED, Status::EVENT_JOB_END];
-    c.register_event_handler(&codes, &[], move |ev| {
+    c.register_event_handler(codes, &[], move |ev| {
         let get = |k: &str| value_of(&ev.info, k);
         let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
         let term = match get(attr::JOB_TERM_STATUS) {
@@ -256,6 +259,12 @@ fn watch(c: &Client) -> Res {
         }
     })
     .map_err(e("register"))?;
+    Ok(rx)
+}
+
+fn watch(c: &Client) -> Res {
+    let codes = [Status::EVENT_PROC_TERMINATED, Status::EVENT_JOB_END];
+    let rx = lifecycle_events(c, &codes)?;
     let me = std::env::current_exe().map_err(e("current_exe"))?;
     let job_info = [
         Info::attr(attr::NOTIFY_COMPLETION, true),
@@ -293,21 +302,8 @@ fn late_watch(c: &Client) -> Res {
     let child = app(me.to_string_lossy(), 2).with_arg("child");
     let nspace: Nspace = c.spawn(&job_info, &[child]).map_err(e("spawn"))?;
     std::thread::sleep(Duration::from_secs(2));
-    let (tx, rx) = mpsc::channel::<(Option<Proc>, Option<Status>)>();
-    let tx = Mutex::new(tx);
-    c.register_event_handler(&[Status::EVENT_JOB_END], &[], move |ev| {
-        let get = |k: &str| value_of(&ev.info, k);
-        let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
-        let term = match get(attr::JOB_TERM_STATUS) {
-            Some(Value::Status(s)) => Some(*s),
-            _ => None,
-        };
-        if let Ok(tx) = tx.lock() {
-            let _ = tx.send((affected, term));
-        }
-    })
-    .map_err(e("register"))?;
-    let (affected, term) = rx.recv_timeout(PATIENCE).map_err(|_| "no job end heard")?;
+    let rx = lifecycle_events(c, &[Status::EVENT_JOB_END])?;
+    let (_, affected, term) = rx.recv_timeout(PATIENCE).map_err(|_| "no job end heard")?;
     check!(
         affected.as_ref().is_some_and(|p| p.nspace == nspace),
         "a job end about {affected:?}"
