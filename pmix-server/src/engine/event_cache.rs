@@ -7,8 +7,8 @@
 //! set, and at most [`KEPT`] events are kept, the oldest dropped first. A registration hears
 //! the kept events of the codes it names and its connection did not name before, that the
 //! event's range reaches, after the registration's answer. A registration for every code
-//! (a default handler) hears none of them: Open MPI's default handler takes an unexpected
-//! event for an error.
+//! (a default handler, such as Open MPI registers for errors) is not told of past states it
+//! did not ask for.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
