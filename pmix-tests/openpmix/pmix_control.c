@@ -41,6 +41,9 @@
  *                             init and finalize) with PMIX_NOTIFY_COMPLETION and
  *                             PMIX_NOTIFY_PROC_TERMINATION; prints "watch rank=R ends=2
  *                             job_end=<status name>" once it heard of both ends and the job's
+ *   pmix_control late-watch   spawns them with PMIX_NOTIFY_COMPLETION alone, registers for
+ *                             PMIX_EVENT_JOB_END two seconds later (after the job ended) and
+ *                             prints "late-watch rank=R job_end=<status name>" once it heard
  *
  * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2 (pmix_fail.h).
  *
@@ -447,12 +450,10 @@ static void on_child_event(size_t id, pmix_status_t status, const pmix_proc_t *s
         cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
-static void watch(const char *self)
+/* Spawns two children ("child") with PMIX_NOTIFY_COMPLETION, and with
+ * PMIX_NOTIFY_PROC_TERMINATION when `each`. */
+static void spawn_children(const char *self, bool each)
 {
-    pmix_status_t codes[2] = {PMIX_EVENT_PROC_TERMINATED, PMIX_EVENT_JOB_END};
-    pmix_status_t id = PMIx_Register_event_handler(codes, 2, NULL, 0, on_child_event, NULL, NULL);
-    if (id < 0)
-        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
     pmix_info_t job[2];
     bool yes = true;
     PMIX_INFO_LOAD(&job[0], PMIX_NOTIFY_COMPLETION, &yes, PMIX_BOOL);
@@ -465,19 +466,48 @@ static void watch(const char *self)
     app.argv[1] = strdup("child");
     app.maxprocs = 2;
     pmix_nspace_t spawned;
-    pmix_status_t rc = PMIx_Spawn(job, 2, &app, 1, spawned);
+    pmix_status_t rc = PMIx_Spawn(job, each ? 2 : 1, &app, 1, spawned);
     if (rc != PMIX_SUCCESS)
         fail("PMIx_Spawn returned %s", PMIx_Error_string(rc));
+    PMIX_APP_DESTRUCT(&app);
+}
+
+/* Waits up to 20 s to hear of `ends` children's ends and of their job's. */
+static void wait_for_ends(int ends)
+{
     pthread_mutex_lock(&lock);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 20;
-    while (child_ends < 2 || !job_ended)
+    while (child_ends < ends || !job_ended)
         if (pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT)
             fail("heard of %d ends and job end %d within 20 s", child_ends, job_ended);
-    printf("watch rank=%u ends=%d job_end=%s\n", me.rank, child_ends, PMIx_Error_string(job_term));
     pthread_mutex_unlock(&lock);
-    PMIX_APP_DESTRUCT(&app);
+}
+
+static void watch(const char *self)
+{
+    pmix_status_t codes[2] = {PMIX_EVENT_PROC_TERMINATED, PMIX_EVENT_JOB_END};
+    pmix_status_t id = PMIx_Register_event_handler(codes, 2, NULL, 0, on_child_event, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
+    spawn_children(self, true);
+    wait_for_ends(2);
+    printf("watch rank=%u ends=%d job_end=%s\n", me.rank, child_ends, PMIx_Error_string(job_term));
+}
+
+/* The job's end, heard by a handler registered after it (were the children slower than two
+ * seconds, it would be heard as it happens). */
+static void late_watch(const char *self)
+{
+    spawn_children(self, false);
+    sleep(2);
+    pmix_status_t code = PMIX_EVENT_JOB_END;
+    pmix_status_t id = PMIx_Register_event_handler(&code, 1, NULL, 0, on_child_event, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
+    wait_for_ends(0);
+    printf("late-watch rank=%u job_end=%s\n", me.rank, PMIx_Error_string(job_term));
 }
 
 /* ---- unsupported ---------------------------------------------------------------------- */
@@ -522,7 +552,7 @@ static void cleanup(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_control query|psets|attrs|log|channels|kill|signal|terminate|unsupported|cleanup DIR|watch");
+        fail("usage: pmix_control query|psets|attrs|log|channels|kill|signal|terminate|unsupported|cleanup DIR|watch|late-watch");
     setvbuf(stdout, NULL, _IOLBF, 0);
     MUST(PMIx_Init(&me, NULL, 0));
     const char *s = argv[1];
@@ -544,6 +574,8 @@ int main(int argc, char **argv)
         cleanup(argv[2]);
     else if (strcmp(s, "watch") == 0)
         watch(argv[0]);
+    else if (strcmp(s, "late-watch") == 0)
+        late_watch(argv[0]);
     else if (strcmp(s, "child") == 0)
         ;
     else

@@ -342,6 +342,7 @@ fn libpmix_client(lib: Lib) {
         terminate(lib, nodes);
         cleanup(lib, nodes);
         watch(lib, nodes);
+        late_watch(lib, nodes);
     }
 }
 
