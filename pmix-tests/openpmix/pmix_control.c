@@ -11,8 +11,10 @@
  *                             running state
  *   pmix_control psets        (under pmixrun --pset) queries the number and names of the process
  *                             sets, then the members of its own (PMIX_PSET_NAME); prints
- *                             "psets rank=R num=N names=A,B mine=A members=0,1", the members
- *                             as ranks of its own namespace ("?" for another's)
+ *                             "psets rank=R num=N names=A,B mine=A members=0,1 heard=A,B", the
+ *                             members as ranks of its own namespace ("?" for another's), and
+ *                             the sets a handler for PMIX_PROCESS_SET_DEFINE registered after
+ *                             the sets were defined hears within 10 s (in the order listed)
  *   pmix_control attrs        queries PMIX_QUERY_ATTRIBUTE_SUPPORT for the server's attributes of
  *                             PMIx_Fence and PMIx_Get and its functions; prints "attrs rank=R
  *                             fence_collect=1 get_timeout=1 functions=1" when the answer has
@@ -41,6 +43,9 @@
  *                             init and finalize) with PMIX_NOTIFY_COMPLETION and
  *                             PMIX_NOTIFY_PROC_TERMINATION; prints "watch rank=R ends=2
  *                             job_end=<status name>" once it heard of both ends and the job's
+ *   pmix_control late-watch   spawns them with PMIX_NOTIFY_COMPLETION alone, registers for
+ *                             PMIX_EVENT_JOB_END two seconds later (after the job ended) and
+ *                             prints "late-watch rank=R job_end=<status name>" once it heard
  *
  * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2 (pmix_fail.h).
  *
@@ -163,6 +168,8 @@ static void query(void)
 
 /* ---- psets ---------------------------------------------------------------------------- */
 
+static void heard_psets(const char *names, char *heard, size_t size);
+
 static void psets(void)
 {
     pmix_query_t q[2];
@@ -213,8 +220,10 @@ static void psets(void)
             }
         }
     }
-    printf("psets rank=%u num=%zu names=%s mine=%s members=%s\n", me.rank, num, names,
-           mine->data.string, members);
+    char heard[256] = "";
+    heard_psets(names, heard, sizeof heard);
+    printf("psets rank=%u num=%zu names=%s mine=%s members=%s heard=%s\n", me.rank, num, names,
+           mine->data.string, members, heard);
     PMIX_INFO_FREE(results, nresults);
     PMIX_VALUE_RELEASE(mine);
 }
@@ -328,6 +337,64 @@ static void channels(void)
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+
+/* The process sets PMIX_PROCESS_SET_DEFINE told of, comma-separated. */
+static char psets_heard[256] = ",";
+
+static void on_pset(size_t id, pmix_status_t status, const pmix_proc_t *source,
+                    pmix_info_t info[], size_t ninfo, pmix_info_t results[], size_t nresults,
+                    pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
+{
+    (void) id, (void) status, (void) source, (void) results, (void) nresults;
+    pthread_mutex_lock(&lock);
+    for (size_t n = 0; n < ninfo; n++)
+        if (PMIX_CHECK_KEY(&info[n], PMIX_PSET_NAME) && info[n].value.type == PMIX_STRING) {
+            strncat(psets_heard, info[n].value.data.string,
+                    sizeof psets_heard - strlen(psets_heard) - 2);
+            strcat(psets_heard, ",");
+        }
+    pthread_cond_signal(&cond);
+    pthread_mutex_unlock(&lock);
+    if (cbfunc)
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+}
+
+/* Registers for PMIX_PROCESS_SET_DEFINE (after the sets were defined: they were at the job's
+ * start) and waits up to 10 s to hear of every set of `names`; `heard` gets those heard, in
+ * the order of `names`. */
+static void heard_psets(const char *names, char *heard, size_t size)
+{
+    pmix_status_t code = PMIX_PROCESS_SET_DEFINE;
+    pmix_status_t id = PMIx_Register_event_handler(&code, 1, NULL, 0, on_pset, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler(PROCESS_SET_DEFINE): %s", PMIx_Error_string(id));
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&lock);
+    for (;;) {
+        char all[256], *save = NULL;
+        size_t missing = 0;
+        heard[0] = '\0';
+        snprintf(all, sizeof all, "%s", names);
+        for (char *n = strtok_r(all, ",", &save); n; n = strtok_r(NULL, ",", &save)) {
+            char one[64];
+            snprintf(one, sizeof one, ",%s,", n);
+            if (strstr(psets_heard, one) == NULL) {
+                missing++;
+                continue;
+            }
+            if (heard[0])
+                strncat(heard, ",", size - strlen(heard) - 1);
+            strncat(heard, n, size - strlen(heard) - 1);
+        }
+        if (missing == 0
+            || pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&lock);
+    PMIx_Deregister_event_handler(id, NULL, NULL);
+}
 static int affected = -1, exit_code = -1;
 
 static void on_terminated(size_t id, pmix_status_t status, const pmix_proc_t *source,
@@ -421,12 +488,10 @@ static void on_child_event(size_t id, pmix_status_t status, const pmix_proc_t *s
         cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
 }
 
-static void watch(const char *self)
+/* Spawns two children ("child") with PMIX_NOTIFY_COMPLETION, and with
+ * PMIX_NOTIFY_PROC_TERMINATION when `each`. */
+static void spawn_children(const char *self, bool each)
 {
-    pmix_status_t codes[2] = {PMIX_EVENT_PROC_TERMINATED, PMIX_EVENT_JOB_END};
-    pmix_status_t id = PMIx_Register_event_handler(codes, 2, NULL, 0, on_child_event, NULL, NULL);
-    if (id < 0)
-        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
     pmix_info_t job[2];
     bool yes = true;
     PMIX_INFO_LOAD(&job[0], PMIX_NOTIFY_COMPLETION, &yes, PMIX_BOOL);
@@ -439,19 +504,48 @@ static void watch(const char *self)
     app.argv[1] = strdup("child");
     app.maxprocs = 2;
     pmix_nspace_t spawned;
-    pmix_status_t rc = PMIx_Spawn(job, 2, &app, 1, spawned);
+    pmix_status_t rc = PMIx_Spawn(job, each ? 2 : 1, &app, 1, spawned);
     if (rc != PMIX_SUCCESS)
         fail("PMIx_Spawn returned %s", PMIx_Error_string(rc));
+    PMIX_APP_DESTRUCT(&app);
+}
+
+/* Waits up to 20 s to hear of `ends` children's ends and of their job's. */
+static void wait_for_ends(int ends)
+{
     pthread_mutex_lock(&lock);
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += 20;
-    while (child_ends < 2 || !job_ended)
+    while (child_ends < ends || !job_ended)
         if (pthread_cond_timedwait(&cond, &lock, &until) == ETIMEDOUT)
             fail("heard of %d ends and job end %d within 20 s", child_ends, job_ended);
-    printf("watch rank=%u ends=%d job_end=%s\n", me.rank, child_ends, PMIx_Error_string(job_term));
     pthread_mutex_unlock(&lock);
-    PMIX_APP_DESTRUCT(&app);
+}
+
+static void watch(const char *self)
+{
+    pmix_status_t codes[2] = {PMIX_EVENT_PROC_TERMINATED, PMIX_EVENT_JOB_END};
+    pmix_status_t id = PMIx_Register_event_handler(codes, 2, NULL, 0, on_child_event, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
+    spawn_children(self, true);
+    wait_for_ends(2);
+    printf("watch rank=%u ends=%d job_end=%s\n", me.rank, child_ends, PMIx_Error_string(job_term));
+}
+
+/* The job's end, heard by a handler registered after it (were the children slower than two
+ * seconds, it would be heard as it happens). */
+static void late_watch(const char *self)
+{
+    spawn_children(self, false);
+    sleep(2);
+    pmix_status_t code = PMIX_EVENT_JOB_END;
+    pmix_status_t id = PMIx_Register_event_handler(&code, 1, NULL, 0, on_child_event, NULL, NULL);
+    if (id < 0)
+        fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
+    wait_for_ends(0);
+    printf("late-watch rank=%u job_end=%s\n", me.rank, PMIx_Error_string(job_term));
 }
 
 /* ---- unsupported ---------------------------------------------------------------------- */
@@ -496,7 +590,7 @@ static void cleanup(const char *dir)
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_control query|psets|attrs|log|channels|kill|signal|terminate|unsupported|cleanup DIR|watch");
+        fail("usage: pmix_control query|psets|attrs|log|channels|kill|signal|terminate|unsupported|cleanup DIR|watch|late-watch");
     setvbuf(stdout, NULL, _IOLBF, 0);
     MUST(PMIx_Init(&me, NULL, 0));
     const char *s = argv[1];
@@ -518,6 +612,8 @@ int main(int argc, char **argv)
         cleanup(argv[2]);
     else if (strcmp(s, "watch") == 0)
         watch(argv[0]);
+    else if (strcmp(s, "late-watch") == 0)
+        late_watch(argv[0]);
     else if (strcmp(s, "child") == 0)
         ;
     else

@@ -19,6 +19,12 @@
  *                 reads every rank's PMIX_PSET_NAME (rank by rank, as Open MPI makes the group
  *                 of a process set) and queries PMIX_QUERY_PSET_NAMES; prints
  *                 "pset rank=R names=<rank 0's>,<rank 1's>,... query=<the answer>"
+ *   pmix_group fence
+ *                 every rank puts "gf-R" and commits; the even ranks construct group
+ *                 "ourgroup" of themselves and PMIx_Fence over {"ourgroup", PMIX_RANK_WILDCARD}
+ *                 with PMIX_COLLECT_DATA, read every member's "gf-R", destruct the group;
+ *                 an odd rank's fence over the id must fail; then the job fences. Prints
+ *                 "gfence rank=R members=<the even ranks read, or none>"
  *
  * Any failure prints "FAIL rank=R: <what>" on stderr and exits 2 (pmix_fail.h).
  *
@@ -175,6 +181,66 @@ static void pset(uint32_t size)
     PMIX_INFO_FREE(results, nresults);
 }
 
+/* A fence over a group's id (the even ranks), with the members' data collected. */
+static void gfence(uint32_t size)
+{
+    char key[32], want[32], got[256] = "";
+    pmix_value_t v, *val = NULL;
+    pmix_proc_t grp, p;
+    pmix_info_t info;
+    bool yes = true;
+    pmix_status_t rc;
+
+    snprintf(key, sizeof key, "gf-%u", me.rank);
+    snprintf(want, sizeof want, "value-%u", me.rank);
+    PMIX_VALUE_LOAD(&v, want, PMIX_STRING);
+    MUST(PMIx_Put(PMIX_GLOBAL, key, &v));
+    PMIX_VALUE_DESTRUCT(&v);
+    MUST(PMIx_Commit());
+    PMIX_LOAD_PROCID(&grp, "ourgroup", PMIX_RANK_WILDCARD);
+    PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    if (me.rank % 2 == 1) {
+        rc = PMIx_Fence(&grp, 1, &info, 1);
+        if (rc == PMIX_SUCCESS)
+            fail("a fence over a group I am not in succeeded");
+        strcpy(got, "none");
+    } else {
+        uint32_t n = (size + 1) / 2;
+        pmix_proc_t *procs;
+        pmix_info_t *results = NULL;
+        size_t nresults = 0;
+        PMIX_PROC_CREATE(procs, n);
+        for (uint32_t i = 0; i < n; i++)
+            PMIX_LOAD_PROCID(&procs[i], me.nspace, 2 * i);
+        rc = PMIx_Group_construct("ourgroup", procs, n, NULL, 0, &results, &nresults);
+        if (rc != PMIX_SUCCESS)
+            fail("PMIx_Group_construct(ourgroup): %s", PMIx_Error_string(rc));
+        PMIX_INFO_FREE(results, nresults);
+        rc = PMIx_Fence(&grp, 1, &info, 1);
+        if (rc != PMIX_SUCCESS)
+            fail("PMIx_Fence(ourgroup): %s", PMIx_Error_string(rc));
+        for (uint32_t i = 0; i < n; i++) {
+            snprintf(key, sizeof key, "gf-%u", 2 * i);
+            snprintf(want, sizeof want, "value-%u", 2 * i);
+            PMIX_LOAD_PROCID(&p, me.nspace, 2 * i);
+            rc = PMIx_Get(&p, key, NULL, 0, &val);
+            if (rc != PMIX_SUCCESS || val == NULL || val->type != PMIX_STRING
+                || strcmp(val->data.string, want) != 0)
+                fail("PMIx_Get(%u, %s): %s", 2 * i, key, PMIx_Error_string(rc));
+            PMIX_VALUE_RELEASE(val);
+            val = NULL;
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%u", i ? "," : "", 2 * i);
+        }
+        rc = PMIx_Group_destruct("ourgroup", NULL, 0);
+        if (rc != PMIX_SUCCESS)
+            fail("PMIx_Group_destruct(ourgroup): %s", PMIx_Error_string(rc));
+        PMIX_PROC_FREE(procs, n);
+    }
+    MUST(PMIx_Fence(NULL, 0, NULL, 0));
+    printf("gfence rank=%u members=%s\n", me.rank, got);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     pmix_value_t *val = NULL;
@@ -193,6 +259,11 @@ int main(int argc, char **argv)
 
     if (argc > 1 && strcmp(argv[1], "lcid") == 0) {
         lcid(size);
+        MUST(PMIx_Finalize(NULL, 0));
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "fence") == 0) {
+        gfence(size);
         MUST(PMIx_Finalize(NULL, 0));
         return 0;
     }

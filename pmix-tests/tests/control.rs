@@ -128,7 +128,8 @@ fn query(lib: Lib, nodes: bool) {
 }
 
 /// Under `pmixrun --pset red -n 2 ... : --pset blue -n 1 ...`, each rank finds both sets and
-/// the members of its own.
+/// the members of its own, and a handler for `PROCESS_SET_DEFINE` it registers then (after
+/// pmixrun defined the sets) hears of both.
 fn psets(lib: Lib, nodes: bool) {
     let prog: Vec<String> = program(lib)
         .iter()
@@ -139,7 +140,7 @@ fn psets(lib: Lib, nodes: bool) {
     args.push("psets");
     let out = run_with(lib, nodes, 2, &["--pset", "red"], &args);
     let line = |r: u32, mine: &str, members: &str| {
-        format!("psets rank={r} num=2 names=red,blue mine={mine} members={members}")
+        format!("psets rank={r} num=2 names=red,blue mine={mine} members={members} heard=red,blue")
     };
     let want = vec![
         line(0, "red", "0,1"),
@@ -291,6 +292,14 @@ fn watch(lib: Lib, nodes: bool) {
     assert_lines(&out, "watch", "watch", want);
 }
 
+/// A spawned job's end, kept by the server, reaches a handler registered after it ended.
+fn late_watch(lib: Lib, nodes: bool) {
+    let out = run_n(lib, nodes, 1, &["late-watch"]);
+    let status = status_name(lib, "SUCCESS", "PMIX_SUCCESS");
+    let want = vec![format!("late-watch rank=0 job_end={status}")];
+    assert_lines(&out, "late-watch", "late-watch", want);
+}
+
 #[test]
 fn pmix_rs_client_queries_logs_and_controls_the_job() {
     for nodes in [false, true] {
@@ -302,6 +311,7 @@ fn pmix_rs_client_queries_logs_and_controls_the_job() {
     }
     for nodes in [false, true] {
         watch(Lib::Rust, nodes);
+        late_watch(Lib::Rust, nodes);
     }
     // Handlers run where the registration placed them.
     let out = run(Lib::Rust, false, &["order"]);
@@ -332,6 +342,7 @@ fn libpmix_client(lib: Lib) {
         terminate(lib, nodes);
         cleanup(lib, nodes);
         watch(lib, nodes);
+        late_watch(lib, nodes);
     }
 }
 

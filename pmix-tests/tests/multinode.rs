@@ -417,6 +417,16 @@ fn groups_across_nodes_agree_on_their_context_ids() {
 }
 
 #[test]
+fn a_fence_over_a_group_spanning_nodes_is_over_its_members() {
+    let f = Fixture::new("group-fence");
+    let c = client();
+    // n1:1 puts the even ranks 0 and 2 on two nodes.
+    let r = f.run("n1:1,n2:3", &["-n", "4", &c, "group-fence"]);
+    r.assert_ok();
+    assert_eq!(count_lines(&r, |l| l == "ok"), 4, "{r:?}");
+}
+
+#[test]
 fn job_data_as_ranks_on_three_nodes_see_it() {
     let f = Fixture::new("jobdata");
     let c = client();

@@ -636,6 +636,30 @@ fn libpmix_groups_get_context_ids_from_pmixrun() {
     }
 }
 
+/// A fence over a group's id from libpmix (`pmix_group fence`): the even ranks construct
+/// `ourgroup` and fence over `{ourgroup, WILDCARD}` collecting data, then read each other's
+/// keys; the odd rank's fence over it fails. Both libraries, one node and two logical ones
+/// (ranks 0 and 2 apart).
+#[test]
+fn libpmix_fences_over_a_group_id() {
+    let program = openpmix_program("pmix_group");
+    for lib in ["debian", "wheel"] {
+        for nodes in [false, true] {
+            let what = format!("pmix_group fence with the {lib} libpmix, nodes {nodes}");
+            let args = [os("-n"), os("3"), program.as_os_str(), os("fence")];
+            let out = pmixrun_with_libpmix(lib, nodes, &args, &what);
+            let mut lines: Vec<&str> = out.stdout.lines().collect();
+            lines.sort_unstable();
+            let want = [
+                "gfence rank=0 members=0,2",
+                "gfence rank=1 members=none",
+                "gfence rank=2 members=0,2",
+            ];
+            assert_eq!(lines, want, "{what}: {out:#?}");
+        }
+    }
+}
+
 /// pmixrun's `--pset` sets as libpmix reads them: every rank's `PMIX_PSET_NAME` (what Open MPI
 /// 5 makes a set's group from) and the names `PMIX_QUERY_PSET_NAMES` lists, with both
 /// libraries, the second set's ranks in a later application, on one node and two.

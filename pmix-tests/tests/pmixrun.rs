@@ -147,6 +147,16 @@ fn groups_of_all_ranks_and_of_pairs_get_their_own_context_ids() {
 }
 
 #[test]
+fn a_fence_over_a_group_id_is_over_its_members_with_their_data() {
+    let c = client();
+    let r = run(&["-n", "4", &c, "group-fence"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    let oks = r.stdout_lines().iter().filter(|l| **l == "ok").count();
+    assert_eq!(oks, 4, "{r:?}");
+    assert_eq!(r.stderr, "", "{r:?}");
+}
+
+#[test]
 fn two_app_contexts_see_their_app_numbers() {
     let c = client();
     let r = run(&[

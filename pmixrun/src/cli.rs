@@ -489,7 +489,8 @@ struct AppArgs {
     #[arg(short = 'x', value_name = "VAR[=VAL]")]
     env: Vec<OsString>,
     /// Name of the process set its processes form (`PMIX_PSET_NAME`; Open MPI's
-    /// `MPI_Group_from_session_pset` finds it; PMIx queries list it and its members).
+    /// `MPI_Group_from_session_pset` finds it; PMIx queries list it and its members; a
+    /// `PMIX_PROCESS_SET_DEFINE` announces it).
     #[arg(long, value_name = "NAME")]
     pset: Option<String>,
     /// The program to run and its arguments.

@@ -65,24 +65,14 @@ impl Engine {
 
     /// [`Engine::notify`] to clients only.
     fn deliver_clients(&mut self, event: &Event, except: Option<ConnId>) {
-        let source = event.source.clone();
+        let (source, range) = (event.source.clone(), event.range);
         let custom = custom_range(event);
-        let range = event.range;
         let skip = except
             .and_then(|c| self.sessions.conn(c))
             .map(|c| c.proc.clone());
+        self.event_cache.keep(event);
         self.deliver(event, move |_, c| {
-            if skip.as_ref() == Some(&c.proc) {
-                return false;
-            }
-            match range {
-                DataRange::PROC_LOCAL => c.proc == source,
-                DataRange::NAMESPACE => c.proc.nspace == source.nspace,
-                DataRange::CUSTOM => custom.iter().any(|p| {
-                    p.nspace == c.proc.nspace && (p.rank == Rank::WILDCARD || p.rank == c.proc.rank)
-                }),
-                _ => true,
-            }
+            skip.as_ref() != Some(&c.proc) && reaches_in(range, &source, &custom, &c.proc)
         });
     }
 
@@ -137,6 +127,24 @@ impl Engine {
             other.ns == ns || eng.collectives.connected.are(ns, other.ns)
         });
     }
+}
+
+/// Whether an event of `range` raised by `source` reaches client `p` (`custom`: the
+/// processes of a `CUSTOM` range).
+fn reaches_in(range: DataRange, source: &Proc, custom: &[Proc], p: &Proc) -> bool {
+    match range {
+        DataRange::PROC_LOCAL => p == source,
+        DataRange::NAMESPACE => p.nspace == source.nspace,
+        DataRange::CUSTOM => custom
+            .iter()
+            .any(|c| c.nspace == p.nspace && (c.rank == Rank::WILDCARD || c.rank == p.rank)),
+        _ => true,
+    }
+}
+
+/// Whether `event` reaches client `p`, by its range.
+pub(super) fn reaches(event: &Event, p: &Proc) -> bool {
+    reaches_in(event.range, &event.source, &custom_range(event), p)
 }
 
 /// Whether an event of this range may concern processes of other nodes.

@@ -91,6 +91,36 @@ impl Groups {
         self.live.get(&gid).map(|g| g.members.as_slice())
     }
 
+    /// A fence's participants with each constructed group named in them by its id
+    /// (`{grp, WILDCARD}`) replaced by the group's members as this server knows them, those on
+    /// other nodes included, as OpenPMIx's servers do. A name `is_nspace` knows stays a
+    /// namespace; any other name, or a group named with a rank, is left for the fence to
+    /// refuse.
+    pub(super) fn expand_ids(
+        &self,
+        procs: Vec<Proc>,
+        is_nspace: impl Fn(&str) -> bool,
+    ) -> Vec<Proc> {
+        let members_of = |p: &Proc| {
+            if p.rank != Rank::WILDCARD || is_nspace(p.nspace.as_str()) {
+                return None;
+            }
+            self.id_of(p.nspace.as_str())
+                .and_then(|gid| self.members(gid))
+        };
+        if !procs.iter().any(|p| members_of(p).is_some()) {
+            return procs;
+        }
+        let mut out = Vec::with_capacity(procs.len());
+        for p in procs {
+            match members_of(&p) {
+                Some(members) => out.extend_from_slice(members),
+                None => out.push(p),
+            }
+        }
+        out
+    }
+
     /// Records group `gid` as constructed with `members`, unless it already is (a
     /// construction by invitation is announced to every member).
     pub(super) fn set_members(&mut self, gid: u32, members: Vec<Proc>) {

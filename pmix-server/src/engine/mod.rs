@@ -16,6 +16,7 @@ mod commits;
 mod connected;
 pub(crate) mod cross_run;
 mod debug;
+mod event_cache;
 mod events;
 mod fence;
 mod get;
@@ -140,6 +141,8 @@ pub(crate) struct Engine {
     groups: Groups,
     /// Process sets the host defined.
     psets: psets::Psets,
+    /// Events announcing a state, for late registrations.
+    event_cache: event_cache::EventCache,
     /// The tools connected.
     tools: tools::Tools,
     /// Processes held in init for a debugger.
@@ -169,6 +172,7 @@ impl Engine {
             timers: Timers::default(),
             groups: Groups::default(),
             psets: psets::Psets::default(),
+            event_cache: event_cache::EventCache::default(),
             tools: tools::Tools::default(),
             debug: debug::Debug::default(),
             pulls: iof::Pulls::default(),
@@ -510,6 +514,10 @@ impl Engine {
             Request::Commit { kvs } => self.commit(conn, id, my_ns, me.rank, kvs),
             Request::Get { proc, key, info } => self.get(conn, id, &proc, key, &info, now),
             Request::Fence { procs, info } => {
+                let nspaces = &self.nspaces;
+                let procs = self
+                    .groups
+                    .expand_ids(procs, |name| nspaces.id(name).is_some());
                 self.collective(Kind::Fence, conn, id, &me, procs, &info, now);
             }
             Request::Connect { procs, info } => {
@@ -525,12 +533,7 @@ impl Engine {
                 self.collective(Kind::Disconnect, conn, id, &me, procs, &info, now);
             }
             Request::Spawn { job_info, apps } => self.spawn(conn, id, me, job_info, apps),
-            Request::RegisterEvents { codes, .. } => {
-                if let Some(c) = self.sessions.conn_mut(conn) {
-                    c.events.add(&codes);
-                }
-                self.reply_status(conn, id, Status::SUCCESS);
-            }
+            Request::RegisterEvents { codes, .. } => self.register_events(conn, id, &codes),
             Request::DeregisterEvents { codes } => {
                 if let Some(c) = self.sessions.conn_mut(conn) {
                     c.events.remove(&codes);

@@ -1,12 +1,14 @@
 //! The scenarios of `openpmix/pmix_control.c` on pmix-rs's client, with the same output lines:
 //! queries, logging, job control and the lifecycle events it brings (`tests/control.rs`).
 //!
-//! `pmix-control-client query|log|kill|signal|unsupported|cleanup DIR|order|watch`: see the C
+//! `pmix-control-client query|log|kill|signal|unsupported|cleanup DIR|order|watch|late-watch`: see the C
 //! program for the first six; `order` registers handlers placed by the `EVENT_HDLR_*`
 //! attributes, raises an event for itself and prints `order rank=R first,pre,plain,after,last`
 //! in the order they ran; `watch` spawns two copies of itself (which init and finalize) with
 //! `NOTIFY_COMPLETION` and `NOTIFY_PROC_TERMINATION` and prints `watch rank=R ends=2
-//! job_end=SUCCESS` once it heard of both ends and of the job's. A failure prints
+//! job_end=SUCCESS` once it heard of both ends and of the job's; `late-watch` spawns them with
+//! `NOTIFY_COMPLETION` alone, registers for `EVENT_JOB_END` two seconds later and prints
+//! `late-watch rank=R job_end=SUCCESS` once it heard of the job's end. A failure prints
 //! `FAIL rank=R: <what>` on stderr and exits 2.
 
 use std::process::ExitCode;
@@ -16,6 +18,7 @@ use std::time::Duration;
 use pmix_client::{
     AppExt, Client, DataRange, Info, Key, Nspace, Proc, Rank, Status, Value, app, attr,
 };
+use pmix_tests::check;
 use pmix_tests::scenario::{Res, e};
 use pmix_wire::Query;
 
@@ -261,11 +264,14 @@ fn order(c: &Client) -> Res {
     Ok(())
 }
 
-fn watch(c: &Client) -> Res {
-    let (tx, rx) = mpsc::channel::<(Status, Option<Proc>, Option<Status>)>();
+/// A lifecycle event as heard: its code, `EVENT_AFFECTED_PROC` and `JOB_TERM_STATUS`.
+type Heard = (Status, Option<Proc>, Option<Status>);
+
+/// Registers a handler for the lifecycle events of `codes`: what it hears.
+fn lifecycle_events(c: &Client, codes: &[Status]) -> Result<mpsc::Receiver<Heard>, String> {
+    let (tx, rx) = mpsc::channel::<Heard>();
     let tx = Mutex::new(tx);
-    let codes = [Status::EVENT_PROC_TERMINATED, Status::EVENT_JOB_END];
-    c.register_event_handler(&codes, &[], move |ev| {
+    c.register_event_handler(codes, &[], move |ev| {
         let get = |k: &str| value_of(&ev.info, k);
         let affected = get(attr::EVENT_AFFECTED_PROC).and_then(|v| v.as_proc().cloned());
         let term = match get(attr::JOB_TERM_STATUS) {
@@ -277,6 +283,12 @@ fn watch(c: &Client) -> Res {
         }
     })
     .map_err(e("register"))?;
+    Ok(rx)
+}
+
+fn watch(c: &Client) -> Res {
+    let codes = [Status::EVENT_PROC_TERMINATED, Status::EVENT_JOB_END];
+    let rx = lifecycle_events(c, &codes)?;
     let me = std::env::current_exe().map_err(e("current_exe"))?;
     let job_info = [
         Info::attr(attr::NOTIFY_COMPLETION, true),
@@ -305,6 +317,29 @@ fn watch(c: &Client) -> Res {
     Ok(())
 }
 
+/// A job's end heard by a handler registered after it: spawns two children with
+/// `NOTIFY_COMPLETION` and no handler, lets them end (two seconds: were they slower, the
+/// handler would hear it as it happens), then registers for `EVENT_JOB_END`.
+fn late_watch(c: &Client) -> Res {
+    let me = std::env::current_exe().map_err(e("current_exe"))?;
+    let job_info = [Info::attr(attr::NOTIFY_COMPLETION, true)];
+    let child = app(me.to_string_lossy(), 2).with_arg("child");
+    let nspace: Nspace = c.spawn(&job_info, &[child]).map_err(e("spawn"))?;
+    std::thread::sleep(Duration::from_secs(2));
+    let rx = lifecycle_events(c, &[Status::EVENT_JOB_END])?;
+    let (_, affected, term) = rx.recv_timeout(PATIENCE).map_err(|_| "no job end heard")?;
+    check!(
+        affected.as_ref().is_some_and(|p| p.nspace == nspace),
+        "a job end about {affected:?}"
+    );
+    println!(
+        "late-watch rank={} job_end={}",
+        c.proc().rank,
+        term.and_then(Status::name).unwrap_or("none")
+    );
+    Ok(())
+}
+
 fn run(args: &[String]) -> Res {
     let c = Client::init().map_err(e("init"))?;
     match args.first().map(String::as_str) {
@@ -321,6 +356,7 @@ fn run(args: &[String]) -> Res {
         Some("cleanup") => cleanup(&c, args.get(1).ok_or("cleanup needs a directory")?)?,
         Some("order") => order(&c)?,
         Some("watch") => watch(&c)?,
+        Some("late-watch") => late_watch(&c)?,
         // A spawned copy: only there to start and end.
         Some("child") => {}
         other => return Err(format!("unknown scenario {other:?}")),

@@ -392,6 +392,52 @@ fn groups(c: &Client) -> Res {
     }
 }
 
+/// A fence over a group's id: the even ranks put a key, construct `ourgroup` of themselves
+/// and fence over `{ourgroup, WILDCARD}` collecting data, after which every member's key is
+/// here (`OPTIONAL`: no server trip). An odd rank's fence over the id is refused (no member,
+/// or no such group yet), as is any fence over it once destructed; the job then fences.
+fn group_fence(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let size = job_size(c, &me.nspace)?;
+    let over_group = [Proc::new(
+        Nspace::new("ourgroup").map_err(e("group id"))?,
+        Rank::WILDCARD,
+    )];
+    let collect = [Info::attr(attr::COLLECT_DATA, true)];
+    if me.rank.0 % 2 == 1 {
+        check!(
+            c.fence(&over_group, &collect).is_err(),
+            "a fence over a group I am not in succeeded"
+        );
+        return c.fence(&[], &[]).map_err(e("job fence"));
+    }
+    c.put(Scope::GLOBAL, &fence_key(&me), fence_value(&me))
+        .map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    let members: Vec<Proc> = (0..size)
+        .step_by(2)
+        .map(|r| Proc::new(me.nspace.clone(), r))
+        .collect();
+    c.group_construct("ourgroup", &members, &[])
+        .map_err(e("construct ourgroup"))?;
+    c.fence(&over_group, &collect)
+        .map_err(e("fence over ourgroup"))?;
+    let local_only = [Info::attr(attr::OPTIONAL, true)];
+    for p in members.iter().filter(|p| **p != me) {
+        let v = c
+            .get(p, &fence_key(p), &local_only)
+            .map_err(e(&format!("get {} from {p}", fence_key(p))))?;
+        check!(v == fence_value(p), "{p} has {v:?}");
+    }
+    c.group_destruct("ourgroup", &[])
+        .map_err(e("destruct ourgroup"))?;
+    check!(
+        c.fence(&over_group, &[]).is_err(),
+        "a fence over a destructed group succeeded"
+    );
+    c.fence(&[], &[]).map_err(e("job fence"))
+}
+
 /// Process sets the host defined before the job started: `QUERY_NUM_PSETS` is `n`,
 /// `QUERY_PSET_NAMES` is `names`, and the members of each (`QUERY_PSET_MEMBERSHIP`) are the
 /// ranks of this job listed after `=` in `members` ("set=0,2;other=1").
@@ -730,6 +776,7 @@ fn run(args: &[String]) -> Res {
         "anl-map" => anl_map(&c, arg(1)),
         "refresh" => refresh(&c),
         "groups" => groups(&c),
+        "group-fence" => group_fence(&c),
         "tool" => tool(&c),
         "psets" => psets(&c, arg(1), arg(2), arg(3)),
         "scope" => scope(&c),

@@ -100,7 +100,7 @@ impl RunJobs<'_> {
     }
 
     /// Registers `nspace`, `nlocal` of whose processes are on this node, with its
-    /// information, and tells the name server it started.
+    /// information, defines the process sets it names, and tells the name server it started.
     pub(crate) fn register_nspace(
         &self,
         nspace: &Nspace,
@@ -110,6 +110,13 @@ impl RunJobs<'_> {
         self.server
             .register_nspace(nspace, nlocal, info)
             .map_err(|e| format!("cannot register the job {nspace}: {e}"))?;
+        // `--pset`: raised for the job's processes as PROCESS_SET_DEFINE (kept by the server
+        // for those that register later, as they all do).
+        for (name, members) in job::process_sets(nspace, info) {
+            self.server
+                .define_process_set(&name, &members)
+                .map_err(|e| format!("cannot define process set {name}: {e}"))?;
+        }
         if let Some(ns) = &self.names {
             ns.nspace_started(nspace);
         }

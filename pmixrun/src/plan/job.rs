@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pmix_types::{DataArray, Info, Proc, Rank, Value, attr};
+use pmix_types::{DataArray, Info, Nspace, Proc, Rank, Value, attr};
 
 use crate::cli::{self, App};
 use crate::plan::layout::{Layout, wdir_of};
@@ -82,6 +82,39 @@ pub(crate) fn job_info(
         info.push(Info::attr(attr::PSET_NAMES, psets.join(",")));
     }
     Ok(info)
+}
+
+/// The process sets a job's registration information `info` ([`job_info`]) puts the
+/// processes of `nspace` in (each rank's `PSET_NAME` in its `PROC_DATA`), with their members
+/// in rank order, the sets in the order their first members come: what pmixrun defines on
+/// its server (`Server::define_process_set`) when it registers the job.
+pub(crate) fn process_sets(nspace: &Nspace, info: &[Info]) -> Vec<(String, Vec<Proc>)> {
+    let mut own: Vec<(Rank, &str)> = info
+        .iter()
+        .filter(|i| i.key.as_str() == attr::PROC_DATA)
+        .filter_map(|i| {
+            let infos = i.value.as_array()?.infos();
+            let (mut rank, mut set) = (None, None);
+            for x in infos {
+                match x.key.as_str() {
+                    attr::RANK => rank = x.value.as_rank(),
+                    attr::PSET_NAME => set = x.value.as_str(),
+                    _ => {}
+                }
+            }
+            Some((rank?, set?))
+        })
+        .collect();
+    own.sort_unstable_by_key(|(r, _)| *r);
+    let mut sets: Vec<(String, Vec<Proc>)> = Vec::new();
+    for (rank, set) in own {
+        let member = Proc::new(nspace.clone(), rank);
+        match sets.iter_mut().find(|(name, _)| name == set) {
+            Some((_, members)) => members.push(member),
+            None => sets.push((set.to_owned(), vec![member])),
+        }
+    }
+    sets
 }
 
 /// The application contexts of a spawn request, as if given on pmixrun's command line.
@@ -281,26 +314,18 @@ mod tests {
             .collect();
         assert_eq!(names, [&Value::String("s1,s2".into())]);
         // Each rank's own data names its set.
-        let own: Vec<(Rank, String)> = info
-            .iter()
-            .filter(|i| i.key.as_str() == attr::PROC_DATA)
-            .filter_map(|i| {
-                let infos: Vec<Info> = i.value.as_array()?.infos().cloned().collect();
-                let rank = infos.iter().find_map(|x| x.value.as_rank())?;
-                let set = infos
-                    .iter()
-                    .find(|x| x.key.as_str() == attr::PSET_NAME)?
-                    .value
-                    .as_str()?
-                    .to_owned();
-                Some((rank, set))
-            })
-            .collect();
-        let want: Vec<(Rank, String)> = [(0, "s1"), (1, "s2"), (2, "s2"), (3, "s1")]
-            .into_iter()
-            .map(|(r, s)| (Rank(r), s.to_owned()))
-            .collect();
-        assert_eq!(own, want);
+        let job = pmix_types::Nspace::new("j").unwrap_or_else(|e| panic!("{e}"));
+        let sets = process_sets(&job, &info);
+        let members = |ranks: &[u32]| -> Vec<Proc> {
+            ranks.iter().map(|r| Proc::new(job.clone(), *r)).collect()
+        };
+        assert_eq!(
+            sets,
+            vec![
+                ("s1".to_owned(), members(&[0, 3])),
+                ("s2".to_owned(), members(&[1, 2])),
+            ]
+        );
     }
 
     #[test]

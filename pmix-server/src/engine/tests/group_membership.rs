@@ -1,6 +1,6 @@
 //! Groups formed by invitation (events the server reads on their way) and left (a request).
 
-use pmix_types::{DataRange, Info, Proc, Status, Value, attr};
+use pmix_types::{DataRange, Info, Proc, Rank, Status, Value, attr};
 use pmix_wire::{Event, Request};
 
 use super::{Sim, ns};
@@ -244,4 +244,32 @@ fn a_member_left_on_another_node_is_dropped_here_too() {
         .collect();
     assert_eq!(s.reply(0, d[0]).status, Status::SUCCESS);
     assert_eq!(s.reply(1, d[1]).status, Status::SUCCESS);
+}
+
+#[test]
+fn a_fence_over_a_group_formed_by_invitation_waits_for_its_members() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+    }
+    send_ok(
+        &mut s,
+        0,
+        group_event(
+            Status::GROUP_CONSTRUCT_COMPLETE,
+            Some("ourgroup"),
+            range(&procs("a", &[1, 0])),
+        ),
+    );
+    let over_group = || super::fence(vec![Proc::new(ns("ourgroup"), Rank::WILDCARD)], false);
+    let f1 = s.send(1, over_group());
+    assert!(s.take_reply(1, f1).is_none(), "completed before rank 0");
+    let f0 = s.send(0, over_group());
+    assert_eq!(s.reply(0, f0).status, Status::SUCCESS);
+    assert_eq!(s.reply(1, f1).status, Status::SUCCESS);
+    // After a member leaves, the fence is over those that remain.
+    assert_eq!(leave(&mut s, 1, "ourgroup"), Status::SUCCESS);
+    let alone = s.send(0, over_group());
+    assert_eq!(s.reply(0, alone).status, Status::SUCCESS);
 }

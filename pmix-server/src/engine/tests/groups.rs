@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use pmix_types::{Info, Key, Proc, Status, Value, attr};
+use pmix_types::{Info, Key, Proc, Rank, Scope, Status, Value, attr};
 use pmix_wire::{Reply, ReplyBody, Request};
 
-use super::{Sim, ns, two_node_job};
+use super::{Sim, commit, fence, fence_data, ns, two_node_job};
 use crate::engine::{ConnId, GroupOp, HostCall, HostOutcome};
 
 fn construct(grp: &str, procs: Vec<Proc>, ctxid: bool) -> Request {
@@ -314,4 +314,77 @@ fn members_group_info_is_read_back_under_the_context_id_only() {
     assert_eq!(infos[1].value, Value::Size(ctx));
     assert!(infos[1].flags.contains(pmix_types::InfoFlags::QUALIFIER));
     assert_eq!(get(&mut s, 1, ctx + 1).status, Status::ERR_NOT_FOUND);
+}
+
+#[test]
+fn a_fence_over_a_constructed_groups_id_is_a_fence_over_its_members() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..3 {
+        s.connect(r as ConnId, "a", r);
+        let c = s.send(
+            r as ConnId,
+            commit(&[("v", Scope::GLOBAL, Value::Uint32(r))]),
+        );
+        assert_eq!(s.reply(r as ConnId, c).status, Status::SUCCESS);
+    }
+    let members = procs("a", &[0, 2]);
+    let c: Vec<_> = [0, 2]
+        .iter()
+        .map(|r| s.send(*r, construct("ourgroup", members.clone(), false)))
+        .collect();
+    assert_eq!(s.reply(0, c[0]).status, Status::SUCCESS);
+    assert_eq!(s.reply(2, c[1]).status, Status::SUCCESS);
+    let over_group = || vec![Proc::new(ns("ourgroup"), Rank::WILDCARD)];
+    // One member names the group, the other its members: the same fence, with the members'
+    // data and no one else's.
+    let f0 = s.send(0, fence(over_group(), true));
+    assert!(s.take_reply(0, f0).is_none(), "completed before rank 2");
+    let f2 = s.send(2, fence(members.clone(), true));
+    for (c, id) in [(0, f0), (2, f2)] {
+        let rep = s.reply(c, id);
+        assert_eq!(rep.status, Status::SUCCESS);
+        let mut ranks: Vec<u32> = fence_data(&rep).iter().map(|pk| pk.proc.rank.0).collect();
+        ranks.sort();
+        assert_eq!(ranks, vec![0, 2]);
+    }
+    // A process outside the group, an unknown id, or a group named with a rank is refused.
+    let f1 = s.send(1, fence(over_group(), false));
+    assert_eq!(s.reply(1, f1).status, Status::ERR_BAD_PARAM);
+    let unknown = s.send(
+        0,
+        fence(vec![Proc::new(ns("nogroup"), Rank::WILDCARD)], false),
+    );
+    assert_eq!(s.reply(0, unknown).status, Status::ERR_BAD_PARAM);
+    let ranked = s.send(0, fence(vec![Proc::new(ns("ourgroup"), 0)], false));
+    assert_eq!(s.reply(0, ranked).status, Status::ERR_BAD_PARAM);
+    // Once destructed, the id names nothing.
+    let d: Vec<_> = [0, 2]
+        .iter()
+        .map(|r| s.send(*r, destruct("ourgroup", vec![])))
+        .collect();
+    assert_eq!(s.reply(0, d[0]).status, Status::SUCCESS);
+    assert_eq!(s.reply(2, d[1]).status, Status::SUCCESS);
+    let after = s.send(0, fence(over_group(), false));
+    assert_eq!(s.reply(0, after).status, Status::ERR_BAD_PARAM);
+}
+
+#[test]
+fn a_fence_over_a_group_spanning_nodes_goes_to_the_host_with_its_members() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0, 1], &[2]);
+    let members = procs("m", &[0, 2]);
+    let c = s.send(0, construct("g", members.clone(), false));
+    let (op, _) = s.host_calls.remove(0);
+    s.eng
+        .handle_host_done(op, HostOutcome::Bytes(Ok(Vec::new())));
+    s.pump();
+    assert_eq!(s.reply(0, c).status, Status::SUCCESS);
+    let f = s.send(0, fence(vec![Proc::new(ns("g"), Rank::WILDCARD)], false));
+    let (_, call) = s.host_calls.remove(0);
+    let HostCall::FenceNb { procs, .. } = call else {
+        panic!("expected fence_nb, got {call:?}")
+    };
+    assert_eq!(procs, members);
+    assert!(s.take_reply(0, f).is_none());
 }

@@ -368,6 +368,7 @@ mod collective;
 mod connect;
 mod control;
 mod debug;
+mod event_cache;
 mod events;
 mod get;
 mod group_membership;
