@@ -61,6 +61,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -490,7 +491,9 @@ static void on_child_event(size_t id, pmix_status_t status, const pmix_proc_t *s
 
 /* Spawns two children ("child") with PMIX_NOTIFY_COMPLETION, and with
  * PMIX_NOTIFY_PROC_TERMINATION when `each`. */
-static void spawn_children(const char *self, bool each)
+/* Spawns two children of this program (`child`), asking to hear of their job's end and, with
+ * `each`, of each one's; their namespace goes to `spawned`. */
+static void spawn_children(const char *self, bool each, pmix_nspace_t spawned)
 {
     pmix_info_t job[2];
     bool yes = true;
@@ -503,7 +506,6 @@ static void spawn_children(const char *self, bool each)
     app.argv[0] = strdup(self);
     app.argv[1] = strdup("child");
     app.maxprocs = 2;
-    pmix_nspace_t spawned;
     pmix_status_t rc = PMIx_Spawn(job, each ? 2 : 1, &app, 1, spawned);
     if (rc != PMIX_SUCCESS)
         fail("PMIx_Spawn returned %s", PMIx_Error_string(rc));
@@ -529,17 +531,56 @@ static void watch(const char *self)
     pmix_status_t id = PMIx_Register_event_handler(codes, 2, NULL, 0, on_child_event, NULL, NULL);
     if (id < 0)
         fail("PMIx_Register_event_handler returned %s", PMIx_Error_string(id));
-    spawn_children(self, true);
+    pmix_nspace_t spawned;
+    spawn_children(self, true, spawned);
     wait_for_ends(2);
     printf("watch rank=%u ends=%d job_end=%s\n", me.rank, child_ends, PMIx_Error_string(job_term));
 }
 
-/* The job's end, heard by a handler registered after it (were the children slower than two
- * seconds, it would be heard as it happens). */
+/* Waits up to 20 s until the server lists `nspace` no more (its job ended and was let go). */
+static void wait_gone(const pmix_nspace_t nspace)
+{
+    struct timespec until, step = {0, 10 * 1000 * 1000};
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    until.tv_sec += 20;
+    for (;;) {
+        pmix_query_t q;
+        pmix_status_t rc;
+        pmix_info_t *results = NULL;
+        size_t n = 0;
+        bool listed = false;
+        PMIX_QUERY_CONSTRUCT(&q);
+        PMIX_ARGV_APPEND(rc, q.keys, PMIX_QUERY_NAMESPACES);
+        if (rc != PMIX_SUCCESS)
+            fail("PMIX_ARGV_APPEND");
+        MUST(PMIx_Query_info(&q, 1, &results, &n));
+        for (size_t i = 0; i < n; i++) {
+            if (!PMIX_CHECK_KEY(&results[i], PMIX_QUERY_NAMESPACES)
+                || results[i].value.type != PMIX_STRING)
+                continue;
+            char *names = strdup(results[i].value.data.string), *save = NULL;
+            for (char *t = strtok_r(names, ",", &save); t; t = strtok_r(NULL, ",", &save))
+                listed |= PMIX_CHECK_NSPACE(t, nspace);
+            free(names);
+        }
+        PMIX_INFO_FREE(results, n);
+        PMIX_QUERY_DESTRUCT(&q);
+        if (!listed)
+            return;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (now.tv_sec > until.tv_sec)
+            fail("the spawned job %s was still listed after 20 s", nspace);
+        nanosleep(&step, NULL);
+    }
+}
+
+/* The job's end, heard by a handler registered once the job has ended and been let go. */
 static void late_watch(const char *self)
 {
-    spawn_children(self, false);
-    sleep(2);
+    pmix_nspace_t spawned;
+    spawn_children(self, false, spawned);
+    wait_gone(spawned);
     pmix_status_t code = PMIX_EVENT_JOB_END;
     pmix_status_t id = PMIx_Register_event_handler(&code, 1, NULL, 0, on_child_event, NULL, NULL);
     if (id < 0)

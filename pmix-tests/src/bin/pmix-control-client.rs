@@ -318,14 +318,14 @@ fn watch(c: &Client) -> Res {
 }
 
 /// A job's end heard by a handler registered after it: spawns two children with
-/// `NOTIFY_COMPLETION` and no handler, lets them end (two seconds: were they slower, the
-/// handler would hear it as it happens), then registers for `EVENT_JOB_END`.
+/// `NOTIFY_COMPLETION` and no handler, waits until the server lists their namespace no more
+/// (their job ended and was let go), then registers for `EVENT_JOB_END`.
 fn late_watch(c: &Client) -> Res {
     let me = std::env::current_exe().map_err(e("current_exe"))?;
     let job_info = [Info::attr(attr::NOTIFY_COMPLETION, true)];
     let child = app(me.to_string_lossy(), 2).with_arg("child");
     let nspace: Nspace = c.spawn(&job_info, &[child]).map_err(e("spawn"))?;
-    std::thread::sleep(Duration::from_secs(2));
+    wait_gone(c, &nspace)?;
     let rx = lifecycle_events(c, &[Status::EVENT_JOB_END])?;
     let (_, affected, term) = rx.recv_timeout(PATIENCE).map_err(|_| "no job end heard")?;
     check!(
@@ -338,6 +338,28 @@ fn late_watch(c: &Client) -> Res {
         term.and_then(Status::name).unwrap_or("none")
     );
     Ok(())
+}
+
+/// Waits (within [`PATIENCE`]) until the server lists `nspace` no more.
+fn wait_gone(c: &Client, nspace: &Nspace) -> Res {
+    let end = std::time::Instant::now() + PATIENCE;
+    let query = [Query {
+        keys: vec![key(attr::QUERY_NAMESPACES)?],
+        qualifiers: vec![],
+    }];
+    loop {
+        let results = c.query(&query).map_err(e("query namespaces"))?;
+        let listed = value_of(&results, attr::QUERY_NAMESPACES)
+            .and_then(Value::as_str)
+            .is_some_and(|names| names.split(',').any(|n| n == nspace.as_str()));
+        if !listed {
+            return Ok(());
+        }
+        if std::time::Instant::now() > end {
+            return Err(format!("{nspace} was still listed after {PATIENCE:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 fn run(args: &[String]) -> Res {
