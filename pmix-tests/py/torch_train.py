@@ -4,6 +4,7 @@
 # alike: pmix-tests/tests/torch.rs runs it under pmixrun and under torchrun and compares,
 # `cargo xtask bench --torch` times it from launch to exit under both.
 import os
+import sys
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
@@ -13,7 +14,16 @@ names = ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
          "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS"]
 dist.init_process_group("gloo", init_method="env://")
 rank, world = dist.get_rank(), dist.get_world_size()
-print("env " + " ".join("%s=%s" % (n, os.environ.get(n)) for n in names), flush=True)
+
+
+def say(line):
+    """One write per line: torchrun's workers share one unbuffered stdout, where print's two
+    writes (the text, then the newline) of two ranks interleave."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+say("env " + " ".join("%s=%s" % (n, os.environ.get(n)) for n in names))
 torch.manual_seed(0)
 model = DDP(torch.nn.Linear(8, 1))
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
@@ -27,5 +37,5 @@ t = torch.tensor([float(rank + 1)])
 dist.all_reduce(t)
 dist.barrier()
 w = model.module.weight.detach().sum().item()
-print("torch rank %d of %d sum %d weights %.6f" % (rank, world, int(t.item()), w), flush=True)
+say("torch rank %d of %d sum %d weights %.6f" % (rank, world, int(t.item()), w))
 dist.destroy_process_group()
