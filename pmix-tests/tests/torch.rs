@@ -116,11 +116,18 @@ fn os(s: &str) -> &std::ffi::OsStr {
 fn a_torch_job_under_pmixrun_ends_as_under_torchrun_on_one_node() {
     let (python, torchrun) = torch_venv();
     let train = script("one-node", TRAIN);
-    let what = "torchrun --nproc-per-node 4 train.py";
+    // `--standalone`: its rendezvous on a port it finds free (the default, 29500, is shared
+    // by every torchrun of the machine).
+    let what = "torchrun --standalone --nproc-per-node 4 train.py";
     let oracle = run(
         command(
             &torchrun,
-            &[os("--nproc-per-node"), os("4"), train.as_os_str()],
+            &[
+                os("--standalone"),
+                os("--nproc-per-node"),
+                os("4"),
+                train.as_os_str(),
+            ],
         ),
         what,
     );
