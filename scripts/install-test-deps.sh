@@ -21,8 +21,9 @@
 #   - mpi4py 4.1.2 from PyPI in both of those venvs (its wheel loads the MPI of its venv at run
 #     time), for tests/python.rs;
 #   - PyTorch 2.15.0 from PyPI in a venv at $PMIXRS_TORCH (default /opt/torch; with the CUDA
-#     libraries its Linux wheel requires, about 5 GB, though the tests use the CPU and gloo
-#     only), for tests/torch.rs and the bench's torchrun row;
+#     libraries its Linux wheel requires, about 4.4 GB, though the tests use the CPU and gloo
+#     only; Triton, which torch.compile alone loads, is removed), for tests/torch.rs and the
+#     bench's torchrun row;
 #   - maturin 1.16.0 from PyPI in a venv at $PMIXRS_MATURIN (default /opt/maturin), which
 #     `cargo xtask python-wheel` runs to build the `pmix` Python module's wheel (pmix-python).
 # As root it installs; otherwise it says what is missing and fails if anything is.
@@ -148,5 +149,9 @@ for dir in "$MPICH5" "$OMPI5"; do
     }
   fi
 done
-[ "$need_torch" = yes ] && venv "$TORCH" "torch==$TORCH_VERSION" bin/torchrun
+if [ "$need_torch" = yes ]; then
+  venv "$TORCH" "torch==$TORCH_VERSION" bin/torchrun
+  # Triton (1 GB) compiles GPU kernels for torch.compile; the CPU and gloo tests never load it.
+  "$TORCH/bin/pip" uninstall --quiet --yes triton
+fi
 echo "install-test-deps: done"
