@@ -14,6 +14,9 @@
  * fence_nb, if called, hands the node's contribution straight back);
  * publish/lookup/unpublish keep a table; abort ends the job.  OpenPMIx calls
  * them all on its progress thread, so the table needs no lock.
+ *
+ * BENCH_CLIENT_LIBRARY_PATH, if set, becomes the clients' LD_LIBRARY_PATH (not
+ * this host's): the client program on pmix-rs's libpmix.so.2.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -427,6 +430,7 @@ static int cmd_job(int argc, char **argv)
 {
     long n = 2, pin = -1, timeout_s = 120;
     const char *client = NULL;
+    const char *client_libs = getenv("BENCH_CLIENT_LIBRARY_PATH");
     char **cargv;
     int a, cargc, failed = 0;
     struct child *kids;
@@ -512,6 +516,10 @@ static int cmd_job(int argc, char **argv)
         }
         env = env_copy();
         rc = PMIx_server_setup_fork(&p, &env);
+        if (rc == PMIX_SUCCESS && client_libs != NULL) {
+            /* the clients' library path, not this host's (which must keep OpenPMIx's) */
+            rc = pmix_setenv("LD_LIBRARY_PATH", client_libs, true, &env);
+        }
         if (rc != PMIX_SUCCESS || pipe2(fds, O_CLOEXEC) != 0) {
             emit("NOTE FAILED setup_fork/pipe for rank %ld\n", r);
             env_free(env);

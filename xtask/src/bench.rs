@@ -18,12 +18,17 @@
 //! server's OpenPMIx front-end, and collects its lines as `bench_host` does. Next to it the
 //! same client under `bench_host` with OpenPMIx's default storage module (the OpenPMIx column)
 //! and with `hash` (`PMIX_MCA_gds=hash`), the one our server tells libpmix clients to use.
+//! The same client program also runs on pmix-rs's `libpmix.so.2` (`pmix-capi`, put on the
+//! clients' `LD_LIBRARY_PATH` by either host through `BENCH_CLIENT_LIBRARY_PATH`), under our
+//! server and under OpenPMIx's, for the client library table; `--capi` (module `capi`) times
+//! Open MPI 5's `MPI_Init` on both libraries.
 //!
 //! The launch rows (`launch`) time a whole MPI job instead, from starting the launcher to its
 //! exit: an MPICH program under `pmixrun --pmi pmi1` and under MPICH's Hydra, one after the
 //! other in the same run, with the median and the minimum of `--runs` launches each.
 
 pub(crate) mod build;
+mod capi;
 mod exec;
 mod launch;
 mod local_tree;
@@ -32,6 +37,7 @@ mod mpich;
 mod multinode;
 mod report;
 mod scale;
+mod stats;
 mod torch;
 mod tree_sim;
 
@@ -79,6 +85,8 @@ options:
                        (`cargo xtask bench --tree-sim --help`)
     --scale            instead: one daemon's share of a job of 100k and 1M processes on
                        our stack and on OpenPMIx (`cargo xtask bench --scale --help`)
+    --capi             instead: Open MPI 5's MPI_Init on OpenPMIx's libpmix and on
+                       pmix-rs's, under pmixrun and prterun (`cargo xtask bench --capi --help`)
     --torch            instead: a PyTorch job from launch to exit under pmixrun and
                        under torchrun, with the floor (`cargo xtask bench --torch --help`)
     --local-tree       instead: pmixrun's tree on logical nodes of this machine with a
@@ -256,6 +264,10 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             .collect();
         return tree_sim::run(&rest);
     }
+    if args.iter().any(|a| a == "--capi") {
+        let rest: Vec<String> = args.iter().filter(|a| *a != "--capi").cloned().collect();
+        return capi::run(&rest);
+    }
     if args.iter().any(|a| a == "--torch") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--torch").cloned().collect();
         return torch::run(&rest);
@@ -374,6 +386,9 @@ struct Programs {
     theirs: Option<Bins>,
     /// OpenPMIx's client program, which the libpmix rows run under our server.
     libpmix_client: Option<PathBuf>,
+    /// A directory holding pmix-rs's `libpmix.so.2`, which the client library table's
+    /// clients load instead of OpenPMIx's.
+    capi: Option<PathBuf>,
     floor: Option<Floor>,
     pmixrun: Option<PathBuf>,
     hellos: BTreeMap<Mpich, MpiHello>,
@@ -396,6 +411,7 @@ impl Programs {
             ours: None,
             theirs: None,
             libpmix_client: None,
+            capi: None,
             floor: None,
             pmixrun: None,
             hellos: BTreeMap::new(),
@@ -420,6 +436,12 @@ impl Programs {
                         notes.push(format!("OpenPMIx column and libpmix rows not run: {e}"))
                     }
                     Err(e) => notes.push(format!("OpenPMIx column not run: {e}")),
+                }
+            }
+            if libpmix && programs.libpmix_client.is_some() {
+                match build::capi(dirs) {
+                    Ok(dir) => programs.capi = Some(dir),
+                    Err(e) => notes.push(format!("client library table not run: {e}")),
                 }
             }
         }
@@ -474,11 +496,14 @@ impl Programs {
                 let ours = self.ours.is_some();
                 let theirs = self.theirs.is_some();
                 let libpmix = plan.libpmix && ours && self.libpmix_client.is_some();
+                let capi = plan.libpmix && self.capi.is_some();
                 [
                     (Stack::Ours, plan.main && ours),
                     (Stack::LibpmixOurs, libpmix),
+                    (Stack::CapiOurs, libpmix && capi),
                     (Stack::Openpmix, (plan.main || plan.libpmix) && theirs),
                     (Stack::OpenpmixHash, plan.libpmix && theirs),
+                    (Stack::CapiOpenpmix, plan.libpmix && theirs && capi),
                     (Stack::Floor, plan.floor && self.floor.is_some()),
                 ]
                 .into_iter()
@@ -512,11 +537,16 @@ impl Programs {
                 job_deadline,
             )),
             (
-                Stack::Ours | Stack::Openpmix | Stack::LibpmixOurs | Stack::OpenpmixHash,
+                Stack::Ours
+                | Stack::Openpmix
+                | Stack::LibpmixOurs
+                | Stack::OpenpmixHash
+                | Stack::CapiOurs
+                | Stack::CapiOpenpmix,
                 Config::Job { n, pinned },
             ) => {
                 let client = match stack {
-                    Stack::LibpmixOurs => Some(self.libpmix_client.as_deref()?),
+                    Stack::LibpmixOurs | Stack::CapiOurs => Some(self.libpmix_client.as_deref()?),
                     _ => None,
                 };
                 let mut cmd = self.bins(stack)?.job_command(
@@ -530,6 +560,10 @@ impl Programs {
                     // The server's storage module; it tells its clients (PMIX_GDS_MODULE).
                     cmd.env("PMIX_MCA_gds", "hash");
                 }
+                if matches!(stack, Stack::CapiOurs | Stack::CapiOpenpmix) {
+                    // The clients' library path only: OpenPMIx's host keeps its own library.
+                    cmd.env("BENCH_CLIENT_LIBRARY_PATH", self.capi.as_ref()?);
+                }
                 Some((cmd, job_deadline))
             }
             (Stack::Ours | Stack::Openpmix, Config::Maps) => Some((
@@ -537,10 +571,18 @@ impl Programs {
                 Duration::from_secs(240),
             )),
             (Stack::Floor | Stack::Hydra, _)
-            | (Stack::LibpmixOurs | Stack::OpenpmixHash, Config::Maps)
-            | (Stack::Openpmix | Stack::LibpmixOurs | Stack::OpenpmixHash, Config::Launch { .. }) => {
-                None
-            }
+            | (
+                Stack::LibpmixOurs | Stack::OpenpmixHash | Stack::CapiOurs | Stack::CapiOpenpmix,
+                Config::Maps,
+            )
+            | (
+                Stack::Openpmix
+                | Stack::LibpmixOurs
+                | Stack::OpenpmixHash
+                | Stack::CapiOurs
+                | Stack::CapiOpenpmix,
+                Config::Launch { .. },
+            ) => None,
         }
     }
 
@@ -548,8 +590,8 @@ impl Programs {
     /// OpenPMIx's for both of its storage modules.
     fn bins(&self, stack: Stack) -> Option<&Bins> {
         match stack {
-            Stack::Ours | Stack::LibpmixOurs => self.ours.as_ref(),
-            Stack::Openpmix | Stack::OpenpmixHash => self.theirs.as_ref(),
+            Stack::Ours | Stack::LibpmixOurs | Stack::CapiOurs => self.ours.as_ref(),
+            Stack::Openpmix | Stack::OpenpmixHash | Stack::CapiOpenpmix => self.theirs.as_ref(),
             Stack::Floor | Stack::Hydra => None,
         }
     }

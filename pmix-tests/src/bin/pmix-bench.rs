@@ -12,6 +12,8 @@
 //!   the server through the `PMIX_SERVER_URI41` family `setup_fork` adds for libpmix clients.
 //!   `PMIX_BENCH_DS21=0` in the host's environment turns off the ds21 store offered to them
 //!   (`ServerOptions::ds21`), to compare with everything over the socket.
+//!   `BENCH_CLIENT_LIBRARY_PATH` in the host's environment becomes the clients'
+//!   `LD_LIBRARY_PATH` (not the host's): the libpmix client on pmix-rs's `libpmix.so.2`.
 //! - `pmix-bench client [--get G] [--peer W] [--fence F] [--barrier B] [--pub P]
 //!   [--pub-all A]`: one rank's workload; its numbers go to stdout, which the host reads.
 //! - `pmix-bench regex [--quick]`: node and process map generation, and the registration of
@@ -203,6 +205,10 @@ fn take_client(args: &[String]) -> Res<(Option<String>, Vec<String>)> {
     Ok((client, rest))
 }
 
+/// The variable whose value becomes the clients' `LD_LIBRARY_PATH` (not the host's): the
+/// bench runs libpmix's client program on pmix-rs's `libpmix.so.2` this way.
+const CLIENT_LIBRARY_PATH: &str = "BENCH_CLIENT_LIBRARY_PATH";
+
 fn job_main(args: &[String]) -> Res {
     let (client, args) = take_client(args)?;
     let mut o = [("n", 2), ("pin", u64::MAX), ("timeout", 120)];
@@ -263,7 +269,11 @@ fn job_main(args: &[String]) -> Res {
             .register_client(&p, uid, gid)
             .map_err(err("register_client"))?;
         let env = server.setup_fork(&p).map_err(err("setup_fork"))?;
-        let child = Command::new(&exe)
+        let mut cmd = Command::new(&exe);
+        if let Some(dir) = std::env::var_os(CLIENT_LIBRARY_PATH) {
+            cmd.env("LD_LIBRARY_PATH", dir);
+        }
+        let child = cmd
             .args(client_mode)
             .args(client_args)
             .envs(env)

@@ -139,6 +139,28 @@ pub(crate) fn ours(dirs: &Dirs) -> Result<Bins, String> {
     })
 }
 
+/// Builds pmix-rs's `libpmix.so.2` (`pmix-capi`) in release mode and returns a directory
+/// holding it under that name, for a client's `LD_LIBRARY_PATH`.
+pub(crate) fn capi(dirs: &Dirs) -> Result<PathBuf, String> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .current_dir(crate::workspace_root())
+        .args(["build", "--release", "--quiet", "-p", "pmix-capi", "--lib"])
+        .status()
+        .map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build of pmix-capi failed ({status})"));
+    }
+    let built = dirs.target.join("release").join("libpmix_capi.so");
+    let dir = dirs.out.join("capi-libpmix");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let link = dir.join("libpmix.so.2");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(&built, &link)
+        .map_err(|e| format!("cannot link {}: {e}", link.display()))?;
+    Ok(dir)
+}
+
 /// Builds `pmixrun` in release mode, for the launch rows.
 pub(crate) fn pmixrun(dirs: &Dirs) -> Result<PathBuf, String> {
     cargo_release(dirs, "pmixrun", "pmixrun")

@@ -22,6 +22,7 @@ use super::build::{self, Dirs, compile_source};
 use super::exec;
 use super::launch::check_output;
 use super::mpich::Mpich;
+use super::stats::median;
 use super::{machine, report};
 use crate::multinode::cluster::{self, Cluster, host_list};
 use crate::multinode::launchers::{self, ranks};
@@ -597,16 +598,6 @@ fn check_hellos(stdout: &str, n: u32) -> Result<(), String> {
     match seen.iter().filter(|s| !**s).count() {
         0 => Ok(()),
         missing => Err(format!("{missing} of {n} ranks printed no hello line")),
-    }
-}
-
-fn median(v: &[f64]) -> Option<f64> {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    match s.len() {
-        0 => None,
-        n if n % 2 == 1 => Some(s[n / 2]),
-        n => Some((s[n / 2 - 1] + s[n / 2]) / 2.0),
     }
 }
 

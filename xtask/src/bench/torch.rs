@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::build::{self, Dirs};
 use super::exec;
+use super::stats::median;
 
 const USAGE: &str = "\
 usage: cargo xtask bench --torch [--n LIST] [--runs K] [--out FILE]
@@ -173,18 +174,6 @@ fn launch(
     Ok(outcome.elapsed)
 }
 
-fn median(v: &mut [f64]) -> Option<f64> {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    (n > 0).then(|| {
-        if n % 2 == 1 {
-            v[n / 2]
-        } else {
-            (v[n / 2 - 1] + v[n / 2]) / 2.0
-        }
-    })
-}
-
 /// Entry point of `cargo xtask bench --torch`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
     let o = match super::mode_options(parse(args), "--torch", USAGE) {
@@ -236,7 +225,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             .iter()
             .map(|t| t.iter().copied().min_by(f64::total_cmp))
             .collect();
-        let meds: Vec<Option<f64>> = times.iter_mut().map(|t| median(t)).collect();
+        let meds: Vec<Option<f64>> = times.iter().map(|t| median(t)).collect();
         let cell = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.0}"));
         let ratio = match (meds[0], meds[1]) {
             (Some(p), Some(t)) if t > 0.0 => format!("{:.2}", p / t),

@@ -9,7 +9,7 @@ use super::goals::{judge, libpmix_goals};
 use super::measured::Measured;
 use super::plan::launch_rows;
 use super::rows::{libpmix_rows, rows};
-use super::tables::{floor_table, libpmix_table, main_table};
+use super::tables::{capi_table, floor_table, libpmix_table, main_table};
 use crate::bench::machine::{first_line, machine};
 use crate::bench::{Options, launch};
 
@@ -40,7 +40,7 @@ pub(crate) fn render(cx: &Context<'_>) -> Text {
     let table = main_table(m, &rows);
     let floor = floor_table(opts, m, &rows);
     let libpmix = libpmix_rows(opts);
-    let libpmix_text = libpmix_table(m, &libpmix);
+    let libpmix_text = libpmix_table(m, &libpmix) + &capi_table(m, &libpmix);
     let launches = launch_rows(opts);
     let launch = launch::table(opts, m, &launches);
     let mut goals = String::new();

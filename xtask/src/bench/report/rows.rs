@@ -17,6 +17,12 @@ pub(crate) enum Stack {
     /// `Openpmix` with the server's storage module set to `hash` (`PMIX_MCA_gds=hash`), the
     /// one our server tells libpmix clients to use.
     OpenpmixHash,
+    /// The libpmix client program on pmix-rs's `libpmix.so.2` (`pmix-capi`) under our
+    /// server: `LibpmixOurs` with the other client library.
+    CapiOurs,
+    /// The libpmix client program on pmix-rs's `libpmix.so.2` under OpenPMIx's server
+    /// (default MCA settings): `Openpmix` with the other client library.
+    CapiOpenpmix,
     /// `xtask/c/floor.c`: request/echo round trips over a socket, no PMIx.
     Floor,
     /// MPICH's launcher, the reference of the launch rows (where `Ours` is `pmixrun`).
@@ -30,6 +36,8 @@ impl Stack {
             Stack::Openpmix => "openpmix",
             Stack::LibpmixOurs => "libpmix-ours",
             Stack::OpenpmixHash => "openpmix-hash",
+            Stack::CapiOurs => "capi-ours",
+            Stack::CapiOpenpmix => "capi-openpmix",
             Stack::Floor => "floor",
             Stack::Hydra => "hydra",
         }
@@ -41,6 +49,8 @@ impl Stack {
             Stack::Openpmix => "OpenPMIx",
             Stack::LibpmixOurs => "libpmix on ours",
             Stack::OpenpmixHash => "OpenPMIx (gds hash)",
+            Stack::CapiOurs => "pmix-rs libpmix.so.2 on ours",
+            Stack::CapiOpenpmix => "pmix-rs libpmix.so.2 on OpenPMIx",
             Stack::Floor => "floor",
             Stack::Hydra => "Hydra",
         }

@@ -137,6 +137,47 @@ pub(super) fn libpmix_table(m: &Measured, rows: &[Row]) -> String {
     t
 }
 
+/// The client library table: the same client program on OpenPMIx's `libpmix.so.2` and on
+/// pmix-rs's (`pmix-capi`), under our server and under OpenPMIx's; empty if no row of the
+/// libpmix table is selected (it has the same rows).
+pub(super) fn capi_table(m: &Measured, rows: &[Row]) -> String {
+    if rows.is_empty() || !(m.ran(Stack::CapiOurs) || m.ran(Stack::CapiOpenpmix)) {
+        return String::new();
+    }
+    let mut t = String::from(
+        "\nClient libraries: the same client program (`xtask/c/bench_client.c`, built against \
+         Debian's OpenPMIx 4.2 headers) on OpenPMIx's `libpmix.so.2` and on pmix-rs's \
+         (`pmix-capi`, through the clients' `LD_LIBRARY_PATH`), under our server (`pmix-bench \
+         job --client`) and under OpenPMIx's (`bench_host.c`, default MCA settings), in the \
+         same runs as the table above. Rows as above; below 1, pmix-rs's library is faster \
+         under the same server.\n\n",
+    );
+    let _ = writeln!(
+        t,
+        "| metric | our server: OpenPMIx's lib | pmix-rs's lib | pmix-rs/OpenPMIx | \
+         OpenPMIx's server: OpenPMIx's lib | pmix-rs's lib | pmix-rs/OpenPMIx |"
+    );
+    let _ = writeln!(t, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for r in rows {
+        let ratio = |a, b| {
+            m.ratio_of(a, b, r.config, &r.metric)
+                .map_or("–".into(), sig3)
+        };
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            r.label,
+            cell(m, Stack::LibpmixOurs, r),
+            cell(m, Stack::CapiOurs, r),
+            ratio(Stack::CapiOurs, Stack::LibpmixOurs),
+            cell(m, Stack::Openpmix, r),
+            cell(m, Stack::CapiOpenpmix, r),
+            ratio(Stack::CapiOpenpmix, Stack::Openpmix),
+        );
+    }
+    t
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::rows::{Config, PUB_ALL, opts, rows};
