@@ -89,3 +89,24 @@ pub(crate) fn complete_infos(
         }
     });
 }
+
+/// An operation answering a status, from a C function with an optional `cbfunc`: with one,
+/// `start` gets a completion that calls `cbfunc(status, cbdata)` on the progress thread;
+/// without, the completion's status is waited for here and returned (the operation answers
+/// or is dropped, which answers `PMIX_ERR_INIT`, within its own request timeout).
+pub(crate) fn op_or_wait(
+    cbfunc: pmix_op_cbfunc_t,
+    cbdata: *mut c_void,
+    start: impl FnOnce(Box<dyn FnOnce(Result<(), Status>) + Send>),
+) -> Result<(), Status> {
+    if cbfunc.is_some() {
+        let cbdata = CbData(cbdata);
+        start(Box::new(move |r| complete_op(r, cbfunc, cbdata)));
+        return Ok(());
+    }
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    start(Box::new(move |r| {
+        let _ = tx.send(r);
+    }));
+    rx.recv().map_err(|_| Status::ERR_INIT)?
+}
