@@ -72,3 +72,19 @@ fn rust_program(bin: &str) -> PathBuf {
     }
     profile_dir().join(bin)
 }
+
+/// The lines `iof rank=R channel=C line=L` a tool printed, as `(R, C, L)`, sorted.
+pub fn iof_lines(out: &crate::Output) -> Vec<(String, String, String)> {
+    let mut v: Vec<_> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("iof rank="))
+        .filter_map(|l| {
+            let (rank, rest) = l.split_once(" channel=")?;
+            let (channel, line) = rest.split_once(" line=")?;
+            Some((rank.to_owned(), channel.to_owned(), line.to_owned()))
+        })
+        .collect();
+    v.sort();
+    v
+}
