@@ -223,6 +223,13 @@ fn open_mpi_5_hello_runs_on_our_libpmix_under_prterun() {
     assert_eq!(hello_out, hello_lines(n), "{what}: {out:#?}");
 }
 
+/// Builds our library and `pmix_iof_tool` (before a test's clock starts: a build may take
+/// minutes on a busy machine).
+fn build_iof_tool() {
+    our_libpmix_dir();
+    openpmix_program("pmix_iof_tool");
+}
+
 /// `pmix_iof_tool` with `args`, on our library when `ours` (the loader logging what it
 /// initialises), else on Debian's.
 fn iof_tool(args: &[&str], ours: bool) -> std::process::Command {
@@ -244,6 +251,7 @@ fn pull_from(
     want: usize,
     ours: bool,
 ) -> Output {
+    build_iof_tool();
     let end = Instant::now() + DEADLINE;
     let mut job = HeldJob::start_echoing(launcher, args, 2, end);
     let (pid, nspace) = (job.pid.to_string(), job_of(job.pid));
@@ -294,6 +302,7 @@ fn libpmix_iof_tool_pulls_output_on_our_libpmix_as_on_debians() {
 /// our library and one on Debian's: each rank echoes its tool's line, then reads end of file.
 #[test]
 fn libpmix_iof_tool_pushes_input_on_our_libpmix_as_on_debians() {
+    build_iof_tool();
     let end = Instant::now() + DEADLINE;
     let mut cmd = clean_command(pmixrun_bin());
     cmd.args(["--stdin", "all", "-n", "2", "sh", "-c"])

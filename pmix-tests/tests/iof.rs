@@ -6,7 +6,7 @@
 //! ready, and every run has a deadline.
 
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
