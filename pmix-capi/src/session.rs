@@ -174,7 +174,7 @@ impl Session {
             Session::Client(c) => {
                 c.notify_event_nb(code, range, &info, move |r| done(r.map_err(status)));
             }
-            Session::Tool(t) => t.notify_event_nb(code, range, info, done),
+            Session::Tool(t) => t.call_nb(move |t| t.notify_event(code, range, info), done),
         }
     }
 }

@@ -176,17 +176,6 @@ impl ToolSession {
         })
     }
 
-    /// Raises an event from this tool.
-    pub(crate) fn notify_event_nb(
-        &self,
-        code: Status,
-        range: DataRange,
-        info: Vec<Info>,
-        done: impl FnOnce(Result<(), Status>) + Send + 'static,
-    ) {
-        self.call_nb(move |t| t.notify_event(code, range, info), done);
-    }
-
     /// Pulls `procs`' output on `channels` to the handler `handler_of` makes for the pull's
     /// reference (it runs on the owner thread, and may run before this answers); answers
     /// the reference.

@@ -12,7 +12,7 @@ mod tool_programs;
 
 pub use held_job::HeldJob;
 pub use streamed::Streamed;
-pub use tool_programs::{ToolLib, iof_lines, tool_command};
+pub use tool_programs::{ToolLib, assert_pulled_from_prterun, iof_lines, tool_command};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

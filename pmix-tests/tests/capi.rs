@@ -13,9 +13,10 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
-    HeldJob, INSTALL_TEST_DEPS, Output, Running, Streamed, ToolLib, assert_ok, cargo_build,
-    check_client_output, clean_command, compile_c, compiled_programs_dir, in_private_network,
-    iof_lines, openpmix_program, pmixrun_bin, tool_command,
+    HeldJob, INSTALL_TEST_DEPS, Output, Running, Streamed, ToolLib, assert_ok,
+    assert_pulled_from_prterun, cargo_build, check_client_output, clean_command, compile_c,
+    compiled_programs_dir, in_private_network, iof_lines, openpmix_program, pmixrun_bin,
+    tool_command,
 };
 
 /// For one run; they take a second or two.
@@ -364,20 +365,5 @@ fn libpmix_iof_tool_on_our_libpmix_pulls_from_prterun() {
     let args = ["--allow-run-as-root", "--oversubscribe"];
     let got = pull_from(&prterun, &args, job_of, 8, true);
     assert_ours_loaded(&got, 1);
-    let lines = iof_lines(&got);
-    for r in ["0", "1"] {
-        for (channel, line) in [
-            ("stdout", format!("held rank={r} pid=")),
-            ("stdout", format!("line {r} for the tools")),
-            ("stdout", format!("fed rank={r}")),
-            ("stderr", format!("bye rank={r}")),
-        ] {
-            assert!(
-                lines
-                    .iter()
-                    .any(|(rr, c, l)| rr == r && c == channel && l.starts_with(&line)),
-                "no {channel} line {line:?} of rank {r}: {got:#?}"
-            );
-        }
-    }
+    assert_pulled_from_prterun(&got, "pmix_iof_tool on our libpmix pulling from prterun");
 }

@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
-    HeldJob, Output, Running, Streamed, ToolLib as Lib, assert_ok, iof_lines, pmixrun_bin,
-    tool_command,
+    HeldJob, Output, Running, Streamed, ToolLib as Lib, assert_ok, assert_pulled_from_prterun,
+    iof_lines, pmixrun_bin, tool_command,
 };
 
 /// For one run: each takes well under a second.
@@ -334,22 +334,7 @@ fn rust_tool_pulls_from_prterun() {
     job.wait_fed(end);
     let out = job.release(end);
     assert_ok(&got, what);
-    let lines = iof_lines(&got);
-    for r in ["0", "1"] {
-        for (channel, line) in [
-            ("stdout", format!("held rank={r} pid=")),
-            ("stdout", format!("line {r} for the tools")),
-            ("stdout", format!("fed rank={r}")),
-            ("stderr", format!("bye rank={r}")),
-        ] {
-            assert!(
-                lines
-                    .iter()
-                    .any(|(rr, c, l)| rr == r && c == channel && l.starts_with(&line)),
-                "{what}: no {channel} line {line:?} of rank {r}: {got:#?}"
-            );
-        }
-    }
+    assert_pulled_from_prterun(&got, what);
     assert_ok(&out, "prterun's job");
 }
 

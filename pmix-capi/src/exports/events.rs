@@ -16,13 +16,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 use pmix_client::{DataRange, Event, Status};
 
-use super::completion::{CbData, complete_op};
+use super::completion::{CbData, complete_op, complete_reference};
 use crate::convert::{infos_free, infos_from_c, infos_to_c, proc_to_c, slice_of};
 use crate::ctypes::{
     pmix_data_range_t, pmix_hdlr_reg_cbfunc_t, pmix_info_t, pmix_notification_fn_t,
     pmix_op_cbfunc_t, pmix_proc_t, pmix_status_t,
 };
-use crate::guard::guarded;
+use crate::guard::{guarded, guarded_reference};
 use crate::progress::run_on_progress_thread;
 use crate::session::Handler;
 use crate::state;
@@ -103,8 +103,7 @@ pub unsafe extern "C" fn PMIx_Register_event_handler(
     cbfunc: pmix_hdlr_reg_cbfunc_t,
     cbdata: *mut c_void,
 ) -> pmix_status_t {
-    let mut answer = Status::SUCCESS.0;
-    let status = guarded(|| {
+    guarded_reference(|| {
         if evhdlr.is_none() {
             return Err(Status::ERR_BAD_PARAM);
         }
@@ -117,12 +116,11 @@ pub unsafe extern "C" fn PMIx_Register_event_handler(
             let ev = ev.clone();
             run_on_progress_thread(move || deliver(evhdlr, refid, ev));
         };
-        let Some(done) = cbfunc else {
+        if cbfunc.is_none() {
             let id = session.register_event_handler(codes, info, handler)?;
             HANDLERS.lock().get_or_insert_default().insert(refid, id);
-            answer = pmix_status_t::try_from(refid).map_err(|_| Status::ERR_OUT_OF_RESOURCE)?;
-            return Ok(());
-        };
+            return Ok(Some(refid));
+        }
         let cbdata = CbData(cbdata);
         session.register_event_handler_nb(codes, info, handler, move |r| {
             let status = match r {
@@ -132,19 +130,10 @@ pub unsafe extern "C" fn PMIx_Register_event_handler(
                 }
                 Err(s) => s,
             };
-            run_on_progress_thread(move || {
-                let cbdata = cbdata;
-                // SAFETY: the caller's callback, with the caller's cbdata.
-                unsafe { done(status.0, refid, cbdata.0) };
-            });
+            complete_reference(status, refid, cbfunc, cbdata);
         });
-        Ok(())
-    });
-    if status == Status::SUCCESS.0 {
-        answer
-    } else {
-        status
-    }
+        Ok(None)
+    })
 }
 
 /// Removes the handler registered as `evhdlr_ref_id`; with `cbfunc`, completing through

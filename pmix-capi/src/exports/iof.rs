@@ -9,13 +9,13 @@ use std::io::Write;
 
 use pmix_client::{Info, IofChannel, IofChunk, Status, attr};
 
-use super::completion::{CbData, op_or_wait};
+use super::completion::{CbData, complete_reference, op_or_wait};
 use crate::convert::{infos_free, infos_from_c, infos_to_c, proc_to_c, procs_from_c, slice_of};
 use crate::ctypes::{
     pmix_byte_object_t, pmix_hdlr_reg_cbfunc_t, pmix_info_t, pmix_iof_cbfunc_t, pmix_iof_channel_t,
     pmix_op_cbfunc_t, pmix_proc_t, pmix_status_t,
 };
-use crate::guard::guarded;
+use crate::guard::{guarded, guarded_reference};
 use crate::progress::run_on_progress_thread;
 use crate::state;
 
@@ -71,8 +71,7 @@ pub unsafe extern "C" fn PMIx_IOF_pull(
     regcbfunc: pmix_hdlr_reg_cbfunc_t,
     regcbdata: *mut c_void,
 ) -> pmix_status_t {
-    let mut answer = Status::SUCCESS.0;
-    let status = guarded(|| {
+    guarded_reference(|| {
         // SAFETY: the Standard's contract.
         let (procs, dirs) = unsafe {
             (
@@ -90,28 +89,16 @@ pub unsafe extern "C" fn PMIx_IOF_pull(
             }
         };
         let result = state::tool()?.iof_pull(procs, IofChannel(channel), dirs, handler_of);
-        let Some(done) = regcbfunc else {
-            let id = result?;
-            answer = pmix_status_t::try_from(id).map_err(|_| Status::ERR_OUT_OF_RESOURCE)?;
-            return Ok(());
+        if regcbfunc.is_none() {
+            return result.map(Some);
+        }
+        let (status, id) = match result {
+            Ok(id) => (Status::SUCCESS, id),
+            Err(s) => (s, 0),
         };
-        let cbdata = CbData(regcbdata);
-        run_on_progress_thread(move || {
-            let cbdata = cbdata;
-            let (status, id) = match result {
-                Ok(id) => (Status::SUCCESS, id),
-                Err(s) => (s, 0),
-            };
-            // SAFETY: the caller's callback, with the caller's cbdata.
-            unsafe { done(status.0, id, cbdata.0) };
-        });
-        Ok(())
-    });
-    if status == Status::SUCCESS.0 {
-        answer
-    } else {
-        status
-    }
+        complete_reference(status, id, regcbfunc, CbData(regcbdata));
+        Ok(None)
+    })
 }
 
 /// Ends pull `iofhdlr`: its handler is called no more. With `cbfunc`, completing through
