@@ -469,6 +469,16 @@ pub(crate) fn proc_to_c(p: &Proc) -> pmix_proc_t {
     out
 }
 
+/// A new array of `procs` from the C allocator (`PMIX_PROC_FREE` frees it); NULL for none.
+pub(crate) fn procs_to_c(procs: &[Proc]) -> Result<*mut pmix_proc_t> {
+    let out = c_alloc::<pmix_proc_t>(procs.len())?;
+    for (n, p) in procs.iter().enumerate() {
+        // SAFETY: `out` has room for every process.
+        unsafe { out.add(n).write(proc_to_c(p)) };
+    }
+    Ok(out)
+}
+
 /// A zeroed `pmix_value_t` of type `PMIX_UNDEF`.
 pub(crate) fn undef_value() -> pmix_value_t {
     pmix_value_t {

@@ -312,6 +312,22 @@ pub type pmix_info_cbfunc_t = Option<
     ),
 >;
 
+/// `pmix_iof_channel_t`: a bit set of I/O channels.
+pub type pmix_iof_channel_t = u16;
+
+/// `pmix_iof_cbfunc_t`: a tool's handler of pulled output, given the pull's reference, the
+/// channel, the source and the bytes (the library's, for the call only).
+pub type pmix_iof_cbfunc_t = Option<
+    unsafe extern "C" fn(
+        iofhdlr: usize,
+        channel: pmix_iof_channel_t,
+        source: *mut pmix_proc_t,
+        payload: *mut pmix_byte_object_t,
+        info: *mut pmix_info_t,
+        ninfo: usize,
+    ),
+>;
+
 /// `pmix_hdlr_reg_cbfunc_t`: the completion of `PMIx_Register_event_handler`.
 pub type pmix_hdlr_reg_cbfunc_t =
     Option<unsafe extern "C" fn(status: pmix_status_t, refid: usize, cbdata: *mut c_void)>;

@@ -25,6 +25,26 @@ pub(crate) fn guarded(body: impl FnOnce() -> Result<(), Status>) -> pmix_status_
     status.0
 }
 
+/// [`guarded`] for the functions whose blocking form answers a reference (a handler's, a
+/// pull's) as their status: `Ok(Some(reference))` answers it (zero or more), `Ok(None)`
+/// `PMIX_SUCCESS`.
+#[track_caller]
+pub(crate) fn guarded_reference(
+    body: impl FnOnce() -> Result<Option<usize>, Status>,
+) -> pmix_status_t {
+    let mut reference = None;
+    let status = guarded(|| {
+        reference = body()?;
+        Ok(())
+    });
+    match reference {
+        Some(r) if status == Status::SUCCESS.0 => {
+            pmix_status_t::try_from(r).unwrap_or(Status::ERR_OUT_OF_RESOURCE.0)
+        }
+        _ => status,
+    }
+}
+
 /// Whether `PMIXRS_CAPI_TRACE` is set (read once).
 fn tracing() -> bool {
     static TRACE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();

@@ -9,8 +9,10 @@
 //! - `convert`: the only module that reads, writes, allocates or frees C memory, between
 //!   those types and `pmix_types`, every pointer and count checked.
 //! - `exports`: the `PMIx_*` functions, each guarded against panics (`guard`) and calling
-//!   the one client of the process (`state`); non-blocking completions run on a progress
-//!   thread (`progress`).
+//!   the one session of the process (`state`): a client, or a tool (`session`); a tool lives
+//!   on a thread of its own that also waits for what servers send it (`tool_session`), started
+//!   as its directives say (`tool_start`). Non-blocking completions, event handlers and
+//!   forwarded output run on a progress thread (`progress`).
 //! - `pack`: the byte format of `PMIx_Data_pack`/`PMIx_Data_unpack` (this library's own).
 
 pub mod ctypes;
@@ -22,4 +24,7 @@ pub mod exports;
 mod guard;
 mod pack;
 mod progress;
+mod session;
 mod state;
+mod tool_session;
+mod tool_start;

@@ -1,13 +1,17 @@
-//! The process's one client, shared by every exported function: `PMIx_Init` creates it (or
-//! counts another init of it, as libpmix does), `PMIx_Finalize` ends it with the last init.
+//! The process's one session (`session.rs`: a client or a tool), shared by every exported
+//! function: `PMIx_Init` or `PMIx_tool_init` starts it (or counts another init of it, as
+//! libpmix does), `PMIx_Finalize` or `PMIx_tool_finalize` ends it with the last init.
 
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
 use pmix_client::{Client, Proc, Status, Value};
 
+use crate::session::Session;
+use crate::tool_session::ToolSession;
+
 struct State {
-    client: Option<Client>,
+    session: Option<Session>,
     inits: usize,
     /// What `PMIx_Store_internal` stored, by process and key: read by this process's gets
     /// before the client is asked. Kept here rather than in the client's store because the
@@ -17,7 +21,7 @@ struct State {
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
-    client: None,
+    session: None,
     inits: 0,
     internal: None,
 });
@@ -25,7 +29,7 @@ static STATE: Mutex<State> = Mutex::new(State {
 /// Records `value` as `proc`'s `key` for this process's own gets.
 pub(crate) fn store_internal(proc: Proc, key: &str, value: Value) -> Result<(), Status> {
     let mut s = STATE.lock();
-    if s.client.is_none() {
+    if s.session.is_none() {
         return Err(Status::ERR_INIT);
     }
     s.internal
@@ -43,48 +47,96 @@ pub(crate) fn internal(proc: &Proc, key: &str) -> Option<Value> {
         .cloned()
 }
 
-/// Initializes the client, or counts one more init of the running one.
+/// Initializes the client, or counts one more init of the running one. A tool is no client:
+/// `PMIX_ERR_NOT_SUPPORTED` in a tool's process.
 pub(crate) fn init() -> Result<Client, Status> {
     let mut s = STATE.lock();
-    if let Some(c) = &s.client {
-        let c = c.clone();
-        s.inits += 1;
-        return Ok(c);
+    match &s.session {
+        Some(Session::Client(c)) => {
+            let c = c.clone();
+            s.inits += 1;
+            Ok(c)
+        }
+        Some(Session::Tool(_)) => Err(Status::ERR_NOT_SUPPORTED),
+        None => {
+            let c = Client::init().map_err(|e| e.status())?;
+            s.session = Some(Session::Client(c.clone()));
+            s.inits = 1;
+            Ok(c)
+        }
     }
-    let c = Client::init().map_err(|e| e.status())?;
-    s.client = Some(c.clone());
-    s.inits = 1;
-    Ok(c)
 }
 
-/// The running client; `PMIX_ERR_INIT` before init and after the last finalize.
+/// Starts the tool with `start`, or counts one more init of the running one.
+/// `PMIX_ERR_NOT_SUPPORTED` in a client's process.
+pub(crate) fn tool_init(
+    start: impl FnOnce() -> Result<ToolSession, Status>,
+) -> Result<ToolSession, Status> {
+    let mut s = STATE.lock();
+    match &s.session {
+        Some(Session::Tool(t)) => {
+            let t = t.clone();
+            s.inits += 1;
+            Ok(t)
+        }
+        Some(Session::Client(_)) => Err(Status::ERR_NOT_SUPPORTED),
+        None => {
+            let t = start()?;
+            s.session = Some(Session::Tool(t.clone()));
+            s.inits = 1;
+            Ok(t)
+        }
+    }
+}
+
+/// The running session; `PMIX_ERR_INIT` before init and after the last finalize.
+pub(crate) fn session() -> Result<Session, Status> {
+    STATE.lock().session.clone().ok_or(Status::ERR_INIT)
+}
+
+/// The running client; `PMIX_ERR_INIT` before init and after the last finalize,
+/// `PMIX_ERR_NOT_SUPPORTED` in a tool (for what only a client does).
 pub(crate) fn client() -> Result<Client, Status> {
-    STATE.lock().client.clone().ok_or(Status::ERR_INIT)
+    match session()? {
+        Session::Client(c) => Ok(c),
+        Session::Tool(_) => Err(Status::ERR_NOT_SUPPORTED),
+    }
+}
+
+/// The running tool; `PMIX_ERR_INIT` before `PMIx_tool_init` and after the last finalize,
+/// `PMIX_ERR_NOT_SUPPORTED` in a client.
+pub(crate) fn tool() -> Result<ToolSession, Status> {
+    match session()? {
+        Session::Tool(t) => Ok(t),
+        Session::Client(_) => Err(Status::ERR_NOT_SUPPORTED),
+    }
 }
 
 /// True between init and the last finalize.
 pub(crate) fn initialized() -> bool {
-    STATE.lock().client.is_some()
+    STATE.lock().session.is_some()
 }
 
-/// Counts one finalize; the last one finalizes the client (outside the lock, so other calls
-/// waiting for the state are not held by the server's answer).
+/// Counts one finalize, of a client or a tool alike; the last one finalizes the session
+/// (outside the lock, so other calls waiting for the state are not held by the server's
+/// answer).
 pub(crate) fn finalize() -> Result<(), Status> {
     let last = {
         let mut s = STATE.lock();
-        if s.client.is_none() {
+        if s.session.is_none() {
             return Err(Status::ERR_INIT);
         }
         s.inits -= 1;
         if s.inits == 0 {
             s.internal = None;
-            s.client.take()
+            s.session.take()
         } else {
             None
         }
     };
     match last {
-        Some(c) => c.finalize().map_err(|e| e.status()),
+        Some(Session::Client(c)) => c.finalize().map_err(|e| e.status()),
+        Some(Session::Tool(t)) => t.finalize(),
         None => Ok(()),
     }
 }

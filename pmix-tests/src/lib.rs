@@ -7,10 +7,12 @@
 
 mod held_job;
 pub mod scenario;
+mod streamed;
 mod tool_programs;
 
 pub use held_job::HeldJob;
-pub use tool_programs::{ToolLib, tool_command};
+pub use streamed::Streamed;
+pub use tool_programs::{ToolLib, assert_pulled_from_prterun, iof_lines, tool_command};
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

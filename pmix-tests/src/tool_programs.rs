@@ -72,3 +72,41 @@ fn rust_program(bin: &str) -> PathBuf {
     }
     profile_dir().join(bin)
 }
+
+/// The lines `iof rank=R channel=C line=L` a tool printed, as `(R, C, L)`, sorted.
+pub fn iof_lines(out: &crate::Output) -> Vec<(String, String, String)> {
+    let mut v: Vec<_> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("iof rank="))
+        .filter_map(|l| {
+            let (rank, rest) = l.split_once(" channel=")?;
+            let (channel, line) = rest.split_once(" line=")?;
+            Some((rank.to_owned(), channel.to_owned(), line.to_owned()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Checks that a tool's pull from a held echoing job of `prterun` (two ranks, fed `line R for
+/// the tools`) got every rank's lines with their channel: the `held` line `prterun` cached
+/// before the pull (a pmix-rs server keeps none), then what came after.
+pub fn assert_pulled_from_prterun(got: &crate::Output, what: &str) {
+    let lines = iof_lines(got);
+    for r in ["0", "1"] {
+        for (channel, line) in [
+            ("stdout", format!("held rank={r} pid=")),
+            ("stdout", format!("line {r} for the tools")),
+            ("stdout", format!("fed rank={r}")),
+            ("stderr", format!("bye rank={r}")),
+        ] {
+            assert!(
+                lines
+                    .iter()
+                    .any(|(rr, c, l)| rr == r && c == channel && l.starts_with(&line)),
+                "{what}: no {channel} line {line:?} of rank {r}: {got:#?}"
+            );
+        }
+    }
+}

@@ -3,15 +3,20 @@
 //! loaded: the unmodified libpmix C test client (`pmix-tests/openpmix/pmix_client.c`) and
 //! `pmix_capi_nb.c` (non-blocking calls, events, packing), both compiled against Debian's
 //! OpenPMIx 4.2 headers, print what they print on Debian's libpmix; an unmodified Open MPI
-//! 5.0.11 program runs on it, under pmixrun and under PRRTE's `prterun`. `docs/CAPI.md` says how to use the library.
+//! 5.0.11 program runs on it, under pmixrun and under PRRTE's `prterun`. The unmodified libpmix
+//! I/O forwarding tool (`pmix_iof_tool.c`) pulls a job's output and pushes input on our
+//! library as on Debian's, from pmixrun and from `prterun`. `docs/CAPI.md` says how to use
+//! the library.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use pmix_tests::{
-    INSTALL_TEST_DEPS, Output, Running, cargo_build, check_client_output, clean_command, compile_c,
-    compiled_programs_dir, in_private_network, openpmix_program, pmixrun_bin,
+    HeldJob, INSTALL_TEST_DEPS, Output, Running, Streamed, ToolLib, assert_ok,
+    assert_pulled_from_prterun, cargo_build, check_client_output, clean_command, compile_c,
+    compiled_programs_dir, in_private_network, iof_lines, openpmix_program, pmixrun_bin,
+    tool_command,
 };
 
 /// For one run; they take a second or two.
@@ -217,4 +222,148 @@ fn open_mpi_5_hello_runs_on_our_libpmix_under_prterun() {
         .filter(|l| l.starts_with("hello "))
         .collect();
     assert_eq!(hello_out, hello_lines(n), "{what}: {out:#?}");
+}
+
+/// Builds our library and `pmix_iof_tool` (before a test's clock starts: a build may take
+/// minutes on a busy machine).
+fn build_iof_tool() {
+    our_libpmix_dir();
+    openpmix_program("pmix_iof_tool");
+}
+
+/// `pmix_iof_tool` with `args`, on our library when `ours` (the loader logging what it
+/// initialises), else on Debian's.
+fn iof_tool(args: &[&str], ours: bool) -> std::process::Command {
+    let mut cmd = tool_command(ToolLib::C, "pmix_iof_tool", "pmix-iof-tool", args);
+    if ours {
+        cmd.env("LD_LIBRARY_PATH", our_libpmix_dir())
+            .env("LD_DEBUG", "libs");
+    }
+    cmd
+}
+
+/// A held two-rank job of `launcher` (`job_of(pid)` its namespace); `pmix_iof_tool` pulls its
+/// output (`want` lines) and then each rank writes a line, `fed` and `bye`. Returns the
+/// tool's output and checks the job ended well.
+fn pull_from(
+    launcher: &Path,
+    args: &[&str],
+    job_of: impl Fn(u32) -> String,
+    want: usize,
+    ours: bool,
+) -> Output {
+    build_iof_tool();
+    let end = Instant::now() + DEADLINE;
+    let mut job = HeldJob::start_echoing(launcher, args, 2, end);
+    let (pid, nspace) = (job.pid.to_string(), job_of(job.pid));
+    let what = format!(
+        "pmix_iof_tool (ours: {ours}) pulling from {}",
+        launcher.display()
+    );
+    let cmd = iof_tool(&["pull", &pid, &nspace, &want.to_string()], ours);
+    let tool = Streamed::start(cmd, &what).wait_for("tool pulled", 1, end, &what);
+    job.feed(|r| format!("line {r} for the tools\n"), end);
+    let got = tool.finish(end, &what);
+    job.wait_fed(end);
+    let out = job.release(end);
+    assert_ok(&got, &what);
+    assert!(got.stdout.contains("tool finalized\n"), "{what}: {got:#?}");
+    assert_ok(&out, &format!("the held job of {what}"));
+    got
+}
+
+/// The unmodified libpmix IOF tool attaches to `pmixrun` by its pid and pulls a held job's
+/// output on our library: each rank's lines, with their source and channel, delivered to its
+/// handler while its main thread sleeps in a condition variable; the same lines as on
+/// Debian's libpmix.
+#[test]
+fn libpmix_iof_tool_pulls_output_on_our_libpmix_as_on_debians() {
+    let job_of = |pid: u32| format!("rs-pmixrun-{pid}");
+    let args = ["--stdin", "none"];
+    let ours = pull_from(pmixrun_bin(), &args, job_of, 6, true);
+    assert_ours_loaded(&ours, 1);
+    let s = |x: &str| x.to_owned();
+    assert_eq!(
+        iof_lines(&ours),
+        vec![
+            (s("0"), s("stderr"), s("bye rank=0")),
+            (s("0"), s("stdout"), s("fed rank=0")),
+            (s("0"), s("stdout"), s("line 0 for the tools")),
+            (s("1"), s("stderr"), s("bye rank=1")),
+            (s("1"), s("stdout"), s("fed rank=1")),
+            (s("1"), s("stdout"), s("line 1 for the tools")),
+        ],
+        "{ours:#?}"
+    );
+    let debian = pull_from(pmixrun_bin(), &args, job_of, 6, false);
+    assert_eq!(iof_lines(&ours), iof_lines(&debian), "{debian:#?}");
+}
+
+/// Two unmodified libpmix IOF tools push a line to one rank each and end its input, one on
+/// our library and one on Debian's: each rank echoes its tool's line, then reads end of file.
+#[test]
+fn libpmix_iof_tool_pushes_input_on_our_libpmix_as_on_debians() {
+    build_iof_tool();
+    let end = Instant::now() + DEADLINE;
+    let mut cmd = clean_command(pmixrun_bin());
+    cmd.args(["--stdin", "all", "-n", "2", "sh", "-c"])
+        .arg(concat!(
+            r#"echo "ready rank=$PMIX_RANK"; "#,
+            r#"while read l; do echo "got rank=$PMIX_RANK line=$l"; done; "#,
+            r#"echo "eof rank=$PMIX_RANK""#
+        ))
+        .stdin(std::process::Stdio::piped());
+    let run = Streamed::start(cmd, "pmixrun").wait_for("ready rank=", 2, end, "pmixrun");
+    let pid = run.child.id().to_string();
+    let nspace = format!("rs-pmixrun-{pid}");
+    for (ours, rank) in [(true, "1"), (false, "0")] {
+        let what = format!("pmix_iof_tool (ours: {ours}) pushing to rank {rank}");
+        let cmd = iof_tool(
+            &["push", &pid, &nspace, rank, &format!("ours-{ours}")],
+            ours,
+        );
+        let out = Running::start(cmd, &what).finish(end, &what);
+        assert_ok(&out, &what);
+        assert!(out.stdout.contains("tool pushed"), "{what}: {out:#?}");
+        if ours {
+            assert_ours_loaded(&out, 1);
+        }
+    }
+    // pmixrun's own stdin stays open and silent: the ranks read end of file from the tools.
+    let out = run.finish(end, "pmixrun");
+    assert_ok(&out, "pmixrun fed by tools");
+    let mut got: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("got ") || l.starts_with("eof "))
+        .collect();
+    got.sort_unstable();
+    assert_eq!(
+        got,
+        vec![
+            "eof rank=0",
+            "eof rank=1",
+            "got rank=0 line=ours-false",
+            "got rank=1 line=ours-true",
+        ],
+        "{out:#?}"
+    );
+}
+
+/// The unmodified libpmix IOF tool on our library attaches to PRRTE's `prterun` (an OpenPMIx
+/// 5.0.11 server) by its pid and pulls its job's output over the OpenPMIx wire: the output
+/// `prterun` cached before the pull (`held`), then what came after, each line with its rank
+/// and channel, as the Rust tool gets them (`tests/iof.rs`).
+#[test]
+fn libpmix_iof_tool_on_our_libpmix_pulls_from_prterun() {
+    let prterun = ompi5_tool("prterun");
+    let host = nix::unistd::gethostname()
+        .expect("gethostname")
+        .to_string_lossy()
+        .into_owned();
+    let job_of = |pid: u32| format!("prterun-{host}-{pid}@1");
+    let args = ["--allow-run-as-root", "--oversubscribe"];
+    let got = pull_from(&prterun, &args, job_of, 8, true);
+    assert_ours_loaded(&got, 1);
+    assert_pulled_from_prterun(&got, "pmix_iof_tool on our libpmix pulling from prterun");
 }

@@ -6,11 +6,13 @@
 //! ready, and every run has a deadline.
 
 use std::io::Write;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Receiver;
-use pmix_tests::{HeldJob, Output, Running, ToolLib as Lib, assert_ok, pmixrun_bin, tool_command};
+use pmix_tests::{
+    HeldJob, Output, Running, Streamed, ToolLib as Lib, assert_ok, assert_pulled_from_prterun,
+    iof_lines, pmixrun_bin, tool_command,
+};
 
 /// For one run: each takes well under a second.
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -18,63 +20,6 @@ const DEADLINE: Duration = Duration::from_secs(60);
 /// The IOF tool of `lib` with `args` (`pull PID NSPACE NLINES`, `push ...`, `stall ...`).
 fn tool(lib: Lib, args: &[&str]) -> Command {
     tool_command(lib, "pmix_iof_tool", "pmix-iof-tool", args)
-}
-
-/// A process whose stdout is read line by line as it comes (and kept whole for the end).
-struct Streamed {
-    child: Child,
-    lines: Receiver<String>,
-    rest: Receiver<String>,
-}
-
-impl Streamed {
-    fn start(mut cmd: Command, what: &str) -> Streamed {
-        let mut child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("{what}: cannot start: {e}"));
-        let (lines, rest) = pmix_tests::stream_lines(child.stdout.take());
-        Streamed { child, lines, rest }
-    }
-
-    /// Waits until `n` lines starting with `prefix` came, failing the test past `end`.
-    fn wait_for(self, prefix: &str, n: usize, end: Instant, what: &str) -> Streamed {
-        let mut seen = 0;
-        while seen < n {
-            match self.lines.recv_deadline(end) {
-                Ok(l) if l.starts_with(prefix) => seen += 1,
-                Ok(_) => {}
-                Err(_) => {
-                    let out = self.finish(Instant::now() + Duration::from_secs(10), what);
-                    panic!("{what}: {seen} of {n} '{prefix}' lines came in time: {out:#?}");
-                }
-            }
-        }
-        self
-    }
-
-    fn stdin(&mut self) -> &mut std::process::ChildStdin {
-        self.child.stdin.as_mut().expect("stdin piped")
-    }
-
-    fn finish(self, end: Instant, what: &str) -> Output {
-        Running::with_stdout(self.child, self.rest).finish(end, what)
-    }
-}
-
-/// The lines `iof rank=R channel=C line=L` a tool printed, as `(R, C, L)`, sorted.
-fn iof_lines(out: &Output) -> Vec<(String, String, String)> {
-    let mut v: Vec<_> = out
-        .stdout
-        .lines()
-        .filter_map(|l| l.strip_prefix("iof rank="))
-        .filter_map(|l| {
-            let (rank, rest) = l.split_once(" channel=")?;
-            let (channel, line) = rest.split_once(" line=")?;
-            Some((rank.to_owned(), channel.to_owned(), line.to_owned()))
-        })
-        .collect();
-    v.sort();
-    v
 }
 
 /// A held two-rank job; the tool of `lib` pulls its output, then each rank writes a line of
@@ -389,22 +334,7 @@ fn rust_tool_pulls_from_prterun() {
     job.wait_fed(end);
     let out = job.release(end);
     assert_ok(&got, what);
-    let lines = iof_lines(&got);
-    for r in ["0", "1"] {
-        for (channel, line) in [
-            ("stdout", format!("held rank={r} pid=")),
-            ("stdout", format!("line {r} for the tools")),
-            ("stdout", format!("fed rank={r}")),
-            ("stderr", format!("bye rank={r}")),
-        ] {
-            assert!(
-                lines
-                    .iter()
-                    .any(|(rr, c, l)| rr == r && c == channel && l.starts_with(&line)),
-                "{what}: no {channel} line {line:?} of rank {r}: {got:#?}"
-            );
-        }
-    }
+    assert_pulled_from_prterun(&got, what);
     assert_ok(&out, "prterun's job");
 }
 

@@ -6,7 +6,7 @@ use core::ffi::c_void;
 use pmix_client::{Info, Status};
 
 use crate::convert::{infos_free, infos_to_c};
-use crate::ctypes::{pmix_info_cbfunc_t, pmix_info_t, pmix_op_cbfunc_t};
+use crate::ctypes::{pmix_hdlr_reg_cbfunc_t, pmix_info_cbfunc_t, pmix_info_t, pmix_op_cbfunc_t};
 use crate::progress::run_on_progress_thread;
 
 /// A C callback's `cbdata` (or other pointer the C side lent), handed back untouched on the
@@ -25,6 +25,23 @@ pub(crate) fn complete_op(result: Result<(), Status>, cbfunc: pmix_op_cbfunc_t, 
         if let Some(f) = cbfunc {
             // SAFETY: the caller's callback, with the caller's cbdata.
             unsafe { f(status.0, cbdata.0) };
+        }
+    });
+}
+
+/// Calls `cbfunc(status, reference, cbdata)` (if there is one) on the progress thread: the
+/// completion of a registration (an event handler's, a pull's).
+pub(crate) fn complete_reference(
+    status: Status,
+    reference: usize,
+    cbfunc: pmix_hdlr_reg_cbfunc_t,
+    cbdata: CbData,
+) {
+    run_on_progress_thread(move || {
+        let cbdata = cbdata;
+        if let Some(f) = cbfunc {
+            // SAFETY: the caller's callback, with the caller's cbdata.
+            unsafe { f(status.0, reference, cbdata.0) };
         }
     });
 }
@@ -88,4 +105,25 @@ pub(crate) fn complete_infos(
             }
         }
     });
+}
+
+/// An operation answering a status, from a C function with an optional `cbfunc`: with one,
+/// `start` gets a completion that calls `cbfunc(status, cbdata)` on the progress thread;
+/// without, the completion's status is waited for here and returned (the operation answers
+/// or is dropped, which answers `PMIX_ERR_INIT`, within its own request timeout).
+pub(crate) fn op_or_wait(
+    cbfunc: pmix_op_cbfunc_t,
+    cbdata: *mut c_void,
+    start: impl FnOnce(Box<dyn FnOnce(Result<(), Status>) + Send>),
+) -> Result<(), Status> {
+    if cbfunc.is_some() {
+        let cbdata = CbData(cbdata);
+        start(Box::new(move |r| complete_op(r, cbfunc, cbdata)));
+        return Ok(());
+    }
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    start(Box::new(move |r| {
+        let _ = tx.send(r);
+    }));
+    rx.recv().map_err(|_| Status::ERR_INIT)?
 }

@@ -39,11 +39,8 @@ pub unsafe extern "C" fn PMIx_Query_info_nb(
             // SAFETY: as above.
             .map(|q| unsafe { query_from_c(q) })
             .collect::<Result<Vec<_>, _>>()?;
-        let client = state::client()?;
         let cbdata = CbData(cbdata);
-        client.query_nb(&queries, move |r| {
-            complete_infos(r.map_err(|e| e.status()), cbfunc, cbdata)
-        });
+        state::session()?.query_nb(queries, move |r| complete_infos(r, cbfunc, cbdata));
         Ok(())
     })
 }
@@ -74,14 +71,12 @@ pub unsafe extern "C" fn PMIx_Log_nb(
         // SAFETY: the Standard's contract.
         let (data, dirs) =
             unsafe { (infos_from_c(data, ndata)?, infos_from_c(directives, ndirs)?) };
-        let client = state::client()?;
+        let session = state::session()?;
         if cbfunc.is_none() {
-            return client.log(&data, &dirs).map_err(|e| e.status());
+            return session.log(data, dirs);
         }
         let cbdata = CbData(cbdata);
-        client.log_nb(&data, &dirs, move |r| {
-            complete_op(r.map_err(|e| e.status()), cbfunc, cbdata)
-        });
+        session.log_nb(data, dirs, move |r| complete_op(r, cbfunc, cbdata));
         Ok(())
     })
 }
@@ -105,14 +100,9 @@ pub unsafe extern "C" fn PMIx_Job_control_nb(
                 infos_from_c(directives, ndirs)?,
             )
         };
-        let client = state::client()?;
         let cbdata = CbData(cbdata);
-        client.job_control_nb(&targets, &dirs, move |r| {
-            complete_infos(
-                r.map(|()| Vec::new()).map_err(|e| e.status()),
-                cbfunc,
-                cbdata,
-            )
+        state::session()?.job_control_nb(targets, dirs, move |r| {
+            complete_infos(r.map(|()| Vec::new()), cbfunc, cbdata);
         });
         Ok(())
     })
@@ -137,7 +127,7 @@ pub unsafe extern "C" fn PMIx_Store_internal(
         Key::new(key).map_err(|_| Status::ERR_BAD_PARAM)?;
         let proc = match proc {
             Some(p) => p,
-            None => state::client()?.proc().clone(),
+            None => state::session()?.proc()?,
         };
         state::store_internal(proc, key, value)
     })

@@ -34,9 +34,7 @@ pub unsafe extern "C" fn PMIx_Spawn(
                 .collect::<Result<Vec<_>, _>>()?;
             (infos_from_c(job_info, ninfo)?, apps)
         };
-        let child = state::client()?
-            .spawn(&info, &apps)
-            .map_err(|e| e.status())?;
+        let child = state::session()?.spawn(info, apps)?;
         // SAFETY: a non-NULL `nspace` is the caller's namespace array.
         if let Some(out) = unsafe { nspace.as_mut() } {
             fixed_from_str(child.as_str(), out)?;

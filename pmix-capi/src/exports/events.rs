@@ -1,9 +1,10 @@
 //! Events: `PMIx_Register_event_handler`, `PMIx_Deregister_event_handler`,
 //! `PMIx_Notify_event`.
 //!
-//! A C handler is registered with the client as a Rust handler that hands each event to the
-//! progress thread, where the C handler runs (as libpmix runs handlers on its progress
-//! thread, never on the client's reader). The handler gets the event's info in memory this
+//! A C handler is registered with the session (a client's or a tool's, `session.rs`) as a
+//! Rust handler that hands each event to the progress thread, where the C handler runs (as
+//! libpmix runs handlers on its progress thread, never on the client's reader or the tool's
+//! owner thread). The handler gets the event's info in memory this
 //! library owns until the handler calls the completion function it was given; that function
 //! frees it and calls the handler's own `cbfunc(PMIX_SUCCESS, thiscbdata)` (on the progress
 //! thread), so the handler may release its results there.
@@ -13,20 +14,21 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
-use pmix_client::{DataRange, Event, HandlerId, Status};
+use pmix_client::{DataRange, Event, Status};
 
-use super::completion::{CbData, complete_op};
+use super::completion::{CbData, complete_op, complete_reference};
 use crate::convert::{infos_free, infos_from_c, infos_to_c, proc_to_c, slice_of};
 use crate::ctypes::{
     pmix_data_range_t, pmix_hdlr_reg_cbfunc_t, pmix_info_t, pmix_notification_fn_t,
     pmix_op_cbfunc_t, pmix_proc_t, pmix_status_t,
 };
-use crate::guard::guarded;
+use crate::guard::{guarded, guarded_reference};
 use crate::progress::run_on_progress_thread;
+use crate::session::Handler;
 use crate::state;
 
-/// The C reference of each registered handler and the client's id for it.
-static HANDLERS: Mutex<Option<HashMap<usize, HandlerId>>> = Mutex::new(None);
+/// The C reference of each registered handler and the session's handler for it.
+static HANDLERS: Mutex<Option<HashMap<usize, Handler>>> = Mutex::new(None);
 /// The next C reference (the Standard's blocking registration answers it as its status, so it
 /// stays within an int's positive range for any plausible number of registrations).
 static NEXT_REF: AtomicUsize = AtomicUsize::new(0);
@@ -101,50 +103,37 @@ pub unsafe extern "C" fn PMIx_Register_event_handler(
     cbfunc: pmix_hdlr_reg_cbfunc_t,
     cbdata: *mut c_void,
 ) -> pmix_status_t {
-    let mut answer = Status::SUCCESS.0;
-    let status = guarded(|| {
+    guarded_reference(|| {
         if evhdlr.is_none() {
             return Err(Status::ERR_BAD_PARAM);
         }
         // SAFETY: the Standard's contract.
         let (codes, info) = unsafe { (slice_of(codes, ncodes)?, infos_from_c(info, ninfo)?) };
         let codes: Vec<Status> = codes.iter().map(|&c| Status(c)).collect();
-        let client = state::client()?;
+        let session = state::session()?;
         let refid = NEXT_REF.fetch_add(1, Ordering::Relaxed);
         let handler = move |ev: &Event| {
             let ev = ev.clone();
             run_on_progress_thread(move || deliver(evhdlr, refid, ev));
         };
-        let Some(done) = cbfunc else {
-            let id = client
-                .register_event_handler(&codes, &info, handler)
-                .map_err(|e| e.status())?;
+        if cbfunc.is_none() {
+            let id = session.register_event_handler(codes, info, handler)?;
             HANDLERS.lock().get_or_insert_default().insert(refid, id);
-            answer = pmix_status_t::try_from(refid).map_err(|_| Status::ERR_OUT_OF_RESOURCE)?;
-            return Ok(());
-        };
+            return Ok(Some(refid));
+        }
         let cbdata = CbData(cbdata);
-        client.register_event_handler_nb(&codes, &info, handler, move |r| {
+        session.register_event_handler_nb(codes, info, handler, move |r| {
             let status = match r {
                 Ok(id) => {
                     HANDLERS.lock().get_or_insert_default().insert(refid, id);
                     Status::SUCCESS
                 }
-                Err(e) => e.status(),
+                Err(s) => s,
             };
-            run_on_progress_thread(move || {
-                let cbdata = cbdata;
-                // SAFETY: the caller's callback, with the caller's cbdata.
-                unsafe { done(status.0, refid, cbdata.0) };
-            });
+            complete_reference(status, refid, cbfunc, cbdata);
         });
-        Ok(())
-    });
-    if status == Status::SUCCESS.0 {
-        answer
-    } else {
-        status
-    }
+        Ok(None)
+    })
 }
 
 /// Removes the handler registered as `evhdlr_ref_id`; with `cbfunc`, completing through
@@ -156,7 +145,7 @@ pub unsafe extern "C" fn PMIx_Deregister_event_handler(
     cbdata: *mut c_void,
 ) -> pmix_status_t {
     guarded(|| {
-        let client = state::client()?;
+        let session = state::session()?;
         let id = HANDLERS
             .lock()
             .get_or_insert_default()
@@ -164,7 +153,7 @@ pub unsafe extern "C" fn PMIx_Deregister_event_handler(
             .ok_or(Status::ERR_BAD_PARAM)?;
         // Deregistration is local and at once: the server's acknowledgement is not awaited
         // for the C caller's sake either way.
-        let result = client.deregister_event_handler(id).map_err(|e| e.status());
+        let result = session.deregister_event_handler(id);
         if cbfunc.is_some() {
             complete_op(result, cbfunc, CbData(cbdata));
             return Ok(());
@@ -174,7 +163,7 @@ pub unsafe extern "C" fn PMIx_Deregister_event_handler(
 }
 
 /// Raises event `status` for the processes in `range` that registered for it. The source is
-/// always this process (the client speaks only for itself); `source` is not read. With
+/// always this process (a client or a tool speaks only for itself); `source` is not read. With
 /// `cbfunc`, completing through `cbfunc(status, cbdata)` on the progress thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Notify_event(
@@ -189,17 +178,13 @@ pub unsafe extern "C" fn PMIx_Notify_event(
     guarded(|| {
         // SAFETY: the Standard's contract.
         let info = unsafe { infos_from_c(info, ninfo) }?;
-        let client = state::client()?;
+        let session = state::session()?;
         let (code, range) = (Status(status), DataRange(range));
         if cbfunc.is_none() {
-            return client
-                .notify_event(code, range, &info)
-                .map_err(|e| e.status());
+            return session.notify_event(code, range, info);
         }
         let cbdata = CbData(cbdata);
-        client.notify_event_nb(code, range, &info, move |r| {
-            complete_op(r.map_err(|e| e.status()), cbfunc, cbdata)
-        });
+        session.notify_event_nb(code, range, info, move |r| complete_op(r, cbfunc, cbdata));
         Ok(())
     })
 }

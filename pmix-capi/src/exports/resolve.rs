@@ -4,7 +4,7 @@ use core::ffi::c_char;
 
 use pmix_client::{Nspace, Status};
 
-use crate::convert::{c_alloc, c_str, c_string, proc_to_c, required_str};
+use crate::convert::{c_str, c_string, procs_to_c, required_str};
 use crate::ctypes::{pmix_proc_t, pmix_status_t};
 use crate::guard::guarded;
 use crate::state;
@@ -36,12 +36,9 @@ pub unsafe extern "C" fn PMIx_Resolve_peers(
         let found = state::client()?
             .resolve_peers(node, &nspace)
             .map_err(|e| e.status())?;
-        let out = c_alloc::<pmix_proc_t>(found.len())?;
-        // SAFETY: `out` has room for every process; the out-pointers were checked.
+        let out = procs_to_c(&found)?;
+        // SAFETY: the out-pointers were checked.
         unsafe {
-            for (n, p) in found.iter().enumerate() {
-                out.add(n).write(proc_to_c(p));
-            }
             procs.write(out);
             nprocs.write(found.len());
         }

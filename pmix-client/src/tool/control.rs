@@ -1,5 +1,6 @@
 //! What a tool asks of the jobs it attached to besides queries: events (register, notify, a
-//! debugger's `DEBUGGER_RELEASE`), job control and spawn, each sent to the primary server.
+//! debugger's `DEBUGGER_RELEASE`), job control, logging and spawn, each sent to the primary
+//! server.
 
 use std::time::Duration;
 
@@ -111,6 +112,12 @@ impl Tool {
             targets: targets.to_vec(),
             directives,
         })?)
+    }
+
+    /// `PMIx_Log` from a tool: `data` by channel (`LOG_STDERR`, `LOG_SYSLOG`, ...) through
+    /// the primary server's host.
+    pub fn log(&mut self, data: Vec<Info>, directives: Vec<Info>) -> Result<(), Error> {
+        status_of(self.request(Request::Log { data, directives })?)
     }
 
     /// `PMIx_Spawn` from a tool: starts `apps` as a new job; returns its namespace.
