@@ -32,9 +32,9 @@ use pmix_types::{
 use pmix_types::{App, Query};
 
 use crate::ctypes::{
-    pmix_app_t, pmix_byte_object_t, pmix_data_array_t, pmix_data_buffer_t, pmix_envar_t,
-    pmix_info_t, pmix_key_t, pmix_nspace_t, pmix_pdata_t, pmix_proc_info_t, pmix_proc_t,
-    pmix_query_t, pmix_regattr_t, pmix_value_t, timeval, MAX_KEYLEN,
+    MAX_KEYLEN, pmix_app_t, pmix_byte_object_t, pmix_data_array_t, pmix_data_buffer_t,
+    pmix_envar_t, pmix_info_t, pmix_key_t, pmix_nspace_t, pmix_pdata_t, pmix_proc_info_t,
+    pmix_proc_t, pmix_query_t, pmix_regattr_t, pmix_value_t, timeval,
 };
 
 /// How deeply data arrays, infos and values may nest inside each other.

@@ -251,9 +251,8 @@ pub type pmix_op_cbfunc_t =
 
 /// `pmix_spawn_cbfunc_t`: the completion of `PMIx_Spawn_nb`, with the new job's namespace
 /// (the library's, released when the callback returns).
-pub type pmix_spawn_cbfunc_t = Option<
-    unsafe extern "C" fn(status: pmix_status_t, nspace: *mut c_char, cbdata: *mut c_void),
->;
+pub type pmix_spawn_cbfunc_t =
+    Option<unsafe extern "C" fn(status: pmix_status_t, nspace: *mut c_char, cbdata: *mut c_void)>;
 
 /// `pmix_lookup_cbfunc_t`: the completion of `PMIx_Lookup_nb`, with the data found (the
 /// library's, released when the callback returns).

@@ -109,9 +109,8 @@ pub(super) unsafe fn collective_nb(
         let (procs, info) = unsafe { procs_and_info(procs, nprocs, info, ninfo) }?;
         let client = state::client()?;
         let cbdata = CbData(cbdata);
-        let done: Done = Box::new(move |result| {
-            complete_op(result.map_err(|e| e.status()), cbfunc, cbdata)
-        });
+        let done: Done =
+            Box::new(move |result| complete_op(result.map_err(|e| e.status()), cbfunc, cbdata));
         call(&client, &procs, &info, done);
         Ok(())
     })
@@ -129,9 +128,15 @@ pub unsafe extern "C" fn PMIx_Fence_nb(
 ) -> pmix_status_t {
     // SAFETY: the Standard's contract.
     unsafe {
-        collective_nb(procs, nprocs, info, ninfo, cbfunc, cbdata, |c, p, i, done| {
-            c.fence_nb(p, i, done)
-        })
+        collective_nb(
+            procs,
+            nprocs,
+            info,
+            ninfo,
+            cbfunc,
+            cbdata,
+            |c, p, i, done| c.fence_nb(p, i, done),
+        )
     }
 }
 

@@ -116,9 +116,15 @@ pub unsafe extern "C" fn PMIx_Connect_nb(
 ) -> pmix_status_t {
     // SAFETY: the Standard's contract.
     unsafe {
-        collective_nb(procs, nprocs, info, ninfo, cbfunc, cbdata, |c, p, i, done| {
-            c.connect_nb(p, i, done)
-        })
+        collective_nb(
+            procs,
+            nprocs,
+            info,
+            ninfo,
+            cbfunc,
+            cbdata,
+            |c, p, i, done| c.connect_nb(p, i, done),
+        )
     }
 }
 
@@ -146,9 +152,15 @@ pub unsafe extern "C" fn PMIx_Disconnect_nb(
 ) -> pmix_status_t {
     // SAFETY: the Standard's contract.
     unsafe {
-        collective_nb(procs, nprocs, info, ninfo, cbfunc, cbdata, |c, p, i, done| {
-            c.disconnect_nb(p, i, done)
-        })
+        collective_nb(
+            procs,
+            nprocs,
+            info,
+            ninfo,
+            cbfunc,
+            cbdata,
+            |c, p, i, done| c.disconnect_nb(p, i, done),
+        )
     }
 }
 

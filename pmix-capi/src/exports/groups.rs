@@ -10,8 +10,8 @@ use pmix_client::{DataArray, Group, GroupOpt, Info, Proc, Status, Value};
 
 use super::completion::{CbData, complete_infos, complete_op, on_own_thread};
 use crate::convert::{infos_from_c, infos_out, proc_from_c, procs_from_c, required_str};
-use crate::ctypes::{pmix_info_cbfunc_t, pmix_info_t, pmix_op_cbfunc_t, pmix_proc_t};
 use crate::ctypes::pmix_status_t;
+use crate::ctypes::{pmix_info_cbfunc_t, pmix_info_t, pmix_op_cbfunc_t, pmix_proc_t};
 use crate::guard::guarded;
 use crate::state;
 

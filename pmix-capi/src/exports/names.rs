@@ -7,8 +7,8 @@ use pmix_client::{Info, Status};
 use super::completion::{CbData, complete_op};
 use crate::convert::{argv_from_c, fixed_str, infos_from_c, pdata_free, pdata_to_c, proc_to_c};
 use crate::convert::{slice_of, value_to_c};
-use crate::ctypes::{pmix_info_t, pmix_lookup_cbfunc_t, pmix_op_cbfunc_t, pmix_pdata_t};
 use crate::ctypes::pmix_status_t;
+use crate::ctypes::{pmix_info_t, pmix_lookup_cbfunc_t, pmix_op_cbfunc_t, pmix_pdata_t};
 use crate::guard::guarded;
 use crate::progress::run_on_progress_thread;
 use crate::state;
@@ -17,7 +17,10 @@ use crate::state;
 ///
 /// # Safety
 /// The Standard's contract: `info` holds `ninfo` entries.
-unsafe fn publish_args(info: *const pmix_info_t, ninfo: usize) -> Result<(Vec<Info>, Vec<Info>), Status> {
+unsafe fn publish_args(
+    info: *const pmix_info_t,
+    ninfo: usize,
+) -> Result<(Vec<Info>, Vec<Info>), Status> {
     // SAFETY: the caller's promise.
     let all = unsafe { infos_from_c(info, ninfo) }?;
     Ok(all

@@ -51,7 +51,10 @@ pub unsafe extern "C" fn PMIx_generate_regex(
 /// The process map of `input`, each node's ranks (`a` or `a-b`, comma-separated) with the
 /// nodes separated by `;` (`"0,1;2"`: `"raw:0,1;2"`), in `*ppn`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMIx_generate_ppn(input: *const c_char, ppn: *mut *mut c_char) -> pmix_status_t {
+pub unsafe extern "C" fn PMIx_generate_ppn(
+    input: *const c_char,
+    ppn: *mut *mut c_char,
+) -> pmix_status_t {
     // SAFETY: the Standard's contract.
     unsafe { generated(input, ppn, pmix_regex::generate_ppn_str) }
 }

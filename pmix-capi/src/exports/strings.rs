@@ -107,7 +107,11 @@ pub extern "C" fn PMIx_Job_state_string(state: u8) -> *const c_char {
 }
 
 /// The word for `code` in `words`, `fallback` for a code without one.
-fn word_of<T: PartialEq>(words: &[(T, &'static CStr)], code: T, fallback: &'static CStr) -> *const c_char {
+fn word_of<T: PartialEq>(
+    words: &[(T, &'static CStr)],
+    code: T,
+    fallback: &'static CStr,
+) -> *const c_char {
     words
         .iter()
         .find(|(c, _)| *c == code)
@@ -119,7 +123,12 @@ fn word_of<T: PartialEq>(words: &[(T, &'static CStr)], code: T, fallback: &'stat
 /// `"UNSPECIFIED"` for any other.
 #[unsafe(no_mangle)]
 pub extern "C" fn PMIx_Alloc_directive_string(directive: u8) -> *const c_char {
-    const WORDS: [(u8, &CStr); 4] = [(1, c"NEW"), (2, c"EXTEND"), (3, c"RELEASE"), (4, c"REACQUIRE")];
+    const WORDS: [(u8, &CStr); 4] = [
+        (1, c"NEW"),
+        (2, c"EXTEND"),
+        (3, c"RELEASE"),
+        (4, c"REACQUIRE"),
+    ];
     word_of(&WORDS, directive, c"UNSPECIFIED")
 }
 
