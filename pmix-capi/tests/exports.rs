@@ -119,21 +119,26 @@ fn node_and_process_maps_read_back() {
 fn requests_without_a_wire_form_are_not_supported_with_results_emptied() {
     let mut results = ptr::dangling_mut::<pmix_info_t>();
     let mut n = 7usize;
-    let rc = unsupported::PMIx_Allocation_request(1, ptr::null_mut(), 0, &mut results, &mut n);
+    // SAFETY (here and below): out-pointers of ours.
+    let rc = unsafe {
+        unsupported::PMIx_Allocation_request(1, ptr::null_mut(), 0, &mut results, &mut n)
+    };
     assert_eq!((rc, results.is_null(), n), (NOT_SUPPORTED, true, 0));
     let (mut results, mut n) = (ptr::dangling_mut::<pmix_info_t>(), 7usize);
-    let rc =
-        unsupported::PMIx_Process_monitor(ptr::null(), 0, ptr::null(), 0, &mut results, &mut n);
+    let rc = unsafe {
+        unsupported::PMIx_Process_monitor(ptr::null(), 0, ptr::null(), 0, &mut results, &mut n)
+    };
     assert_eq!((rc, results.is_null(), n), (NOT_SUPPORTED, true, 0));
     let (mut results, mut n) = (ptr::dangling_mut::<pmix_info_t>(), 7usize);
-    let rc =
-        unsupported::PMIx_Validate_credential(ptr::null(), ptr::null(), 0, &mut results, &mut n);
+    let rc = unsafe {
+        unsupported::PMIx_Validate_credential(ptr::null(), ptr::null(), 0, &mut results, &mut n)
+    };
     assert_eq!((rc, results.is_null(), n), (NOT_SUPPORTED, true, 0));
     let mut cred = pmix_byte_object_t {
         bytes: ptr::dangling_mut(),
         size: 3,
     };
-    let rc = unsupported::PMIx_Get_credential(ptr::null(), 0, &mut cred);
+    let rc = unsafe { unsupported::PMIx_Get_credential(ptr::null(), 0, &mut cred) };
     assert_eq!(
         (rc, cred.bytes.is_null(), cred.size),
         (NOT_SUPPORTED, true, 0)

@@ -14,9 +14,12 @@ use pmix_client::Status;
 use crate::ctypes::{pmix_byte_object_t, pmix_info_t, pmix_status_t};
 
 /// `PMIX_ERR_NOT_SUPPORTED`, after setting non-NULL result out-pointers to none.
-fn no_results(results: *mut *mut pmix_info_t, nresults: *mut usize) -> pmix_status_t {
+///
+/// # Safety
+/// Non-NULL out-pointers are valid for writes.
+unsafe fn no_results(results: *mut *mut pmix_info_t, nresults: *mut usize) -> pmix_status_t {
     if !results.is_null() && !nresults.is_null() {
-        // SAFETY: the Standard's contract: non-NULL out-pointers are the caller's.
+        // SAFETY: the caller's promise.
         unsafe {
             results.write(core::ptr::null_mut());
             nresults.write(0);
@@ -27,14 +30,15 @@ fn no_results(results: *mut *mut pmix_info_t, nresults: *mut usize) -> pmix_stat
 
 /// Not supported: no allocation request on pmix-rs's wire.
 #[unsafe(no_mangle)]
-pub extern "C" fn PMIx_Allocation_request(
+pub unsafe extern "C" fn PMIx_Allocation_request(
     _directive: u8,
     _info: *mut pmix_info_t,
     _ninfo: usize,
     results: *mut *mut pmix_info_t,
     nresults: *mut usize,
 ) -> pmix_status_t {
-    no_results(results, nresults)
+    // SAFETY: the Standard's contract.
+    unsafe { no_results(results, nresults) }
 }
 
 /// Not supported, as [`PMIx_Allocation_request`].
@@ -51,7 +55,7 @@ pub extern "C" fn PMIx_Allocation_request_nb(
 
 /// Not supported: no monitoring request on pmix-rs's wire.
 #[unsafe(no_mangle)]
-pub extern "C" fn PMIx_Process_monitor(
+pub unsafe extern "C" fn PMIx_Process_monitor(
     _monitor: *const pmix_info_t,
     _error: pmix_status_t,
     _directives: *const pmix_info_t,
@@ -59,7 +63,8 @@ pub extern "C" fn PMIx_Process_monitor(
     results: *mut *mut pmix_info_t,
     nresults: *mut usize,
 ) -> pmix_status_t {
-    no_results(results, nresults)
+    // SAFETY: the Standard's contract.
+    unsafe { no_results(results, nresults) }
 }
 
 /// Not supported, as [`PMIx_Process_monitor`].
@@ -77,7 +82,7 @@ pub extern "C" fn PMIx_Process_monitor_nb(
 
 /// Not supported: no credential request on pmix-rs's wire; `*credential` is left empty.
 #[unsafe(no_mangle)]
-pub extern "C" fn PMIx_Get_credential(
+pub unsafe extern "C" fn PMIx_Get_credential(
     _info: *const pmix_info_t,
     _ninfo: usize,
     credential: *mut pmix_byte_object_t,
@@ -107,14 +112,15 @@ pub extern "C" fn PMIx_Get_credential_nb(
 
 /// Not supported: no validation request on pmix-rs's wire.
 #[unsafe(no_mangle)]
-pub extern "C" fn PMIx_Validate_credential(
+pub unsafe extern "C" fn PMIx_Validate_credential(
     _cred: *const pmix_byte_object_t,
     _info: *const pmix_info_t,
     _ninfo: usize,
     results: *mut *mut pmix_info_t,
     nresults: *mut usize,
 ) -> pmix_status_t {
-    no_results(results, nresults)
+    // SAFETY: the Standard's contract.
+    unsafe { no_results(results, nresults) }
 }
 
 /// Not supported, as [`PMIx_Validate_credential`].
