@@ -4,6 +4,7 @@
 //! NUL-terminated), so they carry no `# Safety` sections of their own.
 #![allow(clippy::missing_safety_doc, non_snake_case)]
 
+pub mod argv;
 pub mod buffer;
 mod completion;
 pub mod control;
