@@ -856,7 +856,7 @@ unsafe fn value_destruct_at(v: *mut pmix_value_t, depth: usize) {
 ///
 /// # Safety
 /// `at` holds a well-formed element of `ty` owning its memory.
-unsafe fn element_destruct(ty: DataType, at: *mut u8, depth: usize) {
+pub(crate) unsafe fn element_destruct(ty: DataType, at: *mut u8, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }

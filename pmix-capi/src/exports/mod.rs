@@ -12,6 +12,7 @@ pub mod data;
 pub mod dynamic;
 pub mod events;
 pub mod groups;
+pub mod info_flags;
 pub mod info_list;
 pub mod lifecycle;
 pub mod names;
