@@ -1,14 +1,16 @@
 //! The exported functions that need no server, called as C would call them: the enumeration
 //! strings beyond the codes `pmix_capi_more.c` compares with libpmix's (unknown codes, bits
 //! libpmix ignores), attribute names, node and process maps read back by `pmix-regex`, and the
-//! requests answered `PMIX_ERR_NOT_SUPPORTED` (out-pointers emptied, nothing else touched).
+//! requests answered `PMIX_ERR_NOT_SUPPORTED` (out-pointers emptied, nothing else touched),
+//! the argv helpers' corner cases (`pmix_capi_helpers.c` compares the common ones with
+//! OpenPMIx 5.0.11).
 #![allow(unsafe_code)]
 
-use core::ffi::{CStr, c_char};
+use core::ffi::{CStr, c_char, c_int};
 use std::ptr;
 
 use pmix_capi::ctypes::{pmix_byte_object_t, pmix_info_t};
-use pmix_capi::exports::{regex, strings, topology, unsupported};
+use pmix_capi::exports::{argv, regex, strings, topology, unsupported};
 
 /// The text of a C string the library answered.
 fn text(p: *const c_char) -> String {
@@ -20,10 +22,11 @@ fn text(p: *const c_char) -> String {
         .to_owned()
 }
 
-/// `PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_BAD_PARAM`, `PMIX_ERR_INIT`.
+/// `PMIX_ERR_NOT_SUPPORTED`, `PMIX_ERR_BAD_PARAM`, `PMIX_ERR_INIT`, `PMIX_ERR_EXISTS`.
 const NOT_SUPPORTED: i32 = -47;
 const BAD_PARAM: i32 = -27;
 const INIT: i32 = -31;
+const EXISTS: i32 = -11;
 
 #[test]
 fn enumeration_strings_cover_unknown_codes_and_every_bit() {
@@ -172,4 +175,51 @@ fn relative_locality_needs_an_initialized_library() {
         )
     };
     assert_eq!((rc, loc), (INIT, 0));
+}
+
+/// The strings of a C list, which is then freed.
+fn taken(l: *mut *mut c_char) -> Vec<String> {
+    let mut out = Vec::new();
+    for n in 0.. {
+        // SAFETY: a NULL-terminated list the library made.
+        let s = unsafe { *l.add(n) };
+        if s.is_null() {
+            break;
+        }
+        out.push(text(s));
+    }
+    // SAFETY: the library's list, the caller's to free.
+    unsafe { argv::PMIx_Argv_free(l) };
+    out
+}
+
+#[test]
+fn argv_lists_split_join_and_set_environment_lists() {
+    // SAFETY (the whole test): C strings and lists of the library's, as the headers' macros
+    // pass them.
+    unsafe {
+        let sep = c_int::from(b',');
+        assert_eq!(
+            taken(argv::PMIx_Argv_split(c"a,,b,".as_ptr(), sep)),
+            ["a", "b"]
+        );
+        assert_eq!(
+            taken(argv::PMIx_Argv_split_with_empty(c",a,,b,".as_ptr(), sep)),
+            ["", "a", "", "b"]
+        );
+        assert!(argv::PMIx_Argv_split(c",".as_ptr(), sep).is_null());
+        assert!(argv::PMIx_Argv_split(c"a".as_ptr(), 300).is_null());
+        let joined = argv::PMIx_Argv_join(ptr::null_mut(), sep);
+        assert_eq!(text(joined), "");
+        libc::free(joined.cast());
+
+        let mut env: *mut *mut c_char = ptr::null_mut();
+        let set = |env: &mut *mut *mut c_char, name: &CStr, value: &CStr, over: bool| {
+            argv::PMIx_Setenv(name.as_ptr(), value.as_ptr(), over, env)
+        };
+        assert_eq!(set(&mut env, c"X", c"1", false), 0);
+        assert_eq!(set(&mut env, c"X", c"2", false), EXISTS);
+        assert_eq!(set(&mut env, c"X=Y", c"2", true), BAD_PARAM);
+        assert_eq!(taken(env), ["X=1"]);
+    }
 }

@@ -4,7 +4,8 @@
 //! `pmix_capi_nb.c` (non-blocking calls, events, packing), `pmix_capi_more.c` (the rest of the
 //! client API: non-blocking names, groups, spawn and connect, strings, locality, maps) and
 //! `pmix_invite.c` (groups by invitation), all compiled against Debian's OpenPMIx 4.2 headers,
-//! print what they print on Debian's libpmix; an unmodified Open MPI 5.0.11 program runs on
+//! print what they print on Debian's libpmix, and `pmix_capi_helpers.c` (5.0's helper
+//! functions) what it prints on OpenPMIx 5.0.11's; an unmodified Open MPI 5.0.11 program runs on
 //! it, under pmixrun and under PRRTE's `prterun`. (`tests/control.rs` runs `pmix_control.c`,
 //! query, log and job control, on it too.) `docs/CAPI.md` says how to use the library.
 
@@ -178,6 +179,33 @@ fn groups_by_invitation_work_on_our_libpmix_as_on_debians() {
         "on Debian's libpmix: {debian:#?}"
     );
     assert_eq!(lines, comparable_lines(&debian));
+}
+
+/// `pmix_capi_helpers.c`: the helpers OpenPMIx 5's headers call from their macros (argv lists,
+/// `PMIx_Setenv`, info flags and truth, process checks, structure create/destruct/free), looked
+/// up in the loaded library; no server. On our library it prints what it prints on OpenPMIx
+/// 5.0.11's, which has them (Debian's 4.2 has not: the program says which is missing).
+#[test]
+fn openpmix_5_helpers_answer_on_our_libpmix_as_on_openpmix_5() {
+    let program = openpmix_program("pmix_capi_helpers");
+    let run_on = |ours: bool| {
+        let mut cmd = clean_command(&program);
+        if ours {
+            use_capi_libpmix(&mut cmd);
+        } else {
+            pmix_tests::use_ompi5_libpmix(&mut cmd);
+        }
+        let what = format!("pmix_capi_helpers (ours: {ours})");
+        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+        assert_eq!(out.status.code(), Some(0), "{what}: {out:#?}");
+        out.stdout
+    };
+    let ours = run_on(true);
+    assert!(
+        ours.lines().any(|l| l == "edited [z] [a] [b] [c] [y]"),
+        "{ours}"
+    );
+    assert_eq!(ours, run_on(false));
 }
 
 /// Open MPI 5's `<prefix>/bin/<tool>`, the prefix `$PMIXRS_OMPI5` (default `/opt/ompi5`, the
