@@ -120,49 +120,7 @@ static void load_functions(void)
             exit(2);                                                                \
         }                                                                           \
     } while (0)
-#undef PMIx_Argv_count
-#undef PMIx_Argv_prepend_nosize
-#undef PMIx_Argv_append_unique_nosize
-#undef PMIx_Argv_free
-#undef PMIx_Argv_split
-#undef PMIx_Argv_split_with_empty
-#undef PMIx_Argv_join
-#undef PMIx_Argv_copy
-#undef PMIx_Argv_append_nosize
-#undef PMIx_Setenv
-#undef PMIx_Info_required
-#undef PMIx_Info_optional
-#undef PMIx_Info_is_required
-#undef PMIx_Info_is_optional
-#undef PMIx_Info_processed
-#undef PMIx_Info_was_processed
-#undef PMIx_Info_set_end
-#undef PMIx_Info_is_end
-#undef PMIx_Info_qualifier
-#undef PMIx_Info_is_qualifier
-#undef PMIx_Info_persistent
-#undef PMIx_Info_is_persistent
-#undef PMIx_Value_true
-#undef PMIx_Info_true
-#undef PMIx_Check_reserved_key
-#undef PMIx_Nspace_invalid
-#undef PMIx_Check_rank
-#undef PMIx_Check_procid
-#undef PMIx_Procid_invalid
-#undef PMIx_Xfer_procid
-#undef PMIx_Byte_object_create
-#undef PMIx_Byte_object_load
-#undef PMIx_Byte_object_destruct
-#undef PMIx_Envar_create
-#undef PMIx_Envar_load
-#undef PMIx_Envar_destruct
-#undef PMIx_Query_create
-#undef PMIx_Query_qualifiers_create
-#undef PMIx_Query_release
-#undef PMIx_App_construct
-#undef PMIx_App_info_create
-#undef PMIx_App_destruct
-#undef PMIx_Pdata_create
+    /* LOAD's # and ## take the names as written, not as the #defines above redirect them. */
     LOAD(PMIx_Argv_count);
     LOAD(PMIx_Argv_prepend_nosize);
     LOAD(PMIx_Argv_append_unique_nosize);
@@ -207,49 +165,6 @@ static void load_functions(void)
     LOAD(PMIx_App_destruct);
     LOAD(PMIx_Pdata_create);
 #undef LOAD
-#define PMIx_Argv_count PMIx_Argv_count_p
-#define PMIx_Argv_prepend_nosize PMIx_Argv_prepend_nosize_p
-#define PMIx_Argv_append_unique_nosize PMIx_Argv_append_unique_nosize_p
-#define PMIx_Argv_free PMIx_Argv_free_p
-#define PMIx_Argv_split PMIx_Argv_split_p
-#define PMIx_Argv_split_with_empty PMIx_Argv_split_with_empty_p
-#define PMIx_Argv_join PMIx_Argv_join_p
-#define PMIx_Argv_copy PMIx_Argv_copy_p
-#define PMIx_Argv_append_nosize PMIx_Argv_append_nosize_p
-#define PMIx_Setenv PMIx_Setenv_p
-#define PMIx_Info_required PMIx_Info_required_p
-#define PMIx_Info_optional PMIx_Info_optional_p
-#define PMIx_Info_is_required PMIx_Info_is_required_p
-#define PMIx_Info_is_optional PMIx_Info_is_optional_p
-#define PMIx_Info_processed PMIx_Info_processed_p
-#define PMIx_Info_was_processed PMIx_Info_was_processed_p
-#define PMIx_Info_set_end PMIx_Info_set_end_p
-#define PMIx_Info_is_end PMIx_Info_is_end_p
-#define PMIx_Info_qualifier PMIx_Info_qualifier_p
-#define PMIx_Info_is_qualifier PMIx_Info_is_qualifier_p
-#define PMIx_Info_persistent PMIx_Info_persistent_p
-#define PMIx_Info_is_persistent PMIx_Info_is_persistent_p
-#define PMIx_Value_true PMIx_Value_true_p
-#define PMIx_Info_true PMIx_Info_true_p
-#define PMIx_Check_reserved_key PMIx_Check_reserved_key_p
-#define PMIx_Nspace_invalid PMIx_Nspace_invalid_p
-#define PMIx_Check_rank PMIx_Check_rank_p
-#define PMIx_Check_procid PMIx_Check_procid_p
-#define PMIx_Procid_invalid PMIx_Procid_invalid_p
-#define PMIx_Xfer_procid PMIx_Xfer_procid_p
-#define PMIx_Byte_object_create PMIx_Byte_object_create_p
-#define PMIx_Byte_object_load PMIx_Byte_object_load_p
-#define PMIx_Byte_object_destruct PMIx_Byte_object_destruct_p
-#define PMIx_Envar_create PMIx_Envar_create_p
-#define PMIx_Envar_load PMIx_Envar_load_p
-#define PMIx_Envar_destruct PMIx_Envar_destruct_p
-#define PMIx_Query_create PMIx_Query_create_p
-#define PMIx_Query_qualifiers_create PMIx_Query_qualifiers_create_p
-#define PMIx_Query_release PMIx_Query_release_p
-#define PMIx_App_construct PMIx_App_construct_p
-#define PMIx_App_info_create PMIx_App_info_create_p
-#define PMIx_App_destruct PMIx_App_destruct_p
-#define PMIx_Pdata_create PMIx_Pdata_create_p
 }
 
 /* Prints "<what> [a][b]..." for a list (NULL: "NULL"). */

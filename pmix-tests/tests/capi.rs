@@ -100,61 +100,57 @@ fn libpmix_client_runs_unmodified_on_our_libpmix_as_on_debians() {
     assert_eq!(comparable_lines(&ours), comparable_lines(&debian));
 }
 
+/// `pmixrun -n <n> <program> <args>` on our library (`loaded` processes in all, counting
+/// spawned ones, each loading ours) and on Debian's, both succeeding; the lines ours printed,
+/// which must be Debian's.
+fn same_on_both(n: u32, program: &Path, args: &[&str], loaded: u32) -> Vec<String> {
+    let what = format!("{} {}", program.display(), args.join(" "));
+    let ours = run(n, program, args, &[], true);
+    assert_eq!(
+        ours.status.code(),
+        Some(0),
+        "{what} on pmix-capi: {ours:#?}"
+    );
+    assert_ours_loaded(&ours, loaded);
+    let debian = run(n, program, args, &[], false);
+    assert_eq!(
+        debian.status.code(),
+        Some(0),
+        "{what} on Debian's libpmix: {debian:#?}"
+    );
+    let lines = comparable_lines(&ours);
+    assert_eq!(lines, comparable_lines(&debian), "{what}: {ours:#?}");
+    lines
+}
+
 /// `pmix_capi_nb.c`: non-blocking get and fence, an event between ranks (its completion
 /// honoured), data pack/unpack round trips, `PMIx_Value_unload`, resolving peers and nodes.
 /// The program checks itself; both libraries must print the same lines.
 #[test]
 fn non_blocking_calls_events_and_packing_work_on_our_libpmix_as_on_debians() {
     let n = 4;
-    let program = openpmix_program("pmix_capi_nb");
-    let ours = run(n, &program, &[], &[], true);
-    assert_eq!(ours.status.code(), Some(0), "on pmix-capi: {ours:#?}");
-    assert_ours_loaded(&ours, n);
-    let lines = comparable_lines(&ours);
-    assert_eq!(lines.len(), 6 * n as usize, "{ours:#?}");
+    let lines = same_on_both(n, &openpmix_program("pmix_capi_nb"), &[], n);
+    assert_eq!(lines.len(), 6 * n as usize, "{lines:#?}");
     for r in 1..n {
         let want = format!("event rank={r} reg=0 dereg=0 from=0 msg=hello released=1");
-        assert!(lines.contains(&want), "{want}: {ours:#?}");
+        assert!(lines.contains(&want), "{want}: {lines:#?}");
     }
-
-    let debian = run(n, &program, &[], &[], false);
-    assert_eq!(
-        debian.status.code(),
-        Some(0),
-        "on Debian's libpmix: {debian:#?}"
-    );
-    assert_eq!(lines, comparable_lines(&debian));
 }
 
 /// `pmix_capi_more.c`: the string functions, relative locality and node/process maps
 /// (`strings`), and the non-blocking publish, lookup and unpublish, group construct and
 /// destruct, spawn, connect and disconnect, a blocking connect and disconnect in the spawned
-/// child (`nb`). Both libraries must print the same lines; the program checks what it can
-/// itself.
+/// child (`nb`, whose child loads ours too). Both libraries must print the same lines; the
+/// program checks what it can itself.
 #[test]
 fn the_rest_of_the_client_api_works_on_our_libpmix_as_on_debians() {
     let n = 2;
     let program = openpmix_program("pmix_capi_more");
-    for (scenario, lines) in [("strings", 10 * n as usize), ("nb", 11)] {
-        let ours = run(n, &program, &[scenario], &[], true);
-        assert_eq!(
-            ours.status.code(),
-            Some(0),
-            "{scenario} on pmix-capi: {ours:#?}"
-        );
-        // The spawned child loads ours as well.
-        let ranks = if scenario == "nb" { n + 1 } else { n };
-        assert_ours_loaded(&ours, ranks);
-        let got = comparable_lines(&ours);
-        assert_eq!(got.len(), lines, "{scenario}: {ours:#?}");
-        let debian = run(n, &program, &[scenario], &[], false);
-        assert_eq!(
-            debian.status.code(),
-            Some(0),
-            "{scenario} on Debian's libpmix: {debian:#?}"
-        );
-        assert_eq!(got, comparable_lines(&debian), "{scenario}");
-    }
+    let lines = same_on_both(n, &program, &["strings"], n);
+    assert_eq!(lines.len(), 10 * n as usize, "{lines:#?}");
+    let lines = same_on_both(n, &program, &["nb"], n + 1);
+    assert_eq!(lines.len(), 11, "{lines:#?}");
+    assert!(lines.contains(&"child connected=0 disconnected=0".to_owned()));
 }
 
 /// `pmix_invite.c accept`, unmodified: rank 0 invites ranks 1 and 2 (`PMIx_Group_invite`), they
@@ -165,20 +161,9 @@ fn the_rest_of_the_client_api_works_on_our_libpmix_as_on_debians() {
 #[test]
 fn groups_by_invitation_work_on_our_libpmix_as_on_debians() {
     let n = 3;
-    let program = openpmix_program("pmix_invite");
-    let ours = run(n, &program, &["accept"], &[], true);
-    assert_eq!(ours.status.code(), Some(0), "on pmix-capi: {ours:#?}");
-    assert_ours_loaded(&ours, n);
-    let lines = comparable_lines(&ours);
-    assert!(lines.contains(&"left rank=1".to_owned()), "{ours:#?}");
-    assert_eq!(lines.len(), 6, "{ours:#?}");
-    let debian = run(n, &program, &["accept"], &[], false);
-    assert_eq!(
-        debian.status.code(),
-        Some(0),
-        "on Debian's libpmix: {debian:#?}"
-    );
-    assert_eq!(lines, comparable_lines(&debian));
+    let lines = same_on_both(n, &openpmix_program("pmix_invite"), &["accept"], n);
+    assert_eq!(lines.len(), 6, "{lines:#?}");
+    assert!(lines.contains(&"left rank=1".to_owned()), "{lines:#?}");
 }
 
 /// `pmix_capi_helpers.c`: the helpers OpenPMIx 5's headers call from their macros (argv lists,
