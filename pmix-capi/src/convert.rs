@@ -32,9 +32,9 @@ use pmix_types::{
 use pmix_types::{App, Query};
 
 use crate::ctypes::{
-    pmix_app_t, pmix_byte_object_t, pmix_data_array_t, pmix_data_buffer_t, pmix_envar_t,
-    pmix_info_t, pmix_key_t, pmix_nspace_t, pmix_proc_info_t, pmix_proc_t, pmix_query_t,
-    pmix_regattr_t, pmix_value_t, timeval,
+    MAX_KEYLEN, pmix_app_t, pmix_byte_object_t, pmix_data_array_t, pmix_data_buffer_t,
+    pmix_envar_t, pmix_info_t, pmix_key_t, pmix_nspace_t, pmix_pdata_t, pmix_proc_info_t,
+    pmix_proc_t, pmix_query_t, pmix_regattr_t, pmix_value_t, timeval,
 };
 
 /// How deeply data arrays, infos and values may nest inside each other.
@@ -693,6 +693,69 @@ pub(crate) fn infos_to_c(infos: &[Info]) -> Result<*mut pmix_info_t> {
     Ok(p)
 }
 
+/// Writes a new info array holding `infos` to `*results` and its length to `*nresults` (NULL
+/// and 0 for none), for the caller to free.
+///
+/// # Safety
+/// `results` and `nresults` are valid for writes.
+pub(crate) unsafe fn infos_out(
+    infos: &[Info],
+    results: *mut *mut pmix_info_t,
+    nresults: *mut usize,
+) -> Result<()> {
+    let p = infos_to_c(infos)?;
+    // SAFETY: the caller's promise.
+    unsafe {
+        results.write(p);
+        nresults.write(infos.len());
+    }
+    Ok(())
+}
+
+/// A new array of published data, one per `(publisher, key, value)`, for [`pdata_free`].
+pub(crate) fn pdata_to_c(found: &[(Proc, Key, Value)]) -> Result<*mut pmix_pdata_t> {
+    let p = c_alloc::<pmix_pdata_t>(found.len())?;
+    for (n, (publisher, key, value)) in found.iter().enumerate() {
+        let made = value_to_c(value).and_then(|v| {
+            let mut k: pmix_key_t = [0; MAX_KEYLEN + 1];
+            fixed_from_str(key.as_str(), &mut k)?;
+            Ok((k, v))
+        });
+        match made {
+            // SAFETY: element `n` of `p` is zeroed and ours to fill.
+            Ok((key, value)) => unsafe {
+                p.add(n).write(pmix_pdata_t {
+                    proc_: proc_to_c(publisher),
+                    key,
+                    value,
+                })
+            },
+            Err(e) => {
+                // SAFETY: every element is filled or zeroed.
+                unsafe { pdata_free(p, found.len()) };
+                return Err(e);
+            }
+        }
+    }
+    Ok(p)
+}
+
+/// Frees an array of published data made by [`pdata_to_c`].
+///
+/// # Safety
+/// A non-NULL `p` is a pdata array from the C allocator with `n` well-formed entries.
+pub(crate) unsafe fn pdata_free(p: *mut pmix_pdata_t, n: usize) {
+    if p.is_null() {
+        return;
+    }
+    for k in 0..n {
+        // SAFETY: the caller's promise.
+        unsafe { value_destruct(&mut (*p.add(k)).value) };
+    }
+    // SAFETY: the caller's promise.
+    unsafe { libc::free(p.cast()) };
+}
+
 /// Fills `out` with an array of `PMIX_INFO` holding `infos`, whose memory the C caller owns.
 pub(crate) fn info_array_to_c(infos: Vec<Info>, out: &mut pmix_data_array_t) -> Result<()> {
     let mut filled = pmix_data_array_t {
@@ -803,7 +866,7 @@ unsafe fn value_destruct_at(v: *mut pmix_value_t, depth: usize) {
 ///
 /// # Safety
 /// `at` holds a well-formed element of `ty` owning its memory.
-unsafe fn element_destruct(ty: DataType, at: *mut u8, depth: usize) {
+pub(crate) unsafe fn element_destruct(ty: DataType, at: *mut u8, depth: usize) {
     if depth > MAX_DEPTH {
         return;
     }

@@ -156,6 +156,43 @@ proptest! {
         prop_assert_eq!(back, Ok(infos));
     }
 
+    #[test]
+    fn infos_written_to_out_pointers_read_back(infos in proptest::collection::vec(
+        (key(), value()).prop_map(|(k, v)| Info::new(k, v)), 0..6)
+    ) {
+        let mut results: *mut pmix_info_t = ptr::null_mut();
+        let mut n = usize::MAX;
+        // SAFETY: both out-pointers are ours.
+        unsafe { infos_out(&infos, &mut results, &mut n) }.expect("convertible");
+        prop_assert_eq!(n, infos.len());
+        prop_assert_eq!(results.is_null(), infos.is_empty());
+        // SAFETY: `results` holds `n` entries just built.
+        let back = unsafe { infos_from_c(results, n) };
+        // SAFETY: as above.
+        unsafe { infos_free(results, n) };
+        prop_assert_eq!(back, Ok(infos));
+    }
+
+    /// Published data handed to a lookup's callback: each entry's publisher, key and value as
+    /// found.
+    #[test]
+    fn published_data_goes_to_c_whole(found in proptest::collection::vec(
+        (proc_(), key(), value()), 0..6)
+    ) {
+        let p = pdata_to_c(&found).expect("convertible");
+        prop_assert_eq!(p.is_null(), found.is_empty());
+        for (n, (publisher, key, value)) in found.iter().enumerate() {
+            // SAFETY: `p` holds found.len() entries just built.
+            let entry = unsafe { &*p.add(n) };
+            prop_assert_eq!(&proc_from_c(&entry.proc_).expect("a process"), publisher);
+            prop_assert_eq!(&key_from_c(&entry.key).expect("a key"), key);
+            // SAFETY: as above.
+            prop_assert_eq!(&unsafe { value_from_c(&entry.value) }.expect("a value"), value);
+        }
+        // SAFETY: as above, freed once.
+        unsafe { pdata_free(p, found.len()) };
+    }
+
     /// A key array filled to the end with no NUL is refused, whatever its bytes.
     #[test]
     fn unterminated_keys_are_refused(fill in 1u8..=255) {

@@ -249,6 +249,22 @@ pub struct pmix_query_t {
 pub type pmix_op_cbfunc_t =
     Option<unsafe extern "C" fn(status: pmix_status_t, cbdata: *mut c_void)>;
 
+/// `pmix_spawn_cbfunc_t`: the completion of `PMIx_Spawn_nb`, with the new job's namespace
+/// (the library's, released when the callback returns).
+pub type pmix_spawn_cbfunc_t =
+    Option<unsafe extern "C" fn(status: pmix_status_t, nspace: *mut c_char, cbdata: *mut c_void)>;
+
+/// `pmix_lookup_cbfunc_t`: the completion of `PMIx_Lookup_nb`, with the data found (the
+/// library's, released when the callback returns).
+pub type pmix_lookup_cbfunc_t = Option<
+    unsafe extern "C" fn(
+        status: pmix_status_t,
+        data: *mut pmix_pdata_t,
+        ndata: usize,
+        cbdata: *mut c_void,
+    ),
+>;
+
 /// `pmix_value_cbfunc_t`: the completion of `PMIx_Get_nb`; the value belongs to the library
 /// and is released when the callback returns.
 pub type pmix_value_cbfunc_t =

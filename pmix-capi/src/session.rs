@@ -42,6 +42,14 @@ impl Session {
         }
     }
 
+    /// `PMIx_Query_info`.
+    pub(crate) fn query(&self, queries: Vec<Query>) -> Result<Vec<Info>, Status> {
+        match self {
+            Session::Client(c) => c.query(&queries).map_err(status),
+            Session::Tool(t) => t.call(move |t| t.query(queries)),
+        }
+    }
+
     /// `PMIx_Query_info_nb`.
     pub(crate) fn query_nb(
         &self,
@@ -77,6 +85,18 @@ impl Session {
         }
     }
 
+    /// `PMIx_Job_control`.
+    pub(crate) fn job_control(
+        &self,
+        targets: Vec<Proc>,
+        directives: Vec<Info>,
+    ) -> Result<(), Status> {
+        match self {
+            Session::Client(c) => c.job_control(&targets, &directives).map_err(status),
+            Session::Tool(t) => t.call(move |t| t.job_control(&targets, directives)),
+        }
+    }
+
     /// `PMIx_Job_control_nb`.
     pub(crate) fn job_control_nb(
         &self,
@@ -97,6 +117,19 @@ impl Session {
         match self {
             Session::Client(c) => c.spawn(&job_info, &apps).map_err(status),
             Session::Tool(t) => t.call(move |t| t.spawn(job_info, apps)),
+        }
+    }
+
+    /// `PMIx_Spawn_nb`.
+    pub(crate) fn spawn_nb(
+        &self,
+        job_info: Vec<Info>,
+        apps: Vec<App>,
+        done: impl FnOnce(Result<Nspace, Status>) + Send + 'static,
+    ) {
+        match self {
+            Session::Client(c) => c.spawn_nb(&job_info, &apps, move |r| done(r.map_err(status))),
+            Session::Tool(t) => t.call_nb(move |t| t.spawn(job_info, apps), done),
         }
     }
 

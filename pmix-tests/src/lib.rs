@@ -599,6 +599,29 @@ pub fn use_ompi5_libpmix(cmd: &mut Command) {
     cmd.env("LD_LIBRARY_PATH", dir);
 }
 
+/// A directory holding pmix-capi, pmix-rs's C API, under OpenPMIx's name `libpmix.so.2`,
+/// built (once per test process) into the running test's target directory and profile.
+pub fn capi_libpmix_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let profile = cargo_build(&["-p", "pmix-capi", "--lib"]);
+        let built = profile.join("libpmix_capi.so");
+        assert!(built.is_file(), "{} was not built", built.display());
+        let dir = profile.join("capi-libpmix");
+        std::fs::create_dir_all(&dir).expect("creating the library directory");
+        let link = dir.join("libpmix.so.2");
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&built, &link).expect("linking libpmix.so.2");
+        dir
+    })
+}
+
+/// Makes the libpmix programs `cmd` starts load pmix-capi ([`capi_libpmix_dir`]) instead of
+/// the libpmix they were linked with, through `LD_LIBRARY_PATH`.
+pub fn use_capi_libpmix(cmd: &mut Command) {
+    cmd.env("LD_LIBRARY_PATH", capi_libpmix_dir());
+}
+
 /// Where the tests put programs they compile: `<target>/tmp/<kind>` (the directory Cargo
 /// names `CARGO_TARGET_TMPDIR` for integration tests; the library is not given it), created
 /// if need be.

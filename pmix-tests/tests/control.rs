@@ -1,6 +1,7 @@
 //! Query, log and job control, with the lifecycle events they bring, under `pmixrun`, from
 //! every client library: pmix-rs's (`pmix-control-client`), libpmix 4.2 and 5.0.11
-//! (`openpmix/pmix_control.c`, compiled here against 4.2) and python3-pmix (`openpmix/pmix_control.py`),
+//! (`openpmix/pmix_control.c`, compiled here against 4.2), the same program on pmix-capi
+//! (pmix-rs's `libpmix.so.2`) and python3-pmix (`openpmix/pmix_control.py`),
 //! on one node and across two logical nodes of this machine (`--launcher local`). The three
 //! print the same lines; every run is bounded by a deadline.
 
@@ -26,6 +27,8 @@ enum Lib {
     C,
     /// `pmix_control.c` with Open MPI 5's OpenPMIx 5.0.11.
     CWheel,
+    /// `pmix_control.c` with pmix-capi, pmix-rs's `libpmix.so.2`.
+    CCapi,
     Python,
 }
 
@@ -40,7 +43,7 @@ fn program(lib: Lib) -> Vec<OsString> {
             });
             vec![bin.into()]
         }
-        Lib::C | Lib::CWheel => vec![openpmix_program("pmix_control").into()],
+        Lib::C | Lib::CWheel | Lib::CCapi => vec![openpmix_program("pmix_control").into()],
         Lib::Python => {
             let (python, _) = openpmix_python_client();
             vec![
@@ -88,8 +91,10 @@ fn run_in(
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if lib == Lib::CWheel {
-        pmix_tests::use_ompi5_libpmix(&mut cmd);
+    match lib {
+        Lib::CWheel => pmix_tests::use_ompi5_libpmix(&mut cmd),
+        Lib::CCapi => pmix_tests::use_capi_libpmix(&mut cmd),
+        _ => {}
     }
     let what = format!("{lib:?} client, nodes {nodes}: {}", args.join(" "));
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
@@ -224,9 +229,14 @@ fn channels(lib: Lib, nodes: bool) {
 }
 
 /// The name `PMIx_Error_string` gives a status (`name` as libpmix 4.2 and pmix-rs spell it):
-/// libpmix 5 spells it as the C constant.
+/// libpmix 5 and pmix-capi spell it as the C constant.
 fn status_name(lib: Lib, name: &str, constant: &str) -> String {
-    if lib == Lib::CWheel { constant } else { name }.to_owned()
+    if matches!(lib, Lib::CWheel | Lib::CCapi) {
+        constant
+    } else {
+        name
+    }
+    .to_owned()
 }
 
 fn unsupported(lib: Lib, nodes: bool) {
@@ -328,6 +338,13 @@ fn libpmix_client_queries_logs_and_controls_the_job() {
 #[test]
 fn libpmix_5_client_queries_logs_and_controls_the_job() {
     libpmix_client(Lib::CWheel);
+}
+
+/// The same program on pmix-capi, pmix-rs's `libpmix.so.2` (`PMIx_Query_info`, `PMIx_Log`,
+/// `PMIx_Job_control` and the events they bring), printing what it prints on libpmix.
+#[test]
+fn libpmix_program_on_pmix_capi_queries_logs_and_controls_the_job() {
+    libpmix_client(Lib::CCapi);
 }
 
 fn libpmix_client(lib: Lib) {

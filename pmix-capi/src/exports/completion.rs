@@ -127,3 +127,14 @@ pub(crate) fn op_or_wait(
     }));
     rx.recv().map_err(|_| Status::ERR_INIT)?
 }
+
+/// Runs `work` (a blocking call of the client and its completion) on a thread of its own: the
+/// `_nb` form of a call the client has only in blocking form. `PMIX_ERR_OUT_OF_RESOURCE` when
+/// no thread can be started (then `work` never runs).
+pub(crate) fn on_own_thread(work: impl FnOnce() + Send + 'static) -> Result<(), Status> {
+    std::thread::Builder::new()
+        .name("pmix-capi-nb".into())
+        .spawn(work)
+        .map(drop)
+        .map_err(|_| Status::ERR_OUT_OF_RESOURCE)
+}

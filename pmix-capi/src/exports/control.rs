@@ -1,23 +1,53 @@
-//! Asking and telling the server: `PMIx_Query_info_nb`, `PMIx_Query_construct`,
-//! `PMIx_Log_nb`, `PMIx_Job_control_nb`, `PMIx_Store_internal`, `PMIx_Get_attribute_string`.
+//! Asking and telling the server: `PMIx_Query_info` (and `_nb`), `PMIx_Query_construct`,
+//! `PMIx_Log` (and `_nb`), `PMIx_Job_control` (and `_nb`), `PMIx_Store_internal`.
 
 use core::ffi::{c_char, c_void};
-use std::collections::HashMap;
-use std::ffi::CString;
 
-use parking_lot::Mutex;
-use pmix_client::types::attr;
-use pmix_client::{Key, Status};
+use pmix_client::{Key, Query, Status};
 
 use super::completion::{CbData, complete_infos, complete_op};
-use crate::convert::{c_str, infos_from_c, proc_from_c, procs_from_c, query_from_c, required_str};
-use crate::convert::{slice_of, value_from_c};
+use crate::convert::{infos_from_c, infos_out, proc_from_c, procs_from_c, query_from_c};
+use crate::convert::{required_str, slice_of, value_from_c};
 use crate::ctypes::{
     pmix_info_cbfunc_t, pmix_info_t, pmix_op_cbfunc_t, pmix_proc_t, pmix_query_t, pmix_status_t,
     pmix_value_t,
 };
-use crate::guard::{guarded, guarded_or};
+use crate::guard::guarded;
 use crate::state;
+
+/// The queries of a query call.
+///
+/// # Safety
+/// The Standard's contract: `queries` holds `nqueries` well-formed queries.
+unsafe fn queries_arg(queries: *const pmix_query_t, nqueries: usize) -> Result<Vec<Query>, Status> {
+    // SAFETY: the caller's promise.
+    unsafe { slice_of(queries, nqueries) }?
+        .iter()
+        // SAFETY: as above.
+        .map(|q| unsafe { query_from_c(q) })
+        .collect()
+}
+
+/// Asks the server the `queries` and waits: the answers (one info per key answered) go to
+/// `*results` and `*nresults`, new memory the caller frees (`PMIX_INFO_FREE`).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Query_info(
+    queries: *mut pmix_query_t,
+    nqueries: usize,
+    results: *mut *mut pmix_info_t,
+    nresults: *mut usize,
+) -> pmix_status_t {
+    guarded(|| {
+        if results.is_null() || nresults.is_null() {
+            return Err(Status::ERR_BAD_PARAM);
+        }
+        // SAFETY: the Standard's contract.
+        let queries = unsafe { queries_arg(queries, nqueries) }?;
+        let answers = state::session()?.query(queries)?;
+        // SAFETY: both checked not NULL.
+        unsafe { infos_out(&answers, results, nresults) }
+    })
+}
 
 /// Asks the server the `queries`; the answers (one info per key answered) reach
 /// `cbfunc(status, info, ninfo, cbdata, release_fn, release_cbdata)` on the progress thread,
@@ -34,11 +64,7 @@ pub unsafe extern "C" fn PMIx_Query_info_nb(
             return Err(Status::ERR_BAD_PARAM);
         }
         // SAFETY: the Standard's contract.
-        let queries = unsafe { slice_of(queries, nqueries) }?
-            .iter()
-            // SAFETY: as above.
-            .map(|q| unsafe { query_from_c(q) })
-            .collect::<Result<Vec<_>, _>>()?;
+        let queries = unsafe { queries_arg(queries, nqueries) }?;
         let cbdata = CbData(cbdata);
         state::session()?.query_nb(queries, move |r| complete_infos(r, cbfunc, cbdata));
         Ok(())
@@ -54,6 +80,18 @@ pub unsafe extern "C" fn PMIx_Query_construct(p: *mut pmix_query_t) {
         q.qualifiers = core::ptr::null_mut();
         q.nqual = 0;
     }
+}
+
+/// Logs `data` through the server's host and waits for it.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Log(
+    data: *const pmix_info_t,
+    ndata: usize,
+    directives: *const pmix_info_t,
+    ndirs: usize,
+) -> pmix_status_t {
+    // SAFETY: the Standard's contract; without a callback the call waits.
+    unsafe { PMIx_Log_nb(data, ndata, directives, ndirs, None, core::ptr::null_mut()) }
 }
 
 /// Logs `data` through the server's host; completing through `cbfunc(status, cbdata)` on the
@@ -78,6 +116,33 @@ pub unsafe extern "C" fn PMIx_Log_nb(
         let cbdata = CbData(cbdata);
         session.log_nb(data, dirs, move |r| complete_op(r, cbfunc, cbdata));
         Ok(())
+    })
+}
+
+/// Asks the host to act on `targets` (none: this job) as `directives` say, and waits for its
+/// answer; no results come back (`*results` NULL, `*nresults` 0).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn PMIx_Job_control(
+    targets: *const pmix_proc_t,
+    ntargets: usize,
+    directives: *const pmix_info_t,
+    ndirs: usize,
+    results: *mut *mut pmix_info_t,
+    nresults: *mut usize,
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the Standard's contract.
+        let (targets, dirs) = unsafe {
+            (
+                procs_from_c(targets, ntargets)?,
+                infos_from_c(directives, ndirs)?,
+            )
+        };
+        if !results.is_null() && !nresults.is_null() {
+            // SAFETY: both checked not NULL.
+            unsafe { infos_out(&[], results, nresults) }?;
+        }
+        state::session()?.job_control(targets, dirs)
     })
 }
 
@@ -130,29 +195,5 @@ pub unsafe extern "C" fn PMIx_Store_internal(
             None => state::session()?.proc()?,
         };
         state::store_internal(proc, key, value)
-    })
-}
-
-/// The key string of the attribute named `attribute` (`"PMIX_JOB_SIZE"` or `"JOB_SIZE"`:
-/// `"pmix.job.size"`); NULL for a name the Standard does not have. The string is the
-/// library's, valid while it is loaded.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMIx_Get_attribute_string(attribute: *const c_char) -> *const c_char {
-    static KEYS: Mutex<Option<HashMap<&'static str, CString>>> = Mutex::new(None);
-    guarded_or(core::ptr::null(), || {
-        // SAFETY: the Standard's contract: a C string or NULL.
-        let Ok(Some(name)) = (unsafe { c_str(attribute) }) else {
-            return core::ptr::null();
-        };
-        let Some(a) = attr::lookup_name(name) else {
-            return core::ptr::null();
-        };
-        let mut keys = KEYS.lock();
-        let keys = keys.get_or_insert_default();
-        // Each key's C copy is made once and kept, so the pointer stays valid.
-        let c = keys
-            .entry(a.key)
-            .or_insert_with(|| CString::new(a.key).unwrap_or_default());
-        c.as_ptr()
     })
 }

@@ -86,6 +86,36 @@ pub unsafe extern "C" fn PMIx_Fence(
     unsafe { collective(procs, nprocs, info, ninfo, Client::fence) }
 }
 
+/// The completion a non-blocking collective hands the client.
+pub(super) type Done = Box<dyn FnOnce(Result<(), pmix_client::Error>) + Send>;
+
+/// Starts the non-blocking collective `call` of the client over `procs` with `info`, its
+/// outcome reaching `cbfunc(status, cbdata)` on the progress thread.
+///
+/// # Safety
+/// As [`procs_and_info`].
+#[track_caller]
+pub(super) unsafe fn collective_nb(
+    procs: *const pmix_proc_t,
+    nprocs: usize,
+    info: *const pmix_info_t,
+    ninfo: usize,
+    cbfunc: pmix_op_cbfunc_t,
+    cbdata: *mut c_void,
+    call: impl FnOnce(&Client, &[Proc], &[Info], Done),
+) -> pmix_status_t {
+    guarded(|| {
+        // SAFETY: the caller's promise.
+        let (procs, info) = unsafe { procs_and_info(procs, nprocs, info, ninfo) }?;
+        let client = state::client()?;
+        let cbdata = CbData(cbdata);
+        let done: Done =
+            Box::new(move |result| complete_op(result.map_err(|e| e.status()), cbfunc, cbdata));
+        call(&client, &procs, &info, done);
+        Ok(())
+    })
+}
+
 /// [`PMIx_Fence`] completing through `cbfunc(status, cbdata)` on the progress thread.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Fence_nb(
@@ -96,16 +126,18 @@ pub unsafe extern "C" fn PMIx_Fence_nb(
     cbfunc: pmix_op_cbfunc_t,
     cbdata: *mut c_void,
 ) -> pmix_status_t {
-    guarded(|| {
-        // SAFETY: the Standard's contract.
-        let (procs, info) = unsafe { procs_and_info(procs, nprocs, info, ninfo) }?;
-        let client = state::client()?;
-        let cbdata = CbData(cbdata);
-        client.fence_nb(&procs, &info, move |result| {
-            complete_op(result.map_err(|e| e.status()), cbfunc, cbdata)
-        });
-        Ok(())
-    })
+    // SAFETY: the Standard's contract.
+    unsafe {
+        collective_nb(
+            procs,
+            nprocs,
+            info,
+            ninfo,
+            cbfunc,
+            cbdata,
+            |c, p, i, done| c.fence_nb(p, i, done),
+        )
+    }
 }
 
 /// The process and directives of a get; a NULL `proc` is this process.

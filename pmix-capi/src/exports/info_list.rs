@@ -1,12 +1,12 @@
 //! Building info arrays one entry at a time: `PMIx_Info_list_start`, `PMIx_Info_list_add`,
-//! `PMIx_Info_list_convert`, `PMIx_Info_list_release`; and `PMIx_Argv_append_nosize`. The
-//! list is an opaque handle to a Rust vector; only the converted array is C memory.
+//! `PMIx_Info_list_convert`, `PMIx_Info_list_release`. The list is an opaque handle to a Rust
+//! vector; only the converted array is C memory.
 
 use core::ffi::{c_char, c_void};
 
 use pmix_client::types::{DataType, Info, Key, Status};
 
-use crate::convert::{argv_append, info_array_to_c, required_str};
+use crate::convert::{info_array_to_c, required_str};
 use crate::ctypes::{pmix_data_array_t, pmix_data_type_t, pmix_status_t};
 use crate::exports::values::loaded;
 use crate::guard::{guarded, guarded_or};
@@ -71,21 +71,6 @@ pub unsafe extern "C" fn PMIx_Info_list_release(list: *mut c_void) {
             // SAFETY: the Standard's contract: a handle from PMIx_Info_list_start, released
             // once.
             drop(unsafe { Box::from_raw(list.cast::<List>()) });
-        }
-    })
-}
-
-/// Appends a copy of `arg` to the NULL-terminated list at `*argv` (NULL: a new list).
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn PMIx_Argv_append_nosize(
-    argv: *mut *mut *mut c_char,
-    arg: *const c_char,
-) -> pmix_status_t {
-    guarded(|| {
-        // SAFETY: the Standard's contract: a list from the C allocator (or NULL) and a string.
-        unsafe {
-            let argv = argv.as_mut().ok_or(Status::ERR_BAD_PARAM)?;
-            argv_append(argv, required_str(arg)?)
         }
     })
 }
