@@ -9,15 +9,15 @@ use crate::ctypes::{pmix_info_t, pmix_pdata_t, pmix_status_t};
 use crate::guard::guarded;
 use crate::state;
 
-/// Publishes the key/value pairs of `info` (with the directives among them, `PMIX_RANGE`...).
+/// Publishes the key/value pairs of `info` (with the directives among them, `PMIX_RANGE`...:
+/// the keys that are attributes of the standard; any other key is data, `pmixrs.svc` too, as
+/// libpmix and OpenPMIx's servers take it).
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Publish(info: *const pmix_info_t, ninfo: usize) -> pmix_status_t {
     guarded(|| {
         // SAFETY: the Standard's contract: `info` holds `ninfo` entries.
         let all = unsafe { infos_from_c(info, ninfo) }?;
-        let (directives, data): (Vec<_>, Vec<_>) = all
-            .into_iter()
-            .partition(|i| pmix_client::types::is_reserved_key(i.key.as_str()));
+        let (directives, data) = pmix_client::types::split_publish_info(all);
         state::client()?
             .publish(&data, &directives)
             .map_err(|e| e.status())
