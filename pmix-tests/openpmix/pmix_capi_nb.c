@@ -17,7 +17,11 @@
  *   pack rank=R ok=1 end=S          PMIx_Data_pack of int32s, a string, a proc and a value,
  *                                   unloaded, loaded in another buffer, unpacked and
  *                                   compared; S the status of unpacking past the end
- *   unload rank=R u16=7 str=abc     PMIx_Value_unload into the caller's memory and into new
+ *   unload rank=R u16=7 str=abc strsz=3 nullfixed=S
+ *                                   PMIx_Value_unload into the caller's memory and into new
+ *                                   (a string, its size without the NUL); S the status of
+ *                                   unloading a uint16 to a NULL *data (refused, as Open MPI
+ *                                   5's MPI_Session_get_num_psets counts on)
  *   resolve rank=R local=L nodes=K  PMIx_Resolve_peers on this node, PMIx_Resolve_nodes
  */
 #include <errno.h>
@@ -270,7 +274,15 @@ static void unload(void)
     rc = PMIx_Value_unload(&v, (void **)&s, &sz);
     if (PMIX_SUCCESS != rc || NULL == s)
         fail("PMIx_Value_unload of a string", rc);
-    printf("unload rank=%u u16=%u str=%s\n", me.rank, out, s);
+    size_t strsz = sz;
+    PMIx_Value_destruct(&v);
+    PMIx_Value_load(&v, &seven, PMIX_UINT16);
+    void *nowhere = NULL;
+    pmix_status_t nullfixed = PMIx_Value_unload(&v, &nowhere, &sz);
+    if (NULL != nowhere)
+        fail("PMIx_Value_unload of a uint16 to a NULL *data wrote a pointer", nullfixed);
+    printf("unload rank=%u u16=%u str=%s strsz=%zu nullfixed=%d\n", me.rank, out, s, strsz,
+           nullfixed);
     free(s);
     PMIx_Value_destruct(&v);
 }

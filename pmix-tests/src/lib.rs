@@ -6,6 +6,7 @@
 //! waits for them with a deadline, killing them and failing with a message if they hang.
 
 mod held_job;
+pub mod ompi5;
 pub mod scenario;
 mod streamed;
 mod tool_programs;

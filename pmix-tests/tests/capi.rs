@@ -1,25 +1,28 @@
-//! `pmix-capi`, pmix-rs's `libpmix.so.2`, under real programs run by `pmixrun` with
-//! `LD_LIBRARY_PATH` at a directory holding our library, the dynamic loader saying ours was
-//! loaded: the unmodified libpmix C test client (`pmix-tests/openpmix/pmix_client.c`) and
-//! `pmix_capi_nb.c` (non-blocking calls, events, packing), `pmix_capi_more.c` (the rest of the
-//! client API: non-blocking names, groups, spawn and connect, strings, locality, maps) and
-//! `pmix_invite.c` (groups by invitation), all compiled against Debian's OpenPMIx 4.2 headers,
-//! print what they print on Debian's libpmix, and `pmix_capi_helpers.c` (5.0's helper
-//! functions) what it prints on OpenPMIx 5.0.11's; an unmodified Open MPI 5.0.11 program runs on
-//! it, under pmixrun and under PRRTE's `prterun`. (`tests/control.rs` runs `pmix_control.c`,
-//! query, log and job control, on it too.) The unmodified libpmix I/O forwarding tool
-//! (`pmix_iof_tool.c`) pulls a job's output and pushes input on our library as on Debian's,
-//! from pmixrun and from `prterun`. `docs/CAPI.md` says how to use the library.
+//! `pmix-capi`, pmix-rs's `libpmix.so.2`, under real programs with `LD_LIBRARY_PATH` at a
+//! directory holding our library, the dynamic loader saying ours was loaded, each compared
+//! with the C library it replaces: the unmodified libpmix C test client
+//! (`pmix-tests/openpmix/pmix_client.c`), `pmix_capi_nb.c` (non-blocking calls, events,
+//! packing), `pmix_capi_more.c` (the rest of the client API: non-blocking names, groups, spawn
+//! and connect, strings, locality, maps) and `pmix_invite.c` (groups by invitation), all
+//! compiled against Debian's OpenPMIx 4.2 headers, print what they print on Debian's libpmix,
+//! and `pmix_capi_helpers.c` (5.0's helper functions) what it prints on OpenPMIx 5.0.11's;
+//! unmodified Open MPI 5.0.11 programs (hello, `MPI_Comm_spawn`, publish/lookup,
+//! connect/accept within a run and across two, sessions with PMIx groups) print what they
+//! print on Open MPI's own libpmix, under pmixrun and under PRRTE's `prterun`. The unmodified
+//! libpmix I/O forwarding tool (`pmix_iof_tool.c`) pulls a job's output and pushes input on
+//! our library as on Debian's, from pmixrun and from `prterun`. (`tests/control.rs` runs
+//! `pmix_control.c`, query, log and job control, on it too; under Slurm's `srun --mpi=pmix`:
+//! `cargo xtask multinode --only srun-pmix-capi`.) `docs/CAPI.md` says how to use the library.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
+use pmix_tests::ompi5::{ompi5_program, ompi5_tool};
 use pmix_tests::{
-    HeldJob, INSTALL_TEST_DEPS, Output, Running, Streamed, ToolLib, assert_ok,
-    assert_pulled_from_prterun, capi_libpmix_dir, check_client_output, clean_command, compile_c,
-    compiled_programs_dir, in_private_network, iof_lines, openpmix_program, pmixrun_bin,
-    tool_command, use_capi_libpmix,
+    HeldJob, NameServerProcess, Output, Running, Streamed, ToolLib, assert_ok,
+    assert_pulled_from_prterun, capi_libpmix_dir, check_client_output, clean_command,
+    in_private_network, iof_lines, openpmix_program, pmixrun_bin, tool_command, use_capi_libpmix,
 };
 
 /// For one run; they take a second or two.
@@ -34,11 +37,26 @@ fn our_libpmix_dir() -> &'static Path {
 }
 
 /// `pmixrun -n <n> <program> <args>` with a clean environment and `env` added, on our library
-/// when `ours`, else on the one the program was linked with. With `ours`, the loader logs the
-/// libraries it initialises (`LD_DEBUG=libs`, on stderr).
+/// when `ours`, else on the one the program was linked with.
 fn run(n: u32, program: &Path, args: &[&str], env: &[(&str, &str)], ours: bool) -> Output {
+    let (n, program) = (n.to_string(), program.display().to_string());
+    let mut all = vec!["-n", &n, &program];
+    all.extend_from_slice(args);
+    pmixrun(&all, env, ours)
+}
+
+/// `pmixrun <args>` to its end, with a clean environment and `env` added, on our library when
+/// `ours`. With `ours`, the loader logs the libraries it initialises (`LD_DEBUG=libs`, on
+/// stderr).
+fn pmixrun(args: &[&str], env: &[(&str, &str)], ours: bool) -> Output {
+    let (what, cmd) = pmixrun_command(args, env, ours);
+    Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
+}
+
+/// The command of [`pmixrun`], and what to call it.
+fn pmixrun_command(args: &[&str], env: &[(&str, &str)], ours: bool) -> (String, Command) {
     let mut cmd = clean_command(pmixrun_bin());
-    cmd.args(["-n", &n.to_string()]).arg(program).args(args);
+    cmd.args(args).current_dir(std::env::temp_dir());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -46,12 +64,7 @@ fn run(n: u32, program: &Path, args: &[&str], env: &[(&str, &str)], ours: bool) 
         use_capi_libpmix(&mut cmd);
         cmd.env("LD_DEBUG", "libs");
     }
-    let what = format!(
-        "pmixrun -n {n} {} {} (ours: {ours})",
-        program.display(),
-        args.join(" ")
-    );
-    Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
+    (format!("pmixrun {} (ours: {ours})", args.join(" ")), cmd)
 }
 
 /// Every one of the `n` ranks initialised our `libpmix.so.2`, and no process any other.
@@ -196,39 +209,6 @@ fn openpmix_5_helpers_answer_on_our_libpmix_as_on_openpmix_5() {
     assert_eq!(ours, run_on(false));
 }
 
-/// Open MPI 5's `<prefix>/bin/<tool>`, the prefix `$PMIXRS_OMPI5` (default `/opt/ompi5`, the
-/// PyPI wheel).
-fn ompi5_tool(tool: &str) -> PathBuf {
-    let prefix: PathBuf = std::env::var_os("PMIXRS_OMPI5")
-        .unwrap_or_else(|| "/opt/ompi5".into())
-        .into();
-    let path = prefix.join("bin").join(tool);
-    assert!(
-        path.is_file(),
-        "Open MPI 5: {} is missing (set PMIXRS_OMPI5 to its prefix); {INSTALL_TEST_DEPS}",
-        path.display()
-    );
-    path
-}
-
-/// `pmix-tests/mpi/hello.c` built with Open MPI 5's `mpicc`, once per test process.
-fn ompi5_hello() -> &'static Path {
-    static HELLO: OnceLock<PathBuf> = OnceLock::new();
-    HELLO.get_or_init(|| {
-        compile_c(
-            &ompi5_tool("mpicc"),
-            &["-O1", "-Wall", "-Wextra", "-Werror"].map(String::from),
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("mpi")
-                .join("hello.c"),
-            &[],
-            &compiled_programs_dir("capi-ompi5"),
-            "hello",
-        )
-        .unwrap_or_else(|e| panic!("Open MPI 5: {e}"))
-    })
-}
-
 /// The lines of hello at `n` ranks.
 fn hello_lines(n: u32) -> Vec<String> {
     let sum = n * (n - 1) / 2;
@@ -244,43 +224,197 @@ fn hello_lines(n: u32) -> Vec<String> {
 #[test]
 fn open_mpi_5_hello_runs_on_our_libpmix() {
     let n = 4;
-    let out = run(n, ompi5_hello(), &["4"], &[], true);
+    let out = run(n, Path::new(&ompi5_program("hello")), &["4"], &[], true);
     assert_eq!(out.status.code(), Some(0), "{out:#?}");
     assert_ours_loaded(&out, n);
     assert_eq!(comparable_lines(&out), hello_lines(n), "{out:#?}");
 }
 
-/// The same hello under PRRTE's `prterun` (an OpenPMIx 5.0.11 server, on loopback only), our
-/// library on the ranks' `LD_LIBRARY_PATH` alone (`-x`): `prterun` runs on its own libpmix.
-/// Unbound (`--oversubscribe`), as with processes bound PRRTE sends device distances, a type
-/// the client cannot read yet (`docs/CAPI.md`, "Not yet").
+/// Open MPI 5's dynamic and session programs under pmixrun on our library and on Open MPI's
+/// own: each run's pmixrun arguments (the program given by name) and how many processes it
+/// starts in all, children included.
+const OMPI5_PMIXRUN_MATRIX: [(&[&str], u32); 4] = [
+    // Two parents spawn two children; both sides talk over the intercommunicator and merge.
+    (&["-n", "2", "spawn", "parent"], 4),
+    // One run of two programs: app 0 accepts on a published port, app 1 connects.
+    (
+        &[
+            "-n", "2", "connect", "together", "capi.svc", ":", "-n", "1", "connect", "together",
+            "capi.svc",
+        ],
+        3,
+    ),
+    // Publish, lookup, a refused duplicate, unpublish, of a name starting with `pmix`.
+    (
+        &[
+            "-n",
+            "2",
+            "names",
+            "errors",
+            "pmixrs.capi.svc",
+            "port-one",
+            "port-two",
+        ],
+        2,
+    ),
+    // MPI_Session_init, its process sets, MPI_Comm_create_from_group (a PMIx group).
+    (&["-n", "4", "sessions", "3"], 4),
+];
+
+/// `args` with every program name of [`OMPI5_PMIXRUN_MATRIX`] replaced by its path.
+fn with_program_paths(args: &[&str]) -> Vec<String> {
+    args.iter()
+        .map(|a| match *a {
+            "spawn" | "connect" | "names" | "sessions" => ompi5_program(a),
+            _ => (*a).to_owned(),
+        })
+        .collect()
+}
+
+#[test]
+fn open_mpi_5_spawn_connect_names_and_sessions_run_on_our_libpmix_as_on_open_mpis() {
+    for (args, procs) in OMPI5_PMIXRUN_MATRIX {
+        let args = with_program_paths(args);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let ours = pmixrun(&args, &[], true);
+        assert_eq!(
+            ours.status.code(),
+            Some(0),
+            "{args:?} on pmix-capi: {ours:#?}"
+        );
+        assert_ours_loaded(&ours, procs);
+        let theirs = pmixrun(&args, &[], false);
+        assert_eq!(
+            theirs.status.code(),
+            Some(0),
+            "{args:?} on Open MPI's libpmix: {theirs:#?}"
+        );
+        let lines = comparable_lines(&ours);
+        assert!(lines.len() >= procs as usize / 2, "{args:?}: {ours:#?}");
+        assert_eq!(lines, comparable_lines(&theirs), "{args:?}: {ours:#?}");
+    }
+}
+
+/// Connect/accept between two runs sharing a one-session name server: the accepting run's
+/// rank 0 opens a port and publishes it, the other run's looks it up (`MPI_Lookup_name`) and
+/// connects; every rank exchanges numbers with every remote rank. The two runs' lines on our
+/// library, then on Open MPI's.
+#[test]
+fn open_mpi_5_connect_accept_across_two_runs_on_our_libpmix_as_on_open_mpis() {
+    let connect = ompi5_program("connect");
+    let lines = |ours: bool| {
+        let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
+        let uri = ns.file_spec();
+        let svc = format!("capi.xrun.{ours}");
+        let end = Instant::now() + DEADLINE;
+        let side = |n: &str, role: &str| {
+            let args = ["--nameserver-uri", &uri, "-n", n, &connect, role, &svc];
+            let (what, cmd) = pmixrun_command(&args, &[], ours);
+            (what.clone(), Running::start(cmd, &what))
+        };
+        // Started together: the client's rank 0 polls until the port is published.
+        let (server, client) = (side("2", "server"), side("1", "client"));
+        let client = client.1.finish(end, &client.0);
+        let server = server.1.finish(end, &server.0);
+        ns.stop();
+        for (out, n) in [(&server, 2), (&client, 1)] {
+            assert_eq!(out.status.code(), Some(0), "ours: {ours}: {out:#?}");
+            if ours {
+                assert_ours_loaded(out, n);
+            }
+        }
+        let mut all = comparable_lines(&server);
+        all.extend(comparable_lines(&client));
+        all.into_iter()
+            .map(|l| l.replace(&svc, "<svc>"))
+            .collect::<Vec<_>>()
+    };
+    let ours = lines(true);
+    assert_eq!(ours.len(), 4, "{ours:#?}");
+    assert_eq!(ours, lines(false));
+}
+
+/// `prterun <args>` (PRRTE's OpenPMIx 5.0.11 server, on loopback only) to its end, with our
+/// library on the ranks' `LD_LIBRARY_PATH` alone (`-x`) when `ours`: `prterun` runs on its
+/// own libpmix. Unbound (`--oversubscribe`), as with processes bound PRRTE sends device
+/// distances, a type the client cannot read yet (`docs/CAPI.md`, "Not yet").
+fn prterun(args: &[&str], ours: bool) -> Output {
+    let lib = format!("LD_LIBRARY_PATH={}", our_libpmix_dir().display());
+    let mut all = vec!["--allow-run-as-root", "--oversubscribe"];
+    if ours {
+        all.extend(["-x", &lib, "-x", "LD_DEBUG=libs"]);
+    }
+    all.extend_from_slice(args);
+    let what = format!("prterun {}", all.join(" "));
+    let cmd = in_private_network(&ompi5_tool("prterun"), &all);
+    Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
+}
+
+/// Open MPI 5's hello under `prterun` on our library.
 #[test]
 fn open_mpi_5_hello_runs_on_our_libpmix_under_prterun() {
     let n = 4;
-    let hello = ompi5_hello().display().to_string();
-    let lib = format!("LD_LIBRARY_PATH={}", our_libpmix_dir().display());
-    let args = [
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "-n",
-        "4",
-        "-x",
-        &lib,
-        "-x",
-        "LD_DEBUG=libs",
-        &hello,
-        "4",
-    ];
-    let what = format!("prterun {}", args.join(" "));
-    let cmd = in_private_network(&ompi5_tool("prterun"), &args);
-    let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
-    assert_eq!(out.status.code(), Some(0), "{what}: {out:#?}");
+    let hello = ompi5_program("hello");
+    let out = prterun(&["-n", "4", &hello, "4"], true);
+    assert_eq!(out.status.code(), Some(0), "{out:#?}");
     assert_ours_loaded(&out, n);
     let hello_out: Vec<String> = comparable_lines(&out)
         .into_iter()
         .filter(|l| l.starts_with("hello "))
         .collect();
-    assert_eq!(hello_out, hello_lines(n), "{what}: {out:#?}");
+    assert_eq!(hello_out, hello_lines(n), "{out:#?}");
+}
+
+/// Under `prterun`, on our library and on the C library the program was linked with: Open MPI
+/// 5's connect/accept within one run and its sessions, and libpmix's `pmix_client.c` (against
+/// Debian's headers, so its C library is Debian's 4.2 client talking to PRRTE's 5.0.11
+/// server). The same lines both ways.
+#[test]
+fn programs_under_prterun_print_on_our_libpmix_what_they_print_on_the_c_library() {
+    let client = openpmix_program("pmix_client").display().to_string();
+    let connect = ompi5_program("connect");
+    let sessions = ompi5_program("sessions");
+    let runs: [(&[&str], u32); 3] = [
+        (
+            &[
+                "-n",
+                "2",
+                &connect,
+                "together",
+                "capi.prte",
+                ":",
+                "-n",
+                "1",
+                &connect,
+                "together",
+                "capi.prte",
+            ],
+            3,
+        ),
+        (&["-n", "4", &sessions, "3"], 4),
+        (
+            &["-n", "4", &client, "job", "modex", "modex-direct", "fence"],
+            4,
+        ),
+    ];
+    for (args, procs) in runs {
+        let ours = prterun(args, true);
+        assert_eq!(
+            ours.status.code(),
+            Some(0),
+            "{args:?} on pmix-capi: {ours:#?}"
+        );
+        assert_ours_loaded(&ours, procs);
+        let theirs = prterun(args, false);
+        assert_eq!(
+            theirs.status.code(),
+            Some(0),
+            "{args:?} on the C library: {theirs:#?}"
+        );
+        let lines = comparable_lines(&ours);
+        assert!(lines.len() >= procs as usize, "{args:?}: {ours:#?}");
+        assert_eq!(lines, comparable_lines(&theirs), "{args:?}: {ours:#?}");
+    }
 }
 
 /// Builds our library and `pmix_iof_tool` (before a test's clock starts: a build may take

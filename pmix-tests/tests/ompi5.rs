@@ -7,86 +7,19 @@
 //! Every run is bounded by a deadline; the programs check their own results and the tests
 //! check exit statuses and the lines they print.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use pmix_tests::ompi5::{ompi5_program, ompi5_tool};
 use pmix_tests::pmixrun_bin;
 use pmix_tests::{
-    INSTALL_TEST_DEPS, NameServerProcess, Output, Running, assert_lines, cargo_build,
-    check_client_output, clean_command, compile_c, compiled_programs_dir, in_private_network,
-    workspace_bin,
+    NameServerProcess, Output, Running, assert_lines, cargo_build, check_client_output,
+    clean_command, compiled_programs_dir, in_private_network, workspace_bin,
 };
 
 /// For one run; they take a few seconds at most.
 const DEADLINE: Duration = Duration::from_secs(60);
-
-/// Where Open MPI 5 is: `$PMIXRS_OMPI5`, default `/opt/ompi5`.
-fn ompi5_prefix() -> PathBuf {
-    std::env::var_os("PMIXRS_OMPI5")
-        .unwrap_or_else(|| "/opt/ompi5".into())
-        .into()
-}
-
-/// `<prefix>/bin/<tool>`, or a failure saying how to install it.
-fn ompi5_tool(tool: &str) -> PathBuf {
-    let path = ompi5_prefix().join("bin").join(tool);
-    assert!(
-        path.is_file(),
-        "Open MPI 5: {} is missing (set PMIXRS_OMPI5 to its prefix); {INSTALL_TEST_DEPS}, \
-         and Open MPI 5.0.11 into /opt/ompi5",
-        path.display()
-    );
-    path
-}
-
-/// The programs: (executable, source in `pmix-tests/mpi`, extra compiler arguments).
-const PROGRAMS: [(&str, &str, &[&str]); 8] = [
-    ("hello", "hello.c", &[]),
-    ("mpmd_a", "mpmd.c", &["-DMPMD_APP=0"]),
-    ("mpmd_b", "mpmd.c", &["-DMPMD_APP=1"]),
-    ("abort", "abort.c", &[]),
-    ("names", "names.c", &[]),
-    ("spawn", "spawn.c", &[]),
-    ("connect", "connect.c", &[]),
-    ("sessions", "sessions.c", &[]),
-];
-
-/// The directory of the programs compiled with Open MPI 5's `mpicc`, all compiled at once,
-/// once per test process.
-fn programs() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let mpicc = ompi5_tool("mpicc");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("mpi");
-        let dir = compiled_programs_dir("ompi5");
-        std::thread::scope(|s| {
-            let compiling: Vec<_> = PROGRAMS
-                .iter()
-                .map(|(exe, source, extra)| {
-                    let cflags: Vec<String> = ["-O1", "-Wall", "-Wextra", "-Werror"]
-                        .iter()
-                        .chain(extra.iter())
-                        .map(|f| (*f).to_owned())
-                        .collect();
-                    let (mpicc, src, dir) = (&mpicc, &src, &dir);
-                    s.spawn(move || compile_c(mpicc, &cflags, &src.join(source), &[], dir, exe))
-                })
-                .collect();
-            for c in compiling {
-                if let Err(e) = c.join().expect("a compiling thread panicked") {
-                    panic!("Open MPI 5: {e}");
-                }
-            }
-        });
-        dir
-    })
-}
-
-fn program(exe: &str) -> String {
-    programs().join(exe).display().to_string()
-}
 
 /// Runs `pmixrun <args>` in `cwd` to its end, at most [`DEADLINE`]; Open MPI 5's libpmix
 /// must have logged no `PMIX ERROR` about what our server sent it.
@@ -136,7 +69,7 @@ fn assert_no_pmix_error(what: &str, out: &Output) {
 fn hello_at_1_and_4_ranks_and_two_programs_in_one_job() {
     for n in [1u32, 4] {
         let ns = n.to_string();
-        let (what, out) = pmixrun(&["-n", &ns, &program("hello"), &ns]);
+        let (what, out) = pmixrun(&["-n", &ns, &ompi5_program("hello"), &ns]);
         assert_code(&what, &out, 0);
         let sum = n * (n - 1) / 2;
         let want: Vec<String> = (0..n)
@@ -144,7 +77,7 @@ fn hello_at_1_and_4_ranks_and_two_programs_in_one_job() {
             .collect();
         assert_stdout(&what, &out, &want);
     }
-    let (a, b) = (program("mpmd_a"), program("mpmd_b"));
+    let (a, b) = (ompi5_program("mpmd_a"), ompi5_program("mpmd_b"));
     let (what, out) = pmixrun(&["-n", "1", &a, "1", "2", ":", "-n", "2", &b, "1", "2"]);
     assert_code(&what, &out, 0);
     let want: Vec<String> = (0..3)
@@ -162,7 +95,7 @@ fn hello_with_processes_bound_and_told_their_locality() {
     // locality strings of its local peers itself (docs/PLACEMENT.md): with either binding it
     // must run as before, and the launcher variables pmixrun sets must not disturb it.
     for bind_to in ["none", "core"] {
-        let hello = program("hello");
+        let hello = ompi5_program("hello");
         let (what, out) = pmixrun(&[
             "--bind-to",
             bind_to,
@@ -194,7 +127,7 @@ fn sessions_make_communicators_from_groups_and_list_process_sets() {
     // One node, then two logical ones (the groups across them go through the daemons' tree).
     for (n, hosts) in [(1u32, ""), (4, ""), (4, "a:2,b:2")] {
         let ns = n.to_string();
-        let sessions = program("sessions");
+        let sessions = ompi5_program("sessions");
         let mut args = vec!["-n", &ns, &sessions, "3"];
         if !hosts.is_empty() {
             args.splice(0..0, ["--launcher", "local", "--host", hosts]);
@@ -222,7 +155,7 @@ fn sessions_make_communicators_from_groups_and_list_process_sets() {
 #[test]
 fn mpi_abort_ends_the_job_with_its_code() {
     // Rank 1 aborts with 7 while the others are blocked in MPI.
-    let (what, out) = pmixrun(&["-n", "3", &program("abort"), "7"]);
+    let (what, out) = pmixrun(&["-n", "3", &ompi5_program("abort"), "7"]);
     assert_code(&what, &out, 7);
     assert_stdout(&what, &out, &["rank 1 aborting with 7".to_owned()]);
     assert!(
@@ -234,7 +167,7 @@ fn mpi_abort_ends_the_job_with_its_code() {
 #[test]
 fn comm_spawn_and_spawn_multiple_with_argv_and_per_app_working_directories() {
     // Two parents spawn two children.
-    let (what, out) = pmixrun(&["-n", "2", &program("spawn"), "parent"]);
+    let (what, out) = pmixrun(&["-n", "2", &ompi5_program("spawn"), "parent"]);
     assert_code(&what, &out, 0);
     assert_stdout(
         &what,
@@ -247,7 +180,7 @@ fn comm_spawn_and_spawn_multiple_with_argv_and_per_app_working_directories() {
         ],
     );
     // Two commands, one child with the argument "a b=c  d;e" (spaces, `;`), two with "x".
-    let (what, out) = pmixrun(&["-n", "1", &program("spawn"), "multiple"]);
+    let (what, out) = pmixrun(&["-n", "1", &ompi5_program("spawn"), "multiple"]);
     assert_code(&what, &out, 0);
     assert_stdout(
         &what,
@@ -266,7 +199,10 @@ fn comm_spawn_and_spawn_multiple_with_argv_and_per_app_working_directories() {
         std::fs::create_dir_all(d).expect("creating a working directory");
     }
     let (da, db) = (dir_a.display().to_string(), dir_b.display().to_string());
-    let (what, out) = pmixrun_in(&base, &["-n", "1", &program("spawn"), "wdir", &da, &db]);
+    let (what, out) = pmixrun_in(
+        &base,
+        &["-n", "1", &ompi5_program("spawn"), "wdir", &da, &db],
+    );
     let _ = std::fs::remove_dir_all(&base);
     assert_code(&what, &out, 0);
     assert_stdout(
@@ -288,7 +224,7 @@ fn publish_lookup_and_connect_accept_within_one_run() {
     let (what, out) = pmixrun(&[
         "-n",
         "2",
-        &program("names"),
+        &ompi5_program("names"),
         "errors",
         "pmixrs.ompi5.svc",
         "port-one",
@@ -311,7 +247,7 @@ fn publish_lookup_and_connect_accept_within_one_run() {
     );
     // Two programs of one run: app 0 accepts on a published port, app 1 connects to it.
     let svc = "ompi5.together.svc";
-    let connect = program("connect");
+    let connect = ompi5_program("connect");
     let (what, out) = pmixrun(&[
         "-n", "2", &connect, "together", svc, ":", "-n", "1", &connect, "together", svc,
     ]);
@@ -350,7 +286,7 @@ fn names_across_runs_through_a_one_session_name_server() {
     // other but a namespace: the runs share a name server that makes them one session.
     let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
     let uri = ns.file_spec();
-    let names = program("names");
+    let names = ompi5_program("names");
     let (svc, port, ack, ackport) = ("pmixrs.ompi5.xrun", "port-of-a", "ompi5.xrun.ack", "b");
     let end = Instant::now() + DEADLINE;
     // Started together: B polls for A's name, A polls for B's acknowledgement.
@@ -414,7 +350,7 @@ fn names_across_runs_through_a_one_session_name_server() {
 fn connect_accept_across_runs(server: (u32, Option<&str>), client: (u32, Option<&str>), svc: &str) {
     let ns = NameServerProcess::start_with(pmixrun_bin(), &["--one-session"], DEADLINE);
     let uri = ns.file_spec();
-    let connect = program("connect");
+    let connect = ompi5_program("connect");
     let end = Instant::now() + DEADLINE;
     let args = |(n, hosts): (u32, Option<&str>), side: &str| {
         let mut a = vec!["--nameserver-uri".to_owned(), uri.clone()];

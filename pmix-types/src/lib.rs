@@ -31,7 +31,7 @@ pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
 pub use requests::{App, Event, Published, Query};
 pub use status::Status;
 pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};
-pub use value::{Info, InfoFlags, checked_timeout_of, timeout_of};
+pub use value::{Info, InfoFlags, checked_timeout_of, split_publish_info, timeout_of};
 
 /// Longest namespace, in bytes, that the standard allows (`PMIX_MAX_NSLEN`).
 pub const MAX_NSLEN: usize = 255;

@@ -608,9 +608,40 @@ pub fn checked_timeout_of(info: &[Info]) -> Result<Option<core::time::Duration>,
     Ok((secs > 0).then(|| core::time::Duration::from_secs(secs.unsigned_abs())))
 }
 
+/// Splits the one list of a publish (`PMIx_Publish`, OpenPMIx's `PUBLISHNB`) into its
+/// directives and its data: the directives are the keys that are attributes of the standard
+/// ([`crate::attr::lookup`]), any other key is data, even one that starts with `pmix`
+/// (RFC0009 reserves the prefix, but libpmix and PRRTE publish such names, and Open MPI
+/// passes a service name through unchanged). Returns `(directives, data)`.
+pub fn split_publish_info(info: Vec<Info>) -> (Vec<Info>, Vec<Info>) {
+    info.into_iter()
+        .partition(|i| crate::attr::lookup(i.key.as_str()).is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_publish_splits_attributes_from_data_even_data_named_pmix() {
+        let info = |k: &str| Info::new(Key::new(k).unwrap(), Value::from("v"));
+        let (directives, data) = split_publish_info(vec![
+            info("pmixrs.svc"),
+            Info::attr(crate::attr::RANGE, Value::Uint32(1)),
+            info("svc"),
+            Info::attr(crate::attr::TIMEOUT, Value::Int32(3)),
+        ]);
+        let keys = |l: &[Info]| {
+            l.iter()
+                .map(|i| i.key.as_str().to_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            keys(&directives),
+            [crate::attr::RANGE, crate::attr::TIMEOUT]
+        );
+        assert_eq!(keys(&data), ["pmixrs.svc", "svc"]);
+    }
 
     #[test]
     fn nan_equals_itself_by_bits() {

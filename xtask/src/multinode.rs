@@ -209,13 +209,36 @@ fn compile(cc: &str, source: &str, exe: &Path) -> Result<PathBuf, String> {
     )
 }
 
-/// The `pmix` Python module (pmix-python's library, built at `lib`) as a directory to put
-/// first on `PYTHONPATH`: `dir/pmix.abi3.so`.
-fn python_module(lib: &Path, dir: &Path) -> Result<PathBuf, String> {
+/// A library built at `lib`, copied to `dir/name`, as a directory to put first on a search
+/// path: the `pmix` Python module (`pmix.abi3.so` on `PYTHONPATH`), pmix-capi (`libpmix.so.2`
+/// on `LD_LIBRARY_PATH`).
+fn library_dir(lib: &Path, dir: &Path, name: &str) -> Result<PathBuf, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    std::fs::copy(lib, dir.join("pmix.abi3.so"))
+    std::fs::copy(lib, dir.join(name))
         .map_err(|e| format!("cannot copy {} into {}: {e}", lib.display(), dir.display()))?;
     Ok(dir.to_path_buf())
+}
+
+/// `source` compiled with gcc against the system libpmix (`pkg-config pmix`).
+fn compile_against_libpmix(source: &str, exe: &Path) -> Result<PathBuf, String> {
+    let out = Command::new("pkg-config")
+        .args(["--cflags", "--libs", "pmix"])
+        .output()
+        .map_err(|e| format!("cannot run pkg-config: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "pkg-config knows no pmix (install libpmix-dev): {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let flags = String::from_utf8_lossy(&out.stdout).into_owned();
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    compile_source(
+        Path::new("gcc"),
+        &crate::workspace_root().join(source),
+        exe,
+        &flags,
+    )
 }
 
 /// Builds what the selected scenarios run: pmixrun and the demo with cargo, the test
@@ -224,7 +247,7 @@ fn build(opts: &Options, dirs: &Dirs, work: &Path) -> Result<Programs, String> {
     let release = dirs.target().join("release");
     let need_pmixrun = SCENARIOS.iter().any(|s| s.pmixrun && opts.selected(s));
     let bin = work.join("bin");
-    let (pmixrun, demo, test_client, python_module) = if need_pmixrun {
+    let (pmixrun, demo, test_client, python_module, capi_lib) = if need_pmixrun {
         cargo_build_release(&[
             "-p",
             "pmixrun",
@@ -236,15 +259,25 @@ fn build(opts: &Options, dirs: &Dirs, work: &Path) -> Result<Programs, String> {
             "--examples",
         ])?;
         cargo_build_release(&["-p", "pmix-python", "--lib"])?;
+        cargo_build_release(&["-p", "pmix-capi", "--lib"])?;
         (
             built(release.join("pmixrun")),
             built(release.join("examples").join("demo")),
             built(release.join("pmix-test-client")),
-            python_module(&release.join("libpmix.so"), &work.join("python")),
+            library_dir(
+                &release.join("libpmix.so"),
+                &work.join("python"),
+                "pmix.abi3.so",
+            ),
+            library_dir(
+                &release.join("libpmix_capi.so"),
+                &work.join("capi"),
+                "libpmix.so.2",
+            ),
         )
     } else {
         let skipped = || Err("not built (--references-only)".to_owned());
-        (skipped(), skipped(), skipped(), skipped())
+        (skipped(), skipped(), skipped(), skipped(), skipped())
     };
     Ok(Programs {
         pmixrun,
@@ -270,6 +303,16 @@ fn build(opts: &Options, dirs: &Dirs, work: &Path) -> Result<Programs, String> {
             "/usr/bin/mpicc.openmpi",
             "pmix-tests/mpi/exit_early.c",
             &bin.join("ompi-exit-early"),
+        ),
+        capi_lib,
+        libpmix_client: compile_against_libpmix(
+            "pmix-tests/openpmix/pmix_client.c",
+            &bin.join("pmix_client"),
+        ),
+        ompi5_hello: compile(
+            "/opt/ompi5/bin/mpicc",
+            "pmix-tests/mpi/hello.c",
+            &bin.join("ompi5-hello"),
         ),
     })
 }

@@ -13,7 +13,9 @@ use crate::guard::guarded;
 use crate::progress::run_on_progress_thread;
 use crate::state;
 
-/// The data and the directives of a publish, told apart by the directives' reserved keys.
+/// The data and the directives of a publish: the directives are the keys that are attributes
+/// of the standard (`PMIX_RANGE`...); any other key is data, `pmixrs.svc` too, as libpmix and
+/// OpenPMIx's servers take it.
 ///
 /// # Safety
 /// The Standard's contract: `info` holds `ninfo` entries.
@@ -23,9 +25,8 @@ unsafe fn publish_args(
 ) -> Result<(Vec<Info>, Vec<Info>), Status> {
     // SAFETY: the caller's promise.
     let all = unsafe { infos_from_c(info, ninfo) }?;
-    Ok(all
-        .into_iter()
-        .partition(|i| !pmix_client::types::is_reserved_key(i.key.as_str())))
+    let (directives, data) = pmix_client::types::split_publish_info(all);
+    Ok((data, directives))
 }
 
 /// Publishes the key/value pairs of `info` (with the directives among them, `PMIX_RANGE`...).

@@ -8,7 +8,7 @@ use core::ffi::{c_char, c_void};
 use pmix_client::types::{DataType, Key, Status, Value};
 
 use crate::convert::{
-    c_alloc, c_str, data_array_destruct, element_from_c, element_size, fixed_from_str, fixed_str,
+    c_str, data_array_destruct, element_from_c, element_size, fixed_from_str, fixed_str,
     undef_value, value_destruct, value_from_c, value_to_c,
 };
 use crate::ctypes::pmix_value_t;
@@ -74,11 +74,16 @@ pub unsafe extern "C" fn PMIx_Value_load(
     guarded(|| unsafe { load(val, data, type_) })
 }
 
-/// Copies the datum of `val` out, its size in `*sz`. A string (`*sz` counting its NUL) and the
-/// bytes of a byte object (or regex, compressed bytes) go to new memory at `*data`, as does a
-/// data array (a new `pmix_data_array_t *`); the caller frees them. Any other datum is copied
-/// into the caller's memory at `*data` (a `uint16_t` for `PMIX_UINT16`, a `pmix_proc_t` for
-/// `PMIX_PROC`...), or, when `*data` is NULL, into new memory there.
+/// Copies the datum of `val` out, its size in `*sz`. A string (`*sz` its length, without the
+/// NUL, as OpenPMIx counts) and the bytes of a byte object (or regex, compressed bytes) go to
+/// new memory at `*data`, as does a data array (a new `pmix_data_array_t *`); the caller frees
+/// them. Any other datum is copied into the caller's memory at `*data` (a `uint16_t` for
+/// `PMIX_UINT16`, a `pmix_proc_t` for `PMIX_PROC`...).
+///
+/// As OpenPMIx, a NULL `*data` is `PMIX_ERR_BAD_PARAM` for every type but a string and a byte
+/// object, with nothing written: Open MPI 5 passes `&n` for a `size_t n = 0` when it unloads
+/// the number of process sets (`MPI_Session_get_num_psets`) and counts on that refusal; memory
+/// allocated there would land in `n` as a count.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Value_unload(
     val: *mut pmix_value_t,
@@ -93,6 +98,11 @@ pub unsafe extern "C" fn PMIx_Value_unload(
         let v = unsafe { value_from_c(val.as_ref().ok_or(Status::ERR_BAD_PARAM)?) }?;
         let ty = v.data_type();
         let size = element_size(ty).ok_or(Status::ERR_NOT_SUPPORTED)?;
+        // SAFETY: `data` is not NULL (checked above); the Standard's contract makes it valid.
+        if unsafe { data.read() }.is_null() && ty != DataType::STRING && ty != DataType::BYTE_OBJECT
+        {
+            return Err(Status::ERR_BAD_PARAM);
+        }
         let c = value_to_c(&v)?;
         // The datum leaves `c` (inline or by its pointer) for the caller: only the shell of a
         // pointer-held datum is dropped, nothing it owns.
@@ -102,7 +112,7 @@ pub unsafe extern "C" fn PMIx_Value_unload(
             let (out, n) = match ty {
                 DataType::STRING => {
                     let s = c.data.string;
-                    (s.cast(), libc::strlen(s) + 1)
+                    (s.cast(), libc::strlen(s))
                 }
                 DataType::BYTE_OBJECT
                 | DataType::REGEX
@@ -115,10 +125,7 @@ pub unsafe extern "C" fn PMIx_Value_unload(
                     } else {
                         core::ptr::from_ref(&c.data).cast::<u8>()
                     };
-                    let mut out = data.read().cast::<u8>();
-                    if out.is_null() {
-                        out = c_alloc::<u8>(size)?;
-                    }
+                    let out = data.read().cast::<u8>();
                     core::ptr::copy_nonoverlapping(from, out, size);
                     if crate::convert::held_by_pointer(ty) {
                         libc::free(c.data.ptr);

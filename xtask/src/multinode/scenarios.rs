@@ -30,6 +30,12 @@ pub(crate) struct Programs {
     pub(crate) mpich_exit_early: Result<PathBuf, String>,
     /// `pmix-tests/openpmix/mpi_hello_ompi.c` with Open MPI 4.1.
     pub(crate) ompi_hello: Result<PathBuf, String>,
+    /// A directory holding pmix-capi's library as `libpmix.so.2`, pmix-rs's drop-in libpmix.
+    pub(crate) capi_lib: Result<PathBuf, String>,
+    /// `pmix-tests/openpmix/pmix_client.c` built against Debian's libpmix (OpenPMIx 4.2).
+    pub(crate) libpmix_client: Result<PathBuf, String>,
+    /// `pmix-tests/mpi/hello.c` with Open MPI 5's `mpicc` (`/opt/ompi5`, its bundled libpmix).
+    pub(crate) ompi5_hello: Result<PathBuf, String>,
     /// `pmix-tests/mpi/exit_early.c` with Open MPI 4.1.
     pub(crate) ompi_exit_early: Result<PathBuf, String>,
 }
@@ -215,6 +221,14 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         deadline: Duration::from_secs(90),
         settle: Duration::from_secs(5),
         run: srun_pmix_python,
+    },
+    Scenario {
+        name: "srun-pmix-capi",
+        what: "under srun --mpi=pmix with pmix-rs's libpmix.so.2 (pmix-capi) first on the ranks' LD_LIBRARY_PATH: libpmix's pmix_client.c and Open MPI 5's hello load it on every rank and print what they print on the C library",
+        pmixrun: true,
+        deadline: Duration::from_secs(120),
+        settle: Duration::from_secs(5),
+        run: srun_pmix_capi,
     },
     Scenario {
         name: "srun-pmix-fences",
@@ -853,6 +867,87 @@ fn srun_pmix_python(run: &Run<'_>) -> Result<String, String> {
     let n = run.ranks();
     expect_every_rank(&out, n, |r| format!("binding rank={r} impl=pmix-rs"))?;
     expect_every_rank(&out, n, |r| format!("OK rank={r} size={n}"))
+}
+
+/// The C library's programs under srun, on pmix-rs's `libpmix.so.2` and then on the one
+/// they were linked with: libpmix's test client (`job modex modex-direct fence`: no
+/// `publish`, Slurm's plug-in has no name service) and Open MPI 5's hello. On ours, the
+/// loader (`LD_DEBUG=libs`) must have initialised our library once per rank and no other
+/// libpmix; both runs must exit 0 and print the same lines (each run's namespace left out).
+fn srun_pmix_capi(run: &Run<'_>) -> Result<String, String> {
+    let lib = program(&run.ctx.programs.capi_lib)?;
+    let n = run.ranks();
+    let size = n.to_string();
+    let ours = format!("calling init: {}", lib.join("libpmix.so.2").display());
+    let mut how = Vec::new();
+    for (exe, args) in [
+        (
+            program(&run.ctx.programs.libpmix_client)?,
+            &["job", "modex", "modex-direct", "fence"][..],
+        ),
+        (
+            program(&run.ctx.programs.ompi5_hello)?,
+            &[size.as_str()][..],
+        ),
+    ] {
+        // The ranks' environment alone: srun loads Slurm's PMIx plug-in, and so libpmix,
+        // itself, and must keep Debian's.
+        let export = format!(
+            "--export=ALL,LD_LIBRARY_PATH={},LD_DEBUG=libs",
+            lib.display()
+        );
+        let on_ours = run.run(srun(run, &[&export], exe, args))?;
+        if on_ours.code() != Some(0) {
+            return Err(on_ours.fail("did not exit 0 on pmix-rs's libpmix.so.2"));
+        }
+        let inits: Vec<&str> = on_ours
+            .stderr
+            .lines()
+            .filter(|l| l.contains("calling init:") && l.contains("/libpmix.so"))
+            .collect();
+        let loaded_ours = inits
+            .iter()
+            .filter(|l| l.trim_end().ends_with(&ours))
+            .count();
+        if loaded_ours != n as usize || inits.len() != n as usize {
+            return Err(on_ours.fail(&format!(
+                "{loaded_ours} of {n} ranks initialised {ours}; libpmix inits: {inits:#?}"
+            )));
+        }
+        let on_c = run.run(srun(run, &[], exe, args))?;
+        if on_c.code() != Some(0) {
+            return Err(on_c.fail("did not exit 0 on the C library"));
+        }
+        let (a, b) = (comparable_lines(&on_ours), comparable_lines(&on_c));
+        if a.len() < n as usize || a != b {
+            return Err(on_ours.fail(&format!("printed {a:#?} on ours, {b:#?} on the C library")));
+        }
+        let name = exe
+            .file_name()
+            .map_or(exe.to_string_lossy(), |f| f.to_string_lossy());
+        how.push(format!("{name} {:.2} s", on_ours.elapsed.as_secs_f64()));
+    }
+    Ok(format!(
+        "{n} ranks on {} nodes, ours loaded by each: {}",
+        run.ctx.nodes,
+        how.join(", ")
+    ))
+}
+
+/// The stdout lines of `out`, sorted, without the fields that name the run's namespace.
+fn comparable_lines(out: &Finished) -> Vec<String> {
+    let mut lines: Vec<String> = out
+        .stdout
+        .lines()
+        .map(|l| {
+            l.split_whitespace()
+                .filter(|f| !f.starts_with("nspace="))
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    lines.sort_unstable();
+    lines
 }
 
 fn srun_pmix_fences(run: &Run<'_>) -> Result<String, String> {

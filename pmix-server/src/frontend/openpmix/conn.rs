@@ -459,13 +459,8 @@ impl OpenpmixConn {
                 },
             ),
             OpenpmixRequest::Publish { info, .. } => {
-                // One list carries both the data and the directives. Directives are the
-                // standard's attributes; any other key is data, even one that starts with
-                // `pmix` (RFC0009 reserves the prefix, but libpmix and PRRTE publish such
-                // names, and Open MPI passes a service name through unchanged).
-                let (info, data): (Vec<Info>, Vec<Info>) = info
-                    .into_iter()
-                    .partition(|i| pmix_types::attr::lookup(i.key.as_str()).is_some());
+                // One list carries both the data and the directives.
+                let (info, data) = pmix_types::split_publish_info(info);
                 self.engine_request(tag, Answer::Status, Request::Publish { data, info })
             }
             OpenpmixRequest::Lookup { keys, info, .. } => {
