@@ -173,6 +173,11 @@ struct Global {
     /// PMIX_JOB_CTRL_TERMINATE) has before SIGKILL; fractions allowed.
     #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = grace)]
     grace: Duration,
+    /// Refuse a spawn whose job would be more than N generations below the command line's
+    /// (a job spawned by a spawned job is generation 2): the spawn fails with
+    /// PMIX_ERR_OUT_OF_RESOURCE and pmixrun says why; the run goes on.
+    #[arg(long, value_name = "N", default_value_t = crate::supervise::MAX_SPAWN_DEPTH)]
+    max_spawn_depth: u32,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
@@ -528,6 +533,8 @@ pub(crate) struct Options {
     pub(crate) timeout: Option<Duration>,
     /// Between SIGTERM and SIGKILL.
     pub(crate) grace: Duration,
+    /// The deepest generation of spawned jobs allowed.
+    pub(crate) max_spawn_depth: u32,
     /// Log at debug level.
     pub(crate) verbose: bool,
     /// Be the node's system server too.
@@ -686,6 +693,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         tag_output: first.global.tag_output,
         timeout: first.global.timeout.map(Duration::from_secs),
         grace: first.global.grace,
+        max_spawn_depth: first.global.max_spawn_depth,
         verbose: first.global.verbose,
         system_server: first.global.system_server,
         nameserver_uri: first.global.nameserver_uri,

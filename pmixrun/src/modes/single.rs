@@ -158,6 +158,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         .map_err(|e| format!("cannot start the output thread: {}", launch::describe(&e)))?;
     let mut sup = Supervisor::new(jobs, opts.timeout);
     sup.set_grace(opts.grace);
+    sup.set_max_spawn_depth(opts.max_spawn_depth);
     let job = sup.add_job(nspace.clone(), layout.size);
     let (procs, failed) = sup
         .jobs_mut()

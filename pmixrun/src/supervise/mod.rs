@@ -39,6 +39,13 @@ const AFTER_KILL: Duration = Duration::from_secs(5);
 /// reported (their waiter threads report within microseconds; this only bounds a lost one).
 const SETTLE: Duration = Duration::from_secs(1);
 
+/// How many generations of spawned jobs a run allows unless `--max-spawn-depth` says
+/// otherwise: the command line's job is generation 0, a job it spawns 1, and so on. A program
+/// that spawns itself whenever it does not see itself as a child (OpenPMIx's `resolve`
+/// example, under a launcher that does not give it `PMIX_PARENT_ID`) would otherwise spawn
+/// until the machine gives out.
+pub(crate) const MAX_SPAWN_DEPTH: u32 = 32;
+
 /// The exit status of a run that exceeded `--timeout`, as `timeout(1)` uses.
 pub(crate) const TIMEOUT_STATUS: u8 = 124;
 
@@ -146,6 +153,9 @@ struct Job {
     watcher: Option<control::Watcher>,
     /// How its first abnormal end ended it (the status and exit code of `EVENT_JOB_END`).
     term: Option<(Status, i32)>,
+    /// Its generation: 0 for the command line's job (and a job a tool spawned), its parent's
+    /// plus one for a spawned job.
+    depth: u32,
 }
 
 /// Why a process's end fails the run.
@@ -202,6 +212,8 @@ pub(crate) struct Supervisor<J: Jobs> {
     /// Processes a job-control request asked to terminate: each gets SIGKILL at its instant
     /// if it is still there.
     terminating: Vec<(Instant, Proc, Pid)>,
+    /// The deepest generation of spawned jobs allowed (`--max-spawn-depth`).
+    max_spawn_depth: u32,
 }
 
 fn exit_code_of_abort(status: i32) -> u8 {
@@ -289,7 +301,13 @@ impl<J: Jobs> Supervisor<J> {
             timeout: timeout.map(|t| (t, Instant::now() + t)),
             grace: GRACE,
             terminating: Vec::new(),
+            max_spawn_depth: MAX_SPAWN_DEPTH,
         }
+    }
+
+    /// Sets the deepest generation of spawned jobs allowed (default [`MAX_SPAWN_DEPTH`]).
+    pub(crate) fn set_max_spawn_depth(&mut self, depth: u32) {
+        self.max_spawn_depth = depth;
     }
 
     /// Sets how long processes get between SIGTERM and SIGKILL (default [`GRACE`]).
@@ -313,6 +331,7 @@ impl<J: Jobs> Supervisor<J> {
             ended: false,
             watcher: None,
             term: None,
+            depth: 0,
         });
         i
     }
@@ -501,11 +520,27 @@ impl<J: Jobs> Supervisor<J> {
         if self.stopping.is_some() {
             return done.complete(Err(Status::ERR_JOB_CANCELED));
         }
+        // A tool's spawn (its parent is no process of the run) starts a generation 1 job.
+        let depth = self
+            .index
+            .get(&parent.nspace)
+            .and_then(|&j| self.table.get(j))
+            .map_or(1, |j| j.depth.saturating_add(1));
+        if depth > self.max_spawn_depth {
+            let who = self.who(parent);
+            self.jobs.say(&format!(
+                "spawn by {who} refused: the job would be generation {depth} of jobs spawned \
+                 by jobs, and this run allows {} (--max-spawn-depth)",
+                self.max_spawn_depth
+            ));
+            return done.complete(Err(Status::ERR_OUT_OF_RESOURCE));
+        }
         match self.jobs.spawn(parent, job_info, apps) {
             Ok(started) => {
                 let nspace = started.nspace.clone();
                 tracing::debug!(%parent, %nspace, n = started.procs.len(), "spawned");
                 let j = self.add_started_job(started);
+                self.table[j].depth = depth;
                 self.table[j].watcher = control::Watcher::of(parent, job_info);
                 done.complete(Ok(nspace));
             }

@@ -476,3 +476,54 @@ fn a_first_job_that_cannot_start_ends_without_waiting() {
 
 mod control;
 mod log;
+
+/// Each job spawning the next one, as OpenPMIx's `resolve` does when it cannot tell it is a
+/// child: the run refuses the generation past `--max-spawn-depth`, says so, and goes on.
+#[test]
+fn spawns_stop_at_the_deepest_generation_allowed() {
+    let fake = Fake::default();
+    for g in 1..=3 {
+        fake.0
+            .borrow_mut()
+            .outcomes
+            .push_back(Ok(pids(&format!("job.{g}"), 200 + 10 * g, 1)));
+    }
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let mut answers = Vec::new();
+    for parent in ["job", "job.1", "job.2"] {
+        let (spawn, answer) = spawn_by(p(parent, 0));
+        tx.send(spawn).expect("queued");
+        answers.push(answer);
+    }
+    for ns in ["job", "job.1", "job.2"] {
+        tx.send(exited(ns, 0, 0)).expect("queued");
+    }
+    drop(tx);
+    let mut sup = Supervisor::new(fake.clone(), None);
+    sup.set_max_spawn_depth(2);
+    let job = sup.add_job(ns("job"), 1);
+    sup.started(job, launched(0, 100));
+    assert_eq!(sup.run(&rx), 0, "a refused spawn is the parent's to handle");
+    let got: Vec<_> = answers.iter().map(|a| a.try_recv()).collect();
+    assert_eq!(
+        got,
+        [
+            Ok(Ok(ns("job.1"))),
+            Ok(Ok(ns("job.2"))),
+            Ok(Err(Status::ERR_OUT_OF_RESOURCE))
+        ]
+    );
+    let log = fake.0.borrow();
+    assert_eq!(
+        log.spawned_by,
+        [p("job", 0), p("job.1", 0)],
+        "the third never started"
+    );
+    assert!(
+        log.said
+            .iter()
+            .any(|l| l.contains("generation 3") && l.contains("--max-spawn-depth")),
+        "{:?}",
+        log.said
+    );
+}
