@@ -148,6 +148,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         master_addr: server.hostname().to_owned(),
         free_master_port: true,
         stdin: Some((opts.stdin, router.clone())),
+        psets: Default::default(),
     };
     let debug = opts
         .stop_in_init

@@ -53,6 +53,8 @@ pub(crate) struct RunJobs<'a> {
     /// Which processes of the first job take input, and where it is routed (one-node runs;
     /// `None`: every process's stdin is /dev/null).
     pub(crate) stdin: Option<(crate::node::stdin::Target, Arc<crate::node::stdin::Router>)>,
+    /// The process sets each job's `--pset` defined, deleted when the job ends.
+    pub(crate) psets: std::sync::Mutex<std::collections::HashMap<Nspace, Vec<String>>>,
 }
 
 impl RunJobs<'_> {
@@ -116,6 +118,12 @@ impl RunJobs<'_> {
             self.server
                 .define_process_set(&name, &members)
                 .map_err(|e| format!("cannot define process set {name}: {e}"))?;
+            self.psets
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .entry(nspace.clone())
+                .or_default()
+                .push(name);
         }
         if let Some(ns) = &self.names {
             ns.nspace_started(nspace);
@@ -433,6 +441,17 @@ impl Jobs for RunJobs<'_> {
 
     fn job_ended(&mut self, nspace: &Nspace) {
         tracing::debug!(%nspace, "job ended");
+        // Its process sets end with it: raised as PROCESS_SET_DELETE to whoever registered.
+        let sets = self
+            .psets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(nspace);
+        for name in sets.unwrap_or_default() {
+            if let Err(e) = self.server.delete_process_set(&name) {
+                tracing::debug!(%nspace, %name, "process set not deleted: {e}");
+            }
+        }
         self.server.deregister_nspace(nspace);
         if let Some(ns) = &self.names {
             ns.nspace_ended(nspace);
