@@ -109,6 +109,11 @@ mod tests {
             pack_in(V41, DataType::STRING, &s).unwrap(),
             [0x02, 0x06, b'a', b'b', 0]
         );
+        // An unsigned int goes as the bits of a signed one (libpmix 4.2's and 5.0's bytes).
+        assert_eq!(
+            pack_in(V41, DataType::UINT, &[Value::Uint(3_000_000_000)]).unwrap(),
+            [0x02, 0xff, 0x87, 0xfd, 0xd2, 0x09]
+        );
         // Fully described: INT32's tag (9), count, STRING's tag (3), the string.
         assert_eq!(
             pack_in(full(), DataType::STRING, &s).unwrap(),

@@ -271,10 +271,20 @@ fn data_pack_writes_openpmix_bytes_that_each_library_reads() {
         "{want}"
     );
     assert!(want.ends_with("\nend -50\n"), "{want}");
+    // libpmix packs a data type as a UINT16 and unpacks it as an INT16, so it reads its own
+    // PMIX_PROC_INFO (38) as 19; ours reads what was packed.
+    let libpmix_misread = "\ndata_type 19\n";
+    assert!(want.contains(libpmix_misread), "{want}");
+    let want_ours = want.replace(libpmix_misread, "\ndata_type 38\n");
     for reader in [Ours, Debian, Openpmix5] {
+        let want = if matches!(reader, Ours) {
+            &want_ours
+        } else {
+            &want
+        };
         for writer in [Ours, Debian, Openpmix5] {
             assert_eq!(
-                pack_program(reader, "unpack", &file(writer)),
+                &pack_program(reader, "unpack", &file(writer)),
                 want,
                 "{reader:?} unpacking what {writer:?} packed"
             );
