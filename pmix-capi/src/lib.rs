@@ -13,7 +13,8 @@
 //!   on a thread of its own that also waits for what servers send it (`tool_session`), started
 //!   as its directives say (`tool_start`). Non-blocking completions, event handlers and
 //!   forwarded output run on a progress thread (`progress`).
-//! - `pack`: the byte format of `PMIx_Data_pack`/`PMIx_Data_unpack` (this library's own).
+//! - `pack`: the byte format of `PMIx_Data_pack`/`PMIx_Data_unpack` (OpenPMIx's, through
+//!   pmix-wire's OpenPMIx codec).
 
 pub mod ctypes;
 

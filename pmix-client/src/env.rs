@@ -55,7 +55,7 @@ pub(crate) const RANK: &str = "PMIX_RANK";
 pub(crate) const SECRET: &str = "PMIXRS_SECRET";
 pub(crate) const PROTOCOL: &str = "PMIXRS_PROTOCOL";
 /// How an OpenPMIx server says packed buffers carry type tags.
-pub(crate) const BUFFER_TYPE: &str = "PMIX_BFROP_BUFFER_TYPE";
+pub(crate) const BUFFER_TYPE: &str = pmix_wire::openpmix::BUFFER_TYPE_VAR;
 /// The storage modules an OpenPMIx server offers its clients.
 pub(crate) const GDS_MODULE: &str = "PMIX_GDS_MODULE";
 /// An OpenPMIx server's name for this node.
@@ -187,11 +187,7 @@ fn openpmix(
     let addr: SocketAddr = hostport
         .parse()
         .map_err(|_| malformed("does not end in <address>:<port>"))?;
-    // libpmix takes anything but FULLY_DESC for the default, NON_DESC.
-    let buffer = match get(BUFFER_TYPE).as_deref() {
-        Some("PMIX_BFROP_BUFFER_FULLY_DESC") => BufferType::FullyDesc,
-        _ => BufferType::NonDesc,
-    };
+    let buffer = BufferType::from_env_value(get(BUFFER_TYPE).as_deref());
     Ok(OpenpmixServer {
         var,
         uri: uri.clone(),

@@ -209,6 +209,90 @@ fn openpmix_5_helpers_answer_on_our_libpmix_as_on_openpmix_5() {
     assert_eq!(ours, run_on(false));
 }
 
+/// The libraries a libpmix program can run on, for comparing what each packs.
+#[derive(Clone, Copy, Debug)]
+enum PackLibrary {
+    Ours,
+    Debian,
+    Openpmix5,
+}
+
+/// `pmix_capi_pack.c <mode> <file>` as the one rank of a pmixrun job, on `lib`; its stdout.
+fn pack_program(lib: PackLibrary, mode: &str, file: &Path) -> String {
+    let program = openpmix_program("pmix_capi_pack");
+    let args = [
+        "-n",
+        "1",
+        program.to_str().expect("a UTF-8 path"),
+        mode,
+        file.to_str().expect("a UTF-8 path"),
+    ];
+    let (what, mut cmd) = pmixrun_command(&args, &[], matches!(lib, PackLibrary::Ours));
+    if matches!(lib, PackLibrary::Openpmix5) {
+        pmix_tests::use_ompi5_libpmix(&mut cmd);
+    }
+    let what = format!("{what} on {lib:?}");
+    let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+    assert_eq!(out.status.code(), Some(0), "{what}: {out:#?}");
+    if matches!(lib, PackLibrary::Ours) {
+        assert_ours_loaded(&out, 1);
+    }
+    out.stdout
+}
+
+/// `pmix_capi_pack.c`: `PMIx_Data_pack` of values of 34 kinds (every integer, floats, times,
+/// strings, procs, byte objects, enumerations, envars, namespaces, values holding procs and
+/// arrays, infos holding arrays of infos, a data array) writes the same bytes on our library
+/// as on Debian's libpmix 4.2 and OpenPMIx 5.0.11 (which agree), and each library unpacks
+/// every library's bytes to the same values, then answers
+/// `PMIX_ERR_UNPACK_READ_PAST_END_OF_BUFFER` (-50) at the end.
+#[test]
+fn data_pack_writes_openpmix_bytes_that_each_library_reads() {
+    use PackLibrary::{Debian, Openpmix5, Ours};
+    let dir = std::env::temp_dir().join(format!("pmixrs-capi-pack-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let file = |lib: PackLibrary| dir.join(format!("{lib:?}.bin"));
+    let packed = |lib| pack_program(lib, "pack", &file(lib));
+    let debian = packed(Debian);
+    assert!(debian.ends_with("packed 34\n"), "{debian}");
+    assert_eq!(
+        packed(Openpmix5),
+        debian,
+        "OpenPMIx 5.0.11 packs as 4.2 does"
+    );
+    assert_eq!(packed(Ours), debian, "ours packs as libpmix does");
+
+    let want = pack_program(Debian, "unpack", &file(Debian));
+    assert_eq!(want.lines().count(), 35, "{want}");
+    assert!(
+        want.contains(
+            "\nvalue <3 'in a value'> <14 42> <22 another.namespace.17> <39 [type=13 n=3 1 2 3]>\n"
+        ),
+        "{want}"
+    );
+    assert!(want.ends_with("\nend -50\n"), "{want}");
+    // libpmix packs a data type as a UINT16 and unpacks it as an INT16, so it reads its own
+    // PMIX_PROC_INFO (38) as 19; ours reads what was packed.
+    let libpmix_misread = "\ndata_type 19\n";
+    assert!(want.contains(libpmix_misread), "{want}");
+    let want_ours = want.replace(libpmix_misread, "\ndata_type 38\n");
+    for reader in [Ours, Debian, Openpmix5] {
+        let want = if matches!(reader, Ours) {
+            &want_ours
+        } else {
+            &want
+        };
+        for writer in [Ours, Debian, Openpmix5] {
+            assert_eq!(
+                &pack_program(reader, "unpack", &file(writer)),
+                want,
+                "{reader:?} unpacking what {writer:?} packed"
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The lines of hello at `n` ranks.
 fn hello_lines(n: u32) -> Vec<String> {
     let sum = n * (n - 1) / 2;

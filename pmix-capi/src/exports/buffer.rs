@@ -1,7 +1,7 @@
 //! Data buffers: `PMIx_Data_pack`, `PMIx_Data_unpack`, `PMIx_Data_load`, `PMIx_Data_unload`
 //! (4.2's headers' `PMIX_DATA_BUFFER_LOAD`/`_UNLOAD` call these) and the `PMIx_Data_buffer_*`
 //! functions (5.0's).
-//! The bytes are this library's own format (`pack`); a buffer's memory is the C allocator's,
+//! The bytes are OpenPMIx's (`pack`); a buffer's memory is the C allocator's,
 //! so the headers' macros and `free` work on what `PMIx_Data_buffer_unload` hands out.
 
 use core::ffi::{c_char, c_void};
@@ -19,8 +19,8 @@ use crate::guard::{guarded, guarded_or};
 use crate::pack;
 
 /// Packs `num_vals` values of `type_` from `src` (a C array of the type's form: `char *` for
-/// strings, `pmix_value_t` for `PMIX_VALUE`...) at the end of `buffer`. `target` is not read:
-/// the format is the same for every peer.
+/// strings, `pmix_value_t` for `PMIX_VALUE`...) at the end of `buffer`, as libpmix does.
+/// `target` is not read: libpmix packs the same bytes for every peer of 4.0 or later.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Data_pack(
     _target: *const pmix_proc_t,
@@ -41,11 +41,11 @@ pub unsafe extern "C" fn PMIx_Data_pack(
     })
 }
 
-/// Unpacks up to `*max_num_values` values of `type_` from `buffer` into `dest` (room for as
-/// many of the type's C form), setting `*max_num_values` to how many. The values' memory
-/// (strings, arrays...) is the caller's. The end of the buffer is
-/// `PMIX_ERR_UNPACK_READ_PAST_END_OF_BUFFER`, a value of another type next
-/// `PMIX_ERR_TYPE_MISMATCH`.
+/// Unpacks the next pack of `buffer`, up to `*max_num_values` values of `type_`, into `dest`
+/// (room for as many of the type's C form), setting `*max_num_values` to how many. The
+/// values' memory (strings, arrays...) is the caller's. The end of the buffer is
+/// `PMIX_ERR_UNPACK_READ_PAST_END_OF_BUFFER`; a pack of more values than there is room for
+/// fills the room and answers `PMIX_ERR_UNPACK_INADEQUATE_SPACE`, as libpmix does.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Data_unpack(
     _source: *const pmix_proc_t,
@@ -61,12 +61,15 @@ pub unsafe extern "C" fn PMIx_Data_unpack(
             let max = max_num_values.as_mut().ok_or(Status::ERR_BAD_PARAM)?;
             let want = usize::try_from(*max).map_err(|_| Status::ERR_BAD_PARAM)?;
             let ty = DataType(type_);
-            let (values, used) = pack::unpack(ty, buffer_unread(b)?, want)?;
-            elements_to_c(ty, &values, dest.cast())?;
-            buffer_consume(b, used)?;
-            *max = i32::try_from(values.len()).map_err(|_| Status::ERR_BAD_PARAM)?;
+            let got = pack::unpack(ty, buffer_unread(b)?, want)?;
+            elements_to_c(ty, &got.values, dest.cast())?;
+            buffer_consume(b, got.used)?;
+            *max = i32::try_from(got.values.len()).map_err(|_| Status::ERR_BAD_PARAM)?;
+            match got.status {
+                Status::SUCCESS => Ok(()),
+                other => Err(other),
+            }
         }
-        Ok(())
     })
 }
 

@@ -82,7 +82,21 @@ impl BufferType {
     pub fn as_u8(self) -> u8 {
         self as u8
     }
+
+    /// The buffer type a libpmix process takes from its environment's
+    /// [`BUFFER_TYPE_VAR`] (set by its server at launch): fully described only when it says
+    /// `PMIX_BFROP_BUFFER_FULLY_DESC`, anything else or nothing the release builds' default.
+    pub fn from_env_value(value: Option<&str>) -> BufferType {
+        match value {
+            Some("PMIX_BFROP_BUFFER_FULLY_DESC") => BufferType::FullyDesc,
+            _ => BufferType::NonDesc,
+        }
+    }
 }
+
+/// The environment variable by which an OpenPMIx server tells the processes it launches
+/// their [`BufferType`] ([`BufferType::from_env_value`]).
+pub const BUFFER_TYPE_VAR: &str = "PMIX_BFROP_BUFFER_TYPE";
 
 /// How one connection packs its messages: fixed for the whole session by the client's
 /// handshake; a server must answer in the client's dialect.

@@ -89,7 +89,7 @@ mod value;
 mod version;
 
 pub use cmd::Cmd;
-pub use dialect::{BufferType, Codec, Dialect};
+pub use dialect::{BUFFER_TYPE_VAR, BufferType, Codec, Dialect};
 pub use frame::{
     DEFAULT_MAX_MESSAGE, HEADER_LEN, Header, Incoming, MAX_HANDSHAKE_LEN, MsgReader,
     PINDEX_HANDSHAKE, TAG_DYNAMIC, TAG_HANDSHAKE, TAG_HEARTBEAT, TAG_IOF, TAG_NOTIFY,

@@ -171,11 +171,12 @@ impl<'o> Packer<'o> {
         self.put_i32(v);
     }
 
-    /// A `UINT` (C `unsigned int`): an unsigned varint in `v41`; in `v3` the reference packs
-    /// it exactly like an `INT` (an `INT32` tag and the 4 bytes of the same bits).
+    /// A `UINT` (C `unsigned int`): the reference packs it exactly like an `INT`, the same
+    /// bits as a signed value: in `v41` zig-zagged (3000000000 as -1294967296), in `v3` an
+    /// `INT32` tag and 4 bytes.
     pub fn put_uint(&mut self, v: u32) {
         match self.dialect.codec {
-            Codec::V41 => self.put_u32(v),
+            Codec::V41 => self.put_i32(v as i32),
             Codec::V3 => {
                 self.put_data_type(DataType::INT32);
                 self.put_u32(v);

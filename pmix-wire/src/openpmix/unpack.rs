@@ -300,10 +300,12 @@ impl<'a> Unpacker<'a> {
         }
     }
 
-    /// A `UINT` (C `unsigned int`).
+    /// A `UINT` (C `unsigned int`), packed as the bits of an `INT` ([`Packer::put_uint`]).
+    ///
+    /// [`Packer::put_uint`]: super::Packer::put_uint
     pub fn get_uint(&mut self) -> Result<u32, Error> {
         match self.dialect.codec {
-            Codec::V41 => self.get_u32(),
+            Codec::V41 => self.get_i32().map(|v| v as u32),
             Codec::V3 => match self.get_tagged_int()? {
                 (DataType::INT32 | DataType::UINT32, v) => Ok(v as u32),
                 (_, v) => self.fit(v, "UINT"),

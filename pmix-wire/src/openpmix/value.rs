@@ -151,14 +151,32 @@ impl Packer<'_> {
             return Ok(());
         }
         self.put_len(a.items().len());
-        for item in a.items() {
-            if ty == DataType::VALUE {
-                self.put_value(item)?;
-            } else {
-                self.put_value_payload(item)?;
-            }
+        a.items()
+            .iter()
+            .try_for_each(|item| self.put_element(ty, item))
+    }
+
+    /// One element of an array of `ty` (a data array's, or a top-level pack's such as
+    /// `PMIx_Data_pack` writes): a whole `VALUE`, type tag included, when `ty` is `VALUE`;
+    /// otherwise the payload of `v`, which must be of type `ty`.
+    pub fn put_element(&mut self, ty: DataType, v: &Value) -> Result<(), Error> {
+        if ty == DataType::VALUE {
+            return self.put_value(v);
         }
-        Ok(())
+        if v.data_type() != ty {
+            return Err(Error::Encode(format!(
+                "a {:?} value among elements of {ty:?}",
+                v.data_type()
+            )));
+        }
+        self.put_value_payload(v)
+    }
+
+    /// A top-level pack of `values`, each an element of type `ty` ([`Packer::put_element`]):
+    /// what `PMIx_Data_pack` appends to a buffer.
+    pub fn pack_elements(&mut self, ty: DataType, values: &[Value]) -> Result<(), Error> {
+        self.pack_header(ty, values.len())?;
+        values.iter().try_for_each(|v| self.put_element(ty, v))
     }
 
     /// An `ENVAR`: name, value, separator byte.
@@ -429,20 +447,46 @@ impl Unpacker<'_> {
                 return DataArray::new(ty, Vec::new()).map_err(|e| u.malformed(e));
             }
             let n = u.count(i64::try_from(n).unwrap_or(i64::MAX), at)?;
-            let mut items = Vec::with_capacity(n);
-            for _ in 0..n {
-                let before = u.position();
-                items.push(if ty == DataType::VALUE {
-                    u.get_value()?
-                } else {
-                    u.get_value_payload(ty)?
-                });
-                if u.position() == before {
-                    return Err(u.malformed(format!("empty {ty:?} array element")));
-                }
-            }
+            let items = u.elements(ty, n)?;
             DataArray::new(ty, items).map_err(|e| u.malformed(e))
         })
+    }
+
+    /// One element of an array of `ty` ([`Packer::put_element`]).
+    pub fn get_element(&mut self, ty: DataType) -> Result<Value, Error> {
+        if ty == DataType::VALUE {
+            self.get_value()
+        } else {
+            self.get_value_payload(ty)
+        }
+    }
+
+    /// `n` elements of `ty` (`n` already checked against the remaining bytes); an element
+    /// that takes no bytes is refused, so a count alone cannot drive the loop.
+    fn elements(&mut self, ty: DataType, n: usize) -> Result<Vec<Value>, Error> {
+        let mut items = Vec::with_capacity(n);
+        for _ in 0..n {
+            let before = self.position();
+            items.push(self.get_element(ty)?);
+            if self.position() == before {
+                return Err(self.malformed(format!("empty {ty:?} element")));
+            }
+        }
+        Ok(items)
+    }
+
+    /// A top-level pack of elements of type `ty` ([`Packer::pack_elements`]), of which at
+    /// most `max` are read: the values, and how many the pack held (more than `max` leaves
+    /// the rest unread, and the reader inside the pack, as libpmix's `PMIx_Data_unpack`
+    /// does).
+    pub fn unpack_elements(
+        &mut self,
+        ty: DataType,
+        max: usize,
+    ) -> Result<(Vec<Value>, usize), Error> {
+        let n = self.unpack_header(ty)?;
+        let values = self.elements(ty, n.min(max))?;
+        Ok((values, n))
     }
 
     /// An `ENVAR`.
