@@ -5,7 +5,9 @@
  *     pmix_tool_get PID NSPACE
  *
  * attaches to the server of PID (PMIx_tool_init with PMIX_SERVER_PIDINFO) and prints, for
- * each get, "get <what> status=<status name> value=<value>" (value only on success):
+ * each get, "get <what> status=<status number> value=<value>" (value only on success; the
+ * number, as libraries spell statuses differently: "NOT-FOUND" in 4.2, "PMIX_ERR_NOT_FOUND"
+ * in 5.0):
  *
  *     job-size        PMIX_JOB_SIZE of NSPACE, rank PMIX_RANK_WILDCARD
  *     local-size      PMIX_LOCAL_SIZE of NSPACE, rank PMIX_RANK_WILDCARD
@@ -32,7 +34,7 @@ static int fail_rank(void) { return -1; }
 /* Prints one get's outcome; integers and strings are all these keys have. */
 static void report(const char *what, pmix_status_t rc, const pmix_value_t *v)
 {
-    printf("get %s status=%s", what, PMIx_Error_string(rc));
+    printf("get %s status=%d", what, rc);
     if (rc == PMIX_SUCCESS && v != NULL) {
         char host[256] = "";
         gethostname(host, sizeof host - 1);
