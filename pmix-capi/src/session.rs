@@ -71,7 +71,9 @@ impl Session {
     ) {
         match self {
             Session::Client(c) => {
-                c.get_nb(&proc, key.as_deref(), &info, move |r| done(r.map_err(status)));
+                c.get_nb(&proc, key.as_deref(), &info, move |r| {
+                    done(r.map_err(status))
+                });
             }
             Session::Tool(t) => t.call_nb(move |t| t.get(&proc, key.as_deref(), &info), done),
         }

@@ -21,8 +21,7 @@ use std::time::{Duration, Instant};
 use pmix_tests::ompi5::{ompi5_program, ompi5_tool};
 use pmix_tests::{
     HeldJob, NameServerProcess, Output, Running, Streamed, ToolLib, assert_capi_libpmix_loaded,
-    assert_ok,
-    assert_pulled_from_prterun, capi_libpmix_dir, check_client_output, clean_command,
+    assert_ok, assert_pulled_from_prterun, capi_libpmix_dir, check_client_output, clean_command,
     in_private_network, iof_lines, openpmix_program, pmixrun_bin, tool_command, use_capi_libpmix,
 };
 
@@ -582,7 +581,11 @@ fn tool_against(
     let (pid, nspace) = (job.pid.to_string(), job_of(job.pid));
     let args = args_of(&pid, &nspace);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let what = format!("{name} {} ({on:?}) on {}", args.join(" "), launcher.display());
+    let what = format!(
+        "{name} {} ({on:?}) on {}",
+        args.join(" "),
+        launcher.display()
+    );
     let out = Running::start(c_tool(name, &args, on), &what).finish(end, &what);
     assert_ok(&out, &what);
     assert_ok(&job.release(end), &format!("the held job of {what}"));
@@ -624,7 +627,11 @@ fn libpmix_tool_reads_a_process_table_on_our_libpmix_as_on_debians() {
     let prterun_args = ["--allow-run-as-root", "--oversubscribe"];
     let by_pid = |pid: &str, _: &str| vec!["pid".to_owned(), pid.to_owned()];
     for (launcher, args, job_of) in [
-        (pmixrun_bin(), &[][..], &pmixrun_job as &dyn Fn(u32) -> String),
+        (
+            pmixrun_bin(),
+            &[][..],
+            &pmixrun_job as &dyn Fn(u32) -> String,
+        ),
         (prterun.as_path(), &prterun_args[..], &prterun_job),
     ] {
         let [ours, debian] = [On::Ours, On::Debians]

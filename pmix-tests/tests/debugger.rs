@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
 use pmix_tests::{
-    Output, Running, assert_capi_libpmix_loaded, cargo_build, collect_text, compile_c, compiled_programs_dir, keyed_lines,
-    openpmix_program, openpmix_python_client, openpmix_sources, pmixrun_bin, profile_dir,
-    use_capi_libpmix, use_ompi5_libpmix,
+    Output, Running, assert_capi_libpmix_loaded, cargo_build, collect_text, compile_c,
+    compiled_programs_dir, keyed_lines, openpmix_program, openpmix_python_client, openpmix_sources,
+    pmixrun_bin, profile_dir, use_capi_libpmix, use_ompi5_libpmix,
 };
 
 /// For one whole scenario.

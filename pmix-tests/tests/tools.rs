@@ -164,16 +164,25 @@ fn a_rust_tool_gets_a_held_jobs_data() {
     let missing = [
         (of(Rank(0)), "pmixrs.tool.none"),
         (
-            Proc::new(Nspace::new("pmixrs-no-such-job").expect("ns"), Rank::WILDCARD),
+            Proc::new(
+                Nspace::new("pmixrs-no-such-job").expect("ns"),
+                Rank::WILDCARD,
+            ),
             attr::JOB_SIZE,
         ),
     ];
     for (p, key) in &missing {
         let e = get(p, key).expect_err("not found");
-        assert_eq!(e.status(), pmix_server::types::Status::ERR_NOT_FOUND, "{p} {key}: {e}");
+        assert_eq!(
+            e.status(),
+            pmix_server::types::Status::ERR_NOT_FOUND,
+            "{p} {key}: {e}"
+        );
     }
     let me = tool.proc().cloned().expect("a name");
-    let e = tool.get(&me, Some(attr::JOB_SIZE), &[]).expect_err("no job data of a tool");
+    let e = tool
+        .get(&me, Some(attr::JOB_SIZE), &[])
+        .expect_err("no job data of a tool");
     assert_eq!(e.status(), pmix_server::types::Status::ERR_NOT_FOUND, "{e}");
     tool.finalize().expect("finalize");
     assert_ok(&job.release(end), "the job a Rust tool read");

@@ -3,9 +3,7 @@
 
 use std::time::Duration;
 
-use pmix_types::{
-    DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key,
-};
+use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
 
 use super::ClientCore;
 use super::timeout_of;

@@ -23,7 +23,11 @@ impl Tool {
     pub fn get(&mut self, proc: &Proc, key: Option<&str>, info: &[Info]) -> Result<Value, Error> {
         let me = self.proc().cloned().ok_or(Error::NotInitialized)?;
         let d = GetDirectives::parse(info)?;
-        if let Local::Done(r) = self.primary_link()?.core_mut().resolve_get_unpacked(&me, proc, key, &d) {
+        if let Local::Done(r) = self
+            .primary_link()?
+            .core_mut()
+            .resolve_get_unpacked(&me, proc, key, &d)
+        {
             return r;
         }
         let asked = ServerGet::new(proc, key)?;
