@@ -514,8 +514,27 @@ impl Engine {
         if self.get_group_info(conn, id, target, key.as_ref(), info) {
             return;
         }
+        match self.get_step((conn, id), target, key, info, now) {
+            GetStep::Reply(reply) => self.reply(conn, id, reply),
+            GetStep::Answer(t, key) => {
+                self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
+            }
+            GetStep::Parked(None) => {}
+            GetStep::Parked(Some((pending, call))) => self.host_call(pending, call),
+        }
+    }
+
+    /// What [`Gets::request`] makes of the Get `(conn, id)`.
+    fn get_step(
+        &mut self,
+        (conn, id): (ConnId, u32),
+        target: &Proc,
+        key: Option<Key>,
+        info: &[Info],
+        now: Instant,
+    ) -> GetStep {
         let data = (&self.nspaces, &self.store, &self.commits);
-        let step = self.gets.request(
+        self.gets.request(
             (conn, id),
             target,
             key,
@@ -524,15 +543,7 @@ impl Engine {
             data,
             &mut self.sessions,
             &mut self.timers,
-        );
-        match step {
-            GetStep::Reply(reply) => self.reply(conn, id, reply),
-            GetStep::Answer(t, key) => {
-                self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
-            }
-            GetStep::Parked(None) => {}
-            GetStep::Parked(Some((pending, call))) => self.host_call(pending, call),
-        }
+        )
     }
 
     /// A tool's Get (`PMIx_Get` in a tool): job data and processes' reserved keys, as a
@@ -552,18 +563,7 @@ impl Engine {
         let mut info = info.to_vec();
         info.retain(|i| i.key.as_str() != attr::IMMEDIATE);
         info.push(Info::attr(attr::IMMEDIATE, true));
-        let data = (&self.nspaces, &self.store, &self.commits);
-        let step = self.gets.request(
-            (conn, id),
-            target,
-            key,
-            &info,
-            now,
-            data,
-            &mut self.sessions,
-            &mut self.timers,
-        );
-        let reply = match step {
+        let reply = match self.get_step((conn, id), target, key, &info, now) {
             GetStep::Reply(reply) => reply,
             GetStep::Answer(t, key) => {
                 let viewer = Viewer {
