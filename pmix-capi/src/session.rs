@@ -7,7 +7,9 @@
 //! exports pass them on to the progress thread (`exports/completion.rs`) before any C code
 //! runs.
 
-use pmix_client::{App, Client, DataRange, Event, HandlerId, Info, Nspace, Proc, Query, Status};
+use pmix_client::{
+    App, Client, DataRange, Event, HandlerId, Info, Nspace, Proc, Query, Status, Value,
+};
 
 use crate::tool_session::ToolSession;
 
@@ -39,6 +41,41 @@ impl Session {
         match self {
             Session::Client(c) => Ok(c.proc().clone()),
             Session::Tool(t) => t.proc(),
+        }
+    }
+
+    /// `PMIx_Get` of `key` of `proc` (no key: all `proc` put).
+    pub(crate) fn get(
+        &self,
+        proc: Proc,
+        key: Option<String>,
+        info: Vec<Info>,
+    ) -> Result<Value, Status> {
+        match self {
+            Session::Client(c) => match &key {
+                Some(k) => c.get(&proc, k, &info),
+                None => c.get_all(&proc, &info),
+            }
+            .map_err(status),
+            Session::Tool(t) => t.call(move |t| t.get(&proc, key.as_deref(), &info)),
+        }
+    }
+
+    /// `PMIx_Get_nb`.
+    pub(crate) fn get_nb(
+        &self,
+        proc: Proc,
+        key: Option<String>,
+        info: Vec<Info>,
+        done: impl FnOnce(Result<Value, Status>) + Send + 'static,
+    ) {
+        match self {
+            Session::Client(c) => {
+                c.get_nb(&proc, key.as_deref(), &info, move |r| {
+                    done(r.map_err(status))
+                });
+            }
+            Session::Tool(t) => t.call_nb(move |t| t.get(&proc, key.as_deref(), &info), done),
         }
     }
 

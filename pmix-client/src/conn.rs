@@ -760,13 +760,7 @@ impl Shared {
         if let Some(answer) = self.core.read().resolve_get(me, proc, key, d, false) {
             return answer;
         }
-        if let Err(e) = self.core.write().unpack(proc) {
-            return Local::Done(Err(Error::Protocol(format!(
-                "fence data of {proc} does not decode: {e}"
-            ))));
-        }
-        let answer = self.core.read().resolve_get(me, proc, key, d, true);
-        answer.unwrap_or(Local::AskServer)
+        self.core.write().resolve_get_unpacked(me, proc, key, d)
     }
 
     /// True when the job data of `proc`'s namespace is here.

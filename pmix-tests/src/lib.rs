@@ -623,6 +623,28 @@ pub fn use_capi_libpmix(cmd: &mut Command) {
     cmd.env("LD_LIBRARY_PATH", capi_libpmix_dir());
 }
 
+/// Checks the loader's log (`LD_DEBUG=libs`, on `stderr`): `n` processes initialised our
+/// `libpmix.so.2` ([`capi_libpmix_dir`]), and none any other `libpmix.so`.
+pub fn assert_capi_libpmix_loaded(stderr: &str, n: usize, what: &str) {
+    let ours = format!(
+        "init: {}",
+        capi_libpmix_dir().join("libpmix.so.2").display()
+    );
+    let inits: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("calling init:") && l.contains("/libpmix.so"))
+        .collect();
+    assert_eq!(
+        inits.iter().filter(|l| l.contains(&ours)).count(),
+        n,
+        "{what}: {n} process(es) load our libpmix.so.2 ({ours}): {stderr}"
+    );
+    assert!(
+        inits.iter().all(|l| l.contains(&ours)),
+        "{what}: another libpmix was loaded too: {inits:#?}"
+    );
+}
+
 /// Where the tests put programs they compile: `<target>/tmp/<kind>` (the directory Cargo
 /// names `CARGO_TARGET_TMPDIR` for integration tests; the library is not given it), created
 /// if need be.

@@ -1,6 +1,7 @@
 //! Debuggers (`docs/TOOLS.md`, "Debuggers"): `pmixrun --stop-in-init -n 4 APP` holds every
 //! process in its PMIx init (pmix-rs clients, libpmix 4.2 and 5.0.11 clients, an Open MPI 5
-//! program) until a debugger tool (Rust, libpmix 4.2 and 5.0.11, python3-pmix) releases it.
+//! program) until a debugger tool (Rust, libpmix 4.2 and 5.0.11, python3-pmix, the libpmix
+//! one on pmix-rs's `libpmix.so.2`) releases it.
 //!
 //! Each debugger (`pmix-debugger`, `openpmix/pmix_debugger.c`, `openpmix/pmix_debugger.py`)
 //! waits for the job's `READY_FOR_DEBUG` (every process waits in init), prints the process
@@ -20,9 +21,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
 use pmix_tests::{
-    Output, Running, cargo_build, collect_text, compile_c, compiled_programs_dir, keyed_lines,
-    openpmix_program, openpmix_python_client, openpmix_sources, pmixrun_bin, profile_dir,
-    use_ompi5_libpmix,
+    Output, Running, assert_capi_libpmix_loaded, cargo_build, collect_text, compile_c,
+    compiled_programs_dir, keyed_lines, openpmix_program, openpmix_python_client, openpmix_sources,
+    pmixrun_bin, profile_dir, use_capi_libpmix, use_ompi5_libpmix,
 };
 
 /// For one whole scenario.
@@ -39,6 +40,9 @@ enum Debugger {
     C,
     /// `pmix_debugger.c` on Open MPI 5's OpenPMIx 5.0.11.
     CWheel,
+    /// `pmix_debugger.c` (built against Debian's libpmix 4.2) on pmix-rs's `libpmix.so.2`
+    /// (`pmix-capi`), which it must have loaded.
+    COnCapi,
     /// `pmix_debugger.py` on python3-pmix (OpenPMIx 4.2).
     Python,
 }
@@ -218,7 +222,9 @@ impl Dbg {
         let pid = pmixrun.to_string();
         let mut cmd = match kind {
             Debugger::Rust => Command::new(rust_bin("pmix-debugger")),
-            Debugger::C | Debugger::CWheel => Command::new(openpmix_program("pmix_debugger")),
+            Debugger::C | Debugger::CWheel | Debugger::COnCapi => {
+                Command::new(openpmix_program("pmix_debugger"))
+            }
             Debugger::Python => {
                 let (python, _) = openpmix_python_client();
                 let mut c = Command::new(python);
@@ -239,6 +245,10 @@ impl Dbg {
             .stderr(Stdio::piped());
         if kind == Debugger::CWheel {
             use_ompi5_libpmix(&mut cmd);
+        }
+        if kind == Debugger::COnCapi {
+            use_capi_libpmix(&mut cmd);
+            cmd.env("LD_DEBUG", "libs");
         }
         let mut child = cmd
             .spawn()
@@ -307,6 +317,16 @@ impl Dbg {
         self.stderr
             .recv_timeout(Duration::from_secs(5))
             .unwrap_or_default()
+    }
+
+    /// Waits for its exit by `end`, which must be a success; a debugger on pmix-capi must
+    /// have loaded it.
+    fn ended_well(&mut self, end: Instant, what: &str) {
+        assert!(self.wait(end).success(), "{what}: {:#?}", self.seen);
+        if self.kind == Debugger::COnCapi {
+            let stderr = self.stderr.recv_deadline(end).unwrap_or_default();
+            assert_capi_libpmix_loaded(&stderr, 1, what);
+        }
     }
 
     /// Waits for its exit by `end`: its status.
@@ -398,7 +418,7 @@ fn released_by(debugger: Debugger, app: App) {
         format!("debugger job-end job=rs-pmixrun-{}", held.pid)
     );
     dbg.line("debugger finalized", end);
-    assert!(dbg.wait(end).success(), "{what}: {:#?}", dbg.seen);
+    dbg.ended_well(end, &what);
     let out = held.finish(end);
     assert!(out.status.success(), "{what}: {out:#?}");
     check_released(&out, &pids, &what);
@@ -460,6 +480,13 @@ fn a_rust_debugger_releases_pmix_rs_processes_held_in_init_and_pmixps_lists_them
 #[test]
 fn a_libpmix_debugger_releases_libpmix_processes_held_in_init() {
     released_by(Debugger::C, App::C);
+}
+
+/// The unmodified libpmix debugger on pmix-rs's `libpmix.so.2` (events, a query, a
+/// notification to the held job) releases libpmix processes as on Debian's libpmix.
+#[test]
+fn a_libpmix_debugger_on_our_libpmix_releases_libpmix_processes_held_in_init() {
+    released_by(Debugger::COnCapi, App::C);
 }
 
 #[test]
@@ -534,7 +561,7 @@ fn debugger_kills(debugger: Debugger) {
     dbg.line("debugger killed", end);
     dbg.line("debugger job-end", end);
     dbg.line("debugger finalized", end);
-    assert!(dbg.wait(end).success(), "{what}: {:#?}", dbg.seen);
+    dbg.ended_well(end, &what);
     let out = held.finish(end);
     // Processes killed on request are no failure of the run.
     assert!(out.status.success(), "{what}: {out:#?}");
@@ -554,6 +581,12 @@ fn a_rust_debugger_kills_the_held_job() {
 #[test]
 fn a_libpmix_debugger_kills_the_held_job() {
     debugger_kills(Debugger::C);
+}
+
+/// ... and kills the held job (`PMIx_Job_control`) as on Debian's.
+#[test]
+fn a_libpmix_debugger_on_our_libpmix_kills_the_held_job() {
+    debugger_kills(Debugger::COnCapi);
 }
 
 #[test]

@@ -134,6 +134,60 @@ fn rust_tool_attaches_by_pid_nspace_and_uri() {
     attach(Lib::Rust);
 }
 
+/// `Tool::get` (`PMIx_Get` in a tool) reads a held pmixrun job's data: its size at the job
+/// level, a rank's local rank and host, through a Get the server answers at once; a key
+/// nobody put, a namespace nobody has and the tool's own job data (pmix-rs servers hold none
+/// for a tool) are not found, without waiting. The C tool on our library does the same
+/// (`tests/capi.rs`, `pmix_tool_get.c`), compared with Debian's libpmix.
+#[test]
+fn a_rust_tool_gets_a_held_jobs_data() {
+    use pmix_client::tool::{Attach, Tool};
+    use pmix_server::types::{Nspace, Proc, Rank, Value, attr};
+    let end = Instant::now() + DEADLINE;
+    let job = HeldJob::start(pmix_tests::pmixrun_bin(), &[], 2, end);
+    let mut tool = Tool::init(Attach::Pid(job.pid)).expect("attaching");
+    let ns = Nspace::new(format!("rs-pmixrun-{}", job.pid)).expect("a namespace");
+    let of = |rank: Rank| Proc::new(ns.clone(), rank);
+    let mut get = |p: &Proc, key: &str| tool.get(p, Some(key), &[]);
+    assert_eq!(
+        get(&of(Rank::WILDCARD), attr::JOB_SIZE).expect("job size"),
+        Value::Uint32(2)
+    );
+    assert_eq!(
+        get(&of(Rank(1)), attr::LOCAL_RANK).expect("a local rank"),
+        Value::Uint16(1)
+    );
+    assert_eq!(
+        get(&of(Rank(0)), attr::HOSTNAME).expect("a host").as_str(),
+        Some(hostname().as_str())
+    );
+    let missing = [
+        (of(Rank(0)), "pmixrs.tool.none"),
+        (
+            Proc::new(
+                Nspace::new("pmixrs-no-such-job").expect("ns"),
+                Rank::WILDCARD,
+            ),
+            attr::JOB_SIZE,
+        ),
+    ];
+    for (p, key) in &missing {
+        let e = get(p, key).expect_err("not found");
+        assert_eq!(
+            e.status(),
+            pmix_server::types::Status::ERR_NOT_FOUND,
+            "{p} {key}: {e}"
+        );
+    }
+    let me = tool.proc().cloned().expect("a name");
+    let e = tool
+        .get(&me, Some(attr::JOB_SIZE), &[])
+        .expect_err("no job data of a tool");
+    assert_eq!(e.status(), pmix_server::types::Status::ERR_NOT_FOUND, "{e}");
+    tool.finalize().expect("finalize");
+    assert_ok(&job.release(end), "the job a Rust tool read");
+}
+
 /// pmixrun's rendezvous files are gone when it ends.
 #[test]
 fn rendezvous_files_are_removed_at_exit() {

@@ -1,5 +1,5 @@
 //! Exchanging data: `PMIx_Put`, `PMIx_Commit`, `PMIx_Fence` (and `_nb`), `PMIx_Get` (and
-//! `_nb`).
+//! `_nb`, also in a tool: `session.rs`).
 
 use core::ffi::{c_char, c_void};
 
@@ -140,7 +140,8 @@ pub unsafe extern "C" fn PMIx_Fence_nb(
     }
 }
 
-/// The process and directives of a get; a NULL `proc` is this process.
+/// The process and directives of a get; a NULL `proc` is this process (a client, or a tool
+/// by its name at its primary server).
 ///
 /// # Safety
 /// The Standard's contract: a process or NULL, a C string or NULL, `ninfo` entries.
@@ -154,7 +155,7 @@ unsafe fn get_args(
     unsafe {
         let proc = match proc.as_ref() {
             Some(p) => proc_from_c(p)?,
-            None => state::client()?.proc().clone(),
+            None => state::session()?.proc()?,
         };
         Ok((
             proc,
@@ -180,14 +181,12 @@ pub unsafe extern "C" fn PMIx_Get(
         }
         // SAFETY: the Standard's contract.
         let (proc, key, info) = unsafe { get_args(proc, key, info, ninfo) }?;
-        let client = state::client()?;
+        let session = state::session()?;
         let stored = key.as_deref().and_then(|k| state::internal(&proc, k));
-        let value = match (stored, &key) {
-            (Some(v), _) => Ok(v),
-            (None, Some(k)) => client.get(&proc, k, &info),
-            (None, None) => client.get_all(&proc, &info),
-        }
-        .map_err(|e| e.status());
+        let value = match stored {
+            Some(v) => Ok(v),
+            None => session.get(proc, key.clone(), info),
+        };
         let value = no_empty_locality(key.as_deref(), value)?;
         let out = c_alloc::<pmix_value_t>(1)?;
         match value_to_c(&value) {
@@ -264,9 +263,8 @@ pub unsafe extern "C" fn PMIx_Get_nb(
             return Ok(());
         }
         let k = key.clone();
-        state::client()?.get_nb(&proc, key.as_deref(), &info, move |r| {
-            let r = no_empty_locality(k.as_deref(), r.map_err(|e| e.status()));
-            complete_get(r, cbfunc, cbdata)
+        state::session()?.get_nb(proc, key, info, move |r| {
+            complete_get(no_empty_locality(k.as_deref(), r), cbfunc, cbdata);
         });
         Ok(())
     })

@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use hashbrown::HashMap;
 use parking_lot::Mutex;
-use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
+use pmix_types::{Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
 use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
 use crate::call::{blocking, on_status, status_result, timeout_of};
 use crate::conn::{Conn, Shared};
-use crate::core::get::{GetDirectives, Local, not_found};
+use crate::core::get::{GetDirectives, Local, ServerGet};
 use crate::handshake::JobIn;
 use crate::{Error, env, singleton};
 
@@ -367,11 +367,7 @@ impl Client {
     }
 
     /// Sends a Get; the completion caches the reply and answers from the store.
-    ///
-    /// A reserved key is only ever asked for because the target's namespace is unknown here;
-    /// the server is then asked for that namespace's job level (rank `WILDCARD`), which it
-    /// answers at once with the job data, rather than for the target process, which it would
-    /// hold until that process commits. The answer for the target then comes from the store.
+    /// ([`ServerGet`] says what is asked.)
     fn server_get(
         &self,
         proc: &Proc,
@@ -379,26 +375,20 @@ impl Client {
         info: &[Info],
         done: impl FnOnce(Result<Value, Error>) + Send + 'static,
     ) -> Option<u32> {
-        let wire_key = match key.map(Key::new).transpose() {
-            Ok(k) => k,
+        let asked = match ServerGet::new(proc, key) {
+            Ok(a) => a,
             Err(e) => {
-                done(Err(Error::BadParam(e.to_string())));
+                done(Err(e));
                 return None;
             }
-        };
-        let reserved = wire_key.as_ref().is_some_and(Key::is_reserved);
-        let ask = if reserved {
-            Proc::new(proc.nspace.clone(), Rank::WILDCARD)
-        } else {
-            proc.clone()
         };
         let shared = Arc::clone(&self.inner.conn.shared);
         let me = self.inner.proc.clone();
         let target = proc.clone();
         let kept_info = info.to_vec();
         let req = Request::Get {
-            proc: ask,
-            key: wire_key.clone(),
+            proc: asked.ask.clone(),
+            key: asked.key.clone(),
             info: info.to_vec(),
         };
         self.shared().submit(
@@ -409,31 +399,12 @@ impl Client {
                     // Whatever the reply carries is the server's word, whatever its status
                     // (a not-found still ships the namespace's job data, once).
                     shared.ingest(reply);
-                    if status != Status::SUCCESS && !reserved {
-                        return Err(Error::from_status(status));
-                    }
-                    let mut d = GetDirectives::parse(&kept_info)?;
-                    // The server answered (and refreshed the cache); whatever the store now
-                    // lacks is not there.
-                    d.optional = true;
-                    d.refresh = false;
-                    let key = wire_key.as_ref().map(Key::as_str);
-                    match shared.resolve_get(&me, &target, key, &d) {
-                        Local::Done(Err(Error::NotFound { .. })) if key.is_none() => {
-                            // Success with no data: the process put nothing.
-                            Ok(Value::from(DataArray::from_infos(Vec::new())))
-                        }
-                        // Still no job data for the namespace: the server's status says why.
-                        Local::Done(Err(Error::NotFound { .. })) | Local::AskServer
-                            if reserved
-                                && status != Status::SUCCESS
-                                && !shared.has_job(&target) =>
-                        {
-                            Err(Error::from_status(status))
-                        }
-                        Local::Done(r) => r,
-                        Local::AskServer => Err(not_found(&target, key)),
-                    }
+                    let key = asked.key.as_ref().map(Key::as_str);
+                    let local = || match GetDirectives::parse(&kept_info) {
+                        Ok(d) => shared.resolve_get(&me, &target, key, &d.answered()),
+                        Err(e) => Local::Done(Err(e)),
+                    };
+                    asked.answer(status, &target, local, || shared.has_job(&target))
                 });
                 done(result);
             }),

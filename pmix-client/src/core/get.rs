@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use pmix_types::{DataArray, Info, Proc, Rank, Scope, Value, attr, is_reserved_key};
+use pmix_types::{DataArray, Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
 
 use super::ClientCore;
 use super::timeout_of;
@@ -60,6 +60,72 @@ impl<'a> GetDirectives<'a> {
         }
         Ok(d)
     }
+
+    /// The directives for reading the store once the server answered (and refreshed it):
+    /// whatever the store now lacks is not there.
+    pub(crate) fn answered(mut self) -> Self {
+        self.optional = true;
+        self.refresh = false;
+        self
+    }
+}
+
+/// What the server is asked when the store cannot answer a Get of `proc`'s `key`: the wire
+/// key, whether it is reserved, and whom to ask about. A reserved key is only ever asked for
+/// because the target's namespace is unknown here; the server is then asked for that
+/// namespace's job level (rank `WILDCARD`), which it answers at once with the job data,
+/// rather than for the target process, which it would hold until that process commits. The
+/// answer for the target then comes from the store.
+pub(crate) struct ServerGet {
+    pub(crate) ask: Proc,
+    pub(crate) key: Option<Key>,
+    pub(crate) reserved: bool,
+}
+
+impl ServerGet {
+    pub(crate) fn new(proc: &Proc, key: Option<&str>) -> Result<ServerGet, Error> {
+        let key = key
+            .map(Key::new)
+            .transpose()
+            .map_err(|e| Error::BadParam(e.to_string()))?;
+        let reserved = key.as_ref().is_some_and(Key::is_reserved);
+        let ask = if reserved {
+            Proc::new(proc.nspace.clone(), Rank::WILDCARD)
+        } else {
+            proc.clone()
+        };
+        Ok(ServerGet { ask, key, reserved })
+    }
+
+    /// The Get's answer for `target` once the server answered with `status` and the reply's
+    /// data is in the store: `local` reads the store ([`GetDirectives::answered`]),
+    /// `has_job` says whether the target's job data is here now.
+    pub(crate) fn answer(
+        &self,
+        status: Status,
+        target: &Proc,
+        local: impl FnOnce() -> Local,
+        has_job: impl Fn() -> bool,
+    ) -> Result<Value, Error> {
+        if status != Status::SUCCESS && !self.reserved {
+            return Err(Error::from_status(status));
+        }
+        let key = self.key.as_ref().map(Key::as_str);
+        match local() {
+            Local::Done(Err(Error::NotFound { .. })) if key.is_none() => {
+                // Success with no data: the process put nothing.
+                Ok(Value::from(DataArray::from_infos(Vec::new())))
+            }
+            // Still no job data for the namespace: the server's status says why.
+            Local::Done(Err(Error::NotFound { .. })) | Local::AskServer
+                if self.reserved && status != Status::SUCCESS && !has_job() =>
+            {
+                Err(Error::from_status(status))
+            }
+            Local::Done(r) => r,
+            Local::AskServer => Err(not_found(target, key)),
+        }
+    }
 }
 
 /// What the local store says about a Get.
@@ -100,9 +166,25 @@ impl ClientCore {
         Some(from_store(&self.store, me, proc, key, d))
     }
 
-    /// Decodes the put data a collecting fence brought of `proc`.
-    pub(crate) fn unpack(&mut self, proc: &Proc) -> Result<(), pmix_wire::Error> {
-        self.store.unpack(proc)
+    /// [`ClientCore::resolve_get`], decoding first the put data a collecting fence brought
+    /// of `proc` if it needs to be.
+    pub(crate) fn resolve_get_unpacked(
+        &mut self,
+        me: &Proc,
+        proc: &Proc,
+        key: Option<&str>,
+        d: &GetDirectives<'_>,
+    ) -> Local {
+        if let Some(answer) = self.resolve_get(me, proc, key, d, false) {
+            return answer;
+        }
+        if let Err(e) = self.store.unpack(proc) {
+            return Local::Done(Err(Error::Protocol(format!(
+                "fence data of {proc} does not decode: {e}"
+            ))));
+        }
+        let answer = self.resolve_get(me, proc, key, d, true);
+        answer.unwrap_or(Local::AskServer)
     }
 }
 

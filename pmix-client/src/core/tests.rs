@@ -614,7 +614,7 @@ fn a_get_is_answered_from_the_store_once_fence_data_is_unpacked() {
     receive(&mut core, &mut input, &fence_reply(id, vec![peer_data(1)])).unwrap();
     // Still encoded: the driver must unpack first.
     assert!(get(&core, &peer(1), "demo.rank", &[]).is_none());
-    core.unpack(&peer(1)).unwrap();
+    core.store_mut().unpack(&peer(1)).unwrap();
     assert!(matches!(
         get(&core, &peer(1), "demo.rank", &[]),
         Some(Local::Done(Ok(Value::Uint32(1))))

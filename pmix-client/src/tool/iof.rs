@@ -170,10 +170,7 @@ impl Tool {
         }
         let deadline = Instant::now() + timeout;
         let request_timeout = self.options.timeout;
-        let link = self
-            .servers
-            .get_mut(self.primary)
-            .ok_or(Error::NotInitialized)?;
+        let link = self.primary_link()?;
         let got = link.receive(deadline);
         link.set_timeout(request_timeout)?;
         if let Some(u) = got? {

@@ -11,10 +11,11 @@
 //! which [`Tool::set_server`] chooses.
 //!
 //! Calls are blocking, one at a time per tool. What a tool may ask is the server's to say: a
-//! pmix-rs server answers queries, events (`Tool::register_events`, `Tool::notify_event`,
-//! `Tool::release` of processes held in init), job control, spawn, output pulls and input
-//! pushes, and finalize (`docs/TOOLS.md`). What servers send unasked (pulled output, events)
-//! is dispatched during calls, [`Tool::progress`] and [`Tool::next_event`] (`iof.rs`).
+//! pmix-rs server answers queries, gets of its jobs' data ([`Tool::get`], `get.rs`), events
+//! (`Tool::register_events`, `Tool::notify_event`, `Tool::release` of processes held in
+//! init), job control, spawn, output pulls and input pushes, and finalize (`docs/TOOLS.md`).
+//! What servers send unasked (pulled output, events) is dispatched during calls,
+//! [`Tool::progress`] and [`Tool::next_event`] (`iof.rs`).
 //!
 //! ```no_run
 //! use pmix_client::tool::{Attach, Tool};
@@ -31,6 +32,7 @@
 
 mod control;
 mod find;
+mod get;
 mod iof;
 mod list;
 mod wire;
@@ -229,6 +231,13 @@ impl Tool {
         self.servers.get(self.primary).map(|l| &l.server)
     }
 
+    /// The connection to the primary server.
+    fn primary_link(&mut self) -> Result<&mut Link, Error> {
+        self.servers
+            .get_mut(self.primary)
+            .ok_or(Error::NotInitialized)
+    }
+
     fn index_of(&self, server: &Proc) -> Result<usize, Error> {
         self.servers
             .iter()
@@ -240,10 +249,7 @@ impl Tool {
     /// requests without a method here. What the server sent meanwhile unasked is dispatched
     /// (`iof.rs`).
     pub fn request(&mut self, req: Request) -> Result<Reply, Error> {
-        let link = self
-            .servers
-            .get_mut(self.primary)
-            .ok_or(Error::NotInitialized)?;
+        let link = self.primary_link()?;
         let reply = link.request(req);
         self.dispatch();
         reply

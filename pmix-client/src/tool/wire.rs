@@ -211,6 +211,12 @@ impl Link {
         Ok(link)
     }
 
+    /// The connection's core: its store holds the job data and process data the server's
+    /// answers brought (a tool's `get.rs` reads it).
+    pub(crate) fn core_mut(&mut self) -> &mut ClientCore {
+        &mut self.core
+    }
+
     /// Sends `req` and waits for its answer.
     pub(crate) fn request(&mut self, req: Request) -> Result<Reply, Error> {
         let s = self.core.submit(req, true)?;

@@ -411,48 +411,71 @@ pub(super) fn answer(
         }
         Requester::Client { conn, id } => {
             let c = sessions.conn(conn)?;
-            let requester_rank = c.proc.rank;
-            let requester_ns = c.ns;
-            let ship_job = !c.has_jobs.contains(&ns);
-            let Some(nsinfo) = nspaces.get(&ns) else {
-                return Some(Requester::Client { conn, id }.failure(Status::ERR_NOT_FOUND));
+            let viewer = Viewer {
+                me: Some((c.ns, c.proc.rank)),
+                answers: c.answers,
+                ship_job: !c.has_jobs.contains(&ns),
             };
-            let owner_local = nsinfo.is_local(rank);
-            let is_self = requester_ns == ns && requester_rank == rank;
-            let may_see = |s: Scope| is_self || visible(s, owner_local);
-            let kvs = match (key, c.answers) {
-                (Some(k), GetAnswers::KeyOnly) => store
-                    .get(ns, rank, k.as_str())
-                    .filter(|e| may_see(e.scope))
-                    .map(|e| Kv {
-                        scope: e.scope,
-                        key: k.clone(),
-                        value: e.value.clone(),
-                    })
-                    .into_iter()
-                    .collect(),
-                _ => store.proc_kvs(ns, rank, may_see),
-            };
-            let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
-            let jobs = if ship_job {
-                vec![nsinfo.job.image().clone()]
-            } else {
-                Vec::new()
-            };
-            let proc = Proc::new(nsinfo.name.clone(), rank);
-            if ship_job {
+            let reply = proc_reply(&viewer, (ns, rank), key, nspaces, store);
+            if viewer.ship_job && nspaces.get(&ns).is_some() {
                 if let Some(c) = sessions.conn_mut(conn) {
                     c.has_jobs.insert(ns);
                 }
             }
-            let status = found_status(found);
-            let body = ReplyBody::Get {
-                data: vec![ProcKvs { proc, kvs }],
-                jobs,
-            };
-            let reply = Reply { status, body };
             Some(Output::Reply { conn, id, reply })
         }
+    }
+}
+
+/// Who asks for a process's data, as its answer depends on it.
+struct Viewer {
+    /// The asking process (a tool is none): it sees all of its own data.
+    me: Option<(NsId, Rank)>,
+    answers: GetAnswers,
+    /// The namespace's job data goes with the answer.
+    ship_job: bool,
+}
+
+/// The answer to a Get of a process whose data is here, as `viewer` may see it.
+fn proc_reply(
+    viewer: &Viewer,
+    (ns, rank): (NsId, Rank),
+    key: Option<&Key>,
+    nspaces: &Nspaces,
+    store: &Store,
+) -> Reply {
+    let Some(nsinfo) = nspaces.get(&ns) else {
+        return Reply::status(Status::ERR_NOT_FOUND);
+    };
+    let owner_local = nsinfo.is_local(rank);
+    let is_self = viewer.me == Some((ns, rank));
+    let may_see = |s: Scope| is_self || visible(s, owner_local);
+    let kvs = match (key, viewer.answers) {
+        (Some(k), GetAnswers::KeyOnly) => store
+            .get(ns, rank, k.as_str())
+            .filter(|e| may_see(e.scope))
+            .map(|e| Kv {
+                scope: e.scope,
+                key: k.clone(),
+                value: e.value.clone(),
+            })
+            .into_iter()
+            .collect(),
+        _ => store.proc_kvs(ns, rank, may_see),
+    };
+    let found = key.is_none_or(|k| kvs.iter().any(|kv| kv.key == *k));
+    let jobs = if viewer.ship_job {
+        vec![nsinfo.job.image().clone()]
+    } else {
+        Vec::new()
+    };
+    let proc = Proc::new(nsinfo.name.clone(), rank);
+    Reply {
+        status: found_status(found),
+        body: ReplyBody::Get {
+            data: vec![ProcKvs { proc, kvs }],
+            jobs,
+        },
     }
 }
 
@@ -491,8 +514,27 @@ impl Engine {
         if self.get_group_info(conn, id, target, key.as_ref(), info) {
             return;
         }
+        match self.get_step((conn, id), target, key, info, now) {
+            GetStep::Reply(reply) => self.reply(conn, id, reply),
+            GetStep::Answer(t, key) => {
+                self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
+            }
+            GetStep::Parked(None) => {}
+            GetStep::Parked(Some((pending, call))) => self.host_call(pending, call),
+        }
+    }
+
+    /// What [`Gets::request`] makes of the Get `(conn, id)`.
+    fn get_step(
+        &mut self,
+        (conn, id): (ConnId, u32),
+        target: &Proc,
+        key: Option<Key>,
+        info: &[Info],
+        now: Instant,
+    ) -> GetStep {
         let data = (&self.nspaces, &self.store, &self.commits);
-        let step = self.gets.request(
+        self.gets.request(
             (conn, id),
             target,
             key,
@@ -501,15 +543,40 @@ impl Engine {
             data,
             &mut self.sessions,
             &mut self.timers,
-        );
-        match step {
-            GetStep::Reply(reply) => self.reply(conn, id, reply),
+        )
+    }
+
+    /// A tool's Get (`PMIx_Get` in a tool): job data and processes' reserved keys, as a
+    /// client's, and what a process committed that a process of no job on this node may see
+    /// (no `LOCAL` data of processes elsewhere). A tool belongs to no job and waits for
+    /// none: its Gets are `IMMEDIATE`, never parked nor asked of other nodes. Every answer
+    /// carries the namespace's job data (a tool's connection keeps no record of what it has).
+    pub(super) fn tool_get(
+        &mut self,
+        conn: ConnId,
+        id: u32,
+        target: &Proc,
+        key: Option<Key>,
+        info: &[Info],
+        now: Instant,
+    ) {
+        let mut info = info.to_vec();
+        info.retain(|i| i.key.as_str() != attr::IMMEDIATE);
+        info.push(Info::attr(attr::IMMEDIATE, true));
+        let reply = match self.get_step((conn, id), target, key, &info, now) {
+            GetStep::Reply(reply) => reply,
             GetStep::Answer(t, key) => {
-                self.answer_get(Requester::Client { conn, id }, t, key.as_ref());
+                let viewer = Viewer {
+                    me: None,
+                    answers: GetAnswers::WholeProcess,
+                    ship_job: true,
+                };
+                proc_reply(&viewer, t, key.as_ref(), &self.nspaces, &self.store)
             }
-            GetStep::Parked(None) => {}
-            GetStep::Parked(Some((pending, call))) => self.host_call(pending, call),
-        }
+            // Not with `IMMEDIATE`; should it ever be, the tool is not kept waiting.
+            GetStep::Parked(_) => Reply::status(Status::ERR_NOT_FOUND),
+        };
+        self.reply(conn, id, reply);
     }
 
     /// Answers one Get for a process whose data is here.

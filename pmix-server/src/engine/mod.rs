@@ -500,7 +500,7 @@ impl Engine {
     /// A request from an authenticated client.
     pub(crate) fn handle_request(&mut self, conn: ConnId, id: u32, req: Request, now: Instant) {
         if self.is_tool(conn) {
-            return self.tool_request(conn, id, req);
+            return self.tool_request(conn, id, req, now);
         }
         let Some(c) = self.sessions.conn(conn) else {
             return;

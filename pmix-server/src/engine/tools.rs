@@ -10,7 +10,8 @@
 //! ([`Host::tool_connected`](crate::Host::tool_connected)).
 //!
 //! What a tool may ask is a short list: queries (the namespaces, process tables, job data),
-//! events (register, deregister, notify: a debugger's `DEBUGGER_RELEASE`, `debug.rs`), job
+//! gets (a job's data, its processes' reserved keys and what they committed, answered at
+//! once: `get.rs`), events (register, deregister, notify: a debugger's `DEBUGGER_RELEASE`, `debug.rs`), job
 //! control and spawn (the host's to carry out, the tool as the requester), and finalize. It
 //! belongs to no job: it takes part in no collective, and nothing a job waits for waits for
 //! it; its end ends nothing, except that the last debugger's end aborts the processes still
@@ -25,6 +26,7 @@
 //! Tools also pull the processes' output and push their input (`iof.rs`).
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use pmix_types::{DataRange, Info, Nspace, Proc, Rank, Status, attr};
 use pmix_wire::{Event, Request};
@@ -289,7 +291,7 @@ impl Engine {
     }
 
     /// A request from a tool (`conn` is one, [`Engine::is_tool`]).
-    pub(super) fn tool_request(&mut self, conn: ConnId, id: u32, req: Request) {
+    pub(super) fn tool_request(&mut self, conn: ConnId, id: u32, req: Request, now: Instant) {
         let Some((me, active)) = self.tools.caller(conn) else {
             return;
         };
@@ -298,6 +300,7 @@ impl Engine {
         }
         match req {
             Request::Query { queries } => self.query(conn, id, me, queries),
+            Request::Get { proc, key, info } => self.tool_get(conn, id, &proc, key, &info, now),
             Request::RegisterEvents { codes, .. } => {
                 if let Some(events) = self.tools.events(conn) {
                     events.add(&codes);
