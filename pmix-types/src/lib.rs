@@ -13,9 +13,11 @@
 
 mod enums;
 mod error;
+mod hardware;
 mod macros;
 mod names;
 mod requests;
+mod stats;
 mod status;
 mod value;
 
@@ -27,8 +29,13 @@ pub use enums::{
     ProcState, Scope,
 };
 pub use error::Error;
+pub use hardware::{
+    Coord, CoordView, Cpuset, DeviceDistance, DeviceType, Endpoint, Geometry, TOPOLOGY_SUPPORT_LEN,
+    Topology,
+};
 pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
-pub use requests::{App, Event, Published, Query};
+pub use requests::{App, Buffer, Event, Kval, Published, Query};
+pub use stats::{DiskStats, NetStats, NodeStats, ProcStats};
 pub use status::Status;
 pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};
 pub use value::{Info, InfoFlags, checked_timeout_of, timeout_of};

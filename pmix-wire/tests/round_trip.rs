@@ -431,7 +431,7 @@ fn strategies_cover_every_variant() {
         }
         seen
     };
-    assert_eq!(values.len(), 44, "value types generated: {values:?}");
+    assert_eq!(values.len(), 65, "value types generated: {values:?}");
     assert_eq!(names(request(), 3_000).len(), 20);
     assert_eq!(names(reply_body(), 1_000).len(), 8);
     let server = names(server_msg(), 500);
