@@ -188,25 +188,28 @@ fn open_mpi_5_hello_runs_on_our_libpmix() {
 
 /// The same hello under PRRTE's `prterun` (an OpenPMIx 5.0.11 server, on loopback only), our
 /// library on the ranks' `LD_LIBRARY_PATH` alone (`-x`): `prterun` runs on its own libpmix.
-/// Unbound (`--oversubscribe`), as with processes bound PRRTE sends device distances, a type
-/// the client cannot read yet (`docs/CAPI.md`, "Not yet").
+/// Unbound (`--oversubscribe`): PRRTE gives each rank a NULL locality string.
 #[test]
 fn open_mpi_5_hello_runs_on_our_libpmix_under_prterun() {
-    let n = 4;
+    hello_under_prterun(4, &["--oversubscribe"]);
+}
+
+/// Bound to a core each: PRRTE then sends every rank its cpuset, locality and the distances
+/// to the node's devices (`PMIX_DEVICE_DIST` values in the job data), which the client must
+/// read for `PMIx_Init` to succeed.
+#[test]
+fn open_mpi_5_hello_runs_on_our_libpmix_under_prterun_bound_to_cores() {
+    hello_under_prterun(2, &["--bind-to", "core"]);
+}
+
+/// Open MPI 5's hello at `n` ranks under `prterun` with `placement` options, on our library.
+fn hello_under_prterun(n: u32, placement: &[&str]) {
     let hello = ompi5_hello().display().to_string();
     let lib = format!("LD_LIBRARY_PATH={}", our_libpmix_dir().display());
-    let args = [
-        "--allow-run-as-root",
-        "--oversubscribe",
-        "-n",
-        "4",
-        "-x",
-        &lib,
-        "-x",
-        "LD_DEBUG=libs",
-        &hello,
-        "4",
-    ];
+    let ranks = n.to_string();
+    let mut args = vec!["--allow-run-as-root"];
+    args.extend_from_slice(placement);
+    args.extend(["-n", &ranks, "-x", &lib, "-x", "LD_DEBUG=libs", &hello, &ranks]);
     let what = format!("prterun {}", args.join(" "));
     let cmd = in_private_network(&ompi5_tool("prterun"), &args);
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
