@@ -209,7 +209,16 @@ fn hello_under_prterun(n: u32, placement: &[&str]) {
     let ranks = n.to_string();
     let mut args = vec!["--allow-run-as-root"];
     args.extend_from_slice(placement);
-    args.extend(["-n", &ranks, "-x", &lib, "-x", "LD_DEBUG=libs", &hello, &ranks]);
+    args.extend([
+        "-n",
+        &ranks,
+        "-x",
+        &lib,
+        "-x",
+        "LD_DEBUG=libs",
+        &hello,
+        &ranks,
+    ]);
     let what = format!("prterun {}", args.join(" "));
     let cmd = in_private_network(&ompi5_tool("prterun"), &args);
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
