@@ -230,3 +230,136 @@ fn hello_under_prterun(n: u32, placement: &[&str]) {
         .collect();
     assert_eq!(hello_out, hello_lines(n), "{what}: {out:#?}");
 }
+
+/// A shell script running its arguments with our library for rank `$OURS_RANK` (`all`: every
+/// rank) and `$THEIRS_DIR` (empty: the program's own libpmix) for the others, as
+/// `LD_LIBRARY_PATH`: one job whose ranks run on different libraries.
+fn per_rank_library() -> PathBuf {
+    let script = compiled_programs_dir("capi-types").join("per-rank-libpmix.sh");
+    let text = "#!/bin/sh\n\
+        if [ \"$OURS_RANK\" = all ] || [ \"$PMIX_RANK\" = \"$OURS_RANK\" ]; then\n\
+        \x20   export LD_LIBRARY_PATH=\"$OURS_DIR\"\n\
+        else\n\
+        \x20   export LD_LIBRARY_PATH=\"$THEIRS_DIR\"\n\
+        fi\n\
+        exec \"$@\"\n";
+    let fresh = script.with_extension(format!("new.{}", std::process::id()));
+    std::fs::write(&fresh, text).expect("writing the wrapper");
+    std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("making the wrapper executable");
+    std::fs::rename(&fresh, &script).expect("placing the wrapper");
+    script
+}
+
+/// What `pmix_types 0` printed (rank 1's gets of rank 0's values), checking the run succeeded
+/// and that `ours` ranks, and only they, loaded our library.
+fn types_lines(out: &Output, what: &str, ours: usize) -> Vec<String> {
+    assert_eq!(out.status.code(), Some(0), "{what}: {out:#?}");
+    let mine = format!("init: {}", our_libpmix_dir().join("libpmix.so.2").display());
+    let loaded = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("calling init:") && l.contains(&mine))
+        .count();
+    assert_eq!(loaded, ours, "{what}: ranks on our library: {out:#?}");
+    out.stdout.lines().map(str::to_owned).collect()
+}
+
+/// `pmix_types 0` at 2 ranks under pmixrun, our library at `ours` (a rank, `all`, `none`),
+/// Debian's libpmix 4.2 elsewhere.
+fn types_under_pmixrun(ours: &str) -> Output {
+    let mut cmd = clean_command(pmixrun_bin());
+    cmd.args(["-n", "2"])
+        .arg(per_rank_library())
+        .arg(openpmix_program("pmix_types"))
+        .arg("0")
+        .env("OURS_RANK", ours)
+        .env("OURS_DIR", our_libpmix_dir())
+        .env("THEIRS_DIR", "")
+        .env("LD_DEBUG", "libs");
+    let what = format!("pmixrun -n 2 pmix_types 0 (ours: {ours})");
+    Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
+}
+
+/// `pmix_types 0` at 2 ranks under PRRTE's prterun, our library at `ours`, OpenPMIx 5.0.11's
+/// libpmix elsewhere.
+fn types_under_prterun(ours: &str) -> Output {
+    let wrapper = per_rank_library().display().to_string();
+    let program = openpmix_program("pmix_types").display().to_string();
+    let [ours_rank, ours_dir, theirs] = [
+        format!("OURS_RANK={ours}"),
+        format!("OURS_DIR={}", our_libpmix_dir().display()),
+        "THEIRS_DIR=/opt/ompi5/lib/openmpi".to_owned(),
+    ];
+    let args = [
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-n",
+        "2",
+        "-x",
+        &ours_rank,
+        "-x",
+        &ours_dir,
+        "-x",
+        &theirs,
+        "-x",
+        "LD_DEBUG=libs",
+        &wrapper,
+        &program,
+        "0",
+    ];
+    let what = format!("prterun -n 2 pmix_types 0 (ours: {ours})");
+    let cmd = in_private_network(&ompi5_tool("prterun"), &args);
+    Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
+}
+
+/// A value of each structured type of `pmix_common.h` (coordinate, geometry, device distance,
+/// endpoint, device type, disk and network statistics, namespace, rank, a string libpmix
+/// compresses, an empty string), put by a libpmix 4.2 C program and got by another under
+/// pmixrun, is the oracle: put by ours and got by libpmix, put by libpmix and got by ours,
+/// and both ours, the getter prints the same lines.
+#[test]
+fn structured_values_cross_between_libpmix_4_2_and_ours() {
+    let expected = types_lines(&types_under_pmixrun("none"), "libpmix 4.2 only", 0);
+    assert_eq!(
+        expected.last().map(String::as_str),
+        Some("OK"),
+        "{expected:#?}"
+    );
+    assert_eq!(expected.len(), 12, "{expected:#?}");
+    for (ours, n) in [("0", 1), ("1", 1), ("all", 2)] {
+        let out = types_under_pmixrun(ours);
+        let what = format!("pmixrun, ours at rank {ours}");
+        assert_eq!(types_lines(&out, &what, n), expected, "{what}: {out:#?}");
+    }
+}
+
+/// The same values under PRRTE's prterun (OpenPMIx 5.0.11's server, so they cross OpenPMIx's
+/// wire both ways): put by ours and got by libpmix 5.0.11, and the other way round, the
+/// getter prints what libpmix 4.2 prints. libpmix 5.0.11 between its own processes prints
+/// the same but for the long string, which its get hands back still compressed
+/// (`PMIX_COMPRESSED_STRING`); ours hands back the string, as 4.2 does.
+#[test]
+fn structured_values_cross_between_libpmix_5_and_ours_under_prterun() {
+    let expected = types_lines(&types_under_pmixrun("none"), "libpmix 4.2 only", 0);
+    let theirs = types_lines(&types_under_prterun("none"), "libpmix 5.0.11 only", 0);
+    let differing: Vec<(&String, &String)> = expected
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(theirs.len(), expected.len(), "{theirs:#?}");
+    assert_eq!(
+        differing,
+        vec![(
+            &expected[9],
+            &"long PMIX_COMPRESSED_STRING (unexpected)".to_owned()
+        )],
+        "libpmix 5.0.11 against 4.2"
+    );
+    for ours in ["0", "1"] {
+        let out = types_under_prterun(ours);
+        let what = format!("prterun, ours at rank {ours}");
+        assert_eq!(types_lines(&out, &what, 1), expected, "{what}: {out:#?}");
+    }
+}
