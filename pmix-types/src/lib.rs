@@ -16,9 +16,9 @@ mod error;
 mod hardware;
 mod macros;
 mod names;
-mod requests;
 mod stats;
 mod status;
+mod time;
 mod value;
 
 pub mod attr;
@@ -34,10 +34,11 @@ pub use hardware::{
     Topology,
 };
 pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
-pub use requests::{App, Buffer, Event, Kval, Published, Query};
 pub use stats::{DiskStats, NetStats, NodeStats, ProcStats};
 pub use status::Status;
-pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};
+pub use time::Timeval;
+pub use value::requests::{App, Buffer, Event, Kval, Published, Query};
+pub use value::{DataArray, Envar, ProcInfo, RegAttr, Value};
 pub use value::{Info, InfoFlags, checked_timeout_of, timeout_of};
 
 /// Longest namespace, in bytes, that the standard allows (`PMIX_MAX_NSLEN`).

@@ -4,22 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod requests;
+
 use crate::macros::open_enum;
 use crate::{
     AllocDirective, App, Buffer, Coord, Cpuset, DataRange, DataType, DeviceDistance, DeviceType,
     DiskStats, Endpoint, Error, Geometry, IofChannel, JobState, Key, Kval, LinkState, Locality,
     NetStats, NodeStats, Nspace, Persistence, Proc, ProcState, ProcStats, Published, Query, Rank,
-    Scope, Status, Topology,
+    Scope, Status, Timeval, Topology,
 };
-
-/// A time value with microseconds (`struct timeval`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub struct Timeval {
-    /// Seconds.
-    pub sec: i64,
-    /// Microseconds.
-    pub usec: i64,
-}
 
 /// An environment variable to set, with the separator used when it is a list
 /// (`pmix_envar_t`).
