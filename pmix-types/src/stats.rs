@@ -123,3 +123,125 @@ pub struct NodeStats {
     /// One per interface.
     pub netstats: Vec<NetStats>,
 }
+
+impl DiskStats {
+    /// The eleven counters in the struct's (and the wire's) order.
+    pub fn counters(&self) -> [u64; 11] {
+        [
+            self.num_reads_completed,
+            self.num_reads_merged,
+            self.num_sectors_read,
+            self.milliseconds_reading,
+            self.num_writes_completed,
+            self.num_writes_merged,
+            self.num_sectors_written,
+            self.milliseconds_writing,
+            self.num_ios_in_progress,
+            self.milliseconds_io,
+            self.weighted_milliseconds_io,
+        ]
+    }
+
+    /// A sample of `disk` from its counters in [`DiskStats::counters`]' order.
+    pub fn from_counters(disk: Option<String>, c: [u64; 11]) -> Self {
+        let [
+            num_reads_completed,
+            num_reads_merged,
+            num_sectors_read,
+            milliseconds_reading,
+            num_writes_completed,
+            num_writes_merged,
+            num_sectors_written,
+            milliseconds_writing,
+            num_ios_in_progress,
+            milliseconds_io,
+            weighted_milliseconds_io,
+        ] = c;
+        DiskStats {
+            disk,
+            num_reads_completed,
+            num_reads_merged,
+            num_sectors_read,
+            milliseconds_reading,
+            num_writes_completed,
+            num_writes_merged,
+            num_sectors_written,
+            milliseconds_writing,
+            num_ios_in_progress,
+            milliseconds_io,
+            weighted_milliseconds_io,
+        }
+    }
+}
+
+impl NetStats {
+    /// The six counters in the struct's (and the wire's) order.
+    pub fn counters(&self) -> [u64; 6] {
+        [
+            self.num_bytes_recvd,
+            self.num_packets_recvd,
+            self.num_recv_errs,
+            self.num_bytes_sent,
+            self.num_packets_sent,
+            self.num_send_errs,
+        ]
+    }
+
+    /// A sample of `net_interface` from its counters in [`NetStats::counters`]' order.
+    pub fn from_counters(net_interface: Option<String>, c: [u64; 6]) -> Self {
+        let [
+            num_bytes_recvd,
+            num_packets_recvd,
+            num_recv_errs,
+            num_bytes_sent,
+            num_packets_sent,
+            num_send_errs,
+        ] = c;
+        NetStats {
+            net_interface,
+            num_bytes_recvd,
+            num_packets_recvd,
+            num_recv_errs,
+            num_bytes_sent,
+            num_packets_sent,
+            num_send_errs,
+        }
+    }
+}
+
+impl NodeStats {
+    /// The eleven loads and memory sizes, `la` to `mapped`, in the struct's (and the wire's)
+    /// order.
+    pub fn loads(&self) -> [f32; 11] {
+        [
+            self.la,
+            self.la5,
+            self.la15,
+            self.total_mem,
+            self.free_mem,
+            self.buffers,
+            self.cached,
+            self.swap_cached,
+            self.swap_total,
+            self.swap_free,
+            self.mapped,
+        ]
+    }
+
+    /// Sets the loads and memory sizes from [`NodeStats::loads`]' order.
+    pub fn set_loads(&mut self, l: [f32; 11]) {
+        [
+            self.la,
+            self.la5,
+            self.la15,
+            self.total_mem,
+            self.free_mem,
+            self.buffers,
+            self.cached,
+            self.swap_cached,
+            self.swap_total,
+            self.swap_free,
+            self.mapped,
+        ] = l;
+    }
+}

@@ -194,38 +194,13 @@ unsafe fn net_stats_free(p: *mut pmix_net_stats_t, n: usize) {
 /// # Safety
 /// As [`c_str`] for the disk's name.
 unsafe fn disk_stats_from_c(d: &pmix_disk_stats_t) -> Result<DiskStats> {
-    let c = d.counters;
-    Ok(DiskStats {
-        // SAFETY: the caller's promise.
-        disk: unsafe { opt_owned(d.disk) }?,
-        num_reads_completed: c[0],
-        num_reads_merged: c[1],
-        num_sectors_read: c[2],
-        milliseconds_reading: c[3],
-        num_writes_completed: c[4],
-        num_writes_merged: c[5],
-        num_sectors_written: c[6],
-        milliseconds_writing: c[7],
-        num_ios_in_progress: c[8],
-        milliseconds_io: c[9],
-        weighted_milliseconds_io: c[10],
-    })
+    // SAFETY: the caller's promise.
+    let disk = unsafe { opt_owned(d.disk) }?;
+    Ok(DiskStats::from_counters(disk, d.counters))
 }
 
 fn disk_stats_to_c(d: &DiskStats, out: &mut pmix_disk_stats_t) -> Result<()> {
-    out.counters = [
-        d.num_reads_completed,
-        d.num_reads_merged,
-        d.num_sectors_read,
-        d.milliseconds_reading,
-        d.num_writes_completed,
-        d.num_writes_merged,
-        d.num_sectors_written,
-        d.milliseconds_writing,
-        d.num_ios_in_progress,
-        d.milliseconds_io,
-        d.weighted_milliseconds_io,
-    ];
+    out.counters = d.counters();
     out.disk = c_opt_string(d.disk.as_deref())?;
     Ok(())
 }
@@ -233,28 +208,13 @@ fn disk_stats_to_c(d: &DiskStats, out: &mut pmix_disk_stats_t) -> Result<()> {
 /// # Safety
 /// As [`c_str`] for the interface's name.
 unsafe fn net_stats_from_c(n: &pmix_net_stats_t) -> Result<NetStats> {
-    let c = n.counters;
-    Ok(NetStats {
-        // SAFETY: the caller's promise.
-        net_interface: unsafe { opt_owned(n.net_interface) }?,
-        num_bytes_recvd: c[0],
-        num_packets_recvd: c[1],
-        num_recv_errs: c[2],
-        num_bytes_sent: c[3],
-        num_packets_sent: c[4],
-        num_send_errs: c[5],
-    })
+    // SAFETY: the caller's promise.
+    let name = unsafe { opt_owned(n.net_interface) }?;
+    Ok(NetStats::from_counters(name, n.counters))
 }
 
 fn net_stats_to_c(n: &NetStats, out: &mut pmix_net_stats_t) -> Result<()> {
-    out.counters = [
-        n.num_bytes_recvd,
-        n.num_packets_recvd,
-        n.num_recv_errs,
-        n.num_bytes_sent,
-        n.num_packets_sent,
-        n.num_send_errs,
-    ];
+    out.counters = n.counters();
     out.net_interface = c_opt_string(n.net_interface.as_deref())?;
     Ok(())
 }
@@ -324,32 +284,8 @@ pub(super) unsafe fn from_c(ty: DataType, at: *const u8, depth: usize) -> Result
             DataType::NET_STATS => Value::NetStats(Box::new(net_stats_from_c(&read(at))?)),
             DataType::NODE_STATS => {
                 let s: pmix_node_stats_t = read(at);
-                let [
-                    la,
-                    la5,
-                    la15,
-                    total_mem,
-                    free_mem,
-                    buffers,
-                    cached,
-                    swap_cached,
-                    swap_total,
-                    swap_free,
-                    mapped,
-                ] = s.loads;
-                Value::NodeStats(Box::new(NodeStats {
+                let mut stats = NodeStats {
                     node: opt_owned(s.node)?,
-                    la,
-                    la5,
-                    la15,
-                    total_mem,
-                    free_mem,
-                    buffers,
-                    cached,
-                    swap_cached,
-                    swap_total,
-                    swap_free,
-                    mapped,
                     sample_time: timeval_from_c(s.sample_time),
                     diskstats: slice_of(s.diskstats.cast_const(), s.ndiskstats)?
                         .iter()
@@ -359,7 +295,10 @@ pub(super) unsafe fn from_c(ty: DataType, at: *const u8, depth: usize) -> Result
                         .iter()
                         .map(|n| net_stats_from_c(n))
                         .collect::<Result<_>>()?,
-                }))
+                    ..NodeStats::default()
+                };
+                stats.set_loads(s.loads);
+                Value::NodeStats(Box::new(stats))
             }
             DataType::DATA_BUFFER => {
                 // What a buffer holds is its packed bytes from its base, as OpenPMIx sends it.
@@ -446,19 +385,7 @@ pub(super) unsafe fn to_c(v: &Value, at: *mut u8, depth: usize) -> Result<()> {
             Value::NetStats(n) => net_stats_to_c(n, &mut *at.cast())?,
             Value::NodeStats(s) => {
                 let out = &mut *at.cast::<pmix_node_stats_t>();
-                out.loads = [
-                    s.la,
-                    s.la5,
-                    s.la15,
-                    s.total_mem,
-                    s.free_mem,
-                    s.buffers,
-                    s.cached,
-                    s.swap_cached,
-                    s.swap_total,
-                    s.swap_free,
-                    s.mapped,
-                ];
+                out.loads = s.loads();
                 out.sample_time = timeval_to_c(s.sample_time);
                 out.node = c_opt_string(s.node.as_deref())?;
                 out.diskstats = c_array(&s.diskstats, disk_stats_to_c, disk_stats_free)?;

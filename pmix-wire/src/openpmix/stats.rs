@@ -59,38 +59,16 @@ impl Item for DiskStats {
     const TYPE: DataType = DataType::DISK_STATS;
     fn pack_item(&self, p: &mut Packer<'_>) -> Result<(), Error> {
         p.put_opt_str(self.disk.as_deref())?;
-        for v in [
-            self.num_reads_completed,
-            self.num_reads_merged,
-            self.num_sectors_read,
-            self.milliseconds_reading,
-            self.num_writes_completed,
-            self.num_writes_merged,
-            self.num_sectors_written,
-            self.milliseconds_writing,
-            self.num_ios_in_progress,
-            self.milliseconds_io,
-            self.weighted_milliseconds_io,
-        ] {
-            p.put_u64(v);
-        }
+        self.counters().into_iter().for_each(|v| p.put_u64(v));
         Ok(())
     }
     fn unpack_item(u: &mut Unpacker<'_>) -> Result<Self, Error> {
-        Ok(DiskStats {
-            disk: u.get_opt_string()?,
-            num_reads_completed: u.get_u64()?,
-            num_reads_merged: u.get_u64()?,
-            num_sectors_read: u.get_u64()?,
-            milliseconds_reading: u.get_u64()?,
-            num_writes_completed: u.get_u64()?,
-            num_writes_merged: u.get_u64()?,
-            num_sectors_written: u.get_u64()?,
-            milliseconds_writing: u.get_u64()?,
-            num_ios_in_progress: u.get_u64()?,
-            milliseconds_io: u.get_u64()?,
-            weighted_milliseconds_io: u.get_u64()?,
-        })
+        let disk = u.get_opt_string()?;
+        let mut c = [0; 11];
+        for v in &mut c {
+            *v = u.get_u64()?;
+        }
+        Ok(DiskStats::from_counters(disk, c))
     }
 }
 
@@ -99,28 +77,16 @@ impl Item for NetStats {
     const TYPE: DataType = DataType::NET_STATS;
     fn pack_item(&self, p: &mut Packer<'_>) -> Result<(), Error> {
         p.put_opt_str(self.net_interface.as_deref())?;
-        for v in [
-            self.num_bytes_recvd,
-            self.num_packets_recvd,
-            self.num_recv_errs,
-            self.num_bytes_sent,
-            self.num_packets_sent,
-            self.num_send_errs,
-        ] {
-            p.put_u64(v);
-        }
+        self.counters().into_iter().for_each(|v| p.put_u64(v));
         Ok(())
     }
     fn unpack_item(u: &mut Unpacker<'_>) -> Result<Self, Error> {
-        Ok(NetStats {
-            net_interface: u.get_opt_string()?,
-            num_bytes_recvd: u.get_u64()?,
-            num_packets_recvd: u.get_u64()?,
-            num_recv_errs: u.get_u64()?,
-            num_bytes_sent: u.get_u64()?,
-            num_packets_sent: u.get_u64()?,
-            num_send_errs: u.get_u64()?,
-        })
+        let net_interface = u.get_opt_string()?;
+        let mut c = [0; 6];
+        for v in &mut c {
+            *v = u.get_u64()?;
+        }
+        Ok(NetStats::from_counters(net_interface, c))
     }
 }
 
@@ -130,19 +96,7 @@ impl Item for NodeStats {
     const TYPE: DataType = DataType::NODE_STATS;
     fn pack_item(&self, p: &mut Packer<'_>) -> Result<(), Error> {
         p.put_opt_str(self.node.as_deref())?;
-        for f in [
-            self.la,
-            self.la5,
-            self.la15,
-            self.total_mem,
-            self.free_mem,
-            self.buffers,
-            self.cached,
-            self.swap_cached,
-            self.swap_total,
-            self.swap_free,
-            self.mapped,
-        ] {
+        for f in self.loads() {
             p.put_float(f)?;
         }
         self.sample_time.pack_item(p)?;
@@ -152,45 +106,20 @@ impl Item for NodeStats {
         self.netstats.iter().try_for_each(|n| n.pack_item(p))
     }
     fn unpack_item(u: &mut Unpacker<'_>) -> Result<Self, Error> {
-        let node = u.get_opt_string()?;
-        let mut f = [0f32; 11];
-        for x in &mut f {
+        let mut stats = NodeStats {
+            node: u.get_opt_string()?,
+            ..NodeStats::default()
+        };
+        let mut loads = [0f32; 11];
+        for x in &mut loads {
             *x = u.get_float()?;
         }
-        let [
-            la,
-            la5,
-            la15,
-            total_mem,
-            free_mem,
-            buffers,
-            cached,
-            swap_cached,
-            swap_total,
-            swap_free,
-            mapped,
-        ] = f;
-        let sample_time = Timeval::unpack_item(u)?;
+        stats.set_loads(loads);
+        stats.sample_time = Timeval::unpack_item(u)?;
         let n = u.get_len()?;
-        let diskstats = u.items::<DiskStats>(n)?;
+        stats.diskstats = u.items::<DiskStats>(n)?;
         let n = u.get_len()?;
-        let netstats = u.items::<NetStats>(n)?;
-        Ok(NodeStats {
-            node,
-            la,
-            la5,
-            la15,
-            total_mem,
-            free_mem,
-            buffers,
-            cached,
-            swap_cached,
-            swap_total,
-            swap_free,
-            mapped,
-            sample_time,
-            diskstats,
-            netstats,
-        })
+        stats.netstats = u.items::<NetStats>(n)?;
+        Ok(stats)
     }
 }

@@ -224,32 +224,12 @@ fn coord() -> impl Strategy<Value = Coord> {
 }
 
 fn disk_stats() -> impl Strategy<Value = DiskStats> {
-    (opt_string(), [any::<u64>(); 11]).prop_map(|(disk, c)| DiskStats {
-        disk,
-        num_reads_completed: c[0],
-        num_reads_merged: c[1],
-        num_sectors_read: c[2],
-        milliseconds_reading: c[3],
-        num_writes_completed: c[4],
-        num_writes_merged: c[5],
-        num_sectors_written: c[6],
-        milliseconds_writing: c[7],
-        num_ios_in_progress: c[8],
-        milliseconds_io: c[9],
-        weighted_milliseconds_io: c[10],
-    })
+    (opt_string(), [any::<u64>(); 11]).prop_map(|(disk, c)| DiskStats::from_counters(disk, c))
 }
 
 fn net_stats() -> impl Strategy<Value = NetStats> {
-    (opt_string(), [any::<u64>(); 6]).prop_map(|(net_interface, c)| NetStats {
-        net_interface,
-        num_bytes_recvd: c[0],
-        num_packets_recvd: c[1],
-        num_recv_errs: c[2],
-        num_bytes_sent: c[3],
-        num_packets_sent: c[4],
-        num_send_errs: c[5],
-    })
+    (opt_string(), [any::<u64>(); 6])
+        .prop_map(|(net_interface, c)| NetStats::from_counters(net_interface, c))
 }
 
 /// The structured types of `pmix_common.h` (hardware, fabric, statistics, storage, requests
@@ -359,29 +339,21 @@ fn structured_values() -> Vec<BoxedStrategy<Value>> {
             .boxed(),
         (
             opt_string(),
-            vec(exact_f32(), 11),
+            proptest::array::uniform11(exact_f32()),
             timeval(),
             vec(disk_stats(), 0..2),
             vec(net_stats(), 0..2),
         )
             .prop_map(|(node, f, sample_time, diskstats, netstats)| {
-                Value::NodeStats(Box::new(NodeStats {
+                let mut stats = NodeStats {
                     node,
-                    la: f[0],
-                    la5: f[1],
-                    la15: f[2],
-                    total_mem: f[3],
-                    free_mem: f[4],
-                    buffers: f[5],
-                    cached: f[6],
-                    swap_cached: f[7],
-                    swap_total: f[8],
-                    swap_free: f[9],
-                    mapped: f[10],
                     sample_time,
                     diskstats,
                     netstats,
-                }))
+                    ..NodeStats::default()
+                };
+                stats.set_loads(f);
+                Value::NodeStats(Box::new(stats))
             })
             .boxed(),
         any::<u64>().prop_map(Value::StorageMedium).boxed(),
