@@ -146,6 +146,10 @@ static void put_all(void)
     v.data.string = "";
     put("empty", &v);
 
+    v.type = PMIX_STRING;
+    v.data.string = NULL;
+    put("null", &v);
+
     MUST(PMIx_Commit());
 }
 
@@ -241,7 +245,7 @@ static void show(const char *name, const pmix_value_t *v)
 
 static const char *NAMES[] = {"coord",    "geometry", "devdist", "endpoint", "devtype",
                               "diskstats", "netstats", "nspace",  "rank",     "long",
-                              "empty"};
+                              "empty",    "null"};
 
 int main(int argc, char **argv)
 {

@@ -315,7 +315,7 @@ fn types_under_prterun(ours: &str) -> Output {
 
 /// A value of each structured type of `pmix_common.h` (coordinate, geometry, device distance,
 /// endpoint, device type, disk and network statistics, namespace, rank, a string libpmix
-/// compresses, an empty string), put by a libpmix 4.2 C program and got by another under
+/// compresses, an empty string, a NULL string), put by a libpmix 4.2 C program and got by another under
 /// pmixrun, is the oracle: put by ours and got by libpmix, put by libpmix and got by ours,
 /// and both ours, the getter prints the same lines.
 #[test]
@@ -326,7 +326,7 @@ fn structured_values_cross_between_libpmix_4_2_and_ours() {
         Some("OK"),
         "{expected:#?}"
     );
-    assert_eq!(expected.len(), 12, "{expected:#?}");
+    assert_eq!(expected.len(), 13, "{expected:#?}");
     for (ours, n) in [("0", 1), ("1", 1), ("all", 2)] {
         let out = types_under_pmixrun(ours);
         let what = format!("pmixrun, ours at rank {ours}");
