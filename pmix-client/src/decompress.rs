@@ -1,7 +1,9 @@
-//! The decompressed view of a value a get returns: libpmix compresses a string put longer
+//! The decompressed view of a value a get returns: libpmix 5 compresses a string put longer
 //! than 4096 bytes into a `PMIX_COMPRESSED_STRING` (OpenPMIx's compressed block: the length,
-//! then a zlib stream), which its own `PMIx_Get` hands back as the string; so does this
-//! client, with a bound on what it will inflate.
+//! then a zlib stream; 4.2 sends the string whole), which the reference's get macro
+//! (`PMIX_VALUE_COMPRESSED_STRING_UNPACK`) turns back into the string where it applies it
+//! (5.0.11 between its own processes under PRRTE does not); this client always does, with a
+//! bound on what it will inflate.
 
 use pmix_types::{DataArray, Info, Value};
 

@@ -31,7 +31,7 @@ static int fail_rank(void)
 
 #include "pmix_fail.h"
 
-/* The length of the long string: longer than libpmix's compression limit (4096). */
+/* The length of the long string: longer than libpmix 5's compression limit (4096). */
 #define LONG_LEN 6000
 
 static pmix_coord_t coord(pmix_coord_view_t view, size_t dims, uint32_t first)
