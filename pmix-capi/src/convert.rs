@@ -5,7 +5,8 @@
 //! namespace with no NUL inside its fixed array, a type code this library does not know, a
 //! data array too large to address or nested deeper than [`MAX_DEPTH`], text that is not
 //! UTF-8. Each is refused with a status (`PMIX_ERR_BAD_PARAM`, or `PMIX_ERR_NOT_SUPPORTED` for
-//! a type of the Standard that has no `Value`), never read past. What cannot be checked is the
+//! a type of the Standard that is not converted: a cpuset or topology, which hold hwloc's
+//! objects, and OpenPMIx's internal key/value and buffer), never read past. What cannot be checked is the
 //! C caller's promise: that a non-NULL pointer points at as many objects as its count says,
 //! and that a `char *` ends in a NUL.
 //!
@@ -15,9 +16,12 @@
 //!
 //! Every data type has one *element form*: its C object as it lies in a `pmix_data_array_t`.
 //! A `pmix_value_t` holds most types in that form inside its union, and a few (a proc, a
-//! namespace, a proc info, a data array, an info, a registered attribute) through a pointer to
-//! it; [`held_by_pointer`] says which. So one reader, one writer and one destructor per type
-//! serve values and arrays alike.
+//! namespace, a proc info, a data array, an info, a registered attribute, and the structured
+//! types of `structured`) through a pointer to it; [`held_by_pointer`] says which. So one
+//! reader, one writer and one destructor per type serve values and arrays alike.
+//!
+//! A NULL `char *` of type `PMIX_STRING` reads as `Value::NullString` and writes back as NULL;
+//! `""` stays `""`.
 
 use core::ffi::{CStr, c_char, c_void};
 use core::mem::size_of;
@@ -37,6 +41,8 @@ use crate::ctypes::{
     pmix_proc_t, pmix_query_t, pmix_regattr_t, pmix_value_t, timeval,
 };
 
+mod structured;
+
 /// How deeply data arrays, infos and values may nest inside each other.
 pub(crate) const MAX_DEPTH: usize = 16;
 /// The most entries read from a NULL-terminated `char **` list.
@@ -46,8 +52,8 @@ type Result<T> = core::result::Result<T, Status>;
 
 const BAD: Status = Status::ERR_BAD_PARAM;
 
-/// The status for a type code this library cannot convert: a type of the Standard with no
-/// `Value` (a pointer, a topology...) is not supported; any other number is a bad parameter.
+/// The status for a type code this library cannot convert: a type of the Standard not
+/// converted (a topology, a cpuset...) is not supported; any other number is a bad parameter.
 fn unconvertible(ty: DataType) -> Status {
     if ty.name().is_some() {
         Status::ERR_NOT_SUPPORTED
@@ -98,7 +104,7 @@ pub(crate) fn element_size(ty: DataType) -> Option<usize> {
         DataType::VALUE => size_of::<pmix_value_t>(),
         DataType::ENVAR => size_of::<pmix_envar_t>(),
         DataType::REGATTR => size_of::<pmix_regattr_t>(),
-        _ => return None,
+        _ => return structured::element_size(ty),
     })
 }
 
@@ -112,7 +118,7 @@ pub(crate) fn held_by_pointer(ty: DataType) -> bool {
             | DataType::DATA_ARRAY
             | DataType::INFO
             | DataType::REGATTR
-    )
+    ) || structured::held_by_pointer(ty)
 }
 
 // ---- reading -------------------------------------------------------------------------------
@@ -313,7 +319,11 @@ pub(crate) unsafe fn element_from_c(ty: DataType, at: *const u8, depth: usize) -
         Ok(match ty {
             DataType::BOOL => Value::Bool(read::<u8>(at) != 0),
             DataType::BYTE => Value::Byte(read(at)),
-            DataType::STRING => Value::String(owned(read(at))?),
+            // A NULL string is kept apart from "" (`Value::NullString`), so it goes back NULL.
+            DataType::STRING => match c_str(read(at))? {
+                Some(s) => Value::String(s.to_owned()),
+                None => Value::NullString,
+            },
             DataType::SIZE => Value::Size(read::<usize>(at) as u64),
             DataType::PID => Value::Pid(read::<libc::pid_t>(at) as u32),
             DataType::INT => Value::Int(read(at)),
@@ -388,7 +398,7 @@ pub(crate) unsafe fn element_from_c(ty: DataType, at: *const u8, depth: usize) -
             }
             DataType::VALUE => value_at_depth(&read::<pmix_value_t>(at), depth + 1)?,
             DataType::DATA_ARRAY => Value::DataArray(Box::new(array_from_c(&read(at), depth + 1)?)),
-            _ => return Err(unconvertible(ty)),
+            _ => structured::from_c(ty, at, depth)?,
         })
     }
 }
@@ -568,6 +578,7 @@ unsafe fn element_to_c(v: &Value, at: *mut u8, depth: usize) -> Result<()> {
             Value::Bool(b) => write(at, u8::from(*b)),
             Value::Byte(x) | Value::Uint8(x) => write(at, *x),
             Value::String(s) => write(at, c_string(s)?),
+            Value::NullString => write(at, ptr::null_mut::<c_char>()),
             Value::Size(x) => write(at, usize::try_from(*x).map_err(|_| BAD)?),
             Value::Pid(x) => write(at, *x as libc::pid_t),
             Value::Int(x) | Value::Int32(x) => write(at, *x),
@@ -634,7 +645,7 @@ unsafe fn element_to_c(v: &Value, at: *mut u8, depth: usize) -> Result<()> {
             }
             Value::Info(i) => info_to_c(i, &mut *at.cast::<pmix_info_t>(), depth + 1)?,
             Value::DataArray(a) => array_to_c(a, &mut *at.cast::<pmix_data_array_t>(), depth + 1)?,
-            _ => return Err(unconvertible(v.data_type())),
+            _ => structured::to_c(v, at, depth)?,
         }
     }
     Ok(())
@@ -913,7 +924,7 @@ pub(crate) unsafe fn element_destruct(ty: DataType, at: *mut u8, depth: usize) {
             }
             DataType::VALUE => value_destruct_at(at.cast(), depth + 1),
             DataType::DATA_ARRAY => array_destruct_at(at.cast(), depth + 1),
-            _ => {}
+            _ => structured::destruct(ty, at, depth),
         }
     }
 }

@@ -25,9 +25,193 @@ fn proc_() -> impl Strategy<Value = Proc> {
     (nspace(), any::<u32>()).prop_map(|(n, r)| Proc::new(n, Rank(r)))
 }
 
+fn opt_text() -> impl Strategy<Value = Option<String>> {
+    proptest::option::of(text())
+}
+
+fn real() -> impl Strategy<Value = f32> {
+    -1e6f32..1e6
+}
+
+fn timeval() -> impl Strategy<Value = Timeval> {
+    (any::<i64>(), any::<i64>()).prop_map(|(sec, usec)| Timeval { sec, usec })
+}
+
+fn coord() -> impl Strategy<Value = pmix_types::Coord> {
+    (any::<u8>(), proptest::collection::vec(any::<u32>(), 0..4)).prop_map(|(v, coord)| {
+        pmix_types::Coord {
+            view: pmix_types::CoordView(v),
+            coord,
+        }
+    })
+}
+
+fn disk() -> impl Strategy<Value = pmix_types::DiskStats> {
+    (opt_text(), any::<[u64; 11]>())
+        .prop_map(|(disk, c)| pmix_types::DiskStats::from_counters(disk, c))
+}
+
+fn net() -> impl Strategy<Value = pmix_types::NetStats> {
+    (opt_text(), any::<[u64; 6]>())
+        .prop_map(|(net_interface, c)| pmix_types::NetStats::from_counters(net_interface, c))
+}
+
+/// A value of a structured type of `pmix_common.h` that converts (`convert/structured.rs`),
+/// and a NULL string.
+fn structured() -> impl Strategy<Value = Value> {
+    use pmix_types::{
+        App, DeviceDistance, DeviceType, Endpoint, Geometry, NodeStats, ProcStats, Published, Query,
+    };
+    prop_oneof![
+        Just(Value::NullString),
+        coord().prop_map(|c| Value::Coord(Box::new(c))),
+        (
+            any::<u32>(),
+            opt_text(),
+            opt_text(),
+            proptest::collection::vec(coord(), 0..3)
+        )
+            .prop_map(|(fabric, uuid, osname, coordinates)| {
+                Value::Geometry(Box::new(Geometry {
+                    fabric: fabric.into(),
+                    uuid,
+                    osname,
+                    coordinates,
+                }))
+            }),
+        (
+            opt_text(),
+            opt_text(),
+            any::<u64>(),
+            any::<u16>(),
+            any::<u16>()
+        )
+            .prop_map(|(uuid, osname, kind, mindist, maxdist)| {
+                Value::DeviceDist(Box::new(DeviceDistance {
+                    uuid,
+                    osname,
+                    kind: DeviceType(kind),
+                    mindist,
+                    maxdist,
+                }))
+            }),
+        (
+            opt_text(),
+            opt_text(),
+            proptest::collection::vec(any::<u8>(), 0..16)
+        )
+            .prop_map(|(uuid, osname, address)| {
+                Value::Endpoint(Box::new(Endpoint {
+                    uuid,
+                    osname,
+                    address,
+                }))
+            }),
+        (
+            (opt_text(), proc_(), any::<u32>(), opt_text(), 0u8..128),
+            (timeval(), real(), any::<i32>(), any::<u16>()),
+            ([real(), real(), real(), real()], any::<u16>(), timeval()),
+        )
+            .prop_map(
+                |(
+                    (node, proc, pid, cmd, state),
+                    (time, percent_cpu, priority, num_threads),
+                    ([pss, vsize, rss, peak_vsize], processor, sample_time),
+                )| {
+                    Value::ProcStats(Box::new(ProcStats {
+                        node,
+                        proc,
+                        pid,
+                        cmd,
+                        state,
+                        time,
+                        percent_cpu,
+                        priority,
+                        num_threads,
+                        pss,
+                        vsize,
+                        rss,
+                        peak_vsize,
+                        processor,
+                        sample_time,
+                    }))
+                }
+            ),
+        disk().prop_map(|d| Value::DiskStats(Box::new(d))),
+        net().prop_map(|n| Value::NetStats(Box::new(n))),
+        (
+            opt_text(),
+            proptest::array::uniform11(real()),
+            timeval(),
+            proptest::collection::vec(disk(), 0..2),
+            proptest::collection::vec(net(), 0..2)
+        )
+            .prop_map(|(node, f, sample_time, diskstats, netstats)| {
+                let mut stats = NodeStats {
+                    node,
+                    sample_time,
+                    diskstats,
+                    netstats,
+                    ..NodeStats::default()
+                };
+                stats.set_loads(f);
+                Value::NodeStats(Box::new(stats))
+            }),
+        proptest::collection::vec(any::<u8>(), 0..64).prop_map(Value::DataBuffer),
+        (
+            text().prop_filter("a command", |c| !c.is_empty()),
+            proptest::collection::vec(text(), 1..3),
+            proptest::collection::vec(text(), 0..2),
+            text(),
+            0u32..1000,
+            proptest::collection::vec((key(), any::<u32>()), 0..2)
+        )
+            .prop_map(|(cmd, argv, env, cwd, maxprocs, info)| {
+                Value::App(Box::new(App {
+                    cmd,
+                    argv,
+                    env,
+                    cwd,
+                    maxprocs,
+                    info: info
+                        .into_iter()
+                        .map(|(k, v)| Info::new(k, Value::Uint32(v)))
+                        .collect(),
+                }))
+            }),
+        (
+            proptest::collection::vec(key(), 0..3),
+            proptest::collection::vec((key(), text()), 0..2)
+        )
+            .prop_map(|(keys, q)| {
+                Value::Query(Box::new(Query {
+                    keys,
+                    qualifiers: q
+                        .into_iter()
+                        .map(|(k, v)| Info::new(k, Value::String(v)))
+                        .collect(),
+                }))
+            }),
+        (proc_(), key(), any::<i64>()).prop_map(|(proc, key, v)| {
+            Value::Pdata(Box::new(Published {
+                proc,
+                key,
+                value: Value::Int64(v),
+            }))
+        }),
+        any::<usize>().prop_map(Value::Pointer),
+        any::<u64>().prop_map(|t| Value::DevType(DeviceType(t))),
+        any::<u64>().prop_map(Value::StorageMedium),
+        any::<u64>().prop_map(Value::StorageAccess),
+        any::<u64>().prop_map(Value::StoragePersistence),
+        any::<u16>().prop_map(Value::StorageAccessType),
+    ]
+}
+
 /// A value of any type that holds no other value.
 fn leaf() -> impl Strategy<Value = Value> {
     prop_oneof![
+        structured(),
         Just(Value::Undef),
         any::<bool>().prop_map(Value::Bool),
         any::<u8>().prop_map(Value::Byte),
@@ -222,12 +406,40 @@ fn zeroed_info() -> pmix_info_t {
 }
 
 #[test]
-fn types_of_the_standard_without_a_value_are_not_supported() {
+fn a_null_string_comes_back_null_and_an_empty_one_empty() {
+    let null = pmix_value_t {
+        type_: DataType::STRING.0,
+        data: pmix_value_data {
+            string: ptr::null_mut(),
+        },
+    };
+    // SAFETY: a string value holding NULL.
+    let v = unsafe { value_from_c(&null) }.unwrap();
+    assert_eq!(v, Value::NullString);
+    assert_eq!(v.as_str(), Some(""));
+    let mut c = value_to_c(&v).unwrap();
+    assert_eq!(c.type_, DataType::STRING.0);
+    // SAFETY: value_to_c wrote a string value.
+    assert!(unsafe { c.data.string }.is_null());
+    // SAFETY: built by value_to_c.
+    unsafe { value_destruct(&mut c) };
+    let mut empty = value_to_c(&Value::String(String::new())).unwrap();
+    // SAFETY: as above.
+    unsafe {
+        assert!(!empty.data.string.is_null());
+        assert_eq!(value_from_c(&empty), Ok(Value::String(String::new())));
+        value_destruct(&mut empty);
+    }
+}
+
+#[test]
+fn types_of_the_standard_without_a_conversion_are_not_supported() {
+    // hwloc's objects (this library links no hwloc) and OpenPMIx's internal structures.
     for ty in [
-        DataType::POINTER,
         DataType::TOPO,
         DataType::PROC_CPUSET,
-        DataType::APP,
+        DataType::KVAL,
+        DataType::BUFFER,
     ] {
         let v = pmix_value_t {
             type_: ty.0,

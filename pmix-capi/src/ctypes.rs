@@ -376,3 +376,135 @@ pub type pmix_notification_fn_t = Option<
         cbdata: *mut c_void,
     ),
 >;
+
+/// `pmix_coord_t`: a point in a fabric's coordinate space.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_coord_t {
+    /// Logical or physical (`pmix_coord_view_t`).
+    pub view: u8,
+    /// `dims` values.
+    pub coord: *mut u32,
+    /// How many dimensions.
+    pub dims: usize,
+}
+
+/// `pmix_geometry_t`: where a device sits in a fabric.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_geometry_t {
+    /// The fabric's index.
+    pub fabric: usize,
+    /// The device's UUID.
+    pub uuid: *mut c_char,
+    /// The device's name in the operating system.
+    pub osname: *mut c_char,
+    /// `ncoords` coordinates.
+    pub coordinates: *mut pmix_coord_t,
+    /// How many coordinates.
+    pub ncoords: usize,
+}
+
+/// `pmix_device_distance_t`: how far a process is from a device.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_device_distance_t {
+    /// The device's UUID.
+    pub uuid: *mut c_char,
+    /// The device's name in the operating system.
+    pub osname: *mut c_char,
+    /// Its kind (`pmix_device_type_t`).
+    pub type_: u64,
+    /// Distance from the nearest CPU of the binding.
+    pub mindist: u16,
+    /// Distance from the farthest.
+    pub maxdist: u16,
+}
+
+/// `pmix_endpoint_t`: a fabric endpoint.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_endpoint_t {
+    /// The device's UUID.
+    pub uuid: *mut c_char,
+    /// The device's name in the operating system.
+    pub osname: *mut c_char,
+    /// The endpoint's address.
+    pub endpt: pmix_byte_object_t,
+}
+
+/// `pmix_proc_stats_t`: one sample of a process's usage.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_proc_stats_t {
+    /// Its node.
+    pub node: *mut c_char,
+    /// The process.
+    pub proc_: pmix_proc_t,
+    /// Its pid.
+    pub pid: libc::pid_t,
+    /// Its command.
+    pub cmd: *mut c_char,
+    /// Its state letter.
+    pub state: c_char,
+    /// CPU time used.
+    pub time: timeval,
+    /// CPU use in percent.
+    pub percent_cpu: f32,
+    /// Priority.
+    pub priority: i32,
+    /// Threads.
+    pub num_threads: u16,
+    /// Proportional set size.
+    pub pss: f32,
+    /// Virtual size.
+    pub vsize: f32,
+    /// Resident set size.
+    pub rss: f32,
+    /// Peak virtual size.
+    pub peak_vsize: f32,
+    /// The CPU it last ran on.
+    pub processor: u16,
+    /// When sampled.
+    pub sample_time: timeval,
+}
+
+/// `pmix_disk_stats_t`: one sample of a disk's counters.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_disk_stats_t {
+    /// The disk.
+    pub disk: *mut c_char,
+    /// The counters, in the struct's order (reads completed ... weighted milliseconds).
+    pub counters: [u64; 11],
+}
+
+/// `pmix_net_stats_t`: one sample of an interface's counters.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_net_stats_t {
+    /// The interface.
+    pub net_interface: *mut c_char,
+    /// The counters, in the struct's order (bytes received ... send errors).
+    pub counters: [u64; 6],
+}
+
+/// `pmix_node_stats_t`: one sample of a node's load, memory, disks and interfaces.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct pmix_node_stats_t {
+    /// The node.
+    pub node: *mut c_char,
+    /// Loads and memory, in the struct's order (`la` ... `mapped`).
+    pub loads: [f32; 11],
+    /// When sampled.
+    pub sample_time: timeval,
+    /// `ndiskstats` disk samples.
+    pub diskstats: *mut pmix_disk_stats_t,
+    /// How many.
+    pub ndiskstats: usize,
+    /// `nnetstats` interface samples.
+    pub netstats: *mut pmix_net_stats_t,
+    /// How many.
+    pub nnetstats: usize,
+}

@@ -61,6 +61,30 @@ fn checks() -> Vec<Check> {
         }
         pmix_topology_t { source => "source", topology => "topology" }
         pmix_cpuset_t { source => "source", bitmap => "bitmap" }
+        pmix_coord_t { view => "view", coord => "coord", dims => "dims" }
+        pmix_geometry_t {
+            fabric => "fabric", uuid => "uuid", osname => "osname",
+            coordinates => "coordinates", ncoords => "ncoords",
+        }
+        pmix_device_distance_t {
+            uuid => "uuid", osname => "osname", type_ => "type", mindist => "mindist",
+            maxdist => "maxdist",
+        }
+        pmix_endpoint_t { uuid => "uuid", osname => "osname", endpt => "endpt" }
+        pmix_proc_stats_t {
+            node => "node", proc_ => "proc", pid => "pid", cmd => "cmd", state => "state",
+            time => "time", percent_cpu => "percent_cpu", priority => "priority",
+            num_threads => "num_threads", pss => "pss", vsize => "vsize", rss => "rss",
+            peak_vsize => "peak_vsize", processor => "processor", sample_time => "sample_time",
+        }
+        // The counters lie one after another from the first (the sizes check the rest).
+        pmix_disk_stats_t { disk => "disk", counters => "num_reads_completed" }
+        pmix_net_stats_t { net_interface => "net_interface", counters => "num_bytes_recvd" }
+        pmix_node_stats_t {
+            node => "node", loads => "la", sample_time => "sample_time",
+            diskstats => "diskstats", ndiskstats => "ndiskstats", netstats => "netstats",
+            nnetstats => "nnetstats",
+        }
     };
     // The union has no C name of its own.
     all.push(Check {

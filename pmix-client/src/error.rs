@@ -114,6 +114,11 @@ pub enum Error {
     /// not say where its server is in time. Nothing was spawned.
     #[error("a singleton cannot start its private server: {0}")]
     PrivateServer(String),
+    /// A compressed string value (`PMIX_COMPRESSED_STRING`, what libpmix makes of a long
+    /// string put) could not be decompressed: corrupt, not UTF-8, or longer than
+    /// [`MAX_DECOMPRESSED_STRING`](crate::MAX_DECOMPRESSED_STRING).
+    #[error("a compressed string value: {0}")]
+    Decompress(String),
     /// A frame could not be encoded or decoded.
     #[error(transparent)]
     Wire(#[from] pmix_wire::Error),
@@ -129,7 +134,7 @@ impl Error {
             Error::VersionMismatch { .. } | Error::NotSupported(_) => Status::ERR_NOT_SUPPORTED,
             Error::Refused { status, .. } | Error::Server { status } => *status,
             Error::Connect { .. } | Error::PrivateServer(_) => Status::ERR_UNREACH,
-            Error::Protocol(_) => Status::ERR_UNPACK_FAILURE,
+            Error::Protocol(_) | Error::Decompress(_) => Status::ERR_UNPACK_FAILURE,
             Error::LostConnection => Status::ERR_LOST_CONNECTION,
             Error::NotFound { .. } | Error::NotPublished(_) => Status::ERR_NOT_FOUND,
             Error::DuplicateKey(_) => Status::ERR_DUPLICATE_KEY,

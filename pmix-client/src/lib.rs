@@ -82,6 +82,7 @@ mod api;
 mod call;
 mod conn;
 mod core;
+mod decompress;
 mod env;
 mod error;
 mod event_order;
@@ -102,6 +103,7 @@ pub use api::group_membership::GroupOpt;
 pub use api::groups::Group;
 pub use api::names::Pdata;
 pub use api::version::version;
+pub use decompress::MAX_DECOMPRESSED_STRING;
 pub use error::Error;
 
 /// The PMIx data model, re-exported so applications need only this crate.

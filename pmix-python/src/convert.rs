@@ -284,6 +284,8 @@ pub(crate) fn bare_value<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py,
         Value::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
         Value::Byte(n) | Value::Uint8(n) => n.into_pyobject(py)?.into_any(),
         Value::String(s) => s.into_pyobject(py)?.into_any(),
+        // A NULL string reads as empty here, as it always has.
+        Value::NullString => "".into_pyobject(py)?.into_any(),
         Value::Size(n) | Value::Uint64(n) => n.into_pyobject(py)?.into_any(),
         Value::Pid(n) | Value::Uint(n) | Value::Uint32(n) => n.into_pyobject(py)?.into_any(),
         Value::Int(n) | Value::Int32(n) => n.into_pyobject(py)?.into_any(),

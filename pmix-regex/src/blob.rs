@@ -3,42 +3,26 @@
 //! Layout: `blob:` NUL `component=zlib:` NUL `size=<N>:` NUL, then N bytes: the uncompressed
 //! length as a little-endian `u32` followed by a zlib stream.
 
-use std::io::Write;
-
-use flate2::write::ZlibEncoder;
-use flate2::{Compression, Decompress, FlushDecompress, Status};
-
 use crate::error::{GenerateError, ParseError};
 use crate::num;
+use crate::pcompress::DecompressError;
 
 const COMPONENT: &[u8] = b"component=";
 const ZLIB: &[u8] = b"zlib";
 const SIZE: &[u8] = b":\0size=";
 
-/// Deflate cannot expand data by more than about 1032:1, so a stream of `n` bytes justifies at
-/// most this many times `n` bytes of output buffer up front.
-const MAX_DEFLATE_RATIO: usize = 1032;
-
 /// Builds a `blob:` map of `text`.
 pub(crate) fn compress(text: &[u8]) -> Result<Vec<u8>, GenerateError> {
-    let len = u32::try_from(text.len()).map_err(|_| GenerateError::TooLarge { len: text.len() })?;
-    let failed = |e: std::io::Error| GenerateError::Compress {
-        reason: e.to_string(),
-    };
-    // Level 9, as the reference uses.
-    let mut enc = ZlibEncoder::new(Vec::with_capacity(text.len() / 4 + 64), Compression::best());
-    enc.write_all(text).map_err(failed)?;
-    let stream = enc.finish().map_err(failed)?;
-    let size = 4 + stream.len();
-    let mut out = Vec::with_capacity(size + 40);
+    let block =
+        crate::pcompress::compress(text).ok_or(GenerateError::TooLarge { len: text.len() })?;
+    let mut out = Vec::with_capacity(block.len() + 40);
     out.extend_from_slice(crate::BLOB_PREFIX);
     out.extend_from_slice(COMPONENT);
     out.extend_from_slice(ZLIB);
     out.extend_from_slice(SIZE);
-    num::push_dec(&mut out, size as u64);
+    num::push_dec(&mut out, block.len() as u64);
     out.extend_from_slice(b":\0");
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(&stream);
+    out.extend_from_slice(&block);
     Ok(out)
 }
 
@@ -68,67 +52,21 @@ pub(crate) fn decompress(map: &[u8], max_bytes: usize) -> Result<String, ParseEr
             reason: "declared size differs from the bytes present",
         });
     }
-    let (len, stream) = match payload.split_first_chunk::<4>() {
-        Some((len, stream)) => (u32::from_le_bytes(*len) as usize, stream),
-        None => {
-            return Err(ParseError::BadBlob {
-                pos: i,
-                reason: "payload shorter than its length field",
-            });
-        }
-    };
-    if len > max_bytes {
-        return Err(ParseError::TooManyBytes {
+    let text = crate::pcompress::decompress(payload, max_bytes).map_err(|e| match e {
+        DecompressError::Short(_) => ParseError::BadBlob {
             pos: i,
-            limit: max_bytes,
-        });
-    }
-    let stream_pos = i + 4;
-    let corrupt = |reason: String| ParseError::Decompress {
-        pos: stream_pos,
-        reason,
-    };
-    let mut text: Vec<u8> = Vec::new();
-    let mut dec = Decompress::new(true);
-    loop {
-        if text.len() == text.capacity() {
-            if text.len() > len {
-                return Err(corrupt(format!(
-                    "decompresses to more than the {len} bytes the header declares"
-                )));
-            }
-            // Room for one byte more than declared, so that an overlong stream is noticed; the
-            // first allocation is also bounded by what the stream's size can justify.
-            let want = (len + 1 - text.len())
-                .min(stream.len().saturating_mul(MAX_DEFLATE_RATIO).max(64))
-                .min(1 << 22);
-            text.reserve_exact(want);
-        }
-        let (in_before, out_before) = (dec.total_in(), dec.total_out());
-        let input = stream.get(in_before as usize..).unwrap_or_default();
-        let status = dec
-            .decompress_vec(input, &mut text, FlushDecompress::None)
-            .map_err(|e| corrupt(e.to_string()))?;
-        if status == Status::StreamEnd {
-            break;
-        }
-        if dec.total_in() == in_before && dec.total_out() == out_before {
-            return Err(corrupt("truncated zlib stream".to_owned()));
-        }
-    }
-    if text.len() != len {
-        return Err(corrupt(format!(
-            "decompresses to {} bytes, the header declares {len}",
-            text.len()
-        )));
-    }
-    let consumed = dec.total_in() as usize;
-    if consumed != stream.len() {
-        return Err(ParseError::BadBlob {
-            pos: stream_pos + consumed,
+            reason: "payload shorter than its length field",
+        },
+        DecompressError::TooLarge { limit, .. } => ParseError::TooManyBytes { pos: i, limit },
+        DecompressError::Trailing(pos) => ParseError::BadBlob {
+            pos: i + pos,
             reason: "bytes after the end of the zlib stream",
-        });
-    }
+        },
+        DecompressError::Corrupt { pos, reason } => ParseError::Decompress {
+            pos: i + pos,
+            reason,
+        },
+    })?;
     String::from_utf8(text).map_err(|e| ParseError::InvalidUtf8 {
         pos: e.utf8_error().valid_up_to(),
     })

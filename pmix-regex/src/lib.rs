@@ -78,6 +78,7 @@ mod generate;
 pub mod hostlist;
 mod num;
 mod parse;
+pub mod pcompress;
 
 pub use error::{GenerateError, ParseError};
 pub use generate::{

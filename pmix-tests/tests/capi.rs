@@ -14,7 +14,7 @@
 //! `pmix_control.c`, query, log and job control, on it too; under Slurm's `srun --mpi=pmix`:
 //! `cargo xtask multinode --only srun-pmix-capi`.) `docs/CAPI.md` says how to use the library.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,8 @@ use pmix_tests::ompi5::{ompi5_program, ompi5_tool};
 use pmix_tests::{
     HeldJob, NameServerProcess, Output, Running, Streamed, ToolLib, assert_capi_libpmix_loaded,
     assert_ok, assert_pulled_from_prterun, capi_libpmix_dir, check_client_output, clean_command,
-    in_private_network, iof_lines, openpmix_program, pmixrun_bin, tool_command, use_capi_libpmix,
+    compiled_programs_dir, in_private_network, iof_lines, openpmix_program, pmixrun_bin,
+    tool_command, use_capi_libpmix,
 };
 
 /// For one run; they take a second or two.
@@ -409,8 +410,14 @@ fn open_mpi_5_connect_accept_across_two_runs_on_our_libpmix_as_on_open_mpis() {
 /// own libpmix. Unbound (`--oversubscribe`), as with processes bound PRRTE sends device
 /// distances, a type the client cannot read yet (`docs/CAPI.md`, "Not yet").
 fn prterun(args: &[&str], ours: bool) -> Output {
+    prterun_placed(&["--oversubscribe"], args, ours)
+}
+
+/// [`prterun`] with `placement` options instead of `--oversubscribe`.
+fn prterun_placed(placement: &[&str], args: &[&str], ours: bool) -> Output {
     let lib = format!("LD_LIBRARY_PATH={}", our_libpmix_dir().display());
-    let mut all = vec!["--allow-run-as-root", "--oversubscribe"];
+    let mut all = vec!["--allow-run-as-root"];
+    all.extend_from_slice(placement);
     if ours {
         all.extend(["-x", &lib, "-x", "LD_DEBUG=libs"]);
     }
@@ -420,12 +427,26 @@ fn prterun(args: &[&str], ours: bool) -> Output {
     Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
 }
 
-/// Open MPI 5's hello under `prterun` on our library.
+/// Open MPI 5's hello under `prterun` on our library, unbound (`--oversubscribe`): PRRTE
+/// gives each rank a NULL locality string.
 #[test]
 fn open_mpi_5_hello_runs_on_our_libpmix_under_prterun() {
-    let n = 4;
+    hello_under_prterun(4, &["--oversubscribe"]);
+}
+
+/// Bound to a core each: PRRTE then sends every rank its cpuset, locality and the distances
+/// to the node's devices (`PMIX_DEVICE_DIST` values in the job data), which the client must
+/// read for `PMIx_Init` to succeed.
+#[test]
+fn open_mpi_5_hello_runs_on_our_libpmix_under_prterun_bound_to_cores() {
+    hello_under_prterun(2, &["--bind-to", "core"]);
+}
+
+/// Open MPI 5's hello at `n` ranks under `prterun` with `placement` options, on our library.
+fn hello_under_prterun(n: u32, placement: &[&str]) {
     let hello = ompi5_program("hello");
-    let out = prterun(&["-n", "4", &hello, "4"], true);
+    let ranks = n.to_string();
+    let out = prterun_placed(placement, &["-n", &ranks, &hello, &ranks], true);
     assert_eq!(out.status.code(), Some(0), "{out:#?}");
     assert_ours_loaded(&out, n);
     let hello_out: Vec<String> = comparable_lines(&out)
@@ -779,4 +800,137 @@ fn libpmix_tool_gets_a_jobs_data_on_our_libpmix_as_on_openpmix() {
     let mut expected_of_ours = expected.to_vec();
     expected_of_ours[1] = "get local-size status=-46";
     assert_eq!(without_tool_name(&ours), expected_of_ours, "{ours:#?}");
+}
+
+/// A shell script running its arguments with our library for rank `$OURS_RANK` (`all`: every
+/// rank) and `$THEIRS_DIR` (empty: the program's own libpmix) for the others, as
+/// `LD_LIBRARY_PATH`: one job whose ranks run on different libraries.
+fn per_rank_library() -> PathBuf {
+    let script = compiled_programs_dir("capi-types").join("per-rank-libpmix.sh");
+    let text = "#!/bin/sh\n\
+        if [ \"$OURS_RANK\" = all ] || [ \"$PMIX_RANK\" = \"$OURS_RANK\" ]; then\n\
+        \x20   export LD_LIBRARY_PATH=\"$OURS_DIR\"\n\
+        else\n\
+        \x20   export LD_LIBRARY_PATH=\"$THEIRS_DIR\"\n\
+        fi\n\
+        exec \"$@\"\n";
+    let fresh = script.with_extension(format!("new.{}", std::process::id()));
+    std::fs::write(&fresh, text).expect("writing the wrapper");
+    std::fs::set_permissions(&fresh, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("making the wrapper executable");
+    std::fs::rename(&fresh, &script).expect("placing the wrapper");
+    script
+}
+
+/// What `pmix_types 0` printed (rank 1's gets of rank 0's values), checking the run succeeded
+/// and that `ours` ranks, and only they, loaded our library.
+fn types_lines(out: &Output, what: &str, ours: usize) -> Vec<String> {
+    assert_eq!(out.status.code(), Some(0), "{what}: {out:#?}");
+    let mine = format!("init: {}", our_libpmix_dir().join("libpmix.so.2").display());
+    let loaded = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("calling init:") && l.contains(&mine))
+        .count();
+    assert_eq!(loaded, ours, "{what}: ranks on our library: {out:#?}");
+    out.stdout.lines().map(str::to_owned).collect()
+}
+
+/// `pmix_types 0` at 2 ranks under pmixrun, our library at `ours` (a rank, `all`, `none`),
+/// Debian's libpmix 4.2 elsewhere.
+fn types_under_pmixrun(ours: &str) -> Output {
+    let mut cmd = clean_command(pmixrun_bin());
+    cmd.args(["-n", "2"])
+        .arg(per_rank_library())
+        .arg(openpmix_program("pmix_types"))
+        .arg("0")
+        .env("OURS_RANK", ours)
+        .env("OURS_DIR", our_libpmix_dir())
+        .env("THEIRS_DIR", "")
+        .env("LD_DEBUG", "libs");
+    let what = format!("pmixrun -n 2 pmix_types 0 (ours: {ours})");
+    Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
+}
+
+/// `pmix_types 0` at 2 ranks under PRRTE's prterun, our library at `ours`, OpenPMIx 5.0.11's
+/// libpmix elsewhere.
+fn types_under_prterun(ours: &str) -> Output {
+    let wrapper = per_rank_library().display().to_string();
+    let program = openpmix_program("pmix_types").display().to_string();
+    let [ours_rank, ours_dir, theirs] = [
+        format!("OURS_RANK={ours}"),
+        format!("OURS_DIR={}", our_libpmix_dir().display()),
+        "THEIRS_DIR=/opt/ompi5/lib/openmpi".to_owned(),
+    ];
+    let args = [
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-n",
+        "2",
+        "-x",
+        &ours_rank,
+        "-x",
+        &ours_dir,
+        "-x",
+        &theirs,
+        "-x",
+        "LD_DEBUG=libs",
+        &wrapper,
+        &program,
+        "0",
+    ];
+    let what = format!("prterun -n 2 pmix_types 0 (ours: {ours})");
+    let cmd = in_private_network(&ompi5_tool("prterun"), &args);
+    Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what)
+}
+
+/// A value of each structured type of `pmix_common.h` (coordinate, geometry, device distance,
+/// endpoint, device type, disk and network statistics, namespace, rank, a string libpmix
+/// compresses, an empty string, a NULL string), put by a libpmix 4.2 C program and got by another under
+/// pmixrun, is the oracle: put by ours and got by libpmix, put by libpmix and got by ours,
+/// and both ours, the getter prints the same lines.
+#[test]
+fn structured_values_cross_between_libpmix_4_2_and_ours() {
+    let expected = types_lines(&types_under_pmixrun("none"), "libpmix 4.2 only", 0);
+    assert_eq!(
+        expected.last().map(String::as_str),
+        Some("OK"),
+        "{expected:#?}"
+    );
+    assert_eq!(expected.len(), 13, "{expected:#?}");
+    for (ours, n) in [("0", 1), ("1", 1), ("all", 2)] {
+        let out = types_under_pmixrun(ours);
+        let what = format!("pmixrun, ours at rank {ours}");
+        assert_eq!(types_lines(&out, &what, n), expected, "{what}: {out:#?}");
+    }
+}
+
+/// The same values under PRRTE's prterun (OpenPMIx 5.0.11's server, so they cross OpenPMIx's
+/// wire both ways): put by ours and got by libpmix 5.0.11, and the other way round, the
+/// getter prints what libpmix 4.2 prints. libpmix 5.0.11 between its own processes prints
+/// the same but for the long string, which its get hands back still compressed
+/// (`PMIX_COMPRESSED_STRING`); ours hands back the string, as 4.2 does.
+#[test]
+fn structured_values_cross_between_libpmix_5_and_ours_under_prterun() {
+    let expected = types_lines(&types_under_pmixrun("none"), "libpmix 4.2 only", 0);
+    let theirs = types_lines(&types_under_prterun("none"), "libpmix 5.0.11 only", 0);
+    let differing: Vec<(&String, &String)> = expected
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(theirs.len(), expected.len(), "{theirs:#?}");
+    assert_eq!(
+        differing,
+        vec![(
+            &expected[9],
+            &"long PMIX_COMPRESSED_STRING (unexpected)".to_owned()
+        )],
+        "libpmix 5.0.11 against 4.2"
+    );
+    for ours in ["0", "1"] {
+        let out = types_under_prterun(ours);
+        let what = format!("prterun, ours at rank {ours}");
+        assert_eq!(types_lines(&out, &what, 1), expected, "{what}: {out:#?}");
+    }
 }

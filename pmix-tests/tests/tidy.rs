@@ -196,6 +196,7 @@ fn unsafe_code_lives_only_where_the_architecture_says() {
         root().join("pmix-server/src/shell.rs"),
         root().join("pmix-client/src/job_file.rs"),
         root().join("pmix-capi/src/convert.rs"),
+        root().join("pmix-capi/src/convert/structured.rs"),
         root().join("pmix-capi/src/convert_tests.rs"),
     ];
     let capi_exports = root().join("pmix-capi/src/exports");

@@ -169,6 +169,8 @@ open_enum! {
     APP = 23,
     INFO = 24,
     PDATA = 25,
+    /// Removed from 4.2's header, still registered by OpenPMIx 5.
+    BUFFER = 26,
     BYTE_OBJECT = 27,
     KVAL = 28,
     PERSIST = 30,

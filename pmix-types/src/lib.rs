@@ -13,10 +13,12 @@
 
 mod enums;
 mod error;
+mod hardware;
 mod macros;
 mod names;
-mod requests;
+mod stats;
 mod status;
+mod time;
 mod value;
 
 pub mod attr;
@@ -27,10 +29,16 @@ pub use enums::{
     ProcState, Scope,
 };
 pub use error::Error;
+pub use hardware::{
+    Coord, CoordView, Cpuset, DeviceDistance, DeviceType, Endpoint, Geometry, TOPOLOGY_SUPPORT_LEN,
+    Topology,
+};
 pub use names::{Key, Nspace, Proc, Rank, is_reserved_key};
-pub use requests::{App, Event, Published, Query};
+pub use stats::{DiskStats, NetStats, NodeStats, ProcStats};
 pub use status::Status;
-pub use value::{DataArray, Envar, ProcInfo, RegAttr, Timeval, Value};
+pub use time::Timeval;
+pub use value::requests::{App, Buffer, Event, Kval, Published, Query};
+pub use value::{DataArray, Envar, ProcInfo, RegAttr, Value};
 pub use value::{Info, InfoFlags, checked_timeout_of, split_publish_info, timeout_of};
 
 /// Longest namespace, in bytes, that the standard allows (`PMIX_MAX_NSLEN`).

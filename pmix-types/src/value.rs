@@ -4,20 +4,15 @@
 
 use serde::{Deserialize, Serialize};
 
+pub(crate) mod requests;
+
 use crate::macros::open_enum;
 use crate::{
-    AllocDirective, DataRange, DataType, Error, IofChannel, JobState, Key, LinkState, Locality,
-    Nspace, Persistence, Proc, ProcState, Rank, Scope, Status,
+    AllocDirective, App, Buffer, Coord, Cpuset, DataRange, DataType, DeviceDistance, DeviceType,
+    DiskStats, Endpoint, Error, Geometry, IofChannel, JobState, Key, Kval, LinkState, Locality,
+    NetStats, NodeStats, Nspace, Persistence, Proc, ProcState, ProcStats, Published, Query, Rank,
+    Scope, Status, Timeval, Topology,
 };
-
-/// A time value with microseconds (`struct timeval`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-pub struct Timeval {
-    /// Seconds.
-    pub sec: i64,
-    /// Microseconds.
-    pub usec: i64,
-}
 
 /// An environment variable to set, with the separator used when it is a list
 /// (`pmix_envar_t`).
@@ -160,6 +155,9 @@ pub enum Value {
     Byte(u8),
     /// A string (`char*`).
     String(String),
+    /// A NULL `char*` of type `PMIX_STRING`, which C tells apart from `""` (OpenPMIx sends it
+    /// with length 0, `""` with length 1). [`Value::as_str`] reads it as `""`.
+    NullString,
     /// `size_t`.
     Size(u64),
     /// `pid_t`.
@@ -245,6 +243,53 @@ pub enum Value {
     Locality(Locality),
     /// A registered attribute (`PMIX_REGATTR`).
     RegAttr(Box<RegAttr>),
+    /// An application context (`PMIX_APP`).
+    App(Box<App>),
+    /// Published data as a lookup returns it (`PMIX_PDATA`).
+    Pdata(Box<Published>),
+    /// A key with a value (`PMIX_KVAL`).
+    Kval(Box<Kval>),
+    /// A query (`PMIX_QUERY`).
+    Query(Box<Query>),
+    /// A packed buffer of OpenPMIx's (`PMIX_BUFFER`).
+    Buffer(Box<Buffer>),
+    /// The bytes of a data buffer (`PMIX_DATA_BUFFER`, what `PMIx_Data_pack` fills).
+    #[serde(with = "serde_bytes")]
+    DataBuffer(Vec<u8>),
+    /// An address in this process (`PMIX_POINTER`). It means nothing elsewhere: pmix-rs's
+    /// wire refuses it, and OpenPMIx sends a placeholder that arrives as a NULL (0).
+    #[serde(skip)]
+    Pointer(usize),
+    /// A fabric coordinate (`PMIX_COORD`).
+    Coord(Box<Coord>),
+    /// A binding (`PMIX_PROC_CPUSET`).
+    Cpuset(Box<Cpuset>),
+    /// A device's place in a fabric (`PMIX_GEOMETRY`).
+    Geometry(Box<Geometry>),
+    /// The distance to a device (`PMIX_DEVICE_DIST`).
+    DeviceDist(Box<DeviceDistance>),
+    /// A fabric endpoint (`PMIX_ENDPOINT`).
+    Endpoint(Box<Endpoint>),
+    /// A node's topology (`PMIX_TOPO`).
+    Topology(Box<Topology>),
+    /// Kinds of device (`PMIX_DEVTYPE`).
+    DevType(DeviceType),
+    /// A process's usage (`PMIX_PROC_STATS`).
+    ProcStats(Box<ProcStats>),
+    /// A disk's counters (`PMIX_DISK_STATS`).
+    DiskStats(Box<DiskStats>),
+    /// An interface's counters (`PMIX_NET_STATS`).
+    NetStats(Box<NetStats>),
+    /// A node's usage (`PMIX_NODE_STATS`).
+    NodeStats(Box<NodeStats>),
+    /// Kinds of storage medium, a bit set (`PMIX_STOR_MEDIUM`).
+    StorageMedium(u64),
+    /// Where storage is reachable from, a bit set (`PMIX_STOR_ACCESS`).
+    StorageAccess(u64),
+    /// How long storage keeps data, a bit set (`PMIX_STOR_PERSIST`).
+    StoragePersistence(u64),
+    /// Kinds of storage access, a bit set (`PMIX_STOR_ACCESS_TYPE`).
+    StorageAccessType(u16),
 }
 
 impl Value {
@@ -254,7 +299,7 @@ impl Value {
             Value::Undef => DataType::UNDEF,
             Value::Bool(_) => DataType::BOOL,
             Value::Byte(_) => DataType::BYTE,
-            Value::String(_) => DataType::STRING,
+            Value::String(_) | Value::NullString => DataType::STRING,
             Value::Size(_) => DataType::SIZE,
             Value::Pid(_) => DataType::PID,
             Value::Int(_) => DataType::INT,
@@ -295,13 +340,36 @@ impl Value {
             Value::LinkState(_) => DataType::LINK_STATE,
             Value::Locality(_) => DataType::LOCTYPE,
             Value::RegAttr(_) => DataType::REGATTR,
+            Value::App(_) => DataType::APP,
+            Value::Pdata(_) => DataType::PDATA,
+            Value::Kval(_) => DataType::KVAL,
+            Value::Query(_) => DataType::QUERY,
+            Value::Buffer(_) => DataType::BUFFER,
+            Value::DataBuffer(_) => DataType::DATA_BUFFER,
+            Value::Pointer(_) => DataType::POINTER,
+            Value::Coord(_) => DataType::COORD,
+            Value::Cpuset(_) => DataType::PROC_CPUSET,
+            Value::Geometry(_) => DataType::GEOMETRY,
+            Value::DeviceDist(_) => DataType::DEVICE_DIST,
+            Value::Endpoint(_) => DataType::ENDPOINT,
+            Value::Topology(_) => DataType::TOPO,
+            Value::DevType(_) => DataType::DEVTYPE,
+            Value::ProcStats(_) => DataType::PROC_STATS,
+            Value::DiskStats(_) => DataType::DISK_STATS,
+            Value::NetStats(_) => DataType::NET_STATS,
+            Value::NodeStats(_) => DataType::NODE_STATS,
+            Value::StorageMedium(_) => DataType::STOR_MEDIUM,
+            Value::StorageAccess(_) => DataType::STOR_ACCESS,
+            Value::StoragePersistence(_) => DataType::STOR_PERSIST,
+            Value::StorageAccessType(_) => DataType::STOR_ACCESS_TYPE,
         }
     }
 
-    /// The string, if this is a string value.
+    /// The string, if this is a string value (a NULL string reads as `""`).
     pub fn as_str(&self) -> Option<&str> {
         match self {
             Value::String(s) => Some(s),
+            Value::NullString => Some(""),
             _ => None,
         }
     }
@@ -392,7 +460,7 @@ impl PartialEq for Value {
         match (self, other) {
             (V::Float(a), V::Float(b)) => a.to_bits() == b.to_bits(),
             (V::Double(a), V::Double(b)) => a.to_bits() == b.to_bits(),
-            (V::Undef, V::Undef) => true,
+            (V::Undef, V::Undef) | (V::NullString, V::NullString) => true,
             (V::Bool(a), V::Bool(b)) => a == b,
             (V::Byte(a), V::Byte(b)) | (V::Uint8(a), V::Uint8(b)) => a == b,
             (V::String(a), V::String(b)) => a == b,
@@ -430,6 +498,28 @@ impl PartialEq for Value {
             (V::LinkState(a), V::LinkState(b)) => a == b,
             (V::Locality(a), V::Locality(b)) => a == b,
             (V::RegAttr(a), V::RegAttr(b)) => a == b,
+            (V::App(a), V::App(b)) => a == b,
+            (V::Pdata(a), V::Pdata(b)) => a == b,
+            (V::Kval(a), V::Kval(b)) => a == b,
+            (V::Query(a), V::Query(b)) => a == b,
+            (V::Buffer(a), V::Buffer(b)) => a == b,
+            (V::DataBuffer(a), V::DataBuffer(b)) => a == b,
+            (V::Pointer(a), V::Pointer(b)) => a == b,
+            (V::Coord(a), V::Coord(b)) => a == b,
+            (V::Cpuset(a), V::Cpuset(b)) => a == b,
+            (V::Geometry(a), V::Geometry(b)) => a == b,
+            (V::DeviceDist(a), V::DeviceDist(b)) => a == b,
+            (V::Endpoint(a), V::Endpoint(b)) => a == b,
+            (V::Topology(a), V::Topology(b)) => a == b,
+            (V::DevType(a), V::DevType(b)) => a == b,
+            (V::ProcStats(a), V::ProcStats(b)) => a == b,
+            (V::DiskStats(a), V::DiskStats(b)) => a == b,
+            (V::NetStats(a), V::NetStats(b)) => a == b,
+            (V::NodeStats(a), V::NodeStats(b)) => a == b,
+            (V::StorageMedium(a), V::StorageMedium(b))
+            | (V::StorageAccess(a), V::StorageAccess(b))
+            | (V::StoragePersistence(a), V::StoragePersistence(b)) => a == b,
+            (V::StorageAccessType(a), V::StorageAccessType(b)) => a == b,
             _ => false,
         }
     }

@@ -431,7 +431,7 @@ fn strategies_cover_every_variant() {
         }
         seen
     };
-    assert_eq!(values.len(), 44, "value types generated: {values:?}");
+    assert_eq!(values.len(), 65, "value types generated: {values:?}");
     assert_eq!(names(request(), 3_000).len(), 20);
     assert_eq!(names(reply_body(), 1_000).len(), 8);
     let server = names(server_msg(), 500);
@@ -544,4 +544,19 @@ fn a_large_extend_into_an_empty_reader_is_kept() {
     assert_eq!(reader.next_frame().unwrap(), Some(&body[..]));
     assert_eq!(reader.next_frame().unwrap(), Some(&body[..]));
     assert_eq!(reader.buffered(), 0);
+}
+
+/// A pointer means nothing in another process: the native wire refuses it (an error, not a
+/// panic), and leaves nothing half-written; a NULL string stays apart from `""`.
+#[test]
+fn pointers_are_refused_and_null_strings_kept() {
+    let mut out = vec![7];
+    assert!(pmix_wire::encode_frame(&Value::Pointer(0x1000), &mut out).is_err());
+    assert_eq!(out, [7]);
+    for v in [Value::NullString, Value::String(String::new())] {
+        let mut out = Vec::new();
+        pmix_wire::encode_frame(&v, &mut out).unwrap();
+        let back: Value = pmix_wire::decode_body(&out[pmix_wire::HEADER_LEN..]).unwrap();
+        assert_eq!(back, v);
+    }
 }

@@ -206,10 +206,9 @@ pub unsafe extern "C" fn PMIx_Get(
 }
 
 /// An empty `PMIX_LOCALITY_STRING` answered as not found. PRRTE gives an unbound process a
-/// NULL locality string, which libpmix hands on as a string value holding NULL (Open MPI then
-/// knows no locality), but the client reads as an empty string (`pmix_types::Value` has no
-/// NULL string), which Open MPI would parse as a locality and crash on. No locality is ever
-/// written as an empty string.
+/// NULL locality string, which reaches the caller as a string value holding NULL
+/// (`Value::NullString`), as libpmix hands it on (Open MPI then knows no locality); an empty
+/// one, which Open MPI would parse as a locality and crash on, never means a locality.
 fn no_empty_locality(key: Option<&str>, got: Result<Value, Status>) -> Result<Value, Status> {
     match got {
         Ok(Value::String(s)) if s.is_empty() && key == Some(attr::LOCALITY_STRING) => {

@@ -110,6 +110,9 @@ pub unsafe extern "C" fn PMIx_Value_unload(
         // datum, or NULL.
         unsafe {
             let (out, n) = match ty {
+                // A NULL string (what PRRTE gives an unbound process as its locality) unloads
+                // as NULL and size 0.
+                DataType::STRING if c.data.string.is_null() => (core::ptr::null_mut(), 0),
                 DataType::STRING => {
                     let s = c.data.string;
                     (s.cast(), libc::strlen(s))

@@ -303,6 +303,10 @@ impl Client {
     /// the answer to values put with that scope (`GLOBAL` values count
     /// as both `LOCAL` and `REMOTE`). With `TIMEOUT` the server fails the get with
     /// `ERR_TIMEOUT`; should it not answer, this call gives up one second later on its own.
+    ///
+    /// A string libpmix compressed when it was put (`PMIX_COMPRESSED_STRING`) comes back
+    /// as the string, as libpmix's own get gives it (bounded by
+    /// [`MAX_DECOMPRESSED_STRING`](crate::MAX_DECOMPRESSED_STRING)).
     pub fn get(&self, proc: &Proc, key: &str, info: &[Info]) -> Result<Value, Error> {
         self.get_blocking(proc, Some(key), info)
     }
@@ -318,6 +322,17 @@ impl Client {
     }
 
     fn get_blocking(&self, proc: &Proc, key: Option<&str>, info: &[Info]) -> Result<Value, Error> {
+        self.get_compressed(proc, key, info)
+            .and_then(crate::decompress::readable)
+    }
+
+    /// A get whose answer may still hold compressed strings.
+    fn get_compressed(
+        &self,
+        proc: &Proc,
+        key: Option<&str>,
+        info: &[Info],
+    ) -> Result<Value, Error> {
         self.check()?;
         let d = GetDirectives::parse(info)?;
         if let (Some(k), Some(ctx)) = (key, context_qualifier(info)) {
@@ -346,6 +361,7 @@ impl Client {
         info: &[Info],
         done: impl FnOnce(Result<Value, Error>) + Send + 'static,
     ) {
+        let done = move |r: Result<Value, Error>| done(r.and_then(crate::decompress::readable));
         if let Err(e) = self.check() {
             return done(Err(e));
         }

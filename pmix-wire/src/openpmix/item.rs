@@ -3,9 +3,11 @@
 
 use pmix_types::{
     AllocDirective, DataArray, DataRange, DataType, Envar, Info, InfoFlags, IofChannel, JobState,
-    Key, LinkState, Locality, Persistence, Proc, ProcInfo, ProcState, Rank, Scope, Status, Timeval,
+    LinkState, Locality, Persistence, Proc, ProcInfo, ProcState, Rank, Scope, Status, Timeval,
     Value,
 };
+
+pub use pmix_types::Kval;
 
 use super::cmd::Cmd;
 use super::dialect::BufferType;
@@ -134,9 +136,8 @@ pub(super) fn put_counted<T: Item>(
     Ok(())
 }
 
-/// The data type of a nested packed buffer (`PMIX_BUFFER`, 26): a wire-format type with no
-/// [`Value`] variant, so `pmix-types` does not name it.
-pub const BUFFER: DataType = DataType(26);
+/// The data type of a nested packed buffer (`PMIX_BUFFER`, 26).
+pub const BUFFER: DataType = DataType::BUFFER;
 
 /// A `SIZE` (`size_t`) item, distinct from a `UINT64` one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -157,25 +158,6 @@ pub struct Buffer {
     pub buffer_type: BufferType,
     /// The packed bytes.
     pub bytes: Vec<u8>,
-}
-
-/// A key with a value (`pmix_kval_t`, `KVAL`): the unit of job data and committed data.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Kval {
-    /// The key.
-    pub key: Key,
-    /// The value.
-    pub value: Value,
-}
-
-impl Kval {
-    /// A key/value pair.
-    pub fn new(key: Key, value: impl Into<Value>) -> Self {
-        Kval {
-            key,
-            value: value.into(),
-        }
-    }
 }
 
 /// Implements [`Item`] for a one-byte open enumeration.

@@ -61,10 +61,10 @@
 //!
 //! # What is refused
 //!
-//! Decoding fails with [`Error::Unsupported`](crate::Error::Unsupported) for value types that
-//! have no [`Value`](pmix_types::Value) variant (topology, cpuset, geometry, endpoint, device
-//! distance, coordinates, statistics, storage, `POINTER`), for the `v20` and `v12` codecs and
-//! for PMIx 2.0 handshakes; with [`Error::Truncated`](crate::Error::Truncated) when the bytes
+//! Every data type of OpenPMIx 4.2 and 5.0 has a [`Value`](pmix_types::Value) variant and
+//! decodes. Decoding fails with [`Error::Unsupported`](crate::Error::Unsupported) for a type
+//! number no OpenPMIx release defines, for a type a `v3` peer cannot know, for the `v20` and
+//! `v12` codecs and for PMIx 2.0 handshakes; encoding refuses a `POINTER`; with [`Error::Truncated`](crate::Error::Truncated) when the bytes
 //! end inside an item; with [`Error::Malformed`](crate::Error::Malformed) for anything else
 //! that is not what the reference writes. No input makes a decoder panic, allocate more than
 //! the input justifies, or recurse more than [`MAX_NESTING`] levels.
@@ -77,6 +77,7 @@ mod dialect;
 mod flex;
 mod frame;
 mod handshake;
+mod hardware;
 mod iof;
 mod item;
 pub mod job;
@@ -84,6 +85,7 @@ mod macros;
 mod msg;
 mod pack;
 pub mod rendezvous;
+mod stats;
 mod unpack;
 mod value;
 mod version;

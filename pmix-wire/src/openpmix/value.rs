@@ -1,9 +1,10 @@
 //! The inner encoding of [`Value`] and of the composite types a value can hold.
 
 use pmix_types::{
-    AllocDirective, DataArray, DataRange, DataType, Envar, Info, InfoFlags, IofChannel, JobState,
-    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr, Scope,
-    Timeval, Value,
+    AllocDirective, App, Coord, Cpuset, DataArray, DataRange, DataType, DeviceDistance, DeviceType,
+    DiskStats, Endpoint, Envar, Geometry, Info, InfoFlags, IofChannel, JobState, Key, Kval,
+    LinkState, Locality, NetStats, NodeStats, Nspace, Persistence, Proc, ProcInfo, ProcState,
+    ProcStats, Published, Query, Rank, RegAttr, Scope, Timeval, Topology, Value,
 };
 
 use super::item::Item;
@@ -54,6 +55,7 @@ impl Packer<'_> {
             Value::Byte(b) | Value::Uint8(b) => self.put_u8(*b),
             Value::Int8(i) => self.put_u8(*i as u8),
             Value::String(s) => self.put_str(s)?,
+            Value::NullString => self.put_opt_str(None)?,
             Value::Size(n) => self.put_size(*n),
             Value::Pid(p) => self.put_pid(*p),
             Value::Int(i) => self.put_int(*i),
@@ -64,7 +66,7 @@ impl Packer<'_> {
             Value::Uint16(u) => self.put_u16(*u),
             Value::Uint32(u) => self.put_u32(*u),
             Value::Uint64(u) => self.put_u64(*u),
-            Value::Float(f) => self.put_str(&format_f(f64::from(*f)))?,
+            Value::Float(f) => self.put_float(*f)?,
             Value::Double(d) => self.put_str(&format_f(*d))?,
             Value::Timeval(t) => t.pack_item(self)?,
             // time_t travels as the bits of a uint64_t.
@@ -93,6 +95,35 @@ impl Packer<'_> {
             Value::LinkState(s) => self.put_u8(s.0),
             Value::Locality(l) => self.put_u16(l.0),
             Value::RegAttr(r) => self.put_regattr(r)?,
+            Value::App(a) => a.pack_item(self)?,
+            Value::Pdata(d) => d.pack_item(self)?,
+            Value::Kval(k) => k.pack_item(self)?,
+            Value::Query(q) => q.pack_item(self)?,
+            Value::Buffer(b) => {
+                self.put_u8(b.kind);
+                self.put_bytes(&b.bytes);
+            }
+            Value::DataBuffer(b) => self.put_bytes(b),
+            Value::Pointer(_) => {
+                return Err(Error::Unsupported(
+                    "a POINTER means nothing to another process".into(),
+                ));
+            }
+            Value::Coord(c) => c.pack_item(self)?,
+            Value::Cpuset(c) => c.pack_item(self)?,
+            Value::Geometry(g) => g.pack_item(self)?,
+            Value::DeviceDist(d) => d.pack_item(self)?,
+            Value::Endpoint(e) => e.pack_item(self)?,
+            Value::Topology(t) => t.pack_item(self)?,
+            Value::DevType(t) => t.pack_item(self)?,
+            Value::ProcStats(s) => s.pack_item(self)?,
+            Value::DiskStats(s) => s.pack_item(self)?,
+            Value::NetStats(s) => s.pack_item(self)?,
+            Value::NodeStats(s) => s.pack_item(self)?,
+            Value::StorageMedium(v) | Value::StorageAccess(v) | Value::StoragePersistence(v) => {
+                self.put_u64(*v)
+            }
+            Value::StorageAccessType(v) => self.put_u16(*v),
             other => {
                 return Err(Error::Unsupported(format!(
                     "a {:?} value has no OpenPMIx encoding here",
@@ -101,6 +132,12 @@ impl Packer<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A `FLOAT`: printed with C's `%f` into a string, as the reference sends it (see
+    /// [`Packer::put_value_payload`]).
+    pub fn put_float(&mut self, f: f32) -> Result<(), Error> {
+        self.put_str(&format_f(f64::from(f)))
     }
 
     /// A `PROC_INFO`: proc, host name, executable, pid, state. The exit code of
@@ -312,11 +349,19 @@ impl Unpacker<'_> {
         Ok(Info { key, value, flags })
     }
 
+    /// A `FLOAT` ([`Packer::put_float`]); NULL reads as 0.
+    pub fn get_float(&mut self) -> Result<f32, Error> {
+        Ok(self
+            .get_opt_string()?
+            .map(|s| parse_f(&s))
+            .unwrap_or_default())
+    }
+
     /// The payload of a value of type `ty`.
     ///
-    /// Types with no [`Value`] variant (topology, cpuset, geometry, endpoint, device
-    /// distance, coordinates, statistics, key/value, ...) are [`Error::Unsupported`]: their
-    /// length is unknown here, so the rest of the message cannot be read either.
+    /// A type number no OpenPMIx release defines (`COMMAND`, `VALUE` alone, numbers above
+    /// the standard's) is [`Error::Unsupported`]: its length is unknown here, so the rest of
+    /// the message cannot be read either.
     pub fn get_value_payload(&mut self, ty: DataType) -> Result<Value, Error> {
         self.nested(|u| u.payload(ty))
     }
@@ -327,7 +372,9 @@ impl Unpacker<'_> {
             DataType::UNDEF => Value::Undef,
             DataType::BOOL => Value::Bool(self.get_bool()?),
             DataType::BYTE => Value::Byte(self.get_u8()?),
-            DataType::STRING => Value::String(self.get_string()?),
+            DataType::STRING => self
+                .get_opt_string()?
+                .map_or(Value::NullString, Value::String),
             DataType::SIZE => Value::Size(self.get_size()?),
             DataType::PID => Value::Pid(self.get_pid()?),
             DataType::INT => Value::Int(self.get_int()?),
@@ -340,11 +387,7 @@ impl Unpacker<'_> {
             DataType::UINT16 => Value::Uint16(self.get_u16()?),
             DataType::UINT32 => Value::Uint32(self.get_u32()?),
             DataType::UINT64 => Value::Uint64(self.get_u64()?),
-            DataType::FLOAT => Value::Float(
-                self.get_opt_string()?
-                    .map(|s| parse_f(&s))
-                    .unwrap_or_default(),
-            ),
+            DataType::FLOAT => Value::Float(self.get_float()?),
             DataType::DOUBLE => Value::Double(
                 self.get_opt_string()?
                     .map(|s| parse_f(&s))
@@ -376,6 +419,37 @@ impl Unpacker<'_> {
             DataType::LINK_STATE => Value::LinkState(LinkState(self.get_u8()?)),
             DataType::LOCTYPE => Value::Locality(Locality(self.get_u16()?)),
             DataType::REGATTR => Value::RegAttr(Box::new(self.get_regattr()?)),
+            DataType::APP => Value::App(Box::new(App::unpack_item(self)?)),
+            DataType::PDATA => Value::Pdata(Box::new(Published::unpack_item(self)?)),
+            DataType::KVAL => Value::Kval(Box::new(Kval::unpack_item(self)?)),
+            DataType::QUERY => Value::Query(Box::new(Query::unpack_item(self)?)),
+            DataType::BUFFER => Value::Buffer(Box::new(pmix_types::Buffer {
+                kind: self.get_u8()?,
+                bytes: self.get_bytes()?.to_vec(),
+            })),
+            DataType::DATA_BUFFER => Value::DataBuffer(self.get_bytes()?.to_vec()),
+            DataType::POINTER => {
+                // The reference's placeholder byte: the address is not sent.
+                self.get_u8()?;
+                Value::Pointer(0)
+            }
+            DataType::COORD => Value::Coord(Box::new(Coord::unpack_item(self)?)),
+            DataType::PROC_CPUSET => Value::Cpuset(Box::new(Cpuset::unpack_item(self)?)),
+            DataType::GEOMETRY => Value::Geometry(Box::new(Geometry::unpack_item(self)?)),
+            DataType::DEVICE_DIST => {
+                Value::DeviceDist(Box::new(DeviceDistance::unpack_item(self)?))
+            }
+            DataType::ENDPOINT => Value::Endpoint(Box::new(Endpoint::unpack_item(self)?)),
+            DataType::TOPO => Value::Topology(Box::new(Topology::unpack_item(self)?)),
+            DataType::DEVTYPE => Value::DevType(DeviceType::unpack_item(self)?),
+            DataType::PROC_STATS => Value::ProcStats(Box::new(ProcStats::unpack_item(self)?)),
+            DataType::DISK_STATS => Value::DiskStats(Box::new(DiskStats::unpack_item(self)?)),
+            DataType::NET_STATS => Value::NetStats(Box::new(NetStats::unpack_item(self)?)),
+            DataType::NODE_STATS => Value::NodeStats(Box::new(NodeStats::unpack_item(self)?)),
+            DataType::STOR_MEDIUM => Value::StorageMedium(self.get_u64()?),
+            DataType::STOR_ACCESS => Value::StorageAccess(self.get_u64()?),
+            DataType::STOR_PERSIST => Value::StoragePersistence(self.get_u64()?),
+            DataType::STOR_ACCESS_TYPE => Value::StorageAccessType(self.get_u16()?),
             other => {
                 return Err(Error::Unsupported(format!(
                     "a value of type {other:?} (at byte {})",

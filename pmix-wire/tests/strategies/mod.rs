@@ -8,9 +8,10 @@
 #![allow(dead_code)]
 
 use pmix_types::{
-    AllocDirective, DataArray, DataRange, DataType, Envar, Info, InfoFlags, IofChannel, JobState,
-    Key, LinkState, Locality, Nspace, Persistence, Proc, ProcInfo, ProcState, Rank, RegAttr, Scope,
-    Status, Timeval, Value,
+    AllocDirective, Coord, CoordView, Cpuset, DataArray, DataRange, DataType, DeviceDistance,
+    DeviceType, DiskStats, Endpoint, Envar, Geometry, Info, InfoFlags, IofChannel, JobState, Key,
+    Kval, LinkState, Locality, NetStats, NodeStats, Nspace, Persistence, Proc, ProcInfo, ProcState,
+    ProcStats, Rank, RegAttr, Scope, Status, TOPOLOGY_SUPPORT_LEN, Timeval, Topology, Value,
 };
 use pmix_wire::openpmix::{BufferType, Codec, Dialect};
 use pmix_wire::{
@@ -194,8 +195,220 @@ pub(crate) fn leaf_value() -> impl Strategy<Value = Value> {
                 }))
             })
             .boxed(),
+        Just(Value::NullString).boxed(),
     ];
+    let mut arms = arms;
+    arms.extend(structured_values());
     balanced_union(arms)
+}
+
+fn opt_string() -> impl Strategy<Value = Option<String>> {
+    proptest::option::of(any_string())
+}
+
+/// Floats that `%f` prints exactly (OpenPMIx sends floats as text; their loss is tested
+/// apart).
+fn exact_f32() -> impl Strategy<Value = f32> {
+    (0u32..4096).prop_map(|b| b as f32 / 64.0)
+}
+
+fn timeval() -> impl Strategy<Value = Timeval> {
+    (any::<i64>(), any::<i64>()).prop_map(|(sec, usec)| Timeval { sec, usec })
+}
+
+fn coord() -> impl Strategy<Value = Coord> {
+    (any::<u8>(), vec(any::<u32>(), 0..4)).prop_map(|(v, coord)| Coord {
+        view: CoordView(v),
+        coord,
+    })
+}
+
+fn disk_stats() -> impl Strategy<Value = DiskStats> {
+    (opt_string(), [any::<u64>(); 11]).prop_map(|(disk, c)| DiskStats::from_counters(disk, c))
+}
+
+fn net_stats() -> impl Strategy<Value = NetStats> {
+    (opt_string(), [any::<u64>(); 6])
+        .prop_map(|(net_interface, c)| NetStats::from_counters(net_interface, c))
+}
+
+/// The structured types of `pmix_common.h` (hardware, fabric, statistics, storage, requests
+/// as values), with floats `%f` carries exactly. `POINTER` is left out: no wire carries it.
+fn structured_values() -> Vec<BoxedStrategy<Value>> {
+    vec![
+        coord().prop_map(|c| Value::Coord(Box::new(c))).boxed(),
+        opt_string()
+            .prop_map(|cpus| Value::Cpuset(Box::new(Cpuset { cpus })))
+            .boxed(),
+        (any::<u64>(), opt_string(), opt_string(), vec(coord(), 0..3))
+            .prop_map(|(fabric, uuid, osname, coordinates)| {
+                Value::Geometry(Box::new(Geometry {
+                    fabric,
+                    uuid,
+                    osname,
+                    coordinates,
+                }))
+            })
+            .boxed(),
+        (
+            opt_string(),
+            opt_string(),
+            any::<u64>(),
+            any::<u16>(),
+            any::<u16>(),
+        )
+            .prop_map(|(uuid, osname, kind, mindist, maxdist)| {
+                Value::DeviceDist(Box::new(DeviceDistance {
+                    uuid,
+                    osname,
+                    kind: DeviceType(kind),
+                    mindist,
+                    maxdist,
+                }))
+            })
+            .boxed(),
+        (opt_string(), opt_string(), bytes())
+            .prop_map(|(uuid, osname, address)| {
+                Value::Endpoint(Box::new(Endpoint {
+                    uuid,
+                    osname,
+                    address,
+                }))
+            })
+            .boxed(),
+        prop_oneof![
+            Just(Topology::default()),
+            (any_string(), vec(any::<u8>(), TOPOLOGY_SUPPORT_LEN)).prop_map(|(xml, support)| {
+                Topology {
+                    xml: Some(xml),
+                    support,
+                }
+            }),
+        ]
+        .prop_map(|t| Value::Topology(Box::new(t)))
+        .boxed(),
+        any::<u64>()
+            .prop_map(|t| Value::DevType(DeviceType(t)))
+            .boxed(),
+        (
+            (
+                opt_string(),
+                proc_(),
+                any::<u32>(),
+                opt_string(),
+                any::<u8>(),
+            ),
+            (timeval(), exact_f32(), any::<i32>(), any::<u16>()),
+            (
+                [exact_f32(), exact_f32(), exact_f32(), exact_f32()],
+                any::<u16>(),
+                timeval(),
+            ),
+        )
+            .prop_map(
+                |(
+                    (node, proc, pid, cmd, state),
+                    (time, percent_cpu, priority, num_threads),
+                    ([pss, vsize, rss, peak_vsize], processor, sample_time),
+                )| {
+                    Value::ProcStats(Box::new(ProcStats {
+                        node,
+                        proc,
+                        pid,
+                        cmd,
+                        state,
+                        time,
+                        percent_cpu,
+                        priority,
+                        num_threads,
+                        pss,
+                        vsize,
+                        rss,
+                        peak_vsize,
+                        processor,
+                        sample_time,
+                    }))
+                },
+            )
+            .boxed(),
+        disk_stats()
+            .prop_map(|d| Value::DiskStats(Box::new(d)))
+            .boxed(),
+        net_stats()
+            .prop_map(|n| Value::NetStats(Box::new(n)))
+            .boxed(),
+        (
+            opt_string(),
+            proptest::array::uniform11(exact_f32()),
+            timeval(),
+            vec(disk_stats(), 0..2),
+            vec(net_stats(), 0..2),
+        )
+            .prop_map(|(node, f, sample_time, diskstats, netstats)| {
+                let mut stats = NodeStats {
+                    node,
+                    sample_time,
+                    diskstats,
+                    netstats,
+                    ..NodeStats::default()
+                };
+                stats.set_loads(f);
+                Value::NodeStats(Box::new(stats))
+            })
+            .boxed(),
+        any::<u64>().prop_map(Value::StorageMedium).boxed(),
+        any::<u64>().prop_map(Value::StorageAccess).boxed(),
+        any::<u64>().prop_map(Value::StoragePersistence).boxed(),
+        any::<u16>().prop_map(Value::StorageAccessType).boxed(),
+        (any::<u8>(), bytes())
+            .prop_map(|(kind, bytes)| Value::Buffer(Box::new(pmix_types::Buffer { kind, bytes })))
+            .boxed(),
+        bytes().prop_map(Value::DataBuffer).boxed(),
+        (key(), any::<u32>())
+            .prop_map(|(k, v)| Value::Kval(Box::new(Kval::new(k, Value::Uint32(v)))))
+            .boxed(),
+        (proc_(), key(), any_string())
+            .prop_map(|(proc, key, s)| {
+                Value::Pdata(Box::new(Published {
+                    proc,
+                    key,
+                    value: Value::String(s),
+                }))
+            })
+            .boxed(),
+        (vec(key(), 0..3), vec((key(), any::<u32>()), 0..2))
+            .prop_map(|(keys, q)| {
+                let qualifiers = q
+                    .into_iter()
+                    .map(|(k, v)| Info::new(k, Value::Uint32(v)))
+                    .collect();
+                Value::Query(Box::new(Query { keys, qualifiers }))
+            })
+            .boxed(),
+        (
+            any_string(),
+            vec(any_string(), 0..3),
+            vec(any_string(), 0..2),
+            any_string(),
+            any::<u32>(),
+            vec((key(), any::<u32>()), 0..2),
+        )
+            .prop_map(|(cmd, argv, env, cwd, maxprocs, info)| {
+                let info = info
+                    .into_iter()
+                    .map(|(k, v)| Info::new(k, Value::Uint32(v)))
+                    .collect();
+                Value::App(Box::new(App {
+                    cmd,
+                    argv,
+                    env,
+                    cwd,
+                    maxprocs,
+                    info,
+                }))
+            })
+            .boxed(),
+    ]
 }
 
 /// A union of `arms`, equally likely, as a two-level tree.

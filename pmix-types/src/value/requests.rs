@@ -23,6 +23,37 @@ pub struct App {
     pub info: Vec<Info>,
 }
 
+/// A key with a value (`pmix_kval_t`, `PMIX_KVAL`): the unit of job data and committed data
+/// on OpenPMIx's wire.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Kval {
+    /// The key.
+    pub key: Key,
+    /// The value.
+    pub value: Value,
+}
+
+impl Kval {
+    /// A key/value pair.
+    pub fn new(key: Key, value: impl Into<Value>) -> Self {
+        Kval {
+            key,
+            value: value.into(),
+        }
+    }
+}
+
+/// A packed buffer of OpenPMIx's (`PMIX_BUFFER`): the bytes with the byte that says whether
+/// they are fully described (1: not, 2: fully). Only OpenPMIx can read the bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Buffer {
+    /// OpenPMIx's buffer type byte.
+    pub kind: u8,
+    /// The packed bytes.
+    #[serde(with = "serde_bytes")]
+    pub bytes: Vec<u8>,
+}
+
 /// One result of a lookup: the value and who published it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Published {
