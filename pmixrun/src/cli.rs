@@ -108,6 +108,13 @@ once every process waits, then releases the job. If the last tool so registered 
 first, the held processes are aborted and the run fails: a job held for a debugger does not
 wait forever for one that died.";
 
+/// How many generations of spawned jobs a run allows unless `--max-spawn-depth` says
+/// otherwise: the command line's job is generation 0, a job it spawns 1, and so on. A program
+/// that spawns itself whenever it does not see itself as a child (OpenPMIx's `resolve`
+/// example, under a launcher that does not give it `PMIX_PARENT_ID`) would otherwise spawn
+/// until the machine gives out.
+pub(crate) const MAX_SPAWN_DEPTH: u32 = 32;
+
 /// `--grace`: seconds, a fraction allowed, at most an hour.
 fn grace(s: &str) -> Result<Duration, String> {
     let secs: f64 = s
@@ -176,7 +183,7 @@ struct Global {
     /// Refuse a spawn whose job would be more than N generations below the command line's
     /// (a job spawned by a spawned job is generation 2): the spawn fails with
     /// PMIX_ERR_OUT_OF_RESOURCE and pmixrun says why; the run goes on.
-    #[arg(long, value_name = "N", default_value_t = crate::supervise::MAX_SPAWN_DEPTH)]
+    #[arg(long, value_name = "N", default_value_t = MAX_SPAWN_DEPTH)]
     max_spawn_depth: u32,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]

@@ -39,13 +39,6 @@ const AFTER_KILL: Duration = Duration::from_secs(5);
 /// reported (their waiter threads report within microseconds; this only bounds a lost one).
 const SETTLE: Duration = Duration::from_secs(1);
 
-/// How many generations of spawned jobs a run allows unless `--max-spawn-depth` says
-/// otherwise: the command line's job is generation 0, a job it spawns 1, and so on. A program
-/// that spawns itself whenever it does not see itself as a child (OpenPMIx's `resolve`
-/// example, under a launcher that does not give it `PMIX_PARENT_ID`) would otherwise spawn
-/// until the machine gives out.
-pub(crate) const MAX_SPAWN_DEPTH: u32 = 32;
-
 /// The exit status of a run that exceeded `--timeout`, as `timeout(1)` uses.
 pub(crate) const TIMEOUT_STATUS: u8 = 124;
 
@@ -301,11 +294,11 @@ impl<J: Jobs> Supervisor<J> {
             timeout: timeout.map(|t| (t, Instant::now() + t)),
             grace: GRACE,
             terminating: Vec::new(),
-            max_spawn_depth: MAX_SPAWN_DEPTH,
+            max_spawn_depth: crate::cli::MAX_SPAWN_DEPTH,
         }
     }
 
-    /// Sets the deepest generation of spawned jobs allowed (default [`MAX_SPAWN_DEPTH`]).
+    /// Sets the deepest generation of spawned jobs allowed (default [`crate::cli::MAX_SPAWN_DEPTH`]).
     pub(crate) fn set_max_spawn_depth(&mut self, depth: u32) {
         self.max_spawn_depth = depth;
     }

@@ -879,28 +879,21 @@ fn srun_pmix_capi(run: &Run<'_>) -> Result<String, String> {
     let n = run.ranks();
     let size = n.to_string();
     let ours = format!("calling init: {}", lib.join("libpmix.so.2").display());
-    let mut how = Vec::new();
-    for (exe, args) in [
-        (
-            program(&run.ctx.programs.libpmix_client)?,
-            &["job", "modex", "modex-direct", "fence"][..],
-        ),
-        (
-            program(&run.ctx.programs.ompi5_hello)?,
-            &[size.as_str()][..],
-        ),
-    ] {
-        // The ranks' environment alone: srun loads Slurm's PMIx plug-in, and so libpmix,
-        // itself, and must keep Debian's.
+    // The ranks' environment alone: srun loads Slurm's PMIx plug-in, and so libpmix, itself,
+    // and must keep Debian's. The library path this process inherited (cargo's toolchain
+    // directories) would win over `--export`'s in the tasks: srun is given none.
+    let on_ours = |exe: &Path, args: &[&str]| -> Result<Finished, String> {
         let export = format!(
             "--export=ALL,LD_LIBRARY_PATH={},LD_DEBUG=libs",
             lib.display()
         );
-        let on_ours = run.run(srun(run, &[&export], exe, args))?;
-        if on_ours.code() != Some(0) {
-            return Err(on_ours.fail("did not exit 0 on pmix-rs's libpmix.so.2"));
+        let mut cmd = srun(run, &[&export], exe, args);
+        cmd.env_remove("LD_LIBRARY_PATH");
+        let out = run.run(cmd)?;
+        if out.code() != Some(0) {
+            return Err(out.fail("did not exit 0 on pmix-rs's libpmix.so.2"));
         }
-        let inits: Vec<&str> = on_ours
+        let inits: Vec<&str> = out
             .stderr
             .lines()
             .filter(|l| l.contains("calling init:") && l.contains("/libpmix.so"))
@@ -910,27 +903,37 @@ fn srun_pmix_capi(run: &Run<'_>) -> Result<String, String> {
             .filter(|l| l.trim_end().ends_with(&ours))
             .count();
         if loaded_ours != n as usize || inits.len() != n as usize {
-            return Err(on_ours.fail(&format!(
+            return Err(out.fail(&format!(
                 "{loaded_ours} of {n} ranks initialised {ours}; libpmix inits: {inits:#?}"
             )));
         }
-        let on_c = run.run(srun(run, &[], exe, args))?;
-        if on_c.code() != Some(0) {
-            return Err(on_c.fail("did not exit 0 on the C library"));
-        }
-        let (a, b) = (comparable_lines(&on_ours), comparable_lines(&on_c));
-        if a.len() < n as usize || a != b {
-            return Err(on_ours.fail(&format!("printed {a:#?} on ours, {b:#?} on the C library")));
-        }
-        let name = exe
-            .file_name()
-            .map_or(exe.to_string_lossy(), |f| f.to_string_lossy());
-        how.push(format!("{name} {:.2} s", on_ours.elapsed.as_secs_f64()));
+        Ok(out)
+    };
+    // libpmix's test client, on ours: every rank's job data and both exchanges check out. (On
+    // the C library it fails under Slurm 22.05 by slurmstepd's data, not by the library:
+    // `APPNUM` comes as an `INT` and every rank of another node has the reader's `NODEID`,
+    // which pmix-rs's client corrects; so there is no C run to compare it with. Subset
+    // fences are left out: Slurm's ring fence refuses a fence without a rank of every node.)
+    let client = program(&run.ctx.programs.libpmix_client)?;
+    let out = on_ours(client, &["job", "modex", "modex-direct"])?;
+    expect_every_rank(&out, n, |r| format!("OK rank={r} size={n}"))?;
+    let client_time = out.elapsed;
+    // Open MPI 5's hello: the same lines on ours as on Open MPI's own library.
+    let hello = program(&run.ctx.programs.ompi5_hello)?;
+    let mine = on_ours(hello, &[size.as_str()])?;
+    let on_c = run.run(srun(run, &[], hello, &[size.as_str()]))?;
+    if on_c.code() != Some(0) {
+        return Err(on_c.fail("did not exit 0 on Open MPI's libpmix"));
+    }
+    let (a, b) = (comparable_lines(&mine), comparable_lines(&on_c));
+    if a.len() < n as usize || a != b {
+        return Err(mine.fail(&format!("printed {a:#?} on ours, {b:#?} on Open MPI's")));
     }
     Ok(format!(
-        "{n} ranks on {} nodes, ours loaded by each: {}",
+        "{n} ranks on {} nodes, ours loaded by each: pmix_client {:.2} s, Open MPI 5 hello {:.2} s",
         run.ctx.nodes,
-        how.join(", ")
+        client_time.as_secs_f64(),
+        mine.elapsed.as_secs_f64()
     ))
 }
 
