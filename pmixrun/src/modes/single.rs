@@ -148,6 +148,8 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         master_addr: server.hostname().to_owned(),
         free_master_port: true,
         stdin: Some((opts.stdin, router.clone())),
+        claims: Default::default(),
+        job_places: std::collections::HashMap::new(),
     };
     let debug = opts
         .stop_in_init
