@@ -721,3 +721,48 @@ fn locality_strings_are_libpmixs_on_a_two_package_machine() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A spawned job is bound after its parent, not on top of it, and as its `PMIX_BINDTO` or
+/// `PMIX_MAPBY` says: on the two-package tree (pinning nothing), the CPUs pmixrun reports for
+/// the parent and then its child.
+#[test]
+fn a_spawned_job_is_bound_after_its_parent_and_as_it_asks() {
+    let root =
+        compiled_programs_dir("placement").join(format!("spawn-tree-{}", std::process::id()));
+    two_package_tree(&root);
+    let client = pmix_tests::workspace_bin("pmix-spawn-client");
+    let client = client.to_str().expect("a UTF-8 path");
+    for (bind_to, directives, want) in [
+        // The child takes the next core, not the parent's.
+        ("core", &[][..], &["0,4", "1,5"][..]),
+        ("none", &["!bindto=core"], &["0-7", "1,5"]),
+        ("core", &["bindto=none"], &["0,4", "0-7"]),
+        ("core", &["!bindto=package"], &["0,4", "2-3,6-7"]),
+        ("core", &["!mapby=package"], &["0,4", "2-3,6-7"]),
+    ] {
+        let what = format!(
+            "PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun --bind-to {bind_to} -n 1 spawn-placed 1 {}",
+            directives.join(" ")
+        );
+        let mut cmd = Command::new(pmixrun_bin());
+        cmd.args(["--report-bindings", "--bind-to", bind_to, "-n", "1"])
+            .args([client, "spawn-placed", "1"])
+            .args(directives)
+            .env("PMIXRS_TOPOLOGY_ROOT", &root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
+        assert_ok(&out, &what);
+        // One line each, the parent's first: the child starts once the parent has.
+        let got: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("pmixrun: ["))
+            .filter_map(|l| l.split("CPUs ").nth(1)?.split(' ').next())
+            .collect();
+        assert_eq!(got, want, "{what}: {out:#?}");
+        assert!(out.stdout.contains("spawned 1 into"), "{what}: {out:#?}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
