@@ -339,7 +339,7 @@ fn spawn_directives_that_cannot_be_honoured_are_refused_by_name() {
             .contains(&format!("spawned 1 into {}", r.spawned(1)).as_str()),
         "{r:?}"
     );
-    assert_eq!(children_hosts(&r), [host.clone()], "{r:?}");
+    assert_eq!(children_hosts(&r), std::slice::from_ref(&host), "{r:?}");
     assert!(
         r.stderr.contains(
             "spawn: optional PMIX_MAPBY \"ppr:2:package\": only ppr:N:node is supported: left out"

@@ -545,12 +545,16 @@ impl Taken {
             return Err(match map {
                 SpawnMap::PerNode(per) => format!(
                     "no room for {n} more {procs}: PMIX_MAPBY ppr:{per}:node places at most \
-                     {per} per host, and {} of the {hosts_slots} are free{}",
-                    sum(&free),
-                    if over {
-                        ""
+                     {per} per host, on {}{}",
+                    if hosts.len() == 1 {
+                        "1 host".to_owned()
                     } else {
-                        " (without oversubscribing)"
+                        format!("{} hosts", hosts.len())
+                    },
+                    if over {
+                        String::new()
+                    } else {
+                        format!(" within their free slots ({} of {hosts_slots})", sum(&free))
                     }
                 ),
                 _ if !over => format!(
