@@ -635,6 +635,20 @@ fn two_package_tree(root: &Path) {
     }
 }
 
+/// `pmixrun ARGS` with the topology of the tree at `root` (pinning nothing), which must
+/// succeed within [`DEADLINE`].
+fn pmixrun_on_tree(root: &Path, args: &[&str], what: &str) -> Output {
+    let mut cmd = Command::new(pmixrun_bin());
+    cmd.args(args)
+        .env("PMIXRS_TOPOLOGY_ROOT", root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
+    assert_ok(&out, what);
+    out
+}
+
 /// `openpmix/pmix_locstr.c`, once.
 fn locstr_program() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -667,15 +681,12 @@ fn locality_strings_are_libpmixs_on_a_two_package_machine() {
             "PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun {} --report-bindings true",
             args.join(" ")
         );
-        let mut cmd = Command::new(pmixrun_bin());
-        cmd.args(args)
-            .args(["--report-bindings", "true"])
-            .env("PMIXRS_TOPOLOGY_ROOT", &root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
-        assert_ok(&out, &what);
+        let args: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["--report-bindings", "true"])
+            .collect();
+        let out = pmixrun_on_tree(&root, &args, &what);
         let mut lines: Vec<(u32, String, String)> = out
             .stderr
             .lines()
@@ -744,16 +755,10 @@ fn a_spawned_job_is_bound_after_its_parent_and_as_it_asks() {
             "PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun --bind-to {bind_to} -n 1 spawn-placed 1 {}",
             directives.join(" ")
         );
-        let mut cmd = Command::new(pmixrun_bin());
-        cmd.args(["--report-bindings", "--bind-to", bind_to, "-n", "1"])
-            .args([client, "spawn-placed", "1"])
-            .args(directives)
-            .env("PMIXRS_TOPOLOGY_ROOT", &root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
-        assert_ok(&out, &what);
+        let mut args = vec!["--report-bindings", "--bind-to", bind_to, "-n", "1"];
+        args.extend([client, "spawn-placed", "1"]);
+        args.extend(directives);
+        let out = pmixrun_on_tree(&root, &args, &what);
         // One line each, the parent's first: the child starts once the parent has.
         let got: Vec<&str> = out
             .stderr

@@ -1149,13 +1149,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn spawned_jobs_go_to_the_hosts_they_name() {
+    /// Three nodes of 3 slots, a job of one process on the first.
+    fn parent_on_a() -> (NodeList, SlotUsage) {
         let nodes = hosts("a:3,b:3,c:3").unwrap_or_else(|e| panic!("{e}"));
         let mut usage = SlotUsage::new(&nodes);
         let first = Placement::map(&nodes, &layout(&[1]), MapBy::Slot, false)
             .unwrap_or_else(|e| panic!("{e}"));
         usage.add(&first);
+        (nodes, usage)
+    }
+
+    #[test]
+    fn spawned_jobs_go_to_the_hosts_they_name() {
+        let (nodes, usage) = parent_on_a();
         let on = |hosts: Vec<Option<Vec<usize>>>, sizes: &[u32]| {
             let rules = SpawnRules {
                 hosts,
@@ -1191,11 +1197,7 @@ mod tests {
 
     #[test]
     fn spawned_jobs_map_by_node_or_so_many_per_node() {
-        let nodes = hosts("a:3,b:3,c:3").unwrap_or_else(|e| panic!("{e}"));
-        let mut usage = SlotUsage::new(&nodes);
-        let first = Placement::map(&nodes, &layout(&[1]), MapBy::Slot, false)
-            .unwrap_or_else(|e| panic!("{e}"));
-        usage.add(&first);
+        let (nodes, usage) = parent_on_a();
         let mapped = |map: SpawnMap, sizes: &[u32], over: bool| {
             let rules = SpawnRules {
                 map,
