@@ -635,6 +635,20 @@ fn two_package_tree(root: &Path) {
     }
 }
 
+/// `pmixrun ARGS` with the topology of the tree at `root` (pinning nothing), which must
+/// succeed within [`DEADLINE`].
+fn pmixrun_on_tree(root: &Path, args: &[&str], what: &str) -> Output {
+    let mut cmd = Command::new(pmixrun_bin());
+    cmd.args(args)
+        .env("PMIXRS_TOPOLOGY_ROOT", root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let out = Running::start(cmd, what).finish(Instant::now() + DEADLINE, what);
+    assert_ok(&out, what);
+    out
+}
+
 /// `openpmix/pmix_locstr.c`, once.
 fn locstr_program() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
@@ -667,15 +681,12 @@ fn locality_strings_are_libpmixs_on_a_two_package_machine() {
             "PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun {} --report-bindings true",
             args.join(" ")
         );
-        let mut cmd = Command::new(pmixrun_bin());
-        cmd.args(args)
-            .args(["--report-bindings", "true"])
-            .env("PMIXRS_TOPOLOGY_ROOT", &root)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
-        assert_ok(&out, &what);
+        let args: Vec<&str> = args
+            .iter()
+            .copied()
+            .chain(["--report-bindings", "true"])
+            .collect();
+        let out = pmixrun_on_tree(&root, &args, &what);
         let mut lines: Vec<(u32, String, String)> = out
             .stderr
             .lines()
@@ -718,6 +729,45 @@ fn locality_strings_are_libpmixs_on_a_two_package_machine() {
             ours, &theirs["locality"],
             "CPUs {cpus}: pmixrun's locality string"
         );
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A spawned job is bound after its parent, not on top of it, and as its `PMIX_BINDTO` or
+/// `PMIX_MAPBY` says: on the two-package tree (pinning nothing), the CPUs pmixrun reports for
+/// the parent and then its child.
+#[test]
+fn a_spawned_job_is_bound_after_its_parent_and_as_it_asks() {
+    let root =
+        compiled_programs_dir("placement").join(format!("spawn-tree-{}", std::process::id()));
+    two_package_tree(&root);
+    let client = pmix_tests::workspace_bin("pmix-spawn-client");
+    let client = client.to_str().expect("a UTF-8 path");
+    for (bind_to, directives, want) in [
+        // The child takes the next core, not the parent's.
+        ("core", &[][..], &["0,4", "1,5"][..]),
+        ("none", &["!bindto=core"], &["0-7", "1,5"]),
+        ("core", &["bindto=none"], &["0,4", "0-7"]),
+        ("core", &["!bindto=package"], &["0,4", "2-3,6-7"]),
+        ("core", &["!mapby=package"], &["0,4", "2-3,6-7"]),
+    ] {
+        let what = format!(
+            "PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun --bind-to {bind_to} -n 1 spawn-placed 1 {}",
+            directives.join(" ")
+        );
+        let mut args = vec!["--report-bindings", "--bind-to", bind_to, "-n", "1"];
+        args.extend([client, "spawn-placed", "1"]);
+        args.extend(directives);
+        let out = pmixrun_on_tree(&root, &args, &what);
+        // One line each, the parent's first: the child starts once the parent has.
+        let got: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("pmixrun: ["))
+            .filter_map(|l| l.split("CPUs ").nth(1)?.split(' ').next())
+            .collect();
+        assert_eq!(got, want, "{what}: {out:#?}");
+        assert!(out.stdout.contains("spawned 1 into"), "{what}: {out:#?}");
     }
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -230,3 +230,120 @@ fn timeout_covers_spawned_jobs() {
     assert!(r.lines().contains(&"child ready"), "{r:?}");
     assert!(started.elapsed() >= Duration::from_secs(1));
 }
+
+/// Where each `child-where` of a run said it ran: its host, by rank.
+fn children_hosts(r: &Run) -> Vec<String> {
+    let mut hosts: Vec<(u32, String)> = r
+        .lines()
+        .iter()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("child ")?;
+            let (rank, rest) = rest.split_once(" on ")?;
+            let host = rest.split(' ').next()?;
+            Some((rank.parse().ok()?, host.to_owned()))
+        })
+        .collect();
+    hosts.sort();
+    hosts.into_iter().map(|(_, h)| h).collect()
+}
+
+/// `PMIX_HOST` and `PMIX_MAPBY ppr:1:node` put the children where they say, across logical
+/// nodes: the parent on `a` leaves two free slots there, where they would go by default.
+#[test]
+fn spawn_directives_place_children_on_the_nodes_they_name() {
+    let c = client();
+    let two_nodes = ["--launcher", "local", "--host", "a:3,b:3", "-n", "1"];
+    for (directives, want) in [
+        (&["host=b"][..], &["b", "b"][..]),
+        (&["!mapby=ppr:1:node"], &["a", "b"]),
+        (&["mapby=node"], &["a", "b"]),
+        // The app's own over the job's.
+        (&["host=b", "app:host=a"], &["a", "a"]),
+        (&[], &["a", "a"]),
+    ] {
+        let mut args: Vec<&str> = two_nodes.to_vec();
+        args.extend([c.as_str(), "spawn-placed", "2"]);
+        args.extend(directives);
+        let r = run(&args);
+        assert_eq!(r.code(), Some(0), "{directives:?}: {r:?}");
+        let spawned = format!("spawned 2 into {}", r.spawned(1));
+        assert!(r.lines().contains(&spawned.as_str()), "{r:?}");
+        assert_eq!(children_hosts(&r), want, "{directives:?}: {r:?}");
+    }
+}
+
+/// A required directive pmixrun cannot honour fails the spawn with NOT_SUPPORTED and a
+/// message naming it; an optional one is left out (said in the -v log); a host the run does
+/// not have is NOT_FOUND; on one node, the node's own name is honoured.
+#[test]
+fn spawn_directives_that_cannot_be_honoured_are_refused_by_name() {
+    let c = client();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").expect("hostname");
+    let host = host.trim().to_owned();
+    let host_is = format!("host={host}");
+    for (directives, answer, says) in [
+        (
+            &["!mapby=ppr:2:package"][..],
+            "spawn refused: PMIX_ERR_NOT_SUPPORTED",
+            "pmixrun: spawn by rank 0 failed: PMIX_MAPBY \"ppr:2:package\": only ppr:N:node \
+             is supported",
+        ),
+        (
+            &["!app:bindto=hwthread"],
+            "spawn refused: PMIX_ERR_NOT_SUPPORTED",
+            "pmixrun: spawn by rank 0 failed: PMIX_BINDTO \"hwthread\" is not supported",
+        ),
+        (
+            &["!add-host=elsewhere"],
+            "spawn refused: PMIX_ERR_NOT_SUPPORTED",
+            "pmixrun: spawn by rank 0 failed: PMIX_ADD_HOST elsewhere: pmixrun does not add \
+             hosts to a running run",
+        ),
+        (
+            &["host=elsewhere"],
+            "spawn refused: PMIX_ERR_NOT_FOUND",
+            "pmixrun: spawn by rank 0 failed: PMIX_HOST: host elsewhere is not one of the run's",
+        ),
+        (
+            &["!mapby=ppr:1:node"],
+            "spawn refused: PMIX_ERR_OUT_OF_RESOURCE",
+            "pmixrun: spawn by rank 0 failed: no room for 2 more processes: PMIX_MAPBY \
+             ppr:1:node places at most 1 per host",
+        ),
+    ] {
+        let mut args = vec!["-n", "1", &c, "spawn-placed", "2"];
+        args.extend(directives);
+        let r = run(&args);
+        assert_eq!(r.code(), Some(0), "{directives:?}: {r:?}");
+        let lines = r.lines();
+        assert!(
+            lines.iter().any(|l| l.starts_with(answer)),
+            "{directives:?}: {r:?}"
+        );
+        assert!(r.stderr.starts_with(says), "{directives:?}: {r:?}");
+    }
+    // Optional: left out, and said so with -v; this machine's own name is its node's.
+    let r = run(&[
+        "-v",
+        "-n",
+        "1",
+        &c,
+        "spawn-placed",
+        "1",
+        "mapby=ppr:2:package",
+        &host_is,
+    ]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert!(
+        r.lines()
+            .contains(&format!("spawned 1 into {}", r.spawned(1)).as_str()),
+        "{r:?}"
+    );
+    assert_eq!(children_hosts(&r), std::slice::from_ref(&host), "{r:?}");
+    assert!(
+        r.stderr.contains(
+            "spawn: optional PMIX_MAPBY \"ppr:2:package\": only ppr:N:node is supported: left out"
+        ),
+        "{r:?}"
+    );
+}

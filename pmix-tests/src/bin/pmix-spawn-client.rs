@@ -265,6 +265,61 @@ fn child_fails(c: &Client, how: &str) -> Res {
     }
 }
 
+/// `spawn-placed N DIRECTIVE...`: spawns N `child-where` with placement directives, each
+/// `KEY=VALUE` (KEY `host`, `hostfile`, `add-host`, `mapby` or `bindto`; `!KEY` marks it
+/// required, `app:KEY` puts it in the application's own information rather than the job's),
+/// and says what the spawn answered.
+fn spawn_placed(c: &Client, n: u32, directives: &[String]) -> Res {
+    let mut job_info = Vec::new();
+    let mut app = this_program(&["child-where"], n)?;
+    for d in directives {
+        let (required, d) = d
+            .strip_prefix('!')
+            .map_or((false, d.as_str()), |d| (true, d));
+        let (own, d) = d.strip_prefix("app:").map_or((false, d), |d| (true, d));
+        let (key, value) = d
+            .split_once('=')
+            .ok_or_else(|| format!("directive {d:?} is not KEY=VALUE"))?;
+        let key = match key {
+            "host" => attr::HOST,
+            "hostfile" => attr::HOSTFILE,
+            "add-host" => attr::ADD_HOST,
+            "mapby" => attr::MAPBY,
+            "bindto" => attr::BINDTO,
+            other => return Err(format!("unknown directive {other:?}")),
+        };
+        let info = Info::attr(key, value);
+        let info = if required { info.required() } else { info };
+        if own {
+            app.info.push(info);
+        } else {
+            job_info.push(info);
+        }
+    }
+    match spawn(c, job_info, vec![app]) {
+        Ok(ns) => println!("spawned {n} into {ns}"),
+        Err(status) => println!("spawn refused: {status}"),
+    }
+    Ok(())
+}
+
+/// `child-where`: a child of `spawn-placed`, saying where it runs: its rank, its node's name
+/// and id as PMIx tells them, and the CPUs the kernel lets it use.
+fn child_where(c: &Client) -> Res {
+    spawned_by(c)?;
+    let me = c.proc().clone();
+    let host = get_str(c, &me, attr::HOSTNAME)?;
+    let node = get_u32(c, &me, attr::NODEID)?;
+    let status = std::fs::read_to_string("/proc/self/status").map_err(e("/proc/self/status"))?;
+    let cpus = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(str::trim)
+        .ok_or("no Cpus_allowed_list")?;
+    println!("child {} on {host} (node {node}), CPUs {cpus}", me.rank);
+    Ok(())
+}
+
 /// Blocks until the process is killed: it waits on the launcher, not on a peer.
 fn park_forever() -> ! {
     loop {
@@ -287,6 +342,8 @@ fn run(args: &[String]) -> Res {
         "spawn-missing" => spawn_missing(&c),
         "spawn-failing-child" => spawn_failing_child(&c, arg(1)),
         "child-fails" => child_fails(&c, arg(1)),
+        "spawn-placed" => spawn_placed(&c, n()?, args.get(2..).unwrap_or_default()),
+        "child-where" => child_where(&c),
         other => Err(format!("unknown role {other:?}")),
     }?;
     c.finalize().map_err(e("finalize"))

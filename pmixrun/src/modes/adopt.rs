@@ -71,6 +71,8 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         free_master_port: true,
         stdin: None,
         psets: Default::default(),
+        claims: Default::default(),
+        job_places: std::collections::HashMap::new(),
     };
     jobs.register(&nspace, &apps, &layout, Vec::new())?;
     let me = Proc::new(nspace.clone(), 0);

@@ -149,6 +149,8 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         free_master_port: true,
         stdin: Some((opts.stdin, router.clone())),
         psets: Default::default(),
+        claims: Default::default(),
+        job_places: std::collections::HashMap::new(),
     };
     let debug = opts
         .stop_in_init

@@ -1,9 +1,10 @@
 //! Registering and starting jobs: the first one, from the command line, and each one a process
 //! spawns. [`RunJobs`] is what the supervisor acts through in pmixrun.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use crossbeam_channel::Sender;
 use nix::sys::signal::Signal;
@@ -15,11 +16,11 @@ use crate::cli::{App, Place, Protocol};
 use crate::node::host::Event;
 use crate::node::launch::{self, LaunchError};
 use crate::node::output::Line;
-use crate::plan::binding::{self, Bound};
-use crate::plan::job;
+use crate::plan::binding::{self, Bound, Claims};
 use crate::plan::launcher_env::{self, NodeJob};
 use crate::plan::layout::{self, Layout};
-use crate::plan::placement::JobMap;
+use crate::plan::placement::{JobMap, NodeList, SlotUsage};
+use crate::plan::{job, spawn_placement};
 use crate::supervise::{Jobs, Launched, SpawnFailed, Started};
 
 /// pmixrun's side of the run: its server, the name server it reports to, and where processes'
@@ -55,6 +56,10 @@ pub(crate) struct RunJobs<'a> {
     pub(crate) stdin: Option<(crate::node::stdin::Target, Arc<crate::node::stdin::Router>)>,
     /// The process sets each job's `--pset` defined, deleted when the job ends.
     pub(crate) psets: std::sync::Mutex<std::collections::HashMap<Nspace, Vec<String>>>,
+    /// The turns of the binding deal this node's running jobs hold (`binding.rs`).
+    pub(crate) claims: Arc<Mutex<Claims>>,
+    /// The jobs spawned here whose directives place them otherwise than [`RunJobs::place`].
+    pub(crate) job_places: HashMap<Nspace, Place>,
 }
 
 impl RunJobs<'_> {
@@ -70,20 +75,25 @@ impl RunJobs<'_> {
         let mut info = job::job_info(&map, apps, layout, &self.cwd)?;
         info.extend(extra);
         let all: Vec<u32> = (0..layout.size).collect();
-        info.extend(self.local_info(&all)?);
+        info.extend(self.local_info(nspace, &all)?);
         self.register_nspace(nspace, layout.size, &info)?;
         self.register_clients(nspace, apps, layout, &all)
     }
 
-    /// Where each of this node's processes `ranks` (ascending) runs (`binding.rs`).
-    fn bindings(&self, ranks: &[u32]) -> Result<Option<Vec<Bound>>, String> {
-        binding::on_this_node(self.place.map_to, self.place.bind_to, ranks.len())
+    /// Where each of this node's processes `ranks` (ascending) of `nspace` runs
+    /// (`binding.rs`), after those of the jobs running here.
+    fn bindings(&self, nspace: &Nspace, ranks: &[u32]) -> Result<Option<Vec<Bound>>, String> {
+        let place = self.job_places.get(nspace).unwrap_or(&self.place);
+        let turns = { self.claims.lock() }
+            .unwrap_or_else(PoisonError::into_inner)
+            .claim(nspace.as_str(), ranks.len());
+        binding::on_this_node(place.map_to, place.bind_to, &turns)
     }
 
     /// What the registration of a job says of its processes `ranks` on this node (ascending):
     /// the CPU set, locality string and package rank of each, as data of the process.
-    pub(crate) fn local_info(&self, ranks: &[u32]) -> Result<Vec<Info>, String> {
-        let Some(bound) = self.bindings(ranks)? else {
+    pub(crate) fn local_info(&self, nspace: &Nspace, ranks: &[u32]) -> Result<Vec<Info>, String> {
+        let Some(bound) = self.bindings(nspace, ranks)? else {
             return Ok(Vec::new());
         };
         Ok(ranks
@@ -210,7 +220,7 @@ impl RunJobs<'_> {
         // Per application context: the extra variables an Open MPI program needs.
         let mut ompi_env: Vec<Vec<(String, String)>> = vec![Vec::new(); apps.len()];
         let scrub = launch::launcher_variables();
-        let bound = match self.bindings(ranks) {
+        let bound = match self.bindings(nspace, ranks) {
             Ok(b) => b,
             Err(e) => return (Vec::new(), Some(LaunchError::other(e))),
         };
@@ -365,10 +375,23 @@ impl Jobs for RunJobs<'_> {
         }
         crate::node::capacity::check_spawn(apps, crate::node::capacity::max_procs())
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
-        let apps = crate::plan::debug::apps(apps, job_info)
+        let asked = crate::plan::debug::apps(apps, job_info)
             .map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         let (apps, layout) =
-            job::spawn_job(&apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+            job::spawn_job(&asked, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        // One node: its directives can only name it, and say how it binds.
+        let this = NodeList::this_machine(self.server.hostname());
+        let placed = spawn_placement::place_spawn(
+            job_info,
+            &asked,
+            &layout,
+            &this,
+            &SlotUsage::new(&this),
+            true,
+            self.place,
+            self.server.hostname(),
+        )
+        .map_err(|r| refuse(r.status, r.message))?;
         // What can be checked before anything is registered or started, is.
         let user_env: Vec<_> = apps.iter().map(launch::app_env).collect();
         for (app, env) in apps.iter().zip(&user_env) {
@@ -386,6 +409,9 @@ impl Jobs for RunJobs<'_> {
         let nspace = job::spawned_nspace(&self.first, n)
             .map_err(|m| refuse(Status::ERR_JOB_FAILED_TO_LAUNCH, m))?;
         let extra = job::spawned_info(parent, job_info, layout.size);
+        if placed.place != self.place {
+            self.job_places.insert(nspace.clone(), placed.place);
+        }
         if let Err(message) = self.register(&nspace, &apps, &layout, extra) {
             return Err(SpawnFailed {
                 status: Status::ERR_JOB_FAILED_TO_LAUNCH,
@@ -453,6 +479,10 @@ impl Jobs for RunJobs<'_> {
             }
         }
         self.server.deregister_nspace(nspace);
+        self.job_places.remove(nspace);
+        { self.claims.lock() }
+            .unwrap_or_else(PoisonError::into_inner)
+            .release(nspace.as_str());
         if let Some(ns) = &self.names {
             ns.nspace_ended(nspace);
         }

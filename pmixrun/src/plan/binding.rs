@@ -12,8 +12,10 @@
 //!   in local-rank order, one each, starting again from the first when there are more
 //!   processes than objects (then several share one, as `--oversubscribe` would); a process
 //!   is pinned (`sched_setaffinity`, before its program starts) to the allowed CPUs of its
-//!   object. Each job is dealt out on its own: a spawned job's processes start from the first
-//!   object again.
+//!   object. A job started while others run on the node is dealt out after them: its
+//!   processes take the first turns of the deal that no running process holds ([`Claims`]),
+//!   so a spawned job's processes go to the objects after its parent's, not on top of them;
+//!   the turns of a job come free when it ends.
 //! - **`--map-by core|package|numa`** spreads them first: local rank `i` goes to the
 //!   `i mod m`-th of the `m` objects of that kind (with allowed CPUs), and is bound to the
 //!   next of the `--bind-to` objects that have CPUs there (the whole object when it is the
@@ -140,16 +142,17 @@ fn objects_of(topo: &Topology, cpus: &[u32], kind: BindTo) -> Vec<Object> {
     objects
 }
 
-/// What each of `n` processes of a job on this node gets (index: local rank), the node's
-/// topology `topo`, its allowed CPUs `allowed` (ascending, not empty), placed on the objects
-/// of kind `map_to` in turn (`--map-by core|package|numa`; [`BindTo::None`]: all allowed CPUs
-/// as one) and bound as `bind_to` says (see the module docs).
+/// What each process of a job on this node gets (index: local rank), the node's topology
+/// `topo`, its allowed CPUs `allowed` (ascending, not empty), placed on the objects of kind
+/// `map_to` in turn (`--map-by core|package|numa`; [`BindTo::None`]: all allowed CPUs as one)
+/// and bound as `bind_to` says (see the module docs); `turns[i]` is local rank `i`'s turn in
+/// the deal ([`Claims::claim`]).
 pub(crate) fn bind(
     topo: &Topology,
     allowed: &[u32],
     map_to: BindTo,
     bind_to: BindTo,
-    n: usize,
+    turns: &[usize],
 ) -> Vec<Bound> {
     let mut places: Vec<Vec<u32>> = objects_of(topo, allowed, map_to)
         .into_iter()
@@ -170,8 +173,9 @@ pub(crate) fn bind(
                 .collect()
         })
         .collect();
-    let mut bound: Vec<Bound> = (0..n)
-        .map(|i| {
+    let mut bound: Vec<Bound> = turns
+        .iter()
+        .map(|&i| {
             let (place, turn) = (i % places.len(), i / places.len());
             let (cpus, object) = match within[place].as_slice() {
                 [] => (allowed.to_vec(), None),
@@ -198,6 +202,45 @@ pub(crate) fn bind(
         b.package_rank = u16::try_from(before).unwrap_or(u16::MAX);
     }
     bound
+}
+
+/// The turns of the deal ([`bind`]) that the jobs running on a node hold, so that a job
+/// started while others run is dealt out after them.
+#[derive(Debug, Default)]
+pub(crate) struct Claims {
+    /// Each running job's (by namespace) turns, one per local process.
+    held: Vec<(String, Vec<usize>)>,
+}
+
+impl Claims {
+    /// The turns of the `n` processes of `job` on this node: those it holds already, else the
+    /// first `n` that no other job holds, from then on its own.
+    pub(crate) fn claim(&mut self, job: &str, n: usize) -> Vec<usize> {
+        if let Some((_, turns)) = self.held.iter().find(|(j, _)| j == job) {
+            return turns.clone();
+        }
+        let mut taken: Vec<usize> = self
+            .held
+            .iter()
+            .flat_map(|(_, t)| t.iter().copied())
+            .collect();
+        taken.sort_unstable();
+        let mut turns = Vec::with_capacity(n);
+        let mut next = 0;
+        while turns.len() < n {
+            if taken.binary_search(&next).is_err() {
+                turns.push(next);
+            }
+            next += 1;
+        }
+        self.held.push((job.to_owned(), turns.clone()));
+        turns
+    }
+
+    /// `job` ended: its turns are free again.
+    pub(crate) fn release(&mut self, job: &str) {
+        self.held.retain(|(j, _)| j != job);
+    }
 }
 
 /// The variable that makes pmixrun read another topology than this node's: the root of a
@@ -236,21 +279,21 @@ fn node_cpus(root: &std::path::Path) -> Result<Arc<NodeCpus>, String> {
     Ok(known)
 }
 
-/// What each of `n` processes of a job on this node gets ([`bind`] on this node's topology
-/// and allowed CPUs). `None` when the topology cannot be read and nothing is to be bound (the
+/// What each process of a job on this node gets, `turns` their turns in the deal ([`bind`]
+/// on this node's topology and allowed CPUs). `None` when the topology cannot be read and nothing is to be bound (the
 /// processes then get no CPU set, locality string or package rank); an error when it cannot
 /// be read and `bind_to` asks for binding.
 pub(crate) fn on_this_node(
     map_to: BindTo,
     bind_to: BindTo,
-    n: usize,
+    turns: &[usize],
 ) -> Result<Option<Vec<Bound>>, String> {
     let root = std::env::var_os(TOPOLOGY_ROOT_VAR)
         .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from);
     let this_machine = root == std::path::Path::new("/");
     match node_cpus(&root) {
         Ok(node) => {
-            let mut bound = bind(&node.topo, &node.allowed, map_to, bind_to, n);
+            let mut bound = bind(&node.topo, &node.allowed, map_to, bind_to, turns);
             if !this_machine {
                 bound.iter_mut().for_each(|b| b.pinned = false);
             }

@@ -180,10 +180,21 @@ pub(crate) fn spawn_apps(apps: &[pmix_server::App], job_info: &[Info]) -> Result
         .collect()
 }
 
-/// The spawn attributes pmixrun honours ([`spawn_apps`]; the debugger's are in
-/// [`crate::plan::debug::SUPPORTED`]), what `PMIX_QUERY_SPAWN_SUPPORT` answers. Entries of
-/// the job information outside the `pmix` prefix are passed to the children as job data.
-pub(crate) const SPAWN_ATTRIBUTES: [&str; 3] = [attr::WDIR, attr::SET_ENVAR, attr::PSET_NAME];
+/// The spawn attributes pmixrun honours ([`spawn_apps`], and the placement directives of
+/// `spawn_placement.rs`; the debugger's are in [`crate::plan::debug::SUPPORTED`]), what
+/// `PMIX_QUERY_SPAWN_SUPPORT` answers. Entries of the job information outside the `pmix`
+/// prefix are passed to the children as job data.
+pub(crate) const SPAWN_ATTRIBUTES: [&str; 9] = [
+    attr::WDIR,
+    attr::SET_ENVAR,
+    attr::PSET_NAME,
+    attr::HOST,
+    attr::HOSTFILE,
+    attr::ADD_HOST,
+    attr::ADD_HOSTFILE,
+    attr::MAPBY,
+    attr::BINDTO,
+];
 
 /// A spawn request as a job: its application contexts ([`spawn_apps`]) and their layout.
 pub(crate) fn spawn_job(

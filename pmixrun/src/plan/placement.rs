@@ -24,7 +24,12 @@
 //! - **Spawned jobs** ([`Placement::spawn`]) fill the slots the running jobs leave free, in
 //!   node order (as `--map-by slot` would), whatever the run's `--map-by`. When there are not
 //!   enough, the spawn is refused unless `--oversubscribe`, and then the rest wraps as
-//!   `--map-by slot` does, never above a node's `max_slots`.
+//!   `--map-by slot` does, never above a node's `max_slots`. A spawn's own directives
+//!   ([`SpawnRules`], read by `spawn_placement.rs`) narrow each application context to the
+//!   nodes it names (`PMIX_HOST`, `PMIX_HOSTFILE`) and choose the mapping over them
+//!   (`PMIX_MAPBY`): `node`, one rank per node in turn, skipping full nodes, as `--map-by node`;
+//!   `ppr:N:node`, at most `N` of the job's ranks per node, each node filled in turn; and
+//!   whether the free slots may be exceeded (`:OVERSUBSCRIBE`, `:NOOVERSUBSCRIBE`).
 
 #![cfg_attr(
     not(test),
@@ -456,6 +461,119 @@ fn slot_counts(
     Some(counts)
 }
 
+/// How a spawn's ranks go to the nodes ([`Placement::spawn`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum SpawnMap {
+    /// The free slots in node order (`PMIX_MAPBY` `slot`, or an object within the nodes).
+    #[default]
+    Slot,
+    /// One rank per node in turn (`node`).
+    Node,
+    /// At most this many of the job's ranks on each node (`ppr:N:node`).
+    PerNode(u32),
+}
+
+/// A spawn's placement directives, as the nodes of the run see them (`spawn_placement.rs`
+/// reads them from the request).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SpawnRules {
+    /// For each application context, the nodes it may use (indices into the run's
+    /// [`NodeList`], ascending), or `None` for any.
+    pub(crate) hosts: Vec<Option<Vec<usize>>>,
+    /// How ranks go to those nodes.
+    pub(crate) map: SpawnMap,
+    /// The spawn's own say on exceeding the free slots, over the run's `--oversubscribe`.
+    pub(crate) oversubscribe: Option<bool>,
+}
+
+/// What the nodes run while a spawned job is placed: the running jobs' processes and those
+/// of the new job placed so far, both included in `run`.
+struct Taken {
+    run: Vec<u64>,
+    job: Vec<u64>,
+}
+
+impl Taken {
+    /// Places `n` more ranks of the job on the nodes `hosts` (indices, ascending) as `map`
+    /// says, counting them as taken: the node of each, in rank order.
+    fn place(
+        &mut self,
+        nodes: &NodeList,
+        hosts: &[usize],
+        n: u64,
+        map: SpawnMap,
+        over: bool,
+    ) -> Result<Vec<usize>, String> {
+        let slots: Vec<u64> = hosts
+            .iter()
+            .map(|&i| u64::from(nodes.nodes[i].slots))
+            .collect();
+        let free: Vec<u64> = (hosts.iter().zip(&slots))
+            .map(|(&i, s)| s.saturating_sub(self.run[i]))
+            .collect();
+        let room: Vec<u64> = hosts
+            .iter()
+            .map(|&i| {
+                let max = nodes.nodes[i].max_slots.map_or(u64::MAX, u64::from);
+                max.saturating_sub(self.run[i])
+            })
+            .collect();
+        let sum = |v: &[u64]| v.iter().fold(0u64, |a, x| a.saturating_add(*x));
+        let size = u32::try_from(n).unwrap_or(u32::MAX);
+        let at: Option<Vec<usize>> = match map {
+            SpawnMap::Slot => slot_counts(&free, &slots, &room, n, over)
+                .map(|counts| Placement::consecutive(&counts, size).node_of),
+            SpawnMap::Node => (n <= sum(if over { &room } else { &free }))
+                .then(|| Placement::by_node(&free, if over { &room } else { &free }, size).node_of),
+            SpawnMap::PerNode(per) => {
+                let cap: Vec<u64> = (hosts.iter().zip(free.iter().zip(&room)))
+                    .map(|(&i, (f, r))| {
+                        let left = u64::from(per).saturating_sub(self.job[i]);
+                        left.min(if over { *r } else { *f })
+                    })
+                    .collect();
+                slot_counts(&cap, &cap, &cap, n, false)
+                    .map(|counts| Placement::consecutive(&counts, size).node_of)
+            }
+        };
+        let Some(at) = at else {
+            let procs = if n == 1 { "process" } else { "processes" };
+            let hosts_slots = NodeList {
+                nodes: hosts.iter().map(|&i| nodes.nodes[i].clone()).collect(),
+            }
+            .describe_slots();
+            return Err(match map {
+                SpawnMap::PerNode(per) => format!(
+                    "no room for {n} more {procs}: PMIX_MAPBY ppr:{per}:node places at most \
+                     {per} per host, on {}{}",
+                    if hosts.len() == 1 {
+                        "1 host".to_owned()
+                    } else {
+                        format!("{} hosts", hosts.len())
+                    },
+                    if over {
+                        String::new()
+                    } else {
+                        format!(" within their free slots ({} of {hosts_slots})", sum(&free))
+                    }
+                ),
+                _ if !over => format!(
+                    "no room for {n} more {procs}: {} of the {hosts_slots} are free \
+                     (pmixrun was started without --oversubscribe)",
+                    sum(&free),
+                ),
+                _ => format!("no room for {n} more {procs}: every host is at its max_slots"),
+            });
+        };
+        let at: Vec<usize> = at.into_iter().map(|k| hosts[k]).collect();
+        for &i in &at {
+            self.run[i] += 1;
+            self.job[i] += 1;
+        }
+        Ok(at)
+    }
+}
+
 impl Placement {
     /// Places a job of `layout.size` ranks on `nodes` (see the module docs for the rules).
     pub(crate) fn map(
@@ -493,40 +611,54 @@ impl Placement {
     }
 
     /// Places a spawned job of `layout.size` ranks on the slots of `nodes` that `usage` leaves
-    /// free, in node order; beyond them, only with `oversubscribe` (see the module docs). The
-    /// error is a message for the spawning process, whose spawn fails with it
-    /// (`PMIX_ERR_OUT_OF_RESOURCE` is the fitting status).
+    /// free, as its `rules` say (by default in node order); beyond them, only with
+    /// `oversubscribe` (see the module docs). Consecutive application contexts allowed the
+    /// same nodes are placed together, as one. The error is a message for the spawning
+    /// process, whose spawn fails with it (`PMIX_ERR_OUT_OF_RESOURCE` is the fitting status).
     pub(crate) fn spawn(
         nodes: &NodeList,
         usage: &SlotUsage,
         layout: &Layout,
         oversubscribe: bool,
+        rules: &SpawnRules,
     ) -> Result<Placement, String> {
-        let n = u64::from(layout.size);
-        let slots: Vec<u64> = nodes.nodes.iter().map(|n| u64::from(n.slots)).collect();
-        let free: Vec<u64> = (0..nodes.len())
-            .map(|i| slots[i].saturating_sub(usage.on(i)))
-            .collect();
-        let room: Vec<u64> = nodes
-            .room()
-            .iter()
-            .enumerate()
-            .map(|(i, r)| r.saturating_sub(usage.on(i)))
-            .collect();
-        match slot_counts(&free, &slots, &room, n, oversubscribe) {
-            Some(counts) => Ok(Placement::consecutive(&counts, layout.size)),
-            None if !oversubscribe => Err(format!(
-                "no room for {n} more {}: {} of the {} are free \
-                 (pmixrun was started without --oversubscribe)",
-                if n == 1 { "process" } else { "processes" },
-                free.iter().sum::<u64>(),
-                nodes.describe_slots()
-            )),
-            None => Err(format!(
-                "no room for {n} more {}: every host is at its max_slots",
-                if n == 1 { "process" } else { "processes" },
-            )),
+        let over = rules.oversubscribe.unwrap_or(oversubscribe);
+        let all: Vec<usize> = (0..nodes.len()).collect();
+        let hosts_of = |a: usize| {
+            rules
+                .hosts
+                .get(a)
+                .and_then(Option::as_deref)
+                .unwrap_or(&all)
+        };
+        let mut taken = Taken {
+            run: (0..nodes.len()).map(|i| usage.on(i)).collect(),
+            job: vec![0; nodes.len()],
+        };
+        let mut node_of = Vec::with_capacity(layout.size as usize);
+        let apps = layout.firsts.len();
+        let mut a = 0;
+        while a < apps {
+            let mut b = a + 1;
+            while b < apps && hosts_of(b) == hosts_of(a) {
+                b += 1;
+            }
+            let end = layout.firsts.get(b).copied().unwrap_or(layout.size);
+            let n = u64::from(end.saturating_sub(layout.firsts[a]));
+            let got = taken.place(nodes, hosts_of(a), n, rules.map, over)?;
+            node_of.extend(got);
+            a = b;
         }
+        Ok(Placement::from_node_of(node_of, nodes.len()))
+    }
+
+    /// The placement whose rank `r` is on node `node_of[r]`, of `nodes` nodes.
+    fn from_node_of(node_of: Vec<usize>, nodes: usize) -> Placement {
+        let mut ranks = vec![Vec::new(); nodes];
+        for (rank, &node) in (0u32..).zip(&node_of) {
+            ranks[node].push(rank);
+        }
+        Placement { node_of, ranks }
     }
 
     /// Node `i` takes `counts[i]` consecutive ranks, in node order.
@@ -962,12 +1094,18 @@ mod tests {
         let mut usage = SlotUsage::new(&nodes);
         usage.add(&first);
         assert_eq!((usage.on(0), usage.on(1), usage.on(2)), (1, 1, 1));
-        let child = Placement::spawn(&nodes, &usage, &layout(&[1, 2]), false)
-            .unwrap_or_else(|e| panic!("{e}"));
+        let child = Placement::spawn(
+            &nodes,
+            &usage,
+            &layout(&[1, 2]),
+            false,
+            &SpawnRules::default(),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
         check_consistent(&child, 3);
         assert_eq!(names_of(&nodes, &child), "a,b,c");
         usage.add(&child);
-        let e = Placement::spawn(&nodes, &usage, &layout(&[1]), false)
+        let e = Placement::spawn(&nodes, &usage, &layout(&[1]), false, &SpawnRules::default())
             .err()
             .unwrap_or_default();
         assert_eq!(
@@ -975,11 +1113,11 @@ mod tests {
             "no room for 1 more process: 0 of the 6 slots on 3 hosts are free \
              (pmixrun was started without --oversubscribe)"
         );
-        let over =
-            Placement::spawn(&nodes, &usage, &layout(&[7]), true).unwrap_or_else(|e| panic!("{e}"));
+        let over = Placement::spawn(&nodes, &usage, &layout(&[7]), true, &SpawnRules::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(names_of(&nodes, &over), "a,a,a,b,b,c,c");
         usage.remove(&first);
-        let child = Placement::spawn(&nodes, &usage, &layout(&[3]), false)
+        let child = Placement::spawn(&nodes, &usage, &layout(&[3]), false, &SpawnRules::default())
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(names_of(&nodes, &child), "a,b,c");
         usage.remove(&child);
@@ -995,19 +1133,106 @@ mod tests {
         let first = Placement::map(&nodes, &layout(&[2]), MapBy::Slot, false)
             .unwrap_or_else(|e| panic!("{e}"));
         usage.add(&first);
-        let child =
-            Placement::spawn(&nodes, &usage, &layout(&[2]), true).unwrap_or_else(|e| panic!("{e}"));
+        let child = Placement::spawn(&nodes, &usage, &layout(&[2]), true, &SpawnRules::default())
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(names_of(&nodes, &child), "b,b");
         let lone = NodeList::parse_hostfile("a slots=1 max_slots=1", "hf")
             .unwrap_or_else(|e| panic!("{e}"));
         let mut usage = SlotUsage::new(&lone);
         usage.add(&first);
-        let e = Placement::spawn(&lone, &usage, &layout(&[1]), true)
+        let e = Placement::spawn(&lone, &usage, &layout(&[1]), true, &SpawnRules::default())
             .err()
             .unwrap_or_default();
         assert_eq!(
             e,
             "no room for 1 more process: every host is at its max_slots"
         );
+    }
+
+    /// Three nodes of 3 slots, a job of one process on the first.
+    fn parent_on_a() -> (NodeList, SlotUsage) {
+        let nodes = hosts("a:3,b:3,c:3").unwrap_or_else(|e| panic!("{e}"));
+        let mut usage = SlotUsage::new(&nodes);
+        let first = Placement::map(&nodes, &layout(&[1]), MapBy::Slot, false)
+            .unwrap_or_else(|e| panic!("{e}"));
+        usage.add(&first);
+        (nodes, usage)
+    }
+
+    #[test]
+    fn spawned_jobs_go_to_the_hosts_they_name() {
+        let (nodes, usage) = parent_on_a();
+        let on = |hosts: Vec<Option<Vec<usize>>>, sizes: &[u32]| {
+            let rules = SpawnRules {
+                hosts,
+                ..SpawnRules::default()
+            };
+            Placement::spawn(&nodes, &usage, &layout(sizes), false, &rules)
+                .map(|p| names_of(&nodes, &p))
+        };
+        assert_eq!(on(vec![Some(vec![1])], &[2]), Ok("b,b".into()));
+        // Each app its own hosts; the second app fills what the first left free on c.
+        assert_eq!(
+            on(vec![Some(vec![2]), None, Some(vec![2])], &[2, 2, 1]),
+            Ok("c,c,a,a,c".into())
+        );
+        assert_eq!(
+            on(vec![Some(vec![1])], &[4]),
+            Err(
+                "no room for 4 more processes: 3 of the 3 slots on 1 host are free \
+                 (pmixrun was started without --oversubscribe)"
+                    .into()
+            )
+        );
+        // The spawn's own :OVERSUBSCRIBE.
+        let rules = SpawnRules {
+            hosts: vec![Some(vec![1])],
+            oversubscribe: Some(true),
+            ..SpawnRules::default()
+        };
+        let p = Placement::spawn(&nodes, &usage, &layout(&[4]), false, &rules)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(names_of(&nodes, &p), "b,b,b,b");
+    }
+
+    #[test]
+    fn spawned_jobs_map_by_node_or_so_many_per_node() {
+        let (nodes, usage) = parent_on_a();
+        let mapped = |map: SpawnMap, sizes: &[u32], over: bool| {
+            let rules = SpawnRules {
+                map,
+                ..SpawnRules::default()
+            };
+            Placement::spawn(&nodes, &usage, &layout(sizes), over, &rules).map(|p| {
+                check_consistent(&p, sizes.iter().sum());
+                names_of(&nodes, &p)
+            })
+        };
+        assert_eq!(mapped(SpawnMap::Slot, &[3], false), Ok("a,a,b".into()));
+        assert_eq!(mapped(SpawnMap::Node, &[4], false), Ok("a,b,c,a".into()));
+        assert_eq!(
+            mapped(SpawnMap::PerNode(1), &[3], false),
+            Ok("a,b,c".into())
+        );
+        // Per node is per job: the second app goes on where the first left off.
+        assert_eq!(
+            mapped(SpawnMap::PerNode(2), &[3, 2], false),
+            Ok("a,a,b,b,c".into())
+        );
+        let e = mapped(SpawnMap::PerNode(1), &[4], true)
+            .err()
+            .unwrap_or_default();
+        assert!(
+            e.starts_with(
+                "no room for 4 more processes: PMIX_MAPBY ppr:1:node places at most 1 per host"
+            ),
+            "{e}"
+        );
+        // ppr:3:node: a has 2 free slots, and only oversubscribing gives it its third.
+        assert_eq!(
+            mapped(SpawnMap::PerNode(3), &[9], true),
+            Ok("a,a,a,b,b,b,c,c,c".into())
+        );
+        assert!(mapped(SpawnMap::PerNode(3), &[9], false).is_err());
     }
 }

@@ -99,6 +99,8 @@ struct Daemon {
     /// pmixrun's input for them (`None`: its end), to the thread that writes it and answers
     /// the root.
     relay: Sender<Option<Vec<u8>>>,
+    /// The turns of the binding deal this node's running jobs hold (`binding.rs`).
+    claims: Arc<std::sync::Mutex<crate::plan::binding::Claims>>,
 }
 
 impl Daemon {
@@ -206,6 +208,7 @@ impl Daemon {
             children,
             joined: Default::default(),
             running: HashMap::new(),
+            claims: Arc::default(),
             lines: Some(lines_tx),
             acks,
             forwarder: Some(forwarder),
@@ -337,6 +340,9 @@ impl Daemon {
             Msg::JobEnded(nspace) => {
                 self.server.deregister_nspace(&nspace);
                 self.jobs.remove(&nspace);
+                { self.claims.lock() }
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .release(nspace.as_str());
             }
             Msg::OutputAck(n) => {
                 let _ = self.acks.send(n);
@@ -411,8 +417,10 @@ impl Daemon {
             free_master_port: false,
             stdin: Some((l.stdin, self.stdin.clone())),
             psets: Default::default(),
+            claims: Arc::clone(&self.claims),
+            job_places: std::collections::HashMap::new(),
         };
-        let registered = run.local_info(&ranks).and_then(|local| {
+        let registered = run.local_info(&l.nspace, &ranks).and_then(|local| {
             let info: Vec<_> = l.info.iter().cloned().chain(local).collect();
             run.register_nspace(&l.nspace, ranks.len() as u32, &info)?;
             run.register_clients(&l.nspace, &apps, &layout, &ranks)

@@ -15,18 +15,29 @@ use pmix_server::NameServerClient;
 use pmix_server::types::{Info, Nspace, Proc, Status};
 use pmix_tree::{Dest, Tree, Vertex};
 
-use crate::cli::{App, Protocol};
+use crate::cli::{App, Place, Protocol};
 use crate::multinode::msg::{Launch, Msg, Req, WireApp, encode};
 use crate::multinode::placed::{Placed, Placements};
 use crate::multinode::root::LAUNCH_TIMEOUT;
 use crate::multinode::root::sink::Control;
 use crate::multinode::root::tools::RootTools;
 use crate::node::host::Event;
-use crate::plan::job;
 use crate::plan::launcher_env;
 use crate::plan::layout::{self, Layout};
 use crate::plan::placement::{NodeList, Placement, SlotUsage};
+use crate::plan::{job, spawn_placement};
 use crate::supervise::{self, Jobs, SpawnFailed};
+
+/// A job to launch: its namespace, output tag (0 for the first job, `n` for the `n`-th
+/// spawned one), application contexts and their layout, and where on its node each process
+/// runs.
+pub(crate) struct Job<'a> {
+    pub(crate) nspace: &'a Nspace,
+    pub(crate) tag: u32,
+    pub(crate) apps: &'a [App],
+    pub(crate) layout: &'a Layout,
+    pub(crate) place: Place,
+}
 
 /// A job that did not start on every daemon.
 #[derive(Debug)]
@@ -82,18 +93,21 @@ impl RootJobs {
         launcher_env::master_port(self.place.master_port, nspace, here)
     }
 
-    /// Registers `nspace` on every daemon and starts its processes where `placement` says.
-    #[allow(clippy::too_many_arguments)]
+    /// Registers `job` on every daemon and starts its processes where `placement` says.
     pub(crate) fn launch(
         &mut self,
-        nspace: &Nspace,
-        tag: u32,
-        apps: &[App],
-        layout: &Layout,
+        job: Job<'_>,
         placement: Placement,
         user_env: &[Vec<(OsString, OsString)>],
         extra: Vec<Info>,
     ) -> Result<supervise::Started, NotLaunched> {
+        let Job {
+            nspace,
+            tag,
+            apps,
+            layout,
+            place,
+        } = job;
         let refuse = |message: String| NotLaunched {
             status: Status::ERR_JOB_FAILED_TO_LAUNCH,
             exit: 1,
@@ -128,7 +142,7 @@ impl RootJobs {
             pmi: self.pmi.into(),
             place: crate::cli::Place {
                 master_port: Some(self.master_port(nspace, &placement)),
-                ..self.place
+                ..place
             },
             stdin: if tag == 0 {
                 self.stdin
@@ -230,17 +244,34 @@ impl Jobs for RootJobs {
         let max = crate::node::capacity::max_procs().saturating_mul(nodes);
         crate::node::capacity::check_spawn(apps, max)
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
+        let asked = apps;
         let (apps, layout) =
-            job::spawn_job(apps, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
-        let placement = Placement::spawn(&self.nodes, &self.usage, &layout, self.oversubscribe)
-            .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
+            job::spawn_job(asked, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let placed = spawn_placement::place_spawn(
+            job_info,
+            asked,
+            &layout,
+            &self.nodes,
+            &self.usage,
+            self.oversubscribe,
+            self.place,
+            &self.root_node,
+        )
+        .map_err(|r| refuse(r.status, r.message))?;
         let user_env: Vec<_> = apps.iter().map(crate::node::launch::app_env).collect();
         self.spawned += 1;
         let n = self.spawned;
         let nspace = job::spawned_nspace(&self.first, n)
             .map_err(|m| refuse(Status::ERR_JOB_FAILED_TO_LAUNCH, m))?;
         let extra = job::spawned_info(parent, job_info, layout.size);
-        self.launch(&nspace, n, &apps, &layout, placement, &user_env, extra)
+        let job = Job {
+            nspace: &nspace,
+            tag: n,
+            apps: &apps,
+            layout: &layout,
+            place: placed.place,
+        };
+        self.launch(job, placed.placement, &user_env, extra)
             .map_err(|f| SpawnFailed {
                 status: f.status,
                 message: f.message,

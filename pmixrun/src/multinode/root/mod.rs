@@ -28,7 +28,7 @@ use crate::cli::{self, Launcher, Protocol};
 use crate::multinode::bootstrap::{self, AgentEnded, Boot};
 use crate::multinode::msg::{Msg, encode};
 use crate::multinode::placed::Placements;
-use crate::multinode::root::jobs::RootJobs;
+use crate::multinode::root::jobs::{Job, RootJobs};
 use crate::multinode::root::sink::{Control, RootSink};
 use crate::multinode::root::tools::RootTools;
 use crate::plan::layout::Layout;
@@ -260,15 +260,14 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         .collect();
     readers.sort_unstable();
     readers.dedup();
-    let first = jobs.launch(
-        &nspace,
-        0,
-        &r.opts.apps,
-        &r.layout,
-        r.placement,
-        &r.user_env,
-        Vec::new(),
-    );
+    let job = Job {
+        nspace: &nspace,
+        tag: 0,
+        apps: &r.opts.apps,
+        layout: &r.layout,
+        place: jobs.place,
+    };
+    let first = jobs.launch(job, r.placement, &r.user_env, Vec::new());
     if !readers.is_empty() && first.is_ok() {
         forward_stdin(tree.clone(), readers, stdin_acks);
     }
