@@ -456,6 +456,36 @@ fn hello_under_prterun(n: u32, placement: &[&str]) {
     assert_eq!(hello_out, hello_lines(n), "{out:#?}");
 }
 
+/// Open MPI 5's `MPI_Comm_spawn` under `prterun` with our library on the two parents only:
+/// PRRTE gives the spawned job none of `-x`'s variables, so the two children run on Open MPI's
+/// own libpmix, and the parents and children agree on their communicator by exchanging
+/// `PMIx_Data_pack`ed buffers, which must read the same in both libraries. The same lines as
+/// with every process on Open MPI's library. (PRRTE's server runs with gds `hash`: its
+/// `shmem2` store crashes in this mixed run, and the processes, in a network of their own,
+/// need Open MPI's TCP transport told to use loopback.)
+#[test]
+fn open_mpi_5_spawn_under_prterun_mixes_our_libpmix_with_open_mpis() {
+    let spawn = ompi5_program("spawn");
+    let placement = [
+        "--oversubscribe",
+        "--pmixmca",
+        "gds",
+        "hash",
+        "-x",
+        "OMPI_MCA_btl_tcp_if_include=lo",
+    ];
+    let args = ["-n", "2", spawn.as_str(), "parent"];
+    let ours = prterun_placed(&placement, &args, true);
+    assert_eq!(ours.status.code(), Some(0), "{ours:#?}");
+    // The parents loaded ours; the children, without `-x`'s LD_DEBUG, say nothing.
+    assert_ours_loaded(&ours, 2);
+    let theirs = prterun_placed(&placement, &args, false);
+    assert_eq!(theirs.status.code(), Some(0), "{theirs:#?}");
+    let lines = comparable_lines(&ours);
+    assert_eq!(lines.len(), 4, "two parents and two children: {ours:#?}");
+    assert_eq!(lines, comparable_lines(&theirs), "{ours:#?}");
+}
+
 /// Under `prterun`, on our library and on the C library the program was linked with: Open MPI
 /// 5's connect/accept within one run and its sessions, and libpmix's `pmix_client.c` (against
 /// Debian's headers, so its C library is Debian's 4.2 client talking to PRRTE's 5.0.11
