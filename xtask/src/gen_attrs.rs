@@ -78,6 +78,7 @@ pub(crate) const TYPE_NAMES: &[&str] = &[
     "DISK_STATS",
     "NET_STATS",
     "NODE_STATS",
+    "BUFFER",
     "DATA_BUFFER",
     "STOR_MEDIUM",
     "STOR_ACCESS",
