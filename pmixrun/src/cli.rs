@@ -178,6 +178,14 @@ struct Global {
     /// PMIX_ERR_OUT_OF_RESOURCE and pmixrun says why; the run goes on.
     #[arg(long, value_name = "N", default_value_t = crate::supervise::MAX_SPAWN_DEPTH)]
     max_spawn_depth: u32,
+    /// Keep the run going when a process fails (exits with a status other than 0, is killed
+    /// by a signal, ends without finalize, calls abort), as PRRTE's --enable-recovery: the
+    /// others hear of it by events (PMIX_EVENT_PROC_TERMINATED, PMIX_ERR_PROC_ABORTED), fences
+    /// and gets that need it fail instead of waiting, and the run's exit status is the first
+    /// failure's. Every job is recoverable unless its spawn says otherwise
+    /// (PMIX_JOB_RECOVERABLE, PMIX_JOB_CONTINUOUS). Failed processes are not restarted.
+    #[arg(long)]
+    enable_recovery: bool,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
@@ -535,6 +543,8 @@ pub(crate) struct Options {
     pub(crate) grace: Duration,
     /// The deepest generation of spawned jobs allowed.
     pub(crate) max_spawn_depth: u32,
+    /// A failed process does not stop the run (`--enable-recovery`).
+    pub(crate) enable_recovery: bool,
     /// Log at debug level.
     pub(crate) verbose: bool,
     /// Be the node's system server too.
@@ -694,6 +704,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         timeout: first.global.timeout.map(Duration::from_secs),
         grace: first.global.grace,
         max_spawn_depth: first.global.max_spawn_depth,
+        enable_recovery: first.global.enable_recovery,
         verbose: first.global.verbose,
         system_server: first.global.system_server,
         nameserver_uri: first.global.nameserver_uri,

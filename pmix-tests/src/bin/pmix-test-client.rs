@@ -792,6 +792,7 @@ fn run(args: &[String]) -> Res {
         "fence-timeout" => fence_timeout(&c),
         "nodeinfo" => nodeinfo(&c),
         "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
+        "recovery" => recovery(&c, arg(1), arg(2)),
         other => Err(format!("unknown scenario {other:?}")),
     };
     result?;
@@ -1048,6 +1049,80 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
         Err(err) => {
             println!("rank {}: fence failed with {:?}", me.rank, err.status());
             Ok(())
+        }
+    }
+}
+
+/// `recovery <rank> <status>`, under `pmixrun --enable-recovery`: once every rank is up (a
+/// first fence), rank `<rank>` exits with `<status>` without finalize. Each other rank waits
+/// (30 s at most) for `EVENT_PROC_TERMINATED` naming it with that exit code, fences with the
+/// other survivors (which completes), then with the whole job and gets a key of the failed
+/// rank (both fail: it will never come), and says each outcome in a line
+/// `rank R: <what>`; a last fence of the survivors keeps each from finalizing before every
+/// other tried (a fence naming a finalized process fails too, with `ERR_NOT_FOUND`). With `<status>` `none`, no rank fails and the whole job's fence
+/// completes; with `gone-before-init`, rank `<rank>` is expected never to start (the others'
+/// first fence fails).
+fn recovery(c: &Client, rank: &str, status: &str) -> Res {
+    let me = c.proc().clone();
+    let failing: u32 = rank.parse().map_err(e("rank"))?;
+    let size = job_size(c, &me.nspace)?;
+    let peer = |r: u32| Proc::new(me.nspace.clone(), r);
+    let survivors: Vec<Proc> = (0..size).filter(|r| *r != failing).map(peer).collect();
+    let last_fence = || {
+        c.fence(&survivors, &[])
+            .map_err(e("last fence of the survivors"))
+    };
+    let say = |what: String| println!("rank {}: {what}", me.rank);
+    // The timeouts only bound a failure of this test: the server must fail these at once.
+    let timeout = [Info::attr(attr::TIMEOUT, 30i32)];
+    let job_fence = || match c.fence(&[], &timeout) {
+        Ok(()) => Err(format!("the job's fence completed without rank {failing}")),
+        Err(err) => {
+            say(format!("job fence failed with {:?}", err.status()));
+            Ok(())
+        }
+    };
+    let status: Option<i32> = match status {
+        "none" => None,
+        "gone-before-init" => return job_fence().and_then(|()| last_fence()),
+        s => Some(s.parse().map_err(e("status"))?),
+    };
+    let (tx, told) = std::sync::mpsc::channel();
+    c.register_event_handler(&[Status::EVENT_PROC_TERMINATED], &[], move |ev| {
+        let value = |k: &str| {
+            ev.info
+                .iter()
+                .find(|i| i.key.as_str() == k)
+                .map(|i| i.value.clone())
+        };
+        let _ = tx.send((value(attr::EVENT_AFFECTED_PROC), value(attr::EXIT_CODE)));
+    })
+    .map_err(e("registering for EVENT_PROC_TERMINATED"))?;
+    c.fence(&[], &[]).map_err(e("first fence"))?;
+    let Some(status) = status else {
+        return c.fence(&[], &[]).map_err(e("fence of the whole job"));
+    };
+    if me.rank.0 == failing {
+        std::process::exit(status);
+    }
+    let (who, code) = told
+        .recv_timeout(Duration::from_secs(30))
+        .map_err(e("waiting for EVENT_PROC_TERMINATED"))?;
+    check!(
+        who == Some(Value::Proc(peer(failing)))
+            && code.as_ref().and_then(Value::as_i64) == Some(i64::from(status)),
+        "EVENT_PROC_TERMINATED for {who:?} with exit code {code:?}"
+    );
+    say(format!("told rank {failing} ended with {status}"));
+    c.fence(&survivors, &[])
+        .map_err(e("fence of the survivors"))?;
+    say("survivors' fence done".into());
+    job_fence()?;
+    match c.get(&peer(failing), "rc.never", &timeout) {
+        Ok(v) => Err(format!("a get of the failed rank's key found {v:?}")),
+        Err(err) => {
+            say(format!("get failed with {:?}", err.status()));
+            last_fence()
         }
     }
 }

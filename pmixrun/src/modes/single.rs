@@ -159,6 +159,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
     let mut sup = Supervisor::new(jobs, opts.timeout);
     sup.set_grace(opts.grace);
     sup.set_max_spawn_depth(opts.max_spawn_depth);
+    sup.set_recovery(opts.enable_recovery);
     let job = sup.add_job(nspace.clone(), layout.size);
     let (procs, failed) = sup
         .jobs_mut()

@@ -429,6 +429,8 @@ impl Jobs for RunJobs<'_> {
         if let Some(ns) = &self.names {
             ns.proc_ended(proc);
         }
+        // Fences and gets waiting for a process that never connected fail rather than hang.
+        let _ = self.server.client_ended(proc);
     }
 
     fn job_ended(&mut self, nspace: &Nspace) {

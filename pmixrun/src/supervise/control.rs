@@ -237,6 +237,7 @@ impl<J: Jobs> Supervisor<J> {
                         let keys: Vec<&str> = if key.as_str() == attr::QUERY_SPAWN_SUPPORT {
                             crate::plan::job::SPAWN_ATTRIBUTES
                                 .iter()
+                                .chain(&super::recovery::ATTRIBUTES)
                                 .chain(debug)
                                 .copied()
                                 .collect()

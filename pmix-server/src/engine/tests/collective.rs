@@ -123,6 +123,34 @@ fn a_dead_participant_releases_fences_and_gets() {
 }
 
 #[test]
+fn a_participant_that_ended_before_connecting_releases_fences_and_gets() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..2 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let f0 = s.send(0, fence(vec![], false));
+    let g1 = s.send(1, get(Proc::new(ns("a"), 2), "never", vec![]));
+    // Rank 1's end leaves nothing to do while its connection is open: its close will.
+    s.eng.client_ended(&Proc::new(ns("a"), 1));
+    s.pump();
+    assert!(s.replies.is_empty(), "{:?}", s.replies);
+    s.eng.client_ended(&Proc::new(ns("a"), 2));
+    s.pump();
+    let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
+    assert_eq!(s.reply(0, f0).status, term);
+    assert_eq!(s.reply(1, g1).status, term);
+    // Fences started after its end fail at once too; one among the others completes.
+    let f1 = s.send(1, fence(vec![], false));
+    assert_eq!(s.reply(1, f1).status, term);
+    let both = vec![Proc::new(ns("a"), 0), Proc::new(ns("a"), 1)];
+    let f2 = s.send(0, fence(both.clone(), false));
+    let f3 = s.send(1, fence(both, false));
+    assert_eq!(s.reply(0, f2).status, Status::SUCCESS);
+    assert_eq!(s.reply(1, f3).status, Status::SUCCESS);
+}
+
+#[test]
 fn fence_with_remote_participants_goes_through_the_host() {
     let mut s = Sim::new();
     two_node_job(&mut s, &[0, 1], &[2, 3]);

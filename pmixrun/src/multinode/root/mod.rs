@@ -275,6 +275,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let mut sup = Supervisor::new(jobs, r.opts.timeout);
     sup.set_grace(r.opts.grace);
     sup.set_max_spawn_depth(r.opts.max_spawn_depth);
+    sup.set_recovery(r.opts.enable_recovery);
     match first {
         Ok(started) => {
             sup.add_started_job(started);

@@ -163,12 +163,18 @@ fn spawn_by(parent: Proc) -> (Event, crossbeam_channel::Receiver<Result<Nspace, 
 /// Runs a first job "job" of `size` processes with pids 100, 101, ... through `events`
 /// (the channel then closes, so a run still waiting for something returns).
 fn run_with(fake: &Fake, size: u32, events: Vec<Event>) -> u8 {
+    run_recovering(fake, size, events, false)
+}
+
+/// [`run_with`], every job recoverable if `recovery` (`--enable-recovery`).
+fn run_recovering(fake: &Fake, size: u32, events: Vec<Event>, recovery: bool) -> u8 {
     let (tx, rx) = crossbeam_channel::unbounded();
     for e in events {
         let _ = tx.send(e);
     }
     drop(tx);
     let mut sup = Supervisor::new(fake.clone(), None);
+    sup.set_recovery(recovery);
     let job = sup.add_job(ns("job"), size);
     for rank in 0..size {
         sup.started(job, launched(rank, 100 + rank as i32));
@@ -476,6 +482,7 @@ fn a_first_job_that_cannot_start_ends_without_waiting() {
 
 mod control;
 mod log;
+mod recovery;
 
 /// Each job spawning the next one, as OpenPMIx's `resolve` does when it cannot tell it is a
 /// child: the run refuses the generation past `--max-spawn-depth`, says so, and goes on.
