@@ -45,13 +45,24 @@ fn a_failed_rank_of_a_recoverable_job_leaves_the_others_running() {
     assert_eq!(value(attr::EXIT_CODE).and_then(Value::as_i64), Some(3));
     let range = format!("{:?}", value(attr::EVENT_CUSTOM_RANGE));
     assert!(range.contains(&format!("{:?}", Rank::WILDCARD)), "{range}");
+    // Only to handlers registered for the code: a catch-all one (Open MPI's) would end them.
+    assert_eq!(value(attr::EVENT_NON_DEFAULT), Some(&Value::Bool(true)));
 
     // Without recovery the same end stops the others.
     let mut ends = vec![exited("job", 1, 3)];
     ends.extend([exited("job", 0, 143), exited("job", 2, 143)]);
     let fake = Fake::default();
     assert_eq!(run_recovering(&fake, 3, connected_then(3, ends), false), 3);
-    assert_eq!(fake.0.borrow().signals, [(100, SIGTERM), (102, SIGTERM)]);
+    let log = fake.0.borrow();
+    assert_eq!(log.signals, [(100, SIGTERM), (102, SIGTERM)]);
+    let (code, info) = &log.notified[0];
+    assert_eq!(*code, Status::EVENT_PROC_TERMINATED);
+    assert!(
+        !info
+            .iter()
+            .any(|i| i.key.as_str() == attr::EVENT_NON_DEFAULT),
+        "{info:?}"
+    );
 }
 
 #[test]
