@@ -160,6 +160,20 @@ fn spawn_by(parent: Proc) -> (Event, crossbeam_channel::Receiver<Result<Nspace, 
     (ev, rx)
 }
 
+/// An abort of `proc` with status 7 and message "bye", and where its answer will arrive.
+fn abort_by(proc: Proc) -> (Event, crossbeam_channel::Receiver<Result<(), Status>>) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let ev = Event::Abort {
+        proc,
+        status: Status(7),
+        message: "bye".into(),
+        done: Completion::from_fn(move |r| {
+            let _ = tx.send(r);
+        }),
+    };
+    (ev, rx)
+}
+
 /// Runs a first job "job" of `size` processes with pids 100, 101, ... through `events`
 /// (the channel then closes, so a run still waiting for something returns).
 fn run_with(fake: &Fake, size: u32, events: Vec<Event>) -> u8 {
@@ -375,15 +389,7 @@ fn abort_in_a_spawned_job_ends_the_run_with_its_status() {
         .outcomes
         .push_back(Ok(pids("job.1", 200, 1)));
     let (spawn, _answer) = spawn_by(p("job", 0));
-    let (tx, answered) = crossbeam_channel::unbounded();
-    let abort = Event::Abort {
-        proc: p("job.1", 0),
-        status: Status(7),
-        message: "bye".into(),
-        done: Completion::from_fn(move |r| {
-            let _ = tx.send(r);
-        }),
-    };
+    let (abort, answered) = abort_by(p("job.1", 0));
     let events = vec![spawn, abort, exited("job.1", 0, 7), exited("job", 0, 143)];
     assert_eq!(run_with(&fake, 1, events), 7);
     assert_eq!(answered.try_recv(), Ok(Ok(())));

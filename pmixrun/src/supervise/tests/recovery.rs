@@ -94,15 +94,7 @@ fn every_failure_is_told_and_the_first_decides_the_status() {
 
 #[test]
 fn an_abort_in_a_recoverable_job_ends_only_its_caller() {
-    let (tx, answered) = crossbeam_channel::unbounded();
-    let abort = Event::Abort {
-        proc: p("job", 1),
-        status: Status(7),
-        message: "bye".into(),
-        done: Completion::from_fn(move |r| {
-            let _ = tx.send(r);
-        }),
-    };
+    let (abort, answered) = abort_by(p("job", 1));
     let mut ends = vec![abort, signalled("job", 1, 15)];
     ends.extend(finished(0));
     let fake = Fake::default();
