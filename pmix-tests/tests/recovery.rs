@@ -82,6 +82,20 @@ fn survivors_hear_of_a_failed_rank_fence_without_it_and_the_run_fails_with_its_s
     );
 }
 
+/// A rank that calls abort is ended, and only it: the others hear `ERR_PROC_ABORTED` with its
+/// status, go on as after any failure, and the run ends with the abort's status.
+#[test]
+fn an_abort_ends_only_its_caller() {
+    let args = ["--enable-recovery", "--tag-output", "-n", "3", &client()];
+    let out = pmixrun(&[&args[..], &["recovery", "1", "abort:6"]].concat());
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    for rank in [0, 2] {
+        assert_eq!(lines_of(&out, rank), survivor_lines(rank, 1, 6), "{out:?}");
+    }
+    assert!(lines_of(&out, 1).is_empty(), "{out:?}");
+    assert_told(&out, "rank 1 called abort with status 6: recovery test");
+}
+
 /// The scenario's control: nobody fails, the whole job's fence completes, the run succeeds.
 #[test]
 fn a_recoverable_run_without_failures_succeeds() {

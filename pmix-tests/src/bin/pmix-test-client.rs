@@ -1061,7 +1061,8 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
 /// `rank R: <what>`; a last fence of the survivors keeps each from finalizing before every
 /// other tried (a fence naming a finalized process fails too, with `ERR_NOT_FOUND`). With `<status>` `none`, no rank fails and the whole job's fence
 /// completes; with `gone-before-init`, rank `<rank>` is expected never to start (the others'
-/// first fence fails).
+/// first fence fails); with `abort:<status>`, rank `<rank>` calls abort with that status and
+/// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead.
 fn recovery(c: &Client, rank: &str, status: &str) -> Res {
     let me = c.proc().clone();
     let failing: u32 = rank.parse().map_err(e("rank"))?;
@@ -1082,13 +1083,21 @@ fn recovery(c: &Client, rank: &str, status: &str) -> Res {
             Ok(())
         }
     };
-    let status: Option<i32> = match status {
-        "none" => None,
+    let (status, abort): (Option<i32>, bool) = match status {
+        "none" => (None, false),
         "gone-before-init" => return job_fence().and_then(|()| last_fence()),
-        s => Some(s.parse().map_err(e("status"))?),
+        s => match s.strip_prefix("abort:") {
+            Some(s) => (Some(s.parse().map_err(e("status"))?), true),
+            None => (Some(s.parse().map_err(e("status"))?), false),
+        },
+    };
+    let code = if abort {
+        Status::ERR_PROC_ABORTED
+    } else {
+        Status::EVENT_PROC_TERMINATED
     };
     let (tx, told) = std::sync::mpsc::channel();
-    c.register_event_handler(&[Status::EVENT_PROC_TERMINATED], &[], move |ev| {
+    c.register_event_handler(&[code], &[], move |ev| {
         let value = |k: &str| {
             ev.info
                 .iter()
@@ -1097,21 +1106,26 @@ fn recovery(c: &Client, rank: &str, status: &str) -> Res {
         };
         let _ = tx.send((value(attr::EVENT_AFFECTED_PROC), value(attr::EXIT_CODE)));
     })
-    .map_err(e("registering for EVENT_PROC_TERMINATED"))?;
+    .map_err(e("registering for the event"))?;
     c.fence(&[], &[]).map_err(e("first fence"))?;
     let Some(status) = status else {
         return c.fence(&[], &[]).map_err(e("fence of the whole job"));
     };
+    if me.rank.0 == failing && abort {
+        c.abort(Status(status), "recovery test", &[])
+            .map_err(e("abort"))?;
+        park_forever()
+    }
     if me.rank.0 == failing {
         std::process::exit(status);
     }
-    let (who, code) = told
+    let (who, exit_code) = told
         .recv_timeout(Duration::from_secs(30))
-        .map_err(e("waiting for EVENT_PROC_TERMINATED"))?;
+        .map_err(e("waiting for the event"))?;
     check!(
         who == Some(Value::Proc(peer(failing)))
-            && code.as_ref().and_then(Value::as_i64) == Some(i64::from(status)),
-        "EVENT_PROC_TERMINATED for {who:?} with exit code {code:?}"
+            && exit_code.as_ref().and_then(Value::as_i64) == Some(i64::from(status)),
+        "{code:?} for {who:?} with exit code {exit_code:?}"
     );
     say(format!("told rank {failing} ended with {status}"));
     c.fence(&survivors, &[])
