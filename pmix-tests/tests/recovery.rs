@@ -183,3 +183,41 @@ fn a_rank_that_fails_before_init_fails_the_others_fences() {
     );
     assert_told(&out, "rank 1 exited with status 4");
 }
+
+/// `--max-restarts 1`: rank 1 exits with 3 in its first life and is started again; every rank
+/// then fences with it and reads what its second life put; the run succeeds.
+#[test]
+fn a_failed_rank_is_restarted_and_the_job_completes_with_it() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("recovery-restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating the marker directory");
+    let dir_arg = dir.display().to_string();
+    let args = [
+        "--max-restarts",
+        "1",
+        "-n",
+        "3",
+        &client(),
+        "restart",
+        "1",
+        "3",
+        &dir_arg,
+    ];
+    let out = pmixrun(&args);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort_unstable();
+    let want: Vec<String> = (0..3)
+        .map(|r| format!("rank {r}: rank 1 is in life 2"))
+        .chain((0..3).map(|_| "ok".to_owned()))
+        .collect();
+    let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
+    want.sort_unstable();
+    assert_eq!(lines, want, "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "pmixrun: rank 1 exited with status 3 without calling finalize; restarting it (1 of 1)\n"
+    );
+}

@@ -183,9 +183,15 @@ struct Global {
     /// others hear of it by events (PMIX_EVENT_PROC_TERMINATED, PMIX_ERR_PROC_ABORTED), fences
     /// and gets that need it fail instead of waiting, and the run's exit status is the first
     /// failure's. Every job is recoverable unless its spawn says otherwise
-    /// (PMIX_JOB_RECOVERABLE, PMIX_JOB_CONTINUOUS). Failed processes are not restarted.
+    /// (PMIX_JOB_RECOVERABLE, PMIX_JOB_CONTINUOUS).
     #[arg(long)]
     enable_recovery: bool,
+    /// Start a process of the job that failed (not one that called abort) again, the same
+    /// rank, at most N times each, as PRRTE's --max-restarts; implies --enable-recovery, and a
+    /// failure so recovered does not count for the exit status. A spawn may say otherwise for
+    /// its job (PMIX_MAX_RESTARTS). One node only.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_restarts: u32,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
@@ -545,6 +551,8 @@ pub(crate) struct Options {
     pub(crate) max_spawn_depth: u32,
     /// A failed process does not stop the run (`--enable-recovery`).
     pub(crate) enable_recovery: bool,
+    /// How many times a failed process is started again (`--max-restarts`).
+    pub(crate) max_restarts: u32,
     /// Log at debug level.
     pub(crate) verbose: bool,
     /// Be the node's system server too.
@@ -705,6 +713,7 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         grace: first.global.grace,
         max_spawn_depth: first.global.max_spawn_depth,
         enable_recovery: first.global.enable_recovery,
+        max_restarts: first.global.max_restarts,
         verbose: first.global.verbose,
         system_server: first.global.system_server,
         nameserver_uri: first.global.nameserver_uri,

@@ -793,6 +793,7 @@ fn run(args: &[String]) -> Res {
         "nodeinfo" => nodeinfo(&c),
         "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
         "recovery" => recovery(&c, arg(1), arg(2)),
+        "restart" => restart(&c, arg(1), arg(2), arg(3)),
         other => Err(format!("unknown scenario {other:?}")),
     };
     result?;
@@ -1139,4 +1140,65 @@ fn recovery(c: &Client, rank: &str, status: &str) -> Res {
             last_fence()
         }
     }
+}
+
+/// `restart <rank> <status> <dir>`, under `pmixrun --max-restarts 1`: in its first life rank
+/// `<rank>` leaves `<dir>/rank-<rank>` behind and, once every rank is up (a first fence),
+/// exits with `<status>` without finalize. The others, registered for `EVENT_PROC_TERMINATED`
+/// before that fence, wait (30 s at most) for it to name the rank; then every rank, the
+/// restarted one too, puts its life (1, or 2 for the restarted rank), fences with the whole
+/// job collecting data, and says `rank R: rank <rank> is in life L`. A fence that fails with
+/// `ERR_PROC_TERM_WO_SYNC` is entered again (for 30 s at most): it may come before the
+/// launcher registered the rank again.
+fn restart(c: &Client, rank: &str, status: &str, dir: &str) -> Res {
+    let me = c.proc().clone();
+    let failing: u32 = rank.parse().map_err(e("rank"))?;
+    let status: i32 = status.parse().map_err(e("status"))?;
+    let marker = std::path::Path::new(dir).join(format!("rank-{failing}"));
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut life = 1u32;
+    if me.rank.0 == failing {
+        if !marker.exists() {
+            std::fs::write(&marker, "1").map_err(e("writing the marker"))?;
+            c.fence(&[], &[]).map_err(e("first fence"))?;
+            std::process::exit(status);
+        }
+        life = 2;
+    } else {
+        let (tx, told) = std::sync::mpsc::channel();
+        c.register_event_handler(&[Status::EVENT_PROC_TERMINATED], &[], move |ev| {
+            let _ = tx.send(ev.info.clone());
+        })
+        .map_err(e("registering for EVENT_PROC_TERMINATED"))?;
+        c.fence(&[], &[]).map_err(e("first fence"))?;
+        let failed = Value::Proc(Proc::new(me.nspace.clone(), failing));
+        let heard = |info: &[Info]| {
+            info.iter()
+                .any(|i| i.key.as_str() == attr::EVENT_AFFECTED_PROC && i.value == failed)
+        };
+        let wait = || {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            told.recv_timeout(left)
+                .map_err(e("waiting for EVENT_PROC_TERMINATED"))
+        };
+        while !heard(&wait()?) {}
+    }
+    c.put(Scope::GLOBAL, "rs.life", life).map_err(e("put"))?;
+    c.commit().map_err(e("commit"))?;
+    let collect = [Info::attr(attr::COLLECT_DATA, true)];
+    loop {
+        match c.fence(&[], &collect) {
+            Ok(()) => break,
+            Err(err)
+                if err.status() == Status::ERR_PROC_TERM_WO_SYNC
+                    && std::time::Instant::now() < deadline => {}
+            Err(err) => return Err(format!("fence: {err}")),
+        }
+    }
+    let v = c
+        .get(&Proc::new(me.nspace.clone(), failing), "rs.life", &[])
+        .map_err(e("get of the restarted rank's life"))?;
+    let v = v.as_u32().ok_or_else(|| format!("its life is {v:?}"))?;
+    println!("rank {}: rank {failing} is in life {v}", me.rank);
+    Ok(())
 }

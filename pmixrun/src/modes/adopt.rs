@@ -70,6 +70,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         master_addr: server.hostname().to_owned(),
         free_master_port: true,
         stdin: None,
+        launched: Default::default(),
     };
     jobs.register(&nspace, &apps, &layout, Vec::new())?;
     let me = Proc::new(nspace.clone(), 0);

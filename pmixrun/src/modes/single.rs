@@ -148,6 +148,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         master_addr: server.hostname().to_owned(),
         free_master_port: true,
         stdin: Some((opts.stdin, router.clone())),
+        launched: Default::default(),
     };
     let debug = opts
         .stop_in_init
@@ -160,6 +161,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
     sup.set_grace(opts.grace);
     sup.set_max_spawn_depth(opts.max_spawn_depth);
     sup.set_recovery(opts.enable_recovery);
+    sup.set_max_restarts(opts.max_restarts);
     let job = sup.add_job(nspace.clone(), layout.size);
     let (procs, failed) = sup
         .jobs_mut()

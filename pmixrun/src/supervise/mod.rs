@@ -60,6 +60,11 @@ pub(crate) trait Jobs {
         job_info: &[Info],
         apps: &[App],
     ) -> Result<Started, SpawnFailed>;
+    /// Starts `proc`, which ended, again: the same rank of the same job, with what it was
+    /// started with (`--max-restarts`).
+    fn restart(&mut self, _proc: &Proc) -> Result<Launched, String> {
+        Err("pmixrun restarts processes on one node only".into())
+    }
     /// Sends `sig` to the process group `pid` of `proc`.
     fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal);
     /// True if `proc`, process `pid`, ended, whether or not its end was reported yet.
@@ -142,6 +147,8 @@ struct ProcState {
     by_request: bool,
     /// It called abort in a recoverable job and is being ended: its end is no further failure.
     aborted: bool,
+    /// How many times it was started again after a failure.
+    restarts: u32,
 }
 
 #[derive(Debug)]
@@ -162,6 +169,8 @@ struct Job {
     depth: u32,
     /// Its failed processes do not stop the run (`recovery.rs`).
     recoverable: bool,
+    /// How many times each of its processes may be started again after a failure.
+    max_restarts: u32,
 }
 
 /// Why a process's end fails the run.
@@ -176,6 +185,8 @@ struct Failure {
     unheard: Option<Proc>,
     /// Of a recoverable job: the run goes on.
     recoverable: bool,
+    /// The process whose end it is (none for a failure to wait for it).
+    proc: Option<Proc>,
 }
 
 /// The first failure reported, held until the ends of the processes that had ended with it
@@ -224,6 +235,9 @@ pub(crate) struct Supervisor<J: Jobs> {
     max_spawn_depth: u32,
     /// Jobs are recoverable unless their spawn says otherwise (`--enable-recovery`).
     recovery: bool,
+    /// How many times a process of a job is restarted unless its spawn says otherwise
+    /// (`--max-restarts`).
+    max_restarts: u32,
 }
 
 fn exit_code_of_abort(status: i32) -> u8 {
@@ -250,6 +264,7 @@ fn failure_of(
             by_signal: false,
             unheard: None,
             recoverable: false,
+            proc: None,
         })
     };
     let status = match status {
@@ -285,6 +300,7 @@ fn failure_of(
             by_signal: true,
             unheard: None,
             recoverable: false,
+            proc: None,
         }),
         (None, None) => fail(1, format!("{who} ended with {status}")),
     }
@@ -315,6 +331,7 @@ impl<J: Jobs> Supervisor<J> {
             terminating: Vec::new(),
             max_spawn_depth: MAX_SPAWN_DEPTH,
             recovery: false,
+            max_restarts: 0,
         }
     }
 
@@ -322,6 +339,12 @@ impl<J: Jobs> Supervisor<J> {
     /// (`--enable-recovery`).
     pub(crate) fn set_recovery(&mut self, recovery: bool) {
         self.recovery = recovery;
+    }
+
+    /// Restarts each failed process of a job added from now on up to `n` times unless its
+    /// spawn says otherwise (`--max-restarts`); a job with restarts is recoverable.
+    pub(crate) fn set_max_restarts(&mut self, n: u32) {
+        self.max_restarts = n;
     }
 
     /// Sets the deepest generation of spawned jobs allowed (default [`MAX_SPAWN_DEPTH`]).
@@ -351,7 +374,8 @@ impl<J: Jobs> Supervisor<J> {
             watcher: None,
             term: None,
             depth: 0,
-            recoverable: self.recovery,
+            recoverable: self.recovery || self.max_restarts > 0,
+            max_restarts: self.max_restarts,
         });
         i
     }
@@ -454,6 +478,9 @@ impl<J: Jobs> Supervisor<J> {
     /// Acts on a process's failure: the run stops, unless its job is recoverable.
     fn failed(&mut self, f: Failure) {
         if f.recoverable {
+            if f.proc.as_ref().is_some_and(|p| self.restart(p, &f.reason)) {
+                return;
+            }
             self.survive(f.status, &f.reason);
         } else {
             self.fail(f.status, f.reason);
@@ -480,6 +507,7 @@ impl<J: Jobs> Supervisor<J> {
         let recoverable = self.table[j].recoverable;
         if let Some(f) = &mut failure {
             f.recoverable = recoverable;
+            f.proc = Some(proc.clone());
         }
         // Ended without finalize and not by a signal: it may have asked for an abort just
         // before, which the server has not read yet. Its end waits for that to be heard.
@@ -579,7 +607,10 @@ impl<J: Jobs> Supervisor<J> {
                 tracing::debug!(%parent, %nspace, n = started.procs.len(), "spawned");
                 let j = self.add_started_job(started);
                 self.table[j].depth = depth;
-                self.table[j].recoverable = recovery::recoverable(job_info, self.recovery);
+                let restarts = recovery::max_restarts(job_info, self.max_restarts);
+                self.table[j].max_restarts = restarts;
+                self.table[j].recoverable =
+                    recovery::recoverable(job_info, self.recovery) || restarts > 0;
                 self.table[j].watcher = control::Watcher::of(parent, job_info);
                 done.complete(Ok(nspace));
             }
@@ -725,11 +756,16 @@ impl<J: Jobs> Supervisor<J> {
         }
     }
 
-    /// Lets go of every job whose processes all ended.
+    /// Lets go of every job whose processes all ended (and none of whose failures waits to be
+    /// decided: it may be restarted).
     fn end_finished_jobs(&mut self) {
         for j in 0..self.table.len() {
             let job = &mut self.table[j];
-            if !job.ended && job.procs.iter().all(|p| p.gone) {
+            let deciding = self
+                .settling
+                .as_ref()
+                .is_some_and(|s| s.waiting.iter().any(|w| w.nspace == job.nspace));
+            if !job.ended && !deciding && job.procs.iter().all(|p| p.gone) {
                 job.ended = true;
                 self.announce_job_end(j);
                 self.jobs.job_ended(&self.table[j].nspace);
@@ -806,6 +842,7 @@ impl<J: Jobs> Supervisor<J> {
                     if !self.on_deadline() {
                         break;
                     }
+                    self.end_finished_jobs();
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
             }

@@ -11,14 +11,21 @@
 //! of a job that is not recoverable still stops every job, and a run-level failure
 //! (`--timeout`, a signal to pmixrun, a node lost) always does.
 //!
-//! Not done: restarting a failed process (`PMIX_MAX_RESTARTS`, PRRTE's `--max-restarts`).
+//! A job may also restart its failed processes (`--max-restarts N`, a spawn's `MAX_RESTARTS`;
+//! either makes the job recoverable): a process that failed is started again, the same rank
+//! of the same job, at most N times; a failure so recovered does not count for the run's
+//! exit status. Not for an abort (the process asked to end), and on one node only.
 
 use pmix_types::attr;
 
 use super::*;
 
 /// The spawn attributes of recovery pmixrun honours, for `QUERY_SPAWN_SUPPORT`.
-pub(crate) const ATTRIBUTES: [&str; 2] = [attr::JOB_RECOVERABLE, attr::JOB_CONTINUOUS];
+pub(crate) const ATTRIBUTES: [&str; 3] = [
+    attr::JOB_RECOVERABLE,
+    attr::JOB_CONTINUOUS,
+    attr::MAX_RESTARTS,
+];
 
 /// Whether a job spawned with `job_info` survives its failed processes: as its
 /// `JOB_RECOVERABLE` or `JOB_CONTINUOUS` says (true if either is), else as the run's
@@ -26,7 +33,7 @@ pub(crate) const ATTRIBUTES: [&str; 2] = [attr::JOB_RECOVERABLE, attr::JOB_CONTI
 pub(super) fn recoverable(job_info: &[Info], run_default: bool) -> bool {
     let asked: Vec<bool> = job_info
         .iter()
-        .filter(|i| ATTRIBUTES.contains(&i.key.as_str()))
+        .filter(|i| [attr::JOB_RECOVERABLE, attr::JOB_CONTINUOUS].contains(&i.key.as_str()))
         .map(|i| i.flag().unwrap_or(false))
         .collect();
     if asked.is_empty() {
@@ -36,7 +43,58 @@ pub(super) fn recoverable(job_info: &[Info], run_default: bool) -> bool {
     }
 }
 
+/// How many times each process of a job spawned with `job_info` may be restarted: its
+/// `MAX_RESTARTS`, else the run's `--max-restarts` (`run_default`).
+pub(super) fn max_restarts(job_info: &[Info], run_default: u32) -> u32 {
+    job_info
+        .iter()
+        .find(|i| i.key.as_str() == attr::MAX_RESTARTS)
+        .and_then(|i| i.value.as_i64())
+        .and_then(|n| u32::try_from(n).ok())
+        .unwrap_or(run_default)
+}
+
 impl<J: Jobs> Supervisor<J> {
+    /// Starts `proc`, whose end failed as `reason` says, again if its job has restarts left
+    /// for it; false if it was not (then the failure stands).
+    pub(super) fn restart(&mut self, proc: &Proc, reason: &str) -> bool {
+        if self.stopping.is_some() {
+            return false;
+        }
+        let Some((j, p)) = self.find(proc) else {
+            return false;
+        };
+        let (restarts, aborted) = (p.restarts, p.aborted);
+        let (max, ended) = (self.table[j].max_restarts, self.table[j].ended);
+        if restarts >= max || aborted || ended {
+            return false;
+        }
+        let n = restarts + 1;
+        let who = self.who(proc);
+        match self.jobs.restart(proc) {
+            Ok(l) => {
+                if let Some((_, p)) = self.find(proc) {
+                    *p = ProcState {
+                        pid: Some(l.pid),
+                        exe: l.exe,
+                        restarts: n,
+                        ..ProcState::default()
+                    };
+                }
+                self.jobs
+                    .say(&format!("{reason}; restarting it ({n} of {max})"));
+                true
+            }
+            Err(e) => {
+                if let Some((_, p)) = self.find(proc) {
+                    p.restarts = n;
+                }
+                self.jobs.say(&format!("cannot restart {who}: {e}"));
+                false
+            }
+        }
+    }
+
     /// Records the failure of a process of a recoverable job: says why, and makes its status
     /// the run's unless an earlier failure's is; the run goes on.
     pub(super) fn survive(&mut self, status: u8, reason: &str) {

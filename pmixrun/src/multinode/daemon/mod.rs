@@ -407,6 +407,7 @@ impl Daemon {
             master_addr,
             free_master_port: false,
             stdin: Some((l.stdin, self.stdin.clone())),
+            launched: Default::default(),
         };
         let registered = run.local_info(&ranks).and_then(|local| {
             let info: Vec<_> = l.info.iter().cloned().chain(local).collect();

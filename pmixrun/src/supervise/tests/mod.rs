@@ -37,6 +37,9 @@ struct Log {
     /// Whether `hear_out` can be asked, and whom it was asked for.
     hears_out: bool,
     heard_out: Vec<Proc>,
+    /// The answers `restart` gives, in order; a restart beyond them fails.
+    restart_outcomes: VecDeque<Result<Launched, String>>,
+    restarted: Vec<Proc>,
 }
 
 /// A world without processes: pids are numbers nobody signals.
@@ -59,6 +62,13 @@ impl Jobs for Fake {
                 partial: None,
             })
         })
+    }
+    fn restart(&mut self, proc: &Proc) -> Result<Launched, String> {
+        let mut log = self.0.borrow_mut();
+        log.restarted.push(proc.clone());
+        log.restart_outcomes
+            .pop_front()
+            .unwrap_or_else(|| Err("not in this test".into()))
     }
     fn signal(&mut self, _proc: &Proc, pid: Pid, sig: Signal) {
         self.0.borrow_mut().signals.push((pid.as_raw(), sig));
@@ -182,13 +192,23 @@ fn run_with(fake: &Fake, size: u32, events: Vec<Event>) -> u8 {
 
 /// [`run_with`], every job recoverable if `recovery` (`--enable-recovery`).
 fn run_recovering(fake: &Fake, size: u32, events: Vec<Event>, recovery: bool) -> u8 {
+    run_set(fake, size, events, |sup| sup.set_recovery(recovery))
+}
+
+/// [`run_with`], the supervisor first set up by `set`.
+fn run_set(
+    fake: &Fake,
+    size: u32,
+    events: Vec<Event>,
+    set: impl FnOnce(&mut Supervisor<Fake>),
+) -> u8 {
     let (tx, rx) = crossbeam_channel::unbounded();
     for e in events {
         let _ = tx.send(e);
     }
     drop(tx);
     let mut sup = Supervisor::new(fake.clone(), None);
-    sup.set_recovery(recovery);
+    set(&mut sup);
     let job = sup.add_job(ns("job"), size);
     for rank in 0..size {
         sup.started(job, launched(rank, 100 + rank as i32));

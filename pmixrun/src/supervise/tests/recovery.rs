@@ -4,7 +4,7 @@ use nix::sys::signal::Signal::{SIGCONT, SIGTERM};
 use pmix_types::{Rank, Value, attr};
 
 use super::*;
-use crate::supervise::recovery::recoverable;
+use crate::supervise::recovery::{max_restarts, recoverable};
 
 /// Every rank connected; `ends` after.
 fn connected_then(size: u32, ends: Vec<Event>) -> Vec<Event> {
@@ -152,4 +152,77 @@ fn a_spawn_says_whether_its_job_is_recoverable() {
         ]
     );
     assert_eq!(log.signals, [(201, SIGTERM)]);
+}
+
+#[test]
+fn a_failed_process_is_restarted_at_most_the_times_allowed() {
+    let fake = Fake::default();
+    fake.0
+        .borrow_mut()
+        .restart_outcomes
+        .push_back(Ok(launched(1, 201)));
+    // Rank 1 fails, is restarted as pid 201, fails again: no restart left.
+    let ends = vec![
+        exited("job", 1, 3),
+        signalled("job", 1, 9),
+        exited("job", 0, 0),
+    ];
+    assert_eq!(run_set(&fake, 2, ends, |s| s.set_max_restarts(1)), 137);
+    let log = fake.0.borrow();
+    assert_eq!(log.restarted, [p("job", 1)]);
+    assert_eq!(
+        log.said,
+        [
+            "rank 1 exited with status 3; restarting it (1 of 1)",
+            "rank 1 was killed by SIGKILL; the others go on (recovery enabled)",
+        ]
+    );
+    assert!(log.signals.is_empty(), "{:?}", log.signals);
+    assert_eq!(log.jobs_ended, ["job"]);
+}
+
+#[test]
+fn a_restarted_process_that_then_succeeds_leaves_the_run_successful() {
+    let fake = Fake::default();
+    fake.0
+        .borrow_mut()
+        .restart_outcomes
+        .push_back(Ok(launched(0, 200)));
+    // Its only process: the job is not let go between its two lives.
+    let ends = vec![exited("job", 0, 3), exited("job", 0, 0)];
+    assert_eq!(run_set(&fake, 1, ends, |s| s.set_max_restarts(2)), 0);
+    let log = fake.0.borrow();
+    assert_eq!(
+        log.said,
+        ["rank 0 exited with status 3; restarting it (1 of 2)"]
+    );
+    assert_eq!(log.jobs_ended, ["job"]);
+
+    // A restart that fails leaves the failure standing.
+    let fake = Fake::default();
+    let ends = vec![exited("job", 1, 3), exited("job", 0, 0)];
+    assert_eq!(run_set(&fake, 2, ends, |s| s.set_max_restarts(2)), 3);
+    assert_eq!(
+        fake.0.borrow().said,
+        [
+            "cannot restart rank 1: not in this test",
+            "rank 1 exited with status 3; the others go on (recovery enabled)",
+        ]
+    );
+}
+
+#[test]
+fn an_abort_is_not_restarted_and_a_spawn_may_ask_for_restarts() {
+    let (abort, _answered) = abort_by(p("job", 1));
+    let mut ends = vec![abort, signalled("job", 1, 15)];
+    ends.extend(finished(0));
+    let fake = Fake::default();
+    let events = connected_then(2, ends);
+    assert_eq!(run_set(&fake, 2, events, |s| s.set_max_restarts(3)), 7);
+    assert!(fake.0.borrow().restarted.is_empty());
+
+    let n = |v: u32| vec![Info::attr(attr::MAX_RESTARTS, v)];
+    assert_eq!(max_restarts(&[], 4), 4);
+    assert_eq!(max_restarts(&n(2), 0), 2);
+    assert_eq!(max_restarts(&n(0), 4), 0);
 }
