@@ -77,6 +77,10 @@ pub(crate) enum Call {
         proc: Proc,
         status: Status,
     },
+    /// A local client's process ended.
+    ClientEnded {
+        proc: Proc,
+    },
     /// Make the way a PMI-1 process will reach the server.
     Pmi1Connect {
         proc: Proc,

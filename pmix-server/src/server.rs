@@ -508,6 +508,21 @@ impl Server {
         Ok(())
     }
 
+    /// Tells the server that the process of the local client `proc` ended (the host reaped
+    /// it). What it sent before is read and acted on first; if that leaves no connection of
+    /// it open, whatever waits for it fails with `ERR_PROC_TERM_WO_SYNC` as
+    /// [`Server::proc_ended_elsewhere`] says: a process that ended before init, or without
+    /// ever being a PMIx client, would otherwise hold every fence of its namespace forever.
+    /// A client whose connection closed is known gone already (then this does nothing).
+    pub fn client_ended(&self, proc: &Proc) -> Result<(), Error> {
+        let proc = proc.clone();
+        self.tx
+            .send(LoopMsg::Call(Call::ClientEnded { proc }))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        Ok(())
+    }
+
     /// Registers a local client that will connect with the given user and group ids, with the
     /// default [`ClientOptions`]: any client library may claim it (see
     /// [`Server::register_client_with`]).

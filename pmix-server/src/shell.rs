@@ -433,15 +433,13 @@ impl<H: Host> Shell<H> {
             }
             Call::Notify { event } => self.engine.host_notify(&event),
             Call::SettleClient { proc, done } => {
-                // Its bytes are in the kernel even when its end was seen first: read them
-                // (to the end, the process being gone) and act on them before answering.
-                for conn in self.engine.conns_of_proc(&proc) {
-                    if let Some(slot) = self.slot_of(conn) {
-                        self.read(slot, false);
-                    }
-                }
-                self.pump();
+                self.read_out(&proc);
                 done();
+            }
+            Call::ClientEnded { proc } => {
+                // Its close, once read, is the better witness: it says whether it finalized.
+                self.read_out(&proc);
+                self.engine.client_ended(&proc);
             }
             Call::DefinePset { name, members } => self.engine.define_pset(name, members),
             Call::DeletePset { name, reply } => {
@@ -872,6 +870,18 @@ impl<H: Host> Shell<H> {
             self.watch.handshake_over(uid);
         }
         Some(conn)
+    }
+
+    /// Reads and acts on what the process `proc`, seen ended by the host, has sent: its bytes
+    /// are in the kernel even when its end was seen first, and reading them to the end (the
+    /// process being gone) closes its connections.
+    fn read_out(&mut self, proc: &Proc) {
+        for conn in self.engine.conns_of_proc(proc) {
+            if let Some(slot) = self.slot_of(conn) {
+                self.read(slot, false);
+            }
+        }
+        self.pump();
     }
 
     /// The slot of the live connection the engine calls `conn` (see [`engine_id`]); None for

@@ -27,7 +27,7 @@ pub fn ompi5_tool(tool: &str) -> PathBuf {
 }
 
 /// The programs: (executable, source in `pmix-tests/mpi`, extra compiler arguments).
-const PROGRAMS: [(&str, &str, &[&str]); 8] = [
+const PROGRAMS: [(&str, &str, &[&str]); 9] = [
     ("hello", "hello.c", &[]),
     ("mpmd_a", "mpmd.c", &["-DMPMD_APP=0"]),
     ("mpmd_b", "mpmd.c", &["-DMPMD_APP=1"]),
@@ -36,6 +36,7 @@ const PROGRAMS: [(&str, &str, &[&str]); 8] = [
     ("spawn", "spawn.c", &[]),
     ("connect", "connect.c", &[]),
     ("sessions", "sessions.c", &[]),
+    ("ulfm", "ulfm.c", &[]),
 ];
 
 /// The directory of the programs compiled with Open MPI 5's `mpicc`.
@@ -69,7 +70,7 @@ fn programs() -> &'static Path {
 }
 
 /// The path of program `exe` (one of `hello`, `mpmd_a`, `mpmd_b`, `abort`, `names`, `spawn`,
-/// `connect`, `sessions`), compiled with Open MPI 5's `mpicc`.
+/// `connect`, `sessions`, `ulfm`), compiled with Open MPI 5's `mpicc`.
 pub fn ompi5_program(exe: &str) -> String {
     programs().join(exe).display().to_string()
 }

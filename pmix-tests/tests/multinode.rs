@@ -1120,6 +1120,46 @@ fn a_rank_exiting_mid_fence_fails_the_fence_on_every_node_at_once() {
     assert!(r.took < Duration::from_secs(20), "{r:?}");
 }
 
+/// `--enable-recovery` across nodes: rank 3 (n2) exits 5; the ranks of every node hear of it,
+/// fence among themselves, see their fence of the whole job and a get of rank 3's data fail,
+/// and finish; the run's status is rank 3's.
+#[test]
+fn with_recovery_the_ranks_of_every_node_outlive_a_failed_rank() {
+    let f = Fixture::new("recovery");
+    let r = f.run(
+        HOSTS,
+        &[
+            "--enable-recovery",
+            "-n",
+            "6",
+            &client(),
+            "recovery",
+            "3",
+            "5",
+        ],
+    );
+    assert_eq!(r.code(), Some(5), "{r:?}");
+    let lines = r.sorted_lines();
+    for rank in [0, 1, 2, 4, 5] {
+        for said in [
+            "told rank 3 ended with 5",
+            "survivors' fence done",
+            "job fence failed with ERR_PROC_TERM_WO_SYNC",
+            "get failed with ERR_PROC_TERM_WO_SYNC",
+        ] {
+            let line = format!("rank {rank}: {said}");
+            assert!(lines.contains(&line.as_str()), "no {line:?}: {r:?}");
+        }
+    }
+    assert_eq!((r.oks(), lines.len()), (5, 25), "{r:?}");
+    assert!(
+        r.stderr()
+            .starts_with("pmixrun: rank 3 exited with status 5 without calling finalize"),
+        "{r:?}"
+    );
+    assert!(!r.stderr().contains("killing"), "{r:?}");
+}
+
 #[test]
 fn a_daemon_killed_mid_fence_ends_the_run_naming_its_node() {
     let f = Fixture::new("daemon-killed");

@@ -24,9 +24,14 @@ const DEADLINE: Duration = Duration::from_secs(60);
 /// Runs `pmixrun <args>` in `cwd` to its end, at most [`DEADLINE`]; Open MPI 5's libpmix
 /// must have logged no `PMIX ERROR` about what our server sent it.
 fn pmixrun_in(cwd: &Path, args: &[&str]) -> (String, Output) {
+    pmixrun_with(cwd, &[], args)
+}
+
+/// [`pmixrun_in`] with `env` set for pmixrun and its job.
+fn pmixrun_with(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> (String, Output) {
     let what = format!("Open MPI 5: pmixrun {}", args.join(" "));
     let mut cmd = clean_command(pmixrun_bin());
-    cmd.args(args).current_dir(cwd);
+    cmd.args(args).current_dir(cwd).envs(env.iter().copied());
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
     assert_no_pmix_error(&what, &out);
     (what, out)
@@ -64,6 +69,33 @@ fn assert_no_pmix_error(what: &str, out: &Output) {
 }
 
 // ---- Open MPI 5 programs under pmixrun ----------------------------------------------------
+
+/// ULFM (Open MPI 5.0.11 is built with it: `ompi_info` says "FT MPI support: yes") under
+/// `pmixrun --enable-recovery`: the last of 4 ranks kills itself; the others' barrier fails,
+/// they revoke and shrink `MPI_COMM_WORLD`, and sum their ranks over the 3 survivors; the run
+/// ends with the killed rank's status. Open MPI's catch-all event handler aborts its process
+/// on any event but the failures it handles: the survivors must hear no other (seen failing
+/// so, each survivor aborting with `EVENT_PROC_TERMINATED`'s -201, before pmixrun marked that
+/// event `EVENT_NON_DEFAULT` for a recoverable job).
+#[test]
+fn ulfm_survivors_shrink_the_world_after_a_rank_is_killed() {
+    let env = [("OMPI_MCA_mpi_ft_enable", "1")];
+    let ulfm = ompi5_program("ulfm");
+    let args = ["--enable-recovery", "-n", "4", &ulfm];
+    let (what, out) = pmixrun_with(&std::env::temp_dir(), &env, &args);
+    assert_code(&what, &out, 128 + 9);
+    let want: Vec<String> = (0..3)
+        .map(|r| format!("rank {r}: 3 survivors, sum 3"))
+        .collect();
+    assert_stdout(&what, &out, &want);
+    assert!(
+        out.stderr.contains(
+            "pmixrun: rank 3 was killed by SIGKILL without calling finalize; the others go on"
+        ),
+        "{what}: {out:#?}"
+    );
+    assert!(!out.stderr.contains("called abort"), "{what}: {out:#?}");
+}
 
 #[test]
 fn hello_at_1_and_4_ranks_and_two_programs_in_one_job() {

@@ -185,6 +185,20 @@ struct Global {
     /// PMIX_ERR_OUT_OF_RESOURCE and pmixrun says why; the run goes on.
     #[arg(long, value_name = "N", default_value_t = MAX_SPAWN_DEPTH)]
     max_spawn_depth: u32,
+    /// Keep the run going when a process fails (exits with a status other than 0, is killed
+    /// by a signal, ends without finalize, calls abort), as PRRTE's --enable-recovery: the
+    /// others hear of it by events (PMIX_EVENT_PROC_TERMINATED, PMIX_ERR_PROC_ABORTED), fences
+    /// and gets that need it fail instead of waiting, and the run's exit status is the first
+    /// failure's. Every job is recoverable unless its spawn says otherwise
+    /// (PMIX_JOB_RECOVERABLE, PMIX_JOB_CONTINUOUS).
+    #[arg(long)]
+    enable_recovery: bool,
+    /// Start a process of the job that failed (not one that called abort) again, the same
+    /// rank, at most N times each, as PRRTE's --max-restarts; implies --enable-recovery, and a
+    /// failure so recovered does not count for the exit status. A spawn may say otherwise for
+    /// its job (PMIX_MAX_RESTARTS). One node only.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    max_restarts: u32,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).
     #[arg(short, long)]
     verbose: bool,
@@ -542,6 +556,10 @@ pub(crate) struct Options {
     pub(crate) grace: Duration,
     /// The deepest generation of spawned jobs allowed.
     pub(crate) max_spawn_depth: u32,
+    /// A failed process does not stop the run (`--enable-recovery`).
+    pub(crate) enable_recovery: bool,
+    /// How many times a failed process is started again (`--max-restarts`).
+    pub(crate) max_restarts: u32,
     /// Log at debug level.
     pub(crate) verbose: bool,
     /// Be the node's system server too.
@@ -701,6 +719,8 @@ pub(crate) fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Options,
         timeout: first.global.timeout.map(Duration::from_secs),
         grace: first.global.grace,
         max_spawn_depth: first.global.max_spawn_depth,
+        enable_recovery: first.global.enable_recovery,
+        max_restarts: first.global.max_restarts,
         verbose: first.global.verbose,
         system_server: first.global.system_server,
         nameserver_uri: first.global.nameserver_uri,

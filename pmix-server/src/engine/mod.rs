@@ -497,6 +497,18 @@ impl Engine {
         self.group_waits_end(proc);
     }
 
+    /// A local client's process ended, as its host saw (it reaps the processes it started).
+    /// A process whose connection is still open is left to its close, which says whether it
+    /// finalized; one that never connected (it ended before init, or was never a PMIx
+    /// program) would otherwise be waited for by every fence and get naming it: they fail
+    /// with `ERR_PROC_TERM_WO_SYNC`, now and later, as for a process of another node.
+    pub(crate) fn client_ended(&mut self, proc: &Proc) {
+        if !self.sessions.conns_of_proc(proc).is_empty() {
+            return;
+        }
+        self.proc_ended_elsewhere(proc, Status::ERR_PROC_TERM_WO_SYNC);
+    }
+
     /// A request from an authenticated client.
     pub(crate) fn handle_request(&mut self, conn: ConnId, id: u32, req: Request, now: Instant) {
         if self.is_tool(conn) {

@@ -73,6 +73,7 @@ pub(crate) fn run(argv: &[std::ffi::OsString], signals: Signals) -> Result<u8, S
         psets: Default::default(),
         claims: Default::default(),
         job_places: std::collections::HashMap::new(),
+        launched: Default::default(),
     };
     jobs.register(&nspace, &apps, &layout, Vec::new())?;
     let me = Proc::new(nspace.clone(), 0);

@@ -151,6 +151,7 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
         psets: Default::default(),
         claims: Default::default(),
         job_places: std::collections::HashMap::new(),
+        launched: Default::default(),
     };
     let debug = opts
         .stop_in_init
@@ -162,6 +163,8 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
     let mut sup = Supervisor::new(jobs, opts.timeout);
     sup.set_grace(opts.grace);
     sup.set_max_spawn_depth(opts.max_spawn_depth);
+    sup.set_recovery(opts.enable_recovery);
+    sup.set_max_restarts(opts.max_restarts);
     let job = sup.add_job(nspace.clone(), layout.size);
     let (procs, failed) = sup
         .jobs_mut()

@@ -60,6 +60,28 @@ pub(crate) struct RunJobs<'a> {
     pub(crate) claims: Arc<Mutex<Claims>>,
     /// The jobs spawned here whose directives place them otherwise than [`RunJobs::place`].
     pub(crate) job_places: HashMap<Nspace, Place>,
+    /// How each job [`RunJobs::start`] started was, to start a process of it again.
+    pub(crate) launched: HashMap<Nspace, JobLaunch>,
+}
+
+/// A registered job as [`RunJobs::start_ranks`] takes it: namespace, output tag, application
+/// contexts, layout and each context's environment.
+type JobParts<'a> = (
+    &'a Nspace,
+    u32,
+    &'a [App],
+    &'a Layout,
+    &'a [Vec<(OsString, OsString)>],
+);
+
+/// What a job was started with: its output tag, application contexts, layout and each
+/// context's environment.
+#[derive(Debug, Clone)]
+pub(crate) struct JobLaunch {
+    tag: u32,
+    apps: Vec<App>,
+    layout: Layout,
+    user_env: Vec<Vec<(OsString, OsString)>>,
 }
 
 impl RunJobs<'_> {
@@ -188,13 +210,20 @@ impl RunJobs<'_> {
     /// stops at the first that cannot start: returns the pids of those started (ranks 0, 1,
     /// ...) and why the next one could not.
     pub(crate) fn start(
-        &self,
+        &mut self,
         nspace: &Nspace,
         tag: u32,
         apps: &[App],
         layout: &Layout,
         user_env: &[Vec<(OsString, OsString)>],
     ) -> (Vec<Launched>, Option<LaunchError>) {
+        let launch = JobLaunch {
+            tag,
+            apps: apps.to_vec(),
+            layout: layout.clone(),
+            user_env: user_env.to_vec(),
+        };
+        self.launched.insert(nspace.clone(), launch);
         let all: Vec<u32> = (0..layout.size).collect();
         self.start_ranks(nspace, tag, apps, layout, user_env, &all)
     }
@@ -210,7 +239,23 @@ impl RunJobs<'_> {
         user_env: &[Vec<(OsString, OsString)>],
         ranks: &[u32],
     ) -> (Vec<Launched>, Option<LaunchError>) {
-        let count = u32::try_from(ranks.len()).unwrap_or(u32::MAX);
+        let job = (nspace, tag, apps, layout, user_env);
+        self.start_some(job, ranks, |_| true)
+    }
+
+    /// [`RunJobs::start_ranks`] for those of `ranks` that `chosen` says, each started as it
+    /// is among `ranks` (its binding, its local rank).
+    fn start_some(
+        &self,
+        (nspace, tag, apps, layout, user_env): JobParts<'_>,
+        ranks: &[u32],
+        chosen: impl Fn(u32) -> bool,
+    ) -> (Vec<Launched>, Option<LaunchError>) {
+        let here: Vec<(u32, u32)> = (0u32..)
+            .zip(ranks.iter().copied())
+            .filter(|(_, rank)| chosen(*rank))
+            .collect();
+        let count = u32::try_from(here.len()).unwrap_or(u32::MAX);
         if let Err(e) = launch::check_descriptors(count) {
             return (Vec::new(), Some(e));
         }
@@ -226,7 +271,7 @@ impl RunJobs<'_> {
         };
         let node_job = NodeJob {
             size: layout.size,
-            local_size: count,
+            local_size: u32::try_from(ranks.len()).unwrap_or(u32::MAX),
             group_rank: self.group_rank,
             groups: self.groups,
             run_id: nspace.to_string(),
@@ -240,8 +285,8 @@ impl RunJobs<'_> {
         // Every process's setup (a round trip to the server thread or two each) is done before
         // the first process starts: once started, processes compete for the CPUs the server
         // thread and this one need, and early MPI ranks spin waiting for the late ones.
-        let mut setups = Vec::with_capacity(ranks.len());
-        for &rank in ranks {
+        let mut setups = Vec::with_capacity(here.len());
+        for &(_, rank) in &here {
             let proc = Proc::new(nspace.clone(), rank);
             let setup = match self.pmi {
                 p if !p.is_pmi() => self.server.setup_fork(&proc).map(|env| (env, None)),
@@ -266,11 +311,9 @@ impl RunJobs<'_> {
         }
         // For the same reason every process is started, back to back, before any is watched
         // (three threads each): the last rank execs as early as it can.
-        let mut children = Vec::with_capacity(ranks.len());
+        let mut children = Vec::with_capacity(here.len());
         let mut failed = None;
-        for (local, (&rank, (proc, (mut pmix_env, pmi_fd)))) in
-            (0u32..).zip(ranks.iter().zip(setups))
-        {
+        for (&(local, rank), (proc, (mut pmix_env, pmi_fd))) in here.iter().zip(setups) {
             let a = layout.app_of(rank);
             let here = bound.as_ref().and_then(|b| b.get(local as usize));
             if self.place.report_bindings {
@@ -445,6 +488,21 @@ impl Jobs for RunJobs<'_> {
         launch::signal(pid, sig);
     }
 
+    fn restart(&mut self, proc: &Proc) -> Result<Launched, String> {
+        let Some(l) = self.launched.get(&proc.nspace) else {
+            return Err(format!("how {} was started is not known", proc.nspace));
+        };
+        let rank = proc.rank.0;
+        // Registered again: a new secret, and what waited for the old one is over.
+        self.register_clients(&proc.nspace, &l.apps, &l.layout, &[rank])?;
+        let all: Vec<u32> = (0..l.layout.size).collect();
+        let job = (&proc.nspace, l.tag, &l.apps[..], &l.layout, &l.user_env[..]);
+        match self.start_some(job, &all, |r| r == rank) {
+            (mut started, None) => started.pop().ok_or_else(|| "it did not start".to_owned()),
+            (_, Some(e)) => Err(e.message),
+        }
+    }
+
     fn has_ended(&mut self, _proc: &Proc, pid: Pid) -> bool {
         launch::has_ended(pid)
     }
@@ -463,6 +521,8 @@ impl Jobs for RunJobs<'_> {
         if let Some(ns) = &self.names {
             ns.proc_ended(proc);
         }
+        // Fences and gets waiting for a process that never connected fail rather than hang.
+        let _ = self.server.client_ended(proc);
     }
 
     fn job_ended(&mut self, nspace: &Nspace) {

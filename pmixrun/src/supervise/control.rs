@@ -237,6 +237,7 @@ impl<J: Jobs> Supervisor<J> {
                         let keys: Vec<&str> = if key.as_str() == attr::QUERY_SPAWN_SUPPORT {
                             crate::plan::job::SPAWN_ATTRIBUTES
                                 .iter()
+                                .chain(&super::recovery::ATTRIBUTES)
                                 .chain(debug)
                                 .copied()
                                 .collect()
@@ -345,8 +346,19 @@ impl<J: Jobs> Supervisor<J> {
             Info::attr(attr::EXIT_CODE, code),
             audience(to),
         ];
-        self.jobs.notify(Status::EVENT_PROC_TERMINATED, &info);
-        if signal.is_some() && !by_request && !stopping && !job.doomed {
+        let killed = signal.is_some() && !by_request && !stopping && !job.doomed;
+        if job.recoverable {
+            // Its processes go on, and a catch-all handler must not end them for an event it
+            // does not know: Open MPI's aborts on any code but the failures it handles
+            // (ERR_PROC_TERM_WO_SYNC, ERR_PROC_ABORTED_BY_SIG, ERR_PROC_ABORTED). Handlers
+            // registered for this code still hear it.
+            let mut only_asked = info.clone();
+            only_asked.push(Info::attr(attr::EVENT_NON_DEFAULT, true));
+            self.jobs.notify(Status::EVENT_PROC_TERMINATED, &only_asked);
+        } else {
+            self.jobs.notify(Status::EVENT_PROC_TERMINATED, &info);
+        }
+        if killed {
             self.jobs.notify(Status::ERR_PROC_ABORTED_BY_SIG, &info);
         }
     }

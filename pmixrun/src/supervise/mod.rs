@@ -7,7 +7,8 @@
 //! A run is made of jobs: the first one, from the command line, and every job a process
 //! spawned, each a namespace whose processes are known by rank. The run ends when every job
 //! has ended; a job's namespace is let go as soon as its last process ended. The first failure
-//! of any process of any job decides the exit status and stops every job. What the supervisor
+//! of any process of any job decides the exit status and stops every job, unless the job is
+//! recoverable (`recovery.rs`): then the run goes on without it. What the supervisor
 //! does to the world (start a spawned job, signal processes, let a namespace go, tell the
 //! user) goes through [`Jobs`], so its decisions are tested without processes.
 
@@ -26,6 +27,7 @@ use crate::node::host::Event;
 
 mod control;
 mod log;
+pub(crate) mod recovery;
 
 /// How long processes get between SIGTERM (or a forwarded signal) and SIGKILL, unless
 /// `--grace` says otherwise: when the run stops, and after `PMIX_JOB_CTRL_TERMINATE`.
@@ -51,6 +53,11 @@ pub(crate) trait Jobs {
         job_info: &[Info],
         apps: &[App],
     ) -> Result<Started, SpawnFailed>;
+    /// Starts `proc`, which ended, again: the same rank of the same job, with what it was
+    /// started with (`--max-restarts`).
+    fn restart(&mut self, _proc: &Proc) -> Result<Launched, String> {
+        Err("pmixrun restarts processes on one node only".into())
+    }
     /// Sends `sig` to the process group `pid` of `proc`.
     fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal);
     /// True if `proc`, process `pid`, ended, whether or not its end was reported yet.
@@ -131,6 +138,10 @@ struct ProcState {
     finalized: bool,
     /// A job-control request signalled it: its end by a signal is no failure.
     by_request: bool,
+    /// It called abort in a recoverable job and is being ended: its end is no further failure.
+    aborted: bool,
+    /// How many times it was started again after a failure.
+    restarts: u32,
 }
 
 #[derive(Debug)]
@@ -149,6 +160,10 @@ struct Job {
     /// Its generation: 0 for the command line's job (and a job a tool spawned), its parent's
     /// plus one for a spawned job.
     depth: u32,
+    /// Its failed processes do not stop the run (`recovery.rs`).
+    recoverable: bool,
+    /// How many times each of its processes may be started again after a failure.
+    max_restarts: u32,
 }
 
 /// Why a process's end fails the run.
@@ -161,6 +176,10 @@ struct Failure {
     /// The process that ended without finalize and whose last requests the server is still
     /// reading: an abort among them explains its end better.
     unheard: Option<Proc>,
+    /// Of a recoverable job: the run goes on.
+    recoverable: bool,
+    /// The process whose end it is (none for a failure to wait for it).
+    proc: Option<Proc>,
 }
 
 /// The first failure reported, held until the ends of the processes that had ended with it
@@ -207,6 +226,11 @@ pub(crate) struct Supervisor<J: Jobs> {
     terminating: Vec<(Instant, Proc, Pid)>,
     /// The deepest generation of spawned jobs allowed (`--max-spawn-depth`).
     max_spawn_depth: u32,
+    /// Jobs are recoverable unless their spawn says otherwise (`--enable-recovery`).
+    recovery: bool,
+    /// How many times a process of a job is restarted unless its spawn says otherwise
+    /// (`--max-restarts`).
+    max_restarts: u32,
 }
 
 fn exit_code_of_abort(status: i32) -> u8 {
@@ -232,6 +256,8 @@ fn failure_of(
             reason,
             by_signal: false,
             unheard: None,
+            recoverable: false,
+            proc: None,
         })
     };
     let status = match status {
@@ -266,6 +292,8 @@ fn failure_of(
             reason: format!("{who} was killed by {}{without}", signal_name(sig)),
             by_signal: true,
             unheard: None,
+            recoverable: false,
+            proc: None,
         }),
         (None, None) => fail(1, format!("{who} ended with {status}")),
     }
@@ -295,7 +323,21 @@ impl<J: Jobs> Supervisor<J> {
             grace: GRACE,
             terminating: Vec::new(),
             max_spawn_depth: crate::cli::MAX_SPAWN_DEPTH,
+            recovery: false,
+            max_restarts: 0,
         }
+    }
+
+    /// Makes every job added from now on recoverable unless its spawn says otherwise
+    /// (`--enable-recovery`).
+    pub(crate) fn set_recovery(&mut self, recovery: bool) {
+        self.recovery = recovery;
+    }
+
+    /// Restarts each failed process of a job added from now on up to `n` times unless its
+    /// spawn says otherwise (`--max-restarts`); a job with restarts is recoverable.
+    pub(crate) fn set_max_restarts(&mut self, n: u32) {
+        self.max_restarts = n;
     }
 
     /// Sets the deepest generation of spawned jobs allowed (default [`crate::cli::MAX_SPAWN_DEPTH`]).
@@ -325,6 +367,8 @@ impl<J: Jobs> Supervisor<J> {
             watcher: None,
             term: None,
             depth: 0,
+            recoverable: self.recovery || self.max_restarts > 0,
+            max_restarts: self.max_restarts,
         });
         i
     }
@@ -410,17 +454,30 @@ impl<J: Jobs> Supervisor<J> {
         });
     }
 
-    /// Records the run's first failure: says why, sets the exit status, stops every job.
+    /// Records a failure that stops the run: says why, sets the exit status unless an earlier
+    /// failure (of a recoverable job) did, stops every job.
     fn fail(&mut self, status: u8, reason: String) {
-        if self.status.is_some() {
+        if self.stopping.is_some() {
             return;
         }
         self.settling = None;
         let others = alive(&self.table).next().is_some();
         let tail = if others { "; killing the job" } else { "" };
         self.jobs.say(&format!("{reason}{tail}"));
-        self.status = Some(status);
+        self.status.get_or_insert(status);
         self.stop(Signal::SIGTERM);
+    }
+
+    /// Acts on a process's failure: the run stops, unless its job is recoverable.
+    fn failed(&mut self, f: Failure) {
+        if f.recoverable {
+            if f.proc.as_ref().is_some_and(|p| self.restart(p, &f.reason)) {
+                return;
+            }
+            self.survive(f.status, &f.reason);
+        } else {
+            self.fail(f.status, f.reason);
+        }
     }
 
     fn exited(&mut self, proc: &Proc, status: std::io::Result<ExitStatus>) {
@@ -432,18 +489,23 @@ impl<J: Jobs> Supervisor<J> {
         };
         p.gone = true;
         let unfinalized = p.connected && !p.finalized;
-        let asked = p.by_request && status.as_ref().is_ok_and(|s| s.signal().is_some());
+        let asked =
+            p.aborted || (p.by_request && status.as_ref().is_ok_and(|s| s.signal().is_some()));
         if stopping || self.table[j].doomed || asked {
             // Expected: it was told to stop.
             return;
         }
         let who = self.who(proc);
         let mut failure = failure_of(&who, status, unfinalized);
+        let recoverable = self.table[j].recoverable;
+        if let Some(f) = &mut failure {
+            f.recoverable = recoverable;
+            f.proc = Some(proc.clone());
+        }
         // Ended without finalize and not by a signal: it may have asked for an abort just
         // before, which the server has not read yet. Its end waits for that to be heard.
         let hearing = unfinalized
             && failure.as_ref().is_some_and(|f| !f.by_signal)
-            && self.status.is_none()
             && self.jobs.hear_out(proc);
         if hearing {
             if let Some(f) = &mut failure {
@@ -462,9 +524,6 @@ impl<J: Jobs> Supervisor<J> {
             return;
         }
         let Some(failure) = failure else { return };
-        if self.status.is_some() {
-            return;
-        }
         // Processes that ended too, whose reports are still on their way; and this one's last
         // requests.
         let mut waiting = Vec::new();
@@ -481,7 +540,7 @@ impl<J: Jobs> Supervisor<J> {
             }
         }
         if waiting.is_empty() {
-            return self.fail(failure.status, failure.reason);
+            return self.failed(failure);
         }
         tracing::debug!(?waiting, "a failure waits for the ends reported after it");
         self.settling = Some(Settling {
@@ -494,7 +553,8 @@ impl<J: Jobs> Supervisor<J> {
     /// Decides between failures that happened together: a process killed by a signal cannot
     /// have been reacting to another's end (nobody in the run signalled it), whereas one that
     /// exited with an error status may have been (its fence or get failed because a peer was
-    /// gone), so the first killed process is blamed, or else the first reported.
+    /// gone), so the first killed process is blamed, or else the first reported. In a
+    /// recoverable job the others are failures too, told after it.
     fn settle(&mut self) {
         let Some(settling) = self.settling.take() else {
             return;
@@ -502,8 +562,14 @@ impl<J: Jobs> Supervisor<J> {
         let mut failures = settling.failures;
         let first = failures.iter().position(|f| f.by_signal).unwrap_or(0);
         if first < failures.len() {
-            let f = failures.swap_remove(first);
-            self.fail(f.status, f.reason);
+            let f = failures.remove(first);
+            let go_on = f.recoverable;
+            self.failed(f);
+            if go_on {
+                for f in failures {
+                    self.failed(f);
+                }
+            }
         }
     }
 
@@ -534,6 +600,10 @@ impl<J: Jobs> Supervisor<J> {
                 tracing::debug!(%parent, %nspace, n = started.procs.len(), "spawned");
                 let j = self.add_started_job(started);
                 self.table[j].depth = depth;
+                let restarts = recovery::max_restarts(job_info, self.max_restarts);
+                self.table[j].max_restarts = restarts;
+                self.table[j].recoverable =
+                    recovery::recoverable(job_info, self.recovery) || restarts > 0;
                 self.table[j].watcher = control::Watcher::of(parent, job_info);
                 done.complete(Ok(nspace));
             }
@@ -596,6 +666,7 @@ impl<J: Jobs> Supervisor<J> {
                 // A failure that happened before is decided first.
                 self.settle();
                 self.announce_abort(&proc, status);
+                let recoverable = self.is_recoverable(&proc);
                 let reason = if !self.index.contains_key(&proc.nspace) {
                     // Not a process of the run: a tool (the server aborts the processes a
                     // debugger left held in init, in its name).
@@ -606,9 +677,14 @@ impl<J: Jobs> Supervisor<J> {
                     let who = self.who(&proc);
                     format!("{who} called abort with status {}: {message}", status.0)
                 };
-                self.fail(exit_code_of_abort(status.0), reason);
-                // Answered once the run is being stopped: what the caller does after its abort
-                // returns can no longer change the outcome.
+                if recoverable && self.stopping.is_none() {
+                    self.survive(exit_code_of_abort(status.0), &reason);
+                    self.end_aborted(&proc);
+                } else {
+                    self.fail(exit_code_of_abort(status.0), reason);
+                }
+                // Answered once the run is being stopped (or the caller is being ended): what
+                // it does after its abort returns can no longer change the outcome.
                 done.complete(Ok(()));
             }
             Event::Spawn {
@@ -665,18 +741,24 @@ impl<J: Jobs> Supervisor<J> {
                         "received {}; passing it on to the job",
                         sig.as_str()
                     ));
-                    self.status = Some(u8::try_from(128 + sig as i32).unwrap_or(255));
+                    self.status
+                        .get_or_insert(u8::try_from(128 + sig as i32).unwrap_or(255));
                     self.stop(sig);
                 }
             }
         }
     }
 
-    /// Lets go of every job whose processes all ended.
+    /// Lets go of every job whose processes all ended (and none of whose failures waits to be
+    /// decided: it may be restarted).
     fn end_finished_jobs(&mut self) {
         for j in 0..self.table.len() {
             let job = &mut self.table[j];
-            if !job.ended && job.procs.iter().all(|p| p.gone) {
+            let deciding = self
+                .settling
+                .as_ref()
+                .is_some_and(|s| s.waiting.iter().any(|w| w.nspace == job.nspace));
+            if !job.ended && !deciding && job.procs.iter().all(|p| p.gone) {
                 job.ended = true;
                 self.announce_job_end(j);
                 self.jobs.job_ended(&self.table[j].nspace);
@@ -753,6 +835,7 @@ impl<J: Jobs> Supervisor<J> {
                     if !self.on_deadline() {
                         break;
                     }
+                    self.end_finished_jobs();
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
             }

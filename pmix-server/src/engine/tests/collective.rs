@@ -103,6 +103,21 @@ fn fence_rejects_a_caller_outside_the_participants() {
     assert_eq!(s.reply(0, id).status, Status::ERR_BAD_PARAM);
 }
 
+/// In job "a" of 3 whose ranks 0 and 1 are connected, rank 0 fences with every rank and rank 1
+/// gets a key of rank 2; `end` ends rank 2. Both fail with `ERR_PROC_TERM_WO_SYNC`, and so does
+/// a fence entered after: they would otherwise wait forever.
+fn rank_2s_end_releases_fences_and_gets(s: &mut Sim, end: impl FnOnce(&mut Sim)) {
+    let f0 = s.send(0, fence(vec![], true));
+    let g1 = s.send(1, get(Proc::new(ns("a"), 2), "never", vec![]));
+    end(s);
+    s.pump();
+    let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
+    assert_eq!(s.reply(0, f0).status, term);
+    assert_eq!(s.reply(1, g1).status, term);
+    let f1 = s.send(1, fence(vec![], false));
+    assert_eq!(s.reply(1, f1).status, term);
+}
+
 #[test]
 fn a_dead_participant_releases_fences_and_gets() {
     let mut s = Sim::new();
@@ -110,16 +125,29 @@ fn a_dead_participant_releases_fences_and_gets() {
     for r in 0..3 {
         s.connect(r as ConnId, "a", r);
     }
-    let f0 = s.send(0, fence(vec![], true));
-    let g1 = s.send(1, get(Proc::new(ns("a"), 2), "never", vec![]));
-    s.eng.handle_closed(2);
-    s.pump();
-    let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
-    assert_eq!(s.reply(0, f0).status, term);
-    assert_eq!(s.reply(1, g1).status, term);
-    // Later fences including the dead process fail at once rather than hang.
-    let f1 = s.send(1, fence(vec![], false));
-    assert_eq!(s.reply(1, f1).status, term);
+    rank_2s_end_releases_fences_and_gets(&mut s, |s| s.eng.handle_closed(2));
+}
+
+#[test]
+fn a_participant_that_ended_before_connecting_releases_fences_and_gets() {
+    let mut s = Sim::new();
+    s.job("a", 3);
+    for r in 0..2 {
+        s.connect(r as ConnId, "a", r);
+    }
+    rank_2s_end_releases_fences_and_gets(&mut s, |s| {
+        // Rank 1's end leaves nothing to do while its connection is open: its close will.
+        s.eng.client_ended(&Proc::new(ns("a"), 1));
+        s.pump();
+        assert!(s.replies.is_empty(), "{:?}", s.replies);
+        s.eng.client_ended(&Proc::new(ns("a"), 2));
+    });
+    // A fence among the others completes.
+    let both = vec![Proc::new(ns("a"), 0), Proc::new(ns("a"), 1)];
+    let f2 = s.send(0, fence(both.clone(), false));
+    let f3 = s.send(1, fence(both, false));
+    assert_eq!(s.reply(0, f2).status, Status::SUCCESS);
+    assert_eq!(s.reply(1, f3).status, Status::SUCCESS);
 }
 
 #[test]

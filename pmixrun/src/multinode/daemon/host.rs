@@ -51,9 +51,8 @@ pub(crate) struct DaemonHost {
     /// This daemon's tree vertex, driven by the server's loop.
     tree: TreeLoop,
     pub(crate) jobs: Arc<Placements>,
-    /// The local processes that connected, and those that called finalize: the end of one
-    /// that connected and never finalized is a failure other nodes must hear of.
-    pub(crate) connected: Arc<Mutex<HashSet<Proc>>>,
+    /// The local processes that called finalize: the end of any other is a failure other
+    /// nodes must hear of (whether it connected or not, it will enter no more fences).
     pub(crate) finalized: Arc<Mutex<HashSet<Proc>>>,
     /// How many collectives of each kind and participant set this daemon entered: the same
     /// count on every daemon, since every process enters them in the same order.
@@ -65,7 +64,6 @@ impl DaemonHost {
         DaemonHost {
             tree,
             jobs,
-            connected: Arc::default(),
             finalized: Arc::default(),
             seqs: HashMap::new(),
         }
@@ -194,10 +192,6 @@ impl Host for DaemonHost {
     }
 
     fn client_connected(&mut self, proc: &Proc, done: Completion<()>) {
-        self.connected
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(proc.clone());
         self.tree
             .send(Dest::Vertex(0), encode(&Msg::Connected(proc.clone())));
         done.complete(Ok(()));

@@ -80,7 +80,6 @@ struct Daemon {
     server: Server,
     jobs: Arc<Placements>,
     finalized: Arc<std::sync::Mutex<std::collections::HashSet<Proc>>>,
-    connected: Arc<std::sync::Mutex<std::collections::HashSet<Proc>>>,
     deliveries: Receiver<Delivery>,
     events: Receiver<Event>,
     events_tx: Sender<Event>,
@@ -141,7 +140,6 @@ impl Daemon {
         let jobs = Arc::new(Placements::default());
         let host = DaemonHost::new(tree_loop, jobs.clone());
         let finalized = host.finalized.clone();
-        let connected = host.connected.clone();
         let server = Server::init(
             host,
             ServerOptions {
@@ -200,7 +198,6 @@ impl Daemon {
             server,
             jobs,
             finalized,
-            connected,
             deliveries,
             events,
             events_tx,
@@ -419,6 +416,7 @@ impl Daemon {
             psets: Default::default(),
             claims: Arc::clone(&self.claims),
             job_places: std::collections::HashMap::new(),
+            launched: Default::default(),
         };
         let registered = run.local_info(&l.nspace, &ranks).and_then(|local| {
             let info: Vec<_> = l.info.iter().cloned().chain(local).collect();
@@ -470,8 +468,10 @@ impl Daemon {
                         .unwrap_or_else(PoisonError::into_inner)
                         .contains(&proc)
                 };
-                if lock(&self.connected) && !lock(&self.finalized) {
-                    // Other nodes' processes may wait for it: they must not.
+                // What waits here for one that never connected fails too.
+                let _ = self.server.client_ended(&proc);
+                if !lock(&self.finalized) {
+                    // Other nodes' processes may wait for it (connected or not): they must not.
                     let msg = Msg::ProcEnded {
                         proc: proc.clone(),
                         status: Status::ERR_PROC_TERM_WO_SYNC,

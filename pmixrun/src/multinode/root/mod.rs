@@ -274,6 +274,8 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
     let mut sup = Supervisor::new(jobs, r.opts.timeout);
     sup.set_grace(r.opts.grace);
     sup.set_max_spawn_depth(r.opts.max_spawn_depth);
+    sup.set_recovery(r.opts.enable_recovery);
+    sup.set_max_restarts(r.opts.max_restarts);
     match first {
         Ok(started) => {
             sup.add_started_job(started);

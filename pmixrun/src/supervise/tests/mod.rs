@@ -37,6 +37,9 @@ struct Log {
     /// Whether `hear_out` can be asked, and whom it was asked for.
     hears_out: bool,
     heard_out: Vec<Proc>,
+    /// The answers `restart` gives, in order; a restart beyond them fails.
+    restart_outcomes: VecDeque<Result<Launched, String>>,
+    restarted: Vec<Proc>,
 }
 
 /// A world without processes: pids are numbers nobody signals.
@@ -59,6 +62,13 @@ impl Jobs for Fake {
                 partial: None,
             })
         })
+    }
+    fn restart(&mut self, proc: &Proc) -> Result<Launched, String> {
+        let mut log = self.0.borrow_mut();
+        log.restarted.push(proc.clone());
+        log.restart_outcomes
+            .pop_front()
+            .unwrap_or_else(|| Err("not in this test".into()))
     }
     fn signal(&mut self, _proc: &Proc, pid: Pid, sig: Signal) {
         self.0.borrow_mut().signals.push((pid.as_raw(), sig));
@@ -160,15 +170,45 @@ fn spawn_by(parent: Proc) -> (Event, crossbeam_channel::Receiver<Result<Nspace, 
     (ev, rx)
 }
 
+/// An abort of `proc` with status 7 and message "bye", and where its answer will arrive.
+fn abort_by(proc: Proc) -> (Event, crossbeam_channel::Receiver<Result<(), Status>>) {
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let ev = Event::Abort {
+        proc,
+        status: Status(7),
+        message: "bye".into(),
+        done: Completion::from_fn(move |r| {
+            let _ = tx.send(r);
+        }),
+    };
+    (ev, rx)
+}
+
 /// Runs a first job "job" of `size` processes with pids 100, 101, ... through `events`
 /// (the channel then closes, so a run still waiting for something returns).
 fn run_with(fake: &Fake, size: u32, events: Vec<Event>) -> u8 {
+    run_recovering(fake, size, events, false)
+}
+
+/// [`run_with`], every job recoverable if `recovery` (`--enable-recovery`).
+fn run_recovering(fake: &Fake, size: u32, events: Vec<Event>, recovery: bool) -> u8 {
+    run_set(fake, size, events, |sup| sup.set_recovery(recovery))
+}
+
+/// [`run_with`], the supervisor first set up by `set`.
+fn run_set(
+    fake: &Fake,
+    size: u32,
+    events: Vec<Event>,
+    set: impl FnOnce(&mut Supervisor<Fake>),
+) -> u8 {
     let (tx, rx) = crossbeam_channel::unbounded();
     for e in events {
         let _ = tx.send(e);
     }
     drop(tx);
     let mut sup = Supervisor::new(fake.clone(), None);
+    set(&mut sup);
     let job = sup.add_job(ns("job"), size);
     for rank in 0..size {
         sup.started(job, launched(rank, 100 + rank as i32));
@@ -369,15 +409,7 @@ fn abort_in_a_spawned_job_ends_the_run_with_its_status() {
         .outcomes
         .push_back(Ok(pids("job.1", 200, 1)));
     let (spawn, _answer) = spawn_by(p("job", 0));
-    let (tx, answered) = crossbeam_channel::unbounded();
-    let abort = Event::Abort {
-        proc: p("job.1", 0),
-        status: Status(7),
-        message: "bye".into(),
-        done: Completion::from_fn(move |r| {
-            let _ = tx.send(r);
-        }),
-    };
+    let (abort, answered) = abort_by(p("job.1", 0));
     let events = vec![spawn, abort, exited("job.1", 0, 7), exited("job", 0, 143)];
     assert_eq!(run_with(&fake, 1, events), 7);
     assert_eq!(answered.try_recv(), Ok(Ok(())));
@@ -476,6 +508,7 @@ fn a_first_job_that_cannot_start_ends_without_waiting() {
 
 mod control;
 mod log;
+mod recovery;
 
 /// Each job spawning the next one, as OpenPMIx's `resolve` does when it cannot tell it is a
 /// child: the run refuses the generation past `--max-spawn-depth`, says so, and goes on.
