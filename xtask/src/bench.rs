@@ -115,6 +115,28 @@ pub(crate) fn mode_options<O>(
     }
 }
 
+/// The end of one of the bench's other modes: prints its report `md`, writes it to `out` if
+/// given, and fails if any run `failed` or the file cannot be written.
+pub(crate) fn mode_report(
+    mode: &str,
+    md: &str,
+    out: Option<&std::path::Path>,
+    failed: bool,
+) -> ExitCode {
+    print!("{md}");
+    if let Some(path) = out {
+        if let Err(e) = std::fs::write(path, md) {
+            eprintln!("xtask bench {mode}: cannot write {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 /// What the command line asked for.
 #[derive(Debug, Clone)]
 pub(crate) struct Options {

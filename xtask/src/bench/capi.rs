@@ -298,18 +298,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             let _ = writeln!(md, "{}", row(launcher, n, &samples[0], &samples[1]));
         }
     }
-    print!("{md}");
-    if let Some(path) = &o.out {
-        if let Err(e) = std::fs::write(path, &md) {
-            eprintln!("xtask bench --capi: cannot write {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    super::mode_report("--capi", &md, o.out.as_deref(), failed)
 }
 
 #[cfg(test)]

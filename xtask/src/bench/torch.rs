@@ -246,18 +246,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             cell(mins[2]),
         );
     }
-    print!("{md}");
-    if let Some(path) = &o.out {
-        if let Err(e) = std::fs::write(path, &md) {
-            eprintln!("xtask bench --torch: cannot write {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    super::mode_report("--torch", &md, o.out.as_deref(), failed)
 }
 
 #[cfg(test)]
