@@ -640,6 +640,36 @@ fn a_rust_debugger_spawns_a_job_held_in_init_and_releases_it() {
     assert_eq!(released.len(), 2, "the spawned processes: {out:#?}");
 }
 
+/// Daemons co-spawned as OpenPMIx's `debugger` example asks (`MAPBY ppr:1:node`,
+/// `DEBUGGER_DAEMONS`, `DEBUG_JOB`, an application without a count): one per node, here one,
+/// which finds the job it debugs under `DEBUG_JOB` in its job data.
+#[test]
+fn a_rust_debugger_co_spawns_one_daemon_per_node_that_finds_its_job() {
+    let end = Instant::now() + DEADLINE;
+    let mut held = Held::start(App::Rust);
+    let mut dbg = Dbg::start(Debugger::Rust, held.pid);
+    let pids = held_table(&mut dbg, &held, end);
+    let daemon = rust_bin("pmix-debuggee").display().to_string();
+    dbg.send(&format!("co-daemons {daemon} --daemon-of-job"));
+    assert_eq!(
+        dbg.line("debugger daemons", end),
+        format!("debugger daemons job=rs-pmixrun-{}.1", held.pid)
+    );
+    std::fs::write(&held.mark, "").expect("writing the mark");
+    dbg.send("release");
+    dbg.line("debugger finalized", end);
+    assert!(dbg.wait(end).success(), "{:#?}", dbg.seen);
+    let out = held.finish(end);
+    assert!(out.status.success(), "{out:#?}");
+    check_released(&out, &pids, "Rust debugger with co-spawned daemons");
+    let daemons: Vec<String> = keyed_lines(&out.stdout, "daemon")
+        .iter()
+        .map(|d| format!("{} {}", d["rank"], d["job"]))
+        .collect();
+    let target = format!("rs-pmixrun-{}", held.pid);
+    assert_eq!(daemons, [format!("0 {target}")], "{out:#?}");
+}
+
 #[test]
 fn a_rust_debugger_spawns_its_daemons_beside_a_held_job_then_releases_it() {
     let end = Instant::now() + DEADLINE;

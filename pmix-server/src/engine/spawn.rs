@@ -21,10 +21,9 @@ impl Engine {
             .iter()
             .try_fold(0u32, |n, a| n.checked_add(a.maxprocs))
             .filter(|n| *n < Rank::WILDCARD.0);
-        if size.is_none()
-            || apps.is_empty()
-            || apps.iter().any(|a| a.maxprocs == 0 || a.cmd.is_empty())
-        {
+        // An application without a process count is the host's to refuse or to count (as
+        // PRRTE counts `MAPBY ppr:N:node` daemons of a debugger), not the server's.
+        if size.is_none() || apps.is_empty() || apps.iter().any(|a| a.cmd.is_empty()) {
             return self.reply_status(conn, id, Status::ERR_BAD_PARAM);
         }
         self.host_call(

@@ -8,7 +8,8 @@
 //!
 //! `pmix-debuggee --daemon` is a debugger daemon instead (spawned by a tool with
 //! `DEBUG_DAEMONS_PER_NODE`): it reads `DEBUG_TARGET` from its job data, prints
-//! `daemon rank=<r> target=<nspace>.<rank>`, and finalizes.
+//! `daemon rank=<r> target=<nspace>.<rank>`, and finalizes; `--daemon-of-job` is one spawned
+//! with `DEBUGGER_DAEMONS`: it reads `DEBUG_JOB` and prints `daemon rank=<r> job=<nspace>`.
 //!
 //! `pmix-debuggee --await-release` (a job not held in init) registers for
 //! `DEBUGGER_RELEASE`, prints `awaiting rank=<r>`, waits at most 60 s for one (from a tool,
@@ -44,6 +45,20 @@ fn main() -> ExitCode {
             }
             other => {
                 eprintln!("FAIL rank={rank}: DEBUG_TARGET: {other:?}");
+                ExitCode::from(2)
+            }
+        };
+    }
+    if mark == "--daemon-of-job" {
+        let job = Proc::new(client.proc().nspace.clone(), Rank::WILDCARD);
+        return match client.get(&job, attr::DEBUG_JOB, &[]) {
+            Ok(Value::String(target)) => {
+                println!("daemon rank={rank} job={target}");
+                let _ = client.finalize();
+                ExitCode::SUCCESS
+            }
+            other => {
+                eprintln!("FAIL rank={rank}: DEBUG_JOB: {other:?}");
                 ExitCode::from(2)
             }
         };

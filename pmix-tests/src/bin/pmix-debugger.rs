@@ -12,6 +12,9 @@
 //! - `daemons N PROGRAM ARGS...`: spawns `N` debugger daemons for the job (`PMIx_Spawn` with
 //!   `DEBUG_TARGET` the job and `DEBUG_DAEMONS_PER_NODE` N), prints
 //!   `debugger daemons job=<nspace>`, and reads the next command;
+//! - `co-daemons PROGRAM ARGS...`: spawns debugger daemons as OpenPMIx's `debugger` example
+//!   does (`MAPBY ppr:1:node`, `DEBUGGER_DAEMONS`, `DEBUG_JOB` the job's namespace, an
+//!   application with no process count), prints `debugger daemons job=<nspace>`;
 //! - `release`: sends `DEBUGGER_RELEASE` to the job, prints `debugger released`;
 //! - `kill`: kills the job (`PMIx_Job_control`, `JOB_CTRL_KILL`), prints `debugger killed`;
 //!
@@ -137,6 +140,15 @@ fn run(pid: u32, spawning: &[String]) -> Result<ExitCode, String> {
                     ),
                 ];
                 let daemons = spawn(&mut tool, directives, 1, argv)?;
+                println!("debugger daemons job={daemons}");
+            }
+            Some("co-daemons") => {
+                let directives = vec![
+                    Info::attr(attr::MAPBY, "ppr:1:node"),
+                    Info::attr(attr::DEBUGGER_DAEMONS, true),
+                    Info::attr(attr::DEBUG_JOB, all.nspace.as_str()),
+                ];
+                let daemons = spawn(&mut tool, directives, 0, &words[1..])?;
                 println!("debugger daemons job={daemons}");
             }
             _ => return Err(format!("unknown command {line:?}")),

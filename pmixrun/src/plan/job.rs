@@ -130,6 +130,11 @@ pub(crate) fn process_sets(nspace: &Nspace, info: &[Info]) -> Vec<(String, Vec<P
 /// app of `MPI_Comm_spawn_multiple` with the parent's directory as its `cwd` and the `wdir`
 /// info key as the app's `PMIX_WDIR`, which PRRTE lets override the `cwd`.
 pub(crate) fn spawn_apps(apps: &[pmix_server::App], job_info: &[Info]) -> Result<Vec<App>, String> {
+    // The server passes an application without a process count on: a host may derive one
+    // (pmixrun does for debugger daemons, `debug.rs`); left at none, it is refused here.
+    if let Some((n, a)) = apps.iter().enumerate().find(|(_, a)| a.maxprocs == 0) {
+        return Err(format!("application {n} ({}) asks for no processes", a.cmd));
+    }
     apps.iter()
         .map(|a| {
             let mut env: Vec<_> = a

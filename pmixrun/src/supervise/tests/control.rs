@@ -364,7 +364,9 @@ fn spawn_and_debug_support_are_answered_with_the_attributes_honoured() {
         [
             attr::DEBUG_STOP_IN_INIT,
             attr::DEBUG_TARGET,
-            attr::DEBUG_DAEMONS_PER_NODE
+            attr::DEBUG_DAEMONS_PER_NODE,
+            attr::DEBUGGER_DAEMONS,
+            attr::DEBUG_JOB
         ]
     );
 }
