@@ -8,7 +8,8 @@
 //! the kept events of the codes it names and its connection did not name before, that the
 //! event's range reaches, after the registration's answer. A registration for every code
 //! (a default handler, such as Open MPI registers for errors) is not told of past states it
-//! did not ask for.
+//! did not ask for. A tool registering late hears them too, those its range reaches as
+//! live events reach tools (`tools.rs`).
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -62,11 +63,20 @@ impl EventCache {
         self.kept.push_back(Arc::new(event.clone()));
     }
 
-    /// The kept events of `codes` that reach `proc`.
+    /// The kept events of `codes` that reach client `proc`.
     fn of_codes(&self, codes: &[Status], proc: &Proc) -> Vec<Arc<Event>> {
+        self.of_codes_where(codes, |e| reaches(e, proc))
+    }
+
+    /// The kept events of `codes` that `reaches` says reach their listener.
+    pub(super) fn of_codes_where(
+        &self,
+        codes: &[Status],
+        reaches: impl Fn(&Event) -> bool,
+    ) -> Vec<Arc<Event>> {
         self.kept
             .iter()
-            .filter(|e| codes.contains(&e.code) && reaches(e, proc))
+            .filter(|e| codes.contains(&e.code) && reaches(e))
             .cloned()
             .collect()
     }

@@ -210,29 +210,29 @@ impl Tools {
     /// The tools that `event` reaches and that registered for it, but `except` (see the
     /// module's doc). `from_host`: the host raised it.
     fn reached_by(&self, event: &Event, except: Option<ConnId>, from_host: bool) -> Vec<ConnId> {
-        let custom = if event.range == DataRange::CUSTOM {
-            events::custom_range(event)
-        } else {
-            Vec::new()
-        };
         if from_host && event.code == Status::EVENT_JOB_END {
             // Tools hear every job's end from the server itself (`tools_job_ended`).
             return Vec::new();
         }
-        let reaches = |p: &Proc| match event.range {
-            _ if from_host => true,
-            DataRange::LOCAL | DataRange::SESSION | DataRange::GLOBAL => true,
-            DataRange::CUSTOM => custom
-                .iter()
-                .any(|c| c.nspace == p.nspace && (c.rank == Rank::WILDCARD || c.rank == p.rank)),
-            _ => false,
-        };
         self.conns
             .iter()
             .filter(|(c, t)| Some(**c) != except && t.active && t.events.wants(event.code))
-            .filter(|(_, t)| reaches(&t.proc))
+            .filter(|(_, t)| tool_reached(event, from_host, &t.proc))
             .map(|(c, _)| *c)
             .collect()
+    }
+}
+
+/// Whether `event` reaches tool `p` by its range: the host's events reach every tool; of the
+/// others, those of the local, session and global ranges, and a custom range naming it.
+fn tool_reached(event: &Event, from_host: bool, p: &Proc) -> bool {
+    match event.range {
+        _ if from_host => true,
+        DataRange::LOCAL | DataRange::SESSION | DataRange::GLOBAL => true,
+        DataRange::CUSTOM => events::custom_range(event)
+            .iter()
+            .any(|c| c.nspace == p.nspace && (c.rank == Rank::WILDCARD || c.rank == p.rank)),
+        _ => false,
     }
 }
 
@@ -302,11 +302,28 @@ impl Engine {
             Request::Query { queries } => self.query(conn, id, me, queries),
             Request::Get { proc, key, info } => self.tool_get(conn, id, &proc, key, &info, now),
             Request::RegisterEvents { codes, .. } => {
-                if let Some(events) = self.tools.events(conn) {
-                    events.add(&codes);
-                }
+                let newly: Vec<Status> = match self.tools.events(conn) {
+                    Some(events) => {
+                        let newly = codes.iter().copied().filter(|c| !events.names(*c));
+                        let newly = newly.collect();
+                        events.add(&codes);
+                        newly
+                    }
+                    None => Vec::new(),
+                };
                 self.reply_status(conn, id, Status::SUCCESS);
                 self.tell_new_debugger(conn, &codes);
+                // The states announced before (a process set defined...), as a client hears
+                // them when it registers late (`event_cache.rs`).
+                let kept = self.event_cache.of_codes_where(&newly, |e| {
+                    self.tools
+                        .conns
+                        .get(&conn)
+                        .is_some_and(|t| tool_reached(e, false, &t.proc))
+                });
+                for event in kept {
+                    self.send_event(vec![conn], &event);
+                }
             }
             Request::DeregisterEvents { codes } => {
                 if let Some(events) = self.tools.events(conn) {

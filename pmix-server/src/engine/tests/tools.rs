@@ -143,3 +143,26 @@ fn the_host_is_told_of_a_tool_and_may_refuse_it() {
     assert_eq!(s.tools.len(), 1);
     assert_eq!(s.tools[0].0, 6);
 }
+
+/// A tool registering for process-set events after the sets were defined hears of them, as a
+/// client does (issue 35: tools were told nothing kept).
+#[test]
+fn a_tool_registering_late_hears_the_process_sets_defined_before() {
+    let mut s = serving();
+    s.job("a", 2);
+    s.eng
+        .define_pset("app://one".into(), vec![Proc::new(ns("a"), 0)]);
+    s.pump();
+    s.eng.handle_tool_hello(10, tool_hello(UID, None));
+    s.pump();
+    let reg = s.send(
+        10,
+        Request::RegisterEvents {
+            codes: vec![Status::PROCESS_SET_DEFINE],
+            info: vec![],
+        },
+    );
+    assert_eq!(s.reply(10, reg).status, Status::SUCCESS);
+    let heard: Vec<_> = s.events.drain(..).map(|(c, e)| (c, e.code)).collect();
+    assert_eq!(heard, vec![(10, Status::PROCESS_SET_DEFINE)]);
+}
