@@ -35,6 +35,7 @@ mod local_tree;
 mod machine;
 mod mpich;
 mod multinode;
+mod recovery;
 mod report;
 mod scale;
 mod stats;
@@ -85,6 +86,8 @@ options:
                        (`cargo xtask bench --tree-sim --help`)
     --scale            instead: one daemon's share of a job of 100k and 1M processes on
                        our stack and on OpenPMIx (`cargo xtask bench --scale --help`)
+    --recovery         instead: a failed rank's exit to its survivors' event under
+                       pmixrun --enable-recovery (`cargo xtask bench --recovery --help`)
     --capi             instead: Open MPI 5's MPI_Init on OpenPMIx's libpmix and on
                        pmix-rs's, under pmixrun and prterun (`cargo xtask bench --capi --help`)
     --torch            instead: a PyTorch job from launch to exit under pmixrun and
@@ -285,6 +288,14 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             .cloned()
             .collect();
         return tree_sim::run(&rest);
+    }
+    if args.iter().any(|a| a == "--recovery") {
+        let rest: Vec<String> = args
+            .iter()
+            .filter(|a| *a != "--recovery")
+            .cloned()
+            .collect();
+        return recovery::run(&rest);
     }
     if args.iter().any(|a| a == "--capi") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--capi").cloned().collect();

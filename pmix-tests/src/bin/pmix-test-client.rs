@@ -792,7 +792,7 @@ fn run(args: &[String]) -> Res {
         "fence-timeout" => fence_timeout(&c),
         "nodeinfo" => nodeinfo(&c),
         "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
-        "recovery" => recovery(&c, arg(1), arg(2)),
+        "recovery" => recovery(&c, arg(1), arg(2), arg(3) == "timed"),
         "restart" => restart(&c, arg(1), arg(2), arg(3)),
         other => Err(format!("unknown scenario {other:?}")),
     };
@@ -1063,8 +1063,10 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
 /// other tried (a fence naming a finalized process fails too, with `ERR_NOT_FOUND`). With `<status>` `none`, no rank fails and the whole job's fence
 /// completes; with `gone-before-init`, rank `<rank>` is expected never to start (the others'
 /// first fence fails); with `abort:<status>`, rank `<rank>` calls abort with that status and
-/// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead.
-fn recovery(c: &Client, rank: &str, status: &str) -> Res {
+/// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead. With a third
+/// argument `timed`, the failing rank says `exiting at <ns>` and each survivor `told at <ns>`
+/// (when its handler ran; nanoseconds since the epoch).
+fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
     let me = c.proc().clone();
     let failing: u32 = rank.parse().map_err(e("rank"))?;
     let size = job_size(c, &me.nspace)?;
@@ -1105,7 +1107,8 @@ fn recovery(c: &Client, rank: &str, status: &str) -> Res {
                 .find(|i| i.key.as_str() == k)
                 .map(|i| i.value.clone())
         };
-        let _ = tx.send((value(attr::EVENT_AFFECTED_PROC), value(attr::EXIT_CODE)));
+        let at = wall_clock_ns();
+        let _ = tx.send((value(attr::EVENT_AFFECTED_PROC), value(attr::EXIT_CODE), at));
     })
     .map_err(e("registering for the event"))?;
     c.fence(&[], &[]).map_err(e("first fence"))?;
@@ -1118,9 +1121,12 @@ fn recovery(c: &Client, rank: &str, status: &str) -> Res {
         park_forever()
     }
     if me.rank.0 == failing {
+        if timed {
+            say(format!("exiting at {}", wall_clock_ns()));
+        }
         std::process::exit(status);
     }
-    let (who, exit_code) = told
+    let (who, exit_code, at) = told
         .recv_timeout(Duration::from_secs(30))
         .map_err(e("waiting for the event"))?;
     check!(
@@ -1129,6 +1135,9 @@ fn recovery(c: &Client, rank: &str, status: &str) -> Res {
         "{code:?} for {who:?} with exit code {exit_code:?}"
     );
     say(format!("told rank {failing} ended with {status}"));
+    if timed {
+        say(format!("told at {at}"));
+    }
     c.fence(&survivors, &[])
         .map_err(e("fence of the survivors"))?;
     say("survivors' fence done".into());
@@ -1140,6 +1149,14 @@ fn recovery(c: &Client, rank: &str, status: &str) -> Res {
             last_fence()
         }
     }
+}
+
+/// Nanoseconds since the epoch: times that processes of one machine (its logical nodes too)
+/// compare (`cargo xtask bench --recovery`).
+fn wall_clock_ns() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
 }
 
 /// `restart <rank> <status> <dir>`, under `pmixrun --max-restarts 1`: in its first life rank
