@@ -157,7 +157,7 @@ pub(crate) fn truth(v: &Value) -> i32 {
     }
 }
 
-/// Whether a value is true, false or no boolean ([`truth`]); NULL and values this library
+/// Whether a value is true, false or no boolean (`truth`); NULL and values this library
 /// cannot read are no boolean.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn PMIx_Value_true(v: *const pmix_value_t) -> i32 {
