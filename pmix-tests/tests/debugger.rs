@@ -640,65 +640,53 @@ fn a_rust_debugger_spawns_a_job_held_in_init_and_releases_it() {
     assert_eq!(released.len(), 2, "the spawned processes: {out:#?}");
 }
 
+/// A Rust debugger attached to a held job sends `command` (spawning daemons of
+/// `pmix-debuggee` with `daemon_arg`), then releases the job: the job's pid, and for each
+/// daemon line its `rank` and `field`, sorted.
+fn daemons_beside_a_held_job(command: &str, daemon_arg: &str, field: &str) -> (u32, Vec<String>) {
+    let end = Instant::now() + DEADLINE;
+    let mut held = Held::start(App::Rust);
+    let mut dbg = Dbg::start(Debugger::Rust, held.pid);
+    let pids = held_table(&mut dbg, &held, end);
+    let daemon = rust_bin("pmix-debuggee").display().to_string();
+    dbg.send(&format!("{command} {daemon} {daemon_arg}"));
+    assert_eq!(
+        dbg.line("debugger daemons", end),
+        format!("debugger daemons job=rs-pmixrun-{}.1", held.pid)
+    );
+    std::fs::write(&held.mark, "").expect("writing the mark");
+    dbg.send("release");
+    dbg.line("debugger finalized", end);
+    assert!(dbg.wait(end).success(), "{:#?}", dbg.seen);
+    let out = held.finish(end);
+    assert!(out.status.success(), "{out:#?}");
+    check_released(
+        &out,
+        &pids,
+        &format!("Rust debugger with daemons ({command})"),
+    );
+    let mut daemons: Vec<String> = keyed_lines(&out.stdout, "daemon")
+        .iter()
+        .map(|d| format!("{} {}", d["rank"], d[field]))
+        .collect();
+    daemons.sort();
+    (held.pid, daemons)
+}
+
 /// Daemons co-spawned as OpenPMIx's `debugger` example asks (`MAPBY ppr:1:node`,
 /// `DEBUGGER_DAEMONS`, `DEBUG_JOB`, an application without a count): one per node, here one,
 /// which finds the job it debugs under `DEBUG_JOB` in its job data.
 #[test]
 fn a_rust_debugger_co_spawns_one_daemon_per_node_that_finds_its_job() {
-    let end = Instant::now() + DEADLINE;
-    let mut held = Held::start(App::Rust);
-    let mut dbg = Dbg::start(Debugger::Rust, held.pid);
-    let pids = held_table(&mut dbg, &held, end);
-    let daemon = rust_bin("pmix-debuggee").display().to_string();
-    dbg.send(&format!("co-daemons {daemon} --daemon-of-job"));
-    assert_eq!(
-        dbg.line("debugger daemons", end),
-        format!("debugger daemons job=rs-pmixrun-{}.1", held.pid)
-    );
-    std::fs::write(&held.mark, "").expect("writing the mark");
-    dbg.send("release");
-    dbg.line("debugger finalized", end);
-    assert!(dbg.wait(end).success(), "{:#?}", dbg.seen);
-    let out = held.finish(end);
-    assert!(out.status.success(), "{out:#?}");
-    check_released(&out, &pids, "Rust debugger with co-spawned daemons");
-    let daemons: Vec<String> = keyed_lines(&out.stdout, "daemon")
-        .iter()
-        .map(|d| format!("{} {}", d["rank"], d["job"]))
-        .collect();
-    let target = format!("rs-pmixrun-{}", held.pid);
-    assert_eq!(daemons, [format!("0 {target}")], "{out:#?}");
+    let (pid, daemons) = daemons_beside_a_held_job("co-daemons", "--daemon-of-job", "job");
+    let target = format!("rs-pmixrun-{pid}");
+    assert_eq!(daemons, [format!("0 {target}")]);
 }
 
 #[test]
 fn a_rust_debugger_spawns_its_daemons_beside_a_held_job_then_releases_it() {
-    let end = Instant::now() + DEADLINE;
-    let mut held = Held::start(App::Rust);
-    let mut dbg = Dbg::start(Debugger::Rust, held.pid);
-    let pids = held_table(&mut dbg, &held, end);
-    let daemon = rust_bin("pmix-debuggee").display().to_string();
-    dbg.send(&format!("daemons 2 {daemon} --daemon"));
-    assert_eq!(
-        dbg.line("debugger daemons", end),
-        format!("debugger daemons job=rs-pmixrun-{}.1", held.pid)
-    );
-    std::fs::write(&held.mark, "").expect("writing the mark");
-    dbg.send("release");
-    dbg.line("debugger finalized", end);
-    assert!(dbg.wait(end).success(), "{:#?}", dbg.seen);
-    let out = held.finish(end);
-    assert!(out.status.success(), "{out:#?}");
-    check_released(&out, &pids, "Rust debugger with daemons");
+    let (pid, daemons) = daemons_beside_a_held_job("daemons 2", "--daemon", "target");
     // Two daemons (DEBUG_DAEMONS_PER_NODE 2, whatever the app asked), each told the target.
-    let mut daemons: Vec<String> = keyed_lines(&out.stdout, "daemon")
-        .iter()
-        .map(|d| format!("{} {}", d["rank"], d["target"]))
-        .collect();
-    daemons.sort();
-    let target = format!("rs-pmixrun-{}.{}", held.pid, u32::MAX - 1);
-    assert_eq!(
-        daemons,
-        [format!("0 {target}"), format!("1 {target}")],
-        "{out:#?}"
-    );
+    let target = format!("rs-pmixrun-{pid}.{}", u32::MAX - 1);
+    assert_eq!(daemons, [format!("0 {target}"), format!("1 {target}")]);
 }
