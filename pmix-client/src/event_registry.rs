@@ -7,7 +7,8 @@
 //! the socket; a handler removed while an event is being dispatched is not called for it
 //! afterwards, and a panicking handler is caught. The order is the standard's
 //! (`order.rs`): handlers of one code, then of several, then of every code, each group in
-//! registration order unless the registration placed it otherwise.
+//! registration order unless the registration placed it otherwise. An event marked
+//! `EVENT_NON_DEFAULT` skips the handlers of every code.
 
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
@@ -15,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::Mutex;
-use pmix_types::{DataRange, Info, Proc, Status};
+use pmix_types::{DataRange, Info, Proc, Status, attr};
 use pmix_wire::Event;
 
 use crate::Error;
@@ -39,9 +40,22 @@ pub(crate) struct Handler {
 }
 
 impl Handler {
-    fn wants(&self, code: Status) -> bool {
-        self.codes.is_empty() || self.codes.contains(&code)
+    /// A handler of every code is not called for an event marked `EVENT_NON_DEFAULT`: only
+    /// handlers that name its code asked for it.
+    fn wants(&self, ev: &Event) -> bool {
+        if self.codes.is_empty() {
+            !is_non_default(ev)
+        } else {
+            self.codes.contains(&ev.code)
+        }
     }
+}
+
+/// True if `ev` says it is only for the handlers registered for its code.
+fn is_non_default(ev: &Event) -> bool {
+    ev.info
+        .iter()
+        .any(|i| i.key.as_str() == attr::EVENT_NON_DEFAULT && i.flag().unwrap_or(false))
 }
 
 #[derive(Default)]
@@ -86,7 +100,7 @@ impl Events {
             .handlers
             .lock()
             .iter()
-            .filter(|h| h.wants(ev.code))
+            .filter(|h| h.wants(ev))
             .map(|h| (Arc::clone(&h.f), Arc::clone(&h.active)))
             .collect();
         for (f, active) in &matching {
@@ -156,5 +170,55 @@ impl Events {
     /// Takes the events that arrived with no handler to take them.
     pub(crate) fn take_backlog(&self) -> Vec<Event> {
         self.backlog.lock().drain(..).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use pmix_types::Nspace;
+
+    use super::*;
+
+    /// Registers a handler of `codes` that counts its calls.
+    fn counting(events: &Events, codes: &[Status]) -> Arc<AtomicUsize> {
+        let n = Arc::new(AtomicUsize::new(0));
+        let seen = Arc::clone(&n);
+        let f: Arc<HandlerFn> = Arc::new(move |_: &Event| {
+            seen.fetch_add(1, Ordering::Relaxed);
+        });
+        events.add(codes.to_vec(), &[], f).unwrap();
+        n
+    }
+
+    fn event(code: Status, info: Vec<Info>) -> Event {
+        Event {
+            code,
+            source: Proc::new(Nspace::new("job").unwrap(), 0u32),
+            range: DataRange::SESSION,
+            info,
+        }
+    }
+
+    #[test]
+    fn a_non_default_event_reaches_only_the_handlers_of_its_code() {
+        let events = Events::default();
+        let every = counting(&events, &[]);
+        let named = counting(&events, &[Status::EVENT_PROC_TERMINATED]);
+        let non_default = vec![Info::attr(attr::EVENT_NON_DEFAULT, true)];
+        events.deliver(event(Status::EVENT_PROC_TERMINATED, non_default.clone()));
+        assert_eq!(every.load(Ordering::Relaxed), 0);
+        assert_eq!(named.load(Ordering::Relaxed), 1);
+        // Unmarked, or marked false, it reaches both.
+        events.deliver(event(Status::EVENT_PROC_TERMINATED, Vec::new()));
+        let marked_false = vec![Info::attr(attr::EVENT_NON_DEFAULT, false)];
+        events.deliver(event(Status::EVENT_PROC_TERMINATED, marked_false));
+        assert_eq!(every.load(Ordering::Relaxed), 2);
+        assert_eq!(named.load(Ordering::Relaxed), 3);
+        // With no handler of its code, it is kept for `take_events`.
+        events.deliver(event(Status::ERR_PROC_ABORTED, non_default));
+        assert_eq!(events.take_backlog().len(), 1);
+        assert_eq!(every.load(Ordering::Relaxed), 2);
     }
 }
