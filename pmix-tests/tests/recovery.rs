@@ -96,6 +96,25 @@ fn an_abort_ends_only_its_caller() {
     assert_told(&out, "rank 1 called abort with status 6: recovery test");
 }
 
+/// An abort that names another rank ends that rank, not its caller: the caller goes on with
+/// the other survivors, and the run ends with the abort's status; on one node and across
+/// logical nodes. Seen failing before aborts read their process list: pmixrun ended the
+/// caller, and the rank it named waited for the deadline.
+#[test]
+fn an_abort_of_another_rank_ends_it_and_its_caller_goes_on() {
+    let args = ["--enable-recovery", "--tag-output", "-n", "3", &client()];
+    let out = pmixrun(&[&args[..], &["recovery", "1", "abort-by-0:6"]].concat());
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    for rank in [0, 2] {
+        assert_eq!(lines_of(&out, rank), survivor_lines(rank, 1, 6), "{out:?}");
+    }
+    assert!(lines_of(&out, 1).is_empty(), "{out:?}");
+    assert_told(
+        &out,
+        "rank 0 called abort of rank 1 with status 6: recovery test",
+    );
+}
+
 /// The scenario's control: nobody fails, the whole job's fence completes, the run succeeds.
 #[test]
 fn a_recoverable_run_without_failures_succeeds() {

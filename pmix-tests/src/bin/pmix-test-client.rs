@@ -1063,7 +1063,9 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
 /// other tried (a fence naming a finalized process fails too, with `ERR_NOT_FOUND`). With `<status>` `none`, no rank fails and the whole job's fence
 /// completes; with `gone-before-init`, rank `<rank>` is expected never to start (the others'
 /// first fence fails); with `abort:<status>`, rank `<rank>` calls abort with that status and
-/// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead. With a third
+/// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead; with
+/// `abort-by-<r>:<status>` rank `<r>` calls abort of rank `<rank>`, which waits to be ended,
+/// and then goes on as the other survivors do. With a third
 /// argument `timed`, the failing rank says `exiting at <ns>` and each survivor `told at <ns>`
 /// (when its handler ran; nanoseconds since the epoch).
 fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
@@ -1086,14 +1088,19 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
             Ok(())
         }
     };
-    let (status, abort): (Option<i32>, bool) = match status {
-        "none" => (None, false),
+    // Who calls abort, if somebody does: the failing rank itself, or another.
+    let (status, aborter): (Option<i32>, Option<u32>) = match status {
+        "none" => (None, None),
         "gone-before-init" => return job_fence().and_then(|()| last_fence()),
-        s => match s.strip_prefix("abort:") {
-            Some(s) => (Some(s.parse().map_err(e("status"))?), true),
-            None => (Some(s.parse().map_err(e("status"))?), false),
+        s => match abort_request(s) {
+            Some((by, s)) => {
+                let by = by.map_or(Ok(failing), |r| r.parse().map_err(e("aborting rank")))?;
+                (Some(s.parse().map_err(e("status"))?), Some(by))
+            }
+            None => (Some(s.parse().map_err(e("status"))?), None),
         },
     };
+    let abort = aborter.is_some();
     let code = if abort {
         Status::ERR_PROC_ABORTED
     } else {
@@ -1115,10 +1122,18 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
     let Some(status) = status else {
         return c.fence(&[], &[]).map_err(e("fence of the whole job"));
     };
-    if me.rank.0 == failing && abort {
+    if me.rank.0 == failing && aborter == Some(failing) {
         c.abort(Status(status), "recovery test", &[])
             .map_err(e("abort"))?;
         park_forever()
+    }
+    if me.rank.0 == failing && abort {
+        // Another rank aborts it: it waits to be ended.
+        park_forever()
+    }
+    if aborter == Some(me.rank.0) {
+        c.abort(Status(status), "recovery test", &[peer(failing)])
+            .map_err(e("abort of the failing rank"))?;
     }
     if me.rank.0 == failing {
         if timed {
@@ -1149,6 +1164,15 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
             last_fence()
         }
     }
+}
+
+/// `abort:<status>` is `(None, status)`, `abort-by-<rank>:<status>` `(Some(rank), status)`.
+fn abort_request(s: &str) -> Option<(Option<&str>, &str)> {
+    if let Some(status) = s.strip_prefix("abort:") {
+        return Some((None, status));
+    }
+    let (by, status) = s.strip_prefix("abort-by-")?.split_once(':')?;
+    Some((Some(by), status))
 }
 
 /// Nanoseconds since the epoch: times that processes of one machine (its logical nodes too)

@@ -231,11 +231,12 @@ pub(crate) enum Req {
         job_info: Vec<Info>,
         apps: Vec<SpawnApp>,
     },
-    /// To the root: abort the run.
+    /// To the root: abort `procs` (none: `proc`).
     Abort {
         proc: Proc,
         status: Status,
         message: String,
+        procs: Vec<Proc>,
     },
     /// To the root: write what a process logged (`PMIx_Log`).
     Log {

@@ -24,11 +24,13 @@ pub(crate) enum Event {
     Connected(Proc),
     /// A process called finalize.
     Finalized(Proc),
-    /// A process asked for the run to be aborted; `done` answers it.
+    /// A process asked for `procs` (none: itself) to be aborted (`supervise/abort.rs`);
+    /// `done` answers it.
     Abort {
         proc: Proc,
         status: Status,
         message: String,
+        procs: Vec<Proc>,
         done: Completion<()>,
     },
     /// A process asked for a new job; `done` answers with its namespace once every process
@@ -230,15 +232,14 @@ impl Host for RunHost {
         proc: &Proc,
         status: Status,
         message: &str,
-        _procs: &[Proc],
+        procs: &[Proc],
         done: Completion<()>,
     ) {
-        // Whatever `procs` lists, the whole run goes, as mpiexec does for MPI_Abort: the
-        // processes of a job depend on each other, and there is nobody to restart the rest.
         let ev = Event::Abort {
             proc: proc.clone(),
             status,
             message: message.to_owned(),
+            procs: procs.to_vec(),
             done,
         };
         if let Err(crossbeam_channel::SendError(Event::Abort { done, .. })) = self.events.send(ev) {

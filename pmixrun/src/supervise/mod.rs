@@ -25,6 +25,7 @@ use pmix_types::{Info, Nspace, Proc, Status};
 
 use crate::node::host::Event;
 
+mod abort;
 mod control;
 mod log;
 pub(crate) mod recovery;
@@ -474,7 +475,7 @@ impl<J: Jobs> Supervisor<J> {
             if f.proc.as_ref().is_some_and(|p| self.restart(p, &f.reason)) {
                 return;
             }
-            self.survive(f.status, &f.reason);
+            self.survive(f.status, &f.reason, &[]);
         } else {
             self.fail(f.status, f.reason);
         }
@@ -653,40 +654,9 @@ impl<J: Jobs> Supervisor<J> {
                 proc,
                 status,
                 message,
+                procs,
                 done,
-            } => {
-                // The end of this process that waited to hear its last requests is this
-                // abort's doing: the abort says why.
-                if let Some(settling) = &mut self.settling {
-                    settling
-                        .failures
-                        .retain(|f| f.unheard.as_ref() != Some(&proc));
-                    settling.waiting.retain(|w| *w != proc);
-                }
-                // A failure that happened before is decided first.
-                self.settle();
-                self.announce_abort(&proc, status);
-                let recoverable = self.is_recoverable(&proc);
-                let reason = if !self.index.contains_key(&proc.nspace) {
-                    // Not a process of the run: a tool (the server aborts the processes a
-                    // debugger left held in init, in its name).
-                    format!("tool {proc}: {message}")
-                } else if message.is_empty() {
-                    format!("{} called abort with status {}", self.who(&proc), status.0)
-                } else {
-                    let who = self.who(&proc);
-                    format!("{who} called abort with status {}: {message}", status.0)
-                };
-                if recoverable && self.stopping.is_none() {
-                    self.survive(exit_code_of_abort(status.0), &reason);
-                    self.end_aborted(&proc);
-                } else {
-                    self.fail(exit_code_of_abort(status.0), reason);
-                }
-                // Answered once the run is being stopped (or the caller is being ended): what
-                // it does after its abort returns can no longer change the outcome.
-                done.complete(Ok(()));
-            }
+            } => self.abort(&proc, status, &message, &procs, done),
             Event::Spawn {
                 parent,
                 job_info,

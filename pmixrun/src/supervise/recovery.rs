@@ -96,9 +96,10 @@ impl<J: Jobs> Supervisor<J> {
     }
 
     /// Records the failure of a process of a recoverable job: says why, and makes its status
-    /// the run's unless an earlier failure's is; the run goes on.
-    pub(super) fn survive(&mut self, status: u8, reason: &str) {
-        let others = alive(&self.table).next().is_some();
+    /// the run's unless an earlier failure's is; the run goes on. `ending` are being ended
+    /// for it (an abort's), so they are not among the others that go on.
+    pub(super) fn survive(&mut self, status: u8, reason: &str, ending: &[Proc]) {
+        let others = alive(&self.table).any(|(p, _)| !ending.contains(&p));
         let tail = if others {
             "; the others go on (recovery enabled)"
         } else {

@@ -214,13 +214,14 @@ impl Host for DaemonHost {
         proc: &Proc,
         status: Status,
         message: &str,
-        _procs: &[Proc],
+        procs: &[Proc],
         done: Completion<()>,
     ) {
         let req = Req::Abort {
             proc: proc.clone(),
             status,
             message: message.to_owned(),
+            procs: procs.to_vec(),
         };
         self.ask_root(&req, done, |a| matches!(a, Answer::Unit).then_some(()));
     }

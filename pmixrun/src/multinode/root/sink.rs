@@ -183,12 +183,14 @@ impl RootSink {
                 proc,
                 status,
                 message,
+                procs,
             } => {
                 let done = self.completion(origin, id, |()| Answer::Unit);
                 let ev = Event::Abort {
                     proc,
                     status,
                     message,
+                    procs,
                     done,
                 };
                 if let Err(crossbeam_channel::SendError(Event::Abort { done, .. })) =

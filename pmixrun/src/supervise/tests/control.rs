@@ -222,6 +222,7 @@ fn normal_ends_reach_a_parent_that_asked_and_an_abort_is_announced() {
         proc: p("job", 0),
         status: Status(3),
         message: String::new(),
+        procs: Vec::new(),
         done: Completion::from_fn(|_| {}),
     };
     let status = run_with(

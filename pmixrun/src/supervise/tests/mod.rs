@@ -170,13 +170,23 @@ fn spawn_by(parent: Proc) -> (Event, crossbeam_channel::Receiver<Result<Nspace, 
     (ev, rx)
 }
 
-/// An abort of `proc` with status 7 and message "bye", and where its answer will arrive.
+/// An abort by `proc` of itself with status 7 and message "bye", and where its answer will
+/// arrive.
 fn abort_by(proc: Proc) -> (Event, crossbeam_channel::Receiver<Result<(), Status>>) {
+    abort_of(proc, Vec::new())
+}
+
+/// [`abort_by`], of `procs`.
+fn abort_of(
+    proc: Proc,
+    procs: Vec<Proc>,
+) -> (Event, crossbeam_channel::Receiver<Result<(), Status>>) {
     let (tx, rx) = crossbeam_channel::unbounded();
     let ev = Event::Abort {
         proc,
         status: Status(7),
         message: "bye".into(),
+        procs,
         done: Completion::from_fn(move |r| {
             let _ = tx.send(r);
         }),
@@ -346,12 +356,7 @@ fn a_spawned_process_failing_fails_the_run_and_stops_every_job() {
 #[test]
 fn an_abort_read_after_its_processs_end_says_why_the_run_failed() {
     use Event::*;
-    let abort = |rank| Abort {
-        proc: p("job", rank),
-        status: Status(7),
-        message: "bye".into(),
-        done: Completion::from_fn(|_| {}),
-    };
+    let abort = |rank| abort_by(p("job", rank)).0;
     let fake = Fake::default();
     fake.0.borrow_mut().hears_out = true;
     let events = vec![
@@ -391,6 +396,7 @@ fn an_abort_in_a_tools_name_fails_the_run_naming_the_tool() {
         proc: p("srv-tool-1", 0),
         status: Status::ERR_LOST_CONNECTION,
         message: "the debugger went away".into(),
+        procs: vec![p("job", 0), p("job", 1)],
         done: Completion::from_fn(|_| {}),
     };
     let events = vec![abort, exited("job", 0, 143), exited("job", 1, 143)];
@@ -506,6 +512,7 @@ fn a_first_job_that_cannot_start_ends_without_waiting() {
     assert_eq!(fake.0.borrow().jobs_ended, ["job"]);
 }
 
+mod abort;
 mod control;
 mod log;
 mod recovery;
