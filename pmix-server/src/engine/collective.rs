@@ -146,26 +146,36 @@ impl Collectives {
         if let Some(d) = deadline {
             timers.set_fence(d, seq);
         }
-        // A participant that already left will never arrive. The first such in participant
-        // order decides the status; looked for from the smaller side, since this runs at every
-        // arrival (usually nobody has left, and then it costs nothing).
+        // A participant that already left will never arrive. Its status is the fence's
+        // (`gravest`); looked for from the smaller side, since this runs at every arrival
+        // (usually nobody has left, and then it costs nothing).
         let departed = self.table.get(seq).and_then(|op| {
             if sessions.gone().len() < op.local.len() {
-                sessions
+                let mut left: Vec<(Option<usize>, Status)> = sessions
                     .gone()
                     .iter()
                     .filter(|(p, _)| op.waits_for(**p))
-                    .min_by_key(|(p, _)| op.local.binary_search(p).ok())
-                    .map(|(_, status)| *status)
+                    .map(|(p, status)| (op.local.binary_search(p).ok(), *status))
+                    .collect();
+                left.sort_unstable_by_key(|(at, _)| *at);
+                gravest(left.into_iter().map(|(_, status)| status))
             } else {
-                op.local
-                    .iter()
-                    .filter(|p| op.waits_for(**p))
-                    .find_map(|p| sessions.gone().get(p))
-                    .copied()
+                gravest(
+                    op.local
+                        .iter()
+                        .filter(|p| op.waits_for(**p))
+                        .filter_map(|p| sessions.gone().get(p).copied()),
+                )
             }
         });
-        let departed = departed.or_else(|| self.remote_departed(seq, nspaces, sessions));
+        let departed = match departed {
+            Some(status) if status != Status::ERR_NOT_FOUND => Some(status),
+            local => gravest(
+                local
+                    .into_iter()
+                    .chain(self.remote_departed(seq, nspaces, sessions)),
+            ),
+        };
         Joined::Entered(seq, departed)
     }
 
@@ -176,21 +186,23 @@ impl Collectives {
         if !op.remote || sessions.gone().is_empty() {
             return None;
         }
-        op.participants.iter().find_map(|p| {
+        gravest(op.participants.iter().filter_map(|p| {
             let ns = nspaces.id(p.nspace.as_str())?;
             let local = nspaces.get(&ns)?;
             if p.rank == Rank::WILDCARD {
-                sessions
-                    .gone()
-                    .iter()
-                    .find(|((n, r), _)| *n == ns && !local.is_local(*r))
-                    .map(|(_, s)| *s)
+                gravest(
+                    sessions
+                        .gone()
+                        .iter()
+                        .filter(|((n, r), _)| *n == ns && !local.is_local(*r))
+                        .map(|(_, s)| *s),
+                )
             } else if local.is_local(p.rank) {
                 None
             } else {
                 sessions.gone().get(&(ns, p.rank)).copied()
             }
-        })
+        }))
     }
 
     /// What collective `seq` does next, once its local participants are all there.
@@ -625,4 +637,19 @@ impl Engine {
         };
         self.finish_fence(seq, result);
     }
+}
+
+/// The status a collective fails with, of those of its participants that left (in participant
+/// order): the first that is not `ERR_NOT_FOUND`, a process that finalized and left in order,
+/// since a failure (`ERR_PROC_TERM_WO_SYNC`, a lost node) says more of why the collective can
+/// never complete; else the first.
+fn gravest(statuses: impl IntoIterator<Item = Status>) -> Option<Status> {
+    let mut first = None;
+    for status in statuses {
+        if status != Status::ERR_NOT_FOUND {
+            return Some(status);
+        }
+        first.get_or_insert(status);
+    }
+    first
 }

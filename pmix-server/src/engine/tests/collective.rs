@@ -1,7 +1,7 @@
 //! Fences: barriers, collecting fences, participants that die, fences across nodes.
 
 use pmix_types::{Proc, Rank, Scope, Status, Value};
-use pmix_wire::{Kv, ProcKvs, ReplyBody};
+use pmix_wire::{Kv, ProcKvs, ReplyBody, Request};
 
 use super::{Sim, commit, fence, fence_data, get, key, ns, two_node_job};
 use crate::engine::{ConnId, HostCall, HostOutcome};
@@ -148,6 +148,33 @@ fn a_participant_that_ended_before_connecting_releases_fences_and_gets() {
     let f3 = s.send(1, fence(both, false));
     assert_eq!(s.reply(0, f2).status, Status::SUCCESS);
     assert_eq!(s.reply(1, f3).status, Status::SUCCESS);
+}
+
+/// Rank 1 finalized and left, then rank 2 ended without finalize: a fence of the whole job
+/// entered after both fails with rank 2's `ERR_PROC_TERM_WO_SYNC`, the failure, and not with
+/// rank 1's `ERR_NOT_FOUND`, though rank 1 comes first (seen failing so before statuses were
+/// ranked).
+#[test]
+fn a_fence_after_a_finalize_and_a_failure_fails_with_the_failure() {
+    let mut s = Sim::new();
+    s.job("a", 4);
+    for r in 0..4 {
+        s.connect(r as ConnId, "a", r);
+    }
+    let f = s.send(1, Request::Finalize { info: vec![] });
+    assert_eq!(s.reply(1, f).status, Status::SUCCESS);
+    s.eng.handle_closed(1);
+    s.eng.handle_closed(2);
+    s.pump();
+    let term = Status::from_name("ERR_PROC_TERM_WO_SYNC").unwrap();
+    let f0 = s.send(0, fence(vec![], false));
+    assert_eq!(s.reply(0, f0).status, term);
+    // Rank 1 alone left in order: a fence naming it fails with ERR_NOT_FOUND.
+    let f3 = s.send(
+        3,
+        fence(vec![Proc::new(ns("a"), 1), Proc::new(ns("a"), 3)], false),
+    );
+    assert_eq!(s.reply(3, f3).status, Status::ERR_NOT_FOUND);
 }
 
 #[test]
