@@ -174,6 +174,16 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: pmixrun_exit_early,
     },
     Scenario {
+        name: "pmixrun-recovery",
+        what: "--enable-recovery: the last rank (on the last node) exits 5; the others on every \
+               node hear of it, fence among themselves, fail a fence and a get naming it at \
+               once, and finish; the run exits 5",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: pmixrun_recovery,
+    },
+    Scenario {
         name: "pmixrun-daemon-killed",
         what: "node3's pmixrun daemon gets SIGKILL mid-run: the run ends in seconds naming node3",
         pmixrun: true,
@@ -528,6 +538,49 @@ fn pmixrun_exit_early(run: &Run<'_>) -> Result<String, String> {
         return Err(out.fail("pmixrun's message does not name rank 5"));
     }
     Ok(format!("failed in {:.2} s", out.elapsed.as_secs_f64()))
+}
+
+fn pmixrun_recovery(run: &Run<'_>) -> Result<String, String> {
+    let n = run.ranks();
+    let failing = n - 1;
+    let mut cmd = pmixrun(
+        run,
+        &cluster::pssh(),
+        &["--enable-recovery", "--tag-output"],
+    )?;
+    cmd.arg(program(&run.ctx.programs.test_client)?)
+        .args(["recovery", &failing.to_string(), "5"]);
+    let out = run.run(cmd)?;
+    if out.code() != Some(5) {
+        return Err(out.fail("did not exit with the failed rank's 5"));
+    }
+    // What each survivor says, in its order (pmix-tests/tests/recovery.rs's `survivor_lines`).
+    for r in 0..failing {
+        let said: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix(&format!("[{r}] ")))
+            .collect();
+        let want = [
+            format!("rank {r}: told rank {failing} ended with 5"),
+            format!("rank {r}: survivors' fence done"),
+            format!("rank {r}: job fence failed with ERR_PROC_TERM_WO_SYNC"),
+            format!("rank {r}: get failed with ERR_PROC_TERM_WO_SYNC"),
+            "ok".to_owned(),
+        ];
+        if said != want {
+            return Err(out.fail(&format!("rank {r} said {said:?}, not {want:?}")));
+        }
+    }
+    let reason = format!("pmixrun: rank {failing} exited with status 5 without calling finalize");
+    if !out.stderr.lines().any(|l| l.starts_with(&reason)) {
+        return Err(out.fail(&format!("pmixrun did not say {reason:?}")));
+    }
+    Ok(format!(
+        "{failing} survivors on {} nodes told and finished in {:.2} s",
+        run.ctx.nodes,
+        out.elapsed.as_secs_f64()
+    ))
 }
 
 /// Starts a run of `sleep 60` on every rank and waits until node3's pmixrun daemon and its
