@@ -400,11 +400,12 @@ fn refusals_are_explicit() {
         Value::Pointer(0)
     );
     // Type numbers no OpenPMIx release gives a value (the holes of removed types, the
-    // internal command, numbers past the last).
+    // internal command, `VALUE` as a value's own type, numbers past the last).
     for ty in [
         DataType(29),
         DataType(44),
         DataType::COMMAND,
+        DataType::VALUE,
         DataType(70),
         DataType(499),
     ] {

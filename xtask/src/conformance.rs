@@ -1,10 +1,10 @@
 //! `cargo xtask conformance`: runs the conformance scenarios against our stack and prints a
 //! matrix of scenario, result and time; exits non-zero when any scenario fails.
 //!
-//! Every scenario is a job of the scenario client `pmix-test-client` under the launcher
-//! `pmixrun`, both built first (dev profile, or release with `--release`). A row passes when
-//! the job's exit status, its output and pmixrun's message are exactly what the scenario
-//! must produce; the negative rows (abort, exit without finalize, a hang killed by
+//! Every scenario is a job of a scenario client of pmix-tests (`pmix-test-client`, or the
+//! name-service, dynamic-process and group clients) under the launcher `pmixrun`, all built
+//! first (dev profile, or release with `--release`). A row passes when the job's exit status,
+//! its output and pmixrun's message are exactly what the scenario must produce; the negative rows (abort, exit without finalize, a hang killed by
 //! `--timeout`) expect that very failure. Every job runs with pmixrun's `--timeout` and under
 //! a deadline of the runner's own, past which pmixrun and its job are killed and the row
 //! fails with "timed out". The rows are data, in `conformance/scenarios.rs`.
@@ -21,9 +21,9 @@ const USAGE: &str = "\
 usage: cargo xtask conformance [--filter SUBSTR]... [--release] [--list] [--nodes N]
 
 Runs the conformance scenarios (shared/research/tests.md: make-check rows 00-13 and the C
-rows, as far as implemented) as pmixrun jobs of pmix-test-client, and prints a matrix:
-tests.md ids, scenario, result and time on one node, and result and time across N logical
-nodes (`pmixrun --launcher local --host node1,...,nodeN --map-by node`: daemons of a
+rows, as far as implemented) as pmixrun jobs of pmix-tests' scenario clients, and prints a
+matrix: tests.md ids, scenario, result and time on one node, and result and time across N
+logical nodes (`pmixrun --launcher local --host node1,...,nodeN --map-by node`: daemons of a
 multi-node run on this machine, ranks dealt one per node in turn). Exits 1 when a scenario
 fails, 2 on a usage or build error. Scenarios of features not implemented yet are listed as
 skipped.

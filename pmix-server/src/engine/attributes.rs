@@ -14,16 +14,78 @@ use pmix_types::{DataArray, DataType, RegAttr};
 use pmix_types::{Info, Key, Value, attr};
 use pmix_wire::Query;
 
-/// The PMIx functions a client of this server can use, whatever the host.
-pub(super) const SERVER_FUNCTIONS: &str = "PMIx_Init,PMIx_Finalize,PMIx_Abort,PMIx_Put,PMIx_Commit,\
-PMIx_Fence,PMIx_Fence_nb,PMIx_Get,PMIx_Get_nb,PMIx_Publish,PMIx_Publish_nb,PMIx_Lookup,\
-PMIx_Lookup_nb,PMIx_Unpublish,PMIx_Unpublish_nb,PMIx_Spawn,PMIx_Spawn_nb,PMIx_Connect,\
-PMIx_Connect_nb,PMIx_Disconnect,PMIx_Disconnect_nb,PMIx_Register_event_handler,\
-PMIx_Deregister_event_handler,PMIx_Notify_event,PMIx_Query_info,PMIx_Query_info_nb,PMIx_Log,\
-PMIx_Log_nb,PMIx_Job_control,PMIx_Job_control_nb";
+/// What a connection is served before any request: the handshake and the job data it brings.
+pub(super) const CONNECTION: &str = "connection";
+
+/// The PMIx functions a client or tool of this server can use, whatever the host, by what
+/// serves them: the [`CONNECTION`], or a native request (named as its variant of
+/// `pmix_wire::Request`, which every front-end translates into). A test fails while a variant
+/// has no row, so a request added to the wire gets its functions listed here.
+pub(super) const FUNCTIONS_BY_REQUEST: &[(&str, &[&str])] = &[
+    (
+        CONNECTION,
+        &[
+            "PMIx_Init",
+            "PMIx_tool_init",
+            // Answered from the job data the connection brings.
+            "PMIx_Resolve_peers",
+            "PMIx_Resolve_nodes",
+        ],
+    ),
+    ("Commit", &["PMIx_Put", "PMIx_Commit"]),
+    ("Fence", &["PMIx_Fence", "PMIx_Fence_nb"]),
+    ("Get", &["PMIx_Get", "PMIx_Get_nb"]),
+    ("Publish", &["PMIx_Publish", "PMIx_Publish_nb"]),
+    ("Lookup", &["PMIx_Lookup", "PMIx_Lookup_nb"]),
+    ("Unpublish", &["PMIx_Unpublish", "PMIx_Unpublish_nb"]),
+    ("Spawn", &["PMIx_Spawn", "PMIx_Spawn_nb"]),
+    ("Connect", &["PMIx_Connect", "PMIx_Connect_nb"]),
+    ("Disconnect", &["PMIx_Disconnect", "PMIx_Disconnect_nb"]),
+    ("Abort", &["PMIx_Abort"]),
+    ("RegisterEvents", &["PMIx_Register_event_handler"]),
+    ("DeregisterEvents", &["PMIx_Deregister_event_handler"]),
+    (
+        "Notify",
+        &[
+            "PMIx_Notify_event",
+            // Invitations are events among the clients, which the engine reads on their way
+            // (`group_membership.rs`).
+            "PMIx_Group_invite",
+            "PMIx_Group_invite_nb",
+            "PMIx_Group_join",
+            "PMIx_Group_join_nb",
+        ],
+    ),
+    ("Query", &["PMIx_Query_info", "PMIx_Query_info_nb"]),
+    ("Log", &["PMIx_Log", "PMIx_Log_nb"]),
+    ("JobControl", &["PMIx_Job_control", "PMIx_Job_control_nb"]),
+    (
+        "GroupConstruct",
+        &["PMIx_Group_construct", "PMIx_Group_construct_nb"],
+    ),
+    (
+        "GroupDestruct",
+        &["PMIx_Group_destruct", "PMIx_Group_destruct_nb"],
+    ),
+    ("Finalize", &["PMIx_Finalize", "PMIx_tool_finalize"]),
+    ("GroupLeave", &["PMIx_Group_leave", "PMIx_Group_leave_nb"]),
+    // Tools only.
+    ("IofPull", &["PMIx_IOF_pull"]),
+    ("IofDeregister", &["PMIx_IOF_deregister"]),
+    ("IofPush", &["PMIx_IOF_push"]),
+];
+
+/// `SERVER_FUNCTIONS`: every function of [`FUNCTIONS_BY_REQUEST`], comma-separated.
+pub(super) fn server_functions() -> String {
+    let all: Vec<&str> = FUNCTIONS_BY_REQUEST
+        .iter()
+        .flat_map(|(_, fns)| fns.iter().copied())
+        .collect();
+    all.join(",")
+}
 
 /// The directives this server itself honours, by function, each with what it does here.
-const SERVER_ATTRIBUTES: &[(&str, &[(&str, &str)])] = &[
+pub(super) const SERVER_ATTRIBUTES: &[(&str, &[(&str, &str)])] = &[
     (
         "PMIx_Fence",
         &[
@@ -141,7 +203,7 @@ pub(super) fn attribute_support(q: &Query) -> Vec<Info> {
         (!infos.is_empty())
             .then(|| Info::attr(attr::QUERY_ATTRIBUTE_SUPPORT, DataArray::from_infos(infos)))
     };
-    let functions = || Info::attr(attr::SERVER_FUNCTIONS, SERVER_FUNCTIONS);
+    let functions = || Info::attr(attr::SERVER_FUNCTIONS, server_functions());
     if q.qualifiers.is_empty() {
         let mut all = server_attributes(None);
         all.push(functions());

@@ -125,7 +125,7 @@ impl Engine {
                 Value::from(pmix_types::DataArray::from_procs(self.pset_members(name)?))
             }
             attr::QUERY_SUPPORTED_KEYS => Value::String(comma_list(LOCAL_KEYS.iter().copied())),
-            attr::SERVER_FUNCTIONS => Value::from(super::attributes::SERVER_FUNCTIONS),
+            attr::SERVER_FUNCTIONS => Value::from(super::attributes::server_functions()),
             // This server's URI, unless a `HOSTNAME` qualifier names another host (the host
             // may know that one's).
             attr::SERVER_URI => {

@@ -272,10 +272,6 @@ fn anl_map(c: &Client, expected: &str) -> Res {
     Ok(())
 }
 
-/// Groups: every rank constructs the group of all ranks, then its pair's group (ranks 2k and
-/// 2k+1), each with a context id; the members come back sorted, every member of a group got
-/// the same id and no two groups got the same one (checked through each rank's put of its
-/// ids); then the groups are destructed, and a destructed group is not found.
 /// Each rank attaches a Rust `Tool` to its own server (found by the server's namespace, from
 /// the job data, through the server's rendezvous file), finds itself with its own pid in its
 /// job's process table, and finalizes the tool; the job then fences: the tools changed
@@ -325,6 +321,10 @@ fn tool(c: &Client) -> Res {
     c.fence(&[], &[]).map_err(e("fence"))
 }
 
+/// Groups: every rank constructs the group of all ranks, then its pair's group (ranks 2k and
+/// 2k+1), each with a context id; the members come back sorted, every member of a group got
+/// the same id and no two groups got the same one (checked through each rank's put of its
+/// ids); then the groups are destructed, and a destructed group is not found.
 fn groups(c: &Client) -> Res {
     let me = c.proc().clone();
     let size = job_size(c, &me.nspace)?;

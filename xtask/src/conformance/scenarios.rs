@@ -2,18 +2,19 @@
 //!
 //! Each row names the rows of `shared/research/tests.md` it covers: the make-check numbers
 //! ("00" to "13") and the conformance ids ("C01" to "C17"); "-" marks a row of our own (the
-//! launcher's contract, an authentication rule). A row runs `pmixrun` with the scenario client
-//! `pmix-test-client` and states what the job must produce, from the scenario's meaning: exit
-//! status, output lines, pmixrun's one-line reason. Rows for features not implemented yet are
-//! listed as skipped, with the reason, so the matrix shows what is missing; implementing one
-//! means replacing its `Plan::Skip` with a `Plan::Run`.
+//! launcher's contract, an authentication rule). A row runs `pmixrun` with a scenario client of
+//! pmix-tests (`pmix-test-client`, or the name-service, dynamic-process and group clients)
+//! and states what the job must produce, from the scenario's meaning: exit status, output
+//! lines, pmixrun's one-line reason. A row for a feature not implemented would be listed as
+//! skipped (`Plan::Skip`), with the reason, so that the matrix shows what is missing; none is
+//! today.
 //!
-//! pmixrun runs one job, so the make-check rows that fence across two namespaces (01, 02) are
-//! skipped here (pmix-tests/tests/core.rs runs them against an in-process server), and rows
-//! 00 and 03-05 run in their one-namespace form: an explicit rank list for 00, a subset of
-//! the job with one rank standing aside for 03-05 (as the second namespace stands aside in the
-//! original). C15-C17 (regex vectors, churn, malformed input) are library-level tests, not
-//! process scenarios, and are not listed.
+//! The make-check rows that fence across two namespaces (01, 02) get their second namespace
+//! from a spawn: the job's rank 0 spawns it, and both fence together (`pmix-dyn-client
+//! fence-part` and `fence-both`). Rows 00 and 03-05 run in their one-namespace form: an
+//! explicit rank list for 00, a subset of the job with one rank standing aside for 03-05 (as
+//! the second namespace stands aside in the original). C15-C17 (regex vectors, churn,
+//! malformed input) are library-level tests, not process scenarios, and are not listed.
 
 /// The placeholder for the job's namespace in a scenario argument. pmixrun names its job only
 /// when it starts, so such a command runs through `sh`, which fills in `$PMIX_NAMESPACE`.
@@ -127,7 +128,7 @@ const PASSED: Expect = Expect {
 pub(crate) const ONE_NODE: &[(&str, &str)] = &[
     (
         "tools",
-        "one node: only pmixrun's own server serves tools, not its daemons",
+        "one node: tools attach to the root's server only, each rank's here is its daemon's",
     ),
     ("job-info", "one node: checks LOCAL_SIZE == JOB_SIZE"),
     ("put-scopes", "one node: every peer sees LOCAL data"),
@@ -811,7 +812,7 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         ids: &["C14"],
         name: "tools",
         about: "tool init (by the server's namespace), process-table query, finalize; the \
-                job goes on; IOF not implemented yet",
+                job goes on",
         plan: Plan::Run(Job {
             timeout_s: T,
             apps: &[App {

@@ -60,8 +60,88 @@ fn the_engine_answers_what_it_knows_without_the_host() {
     assert_eq!(value_of(&got, attr::QUERY_NUM_PSETS), &Value::Size(0));
     assert_eq!(value_of(&got, attr::QUERY_PSET_NAMES), &Value::from(""));
     assert_eq!(value_of(&got, attr::JOB_SIZE).as_u64(), Some(2));
-    let fns = value_of(&got, attr::SERVER_FUNCTIONS).as_str().unwrap();
-    assert!(fns.split(',').any(|f| f == "PMIx_Job_control"), "{fns}");
+    let fns: Vec<&str> = value_of(&got, attr::SERVER_FUNCTIONS)
+        .as_str()
+        .unwrap()
+        .split(',')
+        .collect();
+    for f in [
+        "PMIx_Job_control",
+        "PMIx_Group_construct_nb",
+        "PMIx_Group_invite",
+        "PMIx_Group_leave",
+        "PMIx_IOF_pull",
+        "PMIx_IOF_push",
+        "PMIx_Resolve_peers",
+    ] {
+        assert!(fns.contains(&f), "{f} not in {fns:?}");
+    }
+    // What the server does not serve is not claimed.
+    for f in ["PMIx_Allocation_request", "PMIx_Process_monitor"] {
+        assert!(!fns.contains(&f), "{f} in {fns:?}");
+    }
+}
+
+/// The variant names of an enum deriving `Deserialize` (externally tagged), as its derive
+/// hands them to the deserializer: the one list that grows when a variant is added.
+fn variant_names<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    use serde::de::{Error as _, Visitor};
+    struct Names<'a>(&'a mut &'static [&'static str]);
+    impl<'de> serde::Deserializer<'de> for Names<'_> {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(Self::Error::custom("not an enum"))
+        }
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _name: &'static str,
+            variants: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = variants;
+            Err(Self::Error::custom("names taken"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes
+            byte_buf option unit unit_struct newtype_struct seq tuple tuple_struct map struct
+            identifier ignored_any
+        }
+    }
+    let mut names: &'static [&'static str] = &[];
+    let _ = T::deserialize(Names(&mut names));
+    names
+}
+
+#[test]
+fn every_request_of_the_wire_names_the_functions_it_serves() {
+    use crate::engine::attributes::{CONNECTION, FUNCTIONS_BY_REQUEST, SERVER_ATTRIBUTES};
+    let requests = variant_names::<Request>();
+    assert!(requests.contains(&"GroupLeave"), "{requests:?}");
+    let rows: Vec<&str> = FUNCTIONS_BY_REQUEST.iter().map(|(r, _)| *r).collect();
+    for r in requests {
+        assert!(
+            rows.contains(r),
+            "Request::{r} has no row in FUNCTIONS_BY_REQUEST: which PMIx functions does it serve?"
+        );
+    }
+    for r in &rows {
+        assert!(
+            *r == CONNECTION || requests.contains(r),
+            "FUNCTIONS_BY_REQUEST names {r}, which is no Request"
+        );
+    }
+    let fns: Vec<&str> = FUNCTIONS_BY_REQUEST
+        .iter()
+        .flat_map(|(_, f)| f.iter().copied())
+        .collect();
+    let mut unique = fns.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), fns.len(), "a function listed twice: {fns:?}");
+    // A function whose attributes the server describes is one it serves.
+    for (f, _) in SERVER_ATTRIBUTES {
+        assert!(fns.contains(f), "{f} has attributes but is not served");
+    }
 }
 
 #[test]

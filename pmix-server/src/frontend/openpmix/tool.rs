@@ -4,8 +4,9 @@
 //!
 //! The reference's listener serves the flags of tools and launchers of release 4 on
 //! (`TOOL_NEEDS_ID`, `TOOL_GIVEN_ID`, `TOOL_CLIENT` and the three launcher ones); so does this
-//! one. A launcher is served as a tool: it may query, nothing more (it does not launch
-//! through this server). Pre-4 tools (flags 1, 2) and singletons (9) are refused.
+//! one. A launcher is served as a tool: it may ask what a tool may (`docs/TOOLS.md`), nothing
+//! more (it does not launch through this server). Pre-4 tools (flags 1, 2) and singletons (9)
+//! are refused.
 
 use pmix_types::{Proc, Status};
 use pmix_wire::openpmix::{
