@@ -293,9 +293,12 @@ impl Jobs for RootJobs {
             });
         let answer = answer
             .recv_deadline(Instant::now() + LAUNCH_TIMEOUT)
-            .map_err(|_| {
-                let secs = LAUNCH_TIMEOUT.as_secs();
-                format!("the daemon of {node} did not answer within {secs} s")
+            .map_err(|e| match e {
+                RecvTimeoutError::Timeout => {
+                    let secs = LAUNCH_TIMEOUT.as_secs();
+                    format!("the daemon of {node} did not answer within {secs} s")
+                }
+                RecvTimeoutError::Disconnected => "the tree stopped".to_owned(),
             })?;
         let restarted = answer_of(answer, |a| match a {
             Answer::Restarted(r) => Some(r),
