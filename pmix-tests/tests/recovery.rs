@@ -1,6 +1,8 @@
 //! `pmixrun --enable-recovery`: a rank fails and the others run on. They hear of it by an
 //! event, a fence among themselves completes, a fence over the whole job and a get of the
 //! failed rank's data fail at once (no hang), and the run ends with the failed rank's status.
+//! `--max-restarts`: a failed rank is started again and the others fence with its new life
+//! and read what it put, on one node and across two logical nodes (`--launcher local`).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
