@@ -77,6 +77,10 @@ pub(crate) enum Call {
         proc: Proc,
         status: Status,
     },
+    /// A process that ended (here or on another node) was started again.
+    ProcRestarted {
+        proc: Proc,
+    },
     /// A local client's process ended.
     ClientEnded {
         proc: Proc,

@@ -508,6 +508,22 @@ impl Server {
         Ok(())
     }
 
+    /// Tells the server that `proc`, which ended (on this node or another), was started again:
+    /// the same rank of the same namespace, in a new life. It is no longer gone (fences and
+    /// gets naming it wait for it again, as for a process that has not committed yet), and
+    /// what was known of its earlier life's data is forgotten: gets of it wait for what the
+    /// new life commits, here or on its node. A host that restarts a process calls this
+    /// before starting it (then registers the client again, [`Server::register_client`]), and
+    /// a multi-node host on every other node too. Unknown processes are ignored.
+    pub fn proc_restarted(&self, proc: &Proc) -> Result<(), Error> {
+        let proc = proc.clone();
+        self.tx
+            .send(LoopMsg::Call(Call::ProcRestarted { proc }))
+            .map_err(|_| Error::Stopped)?;
+        let _ = self.waker.wake();
+        Ok(())
+    }
+
     /// Tells the server that the process of the local client `proc` ended (the host reaped
     /// it). What it sent before is read and acted on first; if that leaves no connection of
     /// it open, whatever waits for it fails with `ERR_PROC_TERM_WO_SYNC` as

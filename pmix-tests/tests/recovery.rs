@@ -1,6 +1,8 @@
 //! `pmixrun --enable-recovery`: a rank fails and the others run on. They hear of it by an
 //! event, a fence among themselves completes, a fence over the whole job and a get of the
 //! failed rank's data fail at once (no hang), and the run ends with the failed rank's status.
+//! `--max-restarts`: a failed rank is started again and the others fence with its new life
+//! and read what it put, on one node and across two logical nodes (`--launcher local`).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -197,40 +199,90 @@ fn a_rank_that_fails_before_init_fails_the_others_fences() {
     assert_told(&out, "rank 1 exited with status 4");
 }
 
-/// `--max-restarts 1`: rank 1 exits with 3 in its first life and is started again; every rank
-/// then fences with it and reads what its second life put; the run succeeds.
-#[test]
-fn a_failed_rank_is_restarted_and_the_job_completes_with_it() {
-    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join(format!("recovery-restart-{}", std::process::id()));
+/// Two logical nodes of this machine (`--launcher local`): ranks 0-1 on n1, 2-3 on n2.
+const TWO_NODES: [&str; 4] = ["--launcher", "local", "--host", "n1:2,n2:2"];
+
+/// `pmixrun <nodes> --max-restarts 1 -n <n> pmix-test-client restart <failing> 3 <dir>`:
+/// rank `failing` exits with 3 in its first life and is started again; every rank then fences
+/// with it and reads what its second life put; the run succeeds.
+fn restarted_rank_completes_the_job(nodes: &[&str], n: u32, failing: u32) {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "recovery-restart-{}-{}",
+        std::process::id(),
+        nodes.len()
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("creating the marker directory");
-    let dir_arg = dir.display().to_string();
+    let (dir_arg, n_arg, failing_arg) = (
+        dir.display().to_string(),
+        n.to_string(),
+        failing.to_string(),
+    );
     let args = [
         "--max-restarts",
         "1",
         "-n",
-        "3",
+        &n_arg,
         &client(),
         "restart",
-        "1",
+        &failing_arg,
         "3",
         &dir_arg,
     ];
-    let out = pmixrun(&args);
+    let out = pmixrun(&[nodes, &args[..]].concat());
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let mut lines: Vec<&str> = out.stdout.lines().collect();
     lines.sort_unstable();
-    let want: Vec<String> = (0..3)
-        .map(|r| format!("rank {r}: rank 1 is in life 2"))
-        .chain((0..3).map(|_| "ok".to_owned()))
+    let want: Vec<String> = (0..n)
+        .map(|r| format!("rank {r}: rank {failing} is in life 2"))
+        .chain((0..n).map(|_| "ok".to_owned()))
         .collect();
     let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
     want.sort_unstable();
     assert_eq!(lines, want, "{out:?}");
     assert_eq!(
         out.stderr,
-        "pmixrun: rank 1 exited with status 3 without calling finalize; restarting it (1 of 1)\n"
+        format!(
+            "pmixrun: rank {failing} exited with status 3 without calling finalize; \
+             restarting it (1 of 1)\n"
+        ),
+        "{out:?}"
     );
+}
+
+/// `--max-restarts 1`: rank 1 exits with 3 in its first life and is started again; every rank
+/// then fences with it and reads what its second life put; the run succeeds.
+#[test]
+fn a_failed_rank_is_restarted_and_the_job_completes_with_it() {
+    restarted_rank_completes_the_job(&[], 3, 1);
+}
+
+/// The same across two logical nodes, the failing rank (3) on the second: its node starts it
+/// again, and the readers of both nodes fence with its second life and read what it put (the
+/// first node forgets that it had ended).
+#[test]
+fn a_failed_rank_is_restarted_on_its_node_and_the_others_read_its_new_life() {
+    restarted_rank_completes_the_job(&TWO_NODES, 4, 3);
+}
+
+/// `--max-restarts 1` and a rank that fails in both lives: restarted once, its second failure
+/// stands (the run's status is its), on one node and across two logical nodes alike.
+#[test]
+fn a_rank_failing_again_after_its_last_restart_fails_the_run() {
+    let job = ["-n", "3", "true", ":", "-n", "1", "sh", "-c", "exit 5"];
+    for nodes in [&[][..], &TWO_NODES[..]] {
+        let out = pmixrun(&[nodes, &["--max-restarts", "1"], &job[..]].concat());
+        assert_eq!(out.status.code(), Some(5), "{out:?}");
+        let (first, second) = out.stderr.split_once('\n').unwrap_or_default();
+        assert_eq!(
+            first, "pmixrun: rank 3 exited with status 5; restarting it (1 of 1)",
+            "{out:?}"
+        );
+        let out = Output {
+            stderr: second.to_owned(),
+            ..out
+        };
+        assert_told(&out, "rank 3 exited with status 5");
+    }
 }

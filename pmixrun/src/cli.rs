@@ -196,7 +196,7 @@ struct Global {
     /// Start a process of the job that failed (not one that called abort) again, the same
     /// rank, at most N times each, as PRRTE's --max-restarts; implies --enable-recovery, and a
     /// failure so recovered does not count for the exit status. A spawn may say otherwise for
-    /// its job (PMIX_MAX_RESTARTS). One node only.
+    /// its job (PMIX_MAX_RESTARTS).
     #[arg(long, value_name = "N", default_value_t = 0)]
     max_restarts: u32,
     /// Log what pmixrun and its PMIx server do, to stderr (a set RUST_LOG filter wins).

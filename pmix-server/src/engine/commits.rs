@@ -53,6 +53,12 @@ impl Commits {
         self.shipped.insert(p, at)
     }
 
+    /// `p` was started again: what its earlier life committed is no longer its data.
+    pub(crate) fn forget(&mut self, p: &Key) {
+        self.committed.remove(p);
+        self.shipped.remove(p);
+    }
+
     /// The namespace `id` is gone: so is what is known of its processes.
     pub(crate) fn purge_nspace(&mut self, id: NsId) {
         self.committed.retain(|(n, _), _| *n != id);

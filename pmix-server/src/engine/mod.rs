@@ -497,6 +497,18 @@ impl Engine {
         self.group_waits_end(proc);
     }
 
+    /// `proc`, which ended, was started again (`Server::proc_restarted`): it is no longer
+    /// gone, and its earlier life's data is forgotten.
+    pub(crate) fn proc_restarted(&mut self, proc: &Proc) {
+        let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
+            return;
+        };
+        let key = (ns, proc.rank);
+        self.sessions.restarted(key);
+        self.commits.forget(&key);
+        self.store.purge_proc(ns, proc.rank);
+    }
+
     /// A local client's process ended, as its host saw (it reaps the processes it started).
     /// A process whose connection is still open is left to its close, which says whether it
     /// finalized; one that never connected (it ended before init, or was never a PMIx

@@ -397,6 +397,11 @@ impl Sessions {
         true
     }
 
+    /// A process gone was started again: it is no longer.
+    pub(super) fn restarted(&mut self, key: (NsId, Rank)) {
+        self.gone.remove(&key);
+    }
+
     /// The processes gone, with the status whoever waits for them gets.
     pub(super) fn gone(&self) -> &HashMap<(NsId, Rank), Status> {
         &self.gone

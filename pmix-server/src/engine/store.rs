@@ -278,6 +278,44 @@ impl Store {
         fresh.into_iter().map(|(_, kv)| kv).collect()
     }
 
+    /// Removes every value of one process. A key it was the first to store is then owned by
+    /// the lowest other rank of its namespace that stored it, if any.
+    pub(crate) fn purge_proc(&mut self, ns: NsId, rank: Rank) {
+        let Some(procs) = self.keys.remove(&(ns, rank)) else {
+            return;
+        };
+        for key in procs.keys {
+            let probe = OwnerProbe {
+                ns,
+                key: key.as_str(),
+            };
+            let owned = self.owners.get(&probe) == Some(&rank);
+            let other = owned
+                .then(|| {
+                    self.keys
+                        .keys()
+                        .filter(|(n, r)| *n == ns && self.get(ns, *r, key.as_str()).is_some())
+                        .map(|(_, r)| *r)
+                        .min()
+                })
+                .flatten();
+            let owner = OwnerKey {
+                ns,
+                key: key.clone(),
+            };
+            match other {
+                Some(r) => {
+                    self.owners.insert(owner, r);
+                }
+                None if owned => {
+                    self.owners.remove(&owner);
+                }
+                None => {}
+            }
+            self.map.remove(&StoreKey { ns, rank, key });
+        }
+    }
+
     /// Removes every value of a namespace and gives the memory back.
     pub(crate) fn purge_nspace(&mut self, ns: NsId) {
         self.map.retain(|k, _| k.ns != ns);
@@ -393,5 +431,28 @@ mod tests {
         s.purge_nspace(2);
         assert_eq!(s.len(), 0);
         assert!(!s.has_proc(1, Rank(0)));
+    }
+
+    #[test]
+    fn purging_a_process_forgets_its_values_and_hands_its_keys_on() {
+        let mut s = Store::default();
+        let k = |s: &str| Key::new(s).unwrap();
+        s.put(1, Rank(1), k("a"), Scope::GLOBAL, Value::Uint32(1));
+        s.put(1, Rank(3), k("a"), Scope::GLOBAL, Value::Uint32(3));
+        s.put(1, Rank(2), k("a"), Scope::GLOBAL, Value::Uint32(2));
+        s.put(1, Rank(1), k("b"), Scope::GLOBAL, Value::Uint32(1));
+        s.put(2, Rank(1), k("a"), Scope::GLOBAL, Value::Uint32(9));
+        s.purge_proc(1, Rank(1));
+        assert!(!s.has_proc(1, Rank(1)));
+        assert!(s.get(1, Rank(1), "a").is_none());
+        assert!(s.proc_kvs(1, Rank(1), |_| true).is_empty());
+        assert_eq!(s.owner(1, "a"), Some(Rank(2)));
+        assert_eq!(s.owner(1, "b"), None);
+        assert_eq!(s.owner(2, "a"), Some(Rank(1)));
+        assert_eq!(s.len(), 3);
+        s.purge_proc(1, Rank(1));
+        s.put(1, Rank(1), k("b"), Scope::GLOBAL, Value::Uint32(5));
+        assert_eq!(s.owner(1, "b"), Some(Rank(1)));
+        assert_eq!(s.get(1, Rank(1), "b").unwrap().value, Value::Uint32(5));
     }
 }

@@ -36,6 +36,9 @@ pub(crate) enum Msg {
     Exited { proc: Proc, end: End },
     /// Daemon → every daemon: a process ended without finalize; what waits for it must fail.
     ProcEnded { proc: Proc, status: Status },
+    /// Daemon → every daemon: a process that ended is being started again (before it starts);
+    /// what names it waits for its new life.
+    ProcRestarted(Proc),
     /// Daemon → root: output of local processes.
     Output(Vec<OutputLine>),
     /// Root → daemon: that many bytes of its output were written.
@@ -205,6 +208,9 @@ pub(crate) enum Req {
     /// `info`: the asking server's `PMIX_REQUIRED_KEY` (answer once the data holds it) and
     /// `PMIX_TIMEOUT`.
     Dmodex { proc: Proc, info: Vec<Info> },
+    /// To the daemon of `proc`, which failed: start it again as its job was started
+    /// (`--max-restarts`); answered [`Answer::Restarted`].
+    Restart(Proc),
     /// To the daemon of `proc`, which ended: answered once its server read and acted on what
     /// `proc` sent before its end (an abort it wrote just before exiting reaches the root
     /// first, on the same path).
@@ -285,6 +291,9 @@ pub(crate) enum Answer {
     Lookup(Vec<Published>),
     Nspace(Nspace),
     Infos(Vec<Info>),
+    /// To [`Req::Restart`]: the process's pid (its group) and program, or why it could not
+    /// start.
+    Restarted(Result<(i32, String), String>),
 }
 
 /// Encodes a message, request or answer.

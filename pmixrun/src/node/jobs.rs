@@ -78,10 +78,24 @@ type JobParts<'a> = (
 /// context's environment.
 #[derive(Debug, Clone)]
 pub(crate) struct JobLaunch {
-    tag: u32,
-    apps: Vec<App>,
-    layout: Layout,
-    user_env: Vec<Vec<(OsString, OsString)>>,
+    pub(crate) tag: u32,
+    pub(crate) apps: Vec<App>,
+    pub(crate) layout: Layout,
+    pub(crate) user_env: Vec<Vec<(OsString, OsString)>>,
+}
+
+impl JobLaunch {
+    /// A job started with output tag `tag`, application contexts `apps` laid out as
+    /// `layout`, each context's environment as [`launch::app_env`] makes it.
+    pub(crate) fn new(tag: u32, apps: Vec<App>, layout: Layout) -> JobLaunch {
+        let user_env = apps.iter().map(launch::app_env).collect();
+        JobLaunch {
+            tag,
+            apps,
+            layout,
+            user_env,
+        }
+    }
 }
 
 impl RunJobs<'_> {
@@ -241,6 +255,31 @@ impl RunJobs<'_> {
     ) -> (Vec<Launched>, Option<LaunchError>) {
         let job = (nspace, tag, apps, layout, user_env);
         self.start_some(job, ranks, |_| true)
+    }
+
+    /// Starts `proc`, a process of this node that ended, again, as its job `l` was started,
+    /// `ranks` (ascending) being the job's processes on this node: the server forgets its end
+    /// and its earlier life's data, registers it again (a new secret; what waited for the old
+    /// one is over), and it starts as it did among `ranks` (its binding, its local rank).
+    pub(crate) fn restart_rank(
+        &self,
+        proc: &Proc,
+        l: &JobLaunch,
+        ranks: &[u32],
+    ) -> Result<Launched, String> {
+        let rank = proc.rank.0;
+        if !ranks.contains(&rank) {
+            return Err(format!("{proc} is not a process of this node"));
+        }
+        self.server
+            .proc_restarted(proc)
+            .map_err(|e| format!("cannot tell the server {proc} lives again: {e}"))?;
+        self.register_clients(&proc.nspace, &l.apps, &l.layout, &[rank])?;
+        let job = (&proc.nspace, l.tag, &l.apps[..], &l.layout, &l.user_env[..]);
+        match self.start_some(job, ranks, |r| r == rank) {
+            (mut started, None) => started.pop().ok_or_else(|| "it did not start".to_owned()),
+            (_, Some(e)) => Err(e.message),
+        }
     }
 
     /// [`RunJobs::start_ranks`] for those of `ranks` that `chosen` says, each started as it
@@ -492,15 +531,8 @@ impl Jobs for RunJobs<'_> {
         let Some(l) = self.launched.get(&proc.nspace) else {
             return Err(format!("how {} was started is not known", proc.nspace));
         };
-        let rank = proc.rank.0;
-        // Registered again: a new secret, and what waited for the old one is over.
-        self.register_clients(&proc.nspace, &l.apps, &l.layout, &[rank])?;
         let all: Vec<u32> = (0..l.layout.size).collect();
-        let job = (&proc.nspace, l.tag, &l.apps[..], &l.layout, &l.user_env[..]);
-        match self.start_some(job, &all, |r| r == rank) {
-            (mut started, None) => started.pop().ok_or_else(|| "it did not start".to_owned()),
-            (_, Some(e)) => Err(e.message),
-        }
+        self.restart_rank(proc, l, &all)
     }
 
     fn has_ended(&mut self, _proc: &Proc, pid: Pid) -> bool {

@@ -55,10 +55,8 @@ pub(crate) trait Jobs {
         apps: &[App],
     ) -> Result<Started, SpawnFailed>;
     /// Starts `proc`, which ended, again: the same rank of the same job, with what it was
-    /// started with (`--max-restarts`).
-    fn restart(&mut self, _proc: &Proc) -> Result<Launched, String> {
-        Err("pmixrun restarts processes on one node only".into())
-    }
+    /// started with, on its node (`--max-restarts`); why not if it could not be.
+    fn restart(&mut self, proc: &Proc) -> Result<Launched, String>;
     /// Sends `sig` to the process group `pid` of `proc`.
     fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal);
     /// True if `proc`, process `pid`, ended, whether or not its end was reported yet.

@@ -14,7 +14,8 @@
 //! A job may also restart its failed processes (`--max-restarts N`, a spawn's `MAX_RESTARTS`;
 //! either makes the job recoverable): a process that failed is started again, the same rank
 //! of the same job, at most N times; a failure so recovered does not count for the run's
-//! exit status. Not for an abort (the process asked to end), and on one node only.
+//! exit status. Not for an abort (the process asked to end). Across nodes the daemon of its
+//! node starts it, and every node's server forgets its end (`multinode/daemon/mod.rs`).
 
 use pmix_types::attr;
 

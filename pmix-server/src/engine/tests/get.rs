@@ -414,6 +414,62 @@ fn a_process_ended_on_another_node_fails_what_waits_for_it_here() {
     let _ = g2;
 }
 
+/// Rank 3 of another node put data that a fence brought here, ended, and was started again:
+/// its end and its first life's data are forgotten, so a get of it asks its node (for the new
+/// life's data) and a fence naming it waits for it rather than failing.
+#[test]
+fn a_process_restarted_on_another_node_is_waited_for_again_and_its_old_data_forgotten() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0, 1], &[2, 3]);
+    let a = s.send(0, fence(vec![], true));
+    let b = s.send(1, fence(vec![], true));
+    let (op, call) = s.host_calls.remove(0);
+    let HostCall::FenceNb { data, .. } = call else {
+        panic!("expected fence_nb, got {call:?}")
+    };
+    let old_life = vec![ProcKvs {
+        proc: Proc::new(ns("m"), 3),
+        kvs: vec![Kv {
+            scope: Scope::GLOBAL,
+            key: key("v"),
+            value: Value::Uint32(1),
+        }],
+    }];
+    let mut all = data.clone();
+    pmix_wire::encode_frame(&old_life, &mut all).unwrap();
+    s.eng.handle_host_done(op, HostOutcome::Bytes(Ok(all)));
+    s.pump();
+    for (c, id) in [(0, a), (1, b)] {
+        assert_eq!(s.reply(c, id).status, Status::SUCCESS);
+    }
+    let rank3 = Proc::new(ns("m"), 3);
+    s.eng
+        .proc_ended_elsewhere(&rank3, Status::ERR_PROC_TERM_WO_SYNC);
+    s.pump();
+    s.eng.proc_restarted(&rank3);
+    s.pump();
+    s.host_calls.clear();
+    let g = s.send(0, get(rank3.clone(), "v", vec![]));
+    assert!(s.replies.is_empty(), "answered: {:?}", s.replies);
+    assert!(
+        matches!(
+            s.host_calls.first(),
+            Some((_, HostCall::DirectModex { .. }))
+        ),
+        "{:?}",
+        s.host_calls
+    );
+    s.host_calls.clear();
+    let f = s.send(1, fence(vec![Proc::new(ns("m"), 1), rank3], false));
+    assert!(s.replies.is_empty(), "answered: {:?}", s.replies);
+    assert!(
+        matches!(s.host_calls.first(), Some((_, HostCall::FenceNb { .. }))),
+        "{:?}",
+        s.host_calls
+    );
+    let _ = (g, f);
+}
+
 #[test]
 fn reserved_keys_of_a_remote_process_come_from_job_data_at_once() {
     let mut s = Sim::new();

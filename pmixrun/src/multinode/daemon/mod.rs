@@ -10,7 +10,6 @@
 pub(crate) mod host;
 
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::os::unix::process::ExitStatusExt;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
@@ -18,7 +17,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, bounded, select, unbounded};
 use nix::sys::signal::Signal;
 use nix::unistd::Pid;
-use pmix_server::types::{Proc, Status};
+use pmix_server::types::{Nspace, Proc, Status};
 use pmix_server::{NameService, Server, ServerOptions};
 use pmix_tree::{Config, Delivery, Dest, Tree, Vertex};
 use signal_hook::iterator::Signals;
@@ -28,7 +27,7 @@ use crate::multinode::daemon::host::DaemonHost;
 use crate::multinode::msg::{Answer, End, Launch, Msg, OutputLine, Req, Started, decode, encode};
 use crate::multinode::placed::{Placed, Placements};
 use crate::node::host::Event;
-use crate::node::jobs::RunJobs;
+use crate::node::jobs::{JobLaunch, RunJobs};
 use crate::node::output::{Line, Stream};
 use crate::plan::launcher_env;
 use crate::plan::layout::Layout;
@@ -89,6 +88,9 @@ struct Daemon {
     joined: std::collections::HashSet<Vertex>,
     /// Local processes alive, by job, with their pids.
     running: HashMap<Proc, Pid>,
+    /// Each running job as the root launched it and as this node started it, to start a
+    /// process of it again.
+    launches: HashMap<Nspace, (Launch, JobLaunch)>,
     lines: Option<Sender<Line>>,
     acks: Sender<u64>,
     /// Says when the output thread ended; taken once the run is over.
@@ -205,6 +207,7 @@ impl Daemon {
             children,
             joined: Default::default(),
             running: HashMap::new(),
+            launches: HashMap::new(),
             claims: Arc::default(),
             lines: Some(lines_tx),
             acks,
@@ -280,6 +283,10 @@ impl Daemon {
                         tree.respond(origin, id, r.map(|b| encode(&Answer::Bytes(b))))
                     });
                 }
+                Some(Req::Restart(proc)) => {
+                    let answer = Answer::Restarted(self.restart(&proc));
+                    self.tree.respond(origin, id, Ok(encode(&answer)));
+                }
                 Some(Req::SettleClient(proc)) => {
                     let tree = self.tree.clone();
                     self.server.settle_client(&proc, move || {
@@ -326,6 +333,9 @@ impl Daemon {
             Msg::ProcEnded { proc, status } => {
                 let _ = self.server.proc_ended_elsewhere(&proc, status);
             }
+            Msg::ProcRestarted(proc) => {
+                let _ = self.server.proc_restarted(&proc);
+            }
             Msg::Event {
                 code,
                 source,
@@ -335,6 +345,7 @@ impl Daemon {
                 let _ = self.server.notify_event(code, &source, range, &info);
             }
             Msg::JobEnded(nspace) => {
+                self.launches.remove(&nspace);
                 self.server.deregister_nspace(&nspace);
                 self.jobs.remove(&nspace);
                 { self.claims.lock() }
@@ -371,29 +382,16 @@ impl Daemon {
         self.tree.send(Dest::Vertex(0), encode(&Msg::Done));
     }
 
-    fn launch(&mut self, l: Launch) {
+    /// What starts this node's processes of the job `l`, and which they are (ascending);
+    /// `None` once the run is over (their output would go nowhere).
+    fn run_jobs(&self, l: &Launch) -> Option<(RunJobs<'_>, Vec<u32>)> {
         let me = self.boot.vertex;
-        let apps: Vec<_> = l.apps.iter().map(|a| a.to_app()).collect();
-        let layout = Layout {
-            firsts: l.firsts.clone(),
-            size: l.size,
-        };
         let ranks: Vec<u32> = (0u32..)
             .zip(&l.vertex_of_rank)
             .filter(|(_, v)| **v == me)
             .map(|(r, _)| r)
             .collect();
-        self.jobs
-            .insert(l.nspace.clone(), Placed::new(l.vertex_of_rank.clone()));
-        let mut report = Started {
-            nspace: l.nspace.clone(),
-            vertex: me,
-            procs: Vec::new(),
-            failed: None,
-        };
-        let Some(lines) = self.lines.clone() else {
-            return;
-        };
+        let lines = self.lines.clone()?;
         // `--launcher local`: every node is this machine.
         let logical = self.boot.agent.is_empty() && self.boot.join.is_empty();
         let (group_rank, groups, master_addr) =
@@ -418,11 +416,33 @@ impl Daemon {
             job_places: std::collections::HashMap::new(),
             launched: Default::default(),
         };
+        Some((run, ranks))
+    }
+
+    fn launch(&mut self, l: Launch) {
+        let layout = Layout {
+            firsts: l.firsts.clone(),
+            size: l.size,
+        };
+        let job = JobLaunch::new(l.tag, l.apps.iter().map(|a| a.to_app()).collect(), layout);
+        self.jobs
+            .insert(l.nspace.clone(), Placed::new(l.vertex_of_rank.clone()));
+        let mut report = Started {
+            nspace: l.nspace.clone(),
+            vertex: self.boot.vertex,
+            procs: Vec::new(),
+            failed: None,
+        };
+        let Some((run, ranks)) = self.run_jobs(&l) else {
+            return;
+        };
+        let (apps, layout) = (&job.apps, &job.layout);
         let registered = run.local_info(&l.nspace, &ranks).and_then(|local| {
             let info: Vec<_> = l.info.iter().cloned().chain(local).collect();
             run.register_nspace(&l.nspace, ranks.len() as u32, &info)?;
-            run.register_clients(&l.nspace, &apps, &layout, &ranks)
+            run.register_clients(&l.nspace, apps, layout, &ranks)
         });
+        let mut started = Vec::new();
         match registered {
             Err(message) => {
                 report.failed = ranks
@@ -431,24 +451,59 @@ impl Daemon {
             }
             Ok(()) if ranks.is_empty() => {}
             Ok(()) => {
-                let user_env: Vec<Vec<(OsString, OsString)>> =
-                    apps.iter().map(crate::node::launch::app_env).collect();
                 let (procs, failed) =
-                    run.start_ranks(&l.nspace, l.tag, &apps, &layout, &user_env, &ranks);
-                let n = procs.len();
-                for p in procs {
-                    self.running
-                        .insert(Proc::new(l.nspace.clone(), p.rank), p.pid);
-                    report.procs.push((p.rank, p.pid.as_raw(), p.exe));
-                }
+                    run.start_ranks(&l.nspace, l.tag, apps, layout, &job.user_env, &ranks);
                 if let Some(e) = failed {
-                    let rank = ranks.get(n).copied().unwrap_or(0);
+                    let rank = ranks.get(procs.len()).copied().unwrap_or(0);
                     report.failed = Some((rank, e.code, e.status, e.message));
                 }
+                started = procs;
             }
+        }
+        drop(run);
+        for p in started {
+            self.running
+                .insert(Proc::new(l.nspace.clone(), p.rank), p.pid);
+            report.procs.push((p.rank, p.pid.as_raw(), p.exe));
         }
         self.tree
             .send(Dest::Vertex(0), encode(&Msg::Started(report)));
+        self.launches.insert(l.nspace.clone(), (l, job));
+    }
+
+    /// Starts `proc`, a process of this node that failed, again ([`Req::Restart`]): every
+    /// other daemon hears first that it lives again (their servers forget its end), and that
+    /// it ended after all if it could not start. Its pid and program, or why not.
+    fn restart(&mut self, proc: &Proc) -> Result<(i32, String), String> {
+        let Some((l, job)) = self.launches.get(&proc.nspace) else {
+            return Err(format!("the job {} is not running here", proc.nspace));
+        };
+        let Some((run, ranks)) = self.run_jobs(l) else {
+            return Err("the run is over".into());
+        };
+        self.tree
+            .send(Dest::All, encode(&Msg::ProcRestarted(proc.clone())));
+        // Its new life finalizes anew.
+        { self.finalized.lock() }
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(proc);
+        let restarted = run.restart_rank(proc, job, &ranks);
+        drop(run);
+        match restarted {
+            Ok(p) => {
+                self.running.insert(proc.clone(), p.pid);
+                Ok((p.pid.as_raw(), p.exe))
+            }
+            Err(e) => {
+                let _ = self.server.client_ended(proc);
+                let msg = Msg::ProcEnded {
+                    proc: proc.clone(),
+                    status: Status::ERR_PROC_TERM_WO_SYNC,
+                };
+                self.tree.send(Dest::All, encode(&msg));
+                Err(e)
+            }
+        }
     }
 
     fn event(&mut self, e: Event) -> Option<Stop> {

@@ -16,7 +16,7 @@ use pmix_server::types::{Info, Nspace, Proc, Status};
 use pmix_tree::{Dest, Tree, Vertex};
 
 use crate::cli::{App, Place, Protocol};
-use crate::multinode::msg::{Launch, Msg, Req, WireApp, encode};
+use crate::multinode::msg::{Answer, Launch, Msg, Req, WireApp, answer_of, encode};
 use crate::multinode::placed::{Placed, Placements};
 use crate::multinode::root::LAUNCH_TIMEOUT;
 use crate::multinode::root::sink::Control;
@@ -277,6 +277,43 @@ impl Jobs for RootJobs {
                 message: f.message,
                 partial: f.partial,
             })
+    }
+
+    fn restart(&mut self, proc: &Proc) -> Result<supervise::Launched, String> {
+        let node = self.node_of(proc).unwrap_or_default();
+        let Some(v) = self.places.vertex_of(proc) else {
+            return Err(format!("the node of {proc} is not known"));
+        };
+        // Answered by the daemon at once (or by the tree, if that daemon is or gets lost);
+        // the deadline bounds a daemon that hangs.
+        let (tx, answer) = crossbeam_channel::bounded(1);
+        self.tree
+            .request(v, encode(&Req::Restart(proc.clone())), move |r| {
+                let _ = tx.send(r);
+            });
+        let answer = answer
+            .recv_deadline(Instant::now() + LAUNCH_TIMEOUT)
+            .map_err(|e| match e {
+                RecvTimeoutError::Timeout => {
+                    let secs = LAUNCH_TIMEOUT.as_secs();
+                    format!("the daemon of {node} did not answer within {secs} s")
+                }
+                RecvTimeoutError::Disconnected => "the tree stopped".to_owned(),
+            })?;
+        let restarted = answer_of(answer, |a| match a {
+            Answer::Restarted(r) => Some(r),
+            _ => None,
+        });
+        match restarted {
+            Ok(Ok((pid, exe))) => Ok(supervise::Launched {
+                rank: proc.rank.0,
+                pid: Pid::from_raw(pid),
+                exe,
+            }),
+            Ok(Err(why)) => Err(format!("{node}: {why}")),
+            Err(Status::ERR_LOST_CONNECTION) => Err(format!("the daemon of {node} is gone")),
+            Err(status) => Err(format!("the daemon of {node} answered {status}")),
+        }
     }
 
     fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal) {
