@@ -184,6 +184,16 @@ pub(crate) const SCENARIOS: &[Scenario] = &[
         run: pmixrun_recovery,
     },
     Scenario {
+        name: "pmixrun-restart",
+        what: "--max-restarts 1: the last rank (on the last node) exits 3 in its first life; \
+               its daemon starts it again and every rank, on every node, fences with its \
+               second life and reads what it put; the run exits 0",
+        pmixrun: true,
+        deadline: Duration::from_secs(60),
+        settle: Duration::from_secs(3),
+        run: pmixrun_restart,
+    },
+    Scenario {
         name: "pmixrun-daemon-killed",
         what: "node3's pmixrun daemon gets SIGKILL mid-run: the run ends in seconds naming node3",
         pmixrun: true,
@@ -581,6 +591,33 @@ fn pmixrun_recovery(run: &Run<'_>) -> Result<String, String> {
         run.ctx.nodes,
         out.elapsed.as_secs_f64()
     ))
+}
+
+fn pmixrun_restart(run: &Run<'_>) -> Result<String, String> {
+    let n = run.ranks();
+    let failing = n - 1;
+    // Where the failing rank marks its first life: the nodes share this machine's files.
+    let dir = run.ctx.work.join(format!("restart-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let mut cmd = pmixrun(run, &cluster::pssh(), &["--max-restarts", "1"])?;
+    cmd.arg(program(&run.ctx.programs.test_client)?)
+        .args(["restart", &failing.to_string(), "3"])
+        .arg(&dir);
+    let out = run.run(cmd);
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = out?;
+    let said = expect_every_rank(&out, n, |r| {
+        format!("rank {r}: rank {failing} is in life 2")
+    })?;
+    let restarted = format!(
+        "pmixrun: rank {failing} exited with status 3 without calling finalize; restarting it \
+         (1 of 1)"
+    );
+    if out.stderr.lines().collect::<Vec<_>>() != [restarted.as_str()] {
+        return Err(out.fail(&format!("pmixrun said more or less than {restarted:?}")));
+    }
+    Ok(said)
 }
 
 /// Starts a run of `sleep 60` on every rank and waits until node3's pmixrun daemon and its
