@@ -792,7 +792,7 @@ fn run(args: &[String]) -> Res {
         "fence-timeout" => fence_timeout(&c),
         "nodeinfo" => nodeinfo(&c),
         "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
-        "recovery" => recovery(&c, arg(1), arg(2), arg(3) == "timed"),
+        "recovery" => recovery(&c, arg(1), arg(2), arg(3) == "timed", arg(4)),
         "restart" => restart(&c, arg(1), arg(2), arg(3)),
         other => Err(format!("unknown scenario {other:?}")),
     };
@@ -1065,8 +1065,13 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
 /// first fence fails); with `abort:<status>`, rank `<rank>` calls abort with that status and
 /// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead. With a third
 /// argument `timed`, the failing rank says `exiting at <ns>` and each survivor `told at <ns>`
-/// (when its handler ran; nanoseconds since the epoch).
-fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
+/// (when its handler ran; nanoseconds since the epoch) and finishes after the survivors'
+/// fence: what the whole job's fence does without a rank is the launcher's choice (PRRTE's
+/// completes it). A fourth argument names the event the
+/// survivors wait for instead of `EVENT_PROC_TERMINATED`: `exit-nonzero`, `ERR_EXIT_NONZERO_TERM`
+/// (with the same affected process and exit code), which PRRTE's `prterun --runtime-options
+/// recoverable,notifyerrors` sends for a rank's non-zero exit and sends to no default handler.
+fn recovery(c: &Client, rank: &str, status: &str, timed: bool, event: &str) -> Res {
     let me = c.proc().clone();
     let failing: u32 = rank.parse().map_err(e("rank"))?;
     let size = job_size(c, &me.nspace)?;
@@ -1094,10 +1099,11 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
             None => (Some(s.parse().map_err(e("status"))?), false),
         },
     };
-    let code = if abort {
-        Status::ERR_PROC_ABORTED
-    } else {
-        Status::EVENT_PROC_TERMINATED
+    let code = match (abort, event) {
+        (true, _) => Status::ERR_PROC_ABORTED,
+        (false, "") => Status::EVENT_PROC_TERMINATED,
+        (false, "exit-nonzero") => Status::ERR_EXIT_NONZERO_TERM,
+        (false, other) => return Err(format!("unknown event {other:?}")),
     };
     let (tx, told) = std::sync::mpsc::channel();
     c.register_event_handler(&[code], &[], move |ev| {
@@ -1141,6 +1147,9 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
     c.fence(&survivors, &[])
         .map_err(e("fence of the survivors"))?;
     say("survivors' fence done".into());
+    if timed {
+        return Ok(());
+    }
     job_fence()?;
     match c.get(&peer(failing), "rc.never", &timeout) {
         Ok(v) => Err(format!("a get of the failed rank's key found {v:?}")),
