@@ -1064,8 +1064,9 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
 /// completes; with `gone-before-init`, rank `<rank>` is expected never to start (the others'
 /// first fence fails); with `abort:<status>`, rank `<rank>` calls abort with that status and
 /// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead. With a third
-/// argument `timed`, the failing rank says `exiting at <ns>` and each survivor `told at <ns>`
-/// (when its handler ran; nanoseconds since the epoch) and finishes after the survivors'
+/// argument `timed`, every rank says `on <its hostname>`, the failing rank `exiting at <ns>`
+/// and each survivor `told at <ns>` (when its handler ran; nanoseconds since the epoch) and
+/// finishes after the survivors'
 /// fence: what the whole job's fence does without a rank is the launcher's choice (PRRTE's
 /// completes it). A fourth argument names the event the
 /// survivors wait for instead of `EVENT_PROC_TERMINATED`: `exit-nonzero`, `ERR_EXIT_NONZERO_TERM`
@@ -1117,6 +1118,10 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool, event: &str) -> R
         let _ = tx.send((value(attr::EVENT_AFFECTED_PROC), value(attr::EXIT_CODE), at));
     })
     .map_err(e("registering for the event"))?;
+    if timed {
+        let host = nix::unistd::gethostname().map_err(e("gethostname"))?;
+        say(format!("on {}", host.to_string_lossy()));
+    }
     c.fence(&[], &[]).map_err(e("first fence"))?;
     let Some(status) = status else {
         return c.fence(&[], &[]).map_err(e("fence of the whole job"));

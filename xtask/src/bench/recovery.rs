@@ -12,9 +12,10 @@
 //! handler), each naming the rank and its exit code. A run counts only if the launcher exits 3
 //! and every survivor was told; its figure is the slowest survivor's time minus the exit's
 //! (nanoseconds since the epoch: the logical nodes and the cluster's nodes are processes of
-//! this machine, on its one clock). On the cluster the last rank is on the last node, and
-//! every node but its has only survivors.
+//! this machine, on its one clock). A cluster run counts only if its ranks said (`rank R: on
+//! <hostname>`) they ran two on each node, the failed last rank on another node than rank 0.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
@@ -23,6 +24,7 @@ use std::time::Duration;
 use super::build::{self, Dirs};
 use super::capi::prterun_here;
 use super::exec;
+use super::machine;
 use super::stats::median;
 use crate::multinode::cluster::Cluster;
 use crate::multinode::launchers::{self, ompi5, ranks};
@@ -174,7 +176,12 @@ fn command(t: &Tools, launcher: Launcher, layout: Layout, n: u32, dirs: &Dirs) -
             c.env("TMPDIR", recovery_tmp(dirs));
             if layout == Layout::TwoLogicalNodes {
                 let per = n / 2;
-                c.args(["--launcher", "local", "--host", &format!("n1:{per},n2:{per}")]);
+                c.args([
+                    "--launcher",
+                    "local",
+                    "--host",
+                    &format!("n1:{per},n2:{per}"),
+                ]);
             }
             c.args(["-n", &n.to_string()]);
             c
@@ -200,6 +207,35 @@ fn recovery_tmp(dirs: &Dirs) -> PathBuf {
     dirs.target().join("xtask-bench").join("recovery-tmp")
 }
 
+/// Where a cluster run's ranks ran (their `rank R: on <host>` lines): two on each of `nodes`
+/// nodes, so that the failed last rank's node is not the first ranks' one, or the row
+/// measures something else than it says.
+fn check_spread(stdout: &str, n: u32, nodes: u32) -> Result<(), String> {
+    let hosts: BTreeMap<u32, &str> = stdout
+        .lines()
+        .filter_map(|l| {
+            let (rank, host) = l.strip_prefix("rank ")?.split_once(": on ")?;
+            Some((rank.parse().ok()?, host.trim()))
+        })
+        .collect();
+    let mut per_node: BTreeMap<&str, u32> = BTreeMap::new();
+    for host in hosts.values() {
+        *per_node.entry(host).or_default() += 1;
+    }
+    let spread = hosts.len() == n as usize
+        && per_node.len() == nodes as usize
+        && per_node.values().all(|&k| k == 2);
+    if spread && hosts.get(&0) != hosts.get(&(n - 1)) {
+        return Ok(());
+    }
+    let seen: Vec<String> = per_node.iter().map(|(h, k)| format!("{h}:{k}")).collect();
+    Err(format!(
+        "{} of {n} ranks placed as {}, not 2 on each of {nodes} nodes",
+        hosts.len(),
+        seen.join(",")
+    ))
+}
+
 fn one(
     t: &Tools,
     launcher: Launcher,
@@ -215,6 +251,9 @@ fn one(
         Some(f) if f.starts_with("host exited with exit status: 3;") => {}
         Some(f) => return Err(f),
         None => return Err("the launcher exited 0; it must exit with the failed rank's 3".into()),
+    }
+    if let Layout::Cluster(nodes) = layout {
+        check_spread(&outcome.stdout, n, nodes)?;
     }
     latency_us(&outcome.stdout, n)
 }
@@ -256,8 +295,11 @@ fn measure(
     dirs: &Dirs,
     failed: &mut bool,
 ) -> Vec<(Launcher, Vec<f64>)> {
-    let mut times: Vec<(Launcher, Vec<f64>)> =
-        layout.launchers().iter().map(|l| (*l, Vec::new())).collect();
+    let mut times: Vec<(Launcher, Vec<f64>)> = layout
+        .launchers()
+        .iter()
+        .map(|l| (*l, Vec::new()))
+        .collect();
     for run in 1..=o.runs {
         let mut order = layout.launchers().to_vec();
         let turn = (run as usize - 1) % order.len();
@@ -348,6 +390,7 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
          pmixrun ÷ prterun |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         o.runs
     );
+    let load_before = machine::load_average();
     let mut failed = false;
     for layout in [Layout::OneNode, Layout::TwoLogicalNodes] {
         for &n in &o.ns {
@@ -372,6 +415,14 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
             }
         }
     }
+    let _ = writeln!(
+        md,
+        "\n- {}\n- command: `cargo xtask bench --recovery {}`\n- load average (1, 5, 15 \
+         min): {load_before} before the runs, {} after",
+        machine::machine(false).first().map_or("", String::as_str),
+        args.join(" "),
+        machine::load_average()
+    );
     super::mode_report("--recovery", &md, o.out.as_deref(), failed)
 }
 
@@ -408,8 +459,17 @@ mod tests {
             at.map(|i| theirs[i + 1].as_str()),
             Some("recoverable,notifyerrors")
         );
-        let two = args(&command(&t, Launcher::Pmixrun, Layout::TwoLogicalNodes, 8, &dirs));
-        assert!(two.windows(2).any(|w| w == ["--host", "n1:4,n2:4"]), "{two:?}");
+        let two = args(&command(
+            &t,
+            Launcher::Pmixrun,
+            Layout::TwoLogicalNodes,
+            8,
+            &dirs,
+        ));
+        assert!(
+            two.windows(2).any(|w| w == ["--host", "n1:4,n2:4"]),
+            "{two:?}"
+        );
         // On the cluster: 2 ranks per node, the last one failing, over pssh.
         for l in [Launcher::Pmixrun, Launcher::Prterun] {
             let c = args(&command(&t, l, Layout::Cluster(3), 6, &dirs));
@@ -455,6 +515,19 @@ mod tests {
         assert!(parsed(&["--n", "x"]).is_err());
         assert!(parsed(&["--cluster"]).is_err());
         assert!(matches!(parsed(&["--help"]), Ok(None)));
+    }
+
+    #[test]
+    fn a_cluster_run_has_two_ranks_on_each_node() {
+        let spread = "rank 0: on node1\nrank 3: on node2\nrank 1: on node1\nrank 2: on node2\n";
+        assert_eq!(check_spread(spread, 4, 2), Ok(()));
+        let packed = "rank 0: on node1\nrank 1: on node1\nrank 2: on node1\nrank 3: on node1\n";
+        let e = check_spread(packed, 4, 2).unwrap_err();
+        assert!(e.contains("node1:4"), "{e}");
+        assert!(check_spread("rank 0: on node1\nrank 1: on node2\n", 4, 2).is_err());
+        // Two on each node, but the failed last rank beside rank 0.
+        let beside = "rank 0: on a\nrank 3: on a\nrank 1: on b\nrank 2: on b\n";
+        assert!(check_spread(beside, 4, 2).is_err());
     }
 
     #[test]
