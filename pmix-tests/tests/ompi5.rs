@@ -468,10 +468,23 @@ fn connect_accept_across_a_one_node_run_and_a_two_node_run() {
 /// `prterun -n <n> <program> <args>` on loopback only, its server handing out `gds` (`None`:
 /// its default, `shmem2,hash`).
 fn under_prterun(gds: Option<&str>, n: u32, program: &Path, args: &[&str]) -> (String, Output) {
+    under_prterun_with(gds, &[], n, program, args)
+}
+
+/// [`under_prterun`] with prterun's `options` too.
+fn under_prterun_with(
+    gds: Option<&str>,
+    options: &[&str],
+    n: u32,
+    program: &Path,
+    args: &[&str],
+) -> (String, Output) {
     let prterun = ompi5_tool("prterun");
     let program = program.to_string_lossy();
     let n = n.to_string();
-    let mut all = vec!["--allow-run-as-root", "--oversubscribe", "-n", &n, &program];
+    let mut all = vec!["--allow-run-as-root", "--oversubscribe"];
+    all.extend_from_slice(options);
+    all.extend_from_slice(&["-n", &n, &program]);
     all.extend_from_slice(args);
     let what = format!(
         "PMIX_MCA_gds={} prterun {}",
@@ -484,6 +497,34 @@ fn under_prterun(gds: Option<&str>, n: u32, program: &Path, args: &[&str]) -> (S
     }
     let out = Running::start(cmd, &what).finish(Instant::now() + DEADLINE, &what);
     (what, out)
+}
+
+/// A recoverable job under prterun (`--runtime-options recoverable,notifyerrors`, what `cargo
+/// xtask bench --recovery` runs): rank 3 of 4 exits 3 without finalize; PRRTE tells the
+/// others with `ERR_EXIT_NONZERO_TERM` naming it and its exit code (and sends no
+/// `EVENT_PROC_TERMINATED`: waiting for that one times out), they fence among themselves, and
+/// prterun ends with the rank's status.
+#[test]
+fn pmix_rs_survivors_under_prterun_are_told_of_a_failed_rank() {
+    let test_client = workspace_bin("pmix-test-client");
+    let options = ["--runtime-options", "recoverable,notifyerrors"];
+    let args = ["recovery", "3", "3", "timed", "exit-nonzero"];
+    let (what, out) = under_prterun_with(None, &options, 4, &test_client, &args);
+    assert_no_pmix_error(&what, &out);
+    assert_code(&what, &out, 3);
+    for rank in 0..3 {
+        for said in ["told rank 3 ended with 3", "survivors' fence done"] {
+            let line = format!("rank {rank}: {said}");
+            assert!(
+                out.stdout.lines().any(|l| l == line),
+                "{what}: no {line:?}\n{out:#?}"
+            );
+        }
+    }
+    assert!(
+        out.stdout.contains("rank 3: exiting at "),
+        "{what}: {out:#?}"
+    );
 }
 
 #[test]

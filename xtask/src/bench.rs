@@ -87,7 +87,8 @@ options:
     --scale            instead: one daemon's share of a job of 100k and 1M processes on
                        our stack and on OpenPMIx (`cargo xtask bench --scale --help`)
     --recovery         instead: a failed rank's exit to its survivors' event under
-                       pmixrun --enable-recovery (`cargo xtask bench --recovery --help`)
+                       pmixrun --enable-recovery and PRRTE's prterun, on the pretend
+                       cluster too (`cargo xtask bench --recovery --help`)
     --capi             instead: Open MPI 5's MPI_Init on OpenPMIx's libpmix and on
                        pmix-rs's, under pmixrun and prterun (`cargo xtask bench --capi --help`)
     --torch            instead: a PyTorch job from launch to exit under pmixrun and

@@ -792,7 +792,7 @@ fn run(args: &[String]) -> Res {
         "fence-timeout" => fence_timeout(&c),
         "nodeinfo" => nodeinfo(&c),
         "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
-        "recovery" => recovery(&c, arg(1), arg(2), arg(3) == "timed"),
+        "recovery" => recovery(&c, arg(1), arg(2), arg(3) == "timed", arg(4)),
         "restart" => restart(&c, arg(1), arg(2), arg(3)),
         other => Err(format!("unknown scenario {other:?}")),
     };
@@ -1066,9 +1066,14 @@ fn stuck_fence(c: &Client, rank: &str, how: &str) -> Res {
 /// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead; with
 /// `abort-by-<r>:<status>` rank `<r>` calls abort of rank `<rank>`, which waits to be ended,
 /// and then goes on as the other survivors do. With a third
-/// argument `timed`, the failing rank says `exiting at <ns>` and each survivor `told at <ns>`
-/// (when its handler ran; nanoseconds since the epoch).
-fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
+/// argument `timed`, every rank says `on <its hostname>`, the failing rank `exiting at <ns>`
+/// and each survivor `told at <ns>` (when its handler ran; nanoseconds since the epoch) and
+/// finishes after the survivors' fence: what the whole job's fence does without a rank is the
+/// launcher's choice (PRRTE's completes it). A fourth argument names the event the survivors
+/// wait for instead of `EVENT_PROC_TERMINATED`: `exit-nonzero`, `ERR_EXIT_NONZERO_TERM` (with
+/// the same affected process and exit code), which PRRTE's `prterun --runtime-options
+/// recoverable,notifyerrors` sends for a rank's non-zero exit and sends to no default handler.
+fn recovery(c: &Client, rank: &str, status: &str, timed: bool, event: &str) -> Res {
     let me = c.proc().clone();
     let failing: u32 = rank.parse().map_err(e("rank"))?;
     let size = job_size(c, &me.nspace)?;
@@ -1101,10 +1106,11 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
         },
     };
     let abort = aborter.is_some();
-    let code = if abort {
-        Status::ERR_PROC_ABORTED
-    } else {
-        Status::EVENT_PROC_TERMINATED
+    let code = match (abort, event) {
+        (true, _) => Status::ERR_PROC_ABORTED,
+        (false, "") => Status::EVENT_PROC_TERMINATED,
+        (false, "exit-nonzero") => Status::ERR_EXIT_NONZERO_TERM,
+        (false, other) => return Err(format!("unknown event {other:?}")),
     };
     let (tx, told) = std::sync::mpsc::channel();
     c.register_event_handler(&[code], &[], move |ev| {
@@ -1118,6 +1124,10 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
         let _ = tx.send((value(attr::EVENT_AFFECTED_PROC), value(attr::EXIT_CODE), at));
     })
     .map_err(e("registering for the event"))?;
+    if timed {
+        let host = nix::unistd::gethostname().map_err(e("gethostname"))?;
+        say(format!("on {}", host.to_string_lossy()));
+    }
     c.fence(&[], &[]).map_err(e("first fence"))?;
     let Some(status) = status else {
         return c.fence(&[], &[]).map_err(e("fence of the whole job"));
@@ -1156,6 +1166,9 @@ fn recovery(c: &Client, rank: &str, status: &str, timed: bool) -> Res {
     c.fence(&survivors, &[])
         .map_err(e("fence of the survivors"))?;
     say("survivors' fence done".into());
+    if timed {
+        return Ok(());
+    }
     job_fence()?;
     match c.get(&peer(failing), "rc.never", &timeout) {
         Ok(v) => Err(format!("a get of the failed rank's key found {v:?}")),

