@@ -564,12 +564,14 @@ fn pmixrun_recovery(run: &Run<'_>) -> Result<String, String> {
     if out.code() != Some(5) {
         return Err(out.fail("did not exit with the failed rank's 5"));
     }
-    // What each survivor says, in its order (pmix-tests/tests/recovery.rs's `survivor_lines`).
+    // What each survivor says, in its order (pmix-tests/tests/recovery.rs's `survivor_lines`),
+    // tagged `[<rank>@<node>] `.
     for r in 0..failing {
         let said: Vec<&str> = out
             .stdout
             .lines()
-            .filter_map(|l| l.strip_prefix(&format!("[{r}] ")))
+            .filter_map(|l| l.strip_prefix(&format!("[{r}@"))?.split_once("] "))
+            .map(|(_, line)| line)
             .collect();
         let want = [
             format!("rank {r}: told rank {failing} ended with 5"),
