@@ -84,6 +84,32 @@ fn survivors_hear_of_a_failed_rank_fence_without_it_and_the_run_fails_with_its_s
     );
 }
 
+/// A program written for PRRTE's recoverable jobs waits for `ERR_EXIT_NONZERO_TERM` (what
+/// `prterun --runtime-options recoverable,notifyerrors` sends) rather than
+/// `EVENT_PROC_TERMINATED`: under pmixrun it hears it too, and runs as under PRRTE (seen
+/// failing before pmixrun sent it: the survivors waited for the event in vain).
+#[test]
+fn survivors_waiting_for_prrtes_event_hear_it_too() {
+    let args = [
+        "--enable-recovery",
+        "--tag-output",
+        "-n",
+        "3",
+        &client(),
+        "recovery",
+        "2",
+        "5",
+        "untimed",
+        "exit-nonzero",
+    ];
+    let out = pmixrun(&args);
+    assert_eq!(out.status.code(), Some(5), "{out:?}");
+    for rank in [0, 1] {
+        assert_eq!(lines_of(&out, rank), survivor_lines(rank, 2, 5), "{out:?}");
+    }
+    assert_told(&out, "rank 2 exited with status 5 without calling finalize");
+}
+
 /// A rank that calls abort is ended, and only it: the others hear `ERR_PROC_ABORTED` with its
 /// status, go on as after any failure, and the run ends with the abort's status.
 #[test]

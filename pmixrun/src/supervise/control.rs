@@ -355,6 +355,11 @@ impl<J: Jobs> Supervisor<J> {
             let mut only_asked = info.clone();
             only_asked.push(Info::attr(attr::EVENT_NON_DEFAULT, true));
             self.jobs.notify(Status::EVENT_PROC_TERMINATED, &only_asked);
+            if abnormal && signal.is_none() {
+                // What PRRTE's recoverable jobs (`--runtime-options recoverable,notifyerrors`)
+                // hear of the same end instead, for the programs written for it.
+                self.jobs.notify(Status::ERR_EXIT_NONZERO_TERM, &only_asked);
+            }
         } else {
             self.jobs.notify(Status::EVENT_PROC_TERMINATED, &info);
         }

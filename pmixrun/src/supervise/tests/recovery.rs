@@ -47,6 +47,13 @@ fn a_failed_rank_of_a_recoverable_job_leaves_the_others_running() {
     assert!(range.contains(&format!("{:?}", Rank::WILDCARD)), "{range}");
     // Only to handlers registered for the code: a catch-all one (Open MPI's) would end them.
     assert_eq!(value(attr::EVENT_NON_DEFAULT), Some(&Value::Bool(true)));
+    // And what PRRTE sends for it instead, with the same information.
+    let codes: Vec<Status> = log.notified.iter().map(|(c, _)| *c).collect();
+    assert_eq!(
+        codes,
+        [Status::EVENT_PROC_TERMINATED, Status::ERR_EXIT_NONZERO_TERM]
+    );
+    assert_eq!(log.notified[1].1, *info);
 
     // Without recovery the same end stops the others.
     let mut ends = vec![exited("job", 1, 3)];
@@ -57,6 +64,7 @@ fn a_failed_rank_of_a_recoverable_job_leaves_the_others_running() {
     assert_eq!(log.signals, [(100, SIGTERM), (102, SIGTERM)]);
     let (code, info) = &log.notified[0];
     assert_eq!(*code, Status::EVENT_PROC_TERMINATED);
+    assert_eq!(log.notified.len(), 1, "{:?}", log.notified);
     assert!(
         !info
             .iter()
