@@ -80,6 +80,7 @@ pub(crate) enum Call {
     /// A process that ended (here or on another node) was started again.
     ProcRestarted {
         proc: Proc,
+        reincarnation: u32,
     },
     /// A local client's process ended.
     ClientEnded {

@@ -509,16 +509,23 @@ impl Server {
     }
 
     /// Tells the server that `proc`, which ended (on this node or another), was started again:
-    /// the same rank of the same namespace, in a new life. It is no longer gone (fences and
-    /// gets naming it wait for it again, as for a process that has not committed yet), and
-    /// what was known of its earlier life's data is forgotten: gets of it wait for what the
-    /// new life commits, here or on its node. A host that restarts a process calls this
-    /// before starting it (then registers the client again, [`Server::register_client`]), and
-    /// a multi-node host on every other node too. Unknown processes are ignored.
-    pub fn proc_restarted(&self, proc: &Proc) -> Result<(), Error> {
+    /// the same rank of the same namespace, in a new life, its `reincarnation`-th (1 for the
+    /// first restart). It is no longer gone (fences and gets naming it wait for it again, as
+    /// for a process that has not committed yet), and what was known of its earlier life's
+    /// data is forgotten: gets of it wait for what the new life commits, here or on its node.
+    /// Its `PMIX_REINCARNATION` is `reincarnation` in the job data every client connecting from
+    /// now on receives (the new life itself, and its peers) and in the gets this server
+    /// answers; clients connected before keep the job data they received at init. A host that
+    /// restarts a process calls this before starting it (then registers the client again,
+    /// [`Server::register_client`]), and a multi-node host on every other node too. Unknown
+    /// processes are ignored.
+    pub fn proc_restarted(&self, proc: &Proc, reincarnation: u32) -> Result<(), Error> {
         let proc = proc.clone();
         self.tx
-            .send(LoopMsg::Call(Call::ProcRestarted { proc }))
+            .send(LoopMsg::Call(Call::ProcRestarted {
+                proc,
+                reincarnation,
+            }))
             .map_err(|_| Error::Stopped)?;
         let _ = self.waker.wake();
         Ok(())

@@ -448,7 +448,10 @@ impl<H: Host> Shell<H> {
             Call::ProcEndedElsewhere { proc, status } => {
                 self.engine.proc_ended_elsewhere(&proc, status)
             }
-            Call::ProcRestarted { proc } => self.engine.proc_restarted(&proc),
+            Call::ProcRestarted {
+                proc,
+                reincarnation,
+            } => self.engine.proc_restarted(&proc, reincarnation),
             Call::Pmi1Connect { proc, how, reply } => {
                 let _ = reply.send(self.pmi1_connect(proc, how));
             }

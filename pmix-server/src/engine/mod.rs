@@ -497,12 +497,14 @@ impl Engine {
         self.group_waits_end(proc);
     }
 
-    /// `proc`, which ended, was started again (`Server::proc_restarted`): it is no longer
-    /// gone, and its earlier life's data is forgotten.
-    pub(crate) fn proc_restarted(&mut self, proc: &Proc) {
+    /// `proc`, which ended, was started again (`Server::proc_restarted`), its
+    /// `reincarnation`-th restart: it is no longer gone, its earlier life's data is forgotten,
+    /// and its `REINCARNATION` is that count for whoever receives the job data from now on.
+    pub(crate) fn proc_restarted(&mut self, proc: &Proc, reincarnation: u32) {
         let Some(ns) = self.ns_id(proc.nspace.as_str()) else {
             return;
         };
+        self.nspaces.set_reincarnation(ns, proc.rank, reincarnation);
         let key = (ns, proc.rank);
         self.sessions.restarted(key);
         self.commits.forget(&key);

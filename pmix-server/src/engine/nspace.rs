@@ -109,6 +109,16 @@ impl LazyJob {
             .collect()
     }
 
+    /// This job data with `infos` among `rank`'s process values (see
+    /// [`JobImage::with_proc_values`]): a new image, whose whole job data is derived again
+    /// when first needed.
+    pub(crate) fn with_proc_values(&self, rank: Rank, infos: &[Info]) -> Result<LazyJob, Error> {
+        let image = self.image.with_proc_values(rank, infos).map_err(|e| {
+            Error::BadRegistration(format!("cannot lay out the job data again: {e}"))
+        })?;
+        Ok(LazyJob::new(image, self.foreign))
+    }
+
     /// Whether this is a namespace of another launcher run ([`Registration::foreign`]).
     pub(crate) fn is_foreign(&self) -> bool {
         self.foreign

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::ops::Index;
 use std::sync::Arc;
 
-use pmix_types::{Info, Nspace, Proc, Rank, Value};
+use pmix_types::{Info, Nspace, Proc, Rank, Value, attr};
 use pmix_wire::JobData;
 
 use super::job_control::Cleanup;
@@ -123,6 +123,25 @@ impl Nspaces {
             },
         );
         new.then_some(id)
+    }
+
+    /// Records that `rank` of namespace `ns` was restarted `reincarnation` times
+    /// (`REINCARNATION`): its job data is laid out again with that value, which every client
+    /// connecting from now on receives and every get answered here reads. Clients connected
+    /// before keep the job data they received. Nothing changes when the value is already so.
+    pub(super) fn set_reincarnation(&mut self, ns: NsId, rank: Rank, reincarnation: u32) {
+        let Some(n) = self.by_id.get_mut(&ns) else {
+            return;
+        };
+        let now = n.job.image().proc_value(rank, attr::REINCARNATION);
+        if rank.0 >= n.size || now.and_then(|v| v.as_u32()) == Some(reincarnation) {
+            return;
+        }
+        let value = [Info::attr(attr::REINCARNATION, reincarnation)];
+        match n.job.with_proc_values(rank, &value) {
+            Ok(job) => n.job = Arc::new(job),
+            Err(e) => tracing::warn!(nspace = %n.name, %rank, "reincarnation not recorded: {e}"),
+        }
     }
 
     /// Forgets a namespace: its id and what was registered, if it was known.

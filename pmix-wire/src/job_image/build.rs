@@ -1,5 +1,6 @@
-//! Writing a job image: from a registration's compact description ([`JobSpec`]) or from job
-//! data another server expanded ([`JobData`]).
+//! Writing a job image: from a registration's compact description ([`JobSpec`]), from job
+//! data another server expanded ([`JobData`]), or from another image with one process's values
+//! changed ([`JobImage::with_proc_values`](super::JobImage::with_proc_values)).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -8,7 +9,7 @@ use serde::Serialize;
 
 use super::layout::{
     FLAG_DERIVE, FLAG_SPAWNED, HEADER_LEN, IMAGE_VERSION, MAGIC, OFF_FLAGS, OFF_NNODES, OFF_OFFSET,
-    OFF_SECTIONS, OFF_SIZE, OFF_TOTAL, OFF_VERSION, SECTIONS, Section,
+    OFF_SECTIONS, OFF_SIZE, OFF_TOTAL, OFF_VERSION, SECTIONS, Section, bad,
 };
 use crate::{Error, JobData, Realm};
 
@@ -442,4 +443,70 @@ fn write(p: &Parts<'_>) -> Result<Vec<u8>, Error> {
         out.extend_from_slice(&s.0);
     }
     Ok(out)
+}
+
+impl super::JobImage {
+    /// This image with `infos` among the process values of `rank`, each replacing what was
+    /// given for its key (a restarted process's `REINCARNATION`, which then wins over the
+    /// derived 0); everything else as it was. The image is written anew from what it holds,
+    /// which costs what its size does: for rare changes, not per client.
+    pub fn with_proc_values(&self, rank: Rank, infos: &[Info]) -> Result<super::JobImage, Error> {
+        let maps = if self.0.nnodes == 0 {
+            None
+        } else {
+            let mut m = NodeMap::default();
+            for id in 0..self.0.nnodes {
+                let name = self.map_name(id).ok_or_else(|| bad("a node has no name"))?;
+                let ranks = self
+                    .ranks_of_node(id)
+                    .ok_or_else(|| bad("a node's ranks cannot be read"))?;
+                m.names.push(name.to_owned());
+                m.ppn.push(ranks);
+            }
+            Some(m)
+        };
+        let nodes: Vec<(u32, Vec<Info>)> = self
+            .given_keys(Section::GivenNodes)
+            .into_iter()
+            .map(|id| {
+                (
+                    id,
+                    self.given(Section::GivenNodes, id)
+                        .unwrap_or_default()
+                        .to_vec(),
+                )
+            })
+            .collect();
+        let mut procs: BTreeMap<u32, Vec<Info>> = self
+            .given_keys(Section::GivenProcs)
+            .into_iter()
+            .map(|r| {
+                (
+                    r,
+                    self.given(Section::GivenProcs, r)
+                        .unwrap_or_default()
+                        .to_vec(),
+                )
+            })
+            .collect();
+        let mine = procs.entry(rank.0).or_default();
+        mine.retain(|i| infos.iter().all(|new| new.key != i.key));
+        mine.extend(infos.iter().cloned());
+        let bytes = write(&Parts {
+            nspace: self.0.nspace.as_str(),
+            flags: self.0.flags,
+            size: self.0.size,
+            offset: self.0.offset,
+            levels: Levels(
+                &self.0.session,
+                &self.0.job,
+                &self.0.apps,
+                self.0.app_of_rank.iter().map(|&(a, r)| (a, r.0)).collect(),
+            ),
+            maps: maps.as_ref(),
+            nodes,
+            procs: procs.iter().map(|(r, i)| (*r, i.as_slice())).collect(),
+        })?;
+        super::JobImage::parse(bytes::Bytes::from(bytes))
+    }
 }

@@ -320,3 +320,46 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// An image with a rank's values changed reads as the first one did, but for those values:
+    /// every other rank, every node and the levels are the same, and the new value wins over
+    /// the derived one (a restarted process's `REINCARNATION`).
+    #[test]
+    fn changing_a_rank_values_changes_only_those(s in any_spec(), pick in any::<u32>(), k in 1u32..9) {
+        prop_assume!(s.size > 0);
+        let image = JobImage::build(&s).unwrap();
+        let rank = Rank(pick % s.size);
+        let changed = image
+            .with_proc_values(rank, &[Info::attr(attr::REINCARNATION, k)])
+            .unwrap();
+        check_image(changed.bytes());
+        prop_assert_eq!(u32_of(image.proc_value(rank, attr::REINCARNATION)), Some(0));
+        prop_assert_eq!(u32_of(changed.proc_value(rank, attr::REINCARNATION)), Some(k));
+        // Changed again: the last value given is the one read, and the other values stay.
+        let again = changed
+            .with_proc_values(rank, &[Info::attr(attr::REINCARNATION, k + 1)])
+            .unwrap();
+        prop_assert_eq!(u32_of(again.proc_value(rank, attr::REINCARNATION)), Some(k + 1));
+        let (before, after) = (image.expand(), again.expand());
+        prop_assert_eq!(&before.nodes, &after.nodes);
+        prop_assert_eq!((&before.session, &before.job, &before.apps), (&after.session, &after.job, &after.apps));
+        prop_assert_eq!(before.procs.len(), after.procs.len());
+        for (b, a) in before.procs.iter().zip(&after.procs) {
+            prop_assert_eq!(b.rank, a.rank);
+            if b.rank != rank {
+                prop_assert_eq!(&b.info, &a.info);
+                continue;
+            }
+            for i in &b.info {
+                if i.key.as_str() != attr::REINCARNATION {
+                    prop_assert_eq!(again.proc_value(rank, i.key.as_str()), image.proc_value(rank, i.key.as_str()));
+                }
+            }
+            prop_assert_eq!(a.info.iter().filter(|i| i.key.as_str() == attr::REINCARNATION).count(), 1);
+        }
+        for id in image.node_ids() {
+            prop_assert_eq!(image.ranks_of_node(id), again.ranks_of_node(id));
+        }
+    }
+}

@@ -36,9 +36,9 @@ pub(crate) enum Msg {
     Exited { proc: Proc, end: End },
     /// Daemon → every daemon: a process ended without finalize; what waits for it must fail.
     ProcEnded { proc: Proc, status: Status },
-    /// Daemon → every daemon: a process that ended is being started again (before it starts);
-    /// what names it waits for its new life.
-    ProcRestarted(Proc),
+    /// Daemon → every daemon: a process that ended is being started again (before it starts),
+    /// its `reincarnation`-th restart; what names it waits for its new life.
+    ProcRestarted { proc: Proc, reincarnation: u32 },
     /// Daemon → root: output of local processes.
     Output(Vec<OutputLine>),
     /// Root → daemon: that many bytes of its output were written.
@@ -209,8 +209,9 @@ pub(crate) enum Req {
     /// `PMIX_TIMEOUT`.
     Dmodex { proc: Proc, info: Vec<Info> },
     /// To the daemon of `proc`, which failed: start it again as its job was started
-    /// (`--max-restarts`); answered [`Answer::Restarted`].
-    Restart(Proc),
+    /// (`--max-restarts`), its `reincarnation`-th restart (its `PMIX_REINCARNATION` from now
+    /// on); answered [`Answer::Restarted`].
+    Restart { proc: Proc, reincarnation: u32 },
     /// To the daemon of `proc`, which ended: answered once its server read and acted on what
     /// `proc` sent before its end (an abort it wrote just before exiting reaches the root
     /// first, on the same path).

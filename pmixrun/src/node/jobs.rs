@@ -259,11 +259,13 @@ impl RunJobs<'_> {
 
     /// Starts `proc`, a process of this node that ended, again, as its job `l` was started,
     /// `ranks` (ascending) being the job's processes on this node: the server forgets its end
-    /// and its earlier life's data, registers it again (a new secret; what waited for the old
-    /// one is over), and it starts as it did among `ranks` (its binding, its local rank).
+    /// and its earlier life's data and learns its `REINCARNATION` (its count of restarts),
+    /// registers it again (a new secret; what waited for the old one is over), and it starts
+    /// as it did among `ranks` (its binding, its local rank).
     pub(crate) fn restart_rank(
         &self,
         proc: &Proc,
+        reincarnation: u32,
         l: &JobLaunch,
         ranks: &[u32],
     ) -> Result<Launched, String> {
@@ -272,7 +274,7 @@ impl RunJobs<'_> {
             return Err(format!("{proc} is not a process of this node"));
         }
         self.server
-            .proc_restarted(proc)
+            .proc_restarted(proc, reincarnation)
             .map_err(|e| format!("cannot tell the server {proc} lives again: {e}"))?;
         self.register_clients(&proc.nspace, &l.apps, &l.layout, &[rank])?;
         let job = (&proc.nspace, l.tag, &l.apps[..], &l.layout, &l.user_env[..]);
@@ -527,12 +529,12 @@ impl Jobs for RunJobs<'_> {
         launch::signal(pid, sig);
     }
 
-    fn restart(&mut self, proc: &Proc) -> Result<Launched, String> {
+    fn restart(&mut self, proc: &Proc, reincarnation: u32) -> Result<Launched, String> {
         let Some(l) = self.launched.get(&proc.nspace) else {
             return Err(format!("how {} was started is not known", proc.nspace));
         };
         let all: Vec<u32> = (0..l.layout.size).collect();
-        self.restart_rank(proc, l, &all)
+        self.restart_rank(proc, reincarnation, l, &all)
     }
 
     fn has_ended(&mut self, _proc: &Proc, pid: Pid) -> bool {

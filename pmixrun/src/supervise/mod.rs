@@ -56,7 +56,9 @@ pub(crate) trait Jobs {
     ) -> Result<Started, SpawnFailed>;
     /// Starts `proc`, which ended, again: the same rank of the same job, with what it was
     /// started with, on its node (`--max-restarts`); why not if it could not be.
-    fn restart(&mut self, proc: &Proc) -> Result<Launched, String>;
+    /// `reincarnation` counts its restarts, this one included: its `PMIX_REINCARNATION` from
+    /// now on.
+    fn restart(&mut self, proc: &Proc, reincarnation: u32) -> Result<Launched, String>;
     /// Sends `sig` to the process group `pid` of `proc`.
     fn signal(&mut self, proc: &Proc, pid: Pid, sig: Signal);
     /// True if `proc`, process `pid`, ended, whether or not its end was reported yet.

@@ -72,7 +72,7 @@ impl<J: Jobs> Supervisor<J> {
         }
         let n = restarts + 1;
         let who = self.who(proc);
-        match self.jobs.restart(proc) {
+        match self.jobs.restart(proc, n) {
             Ok(l) => {
                 if let Some((_, p)) = self.find(proc) {
                     *p = ProcState {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use pmix_types::{Info, Proc, Rank, Scope, Status, Value, attr};
 use pmix_wire::{Kv, ProcKvs, ReplyBody};
 
-use super::{Sim, commit, fence, get, key, ns, two_node_job};
+use super::{GID, Sim, UID, commit, fence, get, key, ns, proofs, two_node_job};
 use crate::engine::{ConnId, HostCall, HostOutcome};
 
 #[test]
@@ -446,7 +446,7 @@ fn a_process_restarted_on_another_node_is_waited_for_again_and_its_old_data_forg
     s.eng
         .proc_ended_elsewhere(&rank3, Status::ERR_PROC_TERM_WO_SYNC);
     s.pump();
-    s.eng.proc_restarted(&rank3);
+    s.eng.proc_restarted(&rank3, 1);
     s.pump();
     s.host_calls.clear();
     let g = s.send(0, get(rank3.clone(), "v", vec![]));
@@ -468,6 +468,109 @@ fn a_process_restarted_on_another_node_is_waited_for_again_and_its_old_data_forg
         s.host_calls
     );
     let _ = (g, f);
+}
+
+/// The `REINCARNATION` of each process of `job` as the job data a client was sent says it,
+/// native (the image) and expanded (what PMI front-ends send, and the OpenPMIx front-end
+/// derives from the same image rank by rank).
+fn reincarnations(job: &super::super::nspace::LazyJob) -> (Vec<Option<u32>>, Vec<Option<u32>>) {
+    let image = job.image();
+    let native = (0..image.size())
+        .map(|r| {
+            image
+                .proc_value(Rank(r), attr::REINCARNATION)
+                .and_then(|v| v.as_u32())
+        })
+        .collect();
+    let expanded = job
+        .get()
+        .procs
+        .iter()
+        .map(|p| {
+            let mut of_key = p
+                .info
+                .iter()
+                .filter(|i| i.key.as_str() == attr::REINCARNATION);
+            let value = of_key.next().and_then(|i| i.value.as_u32());
+            assert!(of_key.next().is_none(), "{:?}", p.info);
+            value
+        })
+        .collect();
+    (native, expanded)
+}
+
+fn get_u32(s: &mut Sim, conn: ConnId, p: Proc, k: &str) -> Option<u32> {
+    let g = s.send(conn, get(p, k, vec![]));
+    let rep = s.reply(conn, g);
+    let ReplyBody::Get { data, .. } = rep.body else {
+        panic!("not get data: {:?}", rep.body)
+    };
+    data.first()?.kvs.first()?.value.as_u32()
+}
+
+/// A restarted process's `REINCARNATION` is its count of restarts: in the job data it is sent
+/// when its new life connects, in the job data of a peer connecting after, and in the
+/// server's answer to a peer's get (here and for a process of another node). A client
+/// connected before keeps the job data it was sent.
+#[test]
+fn a_restarted_process_and_its_later_peers_see_its_reincarnation() {
+    let mut s = Sim::new();
+    // Ranks 0 to 2 here, 3 on node1; 2 connects only after the restart.
+    let nodes = pmix_regex::generate_regex(&["node0", "node1"]).unwrap();
+    let ppn = pmix_regex::generate_ppn(&[vec![0, 1, 2], vec![3]]).unwrap();
+    let info = vec![
+        Info::attr(attr::NODE_MAP, Value::Regex(nodes)),
+        Info::attr(attr::PROC_MAP, Value::Regex(ppn)),
+    ];
+    s.eng.register_nspace(ns("m"), 3, &info).unwrap();
+    for r in 0..3 {
+        let p = Proc::new(ns("m"), r);
+        s.eng.register_client(&p, UID, GID, proofs("m", r)).unwrap();
+    }
+    s.connect(0, "m", 0);
+    s.connect(1, "m", 1);
+    let first = s.welcomed[0].1.clone();
+    assert_eq!(reincarnations(&first).0, vec![Some(0); 4]);
+    // Rank 1 fails and is restarted for the second time; rank 3, on the other node, once.
+    s.eng.handle_closed(1);
+    s.eng.client_ended(&Proc::new(ns("m"), 1));
+    s.pump();
+    let rank1 = Proc::new(ns("m"), 1);
+    s.eng.proc_restarted(&rank1, 2);
+    s.eng.proc_restarted(&Proc::new(ns("m"), 3), 1);
+    s.eng
+        .register_client(&rank1, UID, GID, proofs("m", 1))
+        .unwrap();
+    s.pump();
+    s.connect(2, "m", 1);
+    s.connect(3, "m", 2);
+    let want = vec![Some(0), Some(2), Some(0), Some(1)];
+    for (conn, job) in &s.welcomed[2..] {
+        assert_eq!(
+            reincarnations(job),
+            (want.clone(), want.clone()),
+            "conn {conn}"
+        );
+    }
+    // The peers' gets read the server's job data.
+    assert_eq!(
+        get_u32(&mut s, 0, rank1.clone(), attr::REINCARNATION),
+        Some(2)
+    );
+    let rank3 = Proc::new(ns("m"), 3);
+    assert_eq!(get_u32(&mut s, 3, rank3, attr::REINCARNATION), Some(1));
+    // What was sent before stays as it was.
+    assert_eq!(reincarnations(&first).0, vec![Some(0); 4]);
+    assert_eq!(
+        s.welcomed[0]
+            .1
+            .image()
+            .proc_value(Rank(1), attr::LOCAL_RANK),
+        s.welcomed[2]
+            .1
+            .image()
+            .proc_value(Rank(1), attr::LOCAL_RANK)
+    );
 }
 
 #[test]

@@ -51,6 +51,8 @@ struct Sim {
     now: Instant,
     replies: Vec<(ConnId, u32, Reply)>,
     accepted: Vec<ConnId>,
+    /// The job data each accepted connection was sent.
+    welcomed: Vec<(ConnId, std::sync::Arc<super::nspace::LazyJob>)>,
     refused: Vec<(ConnId, Status)>,
     /// The reasons of `refused`, in the same order.
     reasons: Vec<String>,
@@ -76,6 +78,7 @@ impl Sim {
             now: Instant::now(),
             replies: vec![],
             accepted: vec![],
+            welcomed: vec![],
             refused: vec![],
             reasons: vec![],
             closed: vec![],
@@ -115,7 +118,10 @@ impl Sim {
             while let Some(out) = self.eng.poll_output() {
                 progressed = true;
                 match out {
-                    Output::Accept { conn, .. } => self.accepted.push(conn),
+                    Output::Accept { conn, job } => {
+                        self.accepted.push(conn);
+                        self.welcomed.push((conn, job));
+                    }
                     Output::ToolAccept { conn, tool, .. } => self.tools.push((conn, tool)),
                     Output::Refuse {
                         conn,

@@ -283,8 +283,11 @@ impl Daemon {
                         tree.respond(origin, id, r.map(|b| encode(&Answer::Bytes(b))))
                     });
                 }
-                Some(Req::Restart(proc)) => {
-                    let answer = Answer::Restarted(self.restart(&proc));
+                Some(Req::Restart {
+                    proc,
+                    reincarnation,
+                }) => {
+                    let answer = Answer::Restarted(self.restart(&proc, reincarnation));
                     self.tree.respond(origin, id, Ok(encode(&answer)));
                 }
                 Some(Req::SettleClient(proc)) => {
@@ -333,8 +336,11 @@ impl Daemon {
             Msg::ProcEnded { proc, status } => {
                 let _ = self.server.proc_ended_elsewhere(&proc, status);
             }
-            Msg::ProcRestarted(proc) => {
-                let _ = self.server.proc_restarted(&proc);
+            Msg::ProcRestarted {
+                proc,
+                reincarnation,
+            } => {
+                let _ = self.server.proc_restarted(&proc, reincarnation);
             }
             Msg::Event {
                 code,
@@ -473,21 +479,27 @@ impl Daemon {
 
     /// Starts `proc`, a process of this node that failed, again ([`Req::Restart`]): every
     /// other daemon hears first that it lives again (their servers forget its end), and that
-    /// it ended after all if it could not start. Its pid and program, or why not.
-    fn restart(&mut self, proc: &Proc) -> Result<(i32, String), String> {
+    /// it ended after all if it could not start; `reincarnation` counts its restarts, this
+    /// one included. Its pid and program, or why not.
+    fn restart(&mut self, proc: &Proc, reincarnation: u32) -> Result<(i32, String), String> {
         let Some((l, job)) = self.launches.get(&proc.nspace) else {
             return Err(format!("the job {} is not running here", proc.nspace));
         };
         let Some((run, ranks)) = self.run_jobs(l) else {
             return Err("the run is over".into());
         };
-        self.tree
-            .send(Dest::All, encode(&Msg::ProcRestarted(proc.clone())));
+        self.tree.send(
+            Dest::All,
+            encode(&Msg::ProcRestarted {
+                proc: proc.clone(),
+                reincarnation,
+            }),
+        );
         // Its new life finalizes anew.
         { self.finalized.lock() }
             .unwrap_or_else(PoisonError::into_inner)
             .remove(proc);
-        let restarted = run.restart_rank(proc, job, &ranks);
+        let restarted = run.restart_rank(proc, reincarnation, job, &ranks);
         drop(run);
         match restarted {
             Ok(p) => {

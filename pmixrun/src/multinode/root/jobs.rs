@@ -279,7 +279,7 @@ impl Jobs for RootJobs {
             })
     }
 
-    fn restart(&mut self, proc: &Proc) -> Result<supervise::Launched, String> {
+    fn restart(&mut self, proc: &Proc, reincarnation: u32) -> Result<supervise::Launched, String> {
         let node = self.node_of(proc).unwrap_or_default();
         let Some(v) = self.places.vertex_of(proc) else {
             return Err(format!("the node of {proc} is not known"));
@@ -287,10 +287,13 @@ impl Jobs for RootJobs {
         // Answered by the daemon at once (or by the tree, if that daemon is or gets lost);
         // the deadline bounds a daemon that hangs.
         let (tx, answer) = crossbeam_channel::bounded(1);
-        self.tree
-            .request(v, encode(&Req::Restart(proc.clone())), move |r| {
-                let _ = tx.send(r);
-            });
+        let req = Req::Restart {
+            proc: proc.clone(),
+            reincarnation,
+        };
+        self.tree.request(v, encode(&req), move |r| {
+            let _ = tx.send(r);
+        });
         let answer = answer
             .recv_deadline(Instant::now() + LAUNCH_TIMEOUT)
             .map_err(|e| match e {

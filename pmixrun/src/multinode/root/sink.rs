@@ -298,7 +298,7 @@ impl RootSink {
                     self.respond(origin, id, Err(Status::ERR_BAD_PARAM));
                 }
             }
-            Req::Dmodex { .. } | Req::SettleClient(_) | Req::Restart(_) => {
+            Req::Dmodex { .. } | Req::SettleClient(_) | Req::Restart { .. } => {
                 self.respond(origin, id, Err(Status::ERR_NOT_FOUND))
             }
         }

@@ -39,7 +39,8 @@ struct Log {
     heard_out: Vec<Proc>,
     /// The answers `restart` gives, in order; a restart beyond them fails.
     restart_outcomes: VecDeque<Result<Launched, String>>,
-    restarted: Vec<Proc>,
+    /// The processes restarted, with their count of restarts.
+    restarted: Vec<(Proc, u32)>,
 }
 
 /// A world without processes: pids are numbers nobody signals.
@@ -63,9 +64,9 @@ impl Jobs for Fake {
             })
         })
     }
-    fn restart(&mut self, proc: &Proc) -> Result<Launched, String> {
+    fn restart(&mut self, proc: &Proc, reincarnation: u32) -> Result<Launched, String> {
         let mut log = self.0.borrow_mut();
-        log.restarted.push(proc.clone());
+        log.restarted.push((proc.clone(), reincarnation));
         log.restart_outcomes
             .pop_front()
             .unwrap_or_else(|| Err("not in this test".into()))

@@ -177,7 +177,7 @@ fn a_failed_process_is_restarted_at_most_the_times_allowed() {
     ];
     assert_eq!(run_set(&fake, 2, ends, |s| s.set_max_restarts(1)), 137);
     let log = fake.0.borrow();
-    assert_eq!(log.restarted, [p("job", 1)]);
+    assert_eq!(log.restarted, [(p("job", 1), 1)]);
     assert_eq!(
         log.said,
         [
@@ -192,18 +192,28 @@ fn a_failed_process_is_restarted_at_most_the_times_allowed() {
 #[test]
 fn a_restarted_process_that_then_succeeds_leaves_the_run_successful() {
     let fake = Fake::default();
-    fake.0
-        .borrow_mut()
-        .restart_outcomes
-        .push_back(Ok(launched(0, 200)));
-    // Its only process: the job is not let go between its two lives.
-    let ends = vec![exited("job", 0, 3), exited("job", 0, 0)];
+    for pid in [200, 201] {
+        fake.0
+            .borrow_mut()
+            .restart_outcomes
+            .push_back(Ok(launched(0, pid)));
+    }
+    // Its only process: the job is not let go between its three lives, each restart counted.
+    let ends = vec![
+        exited("job", 0, 3),
+        exited("job", 0, 3),
+        exited("job", 0, 0),
+    ];
     assert_eq!(run_set(&fake, 1, ends, |s| s.set_max_restarts(2)), 0);
     let log = fake.0.borrow();
     assert_eq!(
         log.said,
-        ["rank 0 exited with status 3; restarting it (1 of 2)"]
+        [
+            "rank 0 exited with status 3; restarting it (1 of 2)",
+            "rank 0 exited with status 3; restarting it (2 of 2)",
+        ]
     );
+    assert_eq!(log.restarted, [(p("job", 0), 1), (p("job", 0), 2)]);
     assert_eq!(log.jobs_ended, ["job"]);
 
     // A restart that fails leaves the failure standing.
