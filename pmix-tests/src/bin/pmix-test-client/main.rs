@@ -19,9 +19,10 @@
 //!   `restart <rank> <status> <dir>`;
 //! - `tool`: `tool`.
 //!
-//! Every other scenario runs between the init and the finalize `run` makes. The helpers the
-//! scenarios share live with their concern: `job_data::job_size`, `lifecycle::park_forever`,
-//! `fences::fence_key` and `fence_value`.
+//! Every other scenario starts after the init `run` makes, which finalizes once it returns
+//! (those that exit or wait to be killed never do). The helpers the scenarios share live
+//! with their concern: `job_data::job_size`, `lifecycle::park_forever`, `fences::fence_key`
+//! and `fence_value`.
 
 mod fences;
 mod groups;
