@@ -14,10 +14,10 @@ use crate::lifecycle::park_forever;
 /// first fence), rank `<rank>` exits with `<status>` without finalize. Each other rank waits
 /// (30 s at most) for `EVENT_PROC_TERMINATED` naming it with that exit code, fences with the
 /// other survivors (which completes), then with the whole job and gets a key of the failed
-/// rank (both fail: it will never come), and says each outcome in a line
-/// `rank R: <what>`; a last fence of the survivors keeps each from finalizing before every
-/// other tried (a fence naming a finalized process fails too, with `ERR_NOT_FOUND`). With `<status>` `none`, no rank fails and the whole job's fence
-/// completes; with `gone-before-init`, rank `<rank>` is expected never to start (the others'
+/// rank (both fail: it will never come), and says each outcome in a line `rank R: <what>`; a
+/// last fence of the survivors keeps each from finalizing before every other tried (a fence
+/// naming only a finalized process fails too, with `ERR_NOT_FOUND`). With `<status>` `none`,
+/// no rank fails and the whole job's fence completes; with `gone-before-init`, rank `<rank>` is expected never to start (the others'
 /// first fence fails); with `abort:<status>`, rank `<rank>` calls abort with that status and
 /// waits to be ended, and the others wait for `ERR_PROC_ABORTED` instead; with
 /// `abort-by-<r>:<status>` rank `<r>` calls abort of rank `<rank>`, which waits to be ended,
