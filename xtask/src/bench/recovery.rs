@@ -5,8 +5,8 @@
 //! pretend cluster (`scripts/multinode/cluster.sh`, as root; both launchers over pssh).
 //!
 //! The job is `pmix-test-client recovery <last rank> 3 timed` (its scenario in
-//! `pmix-tests/src/bin/pmix-test-client.rs`): once every rank is up, the last rank says the
-//! time and exits with status 3; every other rank says when its event handler ran:
+//! `pmix-tests/src/bin/pmix-test-client/recovery.rs`): once every rank is up, the last rank
+//! says the time and exits with status 3; every other rank says when its event handler ran:
 //! `EVENT_PROC_TERMINATED`'s under pmixrun, `ERR_EXIT_NONZERO_TERM`'s under prterun (argument
 //! `exit-nonzero`; PRRTE sends no other event for the exit, and that one to no default
 //! handler), each naming the rank and its exit code. A run counts only if the launcher exits 3

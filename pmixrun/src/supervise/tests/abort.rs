@@ -5,18 +5,6 @@ use pmix_types::{Rank, Value};
 
 use super::*;
 
-/// Every rank connected; `ends` after.
-fn connected_then(size: u32, ends: Vec<Event>) -> Vec<Event> {
-    let mut events: Vec<Event> = (0..size).map(|r| Event::Connected(p("job", r))).collect();
-    events.extend(ends);
-    events
-}
-
-/// A rank that finalized and exited 0.
-fn finished(rank: u32) -> [Event; 2] {
-    [Event::Finalized(p("job", rank)), exited("job", rank, 0)]
-}
-
 /// Who heard `ERR_PROC_ABORTED` of whom, in order.
 fn aborted_told(log: &Log) -> Vec<Value> {
     log.notified

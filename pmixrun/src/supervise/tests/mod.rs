@@ -157,6 +157,18 @@ fn pids(ns: &str, first: i32, n: i32) -> Started {
     }
 }
 
+/// Every rank connected; `ends` after.
+fn connected_then(size: u32, ends: Vec<Event>) -> Vec<Event> {
+    let mut events: Vec<Event> = (0..size).map(|r| Event::Connected(p("job", r))).collect();
+    events.extend(ends);
+    events
+}
+
+/// A rank that finalized and exited 0.
+fn finished(rank: u32) -> [Event; 2] {
+    [Event::Finalized(p("job", rank)), exited("job", rank, 0)]
+}
+
 /// A spawn request of `parent`, and where its answer will arrive.
 fn spawn_by(parent: Proc) -> (Event, crossbeam_channel::Receiver<Result<Nspace, Status>>) {
     let (tx, rx) = crossbeam_channel::unbounded();

@@ -6,18 +6,6 @@ use pmix_types::{Rank, Value, attr};
 use super::*;
 use crate::supervise::recovery::{max_restarts, recoverable};
 
-/// Every rank connected; `ends` after.
-fn connected_then(size: u32, ends: Vec<Event>) -> Vec<Event> {
-    let mut events: Vec<Event> = (0..size).map(|r| Event::Connected(p("job", r))).collect();
-    events.extend(ends);
-    events
-}
-
-/// A rank that finalized and exited 0.
-fn finished(rank: u32) -> [Event; 2] {
-    [Event::Finalized(p("job", rank)), exited("job", rank, 0)]
-}
-
 #[test]
 fn a_failed_rank_of_a_recoverable_job_leaves_the_others_running() {
     let mut ends = vec![exited("job", 1, 3)];
