@@ -228,9 +228,11 @@ fn a_rank_that_fails_before_init_fails_the_others_fences() {
 /// Two logical nodes of this machine (`--launcher local`): ranks 0-1 on n1, 2-3 on n2.
 const TWO_NODES: [&str; 4] = ["--launcher", "local", "--host", "n1:2,n2:2"];
 
-/// `pmixrun <nodes> --max-restarts 1 -n <n> pmix-test-client restart <failing> 3 <dir>`:
-/// rank `failing` exits with 3 in its first life and is started again; every rank then fences
-/// with it and reads what its second life put; the run succeeds.
+/// `pmixrun <nodes> --max-restarts 2 -n <n> pmix-test-client restart <failing> 3 <dir> 2`:
+/// rank `failing` exits with 3 in its first two lives and is started again each time; its
+/// third life reads its own `PMIX_REINCARNATION`, 2 (its marker file, the independent witness,
+/// says it is in life 3); every rank then fences with it and reads what it put. The ranks that
+/// connected before its restarts hold the job data of then, in which it is 0.
 fn restarted_rank_completes_the_job(nodes: &[&str], n: u32, failing: u32) {
     let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
         "recovery-restart-{}-{}",
@@ -246,7 +248,7 @@ fn restarted_rank_completes_the_job(nodes: &[&str], n: u32, failing: u32) {
     );
     let args = [
         "--max-restarts",
-        "1",
+        "2",
         "-n",
         &n_arg,
         &client(),
@@ -254,6 +256,7 @@ fn restarted_rank_completes_the_job(nodes: &[&str], n: u32, failing: u32) {
         &failing_arg,
         "3",
         &dir_arg,
+        "2",
     ];
     let out = pmixrun(&[nodes, &args[..]].concat());
     let _ = std::fs::remove_dir_all(&dir);
@@ -261,7 +264,10 @@ fn restarted_rank_completes_the_job(nodes: &[&str], n: u32, failing: u32) {
     let mut lines: Vec<&str> = out.stdout.lines().collect();
     lines.sort_unstable();
     let want: Vec<String> = (0..n)
-        .map(|r| format!("rank {r}: rank {failing} is in life 2"))
+        .map(|r| {
+            let here = if r == failing { 2 } else { 0 };
+            format!("rank {r}: rank {failing} is in life 3, reincarnation 2, {here} here")
+        })
         .chain((0..n).map(|_| "ok".to_owned()))
         .collect();
     let mut want: Vec<&str> = want.iter().map(String::as_str).collect();
@@ -269,24 +275,27 @@ fn restarted_rank_completes_the_job(nodes: &[&str], n: u32, failing: u32) {
     assert_eq!(lines, want, "{out:?}");
     assert_eq!(
         out.stderr,
-        format!(
-            "pmixrun: rank {failing} exited with status 3 without calling finalize; \
-             restarting it (1 of 1)\n"
-        ),
+        (1..=2)
+            .map(|i| format!(
+                "pmixrun: rank {failing} exited with status 3 without calling finalize; \
+                 restarting it ({i} of 2)\n"
+            ))
+            .collect::<String>(),
         "{out:?}"
     );
 }
 
-/// `--max-restarts 1`: rank 1 exits with 3 in its first life and is started again; every rank
-/// then fences with it and reads what its second life put; the run succeeds.
+/// `--max-restarts 2`: rank 1 exits with 3 in its first two lives and is started again; its
+/// third life knows it was restarted twice (`PMIX_REINCARNATION`); every rank then fences with
+/// it and reads what it put; the run succeeds.
 #[test]
 fn a_failed_rank_is_restarted_and_the_job_completes_with_it() {
     restarted_rank_completes_the_job(&[], 3, 1);
 }
 
 /// The same across two logical nodes, the failing rank (3) on the second: its node starts it
-/// again, and the readers of both nodes fence with its second life and read what it put (the
-/// first node forgets that it had ended).
+/// again and tells its count of restarts, and the readers of both nodes fence with its third
+/// life and read what it put (the first node forgets that it had ended).
 #[test]
 fn a_failed_rank_is_restarted_on_its_node_and_the_others_read_its_new_life() {
     restarted_rank_completes_the_job(&TWO_NODES, 4, 3);

@@ -610,7 +610,8 @@ fn pmixrun_restart(run: &Run<'_>) -> Result<String, String> {
     let _ = std::fs::remove_dir_all(&dir);
     let out = out?;
     let said = expect_every_rank(&out, n, |r| {
-        format!("rank {r}: rank {failing} is in life 2")
+        let here = u32::from(r == failing);
+        format!("rank {r}: rank {failing} is in life 2, reincarnation 1, {here} here")
     })?;
     let restarted = format!(
         "pmixrun: rank {failing} exited with status 3 without calling finalize; restarting it \

@@ -88,7 +88,7 @@ fn run(args: &[String]) -> Res {
         "nodeinfo" => nodeinfo(&c),
         "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
         "recovery" => recovery(&c, arg(1), arg(2), arg(3) == "timed", arg(4)),
-        "restart" => restart(&c, arg(1), arg(2), arg(3)),
+        "restart" => restart(&c, arg(1), arg(2), arg(3), arg(4)),
         other => Err(format!("unknown scenario {other:?}")),
     };
     result?;

@@ -152,28 +152,58 @@ fn wall_clock_ns() -> u128 {
         .map_or(0, |d| d.as_nanos())
 }
 
-/// `restart <rank> <status> <dir>`, under `pmixrun --max-restarts 1`: in its first life rank
-/// `<rank>` leaves `<dir>/rank-<rank>` behind and, once every rank is up (a first fence),
-/// exits with `<status>` without finalize. The others, registered for `EVENT_PROC_TERMINATED`
-/// before that fence, wait (30 s at most) for it to name the rank; then every rank, the
-/// restarted one too, puts its life (1, or 2 for the restarted rank), fences with the whole
-/// job collecting data, and says `rank R: rank <rank> is in life L`. A fence that fails with
+/// `restart <rank> <status> <dir> [<failures>]`, under `pmixrun --max-restarts <failures>`
+/// (`<failures>` 1 when not given): rank `<rank>` counts its lives in `<dir>/rank-<rank>`, the
+/// witness of how often it was started, and exits with `<status>` without finalize in its
+/// first `<failures>` lives, in the first once every rank is up (a first fence). Its last
+/// life reads its own `PMIX_REINCARNATION`, which must be its life less one. The others,
+/// registered for `EVENT_PROC_TERMINATED` before that fence, wait (30 s at most) until it
+/// named the rank `<failures>` times; then every rank, the restarted one too, puts its life
+/// and the reincarnation it read, fences with the whole job collecting data, and says
+/// `rank R: rank <rank> is in life L, reincarnation K, C here`: K as the restarted rank read
+/// it, C the `PMIX_REINCARNATION` of that rank in the job data of rank R (what it received
+/// when it connected: 0 for the ranks that did before the restart). A fence that fails with
 /// `ERR_PROC_TERM_WO_SYNC` is entered again (for 30 s at most): it may come before the
 /// launcher registered the rank again.
-pub(crate) fn restart(c: &Client, rank: &str, status: &str, dir: &str) -> Res {
+pub(crate) fn restart(c: &Client, rank: &str, status: &str, dir: &str, failures: &str) -> Res {
     let me = c.proc().clone();
     let failing: u32 = rank.parse().map_err(e("rank"))?;
     let status: i32 = status.parse().map_err(e("status"))?;
+    let failures: u32 = match failures {
+        "" => 1,
+        n => n.parse().map_err(e("failures"))?,
+    };
     let marker = std::path::Path::new(dir).join(format!("rank-{failing}"));
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let failing_proc = Proc::new(me.nspace.clone(), failing);
+    let reincarnation_of = |p: &Proc| -> Result<u32, String> {
+        let v = c
+            .get(p, attr::REINCARNATION, &[])
+            .map_err(e("get of REINCARNATION"))?;
+        v.as_u32().ok_or_else(|| format!("REINCARNATION is {v:?}"))
+    };
     let mut life = 1u32;
+    let mut reincarnation = 0u32;
     if me.rank.0 == failing {
-        if !marker.exists() {
-            std::fs::write(&marker, "1").map_err(e("writing the marker"))?;
+        let lived: u32 = match std::fs::read_to_string(&marker) {
+            Ok(s) => s.trim().parse().map_err(e("the marker"))?,
+            Err(_) => 0,
+        };
+        life = lived + 1;
+        std::fs::write(&marker, life.to_string()).map_err(e("writing the marker"))?;
+        if life == 1 {
             c.fence(&[], &[]).map_err(e("first fence"))?;
+        }
+        if life <= failures {
             std::process::exit(status);
         }
-        life = 2;
+        reincarnation = reincarnation_of(&me)?;
+        if reincarnation != life - 1 {
+            return Err(format!(
+                "REINCARNATION {reincarnation} in life {life}: the marker says {} restarts",
+                life - 1
+            ));
+        }
     } else {
         let (tx, told) = std::sync::mpsc::channel();
         c.register_event_handler(&[Status::EVENT_PROC_TERMINATED], &[], move |ev| {
@@ -191,9 +221,13 @@ pub(crate) fn restart(c: &Client, rank: &str, status: &str, dir: &str) -> Res {
             told.recv_timeout(left)
                 .map_err(e("waiting for EVENT_PROC_TERMINATED"))
         };
-        while !heard(&wait()?) {}
+        for _ in 0..failures {
+            while !heard(&wait()?) {}
+        }
     }
     c.put(Scope::GLOBAL, "rs.life", life).map_err(e("put"))?;
+    c.put(Scope::GLOBAL, "rs.reinc", reincarnation)
+        .map_err(e("put"))?;
     c.commit().map_err(e("commit"))?;
     let collect = [Info::attr(attr::COLLECT_DATA, true)];
     loop {
@@ -205,10 +239,17 @@ pub(crate) fn restart(c: &Client, rank: &str, status: &str, dir: &str) -> Res {
             Err(err) => return Err(format!("fence: {err}")),
         }
     }
-    let v = c
-        .get(&Proc::new(me.nspace.clone(), failing), "rs.life", &[])
-        .map_err(e("get of the restarted rank's life"))?;
-    let v = v.as_u32().ok_or_else(|| format!("its life is {v:?}"))?;
-    println!("rank {}: rank {failing} is in life {v}", me.rank);
+    let put_by_it = |key: &str| -> Result<u32, String> {
+        let v = c
+            .get(&failing_proc, key, &[])
+            .map_err(e("get of what the restarted rank put"))?;
+        v.as_u32().ok_or_else(|| format!("its {key} is {v:?}"))
+    };
+    let (v, k) = (put_by_it("rs.life")?, put_by_it("rs.reinc")?);
+    let here = reincarnation_of(&failing_proc)?;
+    println!(
+        "rank {}: rank {failing} is in life {v}, reincarnation {k}, {here} here",
+        me.rank
+    );
     Ok(())
 }
