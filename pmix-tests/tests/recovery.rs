@@ -2,12 +2,14 @@
 //! event, a fence among themselves completes, a fence over the whole job and a get of the
 //! failed rank's data fail at once (no hang), and the run ends with the failed rank's status.
 //! `--max-restarts`: a failed rank is started again and the others fence with its new life
-//! and read what it put, on one node and across two logical nodes (`--launcher local`).
+//! and read what it put, on one node and across two logical nodes (`--launcher local`); the
+//! restarted process reads its count of restarts (`PMIX_REINCARNATION`), with pmix-rs's
+//! client and with Debian's libpmix (`openpmix/pmix_reinc.c`).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pmix_tests::{Output, Running, pmixrun_bin, workspace_bin};
+use pmix_tests::{Output, Running, openpmix_program, pmixrun_bin, workspace_bin};
 
 const DEADLINE: Duration = Duration::from_secs(60);
 
@@ -320,4 +322,31 @@ fn a_rank_failing_again_after_its_last_restart_fails_the_run() {
         };
         assert_told(&out, "rank 3 exited with status 5");
     }
+}
+
+/// Debian's libpmix under `pmixrun --max-restarts 1` (`openpmix/pmix_reinc.c`): rank 1 exits
+/// with 3 in its first life, where its `PMIX_REINCARNATION` is 0; its second life reads 1 from
+/// the job data pmixrun's OpenPMIx front-end sends it (were it 0 again, it would fail again
+/// and the run with it).
+#[test]
+fn a_restarted_libpmix_process_reads_its_reincarnation() {
+    let program = openpmix_program("pmix_reinc").display().to_string();
+    let out = pmixrun(&["--max-restarts", "1", "-n", "3", &program]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let mut lines: Vec<&str> = out.stdout.lines().collect();
+    lines.sort_unstable();
+    assert_eq!(
+        lines,
+        [
+            "rank 0 reincarnation 0",
+            "rank 1 reincarnation 1",
+            "rank 2 reincarnation 0"
+        ],
+        "{out:?}"
+    );
+    assert_eq!(
+        out.stderr,
+        "pmixrun: rank 1 exited with status 3 without calling finalize; restarting it (1 of 1)\n",
+        "{out:?}"
+    );
 }
