@@ -7,7 +7,6 @@
 //! socket), and a collecting fence's data before the first ds21 client among its participants
 //! is answered.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use pmix_types::{Nspace, Status};
@@ -33,9 +32,6 @@ pub(crate) struct Common {
     jobs: JobBytes<(Dialect, Gds)>,
     /// The ds21 store offered to libpmix clients, when it is.
     ds21: Option<Ds21>,
-    /// The job data each namespace has in the ds21 segments: a namespace whose job data
-    /// changed (a restarted process's `REINCARNATION`) has it stored again.
-    in_ds21: HashMap<Nspace, JobImage>,
     /// This node's name (the ds21 job level holds this node's keys).
     hostname: String,
 }
@@ -45,7 +41,6 @@ impl Common {
         Common {
             jobs: JobBytes::new(),
             ds21,
-            in_ds21: HashMap::new(),
             hostname,
         }
     }
@@ -76,7 +71,6 @@ impl Common {
         if let Some(ds) = &mut self.ds21 {
             ds.del_nspace(nspace);
         }
-        self.in_ds21.remove(nspace);
         self.jobs.forget(nspace);
     }
 
@@ -103,27 +97,20 @@ impl Common {
             })
     }
 
-    /// Puts a namespace's job data in the ds21 segments, once for each version of it (its
-    /// values replace the earlier version's). On failure the client finds nothing there and
-    /// asks over the socket.
+    /// Puts a namespace's job data in the ds21 segments, once. On failure the client finds
+    /// nothing there and asks over the socket.
     fn store_job(&mut self, job: &JobImage) {
         let Some(ds) = &mut self.ds21 else {
             return;
         };
-        let stored = self.in_ds21.get(job.nspace());
-        if ds.has_job(job.nspace()) && stored.is_some_and(|s| s.is_same(job)) {
+        if ds.has_job(job.nspace()) {
             return;
         }
         let levels = job.levels();
         let batches = super::ds21_job_batches(job, &levels, &self.hostname)
             .map(|b| b.map_err(Ds21Error::from));
-        match ds.store_each(batches, Some(job.nspace())) {
-            Ok(()) => {
-                self.in_ds21.insert(job.nspace().clone(), job.clone());
-            }
-            Err(e) => {
-                tracing::warn!(nspace = %job.nspace(), "job data not in the ds21 segments: {e}")
-            }
+        if let Err(e) = ds.store_each(batches, Some(job.nspace())) {
+            tracing::warn!(nspace = %job.nspace(), "job data not in the ds21 segments: {e}");
         }
     }
 
