@@ -414,6 +414,24 @@ fn check_released(out: &Output, pids: &[u32], what: &str) {
     }
 }
 
+/// A Rust tool attached to pmixrun `pid` asks `QUERY_DEBUG_SUPPORT`: every directive of
+/// `docs/TOOLS.md`, "Debuggers" (their keys as libpmix's `pmix_common.h` spells them). It
+/// registers for no event: no debugger, its end aborts nothing.
+fn debug_support_listed(pid: u32) {
+    use pmix_client::attr;
+    use pmix_client::tool::{Attach, Tool};
+    let mut tool = Tool::init(Attach::Pid(pid)).expect("attaching to pmixrun");
+    let answer = tool
+        .query_keys(&[attr::QUERY_DEBUG_SUPPORT], Vec::new())
+        .expect("QUERY_DEBUG_SUPPORT");
+    let listed = answer.first().and_then(|i| i.value.as_str()).unwrap_or("");
+    assert_eq!(
+        listed, "pmix.dbg.init,pmix.dbg.tgt,pmix.dbg.dpnd,pmix.debugger,pmix.dbg.job",
+        "{answer:?}"
+    );
+    tool.finalize().expect("finalize");
+}
+
 /// `debugger` releases a job of `app` held in init.
 fn released_by(debugger: Debugger, app: App) {
     released_on(debugger, app, &[]);
@@ -500,6 +518,9 @@ fn rust_release_listed(nodes: &[&str]) {
             assert_eq!(row[5], NODE_OF_RANK[rank], "pmixps: {out:#?}");
         }
     }
+    // A tool asking at pmixrun (the root, across nodes) hears every debugger directive
+    // supported.
+    debug_support_listed(held.pid);
     // pmixps, a tool that only looked, held nothing back and aborted nothing: release.
     std::fs::write(&held.mark, "").expect("writing the mark");
     dbg.send("release");
@@ -601,9 +622,14 @@ fn killing_a_libpmix_debugger_fails_the_held_run_of_libpmix_processes() {
 
 /// The debugger kills the held job (`PMIx_Job_control`): it ends, nobody released.
 fn debugger_kills(debugger: Debugger) {
+    debugger_kills_on(debugger, &[]);
+}
+
+/// [`debugger_kills`], the job held on `nodes` (pmixrun's arguments).
+fn debugger_kills_on(debugger: Debugger, nodes: &[&str]) {
     let end = Instant::now() + DEADLINE;
-    let what = format!("{debugger:?} debugger killing the job");
-    let mut held = Held::start(App::Rust, &[]);
+    let what = format!("{debugger:?} debugger killing the job {nodes:?}");
+    let mut held = Held::start(App::Rust, nodes);
     let mut dbg = Dbg::start(debugger, held.pid);
     let pids = held_table(&mut dbg, &held, end);
     dbg.send("kill");
@@ -625,6 +651,13 @@ fn debugger_kills(debugger: Debugger) {
 #[test]
 fn a_rust_debugger_kills_the_held_job() {
     debugger_kills(Debugger::Rust);
+}
+
+/// Killed through the root: the run ends well, and the debugger's end after the job's aborts
+/// nothing.
+#[test]
+fn a_rust_debugger_kills_the_job_held_on_two_nodes() {
+    debugger_kills_on(Debugger::Rust, &TWO_NODES);
 }
 
 #[test]

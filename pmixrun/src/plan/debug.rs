@@ -191,11 +191,13 @@ fn co_spawned_daemons(apps: &[App], job_info: &[Info]) -> Result<Option<Vec<u32>
         // A count given is the application's count in all, not per node.
         let n = match app.maxprocs {
             0 => per_node(&app.info)?.or(job_default).unwrap_or(1),
-            given => return Err(format!(
-                "PMIX_DEBUGGER_DAEMONS: {} asks for {given} processes beside applications \
+            given => {
+                return Err(format!(
+                    "PMIX_DEBUGGER_DAEMONS: {} asks for {given} processes beside applications \
                  counted per node; give every application a count, or none",
-                app.cmd
-            )),
+                    app.cmd
+                ));
+            }
         };
         counts.push(n);
     }

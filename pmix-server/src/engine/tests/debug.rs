@@ -267,7 +267,10 @@ fn a_job_held_on_several_nodes_is_ready_once_every_node_reports_its_processes() 
     let m = |r: u32| Proc::new(ns("m"), r);
     from_elsewhere(&mut s, Status::READY_FOR_DEBUG, m(1), vec![]);
     ready(&mut s, 0);
-    assert!(events_of(&s, 10, Status::READY_FOR_DEBUG).is_empty(), "rank 2 waits not yet");
+    assert!(
+        events_of(&s, 10, Status::READY_FOR_DEBUG).is_empty(),
+        "rank 2 waits not yet"
+    );
     // The other node's notification holds its process; it is no event for anyone.
     from_elsewhere(&mut s, Status::READY_FOR_DEBUG, m(2), vec![]);
     let got = events_of(&s, 10, Status::READY_FOR_DEBUG);

@@ -10,6 +10,12 @@
 //! pid, by its namespace or by its URI, as on one node: `Server::init` writes the rendezvous
 //! files, and finalizing it (or dropping it, on any way out of the run) removes them. The
 //! daemons' servers keep tool support off.
+//!
+//! Debuggers attach here too: the daemons' servers hold their processes in init, and each
+//! process's `READY_FOR_DEBUG` (and any `DEBUGGER_RELEASE` raised on a node) reaches this
+//! server through [`RootTools::event_elsewhere`], which then holds the job for its tools as a
+//! one-node server does its own processes (`pmix-server`'s `engine/debug.rs`); a debugger's
+//! release goes to every daemon as any tool's event.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
