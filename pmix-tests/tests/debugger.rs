@@ -553,6 +553,13 @@ fn a_libpmix_5_debugger_releases_libpmix_5_processes_held_in_init() {
     released_by(Debugger::CWheel, App::CWheel);
 }
 
+/// libpmix 5.0 says it waits with a range naming its daemon's server, not `RM`: the root
+/// hears it all the same.
+#[test]
+fn a_libpmix_5_debugger_releases_libpmix_5_processes_held_on_two_nodes() {
+    released_on(Debugger::CWheel, App::CWheel, &TWO_NODES);
+}
+
 #[test]
 fn a_python3_pmix_debugger_releases_pmix_rs_processes_held_in_init() {
     released_by(Debugger::Python, App::Rust);
