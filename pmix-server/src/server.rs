@@ -431,6 +431,13 @@ impl Server {
     /// delivered to those that registered for `code` within `range` of `source`
     /// (`PROC_LOCAL`, `NAMESPACE`, `CUSTOM` with `PMIX_EVENT_CUSTOM_RANGE` in `info`; any
     /// other range reaches every client). Returns once the event is queued.
+    ///
+    /// A multi-node host passes on its other nodes' debugger events here (`docs/TOOLS.md`,
+    /// "Debuggers"): a `READY_FOR_DEBUG` whose source is a process of a registered job that is
+    /// not local holds that process (delivered to nobody, as a local client's is not); the
+    /// job is then ready for the tools once all its processes wait, and the last debugger's
+    /// end aborts them all. A `DEBUGGER_RELEASE` is remembered as one raised here is, for a
+    /// process it overtakes.
     pub fn notify_event(
         &self,
         code: Status,

@@ -12,6 +12,10 @@
 //! run (the held processes are aborted) within the deadline; a debugger's job control kills
 //! the held job; `pmixps` lists the held job with its processes' pids. Every step has a
 //! deadline, none waits on a sleep.
+//!
+//! The main scenarios run on two logical nodes too ([`TWO_NODES`]: a root and two daemons on
+//! this machine, two ranks each): every node's processes are held, the debugger attaches to
+//! the root and releases, or by dying fails, all of them, and its daemons go to each node.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -31,6 +35,12 @@ const DEADLINE: Duration = Duration::from_secs(120);
 
 /// The processes of each job.
 const N: usize = 4;
+
+/// pmixrun's arguments for a run on two logical nodes of two slots each.
+const TWO_NODES: [&str; 4] = ["--launcher", "local", "--host", "n1:2,n2:2"];
+
+/// The node each rank of a held job runs on: `TWO_NODES` fills n1 first.
+const NODE_OF_RANK: [&str; N] = ["n1", "n1", "n2", "n2"];
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Debugger {
@@ -104,7 +114,8 @@ fn ompi5_debuggee() -> &'static Path {
     })
 }
 
-/// A `pmixrun --stop-in-init` job of [`N`] processes of `app`, and its mark file.
+/// A `pmixrun --stop-in-init` job of [`N`] processes of `app` (on one node, or with `nodes`
+/// the node arguments), and its mark file.
 struct Held {
     run: Option<Running>,
     pid: u32,
@@ -113,7 +124,7 @@ struct Held {
 }
 
 impl Held {
-    fn start(app: App) -> Held {
+    fn start(app: App, nodes: &[&str]) -> Held {
         let dir = std::env::temp_dir().join(format!(
             "pmixrs-debugger.{}.{}",
             std::process::id(),
@@ -129,6 +140,7 @@ impl Held {
         };
         let mut cmd = Command::new(pmixrun_bin());
         cmd.args(["--stop-in-init", "--timeout", "110", "-n", &N.to_string()])
+            .args(nodes)
             .arg(&program)
             .arg(&mark)
             .env_remove("PMIXRS_NAMESERVER")
@@ -402,11 +414,34 @@ fn check_released(out: &Output, pids: &[u32], what: &str) {
     }
 }
 
+/// A Rust tool attached to pmixrun `pid` asks `QUERY_DEBUG_SUPPORT`: every directive of
+/// `docs/TOOLS.md`, "Debuggers" (their keys as libpmix's `pmix_common.h` spells them). It
+/// registers for no event: no debugger, its end aborts nothing.
+fn debug_support_listed(pid: u32) {
+    use pmix_client::attr;
+    use pmix_client::tool::{Attach, Tool};
+    let mut tool = Tool::init(Attach::Pid(pid)).expect("attaching to pmixrun");
+    let answer = tool
+        .query_keys(&[attr::QUERY_DEBUG_SUPPORT], Vec::new())
+        .expect("QUERY_DEBUG_SUPPORT");
+    let listed = answer.first().and_then(|i| i.value.as_str()).unwrap_or("");
+    assert_eq!(
+        listed, "pmix.dbg.init,pmix.dbg.tgt,pmix.dbg.dpnd,pmix.debugger,pmix.dbg.job",
+        "{answer:?}"
+    );
+    tool.finalize().expect("finalize");
+}
+
 /// `debugger` releases a job of `app` held in init.
 fn released_by(debugger: Debugger, app: App) {
+    released_on(debugger, app, &[]);
+}
+
+/// `debugger` releases a job of `app` held in init on `nodes` (pmixrun's arguments).
+fn released_on(debugger: Debugger, app: App, nodes: &[&str]) {
     let end = Instant::now() + DEADLINE;
-    let what = format!("{debugger:?} debugger releasing {app:?} processes");
-    let mut held = Held::start(app);
+    let what = format!("{debugger:?} debugger releasing {app:?} processes {nodes:?}");
+    let mut held = Held::start(app, nodes);
     let mut dbg = Dbg::start(debugger, held.pid);
     let pids = held_table(&mut dbg, &held, end);
     std::fs::write(&held.mark, "").expect("writing the mark");
@@ -426,8 +461,21 @@ fn released_by(debugger: Debugger, app: App) {
 
 #[test]
 fn a_rust_debugger_releases_pmix_rs_processes_held_in_init_and_pmixps_lists_them() {
+    rust_release_listed(&[]);
+}
+
+/// Across two logical nodes: the root's tool server says the job waits once the ranks of
+/// both nodes do, pmixps lists them with their nodes, and the release reaches both.
+#[test]
+fn a_rust_debugger_releases_pmix_rs_processes_held_on_two_nodes_and_pmixps_lists_them() {
+    rust_release_listed(&TWO_NODES);
+}
+
+/// A Rust debugger releases pmix-rs processes held in init on `nodes` (pmixrun's arguments),
+/// having seen pmixps list them.
+fn rust_release_listed(nodes: &[&str]) {
     let end = Instant::now() + DEADLINE;
-    let mut held = Held::start(App::Rust);
+    let mut held = Held::start(App::Rust, nodes);
     let mut dbg = Dbg::start(Debugger::Rust, held.pid);
     let pids = held_table(&mut dbg, &held, end);
     // pmixps lists the held job with the same pids.
@@ -466,7 +514,13 @@ fn a_rust_debugger_releases_pmix_rs_processes_held_in_init_and_pmixps_lists_them
             .unwrap_or_else(|| panic!("pmixps: no rank {rank}: {out:#?}"));
         assert_eq!(row[..5], want, "pmixps: {out:#?}");
         assert_eq!(row[6], program, "pmixps: {out:#?}");
+        if !nodes.is_empty() {
+            assert_eq!(row[5], NODE_OF_RANK[rank], "pmixps: {out:#?}");
+        }
     }
+    // A tool asking at pmixrun (the root, across nodes) hears every debugger directive
+    // supported.
+    debug_support_listed(held.pid);
     // pmixps, a tool that only looked, held nothing back and aborted nothing: release.
     std::fs::write(&held.mark, "").expect("writing the mark");
     dbg.send("release");
@@ -482,6 +536,11 @@ fn a_libpmix_debugger_releases_libpmix_processes_held_in_init() {
     released_by(Debugger::C, App::C);
 }
 
+#[test]
+fn a_libpmix_debugger_releases_libpmix_processes_held_on_two_nodes() {
+    released_on(Debugger::C, App::C, &TWO_NODES);
+}
+
 /// The unmodified libpmix debugger on pmix-rs's `libpmix.so.2` (events, a query, a
 /// notification to the held job) releases libpmix processes as on Debian's libpmix.
 #[test]
@@ -492,6 +551,13 @@ fn a_libpmix_debugger_on_our_libpmix_releases_libpmix_processes_held_in_init() {
 #[test]
 fn a_libpmix_5_debugger_releases_libpmix_5_processes_held_in_init() {
     released_by(Debugger::CWheel, App::CWheel);
+}
+
+/// libpmix 5.0 says it waits with a range naming its daemon's server, not `RM`: the root
+/// hears it all the same.
+#[test]
+fn a_libpmix_5_debugger_releases_libpmix_5_processes_held_on_two_nodes() {
+    released_on(Debugger::CWheel, App::CWheel, &TWO_NODES);
 }
 
 #[test]
@@ -511,9 +577,14 @@ fn a_libpmix_debugger_releases_an_open_mpi_5_job_held_in_mpi_init() {
 
 /// The debugger is killed while the job waits: the run fails, saying why, in time.
 fn debugger_killed(debugger: Debugger, app: App) {
+    debugger_killed_on(debugger, app, &[]);
+}
+
+/// [`debugger_killed`], the job held on `nodes` (pmixrun's arguments).
+fn debugger_killed_on(debugger: Debugger, app: App, nodes: &[&str]) {
     let end = Instant::now() + DEADLINE;
-    let what = format!("{debugger:?} debugger of {app:?} processes killed");
-    let mut held = Held::start(app);
+    let what = format!("{debugger:?} debugger of {app:?} processes killed {nodes:?}");
+    let mut held = Held::start(app, nodes);
     let mut dbg = Dbg::start(debugger, held.pid);
     let pids = held_table(&mut dbg, &held, end);
     dbg.kill();
@@ -545,6 +616,12 @@ fn killing_a_rust_debugger_fails_the_held_run() {
     debugger_killed(Debugger::Rust, App::Rust);
 }
 
+/// The root's tool server aborts the processes held on both nodes.
+#[test]
+fn killing_a_rust_debugger_fails_the_run_held_on_two_nodes() {
+    debugger_killed_on(Debugger::Rust, App::Rust, &TWO_NODES);
+}
+
 #[test]
 fn killing_a_libpmix_debugger_fails_the_held_run_of_libpmix_processes() {
     debugger_killed(Debugger::C, App::C);
@@ -552,9 +629,14 @@ fn killing_a_libpmix_debugger_fails_the_held_run_of_libpmix_processes() {
 
 /// The debugger kills the held job (`PMIx_Job_control`): it ends, nobody released.
 fn debugger_kills(debugger: Debugger) {
+    debugger_kills_on(debugger, &[]);
+}
+
+/// [`debugger_kills`], the job held on `nodes` (pmixrun's arguments).
+fn debugger_kills_on(debugger: Debugger, nodes: &[&str]) {
     let end = Instant::now() + DEADLINE;
-    let what = format!("{debugger:?} debugger killing the job");
-    let mut held = Held::start(App::Rust);
+    let what = format!("{debugger:?} debugger killing the job {nodes:?}");
+    let mut held = Held::start(App::Rust, nodes);
     let mut dbg = Dbg::start(debugger, held.pid);
     let pids = held_table(&mut dbg, &held, end);
     dbg.send("kill");
@@ -578,6 +660,13 @@ fn a_rust_debugger_kills_the_held_job() {
     debugger_kills(Debugger::Rust);
 }
 
+/// Killed through the root: the run ends well, and the debugger's end after the job's aborts
+/// nothing.
+#[test]
+fn a_rust_debugger_kills_the_job_held_on_two_nodes() {
+    debugger_kills_on(Debugger::Rust, &TWO_NODES);
+}
+
 #[test]
 fn a_libpmix_debugger_kills_the_held_job() {
     debugger_kills(Debugger::C);
@@ -596,9 +685,21 @@ fn a_python3_pmix_debugger_kills_the_held_job() {
 
 #[test]
 fn a_rust_debugger_spawns_a_job_held_in_init_and_releases_it() {
+    spawned_held_released(&[]);
+}
+
+/// Across two logical nodes: the spawned job's two ranks go to the free slot of each node.
+#[test]
+fn a_rust_debugger_spawns_a_job_held_in_init_on_two_nodes_and_releases_it() {
+    spawned_held_released(&TWO_NODES);
+}
+
+/// A Rust debugger spawns a job of two processes held in init beside a run on `nodes`
+/// (pmixrun's arguments), waits for it and releases it.
+fn spawned_held_released(nodes: &[&str]) {
     let end = Instant::now() + DEADLINE;
     // pmixrun's own job, held running by FIFOs while the tool spawns beside it.
-    let first = pmix_tests::HeldJob::start(pmixrun_bin(), &[], 1, end);
+    let first = pmix_tests::HeldJob::start(pmixrun_bin(), nodes, 1, end);
     let dir = std::env::temp_dir().join(format!(
         "pmixrs-debugger.{}.{}",
         std::process::id(),
@@ -640,12 +741,17 @@ fn a_rust_debugger_spawns_a_job_held_in_init_and_releases_it() {
     assert_eq!(released.len(), 2, "the spawned processes: {out:#?}");
 }
 
-/// A Rust debugger attached to a held job sends `command` (spawning daemons of
-/// `pmix-debuggee` with `daemon_arg`), then releases the job: the job's pid, and for each
-/// daemon line its `rank` and `field`, sorted.
-fn daemons_beside_a_held_job(command: &str, daemon_arg: &str, field: &str) -> (u32, Vec<String>) {
+/// A Rust debugger attached to a job held on `nodes` (pmixrun's arguments) sends `command`
+/// (spawning daemons of `pmix-debuggee` with `daemon_arg`), then releases the job: the job's
+/// pid, and for each daemon line its `rank`, `field` and `node`, sorted.
+fn daemons_beside_a_held_job(
+    nodes: &[&str],
+    command: &str,
+    daemon_arg: &str,
+    field: &str,
+) -> (u32, Vec<String>) {
     let end = Instant::now() + DEADLINE;
-    let mut held = Held::start(App::Rust);
+    let mut held = Held::start(App::Rust, nodes);
     let mut dbg = Dbg::start(Debugger::Rust, held.pid);
     let pids = held_table(&mut dbg, &held, end);
     let daemon = rust_bin("pmix-debuggee").display().to_string();
@@ -667,7 +773,7 @@ fn daemons_beside_a_held_job(command: &str, daemon_arg: &str, field: &str) -> (u
     );
     let mut daemons: Vec<String> = keyed_lines(&out.stdout, "daemon")
         .iter()
-        .map(|d| format!("{} {}", d["rank"], d[field]))
+        .map(|d| format!("{} {} {}", d["rank"], d[field], d["node"]))
         .collect();
     daemons.sort();
     (held.pid, daemons)
@@ -678,15 +784,52 @@ fn daemons_beside_a_held_job(command: &str, daemon_arg: &str, field: &str) -> (u
 /// which finds the job it debugs under `DEBUG_JOB` in its job data.
 #[test]
 fn a_rust_debugger_co_spawns_one_daemon_per_node_that_finds_its_job() {
-    let (pid, daemons) = daemons_beside_a_held_job("co-daemons", "--daemon-of-job", "job");
+    let (pid, daemons) = daemons_beside_a_held_job(&[], "co-daemons", "--daemon-of-job", "job");
     let target = format!("rs-pmixrun-{pid}");
-    assert_eq!(daemons, [format!("0 {target}")]);
+    assert_eq!(daemons, [format!("0 {target} {}", this_host())]);
+}
+
+/// Across two logical nodes: one daemon on each node of the job, though its slots are full.
+#[test]
+fn a_rust_debugger_co_spawns_one_daemon_on_each_node_of_a_job_held_on_two() {
+    let (pid, daemons) =
+        daemons_beside_a_held_job(&TWO_NODES, "co-daemons", "--daemon-of-job", "job");
+    let target = format!("rs-pmixrun-{pid}");
+    assert_eq!(
+        daemons,
+        [format!("0 {target} n1"), format!("1 {target} n2")]
+    );
 }
 
 #[test]
 fn a_rust_debugger_spawns_its_daemons_beside_a_held_job_then_releases_it() {
-    let (pid, daemons) = daemons_beside_a_held_job("daemons 2", "--daemon", "target");
+    let (pid, daemons) = daemons_beside_a_held_job(&[], "daemons 2", "--daemon", "target");
     // Two daemons (DEBUG_DAEMONS_PER_NODE 2, whatever the app asked), each told the target.
     let target = format!("rs-pmixrun-{pid}.{}", u32::MAX - 1);
-    assert_eq!(daemons, [format!("0 {target}"), format!("1 {target}")]);
+    let host = this_host();
+    assert_eq!(
+        daemons,
+        [format!("0 {target} {host}"), format!("1 {target} {host}")]
+    );
+}
+
+/// `DEBUG_DAEMONS_PER_NODE` 2 across two logical nodes: two on each node of the job.
+#[test]
+fn a_rust_debugger_spawns_two_daemons_on_each_node_of_a_job_held_on_two() {
+    let (pid, daemons) = daemons_beside_a_held_job(&TWO_NODES, "daemons 2", "--daemon", "target");
+    let target = format!("rs-pmixrun-{pid}.{}", u32::MAX - 1);
+    let want: Vec<String> = NODE_OF_RANK
+        .iter()
+        .enumerate()
+        .map(|(rank, node)| format!("{rank} {target} {node}"))
+        .collect();
+    assert_eq!(daemons, want);
+}
+
+/// This machine's name, as a one-node run's job data gives it.
+fn this_host() -> String {
+    nix::unistd::gethostname()
+        .expect("gethostname")
+        .to_string_lossy()
+        .into_owned()
 }

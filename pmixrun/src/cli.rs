@@ -222,8 +222,9 @@ struct Global {
     pmi: Protocol,
     /// Hold every process in its PMIx init until a debugger (a tool attached to pmixrun)
     /// releases it with PMIX_DEBUGGER_RELEASE; if the last tool waiting for the job
-    /// (registered for PMIX_READY_FOR_DEBUG) goes away first, the run fails. One node and
-    /// PMIx processes only.
+    /// (registered for PMIX_READY_FOR_DEBUG) goes away first, the run fails. PMIx processes
+    /// only; with --host every node's processes are held, and debuggers attach to pmixrun,
+    /// the root.
     #[arg(long)]
     stop_in_init: bool,
     /// Which processes of the job read pmixrun's stdin: a rank, `all`, or `none` (every

@@ -19,6 +19,13 @@
 //!   asker): a debugger that dies must not leave a job waiting forever, and releasing it would
 //!   run it unobserved where the user asked for it to be held. A tool that never registered
 //!   for `READY_FOR_DEBUG` (a `pmixps`) is no debugger: its end changes nothing.
+//!
+//! Across nodes, the host passes on what other nodes' processes say (`Server::notify_event`,
+//! [`Engine::host_debug_event`]): a `READY_FOR_DEBUG` whose source is a process of another
+//! node holds it here too, and from then on the job is ready once every one of its processes
+//! waits, on whatever node (the server tools attach to, hosting none of them, learns so when
+//! the job waits everywhere, and aborts them all when its last debugger goes); a
+//! `DEBUGGER_RELEASE` raised elsewhere is remembered as one raised here.
 
 use std::collections::BTreeSet;
 use std::collections::{HashMap, HashSet};
@@ -40,6 +47,8 @@ pub(super) struct Debug {
     released: HashMap<NsId, HashSet<Rank>>,
     /// Namespaces whose every local process waits (announced to the tools).
     ready: HashSet<NsId>,
+    /// Namespaces with processes of other nodes held: ready once all their processes wait.
+    elsewhere: HashSet<NsId>,
 }
 
 /// The breakpoint libpmix names for a stop in init.
@@ -56,8 +65,9 @@ enum Held {
 }
 
 impl Debug {
-    /// Process `rank` of `ns` (of `local` local processes) waits for a debugger.
-    fn hold(&mut self, ns: NsId, rank: Rank, local: usize) -> Held {
+    /// Process `rank` of `ns` waits for a debugger: the job is ready once `count` of its
+    /// processes wait (the local ones, or all of them once other nodes report theirs).
+    fn hold(&mut self, ns: NsId, rank: Rank, count: usize) -> Held {
         let released = self
             .released
             .get(&ns)
@@ -67,7 +77,7 @@ impl Debug {
         }
         self.held.entry(ns).or_default().insert(rank);
         let waiting = self.held.get(&ns).map_or(0, BTreeSet::len);
-        if waiting >= local && self.ready.insert(ns) {
+        if waiting >= count && self.ready.insert(ns) {
             Held::JobReady
         } else {
             Held::Waiting
@@ -108,6 +118,7 @@ impl Debug {
         self.held.remove(&ns);
         self.released.remove(&ns);
         self.ready.remove(&ns);
+        self.elsewhere.remove(&ns);
     }
 
     /// The namespaces whose every local process waits.
@@ -162,12 +173,25 @@ fn release_event(nspaces: &Nspaces, ns: NsId, rank: Rank) -> Event {
 impl Engine {
     /// A client said it waits for a debugger (`READY_FOR_DEBUG`).
     pub(super) fn ready_for_debug(&mut self, conn: ConnId, ns: NsId, rank: Rank) {
-        let local = self.nspaces.get(&ns).map_or(0, |n| n.local.len());
-        match self.debug.hold(ns, rank, local) {
+        self.hold_for_debug(Some(conn), ns, rank);
+    }
+
+    /// Process `rank` of `ns` waits for a debugger: here (`conn`, its connection) or on
+    /// another node (`None`).
+    fn hold_for_debug(&mut self, conn: Option<ConnId>, ns: NsId, rank: Rank) {
+        let count = match self.nspaces.get(&ns) {
+            Some(n) if self.debug.elsewhere.contains(&ns) => n.size as usize,
+            Some(n) => n.local.len(),
+            None => return,
+        };
+        match self.debug.hold(ns, rank, count) {
             Held::Released => {
-                tracing::debug!(conn, %rank, "released before it said it waits: released now");
-                let event = release_event(&self.nspaces, ns, rank);
-                self.send_event(vec![conn], &event);
+                // Another node's process is released by its own server.
+                if let Some(conn) = conn {
+                    tracing::debug!(conn, %rank, "released before it said it waits: released now");
+                    let event = release_event(&self.nspaces, ns, rank);
+                    self.send_event(vec![conn], &event);
+                }
             }
             Held::Waiting => {}
             Held::JobReady => {
@@ -179,6 +203,37 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// The host passes on a debugger event of another node (`Server::notify_event`): a
+    /// `READY_FOR_DEBUG` of another node's process holds it here (`true`: the event goes no
+    /// further, as a client's does not), a `DEBUGGER_RELEASE` is remembered (and delivered).
+    pub(super) fn host_debug_event(&mut self, event: &Event) -> bool {
+        if event.code == Status::DEBUGGER_RELEASE {
+            self.debugger_released(event);
+            return false;
+        }
+        if event.code != Status::READY_FOR_DEBUG {
+            return false;
+        }
+        let source = &event.source;
+        let Some(ns) = self.ns_id(source.nspace.as_str()) else {
+            return false;
+        };
+        let elsewhere = self
+            .nspaces
+            .get(&ns)
+            .is_some_and(|n| source.rank.0 < n.size && !n.is_local(source.rank));
+        if !elsewhere {
+            return false;
+        }
+        if self.debug.elsewhere.insert(ns) {
+            // From now on the job counts all its processes, so the local ones may not yet
+            // have made it ready.
+            self.debug.ready.remove(&ns);
+        }
+        self.hold_for_debug(None, ns, source.rank);
+        true
     }
 
     /// A `DEBUGGER_RELEASE` was notified (already delivered within its range): the processes

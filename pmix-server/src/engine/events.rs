@@ -101,6 +101,9 @@ impl Engine {
 
     /// The host raises an event for this server's clients, within its range.
     pub(crate) fn host_notify(&mut self, event: &Event) {
+        if self.host_debug_event(event) {
+            return;
+        }
         if self.group_event_from_host(event) {
             self.deliver_to_tools(event, None, true);
             self.deliver_clients(event, None);

@@ -8,8 +8,9 @@
 //!
 //! `pmix-debuggee --daemon` is a debugger daemon instead (spawned by a tool with
 //! `DEBUG_DAEMONS_PER_NODE`): it reads `DEBUG_TARGET` from its job data, prints
-//! `daemon rank=<r> target=<nspace>.<rank>`, and finalizes; `--daemon-of-job` is one spawned
-//! with `DEBUGGER_DAEMONS`: it reads `DEBUG_JOB` and prints `daemon rank=<r> job=<nspace>`.
+//! `daemon rank=<r> target=<nspace>.<rank> node=<its PMIX_HOSTNAME>`, and finalizes;
+//! `--daemon-of-job` is one spawned with `DEBUGGER_DAEMONS`: it reads `DEBUG_JOB` and prints
+//! `daemon rank=<r> job=<nspace> node=<its PMIX_HOSTNAME>`.
 //!
 //! `pmix-debuggee --await-release` (a job not held in init) registers for
 //! `DEBUGGER_RELEASE`, prints `awaiting rank=<r>`, waits at most 60 s for one (from a tool,
@@ -35,11 +36,20 @@ fn main() -> ExitCode {
         }
     };
     let rank = client.proc().rank.0;
+    // Where a daemon runs, as its job data names its node (a logical node's name too).
+    let node = || match client.get(client.proc(), attr::HOSTNAME, &[]) {
+        Ok(Value::String(h)) => h,
+        other => format!("{other:?}").replace(' ', "_"),
+    };
     if mark == "--daemon" {
         let job = Proc::new(client.proc().nspace.clone(), Rank::WILDCARD);
         return match client.get(&job, attr::DEBUG_TARGET, &[]) {
             Ok(Value::Proc(t)) => {
-                println!("daemon rank={rank} target={}.{}", t.nspace, t.rank.0);
+                let node = node();
+                println!(
+                    "daemon rank={rank} target={}.{} node={node}",
+                    t.nspace, t.rank.0
+                );
                 let _ = client.finalize();
                 ExitCode::SUCCESS
             }
@@ -53,7 +63,7 @@ fn main() -> ExitCode {
         let job = Proc::new(client.proc().nspace.clone(), Rank::WILDCARD);
         return match client.get(&job, attr::DEBUG_JOB, &[]) {
             Ok(Value::String(target)) => {
-                println!("daemon rank={rank} job={target}");
+                println!("daemon rank={rank} job={target} node={}", node());
                 let _ = client.finalize();
                 ExitCode::SUCCESS
             }

@@ -97,13 +97,6 @@ pub(crate) fn run(mut opts: cli::Options, signals: Signals) -> Result<u8, String
             "--stop-in-init: PMI-1 and PMI-2 processes have no PMIx init to hold them in".into(),
         );
     }
-    if opts.stop_in_init && nodes.is_some() {
-        return Err(
-            "--stop-in-init: on one node only (the root, where debuggers attach, does not learn \
-             when every node's processes wait; docs/TOOLS.md)"
-                .into(),
-        );
-    }
     let names = connect_nameserver(opts.nameserver_uri.as_deref())?;
     if let Some((nodes, placement)) = nodes {
         let r = root::RootRun {

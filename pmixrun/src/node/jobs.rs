@@ -454,13 +454,15 @@ impl Jobs for RunJobs<'_> {
             message,
             partial: None,
         };
-        if let Some(m) = crate::plan::debug::refused(job_info, false) {
+        if let Some(m) = crate::plan::debug::refused(job_info) {
             return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
         }
         crate::node::capacity::check_spawn(apps, crate::node::capacity::max_procs())
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
-        let asked = crate::plan::debug::apps(apps, job_info)
-            .map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        // One node: debugger daemons' target is on it.
+        let asked = crate::plan::debug::apps(apps, job_info, 1)
+            .map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?
+            .apps;
         let (apps, layout) =
             job::spawn_job(&asked, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
         // One node: its directives can only name it, and say how it binds.

@@ -232,8 +232,7 @@ impl<J: Jobs> Supervisor<J> {
                     attr::QUERY_PROC_TABLE => false,
                     attr::QUERY_LOCAL_PROC_TABLE => true,
                     attr::QUERY_SPAWN_SUPPORT | attr::QUERY_DEBUG_SUPPORT => {
-                        let multi_node = self.jobs.node_of(asker).is_some();
-                        let debug = crate::plan::debug::supported(multi_node);
+                        let debug = &crate::plan::debug::SUPPORTED;
                         let keys: Vec<&str> = if key.as_str() == attr::QUERY_SPAWN_SUPPORT {
                             crate::plan::job::SPAWN_ATTRIBUTES
                                 .iter()

@@ -237,3 +237,68 @@ fn tools_hear_of_job_ends_and_of_events_whose_range_covers_them() {
         assert!(end[0].info.contains(&Info::attr(attr::NSPACE, "a")));
     }
 }
+
+/// What another node's process says, as the host passes it on (`Server::notify_event`).
+fn from_elsewhere(s: &mut Sim, code: Status, source: Proc, info: Vec<Info>) {
+    let range = if code == Status::READY_FOR_DEBUG {
+        DataRange::RM
+    } else {
+        DataRange::CUSTOM
+    };
+    s.eng.host_notify(&pmix_wire::Event {
+        code,
+        source,
+        range,
+        info,
+    });
+    s.pump();
+}
+
+/// Across nodes: the job is ready once its processes of every node wait, and the last
+/// debugger's end aborts all of them.
+#[test]
+fn a_job_held_on_several_nodes_is_ready_once_every_node_reports_its_processes() {
+    let mut s = Sim::new();
+    s.eng.set_tool_support(true, UID);
+    super::two_node_job(&mut s, &[0], &[1, 2]);
+    s.register_events(0, &[Status::DEBUGGER_RELEASE]);
+    tool(&mut s, 10);
+    s.register_events(10, &[Status::READY_FOR_DEBUG]);
+    let m = |r: u32| Proc::new(ns("m"), r);
+    from_elsewhere(&mut s, Status::READY_FOR_DEBUG, m(1), vec![]);
+    ready(&mut s, 0);
+    assert!(
+        events_of(&s, 10, Status::READY_FOR_DEBUG).is_empty(),
+        "rank 2 waits not yet"
+    );
+    // The other node's notification holds its process; it is no event for anyone.
+    from_elsewhere(&mut s, Status::READY_FOR_DEBUG, m(2), vec![]);
+    let got = events_of(&s, 10, Status::READY_FOR_DEBUG);
+    assert_eq!(got.len(), 1, "{:?}", s.events);
+    assert!(got[0].info.contains(&Info::attr(attr::NSPACE, "m")));
+    assert!(events_of(&s, 0, Status::READY_FOR_DEBUG).is_empty());
+    // The debugger goes without releasing: every node's processes are aborted.
+    s.auto_host = false;
+    s.host_calls.clear();
+    s.eng.handle_closed(10);
+    s.pump();
+    let [(_, HostCall::Abort { procs, .. })] = &s.host_calls[..] else {
+        panic!("{:?}", s.host_calls)
+    };
+    assert_eq!(procs, &[m(0), m(1), m(2)]);
+}
+
+/// A release raised on another node (the tools' node) is remembered: a local process saying
+/// it waits after it is released at once.
+#[test]
+fn a_release_from_another_node_is_remembered_for_a_process_it_overtook() {
+    let mut s = Sim::new();
+    super::two_node_job(&mut s, &[0], &[1]);
+    s.register_events(0, &[Status::DEBUGGER_RELEASE]);
+    let all = [Proc::new(ns("m"), Rank::WILDCARD)];
+    let tool_proc = Proc::new(ns("rs-root-tool"), 0);
+    from_elsewhere(&mut s, Status::DEBUGGER_RELEASE, tool_proc, custom(&all));
+    assert_eq!(events_of(&s, 0, Status::DEBUGGER_RELEASE).len(), 1);
+    ready(&mut s, 0);
+    assert_eq!(events_of(&s, 0, Status::DEBUGGER_RELEASE).len(), 2);
+}

@@ -25,7 +25,7 @@ use crate::node::host::Event;
 use crate::plan::launcher_env;
 use crate::plan::layout::{self, Layout};
 use crate::plan::placement::{NodeList, Placement, SlotUsage};
-use crate::plan::{job, spawn_placement};
+use crate::plan::{debug, job, spawn_placement};
 use crate::supervise::{self, Jobs, SpawnFailed};
 
 /// A job to launch: its namespace, output tag (0 for the first job, `n` for the `n`-th
@@ -91,6 +91,17 @@ impl RootJobs {
             .map(|n| n.name.as_str());
         let here = self.logical || rank0_node == Some(self.root_node.as_str());
         launcher_env::master_port(self.place.master_port, nspace, here)
+    }
+
+    /// The nodes (indices, ascending) of `target`, a process or (rank `WILDCARD`) a job of
+    /// the run, if it is one.
+    fn nodes_of(&self, target: &Proc) -> Option<Vec<usize>> {
+        let p = self.placements.get(&target.nspace)?;
+        if target.rank == pmix_server::types::Rank::WILDCARD {
+            Some(p.used())
+        } else {
+            p.node_of(target.rank.0).map(|n| vec![n])
+        }
     }
 
     /// Registers `job` on every daemon and starts its processes where `placement` says.
@@ -236,28 +247,48 @@ impl Jobs for RootJobs {
             message,
             partial: None,
         };
-        if let Some(m) = crate::plan::debug::refused(job_info, true) {
+        if let Some(m) = debug::refused(job_info) {
             return Err(refuse(Status::ERR_NOT_SUPPORTED, m));
         }
+        // Debugger daemons go to the nodes of their target.
+        let target_nodes = match debug::daemons_target(job_info) {
+            Err(m) => return Err(refuse(Status::ERR_BAD_PARAM, m)),
+            Ok(None) => None,
+            Ok(Some(t)) => Some(self.nodes_of(&t).ok_or_else(|| {
+                refuse(
+                    Status::ERR_NOT_FOUND,
+                    format!("debugger daemons: their target {t} is not a process of this run"),
+                )
+            })?),
+        };
+        let count = target_nodes.as_ref().map_or(1, Vec::len);
+        let spawned = debug::apps(apps, job_info, u32::try_from(count).unwrap_or(u32::MAX))
+            .map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
+        let asked = &spawned.apps;
         // Every node taken to run what this one can (their kernels are not asked).
         let nodes = u64::try_from(self.nodes.len()).unwrap_or(u64::MAX);
         let max = crate::node::capacity::max_procs().saturating_mul(nodes);
-        crate::node::capacity::check_spawn(apps, max)
+        crate::node::capacity::check_spawn(asked, max)
             .map_err(|m| refuse(Status::ERR_OUT_OF_RESOURCE, m))?;
-        let asked = apps;
         let (apps, layout) =
             job::spawn_job(asked, job_info).map_err(|m| refuse(Status::ERR_BAD_PARAM, m))?;
-        let placed = spawn_placement::place_spawn(
-            job_info,
-            asked,
-            &layout,
-            &self.nodes,
-            &self.usage,
-            self.oversubscribe,
-            self.place,
-            &self.root_node,
-        )
-        .map_err(|r| refuse(r.status, r.message))?;
+        let placed = match (target_nodes, &spawned.per_node) {
+            (Some(on), Some(per_node)) => spawn_placement::PlacedSpawn {
+                placement: debug::placement(per_node, &on, self.nodes.len()),
+                place: self.place,
+            },
+            _ => spawn_placement::place_spawn(
+                job_info,
+                asked,
+                &layout,
+                &self.nodes,
+                &self.usage,
+                self.oversubscribe,
+                self.place,
+                &self.root_node,
+            )
+            .map_err(|r| refuse(r.status, r.message))?,
+        };
         let user_env: Vec<_> = apps.iter().map(crate::node::launch::app_env).collect();
         self.spawned += 1;
         let n = self.spawned;

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, unbounded};
-use pmix_server::types::Nspace;
+use pmix_server::types::{Info, Nspace, Rank, attr};
 use pmix_server::{NameServer, NameServerClient};
 use pmix_tree::{Config, Dest, Topology, Tree, Vertex};
 use signal_hook::iterator::Signals;
@@ -131,6 +131,7 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
             .as_ref()
             .map(crate::multinode::root::cross::CrossRuns::sender),
         logs: Default::default(),
+        tools: tools.clone(),
     };
     let mut config = Config::new(0, topology, secret);
     config.listen = if local {
@@ -267,7 +268,11 @@ pub(crate) fn run(r: RootRun, signals: Signals) -> Result<u8, String> {
         layout: &r.layout,
         place: jobs.place,
     };
-    let first = jobs.launch(job, r.placement, &r.user_env, Vec::new());
+    let debug = r
+        .opts
+        .stop_in_init
+        .then(|| Info::attr(attr::DEBUG_STOP_IN_INIT, Rank::WILDCARD));
+    let first = jobs.launch(job, r.placement, &r.user_env, debug.into_iter().collect());
     if !readers.is_empty() && first.is_ok() {
         forward_stdin(tree.clone(), readers, stdin_acks);
     }

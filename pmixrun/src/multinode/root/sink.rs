@@ -15,6 +15,7 @@ use pmix_tree::{Delivery, Topology, Tree, Vertex};
 use crate::multinode::msg::{Answer, End, Msg, Req, Started, decode, encode};
 use crate::multinode::placed::Placements;
 use crate::multinode::root::cross::{Input as CrossInput, Part as CrossPart};
+use crate::multinode::root::tools::RootTools;
 use crate::node::host::{Event, forward};
 use crate::node::output::{Line, Stream};
 
@@ -49,6 +50,8 @@ pub(crate) struct RootSink {
     pub(crate) stdin_acks: Sender<Vertex>,
     /// What the daemons' log requests may hold while they wait for the supervisor.
     pub(crate) logs: crate::node::log_budget::LogBudget,
+    /// The run's tool entry point, told of the daemons' debugger events.
+    pub(crate) tools: Arc<RootTools>,
 }
 
 impl RootSink {
@@ -134,6 +137,15 @@ impl RootSink {
                         vertex: Some(from),
                     });
                 }
+                return;
+            }
+            Msg::Event {
+                code,
+                source,
+                range,
+                info,
+            } => {
+                self.tools.event_elsewhere(code, &source, range, &info);
                 return;
             }
             Msg::Connected(p) => Event::Connected(p),

@@ -10,12 +10,18 @@
 //! pid, by its namespace or by its URI, as on one node: `Server::init` writes the rendezvous
 //! files, and finalizing it (or dropping it, on any way out of the run) removes them. The
 //! daemons' servers keep tool support off.
+//!
+//! Debuggers attach here too: the daemons' servers hold their processes in init, and each
+//! process's `READY_FOR_DEBUG` (and any `DEBUGGER_RELEASE` raised on a node) reaches this
+//! server through [`RootTools::event_elsewhere`], which then holds the job for its tools as a
+//! one-node server does its own processes (`pmix-server`'s `engine/debug.rs`); a debugger's
+//! release goes to every daemon as any tool's event.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crossbeam_channel::Sender;
-use pmix_server::types::{Info, Nspace};
+use pmix_server::types::{DataRange, Info, Nspace, Proc, Status};
 use pmix_server::{NameServerClient, Server};
 use pmix_tree::{Dest, Tree};
 
@@ -111,6 +117,26 @@ impl RootTools {
         }
         if let Err(e) = self.server.finalize() {
             tracing::warn!("finalizing the root's tool server: {e}");
+        }
+    }
+
+    /// An event a daemon passed on (its processes' and other daemons'): a debugger's
+    /// (`READY_FOR_DEBUG` of a process held in init, `DEBUGGER_RELEASE`) goes to the server,
+    /// which holds the job for its tools until every node's processes wait, and aborts them all
+    /// if its last debugger goes (docs/TOOLS.md, "Debuggers"). Others concern the
+    /// daemons' processes, not the tools.
+    pub(crate) fn event_elsewhere(
+        &self,
+        code: Status,
+        source: &Proc,
+        range: DataRange,
+        info: &[Info],
+    ) {
+        if code != Status::READY_FOR_DEBUG && code != Status::DEBUGGER_RELEASE {
+            return;
+        }
+        if let Err(e) = self.server.notify_event(code, source, range, info) {
+            tracing::warn!(%source, "the tools' server did not take {code:?}: {e}");
         }
     }
 
