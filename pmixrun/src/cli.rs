@@ -232,7 +232,8 @@ struct Global {
     /// file closes theirs. Tools attached to pmixrun (docs/TOOLS.md) may push input to the
     /// same processes (PMIx_IOF_push) and pull every process's output (PMIx_IOF_pull), which
     /// pmixrun forwards to them as well as to its own stdout and stderr. With --host the
-    /// input goes down to the daemons of the ranks named (tools attach to one-node runs only).
+    /// input goes down to the daemons of the ranks named (tools attach to the root there,
+    /// and may pull output but not push input: docs/TOOLS.md, "Multi-node runs").
     #[arg(long, value_name = "RANK|all|none", default_value = "0")]
     stdin: crate::node::stdin::Target,
     #[command(flatten)]
