@@ -106,7 +106,7 @@ fn sans_io_cores_do_no_io() {
         root().join("pmix-tree/src/topology.rs"),
         root().join("pmix-tree/src/msg.rs"),
         // The client's core: pending requests, wire personalities, dispatch; and the store it
-        // owns (with its fence index). Its driver is pmix-client/src/conn.rs.
+        // owns (with its fence index). Its driver is pmix-client/src/conn/.
         root().join("pmix-client/src/core"),
         root().join("pmix-client/src/store.rs"),
         root().join("pmix-client/src/fence_data.rs"),

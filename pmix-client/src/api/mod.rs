@@ -11,7 +11,7 @@
 //! - `locality.rs`: relative locality; `stop_in_init.rs`: holding init for a debugger;
 //!   `version.rs`: the library's name.
 //!
-//! A call builds a [`pmix_wire::Request`] and hands it to the connection (`conn.rs`), with a
+//! A call builds a [`pmix_wire::Request`] and hands it to the connection (`conn/`), with a
 //! completion; a blocking call is the non-blocking one plus a wait (`call.rs`). Adding a call
 //! is a method in its family's file here, plus, for a new request, one arm where the core
 //! translates or answers requests: `core/openpmix/` (the request as OpenPMIx sends it) and

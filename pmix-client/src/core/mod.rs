@@ -1,6 +1,6 @@
 //! The client's sans-IO core: the requests waiting for replies, the store, the wire
 //! personality that writes requests and reads answers, and what an answer or an event
-//! becomes. No socket, thread, lock or clock: the connection (`conn.rs`) owns a
+//! becomes. No socket, thread, lock or clock: the connection (`conn/`) owns a
 //! [`ClientCore`] under its lock, writes what it gives, and feeds it what it reads.
 //!
 //! Its methods are of four kinds, as quinn-proto's `Connection` has them:
