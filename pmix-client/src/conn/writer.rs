@@ -44,9 +44,10 @@ impl Shared {
         self.submit_as(req, done, false)
     }
 
-    /// [`Shared::submit`] for a caller that hands the reply on as sent ([`crate::Client::request`]):
-    /// a collecting fence's data is then decoded into the reply (and taken into the store by
-    /// the caller), rather than only taken into the store, still encoded.
+    /// [`Shared::submit`] for a caller that hands the reply on as sent
+    /// ([`crate::Client::request`]): a collecting fence's data is then decoded into the reply
+    /// (and taken into the store by the caller), rather than only taken into the store, still
+    /// encoded.
     pub(crate) fn submit_whole(&self, req: Request, done: Completion) -> Option<u32> {
         self.submit_as(req, done, true)
     }
