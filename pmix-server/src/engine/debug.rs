@@ -207,7 +207,8 @@ impl Engine {
 
     /// The host passes on a debugger event of another node (`Server::notify_event`): a
     /// `READY_FOR_DEBUG` of another node's process holds it here (`true`: the event goes no
-    /// further, as a client's does not), a `DEBUGGER_RELEASE` is remembered (and delivered).
+    /// further, as a client's does not), and one of a namespace unknown here is dropped; a
+    /// `DEBUGGER_RELEASE` is remembered (and delivered).
     pub(super) fn host_debug_event(&mut self, event: &Event) -> bool {
         if event.code == Status::DEBUGGER_RELEASE {
             self.debugger_released(event);
@@ -218,7 +219,10 @@ impl Engine {
         }
         let source = &event.source;
         let Some(ns) = self.ns_id(source.nspace.as_str()) else {
-            return false;
+            // Of a namespace this server does not know (any more: the job ended and was
+            // deregistered while the event travelled): no job to hold, and a process's own
+            // readiness is no event for anyone.
+            return true;
         };
         let elsewhere = self
             .nspaces

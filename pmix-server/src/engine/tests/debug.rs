@@ -302,3 +302,26 @@ fn a_release_from_another_node_is_remembered_for_a_process_it_overtook() {
     ready(&mut s, 0);
     assert_eq!(events_of(&s, 0, Status::DEBUGGER_RELEASE).len(), 2);
 }
+
+/// A process's readiness passed on for a namespace this server does not know (its job ended
+/// and was deregistered while the event travelled, as at a multi-node run's root) reaches no
+/// debugger: it was delivered to them as an ordinary event before.
+#[test]
+fn a_late_readiness_of_a_job_gone_reaches_no_debugger() {
+    let mut s = Sim::new();
+    s.eng.set_tool_support(true, UID);
+    super::two_node_job(&mut s, &[0], &[1]);
+    tool(&mut s, 10);
+    s.register_events(10, &[Status::READY_FOR_DEBUG]);
+    from_elsewhere(
+        &mut s,
+        Status::READY_FOR_DEBUG,
+        Proc::new(ns("gone"), 1),
+        vec![],
+    );
+    assert!(
+        events_of(&s, 10, Status::READY_FOR_DEBUG).is_empty(),
+        "{:?}",
+        s.events
+    );
+}
