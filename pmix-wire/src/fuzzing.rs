@@ -175,8 +175,13 @@ fn fixed_point<T: std::fmt::Debug>(
     let Ok(a) = decode(data) else {
         return;
     };
-    let first =
-        encode(&a).unwrap_or_else(|e| panic!("a decoded {what} does not encode: {e}: {a:?}"));
+    let first = match encode(&a) {
+        Ok(first) => first,
+        // The one refusal by design of what decodes: a POINTER is read (the reference's
+        // placeholder) but never sent.
+        Err(crate::Error::Unsupported(why)) if why == crate::openpmix::POINTER_REFUSED => return,
+        Err(e) => panic!("a decoded {what} does not encode: {e}: {a:?}"),
+    };
     let b = decode(&first)
         .unwrap_or_else(|e| panic!("a re-encoded {what} does not decode: {e}: {a:?}"));
     let second = encode(&b).unwrap_or_else(|e| panic!("{what} does not encode twice: {e}: {b:?}"));
@@ -393,5 +398,29 @@ pub fn check_image(data: &[u8]) {
     if size <= 4096 && ids.len() <= 4096 {
         let job = image.expand();
         assert_eq!(&job.nspace, image.nspace());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pmix_types::Value;
+
+    use super::fixed_point;
+    use crate::openpmix::{BufferType, Codec, Dialect, Packer};
+
+    /// A decoded POINTER (a mutation of a message found it in CI) is not sent again, by
+    /// design: no fixed point to reach, and no panic.
+    #[test]
+    fn a_decoded_pointer_is_exempt_from_the_fixed_point() {
+        let d = Dialect::new(Codec::V41, BufferType::NonDesc);
+        fixed_point(
+            "value pack",
+            b"",
+            |_| Ok(vec![Value::Pointer(0)]),
+            |v: &Vec<Value>| {
+                let mut out = Vec::new();
+                Packer::new(&mut out, d).pack(v).map(|()| out)
+            },
+        );
     }
 }

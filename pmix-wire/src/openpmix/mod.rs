@@ -109,6 +109,7 @@ pub use msg::{
 };
 pub use pack::Packer;
 pub use unpack::{MAX_NESTING, Unpacker};
+pub(crate) use value::POINTER_REFUSED;
 pub use version::Version;
 
 // The data model, for convenience.

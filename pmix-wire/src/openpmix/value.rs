@@ -12,6 +12,10 @@ use super::pack::Packer;
 use super::unpack::Unpacker;
 use crate::Error;
 
+/// Why a `POINTER` is never encoded, though one is decoded (the reference's placeholder byte,
+/// standing for an address that means nothing to another process).
+pub(crate) const POINTER_REFUSED: &str = "a POINTER means nothing to another process";
+
 /// The second field of the zlib form of a `REGEX` value.
 const BLOB_COMPONENT: &[u8] = b"component=zlib:";
 
@@ -104,11 +108,7 @@ impl Packer<'_> {
                 self.put_bytes(&b.bytes);
             }
             Value::DataBuffer(b) => self.put_bytes(b),
-            Value::Pointer(_) => {
-                return Err(Error::Unsupported(
-                    "a POINTER means nothing to another process".into(),
-                ));
-            }
+            Value::Pointer(_) => return Err(Error::Unsupported(POINTER_REFUSED.into())),
             Value::Coord(c) => c.pack_item(self)?,
             Value::Cpuset(c) => c.pack_item(self)?,
             Value::Geometry(g) => g.pack_item(self)?,
