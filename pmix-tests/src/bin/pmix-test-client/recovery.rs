@@ -231,11 +231,8 @@ pub(crate) fn restart(c: &Client, rank: &str, status: &str, dir: &str, failures:
     c.commit().map_err(e("commit"))?;
     let collect = [Info::attr(attr::COLLECT_DATA, true)];
     // Until this node's server hears of the restart, the fence fails at once: entered again,
-    // each time a little later (1 ms, doubling to 64 ms). Without that pause every such
-    // process kept its server's loop, which on a daemon also carries the tree's heartbeats,
-    // answering fences as fast as both could go for as long as the restart took; once, on a
-    // loaded machine (CI), two daemons then declared their parent silent for 4 s and the run
-    // lost them, the likely cause though not reproduced since.
+    // each time a little later (1 ms, doubling to 64 ms), so that the processes waiting do
+    // not keep their servers' loops busy for as long as the restart takes.
     let mut pause = Duration::from_millis(1);
     loop {
         match c.fence(&[], &collect) {
