@@ -8,8 +8,10 @@
 //! wait for and the Get's `PMIX_TIMEOUT`, and the node asked parks the request the same way
 //! (as OpenPMIx 5's servers and PRRTE do), so a get racing a peer's later commit of the key
 //! is answered when the key is there, not with `NOT_FOUND` from the peer's earlier data.
+//! Gets of the same target and key share a request only if its wait there covers theirs: a
+//! request that ends by its own timeout fails only the Gets that could have timed out too.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::time::Instant;
 
 use pmix_types::{Info, Key, Proc, Rank, Scope, Status, attr};
@@ -37,15 +39,28 @@ struct PendingGet {
     need: Option<Key>,
     deadline: Option<Instant>,
     timer: u64,
+    /// The direct-modex request it waits on, if its target lives on another node.
+    via: Option<u64>,
+}
+
+/// A direct-modex request out at the host.
+struct Inflight {
+    target: (NsId, Rank),
+    /// The key the other node was asked to wait for.
+    need: Option<Key>,
+    /// When the other node stops waiting (the `PMIX_TIMEOUT` it was given); `None`: never.
+    deadline: Option<Instant>,
 }
 
 /// The Gets waiting until their target's data is here, and the targets asked of the host.
 #[derive(Default)]
 pub(super) struct Gets {
     parked: HashMap<(NsId, Rank), Vec<PendingGet>>,
-    /// Direct-modex requests at the host: the target and the key each asked the other node
-    /// to wait for (one request per pair); requesters wait in `parked`.
-    dmodex_inflight: HashSet<((NsId, Rank), Option<Key>)>,
+    /// Direct-modex requests at the host, by request number; requesters wait in `parked`.
+    /// A Get joins a request for its target and key that waits at least as long as it does
+    /// (whose ending, by its timeout, is then never the Get's failure), or makes its own.
+    dmodex_inflight: HashMap<u64, Inflight>,
+    next_request: u64,
 }
 
 impl Gets {
@@ -57,7 +72,7 @@ impl Gets {
         who: Requester,
         key: Option<Key>,
         need: Option<Key>,
-        deadline: Option<Instant>,
+        (deadline, via): (Option<Instant>, Option<u64>),
         timers: &mut Timers,
     ) {
         let timer = timers.new_id();
@@ -70,33 +85,54 @@ impl Gets {
             need,
             deadline,
             timer,
+            via,
         });
     }
 
-    /// Whether the host is to be asked for `target`'s data, to wait for `need` there: not
-    /// when a request for that is out already.
-    pub(super) fn ask_host(&mut self, target: (NsId, Rank), need: Option<Key>) -> bool {
-        self.dmodex_inflight.insert((target, need))
+    /// The direct-modex request a Get of `target` waiting for `need` until `deadline` is to
+    /// wait on, and whether it is new (the host is to be asked): an outstanding one for the
+    /// same target and key whose wait at the other node covers the Get's, or a new one.
+    fn request_for(
+        &mut self,
+        target: (NsId, Rank),
+        need: &Option<Key>,
+        deadline: Option<Instant>,
+    ) -> (u64, bool) {
+        let covers = |r: &Inflight| match (r.deadline, deadline) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(theirs), Some(mine)) => theirs >= mine,
+        };
+        let joined = self
+            .dmodex_inflight
+            .iter()
+            .find(|(_, r)| r.target == target && r.need == *need && covers(r));
+        if let Some((&request, _)) = joined {
+            return (request, false);
+        }
+        self.next_request += 1;
+        let request = self.next_request;
+        let inflight = Inflight {
+            target,
+            need: need.clone(),
+            deadline,
+        };
+        self.dmodex_inflight.insert(request, inflight);
+        (request, true)
     }
 
-    /// The host answered the direct modex for `target` that waited for `need`.
-    pub(super) fn host_answered(&mut self, target: (NsId, Rank), need: Option<Key>) {
-        self.dmodex_inflight.remove(&(target, need));
-    }
-
-    /// Everyone waiting for `target` whose key to wait for passes `ready` (`None`: none),
-    /// with the key each asked for; their deadlines cancelled. The others stay parked.
-    pub(super) fn take_ready(
+    /// Everyone waiting for `target` for whom `ready` holds, with the key each asked for;
+    /// their deadlines cancelled. The others stay parked.
+    fn take_where(
         &mut self,
         target: (NsId, Rank),
         timers: &mut Timers,
-        ready: impl Fn(Option<&Key>) -> bool,
+        ready: impl Fn(&PendingGet) -> bool,
     ) -> Vec<(Requester, Option<Key>)> {
         let Some(list) = self.parked.remove(&target) else {
             return Vec::new();
         };
-        let (ready, waiting): (Vec<_>, Vec<_>) =
-            list.into_iter().partition(|g| ready(g.need.as_ref()));
+        let (ready, waiting): (Vec<_>, Vec<_>) = list.into_iter().partition(|g| ready(g));
         if !waiting.is_empty() {
             self.parked.insert(target, waiting);
         }
@@ -111,13 +147,13 @@ impl Gets {
             .collect()
     }
 
-    /// Everyone waiting for `target`, ready or not (see [`Gets::take_ready`]).
+    /// Everyone waiting for `target`, ready or not (see [`Gets::take_where`]).
     pub(super) fn take(
         &mut self,
         target: (NsId, Rank),
         timers: &mut Timers,
     ) -> Vec<(Requester, Option<Key>)> {
-        self.take_ready(target, timers, |_| true)
+        self.take_where(target, timers, |_| true)
     }
 
     /// The Get for `target` whose deadline `timer` passed, removed.
@@ -296,41 +332,16 @@ impl Gets {
         } else {
             required.or_else(|| key.clone())
         };
-        self.park(t, who, key, need.clone(), deadline, timers);
         if local {
+            self.park(t, who, key, need, (deadline, None), timers);
             return GetStep::Parked(None);
         }
-        GetStep::Parked(self.ask_host_for(target, t, need, info))
-    }
-
-    /// The host call asking for `target`'s data (`t` here), to be answered once it holds
-    /// `need`, unless a request for it is out already; `info` is the Get's (its
-    /// `PMIX_TIMEOUT` bounds the wait there too).
-    fn ask_host_for(
-        &mut self,
-        target: &Proc,
-        t: (NsId, Rank),
-        need: Option<Key>,
-        info: &[Info],
-    ) -> Option<(PendingHost, HostCall)> {
-        if !self.ask_host(t, need.clone()) {
-            return None;
+        let (request, new) = self.request_for(t, &need, deadline);
+        self.park(t, who, key, need.clone(), (deadline, Some(request)), timers);
+        if !new {
+            return GetStep::Parked(None);
         }
-        let mut info: Vec<Info> = info
-            .iter()
-            .filter(|i| i.key.as_str() != attr::REQUIRED_KEY)
-            .cloned()
-            .collect();
-        if let Some(k) = &need {
-            info.push(Info::attr(attr::REQUIRED_KEY, k.as_str()));
-        }
-        Some((
-            PendingHost::Dmodex { target: t, need },
-            HostCall::DirectModex {
-                proc: target.clone(),
-                info,
-            },
-        ))
+        GetStep::Parked(Some(ask_host_for(target, (t, request), need, info)))
     }
 
     /// A host asks for the data of a local process on behalf of another node, to be answered
@@ -360,7 +371,7 @@ impl Gets {
         } else {
             let who = Requester::Host { token };
             let deadline = pmix_types::timeout_of(info).map(|d| now + d);
-            self.park(target, who, None, need, deadline, timers);
+            self.park(target, who, None, need, (deadline, None), timers);
             None
         }
     }
@@ -374,25 +385,51 @@ impl Gets {
         timers: &mut Timers,
     ) -> Vec<(Requester, Option<Key>)> {
         let (ns, rank) = target;
-        self.take_ready(target, timers, |need| {
-            need.is_none_or(|k| store.get(ns, rank, k.as_str()).is_some())
+        self.take_where(target, timers, |g| {
+            g.need
+                .as_ref()
+                .is_none_or(|k| store.get(ns, rank, k.as_str()).is_some())
         })
     }
 
-    /// The host answered the direct modex for `target` that waited for `asked`: the data it
-    /// brought, or why none.
+    /// The host answered direct-modex request `request`: the data it brought, or why none.
     pub(super) fn host_answered_with(
         &mut self,
-        target: (NsId, Rank),
-        asked: Option<Key>,
+        request: u64,
         outcome: HostOutcome,
     ) -> Result<Vec<ProcKvs>, Status> {
-        self.host_answered(target, asked);
+        self.dmodex_inflight.remove(&request);
         match outcome {
             HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
             other => Err(status_of(&other)),
         }
     }
+}
+
+/// The host call of direct-modex request `request`, asking for `target`'s data (`t` here),
+/// to be answered once it holds `need`; `info` is the Get's (its `PMIX_TIMEOUT` bounds the
+/// wait there too).
+fn ask_host_for(
+    target: &Proc,
+    (t, request): ((NsId, Rank), u64),
+    need: Option<Key>,
+    info: &[Info],
+) -> (PendingHost, HostCall) {
+    let mut info: Vec<Info> = info
+        .iter()
+        .filter(|i| i.key.as_str() != attr::REQUIRED_KEY)
+        .cloned()
+        .collect();
+    if let Some(k) = &need {
+        info.push(Info::attr(attr::REQUIRED_KEY, k.as_str()));
+    }
+    (
+        PendingHost::Dmodex { target: t, request },
+        HostCall::DirectModex {
+            proc: target.clone(),
+            info,
+        },
+    )
 }
 
 /// The answer to one Get for a process whose data is here (none when its connection is gone).
@@ -615,15 +652,10 @@ impl Engine {
         self.out.extend(answer);
     }
 
-    /// The host answered a direct modex for `target`: its data is stored and its Gets
-    /// released, or they fail.
-    pub(super) fn dmodex_done(
-        &mut self,
-        target: (NsId, Rank),
-        asked: Option<Key>,
-        outcome: HostOutcome,
-    ) {
-        let status = match self.gets.host_answered_with(target, asked.clone(), outcome) {
+    /// The host answered direct-modex request `request` for `target`: its data is stored and
+    /// its Gets released, or they fail.
+    pub(super) fn dmodex_done(&mut self, target: (NsId, Rank), request: u64, outcome: HostOutcome) {
+        let status = match self.gets.host_answered_with(request, outcome) {
             Ok(blobs) => {
                 self.store_remote(&blobs);
                 if self.commits.has(&target) {
@@ -636,10 +668,10 @@ impl Engine {
             }
             Err(status) => status,
         };
-        // Gets waiting for other keys have requests of their own.
+        // Gets waiting on other requests (other keys, longer waits) go on waiting.
         let answered = self
             .gets
-            .take_ready(target, &mut self.timers, |need| need == asked.as_ref());
+            .take_where(target, &mut self.timers, |g| g.via == Some(request));
         for (who, _) in answered {
             self.out.push_back(who.failure(status));
         }

@@ -149,8 +149,8 @@ pub(super) enum PendingHost {
     },
     Dmodex {
         target: (NsId, Rank),
-        /// The key the other node was asked to wait for.
-        need: Option<Key>,
+        /// Which of the target's outstanding requests (see `get::Gets`).
+        request: u64,
     },
     /// A request answered with the host's status alone.
     Status {

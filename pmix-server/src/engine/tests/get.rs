@@ -648,3 +648,58 @@ fn a_key_only_client_is_answered_with_the_key_it_asked() {
     let all = got(&mut s, 0, p0);
     assert_eq!(all.len(), 50);
 }
+
+/// A get with a short `PMIX_TIMEOUT` asks the other node to wait that long; a later get
+/// without one must not ride on that request, whose timing out is not its own (seen on
+/// three nodes under load: the later get failed with `ERR_TIMEOUT`).
+#[test]
+fn a_timed_out_request_to_another_node_does_not_fail_a_later_get_that_did_not_ask_for_it() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0], &[1]);
+    let remote = Proc::new(ns("m"), 1);
+    let timeout = vec![Info::attr(attr::TIMEOUT, 1i32)];
+    let short = s.send(0, get(remote.clone(), "never", timeout));
+    let (first, _) = s.host_calls.remove(0);
+    s.advance(Duration::from_millis(1100));
+    assert_eq!(s.reply(0, short).status, Status::ERR_TIMEOUT);
+    // The first request is still out (its answer is on the way) when the next get comes.
+    let patient = s.send(0, get(remote.clone(), "never", vec![]));
+    assert_eq!(
+        s.host_calls.len(),
+        1,
+        "the patient get joined a request that stops waiting after 1 s"
+    );
+    let (second, call) = s.host_calls.remove(0);
+    let HostCall::DirectModex { info, .. } = &call else {
+        panic!("not a direct modex: {call:?}")
+    };
+    assert!(
+        !info.iter().any(|i| i.key.as_str() == attr::TIMEOUT),
+        "the patient get's request carries a timeout: {info:?}"
+    );
+    s.answer(first, HostOutcome::Bytes(Err(Status::ERR_TIMEOUT)));
+    assert!(
+        s.take_reply(0, patient).is_none(),
+        "the first request's timeout failed the patient get"
+    );
+    s.answer(second, HostOutcome::Bytes(Ok(blob_of(&remote, &["never"]))));
+    assert_eq!(s.reply(0, patient).status, Status::SUCCESS);
+}
+
+/// A get whose deadline the outstanding request covers joins it.
+#[test]
+fn a_get_joins_a_request_to_another_node_that_waits_at_least_as_long() {
+    let mut s = Sim::new();
+    two_node_job(&mut s, &[0], &[1]);
+    let remote = Proc::new(ns("m"), 1);
+    let patient = s.send(0, get(remote.clone(), "v", vec![]));
+    let short = s.send(
+        0,
+        get(remote.clone(), "v", vec![Info::attr(attr::TIMEOUT, 5i32)]),
+    );
+    assert_eq!(s.host_calls.len(), 1, "a covered get asked again");
+    let (op, _) = s.host_calls.remove(0);
+    s.answer(op, HostOutcome::Bytes(Ok(blob_of(&remote, &["v"]))));
+    assert_eq!(s.reply(0, patient).status, Status::SUCCESS);
+    assert_eq!(s.reply(0, short).status, Status::SUCCESS);
+}
