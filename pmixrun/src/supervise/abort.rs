@@ -9,11 +9,12 @@
 //!
 //! If every process named belongs to a recoverable job (`recovery.rs`) and the run is not
 //! stopping, only they are ended (SIGTERM, SIGKILL after the grace period), the others hear
-//! `ERR_PROC_ABORTED` for each, and the abort's status becomes the run's unless an earlier
+//! `ERR_PROC_ABORTED` for each (for a whole namespace, once: its processes are the ones told),
+//! and the abort's status becomes the run's unless an earlier
 //! failure's is. Otherwise the run fails with the abort's status and every job is stopped,
 //! as mpiexec does for `MPI_Abort`: the processes of a job depend on each other.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use pmix_types::Rank;
 
@@ -53,8 +54,8 @@ impl<J: Jobs> Supervisor<J> {
         }
         // A failure that happened before is decided first.
         self.settle();
-        for t in &targets {
-            self.announce_abort(t, status);
+        for t in self.announced(&targets) {
+            self.announce_abort(&t, status);
         }
         let reason = self.abort_reason(caller, status, message, &targets);
         let recoverable = targets.iter().all(|t| self.is_recoverable(t));
@@ -97,6 +98,35 @@ impl<J: Jobs> Supervisor<J> {
             targets.extend(named.into_iter().filter(|t| seen.insert(t.clone())));
         }
         Ok(targets)
+    }
+
+    /// Whom the abort of `targets` is announced as aborted: each of them, but a namespace all
+    /// of whose processes are among them once, as `(nspace, WILDCARD)`. Its processes are
+    /// those told, and all are ending: one event each, not one per process of it (N² for a
+    /// namespace of N).
+    fn announced(&self, targets: &[Proc]) -> Vec<Proc> {
+        let mut named: HashMap<&Nspace, usize> = HashMap::new();
+        for t in targets {
+            *named.entry(&t.nspace).or_default() += 1;
+        }
+        let whole = |ns: &Nspace| {
+            self.index
+                .get(ns)
+                .is_some_and(|&j| named.get(ns) == Some(&self.table[j].procs.len()))
+        };
+        let mut once = HashSet::new();
+        targets
+            .iter()
+            .filter_map(|t| {
+                if !whole(&t.nspace) {
+                    Some(t.clone())
+                } else if once.insert(&t.nspace) {
+                    Some(Proc::new(t.nspace.clone(), Rank::WILDCARD))
+                } else {
+                    None
+                }
+            })
+            .collect()
     }
 
     /// What pmixrun says of `caller`'s abort of `targets`.
