@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use parking_lot::Mutex;
-use pmix_client::{Client, Proc, Status, Value};
+use pmix_client::{Client, Info, Proc, Status, Value};
 
 use crate::session::Session;
 use crate::tool_session::ToolSession;
@@ -119,8 +119,8 @@ pub(crate) fn initialized() -> bool {
 
 /// Counts one finalize, of a client or a tool alike; the last one finalizes the session
 /// (outside the lock, so other calls waiting for the state are not held by the server's
-/// answer).
-pub(crate) fn finalize() -> Result<(), Status> {
+/// answer) with `info`'s directives (a client's `PMIX_EMBED_BARRIER`).
+pub(crate) fn finalize(info: &[Info]) -> Result<(), Status> {
     let last = {
         let mut s = STATE.lock();
         if s.session.is_none() {
@@ -135,7 +135,7 @@ pub(crate) fn finalize() -> Result<(), Status> {
         }
     };
     match last {
-        Some(Session::Client(c)) => c.finalize().map_err(|e| e.status()),
+        Some(Session::Client(c)) => c.finalize_with(info).map_err(|e| e.status()),
         Some(Session::Tool(t)) => t.finalize(),
         None => Ok(()),
     }

@@ -117,11 +117,12 @@ impl PmixClient {
         pmix_client::version()
     }
 
-    /// finalize(info=[]) -> rc (`PMIx_Finalize`): handlers are dropped, the connection closed.
+    /// finalize(info=[]) -> rc (`PMIx_Finalize`): handlers are dropped, the connection closed;
+    /// `PMIX_EMBED_BARRIER` first joins a barrier of the namespace.
     #[pyo3(signature = (info=None))]
     fn finalize(&self, py: Python<'_>, info: Option<&Bound<'_, PyAny>>) -> PyResult<i32> {
-        infos_from(info)?;
-        let r = self.call(py, |c| c.finalize());
+        let info = infos_from(info)?;
+        let r = self.call(py, |c| c.finalize_with(&info));
         if r.is_ok() {
             if let Ok(mut g) = self.client.lock() {
                 *g = None;

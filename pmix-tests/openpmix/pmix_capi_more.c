@@ -33,6 +33,13 @@
  *       "child connected=0 disconnected=0"   the child's, by PMIx_Connect and
  *                                       PMIx_Disconnect (blocking) with its parent
  *
+ *   pmix_capi_more finalize-barrier   (any number of ranks; on pmix-capi only: libpmix 4.2
+ *                                       and 5.0 deadlock in PMIx_Finalize there)
+ *       "finalized rank=0 status=0"    rank 0's PMIx_Finalize with PMIX_EMBED_BARRIER
+ *       "fence rank=R status=0"        the others' plain PMIx_Fence over the namespace,
+ *                                       which only that embedded barrier completes (without
+ *                                       it the fence fails: a participant finalized)
+ *
  * Statuses are numbers (PMIx_Error_string's names differ between the libraries). Every wait
  * for a callback is bounded (30 s). Any failure prints "FAIL rank=R: <what>" on stderr and
  * exits 2 (pmix_fail.h).
@@ -296,10 +303,27 @@ static void child(void)
     fflush(stdout);
 }
 
+/* Rank 0 finalizes with an embedded barrier, the others fence; see the header. Rank 0
+ * returns finalized, the others not yet. */
+static void finalize_barrier(void)
+{
+    if (me.rank == 0) {
+        pmix_info_t info;
+        bool yes = true;
+        PMIX_INFO_LOAD(&info, PMIX_EMBED_BARRIER, &yes, PMIX_BOOL);
+        pmix_status_t rc = PMIx_Finalize(&info, 1);
+        printf("finalized rank=0 status=%d\n", rc);
+        return;
+    }
+    pmix_proc_t all;
+    PMIX_LOAD_PROCID(&all, me.nspace, PMIX_RANK_WILDCARD);
+    printf("fence rank=%u status=%d\n", me.rank, PMIx_Fence(&all, 1, NULL, 0));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
-        fail("usage: pmix_capi_more strings|nb|child");
+        fail("usage: pmix_capi_more strings|nb|child|finalize-barrier");
     MUST(PMIx_Init(&me, NULL, 0));
     if (strcmp(argv[1], "strings") == 0) {
         strings();
@@ -312,6 +336,12 @@ int main(int argc, char **argv)
         fence();
     } else if (strcmp(argv[1], "child") == 0) {
         child();
+    } else if (strcmp(argv[1], "finalize-barrier") == 0) {
+        finalize_barrier();
+        if (me.rank == 0) {
+            fflush(stdout);
+            return 0;
+        }
     } else {
         fail("unknown scenario %s", argv[1]);
     }

@@ -144,7 +144,8 @@ fn non_blocking_calls_events_and_packing_work_on_our_libpmix_as_on_debians() {
 /// (`strings`), and the non-blocking publish, lookup and unpublish, group construct and
 /// destruct, spawn, connect and disconnect, a blocking connect and disconnect in the spawned
 /// child (`nb`, whose child loads ours too). Both libraries must print the same lines; the
-/// program checks what it can itself.
+/// program checks what it can itself. Then finalize's embedded barrier (`finalize-barrier`),
+/// on ours alone.
 #[test]
 fn the_rest_of_the_client_api_works_on_our_libpmix_as_on_debians() {
     let n = 2;
@@ -154,6 +155,22 @@ fn the_rest_of_the_client_api_works_on_our_libpmix_as_on_debians() {
     let lines = same_on_both(n, &program, &["nb"], n + 1);
     assert_eq!(lines.len(), 11, "{lines:#?}");
     assert!(lines.contains(&"child connected=0 disconnected=0".to_owned()));
+    // PMIx_Finalize's PMIX_EMBED_BARRIER: the others' fence completes with rank 0's. On ours
+    // only: libpmix 4.2 and 5.0 deadlock there (PMIx_Finalize holds the library's global lock
+    // while its embedded PMIx_Fence waits for it; docs/CAPI.md).
+    let ours = run(3, &program, &["finalize-barrier"], &[], true);
+    assert_eq!(ours.status.code(), Some(0), "{ours:#?}");
+    assert_ours_loaded(&ours, 3);
+    let lines = comparable_lines(&ours);
+    assert_eq!(
+        lines,
+        [
+            "fence rank=1 status=0",
+            "fence rank=2 status=0",
+            "finalized rank=0 status=0"
+        ],
+        "sorted"
+    );
 }
 
 /// `pmix_invite.c accept`, unmodified: rank 0 invites ranks 1 and 2 (`PMIx_Group_invite`), they

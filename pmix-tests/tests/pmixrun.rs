@@ -177,6 +177,18 @@ fn two_app_contexts_see_their_app_numbers() {
 }
 
 #[test]
+fn finalize_with_an_embedded_barrier_waits_for_the_others() {
+    // The others' fence completes only if rank 0's finalize joined it.
+    let r = run(&["-n", "3", &client(), "finalize-barrier"]);
+    assert_eq!(r.code(), Some(0), "{r:?}");
+    assert_eq!(
+        r.stdout_lines().iter().filter(|l| **l == "ok").count(),
+        3,
+        "{r:?}"
+    );
+}
+
+#[test]
 fn a_rank_exiting_without_finalize_ends_the_job_with_its_status() {
     // Ranks other than 2 wait forever: only pmixrun can end them.
     let r = run(&["-n", "4", &client(), "exit-rank", "2", "3"]);

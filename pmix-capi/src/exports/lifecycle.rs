@@ -47,8 +47,8 @@ pub extern "C" fn PMIx_Initialized() -> c_int {
 pub unsafe extern "C" fn PMIx_Finalize(info: *const pmix_info_t, ninfo: usize) -> pmix_status_t {
     guarded(|| {
         // SAFETY: the Standard's contract: `info` holds `ninfo` entries.
-        unsafe { infos_from_c(info, ninfo) }?;
-        state::finalize()
+        let info = unsafe { infos_from_c(info, ninfo) }?;
+        state::finalize(&info)
     })
 }
 

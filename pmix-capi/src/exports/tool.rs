@@ -52,7 +52,7 @@ pub unsafe extern "C" fn PMIx_tool_init(
 pub extern "C" fn PMIx_tool_finalize() -> pmix_status_t {
     guarded(|| {
         state::tool()?;
-        state::finalize()
+        state::finalize(&[])
     })
 }
 

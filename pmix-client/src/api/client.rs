@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use hashbrown::HashMap;
 use parking_lot::Mutex;
-use pmix_types::{Info, Key, Proc, Rank, Scope, Status, Value, is_reserved_key};
+use pmix_types::{Info, Key, Proc, Rank, Scope, Status, Value, attr, is_reserved_key};
 use pmix_wire::{Kv, Reply, ReplyBody, Request};
 
 use crate::call::{blocking, on_status, status_result, timeout_of};
@@ -500,7 +500,27 @@ impl Client {
     /// not come within 30 seconds; the error is then returned. Event handlers are dropped
     /// first: none runs after finalize has begun.
     pub fn finalize(&self) -> Result<(), Error> {
-        self.inner.finalize()
+        self.finalize_with(&[])
+    }
+
+    /// [`Client::finalize`] with directives (`PMIx_Finalize`'s `info`): `PMIX_EMBED_BARRIER`
+    /// (true, or given without a boolean) first joins a fence without data over this
+    /// process's namespace, so that no process of it finalizes before all have come this far.
+    /// The fence's failure (a process of the namespace gone) does not stop the finalize, as
+    /// in libpmix; the other directives go to the server.
+    pub fn finalize_with(&self, info: &[Info]) -> Result<(), Error> {
+        if self.is_initialized() && embeds_barrier(info) {
+            let all = [Proc::new(self.proc().nspace.clone(), Rank::WILDCARD)];
+            if let Err(e) = self.fence(&all, &[]) {
+                tracing::debug!("pmix-client: the barrier of finalize failed: {e}");
+            }
+        }
+        let info: Vec<Info> = info
+            .iter()
+            .filter(|i| i.key.as_str() != attr::EMBED_BARRIER)
+            .cloned()
+            .collect();
+        self.inner.finalize(info)
     }
 
     /// Sends any request and waits for its reply: for requests this crate has no dedicated
@@ -552,7 +572,7 @@ impl Client {
 }
 
 impl Inner {
-    fn finalize(&self) -> Result<(), Error> {
+    fn finalize(&self, info: Vec<Info>) -> Result<(), Error> {
         let _one = self.finalizing.lock();
         if !self.initialized.swap(false, Ordering::AcqRel) {
             return Ok(());
@@ -565,11 +585,11 @@ impl Inner {
         }
         let result = if shared.on_reader_thread() {
             // Waiting here would wait for this very thread; say goodbye and go.
-            shared.submit(Request::Finalize { info: Vec::new() }, Box::new(|_| {}));
+            shared.submit(Request::Finalize { info }, Box::new(|_| {}));
             Ok(())
         } else {
             blocking(shared, Some(FINALIZE_WAIT), |done| {
-                shared.submit(Request::Finalize { info: Vec::new() }, on_status(done))
+                shared.submit(Request::Finalize { info }, on_status(done))
             })
         };
         self.conn.close();
@@ -580,7 +600,7 @@ impl Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         if self.initialized.load(Ordering::Acquire) {
-            if let Err(e) = self.finalize() {
+            if let Err(e) = self.finalize(Vec::new()) {
                 tracing::debug!("pmix-client: finalize on drop: {e}");
             }
         } else {
@@ -605,4 +625,12 @@ fn context_qualifier(info: &[Info]) -> Option<u64> {
     info.iter()
         .find(|i| i.key.as_str() == pmix_types::attr::GROUP_CONTEXT_ID)
         .and_then(|i| i.value.as_u64())
+}
+
+/// Whether finalize's `info` asks for a barrier first (`PMIX_EMBED_BARRIER`: true, or present
+/// with a value that is not a boolean, as libpmix reads it).
+fn embeds_barrier(info: &[Info]) -> bool {
+    info.iter()
+        .find(|i| i.key.as_str() == attr::EMBED_BARRIER)
+        .is_some_and(|i| i.flag().unwrap_or(true))
 }

@@ -31,6 +31,21 @@ pub(crate) fn double_init(c: &Client) -> Res {
     c.fence(&[], &[]).map_err(e("fence"))
 }
 
+/// `finalize-barrier`: rank 0 finalizes with `PMIX_EMBED_BARRIER`, the others then enter a
+/// plain fence over the namespace, which only that embedded barrier can complete (a fence
+/// whose participant finalized without one fails with `ERR_NOT_FOUND`).
+pub(crate) fn finalize_barrier(c: &Client) -> Res {
+    if c.proc().rank.0 == 0 {
+        let embed = [Info::attr(attr::EMBED_BARRIER, true)];
+        return c
+            .finalize_with(&embed)
+            .map_err(e("finalize with EMBED_BARRIER"));
+    }
+    let all = [Proc::new(c.proc().nspace.clone(), Rank::WILDCARD)];
+    c.fence(&all, &[])
+        .map_err(e("the fence rank 0's finalize was to join"))
+}
+
 /// C01, `init-cycle N`: finalize and init again N times under the launcher (the same name
 /// comes back, with the data it committed in every cycle), then the same as a singleton in
 /// this very process (a rendezvous naming no server), whose job is itself alone.

@@ -40,7 +40,9 @@ use pmix_tests::scenario::{Res, e};
 use fences::{allgather, fence, fence_timeout, late_key, stuck_fence};
 use groups::{group_fence, groups, psets};
 use job_data::{anl_map, appinfo, jobinfo, nodeinfo};
-use lifecycle::{abort, double_init, exit_rank, expect_refused, hang, init_cycle};
+use lifecycle::{
+    abort, double_init, exit_rank, expect_refused, finalize_barrier, hang, init_cycle,
+};
 use put_get::{get_semantics, internal, refresh, replace, scope};
 use recovery::{recovery, restart};
 use tool::tool;
@@ -76,6 +78,7 @@ fn run(args: &[String]) -> Res {
         "psets" => psets(&c, arg(1), arg(2), arg(3)),
         "scope" => scope(&c),
         "double-init" => double_init(&c),
+        "finalize-barrier" => finalize_barrier(&c),
         "init-cycle" => init_cycle(&c, arg(1)),
         "exit-early" => std::process::exit(3),
         "allgather" => allgather(&c),
