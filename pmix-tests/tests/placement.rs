@@ -733,6 +733,36 @@ fn locality_strings_are_libpmixs_on_a_two_package_machine() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// `PMIX_NODE_OVERSUBSCRIBED`: on the two-package tree (four cores), four processes fill the
+/// node and five oversubscribe it; the job's processes on it are told (Open MPI's then yield
+/// the CPU while they wait instead of spinning).
+#[test]
+fn a_job_with_more_processes_than_cores_is_told_its_node_is_oversubscribed() {
+    let root = compiled_programs_dir("placement").join(format!("osub-tree-{}", std::process::id()));
+    two_package_tree(&root);
+    let client = pmix_tests::workspace_bin("pmix-test-client");
+    let client = client.to_str().expect("a UTF-8 path");
+    for (n, want) in [(4u32, false), (5, true)] {
+        let what = format!("PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun -n {n} oversubscribed");
+        let out = pmixrun_on_tree(
+            &root,
+            &["-n", &n.to_string(), client, "oversubscribed"],
+            &what,
+        );
+        let mut got: Vec<&str> = out
+            .stdout
+            .lines()
+            .filter(|l| l.contains(" oversubscribed="))
+            .collect();
+        got.sort_unstable();
+        let expected: Vec<String> = (0..n)
+            .map(|r| format!("rank {r} oversubscribed={want}"))
+            .collect();
+        assert_eq!(got, expected, "{what}: {out:#?}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
 /// A spawned job is bound after its parent, not on top of it, and as its `PMIX_BINDTO` or
 /// `PMIX_MAPBY` says: on the two-package tree (pinning nothing), the CPUs pmixrun reports for
 /// the parent and then its child.

@@ -127,12 +127,14 @@ impl RunJobs<'_> {
     }
 
     /// What the registration of a job says of its processes `ranks` on this node (ascending):
-    /// the CPU set, locality string and package rank of each, as data of the process.
+    /// the CPU set, locality string and package rank of each, as data of the process, and
+    /// whether they oversubscribe this node (`PMIX_NODE_OVERSUBSCRIBED`, job data for the
+    /// processes here, as this node's other values are).
     pub(crate) fn local_info(&self, nspace: &Nspace, ranks: &[u32]) -> Result<Vec<Info>, String> {
         let Some(bound) = self.bindings(nspace, ranks)? else {
             return Ok(Vec::new());
         };
-        Ok(ranks
+        let mut info: Vec<Info> = ranks
             .iter()
             .zip(bound)
             .map(|(&rank, b)| {
@@ -144,7 +146,15 @@ impl RunJobs<'_> {
                 ]);
                 Info::attr(attr::PROC_DATA, data)
             })
-            .collect())
+            .collect();
+        // The turns `bindings` claimed for the job (a claim is the job's from then on).
+        let turns = { self.claims.lock() }
+            .unwrap_or_else(PoisonError::into_inner)
+            .claim(nspace.as_str(), ranks.len());
+        if binding::oversubscribed(&turns) {
+            info.push(Info::attr(attr::NODE_OVERSUBSCRIBED, true));
+        }
+        Ok(info)
     }
 
     /// Registers `nspace`, `nlocal` of whose processes are on this node, with its

@@ -288,8 +288,7 @@ pub(crate) fn on_this_node(
     bind_to: BindTo,
     turns: &[usize],
 ) -> Result<Option<Vec<Bound>>, String> {
-    let root = std::env::var_os(TOPOLOGY_ROOT_VAR)
-        .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from);
+    let root = topology_root();
     let this_machine = root == std::path::Path::new("/");
     match node_cpus(&root) {
         Ok(node) => {
@@ -305,6 +304,26 @@ pub(crate) fn on_this_node(
         }
         Err(e) => Err(format!("cannot bind the processes: {e}")),
     }
+}
+
+/// Whether this node is oversubscribed once processes holding `turns` in the deal run on it
+/// (after the jobs running here, [`Claims`]): whether they take it past one process per core
+/// pmixrun may use, as PRRTE counts a node's slots. Told to the job's processes here
+/// (`PMIX_NODE_OVERSUBSCRIBED`): Open MPI's then yield the CPU while they wait instead of
+/// spinning, which a process that needs the CPU (a spawned child starting) would wait for.
+/// False when the topology cannot be read.
+pub(crate) fn oversubscribed(turns: &[usize]) -> bool {
+    let Ok(node) = node_cpus(&topology_root()) else {
+        return false;
+    };
+    let cores = objects_of(&node.topo, &node.allowed, BindTo::Core).len();
+    turns.iter().any(|&t| t >= cores.max(1))
+}
+
+/// Where this node's topology is read: `/`, or the tree [`TOPOLOGY_ROOT_VAR`] names.
+fn topology_root() -> std::path::PathBuf {
+    std::env::var_os(TOPOLOGY_ROOT_VAR)
+        .map_or_else(|| std::path::PathBuf::from("/"), std::path::PathBuf::from)
 }
 
 #[cfg(test)]

@@ -110,6 +110,22 @@ pub(crate) fn appinfo(c: &Client, appnum: &str, napps: &str) -> Res {
     Ok(())
 }
 
+/// `oversubscribed`: prints `rank R oversubscribed=B`, whether the job data of this node says
+/// it is oversubscribed (`PMIX_NODE_OVERSUBSCRIBED` of the namespace, absent: false).
+pub(crate) fn oversubscribed(c: &Client) -> Res {
+    let me = c.proc().clone();
+    let wild = Proc::new(me.nspace.clone(), Rank::WILDCARD);
+    let said = match c.get(&wild, attr::NODE_OVERSUBSCRIBED, &[]) {
+        Ok(v) => v
+            .as_bool()
+            .ok_or_else(|| format!("NODE_OVERSUBSCRIBED is {v:?}"))?,
+        Err(err) if err.status() == Status::ERR_NOT_FOUND => false,
+        Err(err) => return Err(format!("get of NODE_OVERSUBSCRIBED: {err}")),
+    };
+    println!("rank {} oversubscribed={said}", me.rank);
+    Ok(())
+}
+
 /// `nodeinfo`: where this job's ranks run, as this rank reads it, in one line (for runs over
 /// several nodes): `nodeinfo rank=R num_nodes=N local_size=L local_peers=A,B`
 /// followed by `host.<r>=`, `nodeid.<r>=`, `lrank.<r>=` and `nrank.<r>=` of every rank.

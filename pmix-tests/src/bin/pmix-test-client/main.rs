@@ -10,7 +10,7 @@
 //! - `put_get`: `replace <N> <replaced indices>`, `internal <N>`, `get-semantics`,
 //!   `refresh`, `scope`;
 //! - `job_data`: `jobinfo`, `anl-map [MAP]`, `appinfo <appnum> <number of apps>`,
-//!   `nodeinfo`;
+//!   `nodeinfo`; `oversubscribed`;
 //! - `groups`: `groups`, `group-fence`, `psets <n> <names> <members>`;
 //! - `lifecycle`: `expect-refused <status>` (whose init is the check), `double-init`,
 //!   `init-cycle <N>`, `exit-early` (exits 3 right after init), `exit-rank <rank> <status>`,
@@ -39,7 +39,7 @@ use pmix_tests::scenario::{Res, e};
 
 use fences::{allgather, fence, fence_timeout, late_key, stuck_fence};
 use groups::{group_fence, groups, psets};
-use job_data::{anl_map, appinfo, jobinfo, nodeinfo};
+use job_data::{anl_map, appinfo, jobinfo, nodeinfo, oversubscribed};
 use lifecycle::{
     abort, double_init, exit_rank, expect_refused, finalize_barrier, hang, init_cycle,
 };
@@ -89,6 +89,7 @@ fn run(args: &[String]) -> Res {
         "hang" => hang(&c),
         "fence-timeout" => fence_timeout(&c),
         "nodeinfo" => nodeinfo(&c),
+        "oversubscribed" => oversubscribed(&c),
         "stuck-fence" => stuck_fence(&c, arg(1), arg(2)),
         "recovery" => recovery(&c, arg(1), arg(2), arg(3) == "timed", arg(4)),
         "restart" => restart(&c, arg(1), arg(2), arg(3), arg(4)),
