@@ -33,10 +33,12 @@ mod exec;
 mod launch;
 mod local_tree;
 mod machine;
+mod mpi4py_spawn;
 mod mpich;
 mod multinode;
 mod recovery;
 mod report;
+mod runs_options;
 mod scale;
 mod stats;
 mod torch;
@@ -93,6 +95,8 @@ options:
                        pmix-rs's, under pmixrun and prterun (`cargo xtask bench --capi --help`)
     --torch            instead: a PyTorch job from launch to exit under pmixrun and
                        under torchrun, with the floor (`cargo xtask bench --torch --help`)
+    --mpi4py-spawn     instead: MPI_Comm_spawn of one child through mpi4py on Open MPI 5,
+                       under pmixrun and under prterun (`... --mpi4py-spawn --help`)
     --local-tree       instead: pmixrun's tree on logical nodes of this machine with a
                        test-only link delay, fitted to a·depth + b·N
                        (`cargo xtask bench --local-tree --help`)
@@ -301,6 +305,14 @@ pub(crate) fn run(args: &[String]) -> ExitCode {
     if args.iter().any(|a| a == "--capi") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--capi").cloned().collect();
         return capi::run(&rest);
+    }
+    if args.iter().any(|a| a == "--mpi4py-spawn") {
+        let rest: Vec<String> = args
+            .iter()
+            .filter(|a| *a != "--mpi4py-spawn")
+            .cloned()
+            .collect();
+        return mpi4py_spawn::run(&rest);
     }
     if args.iter().any(|a| a == "--torch") {
         let rest: Vec<String> = args.iter().filter(|a| *a != "--torch").cloned().collect();

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::build::{self, Dirs};
 use super::exec;
+use super::runs_options;
 use super::stats::median;
 
 const USAGE: &str = "\
@@ -28,40 +29,6 @@ importing torch at once with no launcher. Prints median and minimum of each.";
 
 /// One launch's deadline.
 const DEADLINE: Duration = Duration::from_secs(300);
-
-struct Opts {
-    ns: Vec<u32>,
-    runs: u32,
-    out: Option<PathBuf>,
-}
-
-fn parse(args: &[String]) -> Result<Option<Opts>, String> {
-    let mut o = Opts {
-        ns: vec![4],
-        runs: 5,
-        out: None,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "-h" | "--help" => return Ok(None),
-            "--n" => {
-                o.ns = value()?
-                    .split(',')
-                    .map(|n| n.trim().parse().map_err(|_| format!("--n: {n:?}")))
-                    .collect::<Result<_, _>>()?
-            }
-            "--runs" => o.runs = value()?.parse().map_err(|_| "--runs: not a number")?,
-            "--out" => o.out = Some(value()?.into()),
-            other => return Err(format!("unknown argument {other:?}")),
-        }
-    }
-    if o.runs < 1 || o.ns.is_empty() || o.ns.contains(&0) {
-        return Err("--runs and every N must be at least 1".into());
-    }
-    Ok(Some(o))
-}
 
 /// The sides of a row.
 #[derive(Clone, Copy, PartialEq)]
@@ -176,7 +143,7 @@ fn launch(
 
 /// Entry point of `cargo xtask bench --torch`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    let o = match super::mode_options(parse(args), "--torch", USAGE) {
+    let o = match super::mode_options(runs_options::parse(args, &[4], 5), "--torch", USAGE) {
         Ok(o) => o,
         Err(code) => return code,
     };
