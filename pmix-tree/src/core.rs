@@ -2,7 +2,7 @@
 //! host's calls and the time in; messages to send, completions and deliveries out.
 //!
 //! No I/O, no threads, no clock reads: the caller passes `now` with every input, drains
-//! [`Core::poll_output`] after each, and calls [`Core::on_time`] at [`Core::next_deadline`].
+//! [`Core::poll_output`] after each, and calls [`Core::handle_timeout`] at [`Core::poll_timeout`].
 //! [`crate::net`] drives it over TCP; [`crate::sim`] drives many of them over a simulated
 //! network in virtual time.
 //!
@@ -254,8 +254,8 @@ impl Core {
         self.out.pop_front()
     }
 
-    /// When [`Core::on_time`] must be called next (a heartbeat to send, a silence to notice).
-    pub fn next_deadline(&self) -> Option<Instant> {
+    /// When [`Core::handle_timeout`] must be called next (a heartbeat to send, a silence to notice).
+    pub fn poll_timeout(&self) -> Option<Instant> {
         if self.stopped {
             return None;
         }
@@ -268,7 +268,7 @@ impl Core {
     }
 
     /// The time is `now`: sends heartbeats, notices silent links.
-    pub fn on_time(&mut self, now: Instant) {
+    pub fn handle_timeout(&mut self, now: Instant) {
         self.now = now;
         if self.stopped {
             return;

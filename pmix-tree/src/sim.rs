@@ -272,7 +272,7 @@ impl Sim {
             Event::Timer { v, at } => {
                 if !self.dead[v as usize] && self.timers[v as usize] == Some(at) {
                     self.timers[v as usize] = None;
-                    self.cores[v as usize].on_time(now);
+                    self.cores[v as usize].handle_timeout(now);
                     self.pump(v);
                 }
             }
@@ -402,7 +402,7 @@ impl Sim {
             return;
         }
         let deadline = core
-            .next_deadline()
+            .poll_timeout()
             .map(|d| d.saturating_duration_since(self.base));
         if deadline.is_some() && deadline != self.timers[v as usize] {
             self.timers[v as usize] = deadline;

@@ -356,13 +356,13 @@ impl TreeLoop {
             };
             handshake.into_iter().chain(c.held.front().map(|(t, _)| *t))
         });
-        self.core.next_deadline().into_iter().chain(conns).min()
+        self.core.poll_timeout().into_iter().chain(conns).min()
     }
 
     /// Timers: the core's, handshakes that took too long, held frames whose delay is over.
     fn tick(&mut self, now: Instant) {
-        if self.core.next_deadline().is_some_and(|d| d <= now) {
-            self.core.on_time(now);
+        if self.core.poll_timeout().is_some_and(|d| d <= now) {
+            self.core.handle_timeout(now);
         }
         let expired: Vec<usize> = self
             .conns
