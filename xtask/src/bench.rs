@@ -272,59 +272,29 @@ impl Options {
     }
 }
 
+/// A bench mode's entry point: it gets the arguments but the flag that chose it.
+type Mode = fn(&[String]) -> ExitCode;
+
+/// The bench's other modes: the flag that picks one, and its entry point. The first flag of
+/// this list given wins.
+const MODES: &[(&str, Mode)] = &[
+    ("--local-tree", local_tree::run),
+    ("--scale", scale::run),
+    ("--tree-sim", tree_sim::run),
+    ("--recovery", recovery::run),
+    ("--capi", capi::run),
+    ("--mpi4py-spawn", mpi4py_spawn::run),
+    ("--torch", torch::run),
+    ("--multinode", multinode::run),
+];
+
 /// Entry point of `cargo xtask bench`.
 pub(crate) fn run(args: &[String]) -> ExitCode {
-    if args.iter().any(|a| a == "--local-tree") {
-        let rest: Vec<String> = args
-            .iter()
-            .filter(|a| *a != "--local-tree")
-            .cloned()
-            .collect();
-        return local_tree::run(&rest);
-    }
-    if args.iter().any(|a| a == "--scale") {
-        let rest: Vec<String> = args.iter().filter(|a| *a != "--scale").cloned().collect();
-        return scale::run(&rest);
-    }
-    if args.iter().any(|a| a == "--tree-sim") {
-        let rest: Vec<String> = args
-            .iter()
-            .filter(|a| *a != "--tree-sim")
-            .cloned()
-            .collect();
-        return tree_sim::run(&rest);
-    }
-    if args.iter().any(|a| a == "--recovery") {
-        let rest: Vec<String> = args
-            .iter()
-            .filter(|a| *a != "--recovery")
-            .cloned()
-            .collect();
-        return recovery::run(&rest);
-    }
-    if args.iter().any(|a| a == "--capi") {
-        let rest: Vec<String> = args.iter().filter(|a| *a != "--capi").cloned().collect();
-        return capi::run(&rest);
-    }
-    if args.iter().any(|a| a == "--mpi4py-spawn") {
-        let rest: Vec<String> = args
-            .iter()
-            .filter(|a| *a != "--mpi4py-spawn")
-            .cloned()
-            .collect();
-        return mpi4py_spawn::run(&rest);
-    }
-    if args.iter().any(|a| a == "--torch") {
-        let rest: Vec<String> = args.iter().filter(|a| *a != "--torch").cloned().collect();
-        return torch::run(&rest);
-    }
-    if args.iter().any(|a| a == "--multinode") {
-        let rest: Vec<String> = args
-            .iter()
-            .filter(|a| *a != "--multinode")
-            .cloned()
-            .collect();
-        return multinode::run(&rest);
+    for (flag, mode) in MODES {
+        if args.iter().any(|a| a == flag) {
+            let rest: Vec<String> = args.iter().filter(|a| a != flag).cloned().collect();
+            return mode(&rest);
+        }
     }
     if args.iter().any(|a| a == "-h" || a == "--help") {
         println!("{USAGE}");
