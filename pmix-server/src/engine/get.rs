@@ -18,7 +18,7 @@ use pmix_types::{Info, Key, Proc, Rank, Scope, Status, attr};
 use pmix_wire::{Kv, ProcKvs, Reply, ReplyBody};
 
 use super::commits::Commits;
-use super::host_ops::{HostCall, HostOutcome, PendingHost, decode_blobs, status_of};
+use super::host_ops::{Asked, HostCall, HostOutcome, PendingHost, decode_blobs, status_of};
 use super::nspaces::Nspaces;
 use super::sessions::{GetAnswers, Sessions};
 use super::store::{NsId, Store, visible};
@@ -43,23 +43,16 @@ struct PendingGet {
     via: Option<u64>,
 }
 
-/// A direct-modex request out at the host.
-struct Inflight {
-    target: (NsId, Rank),
-    /// The key the other node was asked to wait for.
-    need: Option<Key>,
-    /// When the other node stops waiting (the `PMIX_TIMEOUT` it was given); `None`: never.
-    deadline: Option<Instant>,
-}
-
 /// The Gets waiting until their target's data is here, and the targets asked of the host.
 #[derive(Default)]
 pub(super) struct Gets {
     parked: HashMap<(NsId, Rank), Vec<PendingGet>>,
-    /// Direct-modex requests at the host, by request number; requesters wait in `parked`.
-    /// A Get joins a request for its target and key that waits at least as long as it does
-    /// (whose ending, by its timeout, is then never the Get's failure), or makes its own.
-    dmodex_inflight: HashMap<u64, Inflight>,
+    /// Direct-modex requests at the host, by what they ask: each one's number and when the
+    /// other node stops waiting (the `PMIX_TIMEOUT` it was given; `None`: never). Requesters
+    /// wait in `parked`. A Get joins a request for its target and key that waits at least as
+    /// long as it does (whose ending, by its timeout, is then never the Get's failure), or
+    /// makes its own.
+    dmodex_inflight: HashMap<Asked, Vec<(u64, Option<Instant>)>>,
     next_request: u64,
 }
 
@@ -98,27 +91,21 @@ impl Gets {
         need: &Option<Key>,
         deadline: Option<Instant>,
     ) -> (u64, bool) {
-        let covers = |r: &Inflight| match (r.deadline, deadline) {
+        let covers = |theirs: Option<Instant>| match (theirs, deadline) {
             (None, _) => true,
             (Some(_), None) => false,
             (Some(theirs), Some(mine)) => theirs >= mine,
         };
-        let joined = self
+        let out = self
             .dmodex_inflight
-            .iter()
-            .find(|(_, r)| r.target == target && r.need == *need && covers(r));
-        if let Some((&request, _)) = joined {
+            .entry((target, need.clone()))
+            .or_default();
+        if let Some(&(request, _)) = out.iter().find(|(_, theirs)| covers(*theirs)) {
             return (request, false);
         }
         self.next_request += 1;
-        let request = self.next_request;
-        let inflight = Inflight {
-            target,
-            need: need.clone(),
-            deadline,
-        };
-        self.dmodex_inflight.insert(request, inflight);
-        (request, true)
+        out.push((self.next_request, deadline));
+        (self.next_request, true)
     }
 
     /// Everyone waiting for `target` for whom `ready` holds, with the key each asked for;
@@ -392,13 +379,19 @@ impl Gets {
         })
     }
 
-    /// The host answered direct-modex request `request`: the data it brought, or why none.
+    /// The host answered direct-modex request `request`, which asked `asked`: the data it
+    /// brought, or why none.
     pub(super) fn host_answered_with(
         &mut self,
-        request: u64,
+        (asked, request): (Asked, u64),
         outcome: HostOutcome,
     ) -> Result<Vec<ProcKvs>, Status> {
-        self.dmodex_inflight.remove(&request);
+        if let Some(out) = self.dmodex_inflight.get_mut(&asked) {
+            out.retain(|(r, _)| *r != request);
+            if out.is_empty() {
+                self.dmodex_inflight.remove(&asked);
+            }
+        }
         match outcome {
             HostOutcome::Bytes(Ok(bytes)) => decode_blobs(&bytes),
             other => Err(status_of(&other)),
@@ -424,7 +417,10 @@ fn ask_host_for(
         info.push(Info::attr(attr::REQUIRED_KEY, k.as_str()));
     }
     (
-        PendingHost::Dmodex { target: t, request },
+        PendingHost::Dmodex {
+            asked: (t, need.clone()),
+            request,
+        },
         HostCall::DirectModex {
             proc: target.clone(),
             info,
@@ -652,10 +648,11 @@ impl Engine {
         self.out.extend(answer);
     }
 
-    /// The host answered direct-modex request `request` for `target`: its data is stored and
-    /// its Gets released, or they fail.
-    pub(super) fn dmodex_done(&mut self, target: (NsId, Rank), request: u64, outcome: HostOutcome) {
-        let status = match self.gets.host_answered_with(request, outcome) {
+    /// The host answered direct-modex request `request`, which asked `asked`: the target's
+    /// data is stored and its Gets released, or they fail.
+    pub(super) fn dmodex_done(&mut self, asked: Asked, request: u64, outcome: HostOutcome) {
+        let target = asked.0;
+        let status = match self.gets.host_answered_with((asked, request), outcome) {
             Ok(blobs) => {
                 self.store_remote(&blobs);
                 if self.commits.has(&target) {

@@ -127,6 +127,10 @@ pub(crate) enum HostCall {
     },
 }
 
+/// What a direct modex asks another node for (`get.rs`): the process, and the key to wait
+/// for there.
+pub(super) type Asked = ((NsId, Rank), Option<Key>);
+
 /// Who waits for a host callback's answer.
 pub(super) enum PendingHost {
     Connect {
@@ -148,8 +152,9 @@ pub(super) enum PendingHost {
         seq: u64,
     },
     Dmodex {
-        target: (NsId, Rank),
-        /// Which of the target's outstanding requests (see `get::Gets`).
+        /// The process asked for, and the key the other node was asked to wait for.
+        asked: Asked,
+        /// Which of the requests out for that (see `get::Gets`).
         request: u64,
     },
     /// A request answered with the host's status alone.

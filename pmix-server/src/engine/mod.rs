@@ -660,7 +660,7 @@ impl Engine {
             PendingHost::Group { seq, op, gid } => self.group_answered(seq, op, gid, outcome),
             PendingHost::Lookup { conn, id } => self.lookup_done(conn, id, outcome),
             PendingHost::Fence { seq, .. } => self.fence_done(seq, outcome),
-            PendingHost::Dmodex { target, request } => self.dmodex_done(target, request, outcome),
+            PendingHost::Dmodex { asked, request } => self.dmodex_done(asked, request, outcome),
         }
     }
 
