@@ -244,6 +244,11 @@ impl Core {
         self.stopped
     }
 
+    /// How long a link may be silent before it is lost ([`Timing::dead_after`]).
+    pub fn dead_after(&self) -> Duration {
+        self.timing.dead_after
+    }
+
     /// Fences and requests not completed yet (fences relayed for others included).
     pub fn pending(&self) -> usize {
         self.fences.len() + self.requests.len()

@@ -134,6 +134,8 @@ pub struct TreeLoop {
     finished: bool,
     /// Connections that may hold frames not yet taken (the parent's, at start).
     pending_reads: Vec<usize>,
+    /// When the last turn asked to be called again at the latest, if it did.
+    due: Option<Instant>,
 }
 
 impl std::fmt::Debug for TreeLoop {
@@ -193,6 +195,7 @@ impl TreeLoop {
             max_frame: parts.max_frame,
             stop: false,
             finished: false,
+            due: None,
         }
     }
 
@@ -265,6 +268,7 @@ impl TreeLoop {
             return None;
         }
         let now = Instant::now();
+        self.check_late(now);
         for t in std::mem::take(&mut self.pending_reads) {
             self.read(t, now);
         }
@@ -276,7 +280,26 @@ impl TreeLoop {
             self.finish();
             return None;
         }
-        self.next_wake()
+        self.due = self.next_wake();
+        self.due
+    }
+
+    /// Says so when this turn comes a link's whole silence allowance after the time the last
+    /// one asked for: this process (or its host's loop) stalled for that long, and its
+    /// neighbours, which heard nothing from it meanwhile, may have judged it lost. Sent
+    /// nothing otherwise: what a neighbour's verdict then names is not this vertex's doing.
+    fn check_late(&self, now: Instant) {
+        let Some(due) = self.due else {
+            return;
+        };
+        let late = now.saturating_duration_since(due);
+        if late >= self.core.dead_after() {
+            tracing::warn!(
+                me = self.core.me(),
+                "this vertex's loop ran {late:.1?} after it was due: its neighbours heard \
+                 nothing from it meanwhile"
+            );
+        }
     }
 
     /// True once the vertex stopped and closed its links: its loop may end.
