@@ -733,16 +733,16 @@ fn locality_strings_are_libpmixs_on_a_two_package_machine() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// `PMIX_NODE_OVERSUBSCRIBED`: on the two-package tree (four cores), four processes fill the
-/// node and five oversubscribe it; the job's processes on it are told (Open MPI's then yield
-/// the CPU while they wait instead of spinning).
+/// `PMIX_NODE_OVERSUBSCRIBED`: on the two-package tree (eight CPUs: four cores of two
+/// threads), eight processes fill the node and nine oversubscribe it; the job's processes on
+/// it are told (Open MPI's then yield the CPU while they wait instead of spinning).
 #[test]
-fn a_job_with_more_processes_than_cores_is_told_its_node_is_oversubscribed() {
+fn a_job_with_more_processes_than_cpus_is_told_its_node_is_oversubscribed() {
     let root = compiled_programs_dir("placement").join(format!("osub-tree-{}", std::process::id()));
     two_package_tree(&root);
     let client = pmix_tests::workspace_bin("pmix-test-client");
     let client = client.to_str().expect("a UTF-8 path");
-    for (n, want) in [(4u32, false), (5, true)] {
+    for (n, want) in [(8u32, false), (9, true)] {
         let what = format!("PMIXRS_TOPOLOGY_ROOT=<tree> pmixrun -n {n} oversubscribed");
         let out = pmixrun_on_tree(
             &root,

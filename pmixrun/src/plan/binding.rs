@@ -307,17 +307,18 @@ pub(crate) fn on_this_node(
 }
 
 /// Whether this node is oversubscribed once processes holding `turns` in the deal run on it
-/// (after the jobs running here, [`Claims`]): whether they take it past one process per core
-/// pmixrun may use, as PRRTE counts a node's slots. Told to the job's processes here
-/// (`PMIX_NODE_OVERSUBSCRIBED`): Open MPI's then yield the CPU while they wait instead of
-/// spinning, which a process that needs the CPU (a spawned child starting) would wait for.
-/// False when the topology cannot be read.
+/// (after the jobs running here, [`Claims`]): whether they are more than the CPUs (hardware
+/// threads) pmixrun may use here, so that some must wait for a CPU while others run (a Slurm
+/// allocation's CPUs are its tasks' slots, hardware threads included). Told to the job's
+/// processes here (`PMIX_NODE_OVERSUBSCRIBED`, as PRRTE tells of a node past its slots):
+/// Open MPI's then yield the CPU while they wait instead of spinning, which a process that
+/// needs the CPU (a spawned child starting) would wait for. False when the topology cannot be
+/// read.
 pub(crate) fn oversubscribed(turns: &[usize]) -> bool {
     let Ok(node) = node_cpus(&topology_root()) else {
         return false;
     };
-    let cores = objects_of(&node.topo, &node.allowed, BindTo::Core).len();
-    turns.iter().any(|&t| t >= cores.max(1))
+    turns.iter().any(|&t| t >= node.allowed.len().max(1))
 }
 
 /// Where this node's topology is read: `/`, or the tree [`TOPOLOGY_ROOT_VAR`] names.
